@@ -1,0 +1,122 @@
+"""Settings of evennia-ai: one home for every ``EVENNIA_AI_*`` name and its default.
+
+Values are read at call time, so a game's ``settings.py`` and Django's
+``override_settings`` take effect without a restart. The names marked ``env=True`` may also be
+set in the process environment, which wins over ``settings.py`` (handy for API keys and for
+``make demo``).
+
+Example:
+    from evennia_ai import conf
+    model = conf.get("EVENNIA_AI_MODEL")
+
+The table in ``docs/configuration.md`` is generated from :data:`SETTINGS` (and a test checks it).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+OFFLINE_MODEL = "evennia_ai/offline"
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One documented setting.
+
+    Attributes:
+        name: The ``EVENNIA_AI_*`` name used in ``settings.py``.
+        default: Value used when the game sets nothing.
+        doc: One line for the configuration reference.
+        env: Whether an environment variable of the same name overrides ``settings.py``.
+    """
+
+    name: str
+    default: Any
+    doc: str
+    env: bool = False
+
+
+SETTINGS: dict[str, Setting] = {
+    s.name: s
+    for s in (
+        # --- model ---------------------------------------------------------------------------
+        Setting("EVENNIA_AI_MODEL", "", "litellm model name (e.g. `openai/gpt-4o-mini`, `ollama/llama3`). Empty: the built-in offline model.", env=True),
+        Setting("EVENNIA_AI_API_BASE", "", "Base URL of an OpenAI-compatible endpoint (Ollama, vLLM, a litellm proxy).", env=True),
+        Setting("EVENNIA_AI_API_KEY", "", "API key passed to litellm. Empty: litellm reads the provider's own variable.", env=True),
+        Setting("EVENNIA_AI_FALLBACK_MODELS", [], "Ordered list of models tried when the main model fails after its retries. The environment form is comma-separated.", env=True),
+        Setting("EVENNIA_AI_TIMEOUT", 30.0, "Seconds one model call may take before it counts as timed out.", env=True),
+        Setting("EVENNIA_AI_MAX_RETRIES", 2, "Retries per model on rate limits, 5xx and timeouts (exponential backoff with jitter)."),
+        Setting("EVENNIA_AI_RETRY_BASE_DELAY", 0.5, "First backoff delay in seconds; doubles each retry, capped by EVENNIA_AI_RETRY_MAX_DELAY."),
+        Setting("EVENNIA_AI_RETRY_MAX_DELAY", 8.0, "Longest single backoff delay in seconds (a server's retry-after is honoured up to this)."),
+        Setting("EVENNIA_AI_MODEL_SETTINGS", {}, "Per-model options, e.g. `{'ollama/llama2': {'native_tools': False, 'context_window': 4096}}`."),
+        Setting("EVENNIA_AI_LITELLM_CALLBACKS", [], "litellm callbacks (names such as `langfuse`, or dotted paths to CustomLogger instances/classes)."),
+        # --- ticking -------------------------------------------------------------------------
+        Setting("EVENNIA_AI_TICK_INTERVAL", 5, "Seconds between an assistant's ticks."),
+        Setting("EVENNIA_AI_AUTONOMY", True, "Whether idle assistants with active goals take autonomous ticks."),
+        Setting("EVENNIA_AI_AUTONOMOUS_MIN_INTERVAL", 60, "Least seconds between two autonomous ticks of one assistant."),
+        Setting("EVENNIA_AI_EVENT_QUEUE_SIZE", 50, "Most events an assistant keeps queued; the oldest low-priority ones go first."),
+        Setting("EVENNIA_AI_HISTORY_MAX_MESSAGES", 200, "Most conversation-history messages kept per assistant before token budgeting."),
+        Setting("EVENNIA_AI_TRACE_RING_SIZE", 50, "Tick traces kept per assistant."),
+        Setting("EVENNIA_AI_CONTEXT_BUFFER_SIZE", 20, "Recent room messages kept as ambient context."),
+        Setting("EVENNIA_AI_TOOL_TIMEOUT", 30.0, "Seconds an ASYNC_REQUIRED tool may run."),
+        Setting("EVENNIA_AI_REFLECTION_INTERVAL", 50, "Ticks between reflections."),
+        Setting("EVENNIA_AI_REFLECTION_IMPORTANCE_THRESHOLD", 30, "Summed journal importance since the last reflection that triggers one early."),
+        Setting("EVENNIA_AI_SLEEP_SCHEDULE", None, "Daily sleep window as `('HH:MM', 'HH:MM')` server time, or None for no scheduled sleep."),
+        Setting("EVENNIA_AI_WAKE_WHEN_ADDRESSED", True, "Whether speech addressed to a sleeping assistant wakes it."),
+        # --- context and memory --------------------------------------------------------------
+        Setting("EVENNIA_AI_CONTEXT_WINDOWS", {}, "Per-model context window overrides in tokens, e.g. `{'openai/my-model': 32768}`."),
+        Setting("EVENNIA_AI_RESERVED_RESPONSE_TOKENS", 1024, "Tokens kept free in every request for the model's answer."),
+        Setting("EVENNIA_AI_OPERATOR_OVERRIDE", "", "Path of an operator override file injected at the very top of every system prompt; re-read when it changes."),
+        Setting("EVENNIA_AI_DATA_DIR", "", "Folder for the keyword index and the embedded long-term memory. Empty: `<game dir>/server/ai_data`."),
+        Setting("EVENNIA_AI_MEMORY_TOP_K", 5, "Long-term memories recalled per search."),
+        Setting("EVENNIA_AI_MEMORY_THRESHOLD", 0.3, "Least relevance score for a recalled long-term memory."),
+        Setting("EVENNIA_AI_MEM0_CONFIG", None, "A full mem0 configuration dict replacing the embedded default (Qdrant server, pgvector, any litellm embedder)."),
+        # --- budgets -------------------------------------------------------------------------
+        Setting("EVENNIA_AI_DAILY_TOKEN_BUDGET_PER_NPC", None, "Tokens one assistant may use per day; None for no limit."),
+        Setting("EVENNIA_AI_DAILY_TOKEN_BUDGET_SERVER", None, "Tokens all assistants together may use per day; None for no limit."),
+        Setting("EVENNIA_AI_BUDGET_EXCEEDED_ACTION", "offline", "What an assistant does past its budget: `offline` (the offline model) or `silence`."),
+    )
+}
+
+
+def _from_env(setting: Setting, raw: str) -> Any:
+    default = setting.default
+    if isinstance(default, bool):
+        return raw.strip().lower() in ("1", "true", "yes", "on")
+    if isinstance(default, float):
+        return float(raw)
+    if isinstance(default, int):
+        return int(raw)
+    if isinstance(default, list):
+        return [part.strip() for part in raw.split(",") if part.strip()]
+    return raw
+
+
+def get(name: str) -> Any:
+    """Return the current value of a setting.
+
+    Args:
+        name: An ``EVENNIA_AI_*`` name from :data:`SETTINGS`.
+
+    Returns:
+        The environment value (for ``env`` settings, when set and non-empty), else the game's
+        ``settings.py`` value, else the documented default.
+
+    Raises:
+        KeyError: If ``name`` is not a known setting.
+    """
+    setting = SETTINGS[name]
+    if setting.env:
+        raw = os.environ.get(name)
+        if raw not in (None, ""):
+            return _from_env(setting, raw)
+    try:
+        from django.conf import settings
+
+        if settings.configured:
+            return getattr(settings, name, setting.default)
+    except Exception:  # Django missing or unconfigured: pure use of the library.
+        pass
+    return setting.default
