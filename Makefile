@@ -1,0 +1,52 @@
+# evennia-ai: two commands for a fresh machine.
+#   make demo   set up everything and start the demo game on 127.0.0.1
+#   make test   set up and run the whole test suite
+PYTHON  ?= python3
+VENV    ?= .venv
+PY      := $(VENV)/bin/python
+STAMP   := $(VENV)/.installed
+PY312   := $(shell bash scripts/find_python312.sh)
+VENV312 ?= .venv312
+STAMP312 := $(VENV312)/.installed
+export LITELLM_LOCAL_MODEL_COST_MAP ?= True
+export MEM0_TELEMETRY ?= False
+export HF_HUB_OFFLINE ?= 1
+
+.PHONY: install demo stop test test-fast test312 bench clean
+
+$(STAMP): pyproject.toml Makefile
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	VENV=$(VENV) bash scripts/demo.sh
+
+stop:
+	@if [ -d demo_game ]; then cd demo_game && PATH=$(CURDIR)/$(VENV)/bin:$$PATH ../$(VENV)/bin/evennia stop </dev/null; fi
+
+test: $(STAMP)
+	$(PY) -m pytest
+ifneq ($(PY312),)
+	$(MAKE) test312
+endif
+
+# The fast part of the suite (no real servers, browsers or local embedder) on Evennia 6.x.
+$(STAMP312): pyproject.toml Makefile
+	test -x $(VENV312)/bin/python || $(PY312) -m venv $(VENV312)
+	$(VENV312)/bin/python -m pip install -q -e '.[test]'
+	touch $(STAMP312)
+
+test312: $(STAMP312)
+	$(VENV312)/bin/python -m pytest -m "not server and not browser and not embedder"
+
+test-fast: $(STAMP)
+	$(PY) -m pytest -m "not server and not browser and not embedder"
+
+bench: $(STAMP)
+	$(PY) -m bench
+
+clean:
+	rm -rf $(VENV) $(VENV312) demo_game
