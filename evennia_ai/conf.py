@@ -120,3 +120,21 @@ def get(name: str) -> Any:
     except Exception:  # Django missing or unconfigured: pure use of the library.
         pass
     return setting.default
+
+
+def render_settings_markdown() -> str:
+    """Render the configuration reference (``docs/configuration.md``) from :data:`SETTINGS`."""
+    lines = [
+        "# Configuration reference",
+        "",
+        "Every setting is optional. Put it in your game's `server/conf/settings.py`; values are",
+        "read at call time. Settings marked *env* may also be set in the process environment,",
+        "which wins over `settings.py`. This file is generated from `evennia_ai/conf.py` by",
+        "`scripts/gen_config_docs.py` (a test keeps them in step).",
+        "",
+        "| setting | default | env | meaning |",
+        "|---|---|---|---|",
+    ]
+    for s in SETTINGS.values():
+        lines.append(f"| `{s.name}` | `{s.default!r}` | {'yes' if s.env else ''} | {s.doc} |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,172 @@
+"""Typed records of what one tick did: stop reasons, iterations, tool calls, tokens, cost.
+
+Pure: plain dataclasses that convert to and from JSON-able dicts, so a bounded ring of them can
+live in an Attribute and be shown by the admin commands and the staff dashboard.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from datetime import datetime, timezone
+from enum import Enum
+from typing import Any
+
+
+class StopReason(str, Enum):
+    """Why a tick's ReAct loop ended."""
+
+    TERMINAL_TOOL = "terminal_tool"  # a TERMINAL tool (or an exit-loop rule) ended it
+    TEXT_REPLY = "text_reply"  # the model answered with text and no tool call
+    MAX_ITERATIONS = "max_iterations"  # the pattern's iteration limit was reached
+    ERROR = "error"  # the model failed after retries, or tool calls kept failing
+    BUDGET = "budget"  # the tick's token or cost budget ran out
+    CANCELLED = "cancelled"  # the NPC was paused, deleted or moved away mid-tick
+
+
+def utcnow_iso() -> str:
+    """Return the current UTC time as an ISO-8601 string."""
+    return datetime.now(timezone.utc).isoformat()
+
+
+def _from_dict(cls, data: dict):
+    names = {f.name for f in fields(cls)}
+    return cls(**{k: v for k, v in (data or {}).items() if k in names})
+
+
+@dataclass
+class ToolCallTrace:
+    """One tool call the model asked for and what came of it.
+
+    Attributes:
+        id: The provider's tool-call id.
+        name: Tool name as the model gave it.
+        arguments: Parsed arguments (empty when they did not parse).
+        category: The tool's category, or "" for unknown tools.
+        success: Whether the tool ran and succeeded.
+        result: The text fed back to the model (truncated for the trace).
+        error: Error text when it failed or was refused.
+        status: "ran", "refused", "pending" (awaiting confirmation), "skipped" (not run because
+            the loop ended first), "error" (raised or failed validation).
+        latency: Seconds the tool took.
+    """
+
+    id: str
+    name: str
+    arguments: dict = field(default_factory=dict)
+    category: str = ""
+    success: bool = False
+    result: str = ""
+    error: str | None = None
+    status: str = "ran"
+    latency: float = 0.0
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "ToolCallTrace":
+        return _from_dict(cls, data)
+
+
+@dataclass
+class IterationTrace:
+    """One model call inside the loop.
+
+    Attributes:
+        index: 0-based iteration number ("plan" and "assessment" calls use -1).
+        kind: "act", "plan" or "assessment".
+        sections: Token count per prompt section of the request exactly as sent.
+        prompt_tokens: Tokens of the whole request as counted locally.
+        usage: Token usage as the provider reported it.
+        cost: Cost in USD when known.
+        latency: Seconds the model call took.
+        model: Model that answered.
+        text: Text the model returned (truncated).
+        tool_calls: Tool calls and their outcomes.
+        error: Provider error, if the call failed.
+    """
+
+    index: int
+    kind: str = "act"
+    sections: dict = field(default_factory=dict)
+    prompt_tokens: int = 0
+    usage: dict = field(default_factory=dict)
+    cost: float | None = None
+    latency: float = 0.0
+    model: str = ""
+    text: str | None = None
+    tool_calls: list[ToolCallTrace] = field(default_factory=list)
+    error: str | None = None
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "IterationTrace":
+        obj = _from_dict(cls, data)
+        obj.tool_calls = [ToolCallTrace.from_dict(tc) for tc in (data or {}).get("tool_calls", [])]
+        return obj
+
+
+@dataclass
+class TickTrace:
+    """Everything one tick did, for status, traces and the dashboard.
+
+    Attributes:
+        tick_id: The NPC's tick counter.
+        context_type: Context type of the tick (tick_event, reflection, ...).
+        started / ended: ISO-8601 UTC times.
+        event_ids: Queue events this tick answered.
+        event_text: The rendered pending event (truncated).
+        pattern: The ExecutionPattern used, as a dict (with source_layers).
+        stop_reason: A StopReason value.
+        iterations: Model calls in order.
+        prompt_tokens / completion_tokens / cost: Totals over the tick.
+        error: Summary of what went wrong, if anything.
+    """
+
+    tick_id: int
+    context_type: str = ""
+    started: str = field(default_factory=utcnow_iso)
+    ended: str | None = None
+    event_ids: list[str] = field(default_factory=list)
+    event_text: str = ""
+    pattern: dict = field(default_factory=dict)
+    stop_reason: str = ""
+    iterations: list[IterationTrace] = field(default_factory=list)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+    duration: float = 0.0
+    error: str | None = None
+
+    def add_iteration(self, iteration: IterationTrace) -> None:
+        """Append an iteration and add its usage to the tick's totals."""
+        self.iterations.append(iteration)
+        self.prompt_tokens += int(iteration.usage.get("prompt_tokens") or 0)
+        self.completion_tokens += int(iteration.usage.get("completion_tokens") or 0)
+        self.cost += float(iteration.cost or 0.0)
+
+    @property
+    def tool_calls(self) -> list[ToolCallTrace]:
+        """All tool calls of the tick in order."""
+        return [tc for it in self.iterations for tc in it.tool_calls]
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-able dict (what is stored in the NPC's trace ring)."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "TickTrace":
+        obj = _from_dict(cls, data)
+        obj.iterations = [IterationTrace.from_dict(it) for it in (data or {}).get("iterations", [])]
+        return obj
+
+
+def truncate(text: Any, limit: int = 2000) -> str:
+    """Return ``text`` as a string cut to ``limit`` characters with a marker."""
+    text = "" if text is None else str(text)
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"... [{len(text) - limit} more characters]"
+
+
+def push_trace(ring: list[dict], trace: TickTrace | dict, size: int) -> list[dict]:
+    """Return a new trace ring with ``trace`` appended and only the newest ``size`` kept."""
+    entry = trace.to_dict() if isinstance(trace, TickTrace) else dict(trace)
+    ring = list(ring or []) + [entry]
+    return ring[-max(1, int(size)) :]
