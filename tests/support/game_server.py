@@ -1,0 +1,213 @@
+"""A real Evennia game server for end-to-end tests, built from ``world_example/``.
+
+Each server gets its own temporary game directory and free loopback ports, so tests never
+collide with a running ``make demo``. Every process it starts is stopped in :meth:`stop`
+(``evennia stop``, then SIGKILL of whatever pid files remain).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class GameServer:
+    """Create, start and stop a throwaway Evennia game with the evennia-ai demo world.
+
+    Args:
+        workdir: Empty folder to create the game in.
+        extra_settings: Python source appended to the game's settings.py.
+        env: Extra environment variables for the server processes.
+        password: Password of the ``admin`` superuser.
+    """
+
+    def __init__(self, workdir: Path, extra_settings: str = "", env: dict | None = None,
+                 password: str = "test-password-1"):
+        self.workdir = Path(workdir)
+        self.game = self.workdir / "game"
+        self.extra_settings = extra_settings
+        self.password = password
+        self.telnet_port = free_port()
+        self.web_port = free_port()
+        self.env = dict(os.environ)
+        self.env.update(
+            {
+                "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+                "EVENNIA_SUPERUSER_USERNAME": "admin",
+                "EVENNIA_SUPERUSER_PASSWORD": password,
+                "EVENNIA_SUPERUSER_EMAIL": "admin@localhost",
+                "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+                "MEM0_TELEMETRY": "False",
+                "HF_HUB_OFFLINE": "1",
+            }
+        )
+        self.env.pop("DJANGO_SETTINGS_MODULE", None)
+        self.env.pop("PYTHONPATH", None)
+        self.env.update(env or {})
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def evennia(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [str(BIN / "evennia"), *args],
+            cwd=self.game,
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+
+    def create(self) -> None:
+        """Initialise the game dir, copy the demo overlay, set ports, migrate."""
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            [str(BIN / "evennia"), "--init", "game"], cwd=self.workdir, env=self.env,
+            stdin=subprocess.DEVNULL, capture_output=True, check=True, timeout=60,
+        )
+        shutil.copytree(ROOT / "world_example", self.game, dirs_exist_ok=True)
+        amp, ws = free_port(), free_port()
+        with open(self.game / "server" / "conf" / "settings.py", "a") as fh:
+            fh.write(
+                "\n# --- test server ports ---\n"
+                f"TELNET_PORTS = [{self.telnet_port}]\n"
+                f"WEBSERVER_PORTS = [({self.web_port}, {free_port()})]\n"
+                f"WEBSOCKET_CLIENT_PORT = {ws}\n"
+                f"AMP_PORT = {amp}\n"
+                f"{self.extra_settings}\n"
+            )
+        result = self.evennia("migrate")
+        if result.returncode:
+            raise RuntimeError(f"migrate failed:\n{result.stdout}\n{result.stderr}")
+
+    def start(self, timeout: float = 90) -> None:
+        """Start portal and server and wait until a login works."""
+        result = self.evennia("start", timeout=timeout)
+        if result.returncode:
+            raise RuntimeError(f"start failed:\n{result.stdout}\n{result.stderr}")
+        self.wait_ready(timeout)
+
+    def wait_ready(self, timeout: float = 90) -> None:
+        deadline = time.monotonic() + timeout
+        last = None
+        while time.monotonic() < deadline:
+            try:
+                with TelnetClient(self.telnet_port) as client:
+                    if "You become" in client.login("admin", self.password, wait=2.0):
+                        return
+            except OSError as err:
+                last = err
+            time.sleep(0.5)
+        raise RuntimeError(f"server not ready after {timeout}s ({last}); log:\n{self.log_tail()}")
+
+    def reload(self, timeout: float = 90) -> None:
+        result = self.evennia("reload", timeout=timeout)
+        if result.returncode:
+            raise RuntimeError(f"reload failed:\n{result.stdout}\n{result.stderr}")
+        time.sleep(1.0)
+        self.wait_ready(timeout)
+
+    def stop(self) -> None:
+        """Stop the game, killing anything that does not stop by itself."""
+        try:
+            self.evennia("stop", timeout=30)
+        except Exception:
+            pass
+        for pidfile in ("server.pid", "portal.pid"):
+            path = self.game / "server" / pidfile
+            try:
+                pid = int(path.read_text().strip())
+                os.kill(pid, signal.SIGKILL)
+            except (OSError, ValueError):
+                pass
+
+    def log_tail(self, lines: int = 60) -> str:
+        log = self.game / "server" / "logs" / "server.log"
+        try:
+            return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no server log)"
+
+    def __enter__(self) -> "GameServer":
+        self.create()
+        try:
+            self.start()
+        except Exception:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+class TelnetClient:
+    """A minimal line-based telnet client (Evennia needs no option negotiation from us)."""
+
+    def __init__(self, port: int, host: str = "127.0.0.1", timeout: float = 10.0):
+        self.sock = socket.create_connection((host, port), timeout=timeout)
+        self.buffer = ""
+
+    def read(self, wait: float = 0.5) -> str:
+        """Read whatever arrives within ``wait`` seconds of silence."""
+        self.sock.settimeout(wait)
+        chunks = []
+        try:
+            while True:
+                data = self.sock.recv(65536)
+                if not data:
+                    break
+                chunks.append(data)
+        except (socket.timeout, BlockingIOError):
+            pass
+        text = b"".join(chunks).replace(b"\xff", b"").decode("utf8", "replace")
+        self.buffer += text
+        return text
+
+    def read_until(self, needle: str, timeout: float = 10.0) -> str:
+        """Read until ``needle`` shows up; return everything read (raises TimeoutError)."""
+        deadline = time.monotonic() + timeout
+        seen = ""
+        while time.monotonic() < deadline:
+            seen += self.read(0.2)
+            if needle in seen:
+                return seen
+        raise TimeoutError(f"{needle!r} not seen within {timeout}s; got:\n{seen[-2000:]}")
+
+    def send(self, line: str) -> None:
+        self.sock.sendall(line.encode("utf8") + b"\r\n")
+
+    def login(self, user: str, password: str, wait: float = 2.0) -> str:
+        self.read(0.5)
+        self.send(f"connect {user} {password}")
+        try:
+            return self.read_until("You become", timeout=wait + 3)
+        except TimeoutError as err:
+            return str(err)
+
+    def close(self) -> None:
+        try:
+            self.send("quit")
+        except OSError:
+            pass
+        self.sock.close()
+
+    def __enter__(self) -> "TelnetClient":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
