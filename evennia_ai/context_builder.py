@@ -1,0 +1,240 @@
+"""The context builder: sources -> components -> a chat request within the model's window.
+
+For one tick it gathers the value of every source the context type's enabled components need,
+concurrently (database reads on the reactor thread; slow sources such as long-term memory
+return Deferreds from threads; all combined with a DeferredList), renders the registry's
+components in ID order into chat messages (:mod:`evennia_ai.assembly`), and counts the tokens
+of the request exactly as it will be sent, per section.
+
+Sources are pluggable: :func:`register_source` maps a placeholder name to a function
+``(builder) -> value | Deferred``. A failing source is logged and renders empty; it never
+fails the tick.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from twisted.internet import defer
+
+from evennia.utils import logger
+
+from evennia_ai import conf
+
+# placeholder name -> (source function, component keys that use it)
+_SOURCES: dict[str, Callable[["ContextBuilder"], Any]] = {}
+
+# Which placeholder values each static component needs.
+COMPONENT_SOURCES = {
+    "system_prompt": ("system_prompt",),
+    "character_context": ("character_context",),
+    "entity_context": ("entity_context",),
+    "semantic_memories": ("semantic_memories",),
+    "context_buffer": ("context_buffer",),
+    "goals": ("goals",),
+    "conversation_history": ("conversation_history",),
+    "pending_event": ("pending_event",),
+    "tool_result": ("tool_result",),
+}
+
+
+def register_source(name: str):
+    """Decorator registering ``fn(builder) -> value | Deferred`` as the source of ``name``."""
+
+    def decorator(fn):
+        _SOURCES[name] = fn
+        return fn
+
+    return decorator
+
+
+def get_sources() -> dict[str, Callable]:
+    """The registered sources (name -> function)."""
+    return dict(_SOURCES)
+
+
+@dataclass
+class BuiltContext:
+    """A request ready for the ReAct loop.
+
+    Attributes:
+        messages: Chat messages exactly as they will be sent.
+        tool_schemas: The tools offered, as sent.
+        sections: Token count per section (component key, plus "tools").
+        total_tokens: Tokens of the whole request as sent.
+        window: The model's context window.
+        token_pressure: "normal", "high" (>= 60 %) or "critical" (>= 80 %).
+        values: The source values used (for debugging and the trace).
+    """
+
+    messages: list[dict]
+    tool_schemas: list[dict] = field(default_factory=list)
+    sections: dict[str, int] = field(default_factory=dict)
+    total_tokens: int = 0
+    window: int = 0
+    token_pressure: str = "normal"
+    values: dict[str, Any] = field(default_factory=dict)
+
+
+class ContextBuilder:
+    """Build the request of one tick.
+
+    Args:
+        npc: The assistant.
+        context_config: The effective ContextConfig of the tick.
+        batch: Events the tick answers (Event objects), or empty.
+        tools: Tools offered this tick.
+        tool_result: A tool result to show (reflection_cont and similar), or None.
+        extra: Additional placeholder values (they win over sources).
+        model: The model the request goes to (for token counting and the window).
+    """
+
+    def __init__(self, npc, context_config, *, batch=(), tools=(), tool_result=None,
+                 extra: dict | None = None, model: str | None = None):
+        self.npc = npc
+        self.config = context_config
+        self.batch = list(batch)
+        self.tools = list(tools)
+        self.tool_result = tool_result
+        self.extra = dict(extra or {})
+        self.model = model or npc.ai.model or conf.get("EVENNIA_AI_MODEL") or conf.OFFLINE_MODEL
+
+    # -- components ----------------------------------------------------------------------------
+    def components(self) -> list:
+        """All prompt components (static and pluggable, operator overrides applied)."""
+        from evennia_ai.prompt_registry import get_prompt_registry
+
+        try:
+            return get_prompt_registry().get_all_prompt_components()
+        except Exception:
+            logger.log_trace("evennia_ai: prompt registry unavailable; using static components")
+            from evennia_ai.prompt_components import get_static_components
+
+            return get_static_components()
+
+    def needed_sources(self, components) -> list[str]:
+        """Placeholder names the enabled components of this context type use."""
+        from evennia_ai.prompt_templates import extract_placeholders
+
+        enabled = set(self.config.enabled_components)
+        names: list[str] = []
+        for comp in components:
+            static_anchor = comp.id if comp.is_static else (comp.after_static or 0)
+            if static_anchor not in enabled or not comp.enabled:
+                continue
+            content = self.config.get_component_content_override(comp.key) or comp.content
+            for name in extract_placeholders(content):
+                if name not in names:
+                    names.append(name)
+        return names
+
+    # -- gathering -----------------------------------------------------------------------------
+    def gather(self, names: list[str]) -> defer.Deferred:
+        """Fetch every named source concurrently; fires with {name: value}."""
+        names = [n for n in names if n not in self.extra]
+        deferreds = []
+        for name in names:
+            fn = _SOURCES.get(name)
+            if fn is None:
+                deferreds.append(defer.succeed(""))
+                continue
+            deferreds.append(defer.maybeDeferred(fn, self))
+
+        def combine(results):
+            values = dict(self.extra)
+            for name, (ok, value) in zip(names, results):
+                if ok:
+                    values[name] = value if value is not None else ""
+                else:
+                    logger.log_err(
+                        f"evennia_ai: context source '{name}' failed: {value.getErrorMessage()}"
+                    )
+                    values[name] = ""
+            return values
+
+        return defer.DeferredList(deferreds, consumeErrors=True).addCallback(combine)
+
+    @defer.inlineCallbacks
+    def build(self):
+        """Gather, assemble and count. Fires with a :class:`BuiltContext`."""
+        from evennia_ai.assembly import assemble_messages
+        from evennia_ai import tokens
+
+        components = self.components()
+        values = yield self.gather(self.needed_sources(components))
+        values = suppress_duplicates(values)
+        assembled = assemble_messages(components, self.config, values)
+        schemas = [tool.to_schema() for tool in self.tools]
+        counter = tokens.TokenCounter(self.model)
+        sections: dict[str, int] = {}
+        for section in assembled.sections:
+            key, text = section_key_and_text(section)
+            sections[key] = sections.get(key, 0) + counter.count_text(text)
+        if schemas:
+            sections["tools"] = counter.count_tools(schemas)
+        total = counter.count_messages(assembled.messages) + (sections.get("tools") or 0)
+        window = tokens.get_context_window(self.model)
+        return BuiltContext(
+            messages=assembled.messages,
+            tool_schemas=schemas,
+            sections=sections,
+            total_tokens=total,
+            window=window,
+            token_pressure=tokens.token_pressure(total, window),
+            values=values,
+        )
+
+
+def section_key_and_text(section) -> tuple[str, str]:
+    """Normalise an assembly section record to (key, text)."""
+    if isinstance(section, dict):
+        return str(section.get("key", "?")), str(section.get("text", ""))
+    key = getattr(section, "key", None)
+    if key is not None:
+        return str(key), str(getattr(section, "text", ""))
+    key, *rest = section
+    return str(key), str(rest[-1] if rest else "")
+
+
+def suppress_duplicates(values: dict) -> dict:
+    """Drop a source whose content another source already carries.
+
+    As the spec suppresses the world model under temporal insights: when one rendered value
+    contains another in full (e.g. an entity profile repeated by a memory block), the contained
+    one is emptied so the same text is not paid for twice. Short values (< 40 chars) are kept.
+    """
+    texts = {k: v for k, v in values.items() if isinstance(v, str) and len(v.strip()) >= 40}
+    out = dict(values)
+    for key, text in texts.items():
+        for other, other_text in texts.items():
+            if other != key and out.get(other) and text.strip() in other_text and len(other_text) > len(text):
+                out[key] = ""
+                break
+    return out
+
+
+# -- operator override file ------------------------------------------------------------------
+_OVERRIDE_CACHE: dict[str, tuple[float, str]] = {}
+
+
+def read_operator_override() -> str:
+    """The operator override file's text (``EVENNIA_AI_OPERATOR_OVERRIDE``), re-read on change."""
+    path = conf.get("EVENNIA_AI_OPERATOR_OVERRIDE")
+    if not path:
+        return ""
+    try:
+        mtime = os.path.getmtime(path)
+    except OSError:
+        return ""
+    cached = _OVERRIDE_CACHE.get(path)
+    if cached and cached[0] == mtime:
+        return cached[1]
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read().strip()
+    except OSError:
+        return ""
+    _OVERRIDE_CACHE[path] = (mtime, text)
+    return text

@@ -1,0 +1,67 @@
+"""Layer-3 task assessment: a short model call that may only restrict the execution pattern.
+
+With ``task_assessment_enabled`` in the NPC's execution config, the tick first asks the model
+how much work the situation needs. The reply format (documented for operators and prompt
+writers) is one JSON object::
+
+    {"recommended_iterations": 2,            # 1-10
+     "recommended_mode": "single_action",    # single_action | react_loop | plan_execute
+     "recommend_confirm_dangerous": false}
+
+Anything else in the reply is ignored; a reply that does not parse yields no advice. The advice
+goes to :func:`~evennia_ai.execution_pattern.select_execution_pattern` as ``llm_assessment``,
+which applies it restrict-only.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from twisted.internet import defer
+
+ASSESSMENT_PROMPT = (
+    "Assess the situation above before acting. Answer with ONE JSON object and nothing else: "
+    '{"recommended_iterations": <1-10, how many tool-using steps this needs>, '
+    '"recommended_mode": "single_action" or "react_loop" or "plan_execute", '
+    '"recommend_confirm_dangerous": true or false}'
+)
+
+_MODES = {"single_action", "react_loop", "plan_execute"}
+_OBJECT = re.compile(r"\{.*\}", re.S)
+
+
+def parse_assessment(text: str | None) -> dict:
+    """Parse the model's assessment reply into a (possibly empty) Layer-3 dict."""
+    if not text:
+        return {}
+    match = _OBJECT.search(text)
+    if not match:
+        return {}
+    try:
+        data = json.loads(match.group(0))
+    except ValueError:
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    advice: dict = {}
+    iterations = data.get("recommended_iterations")
+    if isinstance(iterations, (int, float)) and not isinstance(iterations, bool):
+        advice["recommended_iterations"] = max(1, min(10, int(iterations)))
+    mode = data.get("recommended_mode")
+    if isinstance(mode, str) and mode.strip() in _MODES:
+        advice["recommended_mode"] = mode.strip()
+    confirm = data.get("recommend_confirm_dangerous")
+    if isinstance(confirm, bool):
+        advice["recommend_confirm_dangerous"] = confirm
+    return advice
+
+
+@defer.inlineCallbacks
+def assess_task(client, messages: list[dict], model: str | None = None):
+    """Ask the model for Layer-3 advice; fires with (advice dict, LLMResult)."""
+    request = list(messages) + [{"role": "user", "content": ASSESSMENT_PROMPT}]
+    result = yield client.complete(request, tools=None, model=model)
+    if result.error:
+        return {}, result
+    return parse_assessment(result.text), result

@@ -1,0 +1,507 @@
+"""The ReAct loop: model call, tool calls, results back, repeat, until a typed stop reason.
+
+One :class:`ReactLoop` runs one tick's thinking for one assistant. It runs on the reactor
+thread: the model call is a Deferred from the LLM client (a thread underneath), world tools run
+inline on the reactor (they touch the ORM), ASYNC_REQUIRED tools may return a Deferred and get
+a timeout. The loop never raises for anything the model or the provider does: bad tool calls
+become error results the model sees, provider failures end the tick with ``StopReason.ERROR``.
+
+How the :class:`~evennia_ai.execution_pattern.ExecutionPattern` is honoured:
+
+- ``single_action``: one model call; only its first tool call runs (the others are answered
+  with a "not run" result so the history stays a valid chat transcript).
+- ``react_loop``: model call, every tool call of the response in order, results back to the
+  model, repeat, at most ``max_iterations`` model calls.
+- ``plan_execute``: a first model call without tools asks for a short numbered plan, which is
+  kept in the conversation; then the loop runs as ``react_loop``. The planning call is traced
+  as ``kind="plan"`` and does not count toward ``max_iterations`` (it cannot act), but its
+  tokens count toward the tick's budget.
+- TERMINAL tools end the loop when ``terminal_ends_loop``; an exit-loop tool rule ends it too,
+  a continue-loop rule keeps it going.
+- At most one DANGEROUS tool per tick. With ``dangerous_requires_confirm`` it is not run: it is
+  handed to ``on_dangerous`` (which stores a pending confirmation) and the model is told so.
+- A plain-text reply with no tool call is spoken through the speech tool when the context offers
+  one, and otherwise only recorded in the trace.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from twisted.internet import defer
+
+from evennia_ai.engine.trace import (
+    IterationTrace,
+    StopReason,
+    TickTrace,
+    ToolCallTrace,
+    truncate,
+)
+
+SPEECH_TOOL_NAMES = ("say", "reply", "respond", "speak")
+
+PLAN_INSTRUCTION = (
+    "Before acting, write a short numbered plan (at most {steps} steps) of the tool calls you "
+    "will make for the current situation. Do not call any tool yet; answer with the plan only."
+)
+
+
+@dataclass
+class TickBudget:
+    """Limits of one tick; ``None`` means no limit.
+
+    Attributes:
+        max_tokens: Prompt plus completion tokens the tick may use in total.
+        max_cost: USD the tick may spend (only enforced where litellm knows the cost).
+    """
+
+    max_tokens: int | None = None
+    max_cost: float | None = None
+
+
+@dataclass
+class LoopOutcome:
+    """What a finished loop hands back to the tick runner.
+
+    Attributes:
+        stop_reason: Why the loop ended.
+        trace: The tick trace with every iteration added.
+        new_messages: Assistant and tool messages produced this tick (for the history).
+        final_text: The last text the model produced, if any.
+        failures: Tool calls that failed or were refused this tick.
+        confirmations: Ids of pending confirmations created this tick.
+        tool_names: Names of the tools that ran successfully, in order.
+    """
+
+    stop_reason: StopReason
+    trace: TickTrace
+    new_messages: list[dict] = field(default_factory=list)
+    final_text: str | None = None
+    failures: int = 0
+    confirmations: list[str] = field(default_factory=list)
+    tool_names: list[str] = field(default_factory=list)
+
+
+def _category(tool) -> str:
+    return str(getattr(tool, "category", "") or "")
+
+
+def _speech_tool(tools: dict) -> Any:
+    for name in SPEECH_TOOL_NAMES:
+        if name in tools:
+            return tools[name]
+    return None
+
+
+def _speech_arguments(tool, text: str) -> dict:
+    """Arguments that make the speech tool say ``text``: its first required string field."""
+    params = getattr(tool, "parameters", None) or {}
+    props = params.get("properties", {}) or {}
+    required = params.get("required") or list(props)
+    for name in required:
+        if (props.get(name) or {}).get("type", "string") == "string":
+            return {name: text}
+    return {"message": text}
+
+
+class ReactLoop:
+    """Run one tick's ReAct loop.
+
+    Args:
+        client: An object with ``complete(messages, tools=None, model=None, ...) -> Deferred``
+            firing with an :class:`~evennia_ai.llm.types.LLMResult`.
+        tools: The tools this tick may use (already filtered by context, categories, locks
+            and the NPC's tool set).
+        pattern: The composed ExecutionPattern.
+        ctx: The ToolContext handed to every tool.
+        trace: The TickTrace to fill.
+        rules: Tool rules of this NPC (:class:`~evennia_ai.tools.rules.ToolRule`).
+        model: Model override (the NPC's), or None for the configured default.
+        budget: Token/cost limits of the tick.
+        is_cancelled: Called before and after every model call; returns a reason string when
+            the tick must stop (NPC paused, deleted or moved), else None.
+        on_dangerous: ``(tool, arguments, ctx) -> confirmation id``; stores a pending
+            confirmation. Required for DANGEROUS tools to be runnable under confirmation.
+        count_tokens: ``(messages, tool_schemas) -> int`` counting a request exactly as sent.
+        sections: Token count per prompt section of the initial request, for the trace.
+        max_consecutive_failures: Failed tool calls in a row that end the tick with ERROR.
+        clock: The reactor (or a ``task.Clock`` in tests) for tool timeouts.
+    """
+
+    def __init__(
+        self,
+        *,
+        client,
+        tools: Sequence,
+        pattern,
+        ctx,
+        trace: TickTrace,
+        rules: Sequence = (),
+        model: str | None = None,
+        budget: TickBudget | None = None,
+        is_cancelled: Callable[[], str | None] | None = None,
+        on_dangerous: Callable[[Any, dict, Any], str] | None = None,
+        count_tokens: Callable[[list, list], int] | None = None,
+        sections: dict | None = None,
+        max_consecutive_failures: int = 3,
+        clock=None,
+    ):
+        from evennia_ai.tools.rules import ToolRuleState
+
+        self.client = client
+        self.tools = {tool.name: tool for tool in tools}
+        self.pattern = pattern
+        self.ctx = ctx
+        self.trace = trace
+        self.rules = list(rules)
+        self.rule_state = ToolRuleState(self.rules)
+        self.model = model
+        self.budget = budget or TickBudget()
+        self.is_cancelled = is_cancelled or (lambda: None)
+        self.on_dangerous = on_dangerous
+        self.count_tokens = count_tokens
+        self.sections = dict(sections or {})
+        self.max_consecutive_failures = max(1, int(max_consecutive_failures))
+        self.clock = clock
+        self.schemas = [tool.to_schema() for tool in self.tools.values()]
+        self.dangerous_used = False
+        self.outcome = LoopOutcome(stop_reason=StopReason.ERROR, trace=trace)
+        self._consecutive_failures = 0
+
+    # -- helpers -------------------------------------------------------------------------------
+    @property
+    def single_action(self) -> bool:
+        return self.pattern.mode == "single_action" or not self.pattern.multi_tool_enabled
+
+    def _budget_left(self, request_tokens: int) -> bool:
+        used = self.trace.prompt_tokens + self.trace.completion_tokens
+        if self.budget.max_tokens is not None and used + request_tokens > self.budget.max_tokens:
+            return False
+        if self.budget.max_cost is not None and self.trace.cost >= self.budget.max_cost:
+            return False
+        return True
+
+    def _count(self, messages: list, schemas: list) -> int:
+        if self.count_tokens is None:
+            return 0
+        try:
+            return int(self.count_tokens(messages, schemas))
+        except Exception:
+            return 0
+
+    def _set_loop_state(self, iteration: int, pending: list[str]) -> None:
+        state = getattr(self.ctx, "state", None)
+        if isinstance(state, dict):
+            state["iteration"] = iteration + 1
+            state["max_iterations"] = self.pattern.max_iterations
+            state["tools_this_cycle"] = list(self.outcome.tool_names)
+            state["tool_count_this_cycle"] = len(self.outcome.tool_names)
+            state["pending_tools"] = list(pending)
+            state["in_chain"] = not self.single_action
+
+    def _finish(self, reason: StopReason, error: str | None = None) -> LoopOutcome:
+        self.outcome.stop_reason = reason
+        self.trace.stop_reason = reason.value
+        if error:
+            self.trace.error = error
+        return self.outcome
+
+    # -- the loop ------------------------------------------------------------------------------
+    @defer.inlineCallbacks
+    def run(self, messages: list[dict]):
+        """Run the loop on ``messages`` (the assembled request). Fires with a LoopOutcome."""
+        messages = list(messages)
+        try:
+            if self.pattern.mode == "plan_execute" and not self.single_action:
+                stopped = yield self._plan(messages)
+                if stopped is not None:
+                    return stopped
+            max_iterations = 1 if self.single_action else max(1, int(self.pattern.max_iterations))
+            for iteration in range(max_iterations):
+                stopped = yield self._iterate(iteration, messages)
+                if stopped is not None:
+                    return stopped
+            return self._finish(StopReason.MAX_ITERATIONS)
+        except Exception as err:  # a bug of ours: end the tick cleanly, keep the Script alive
+            from evennia.utils import logger
+
+            logger.log_trace("evennia_ai: ReAct loop failed")
+            return self._finish(StopReason.ERROR, f"internal error: {err}")
+
+    @defer.inlineCallbacks
+    def _call_model(self, messages: list[dict], schemas: list, index: int, kind: str):
+        """Make one model call; returns (IterationTrace, LLMResult) or a LoopOutcome to stop."""
+        reason = self.is_cancelled()
+        if reason:
+            return self._finish(StopReason.CANCELLED, reason), None
+        request_tokens = self._count(messages, schemas)
+        if not self._budget_left(request_tokens):
+            return self._finish(StopReason.BUDGET, "tick token or cost budget exhausted"), None
+        sections = dict(self.sections) if index <= 0 else {}
+        if index > 0 or kind != "act":
+            sections = {"request": request_tokens}
+        it = IterationTrace(index=index, kind=kind, sections=sections, prompt_tokens=request_tokens)
+        started = time.monotonic()
+        result = yield self.client.complete(messages, tools=schemas or None, model=self.model)
+        it.latency = round(time.monotonic() - started, 4)
+        it.model = getattr(result, "model", "") or ""
+        usage = getattr(result, "usage", None)
+        it.usage = {
+            "prompt_tokens": int(getattr(usage, "prompt_tokens", 0) or 0),
+            "completion_tokens": int(getattr(usage, "completion_tokens", 0) or 0),
+            "total_tokens": int(getattr(usage, "total_tokens", 0) or 0),
+        }
+        it.cost = getattr(result, "cost", None)
+        it.text = truncate(result.text, 4000) if result.text else result.text
+        it.error = result.error
+        self.trace.add_iteration(it)
+        if result.error:
+            return self._finish(StopReason.ERROR, f"model call failed: {result.error}"), None
+        reason = self.is_cancelled()
+        if reason:
+            return self._finish(StopReason.CANCELLED, reason), None
+        return it, result
+
+    @defer.inlineCallbacks
+    def _plan(self, messages: list[dict]):
+        steps = max(1, int(self.pattern.max_iterations))
+        request = messages + [{"role": "user", "content": PLAN_INSTRUCTION.format(steps=steps)}]
+        it, result = yield self._call_model(request, [], -1, "plan")
+        if result is None:
+            return it
+        if result.text:
+            plan = {"role": "assistant", "content": f"Plan:\n{result.text.strip()}"}
+            messages.append(plan)
+            self.outcome.new_messages.append(plan)
+        return None
+
+    @defer.inlineCallbacks
+    def _iterate(self, iteration: int, messages: list[dict]):
+        """One model call and its tool calls. Returns a LoopOutcome to stop, else None."""
+        self._set_loop_state(iteration, [])
+        it, result = yield self._call_model(messages, self.schemas, iteration, "act")
+        if result is None:
+            return it
+        calls = list(result.tool_calls or [])
+        if result.text:
+            self.outcome.final_text = result.text
+
+        if not calls:
+            return (yield self._text_reply(result.text, messages))
+
+        native = getattr(result, "native_tools", True)
+        run_calls = calls[:1] if self.single_action else calls
+        assistant = self._assistant_message(result.text, calls, native)
+        messages.append(assistant)
+        self.outcome.new_messages.append(assistant)
+
+        stop: StopReason | None = None
+        force_continue = False
+        for position, call in enumerate(calls):
+            pending = [c.name for c in run_calls[position + 1 :]]
+            self._set_loop_state(iteration, pending)
+            if stop is not None or call not in run_calls:
+                why = (
+                    "not run: only one action per tick in this situation"
+                    if call not in run_calls
+                    else "not run: the loop ended before this call"
+                )
+                call_trace = ToolCallTrace(id=call.id, name=call.name, arguments=call.arguments or {},
+                                           status="skipped", error=why)
+                text = why
+            else:
+                call_trace, text, control = yield self._run_call(call)
+                if control == "stop":
+                    stop = StopReason.TERMINAL_TOOL
+                elif control == "continue":
+                    force_continue = True
+            it.tool_calls.append(call_trace)
+            self._append_result(messages, call, text, native)
+            if self._consecutive_failures >= self.max_consecutive_failures:
+                return self._finish(
+                    StopReason.ERROR,
+                    f"{self._consecutive_failures} tool calls failed in a row",
+                )
+        if stop is not None and not force_continue:
+            return self._finish(stop)
+        if force_continue and self.single_action is False:
+            return None
+        return None
+
+    @defer.inlineCallbacks
+    def _text_reply(self, text: str | None, messages: list[dict]):
+        text = (text or "").strip()
+        message = {"role": "assistant", "content": text or "(no reply)"}
+        messages.append(message)
+        self.outcome.new_messages.append(message)
+        speech = _speech_tool(self.tools)
+        if text and speech is not None:
+            result = yield self._execute(speech, _speech_arguments(speech, text))
+            call_trace = ToolCallTrace(
+                id="text_reply", name=speech.name, arguments=_speech_arguments(speech, text),
+                category=_category(speech), success=bool(result.success),
+                result=truncate(result.to_text(), 1000), error=result.error,
+                status="ran" if result.success else "error",
+            )
+            self.trace.iterations[-1].tool_calls.append(call_trace)
+            if result.success:
+                self.outcome.tool_names.append(speech.name)
+        return self._finish(StopReason.TEXT_REPLY)
+
+    def _assistant_message(self, text, calls, native: bool) -> dict:
+        if not native:
+            raw = text or json.dumps(
+                {"tool_calls": [{"tool": c.name, "arguments": c.arguments} for c in calls]}
+            )
+            return {"role": "assistant", "content": raw}
+        return {
+            "role": "assistant",
+            "content": text or None,
+            "tool_calls": [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {
+                        "name": c.name,
+                        "arguments": c.raw_arguments
+                        if c.raw_arguments is not None and not c.error
+                        else json.dumps(c.arguments or {}),
+                    },
+                }
+                for c in calls
+            ],
+        }
+
+    def _append_result(self, messages: list, call, text: str, native: bool) -> None:
+        if native:
+            message = {"role": "tool", "tool_call_id": call.id, "name": call.name, "content": text}
+        else:
+            message = {"role": "user", "content": f"[Tool result: {call.name}] {text}"}
+        messages.append(message)
+        self.outcome.new_messages.append(message)
+
+    # -- one tool call -------------------------------------------------------------------------
+    def _refuse(self, call, error: str, category: str = "") -> tuple:
+        from evennia_ai.tools.base import ToolResult
+
+        self._consecutive_failures += 1
+        self.outcome.failures += 1
+        result = ToolResult.fail(error)
+        call_trace = ToolCallTrace(id=call.id, name=call.name, arguments=call.arguments or {},
+                                   category=category, success=False, error=error, status="refused",
+                                   result=truncate(result.to_text(), 1000))
+        return call_trace, result.to_text(), None
+
+    @defer.inlineCallbacks
+    def _run_call(self, call):
+        """Check and run one tool call. Returns (ToolCallTrace, text for the model, control)."""
+        tool = self.tools.get(call.name)
+        if tool is None:
+            available = ", ".join(sorted(self.tools)) or "none"
+            return self._refuse(call, f"Unknown tool '{call.name}'. Available tools: {available}.")
+        category = _category(tool)
+        if call.error:
+            return self._refuse(
+                call, f"Arguments for '{call.name}' are not valid JSON: {call.error}", category
+            )
+        problems = tool.validate_arguments(call.arguments or {})
+        if problems:
+            return self._refuse(
+                call, f"Invalid arguments for '{call.name}': " + "; ".join(problems), category
+            )
+        refusal = self.rule_state.check(call.name)
+        if refusal:
+            return self._refuse(call, refusal, category)
+
+        if category == "DANGEROUS":
+            if self.dangerous_used:
+                return self._refuse(
+                    call, "Only one DANGEROUS action is allowed per tick; try again later.",
+                    category,
+                )
+            self.dangerous_used = True
+            if self.pattern.dangerous_requires_confirm:
+                return self._queue_confirmation(tool, call)
+
+        started = time.monotonic()
+        result = yield self._execute(tool, call.arguments or {})
+        self.rule_state.record(call.name)
+        latency = round(time.monotonic() - started, 4)
+        if result.success:
+            self._consecutive_failures = 0
+            self.outcome.tool_names.append(tool.name)
+        else:
+            self._consecutive_failures += 1
+            self.outcome.failures += 1
+        text = result.to_text()
+        call_trace = ToolCallTrace(
+            id=call.id, name=call.name, arguments=call.arguments or {}, category=category,
+            success=bool(result.success), result=truncate(text, 1000), error=result.error,
+            status="ran" if result.success else "error", latency=latency,
+        )
+        control = self.rule_state.after_call(call.name)
+        if control == "exit":
+            return call_trace, text, "stop"
+        if control == "continue":
+            return call_trace, text, "continue"
+        if result.success and (category == "TERMINAL" or getattr(result, "terminal", False)):
+            if self.pattern.terminal_ends_loop:
+                return call_trace, text, "stop"
+        return call_trace, text, None
+
+    def _queue_confirmation(self, tool, call) -> tuple:
+        from evennia_ai.tools.base import ToolResult
+
+        if self.on_dangerous is None:
+            return self._refuse(
+                call, f"'{tool.name}' needs an operator's confirmation, and none can be asked "
+                "for here.", "DANGEROUS",
+            )
+        try:
+            confirmation_id = self.on_dangerous(tool, dict(call.arguments or {}), self.ctx)
+        except Exception as err:
+            return self._refuse(call, f"could not queue '{tool.name}' for confirmation: {err}",
+                                "DANGEROUS")
+        self.outcome.confirmations.append(confirmation_id)
+        self.rule_state.record(call.name)
+        result = ToolResult(
+            success=True,
+            content={
+                "status": "pending_confirmation",
+                "confirmation_id": confirmation_id,
+                "message": f"'{tool.name}' is waiting for a Builder's confirmation; it has not "
+                "run yet. Tell whoever asked that it needs approval.",
+            },
+            pending=True,
+        )
+        text = result.to_text()
+        call_trace = ToolCallTrace(
+            id=call.id, name=call.name, arguments=call.arguments or {}, category="DANGEROUS",
+            success=True, result=truncate(text, 1000), status="pending",
+        )
+        return call_trace, text, None
+
+    @defer.inlineCallbacks
+    def _execute(self, tool, arguments: dict):
+        """Run a tool (safe_run never raises); Deferred results get the tool's timeout."""
+        from evennia_ai.tools.base import ToolResult
+
+        outcome = tool.safe_run(self.ctx, arguments)
+        if isinstance(outcome, defer.Deferred):
+            clock = self.clock
+            if clock is None:
+                from twisted.internet import reactor as clock
+            timeout = float(getattr(tool, "timeout", None) or 30.0)
+            outcome.addTimeout(timeout, clock)
+            try:
+                outcome = yield outcome
+            except defer.TimeoutError:
+                return ToolResult.fail(f"'{tool.name}' timed out after {timeout:g} s")
+            except Exception as err:
+                return ToolResult.fail(f"'{tool.name}' failed: {err}")
+        if not isinstance(outcome, ToolResult):
+            outcome = ToolResult.ok(outcome)
+        return outcome

@@ -1,0 +1,341 @@
+"""The ``.ai`` handler of an assistant: its state, its Script, its perception queue.
+
+Reached as ``npc.ai`` on any object whose typeclass uses
+:class:`~evennia_ai.typeclasses.AIAssistantMixin`. Everything persistent is a plain dict or list
+in an Attribute of category ``ai``: on the character for what belongs to the character
+(projects, session memory, journal, prompts, history, queue, traces), on its
+:class:`~evennia_ai.scripts.AssistantScript` for what the spec keeps on the script (goals,
+execution config, tick counters). Each change is one write (see :mod:`evennia_ai.state`).
+
+Example:
+    npc.ai.set_persona("A gruff but kind innkeeper who knows every local rumour.")
+    npc.ai.goals                      # plain list of goal dicts
+    npc.ai.update("session_memory", lambda mem: add_fact(mem, ...))
+    npc.ai.pause(); npc.ai.resume()
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from evennia.utils import logger
+
+from evennia_ai import conf
+from evennia_ai.state import AttributeState
+
+
+def default_projects() -> dict:
+    return {"active": None, "slots": {}}
+
+
+def default_session_memory() -> dict:
+    return {"key_facts": [], "learned_patterns": [], "completed_tasks": [], "last_compacted": None}
+
+
+def default_event_queue() -> dict:
+    return {"events": [], "dropped": 0, "failed": 0, "in_flight": []}
+
+
+def default_metrics() -> dict:
+    return {
+        "ticks": 0,
+        "errors": 0,
+        "consecutive_errors": 0,
+        "total_tool_calls": 0,
+        "successful_calls": 0,
+        "failed_calls": 0,
+        "tool_stats": {},
+        "prompt_tokens": 0,
+        "completion_tokens": 0,
+        "cost": 0.0,
+        "last_error": None,
+        "session_start": None,
+        "daily": {},
+    }
+
+
+def default_sleep() -> dict:
+    return {"asleep": False, "since": None, "reason": None, "phase": None, "until": None}
+
+
+# Character-held state: key -> factory of its empty value.
+CHARACTER_DEFAULTS: dict[str, Callable[[], Any]] = {
+    "projects": default_projects,
+    "session_memory": default_session_memory,
+    "journal": list,
+    "behaviour_rules": list,
+    "event_queue": default_event_queue,
+    "history": list,
+    "context_buffer": list,
+    "traces": list,
+    "metrics": default_metrics,
+    "tool_rules": list,
+    "tool_allow": lambda: None,
+    "tool_deny": list,
+    "sleep": default_sleep,
+    "prompt_revisions": list,
+    "entities": dict,
+    "blocks": dict,
+    "archival": list,
+    "reflection": lambda: {"last_tick": 0, "last_time": None, "count": 0},
+}
+
+# Script-held state (the spec keeps goals and the execution config on the script).
+SCRIPT_DEFAULTS: dict[str, Callable[[], Any]] = {
+    "current_goals": list,
+}
+
+DEFAULT_EXECUTION_CONFIG = {
+    "multi_action_enabled": True,
+    "max_iterations_per_tick": 5,
+    "task_assessment_enabled": False,
+    "sub_agents_enabled": False,
+    "sub_agent_budget": 3,
+}
+
+PROMPT_REVISIONS_KEPT = 20
+
+
+class AIHandler:
+    """State and control of one assistant (``npc.ai``).
+
+    Args:
+        obj: The assistant character.
+    """
+
+    def __init__(self, obj):
+        self.obj = obj
+        self.state = AttributeState(obj, CHARACTER_DEFAULTS)
+
+    # -- generic state access ------------------------------------------------------------------
+    def get(self, key: str, default: Any = None) -> Any:
+        """A plain copy of the character-held ``key``."""
+        return self.state.get(key, default)
+
+    def set(self, key: str, value: Any) -> None:
+        """Write the character-held ``key`` once."""
+        self.state.set(key, value)
+
+    def update(self, key: str, change: Callable[[Any], Any]) -> Any:
+        """Change the character-held ``key`` with ``change`` and write it once."""
+        return self.state.update(key, change)
+
+    # -- simple fields ---------------------------------------------------------------------------
+    @property
+    def enabled(self) -> bool:
+        return bool(self.state.get("enabled", True))
+
+    def set_enabled(self, value: bool) -> None:
+        self.state.set("enabled", bool(value))
+
+    @property
+    def persona(self) -> str:
+        return self.state.get("persona", "") or ""
+
+    def set_persona(self, text: str) -> None:
+        self.state.set("persona", str(text or "").strip())
+
+    @property
+    def model(self) -> str:
+        """The NPC's own model override ("" means the server default)."""
+        return self.state.get("model", "") or ""
+
+    def set_model(self, model: str) -> None:
+        self.state.set("model", str(model or "").strip())
+
+    @property
+    def user_system_prompt(self) -> str:
+        """The operator's prompt. No tool can write it; see :meth:`set_user_system_prompt`."""
+        return self.state.get("user_system_prompt", "") or ""
+
+    def set_user_system_prompt(self, text: str) -> None:
+        """Operator-only: set the operator's prompt (admin commands and the web page)."""
+        self.state.set("user_system_prompt", str(text or "").strip())
+
+    @property
+    def assistant_system_prompt(self) -> str:
+        """The assistant's own, self-managed guidelines."""
+        return self.state.get("assistant_system_prompt", "") or ""
+
+    def set_assistant_system_prompt(self, text: str, reasoning: str = "", by: str = "assistant") -> None:
+        """Replace the assistant's own guidelines, keeping a bounded revision log (2 writes)."""
+        from evennia_ai.engine.trace import utcnow_iso
+
+        old = self.assistant_system_prompt
+        self.state.set("assistant_system_prompt", str(text or "").strip())
+
+        def log(revisions):
+            revisions.append({"time": utcnow_iso(), "by": by, "reasoning": reasoning, "old": old})
+            return revisions[-PROMPT_REVISIONS_KEPT:]
+
+        self.state.update("prompt_revisions", log)
+
+    # -- the script ----------------------------------------------------------------------------
+    @property
+    def script(self):
+        """The NPC's AssistantScript, or None if it has none (see :meth:`ensure_script`)."""
+        from evennia_ai.scripts import AssistantScript
+
+        for script in self.obj.scripts.get(AssistantScript.SCRIPT_KEY):
+            return script
+        return None
+
+    def ensure_script(self):
+        """Return the NPC's AssistantScript, creating and starting it if missing."""
+        script = self.script
+        if script is None:
+            from evennia_ai.scripts import AssistantScript
+
+            script = self.obj.scripts.add(AssistantScript, key=AssistantScript.SCRIPT_KEY,
+                                          autostart=True)
+            if isinstance(script, list):
+                script = script[0] if script else self.script
+        return script
+
+    def _script_state(self) -> AttributeState | None:
+        script = self.script
+        return AttributeState(script, SCRIPT_DEFAULTS) if script is not None else None
+
+    @property
+    def goals(self) -> list[dict]:
+        """Plain copy of the goals (held on the script)."""
+        state = self._script_state()
+        return state.get("current_goals", []) if state else []
+
+    def update_goals(self, change: Callable[[list], Any]) -> Any:
+        """Change the goals with ``change`` (plain list in, new list or (list, result) out)."""
+        script = self.ensure_script()
+        return AttributeState(script, SCRIPT_DEFAULTS).update("current_goals", change)
+
+    @property
+    def execution_config(self) -> dict:
+        """Layer 1 of the execution pattern (held on the script), with defaults filled in."""
+        config = dict(DEFAULT_EXECUTION_CONFIG)
+        state = self._script_state()
+        if state:
+            config.update(state.get("execution_config", {}) or {})
+        return config
+
+    def set_execution_config(self, **values) -> dict:
+        """Validate and store Layer-1 values; raises ValueError naming a bad value."""
+        config = self.execution_config
+        for key, value in values.items():
+            if key not in DEFAULT_EXECUTION_CONFIG:
+                raise ValueError(
+                    f"Unknown execution setting '{key}'. Known: "
+                    + ", ".join(DEFAULT_EXECUTION_CONFIG)
+                )
+            if key in ("max_iterations_per_tick", "sub_agent_budget"):
+                try:
+                    value = int(value)
+                except (TypeError, ValueError):
+                    raise ValueError(f"{key} must be a whole number, not {value!r}.") from None
+                low, high = (1, 10) if key == "max_iterations_per_tick" else (0, 10)
+                if not low <= value <= high:
+                    raise ValueError(f"{key} must be between {low} and {high}.")
+            else:
+                if isinstance(value, str):
+                    lowered = value.strip().lower()
+                    if lowered not in ("true", "false", "on", "off", "yes", "no", "1", "0"):
+                        raise ValueError(f"{key} must be on or off, not {value!r}.")
+                    value = lowered in ("true", "on", "yes", "1")
+                value = bool(value)
+            config[key] = value
+        self.ensure_script().attributes.add("execution_config", config, category="ai")
+        return config
+
+    # -- control -------------------------------------------------------------------------------
+    @property
+    def paused(self) -> bool:
+        script = self.script
+        return bool(script and script.attributes.get("paused", default=False, category="ai"))
+
+    def pause(self) -> None:
+        """Stop ticking (queued events stay queued)."""
+        self.ensure_script().attributes.add("paused", True, category="ai")
+
+    def resume(self) -> None:
+        """Resume ticking, and answer anything queued meanwhile."""
+        script = self.ensure_script()
+        script.attributes.add("paused", False, category="ai")
+        script.trigger_tick()
+
+    def start(self) -> None:
+        """Enable the assistant and make sure its script runs."""
+        self.set_enabled(True)
+        script = self.ensure_script()
+        if not script.is_active:
+            script.start()
+
+    def stop(self) -> None:
+        """Disable the assistant and stop its script (state is kept)."""
+        self.set_enabled(False)
+        script = self.script
+        if script is not None and script.is_active:
+            script.stop()
+
+    # -- perception ----------------------------------------------------------------------------
+    def perceive(self, event, immediate: bool | None = None) -> None:
+        """Queue an event (one write); speech starts a tick at once.
+
+        Args:
+            event: An :class:`~evennia_ai.engine.events.Event`.
+            immediate: Start a tick now rather than at the next interval. None: for
+                communication events.
+        """
+        from evennia_ai.engine import events as ev
+
+        max_size = int(conf.get("EVENNIA_AI_EVENT_QUEUE_SIZE"))
+        self.update("event_queue", lambda queue: ev.push(queue, event, max_size))
+        if immediate is None:
+            immediate = getattr(event, "event_class", "") == "communication"
+        if immediate and self.enabled:
+            script = self.script
+            if script is not None:
+                script.trigger_tick()
+
+    def notify_system(self, text: str) -> None:
+        """Queue a system event (operator decisions, tool outcomes that arrive later)."""
+        from evennia_ai.engine.events import Event
+
+        self.perceive(Event.create(kind="system", text=text, source=None, source_name="system"))
+
+    def remember_ambient(self, text: str, source=None) -> None:
+        """Add a line the NPC saw in its room to the ambient context buffer (one write)."""
+        from evennia_ai.engine import context_buffer
+
+        size = int(conf.get("EVENNIA_AI_CONTEXT_BUFFER_SIZE"))
+        self.update(
+            "context_buffer",
+            lambda buf: context_buffer.add(buf, text, source=source, max_size=size),
+        )
+
+    # -- status --------------------------------------------------------------------------------
+    def status(self) -> dict:
+        """A summary for admin commands and the dashboard."""
+        metrics = self.get("metrics")
+        queue = self.get("event_queue")
+        script = self.script
+        sleep = self.get("sleep")
+        return {
+            "key": self.obj.key,
+            "dbref": self.obj.dbref,
+            "enabled": self.enabled,
+            "paused": self.paused,
+            "running": bool(script and script.is_active),
+            "model": self.model or conf.get("EVENNIA_AI_MODEL") or conf.OFFLINE_MODEL,
+            "queued_events": len(queue.get("events", [])),
+            "dropped_events": queue.get("dropped", 0),
+            "ticks": metrics.get("ticks", 0),
+            "errors": metrics.get("errors", 0),
+            "last_error": metrics.get("last_error"),
+            "prompt_tokens": metrics.get("prompt_tokens", 0),
+            "completion_tokens": metrics.get("completion_tokens", 0),
+            "cost": metrics.get("cost", 0.0),
+            "asleep": bool(sleep.get("asleep")),
+            "sleep": sleep,
+            "goals_active": sum(1 for g in self.goals if g.get("status") == "active"),
+        }
+
+    def log_error(self, message: str) -> None:
+        logger.log_err(f"evennia_ai [{self.obj.key}{self.obj.dbref}]: {message}")

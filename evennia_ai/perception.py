@@ -1,0 +1,170 @@
+"""Perception: what an assistant notices, turned into queued events.
+
+An assistant perceives exactly what a player standing in its room would, because it listens to
+the messages Evennia delivers to it (``at_msg_receive``) and to things moved into its inventory
+(``at_object_receive``). It cannot perceive other rooms or whispers to others: Evennia never
+delivers those to it. What it perceives becomes:
+
+- an :class:`~evennia_ai.engine.events.Event` in its persistent queue, for speech (``say``),
+  poses/emotes, whispers to it, arrivals and departures, and things given to it;
+- a line in its ambient context buffer, for anything else it sees in its room.
+
+Speech from a player in its room starts a tick at once. Speech from another AI assistant is
+queued but waits for the normal interval unless it names this assistant, so two assistants in
+one room cannot chatter with each other at machine speed.
+"""
+
+from __future__ import annotations
+
+import re
+
+from evennia.utils.ansi import strip_ansi
+
+MOVE_TYPES = {"move", "traverse", "teleport", "follow", "flee", "portal"}
+SPEECH_TYPES = {"say": "say", "whisper": "whisper", "pose": "pose", "emote": "pose"}
+
+_QUOTED = re.compile(r'"(.+)"', re.S)
+
+
+def _text_and_type(text) -> tuple[str, str | None]:
+    """Split Evennia's ``text`` argument into plain text and its message type."""
+    msg_type = None
+    if isinstance(text, (tuple, list)):
+        if len(text) > 1 and isinstance(text[1], dict):
+            msg_type = text[1].get("type")
+        text = text[0] if text else ""
+    if text is None:
+        return "", msg_type
+    return strip_ansi(str(text)).strip(), msg_type
+
+
+def _is_assistant(obj) -> bool:
+    from evennia_ai.typeclasses import AIAssistantMixin
+
+    return isinstance(obj, AIAssistantMixin)
+
+
+def _names(npc) -> list[str]:
+    names = [npc.key]
+    try:
+        names += list(npc.aliases.all())
+    except Exception:
+        pass
+    return [n for n in names if n]
+
+
+def is_addressed(npc, speech: str, speaker) -> bool:
+    """Whether open speech is meant for the NPC: it names the NPC, or nobody else is there."""
+    for name in _names(npc):
+        if re.search(rf"(?<!\w){re.escape(name)}(?!\w)", speech, re.I):
+            return True
+    location = npc.location
+    if location is None:
+        return False
+    others = [
+        obj
+        for obj in location.contents
+        if obj not in (npc, speaker) and (obj.has_account or _is_assistant(obj))
+    ]
+    return not others
+
+
+def _speech_content(text: str) -> str:
+    match = _QUOTED.search(text)
+    return match.group(1).strip() if match else text
+
+
+def _present_ids(npc, exclude=None) -> set:
+    present = npc.ndb.ai_present
+    if present is None:
+        location = npc.location
+        present = {
+            obj.id for obj in (location.contents if location else []) if obj not in (npc, exclude)
+        }
+        npc.ndb.ai_present = present
+    return present
+
+
+def reset_presence(npc) -> None:
+    """Forget whom the NPC saw present (after it moved or on reload)."""
+    npc.ndb.ai_present = None
+
+
+def perceive_message(npc, text, from_obj, kwargs: dict) -> None:
+    """Handle one message delivered to the NPC (see module docstring)."""
+    from evennia_ai.engine.events import Event
+
+    if from_obj is None or from_obj == npc or npc.location is None:
+        return
+    if not npc.ai.enabled:
+        return
+    plain, msg_type = _text_and_type(text)
+    if not plain:
+        return
+    same_room = getattr(from_obj, "location", None) == npc.location
+    source = getattr(from_obj, "dbref", None)
+    name = getattr(from_obj, "key", None) or str(from_obj)
+
+    if msg_type in MOVE_TYPES and same_room:
+        present = _present_ids(npc, exclude=from_obj)
+        lowered = plain.lower()
+        if from_obj.id in present and "arriv" not in lowered:
+            present.discard(from_obj.id)
+            kind = "depart"
+        else:
+            present.add(from_obj.id)
+            kind = "arrive"
+        npc.ai.perceive(
+            Event.create(kind=kind, text=plain, source=source, source_name=name,
+                         location=npc.location.dbref)
+        )
+        return
+
+    kind = SPEECH_TYPES.get(msg_type or "")
+    if kind == "whisper":
+        npc.ai.perceive(
+            Event.create(kind="whisper", text=_speech_content(plain), source=source,
+                         source_name=name, location=npc.location.dbref, addressed=True,
+                         data={"raw": plain})
+        )
+        return
+    if kind and same_room:
+        content = _speech_content(plain) if kind == "say" else plain
+        addressed = is_addressed(npc, content, from_obj)
+        from_assistant = _is_assistant(from_obj)
+        npc.ai.perceive(
+            Event.create(
+                kind=kind,
+                text=content,
+                source=source,
+                source_name=name,
+                location=npc.location.dbref,
+                addressed=addressed,
+                data={"raw": plain, "from_assistant": from_assistant},
+            ),
+            immediate=addressed or not from_assistant,
+        )
+        return
+    if same_room or msg_type is None:
+        npc.ai.remember_ambient(plain, source=source)
+
+
+def perceive_received(npc, moved_obj, source_location, move_type) -> None:
+    """Something was moved into the NPC's inventory: a gift when a character gave it."""
+    from evennia_ai.engine.events import Event
+
+    if move_type != "give" or not npc.ai.enabled:
+        return
+    giver = source_location
+    name = getattr(giver, "key", "someone")
+    npc.ai.perceive(
+        Event.create(
+            kind="give",
+            text=f"{name} gives you {moved_obj.get_display_name(npc)}.",
+            source=getattr(giver, "dbref", None),
+            source_name=name,
+            location=npc.location.dbref if npc.location else None,
+            addressed=True,
+            data={"object": moved_obj.dbref},
+        )
+    )

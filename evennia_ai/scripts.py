@@ -1,0 +1,120 @@
+"""AssistantScript: the heartbeat of one assistant.
+
+One per assistant (``obj=npc``), ticking every ``EVENNIA_AI_TICK_INTERVAL`` seconds (default 5),
+and at once when speech arrives (:meth:`AssistantScript.trigger_tick`). Holds the spec's
+script-side state as Attributes of category ``ai``: ``execution_config`` (Layer 1 of the
+execution pattern), ``current_goals``, ``tick_count``, ``paused``.
+
+Ticks never overlap: ``ndb.busy`` guards the running tick, and a trigger that arrives while a
+tick runs sets ``ndb.again`` so the lines that arrived meanwhile are taken together by the next
+tick, started as soon as this one ends. An error in a tick is logged with its trace and counted
+on the NPC; it never stops the Script. After a reload (``at_start``) events that were in flight
+are put back in the queue, so nothing queued is lost.
+"""
+
+from __future__ import annotations
+
+from evennia.scripts.scripts import DefaultScript
+from evennia.utils import logger
+
+from evennia_ai import conf
+
+
+class AssistantScript(DefaultScript):
+    """Runs an assistant's ticks: events, autonomy, reflection and sleep."""
+
+    SCRIPT_KEY = "evennia_ai_assistant"
+
+    def at_script_creation(self):
+        self.key = self.SCRIPT_KEY
+        self.desc = "evennia-ai: the assistant's ticks"
+        self.interval = int(conf.get("EVENNIA_AI_TICK_INTERVAL"))
+        self.persistent = True
+        self.start_delay = True
+        self.attributes.add("tick_count", 0, category="ai")
+
+    # -- life cycle ----------------------------------------------------------------------------
+    def at_start(self, **kwargs):
+        self.ndb.busy = False
+        self.ndb.again = False
+        npc = self.obj
+        if npc is None or not hasattr(npc, "ai"):
+            return
+        from evennia_ai.engine import events as ev
+
+        try:
+            npc.ai.update("event_queue", ev.recover)
+        except Exception:
+            logger.log_trace("evennia_ai: could not recover the event queue")
+        # Anything queued before the reload is answered now rather than after an interval.
+        self.trigger_tick()
+
+    def at_repeat(self, **kwargs):
+        self.run_tick()
+
+    # -- ticking -------------------------------------------------------------------------------
+    @property
+    def tick_count(self) -> int:
+        return int(self.attributes.get("tick_count", default=0, category="ai") or 0)
+
+    def next_tick_id(self) -> int:
+        """Advance and return the tick counter (one write)."""
+        value = self.tick_count + 1
+        self.attributes.add("tick_count", value, category="ai")
+        return value
+
+    def trigger_tick(self) -> None:
+        """Start a tick as soon as possible (now, or right after the running one)."""
+        if self.ndb.busy:
+            self.ndb.again = True
+            return
+        from twisted.internet import reactor
+
+        reactor.callLater(0, self.run_tick)
+
+    def run_tick(self):
+        """Run one tick unless one is running; returns its Deferred (or None when skipped)."""
+        if self.ndb.busy:
+            self.ndb.again = True
+            return None
+        npc = self.obj
+        if npc is None or not getattr(npc, "pk", None) or not hasattr(npc, "ai"):
+            return None
+        if not npc.ai.enabled or npc.ai.paused:
+            return None
+        from twisted.internet import defer
+
+        from evennia_ai.tick import TickRunner
+
+        self.ndb.busy = True
+        self.ndb.again = False
+        try:
+            d = defer.maybeDeferred(TickRunner(self).run)
+        except Exception:  # pragma: no cover - maybeDeferred catches; belt and braces
+            d = defer.fail()
+        d.addErrback(self._tick_failed)
+        d.addBoth(self._tick_done)
+        return d
+
+    def _tick_failed(self, failure):
+        logger.log_trace(f"evennia_ai: tick of {self.obj} failed", failure)
+        try:
+            npc = self.obj
+            if npc is not None and npc.pk:
+                def count(metrics):
+                    metrics["errors"] = metrics.get("errors", 0) + 1
+                    metrics["consecutive_errors"] = metrics.get("consecutive_errors", 0) + 1
+                    metrics["last_error"] = failure.getErrorMessage()[:500]
+                    return metrics
+
+                npc.ai.update("metrics", count)
+        except Exception:
+            logger.log_trace("evennia_ai: could not count a tick error")
+        return None
+
+    def _tick_done(self, result):
+        self.ndb.busy = False
+        if self.ndb.again and self.pk:
+            self.ndb.again = False
+            self.trigger_tick()
+        return result

@@ -1,0 +1,164 @@
+"""Context sources owned by the assistant itself (see :mod:`evennia_ai.context_builder`).
+
+Each function returns the value of one placeholder for one tick. They read the NPC's state on
+the reactor thread (plain copies, no writes). The memory system registers more sources
+(entities, long-term memories, memory blocks) in its own modules.
+"""
+
+from __future__ import annotations
+
+from evennia_ai import conf
+from evennia_ai.context_builder import read_operator_override, register_source
+
+IDENTITY = (
+    "You are {name}, a character in a text-based multiplayer game (a MUD), played by the "
+    "language model {model}. You stay in character. Answer in the language the player used."
+)
+
+SYSTEMS = (
+    "What you have: session memory (facts and patterns you keep between conversations), a "
+    "journal you review when you reflect, goals and projects you pursue between "
+    "conversations, and long-term memory you consolidate while you sleep. You act only "
+    "through your tools; what you say aloud must go through a speech tool."
+)
+
+OPERATOR_HEADER = (
+    "## Operator instructions\n"
+    "These come from the game's operators. Where they conflict with anything above, "
+    "including your own guidelines, these take precedence."
+)
+
+
+def build_system_prompt(builder) -> str:
+    """Base template, identity, the assistant's own guidelines, then the operator's prompt."""
+    from evennia_ai.prompt_templates import safe_render_template
+
+    npc = builder.npc
+    ai = npc.ai
+    override = builder.config.get_component_content_override("system_prompt")
+    base = override or _base_template_content()
+    values = {
+        "tick_rate": conf.get("EVENNIA_AI_TICK_INTERVAL"),
+        "name": npc.key,
+        "model": builder.model,
+    }
+    parts = []
+    top = read_operator_override()
+    if top:
+        parts.append(top)
+    parts.append(IDENTITY.format(name=npc.key, model=builder.model))
+    parts.append(safe_render_template(base, **values))
+    if not override:
+        parts.append(SYSTEMS)
+    guidelines = ai.assistant_system_prompt
+    if guidelines:
+        parts.append("## Your own guidelines\n" + guidelines)
+    rules_text = _tool_rules_text(ai)
+    if rules_text:
+        parts.append(rules_text)
+    learned = ai.get("behaviour_rules")
+    if learned:
+        from evennia_ai.workspace.behaviour_rules import render_rules
+
+        parts.append(render_rules(learned))
+    operator = ai.user_system_prompt
+    if operator:
+        parts.append(OPERATOR_HEADER + "\n" + operator)
+    return "\n\n".join(p.strip() for p in parts if p and p.strip())
+
+
+def _base_template_content() -> str:
+    from evennia_ai.prompt_registry import get_prompt_registry
+    from evennia_ai.prompt_templates import get_default_template
+
+    try:
+        template = get_prompt_registry().get_template("default")
+    except Exception:
+        template = None
+    return (template or get_default_template()).content
+
+
+def _tool_rules_text(ai) -> str:
+    from evennia_ai.tools.rules import ToolRule, render_tool_rules
+
+    rules = []
+    for data in ai.get("tool_rules") or []:
+        try:
+            rules.append(ToolRule.from_dict(data))
+        except ValueError:
+            continue
+    return render_tool_rules(rules)
+
+
+@register_source("system_prompt")
+def _system_prompt(builder):
+    return build_system_prompt(builder)
+
+
+@register_source("character_context")
+def _character_context(builder) -> str:
+    from evennia_ai.workspace.projects import render_active_project
+    from evennia_ai.workspace.session_memory import render_session_memory
+
+    ai = builder.npc.ai
+    parts = []
+    if ai.persona:
+        parts.append(f"## Persona\n{ai.persona}")
+    location = builder.npc.location
+    if location is not None:
+        parts.append(f"You are in: {location.key}")
+    project = render_active_project(ai.get("projects"))
+    if project:
+        parts.append(project)
+    memory = render_session_memory(ai.get("session_memory"))
+    if memory:
+        parts.append(memory)
+    return "\n\n".join(parts)
+
+
+@register_source("goals")
+def _goals(builder) -> str:
+    from evennia_ai.workspace.goals import render_goals
+
+    text = render_goals(builder.npc.ai.goals)
+    return f"## Goals\n{text}" if text else ""
+
+
+@register_source("conversation_history")
+def _history(builder) -> list:
+    from evennia_ai.engine.history import to_chat_messages
+
+    return to_chat_messages(builder.npc.ai.get("history"))
+
+
+@register_source("pending_event")
+def _pending_event(builder) -> str:
+    from evennia_ai.engine.events import render_events
+
+    if builder.batch:
+        return render_events(builder.batch)
+    return builder.extra.get("pending_event", "")
+
+
+@register_source("tool_result")
+def _tool_result(builder):
+    return builder.tool_result or ""
+
+
+@register_source("context_buffer")
+def _context_buffer(builder) -> str:
+    from evennia_ai.engine import context_buffer
+
+    buffer = builder.npc.ai.get("context_buffer")
+    text = context_buffer.render(buffer, int(conf.get("EVENNIA_AI_CONTEXT_BUFFER_SIZE")))
+    return f"## Recently around you\n{text}" if text else ""
+
+
+@register_source("entity_context")
+def _entity_context(builder) -> str:
+    return ""
+
+
+@register_source("semantic_memories")
+def _semantic_memories(builder) -> str:
+    return ""

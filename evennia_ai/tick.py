@@ -1,0 +1,479 @@
+"""One tick of one assistant: choose the work, build the context, run the loop, write state.
+
+:class:`TickRunner` is created by :class:`~evennia_ai.scripts.AssistantScript` for every tick.
+What a tick does, in order of precedence:
+
+1. **Sleep.** While asleep the assistant runs its sleep phases once each (``sleep_consolidate``,
+   then ``pre_compaction``) and then rests until its window ends, or until it is addressed when
+   ``EVENNIA_AI_WAKE_WHEN_ADDRESSED``. A scheduled window (``EVENNIA_AI_SLEEP_SCHEDULE``) or the
+   ``go_to_sleep`` tool puts it to sleep.
+2. **Events.** The highest-priority queued event, together with the speech that arrived with it,
+   is answered in a ``tick_event`` tick. Events leave the queue only when the tick has finished;
+   a failed model call puts them back (at most three attempts each).
+3. **Reflection** every ``EVENNIA_AI_REFLECTION_INTERVAL`` ticks, or earlier when the journal's
+   summed importance since the last reflection reaches
+   ``EVENNIA_AI_REFLECTION_IMPORTANCE_THRESHOLD``; a ``reflection_cont`` tick follows when the
+   reflection used its journal tools.
+4. **Autonomy.** With no events, active goals and autonomy on, a ``tick_autonomous`` at most
+   every ``EVENNIA_AI_AUTONOMOUS_MIN_INTERVAL`` seconds.
+
+All model and memory calls happen off the reactor; every state write happens here on the
+reactor thread, once per piece of state, after checking the NPC still exists and is where it
+was (a late result for a deleted or moved NPC is dropped safely).
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timezone
+
+from twisted.internet import defer
+
+from evennia.utils import logger
+
+from evennia_ai import conf
+from evennia_ai.engine.trace import StopReason, TickTrace, push_trace, truncate, utcnow_iso
+
+SLEEP_PHASES = ("sleep_consolidate", "pre_compaction")
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def in_sleep_window(schedule, now: datetime | None = None) -> bool:
+    """Whether ``now`` (server local time) falls inside a daily ("HH:MM", "HH:MM") window."""
+    if not schedule:
+        return False
+    try:
+        start, end = schedule
+        sh, sm = (int(x) for x in str(start).split(":"))
+        eh, em = (int(x) for x in str(end).split(":"))
+    except (TypeError, ValueError):
+        return False
+    now = now or datetime.now()
+    minute = now.hour * 60 + now.minute
+    begin, finish = sh * 60 + sm, eh * 60 + em
+    if begin <= finish:
+        return begin <= minute < finish
+    return minute >= begin or minute < finish
+
+
+class TickRunner:
+    """Run one tick for the NPC of ``script``."""
+
+    def __init__(self, script):
+        self.script = script
+        self.npc = script.obj
+        self.ai = self.npc.ai
+        self.location = self.npc.location
+        self.batch: list = []
+        self.started = time.monotonic()
+
+    # -- decisions -----------------------------------------------------------------------------
+    def _choose(self) -> tuple[str | None, list]:
+        """Pick the context type of this tick and the events it answers."""
+        from evennia_ai.engine import events as ev
+
+        sleep = self.ai.get("sleep")
+        queue = self.ai.get("event_queue")
+        pending = [e for e in queue.get("events", []) if e.get("id") not in queue.get("in_flight", [])]
+
+        if sleep.get("asleep"):
+            if self._should_wake(sleep, pending):
+                self.wake("addressed" if pending else "window ended")
+            else:
+                phase = sleep.get("phase")
+                if phase in SLEEP_PHASES:
+                    return phase, []
+                return None, []
+        elif in_sleep_window(conf.get("EVENNIA_AI_SLEEP_SCHEDULE")) and not sleep.get("woken_in_window"):
+            self.go_to_sleep("scheduled")
+            return SLEEP_PHASES[0], []
+
+        if pending:
+            queue, batch = ev.take_batch(queue)
+            if batch:
+                self.ai.set("event_queue", queue)
+                return "tick_event", batch
+
+        reflection = self.ai.get("reflection")
+        if reflection.get("continue"):
+            return "reflection_cont", []
+        if self._reflection_due(reflection):
+            return "reflection", []
+
+        if self._autonomy_due():
+            return "tick_autonomous", []
+        return None, []
+
+    def _should_wake(self, sleep: dict, pending: list) -> bool:
+        until = sleep.get("until")
+        if until and utcnow_iso() >= until:
+            return True
+        if sleep.get("reason") == "scheduled" and not in_sleep_window(
+            conf.get("EVENNIA_AI_SLEEP_SCHEDULE")
+        ):
+            return True
+        if conf.get("EVENNIA_AI_WAKE_WHEN_ADDRESSED"):
+            return any(e.get("addressed") for e in pending)
+        return False
+
+    def _reflection_due(self, reflection: dict) -> bool:
+        from evennia_ai.workspace.journal import importance_since
+
+        interval = int(conf.get("EVENNIA_AI_REFLECTION_INTERVAL") or 0)
+        ticks = self.script.tick_count
+        if interval and ticks - int(reflection.get("last_tick") or 0) >= interval:
+            return True
+        threshold = int(conf.get("EVENNIA_AI_REFLECTION_IMPORTANCE_THRESHOLD") or 0)
+        if threshold:
+            since = reflection.get("last_time") or ""
+            return importance_since(self.ai.get("journal"), since) >= threshold
+        return False
+
+    def _autonomy_due(self) -> bool:
+        if not conf.get("EVENNIA_AI_AUTONOMY"):
+            return False
+        if not any(g.get("status") == "active" for g in self.ai.goals):
+            return False
+        last = self.script.ndb.last_autonomous or 0
+        if time.time() - last < float(conf.get("EVENNIA_AI_AUTONOMOUS_MIN_INTERVAL")):
+            return False
+        self.script.ndb.last_autonomous = time.time()
+        return True
+
+    # -- sleep ---------------------------------------------------------------------------------
+    def go_to_sleep(self, reason: str, until: str | None = None) -> None:
+        """Fall asleep (one write); the sleep phases run on the next ticks."""
+        go_to_sleep(self.npc, reason, until)
+
+    def wake(self, reason: str) -> None:
+        wake_up(self.npc, reason)
+
+    def _advance_sleep(self, context_type: str) -> None:
+        if context_type not in SLEEP_PHASES:
+            return
+
+        def advance(sleep):
+            index = SLEEP_PHASES.index(context_type)
+            sleep["phase"] = SLEEP_PHASES[index + 1] if index + 1 < len(SLEEP_PHASES) else "rest"
+            return sleep
+
+        self.ai.update("sleep", advance)
+
+    # -- the tick ------------------------------------------------------------------------------
+    def cancelled(self) -> str | None:
+        """Why the tick must stop now, if it must (checked around every model call)."""
+        npc = self.npc
+        if not getattr(npc, "pk", None):
+            return "the NPC was deleted"
+        if not self.script.pk:
+            return "the NPC's script was deleted"
+        if self.ai.paused or not self.ai.enabled:
+            return "the NPC was paused"
+        if npc.location != self.location:
+            return "the NPC moved away"
+        return None
+
+    @defer.inlineCallbacks
+    def run(self):
+        """Run the tick. Fires with the TickTrace, or None when there was nothing to do."""
+        from evennia_ai.context_builder import ContextBuilder
+        from evennia_ai.engine.assessment import assess_task
+        from evennia_ai.engine.events import Event, event_signal
+        from evennia_ai.engine.react import ReactLoop, TickBudget
+        from evennia_ai.execution_pattern import select_execution_pattern
+        from evennia_ai import sources  # noqa: F401  (registers the built-in sources)
+        from evennia_ai.tools.base import ToolContext
+        from evennia_ai.workspace.goals import goal_urgency
+
+        context_type, batch_dicts = self._choose()
+        if context_type is None:
+            return None
+        self.batch = [Event.from_dict(e) if isinstance(e, dict) else e for e in batch_dicts]
+        tick_id = self.script.next_tick_id()
+        config = effective_context_config(context_type)
+        model = self.ai.model or None
+        client = get_client_for(self.npc)
+
+        tools = select_tools(self.npc, config)
+        builder = ContextBuilder(self.npc, config, batch=self.batch, tools=tools, model=model,
+                                 tool_result=self._tool_result_for(context_type))
+        built = yield builder.build()
+
+        metrics = self.ai.get("metrics")
+        signals = {
+            "token_pressure": built.token_pressure,
+            "recent_errors": int(metrics.get("consecutive_errors", 0)),
+            "event_class": event_signal(self.batch) if self.batch else None,
+            "goal_urgency": goal_urgency(self.ai.goals),
+        }
+        assessment = {"context_signals": signals}
+        trace = TickTrace(
+            tick_id=tick_id,
+            context_type=context_type,
+            event_ids=[e.id for e in self.batch],
+            event_text=truncate(built.values.get("pending_event", ""), 2000),
+        )
+        static = self.ai.execution_config
+        if static.get("task_assessment_enabled") and context_type in ("tick_event", "tick_autonomous"):
+            advice, result = yield assess_task(client, built.messages, model=model)
+            assessment.update(advice)
+            _trace_call(trace, result, kind="assessment")
+        pattern = select_execution_pattern(static, config, assessment)
+        trace.pattern = _pattern_dict(pattern)
+        if pattern.allowed_categories is not None:
+            allowed = set(pattern.allowed_categories)
+            tools = [t for t in tools if t.category in allowed]
+
+        ctx = ToolContext(
+            npc=self.npc,
+            script=self.script,
+            tick_id=tick_id,
+            context_type=context_type,
+            event=self.batch[0].to_dict() if self.batch else None,
+        )
+        ctx.services["client"] = client
+        ctx.services["model"] = model
+        ctx.services["tools"] = tools
+        ctx.state["depth"] = 0
+        ctx.state["metrics"] = metrics
+        ctx.state["window"] = built.window
+        ctx.state["request_tokens"] = built.total_tokens
+
+        counter = _request_counter(built, model)
+        loop = ReactLoop(
+            client=client,
+            tools=tools,
+            pattern=pattern,
+            ctx=ctx,
+            trace=trace,
+            rules=_tool_rules(self.ai),
+            model=model,
+            budget=TickBudget(max_tokens=config.token_budget),
+            is_cancelled=self.cancelled,
+            on_dangerous=self._queue_confirmation,
+            count_tokens=counter,
+            sections=built.sections,
+        )
+        outcome = yield loop.run(built.messages)
+        trace.ended = utcnow_iso()
+        trace.duration = round(time.monotonic() - self.started, 4)
+        self._finish(outcome, trace, built)
+        return trace
+
+    def _tool_result_for(self, context_type: str):
+        if context_type == "reflection_cont":
+            return self.ai.get("reflection").get("last_result", "")
+        return None
+
+    def _queue_confirmation(self, tool, arguments: dict, ctx) -> str:
+        from evennia_ai.engine.confirmations import get_confirmation_queue
+
+        reason = ""
+        if self.batch:
+            first = self.batch[0]
+            reason = f"asked during: {truncate(first.text, 200)} (from {first.source_name})"
+        return get_confirmation_queue().add_entry(
+            self.npc, tool.name, {"arguments": arguments}, kind="tool", reason=reason,
+            tick_id=ctx.tick_id,
+        )
+
+    # -- writing the results -------------------------------------------------------------------
+    def _finish(self, outcome, trace: TickTrace, built) -> None:
+        from evennia_ai.engine import events as ev
+        from evennia_ai.engine import history as hist
+        from evennia_ai.engine.events import render_events
+
+        npc = self.npc
+        if not getattr(npc, "pk", None):
+            logger.log_info("evennia_ai: tick result dropped: the NPC was deleted")
+            return
+        ids = [e.id for e in self.batch]
+        provider_failed = outcome.stop_reason == StopReason.ERROR and any(
+            it.error for it in trace.iterations
+        )
+        if ids:
+            if provider_failed or outcome.stop_reason == StopReason.CANCELLED:
+                self.ai.update("event_queue", lambda q: ev.release(q, ids))
+            else:
+                self.ai.update("event_queue", lambda q: ev.ack(q, ids))
+
+        if outcome.new_messages and outcome.stop_reason != StopReason.CANCELLED:
+            event_text = render_events(self.batch) if self.batch else f"[{trace.context_type}]"
+            tick_messages = [{"role": "user", "content": event_text}] + outcome.new_messages
+            max_messages = int(conf.get("EVENNIA_AI_HISTORY_MAX_MESSAGES"))
+            self.ai.update(
+                "history", lambda h: hist.append_tick(h, trace.tick_id, tick_messages, max_messages)
+            )
+
+        ring = int(conf.get("EVENNIA_AI_TRACE_RING_SIZE"))
+        self.ai.update("traces", lambda r: push_trace(r, trace, ring))
+        self._update_metrics(outcome, trace)
+        self._after_context(trace.context_type, outcome)
+
+    def _update_metrics(self, outcome, trace: TickTrace) -> None:
+        day = utcnow_iso()[:10]
+
+        def change(m):
+            m["ticks"] = m.get("ticks", 0) + 1
+            m.setdefault("session_start", utcnow_iso())
+            calls = trace.tool_calls
+            ran = [c for c in calls if c.status in ("ran", "error", "refused")]
+            m["total_tool_calls"] = m.get("total_tool_calls", 0) + len(ran)
+            ok = sum(1 for c in ran if c.success)
+            m["successful_calls"] = m.get("successful_calls", 0) + ok
+            m["failed_calls"] = m.get("failed_calls", 0) + len(ran) - ok
+            stats = m.setdefault("tool_stats", {})
+            for c in ran:
+                s = stats.setdefault(c.name, {"calls": 0, "ok": 0})
+                s["calls"] += 1
+                s["ok"] += 1 if c.success else 0
+            m["prompt_tokens"] = m.get("prompt_tokens", 0) + trace.prompt_tokens
+            m["completion_tokens"] = m.get("completion_tokens", 0) + trace.completion_tokens
+            m["cost"] = round(m.get("cost", 0.0) + trace.cost, 6)
+            daily = m.setdefault("daily", {})
+            today = daily.setdefault(day, {"tokens": 0, "cost": 0.0})
+            today["tokens"] += trace.prompt_tokens + trace.completion_tokens
+            today["cost"] = round(today["cost"] + trace.cost, 6)
+            for old in sorted(daily)[:-31]:
+                daily.pop(old, None)
+            stop_counts = m.setdefault("stop_reasons", {})
+            stop_counts[trace.stop_reason] = stop_counts.get(trace.stop_reason, 0) + 1
+            if trace.stop_reason == StopReason.ERROR.value:
+                m["errors"] = m.get("errors", 0) + 1
+                m["consecutive_errors"] = m.get("consecutive_errors", 0) + 1
+                m["last_error"] = trace.error
+            else:
+                m["consecutive_errors"] = 0
+            return m
+
+        self.ai.update("metrics", change)
+
+    def _after_context(self, context_type: str, outcome) -> None:
+        if context_type in SLEEP_PHASES:
+            self._advance_sleep(context_type)
+        elif context_type == "reflection":
+            used_journal = any(n in ("add_journal_entry", "review_journal") for n in outcome.tool_names)
+            tick = self.script.tick_count
+
+            def done(state):
+                state.update(last_tick=tick, last_time=utcnow_iso(), count=state.get("count", 0) + 1)
+                state["continue"] = bool(used_journal)
+                state["last_result"] = truncate(outcome.final_text or "", 2000)
+                return state
+
+            self.ai.update("reflection", done)
+        elif context_type == "reflection_cont":
+            self.ai.update("reflection", lambda s: {**s, "continue": False})
+
+
+# -- helpers shared with commands and tools ------------------------------------------------------
+def go_to_sleep(npc, reason: str, until: str | None = None) -> None:
+    """Put ``npc`` to sleep (one write); its next ticks run the sleep phases."""
+    npc.ai.set(
+        "sleep",
+        {"asleep": True, "since": utcnow_iso(), "reason": reason, "phase": SLEEP_PHASES[0],
+         "until": until},
+    )
+
+
+def wake_up(npc, reason: str = "woken") -> None:
+    """Wake ``npc`` (one write). A scheduled sleep stays woken until its window ends."""
+    sleep = npc.ai.get("sleep")
+    npc.ai.set(
+        "sleep",
+        {"asleep": False, "since": None, "reason": reason, "phase": None, "until": None,
+         "woken_in_window": bool(sleep.get("reason") == "scheduled"
+                                 and in_sleep_window(conf.get("EVENNIA_AI_SLEEP_SCHEDULE")))},
+    )
+
+
+def effective_context_config(context_type: str):
+    """The operator-customised config of a context type (falls back to the default)."""
+    from evennia_ai.prompt_contexts import get_context_config
+
+    try:
+        from evennia_ai.prompt_registry import get_prompt_registry
+
+        return get_prompt_registry().get_effective_context_config(context_type)
+    except Exception:
+        logger.log_trace("evennia_ai: registry context config unavailable; using the default")
+        return get_context_config(context_type)
+
+
+def select_tools(npc, config) -> list:
+    """The tools an NPC may use in a context: context filter, categories, NPC sets, locks."""
+    from evennia_ai.tools import load_builtin_tools
+    from evennia_ai.tools.registry import TOOL_REGISTRY
+
+    load_builtin_tools()
+    allowed = npc.ai.get("tool_allow")
+    denied = npc.ai.get("tool_deny") or []
+    return TOOL_REGISTRY.select(
+        npc=npc,
+        tool_filter=config.tool_filter,
+        allowed_categories=config.allowed_tool_categories,
+        npc_allowed=set(allowed) if allowed is not None else None,
+        npc_denied=set(denied),
+    )
+
+
+def get_client_for(npc):
+    """The LLM client for ``npc`` (budget switches to the offline model arrive with budgets)."""
+    from evennia_ai.llm import get_client
+
+    return get_client()
+
+
+def _tool_rules(ai) -> list:
+    from evennia_ai.tools.rules import ToolRule
+
+    rules = []
+    for data in ai.get("tool_rules") or []:
+        try:
+            rules.append(ToolRule.from_dict(data))
+        except ValueError:
+            continue
+    return rules
+
+
+def _request_counter(built, model):
+    from evennia_ai import tokens
+
+    counter = tokens.TokenCounter(model or built.values.get("model") or conf.get("EVENNIA_AI_MODEL") or conf.OFFLINE_MODEL)
+
+    def count(messages, schemas):
+        return counter.count_messages(messages) + (counter.count_tools(schemas) if schemas else 0)
+
+    return count
+
+
+def _pattern_dict(pattern) -> dict:
+    from dataclasses import asdict, is_dataclass
+
+    return asdict(pattern) if is_dataclass(pattern) else dict(vars(pattern))
+
+
+def _trace_call(trace: TickTrace, result, kind: str) -> None:
+    from evennia_ai.engine.trace import IterationTrace
+
+    if result is None:
+        return
+    usage = getattr(result, "usage", None)
+    trace.add_iteration(
+        IterationTrace(
+            index=-1,
+            kind=kind,
+            usage={
+                "prompt_tokens": int(getattr(usage, "prompt_tokens", 0) or 0),
+                "completion_tokens": int(getattr(usage, "completion_tokens", 0) or 0),
+            },
+            cost=getattr(result, "cost", None),
+            latency=getattr(result, "latency", 0.0),
+            model=getattr(result, "model", ""),
+            text=truncate(result.text or "", 1000),
+            error=result.error,
+        )
+    )
