@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from twisted.internet import defer
+from twisted.python.failure import Failure
 
 from evennia_ai.engine.trace import (
     IterationTrace,
@@ -494,14 +495,26 @@ class ReactLoop:
             clock = self.clock
             if clock is None:
                 from twisted.internet import reactor as clock
-            timeout = float(getattr(tool, "timeout", None) or 30.0)
-            outcome.addTimeout(timeout, clock)
-            try:
-                outcome = yield outcome
-            except defer.TimeoutError:
-                return ToolResult.fail(f"'{tool.name}' timed out after {timeout:g} s")
-            except Exception as err:
-                return ToolResult.fail(f"'{tool.name}' failed: {err}")
+            timeout = float(tool.get_timeout() if hasattr(tool, "get_timeout") else 30.0)
+            finished = defer.Deferred()
+
+            def expire():
+                if not finished.called:
+                    finished.callback(ToolResult.fail(f"'{tool.name}' timed out after {timeout:g} s"))
+
+            timer = clock.callLater(timeout, expire)
+
+            def done(value):
+                if timer.active():
+                    timer.cancel()
+                if not finished.called:
+                    if isinstance(value, Failure):
+                        value = ToolResult.fail(f"'{tool.name}' failed: {value.getErrorMessage()}")
+                    finished.callback(value)
+                return None
+
+            outcome.addBoth(done)
+            outcome = yield finished
         if not isinstance(outcome, ToolResult):
             outcome = ToolResult.ok(outcome)
         return outcome
