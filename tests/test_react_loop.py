@@ -1,0 +1,403 @@
+"""The ReAct loop against the loopback model server, through litellm and the real client.
+
+The client's thread hop is made synchronous, so each loop runs to completion inside the test;
+everything else (HTTP, litellm, parsing, tools, rules, traces) is the real path.
+"""
+
+import json
+
+import pytest
+from django.test import override_settings
+from twisted.internet import defer, task
+
+from evennia_ai.engine.react import ReactLoop, TickBudget
+from evennia_ai.engine.trace import StopReason, TickTrace
+from evennia_ai.execution_pattern import ExecutionPattern
+from evennia_ai.llm import client as client_module
+from evennia_ai.llm.client import UnifiedLLMClient
+from evennia_ai.testing.model_server import ModelServer
+from evennia_ai.tools.base import Tool, ToolCategory, ToolContext, ToolResult
+from evennia_ai.tools.rules import ToolRule
+from evennia_ai.assembly import validate_chat_messages
+
+
+class Say(Tool):
+    name = "say"
+    description = "Say something aloud."
+    parameters = {"type": "object", "properties": {"message": {"type": "string", "minLength": 1}},
+                  "required": ["message"], "additionalProperties": False}
+    category = ToolCategory.TERMINAL
+
+    def __init__(self):
+        self.said = []
+
+    def run(self, ctx, message):
+        self.said.append(message)
+        return ToolResult.ok(f"You said: {message}")
+
+
+class Look(Tool):
+    name = "look"
+    description = "Look around."
+    parameters = {"type": "object", "properties": {"target": {"type": "string"}}}
+    cacheable = True
+
+    def __init__(self):
+        self.runs = 0
+
+    def run(self, ctx, target="here"):
+        self.runs += 1
+        return ToolResult.ok({"room": "The Gilded Tankard", "target": target})
+
+
+class Wipe(Tool):
+    name = "wipe_world"
+    description = "Delete everything."
+    category = ToolCategory.DANGEROUS
+
+    def __init__(self):
+        self.runs = 0
+
+    def run(self, ctx):
+        self.runs += 1
+        return ToolResult.ok("wiped")
+
+
+class Broken(Tool):
+    name = "broken"
+    description = "Always raises."
+
+    def run(self, ctx):
+        raise RuntimeError("kaboom")
+
+
+class Slow(Tool):
+    name = "slow"
+    description = "Never finishes."
+    category = ToolCategory.ASYNC_REQUIRED
+    timeout = 5
+
+    def run(self, ctx):
+        return defer.Deferred()
+
+
+def sync_thread(fn, *args, **kwargs):
+    return defer.maybeDeferred(fn, *args, **kwargs)
+
+
+@pytest.fixture(autouse=True)
+def synchronous_client(monkeypatch):
+    monkeypatch.setattr(client_module, "defer_to_thread", sync_thread)
+
+
+@pytest.fixture
+def server():
+    with ModelServer() as srv:
+        yield srv
+
+
+def make_client(server, **kwargs):
+    options = dict(model="openai/test-model", api_base=server.url, api_key="x", timeout=2,
+                   max_retries=0, base_delay=0.01, max_delay=0.05)
+    options.update(kwargs)
+    return UnifiedLLMClient(**options)
+
+
+def pattern(mode="react_loop", iterations=5, confirm=True, terminal=True, categories=None):
+    return ExecutionPattern(mode=mode, max_iterations=iterations, allowed_categories=categories,
+                            terminal_ends_loop=terminal, dangerous_requires_confirm=confirm,
+                            multi_tool_enabled=mode != "single_action", sub_agents_enabled=False)
+
+
+MESSAGES = [{"role": "system", "content": "You are Innkeeper."},
+            {"role": "user", "content": 'Alice says, "Hello!"'}]
+
+
+def run(server, tools, pat=None, messages=MESSAGES, **kwargs):
+    trace = TickTrace(tick_id=1)
+    loop = ReactLoop(client=kwargs.pop("client", None) or make_client(server), tools=tools,
+                     pattern=pat or pattern(), ctx=ToolContext(), trace=trace, **kwargs)
+    d = loop.run(messages)
+    assert d.called, "the loop did not finish synchronously"
+    return d.result
+
+
+def call(name, **arguments):
+    return {"name": name, "arguments": arguments}
+
+
+def test_terminal_tool_ends_loop(server):
+    say = Say()
+    server.enqueue({"tool_calls": [call("say", message="Welcome!")]})
+    out = run(server, [say, Look()])
+    assert out.stop_reason == StopReason.TERMINAL_TOOL
+    assert say.said == ["Welcome!"]
+    assert out.trace.stop_reason == "terminal_tool"
+    assert out.trace.iterations[0].tool_calls[0].status == "ran"
+    assert out.trace.prompt_tokens > 0
+
+
+def test_text_reply_is_spoken_through_the_speech_tool(server):
+    say = Say()
+    server.enqueue({"text": "Evening, Alice."})
+    out = run(server, [say])
+    assert out.stop_reason == StopReason.TEXT_REPLY
+    assert say.said == ["Evening, Alice."]
+
+
+def test_text_reply_without_speech_tool_is_only_traced(server):
+    server.enqueue({"text": "Just thinking."})
+    out = run(server, [Look()])
+    assert out.stop_reason == StopReason.TEXT_REPLY
+    assert out.trace.iterations[0].text == "Just thinking."
+    assert out.final_text == "Just thinking."
+
+
+def test_react_loop_feeds_results_back(server):
+    say, look = Say(), Look()
+    server.enqueue({"tool_calls": [call("look")]}, {"tool_calls": [call("say", message="Nice room.")]})
+    out = run(server, [say, look])
+    assert out.stop_reason == StopReason.TERMINAL_TOOL
+    assert len(out.trace.iterations) == 2
+    second = server.requests_to("/v1/chat/completions")[1].body["messages"]
+    assert second[-1]["role"] == "tool" and "Gilded Tankard" in second[-1]["content"]
+    assert not validate_chat_messages([MESSAGES[0]] + out.new_messages[:0] + second[1:])
+
+
+def test_several_calls_in_one_response_run_in_order(server):
+    say, look = Say(), Look()
+    server.enqueue({"tool_calls": [call("look"), call("say", message="Hi")]})
+    out = run(server, [say, look])
+    assert [c.name for c in out.trace.tool_calls] == ["look", "say"]
+    assert out.stop_reason == StopReason.TERMINAL_TOOL
+
+
+def test_max_iterations(server):
+    look = Look()
+    server.default_reply = {"tool_calls": [call("look", target="bar")]}
+    out = run(server, [look, Say()], pattern(iterations=3))
+    assert out.stop_reason == StopReason.MAX_ITERATIONS
+    assert len(out.trace.iterations) == 3
+    assert look.runs == 1  # cacheable: same arguments within the tick ran once
+
+
+def test_single_action_runs_only_the_first_call(server):
+    say, look = Say(), Look()
+    server.enqueue({"tool_calls": [call("look"), call("say", message="Hi")]})
+    out = run(server, [say, look], pattern(mode="single_action", iterations=1))
+    assert [c.status for c in out.trace.tool_calls] == ["ran", "skipped"]
+    assert say.said == []
+    assert out.stop_reason == StopReason.MAX_ITERATIONS
+    # the skipped call still gets an answer, so the history stays a valid transcript
+    assert not validate_chat_messages([MESSAGES[0]] + out.new_messages)
+
+
+def test_unknown_tool_is_fed_back_as_error(server):
+    say = Say()
+    server.enqueue({"fault": "unknown_tool"}, {"tool_calls": [call("say", message="Sorry")]})
+    out = run(server, [say])
+    first = out.trace.iterations[0].tool_calls[0]
+    assert first.status == "refused" and "Unknown tool" in first.error
+    assert "say" in first.error  # lists the available tools
+    assert out.stop_reason == StopReason.TERMINAL_TOOL
+
+
+def test_invalid_arguments_are_fed_back(server):
+    say = Say()
+    server.enqueue({"fault": "invalid_args"}, {"tool_calls": [call("say")]},
+                   {"tool_calls": [call("say", message="ok")]})
+    out = run(server, [say])
+    errors = [c.error for c in out.trace.tool_calls if c.error]
+    assert "not valid JSON" in errors[0]
+    assert "missing required argument 'message'" in errors[1]
+    assert say.said == ["ok"]
+
+
+def test_repeated_failures_end_the_tick(server):
+    server.default_reply = {"tool_calls": [call("nonexistent")]}
+    out = run(server, [Say()], pattern(iterations=10))
+    assert out.stop_reason == StopReason.ERROR
+    assert len(out.trace.iterations) == 3
+    assert "failed in a row" in out.trace.error
+
+
+def test_tool_exception_becomes_error_result(server):
+    server.enqueue({"tool_calls": [call("broken")]}, {"tool_calls": [call("say", message="oops")]})
+    out = run(server, [Broken(), Say()])
+    assert "kaboom" in out.trace.tool_calls[0].error
+    assert out.stop_reason == StopReason.TERMINAL_TOOL
+
+
+@pytest.mark.parametrize("fault", ["500", "malformed", "empty_choices"])
+def test_provider_faults_end_the_tick_cleanly(server, fault):
+    server.enqueue({"fault": fault})
+    out = run(server, [Say()])
+    assert out.stop_reason == StopReason.ERROR
+    assert out.trace.iterations[0].error
+    assert "model call failed" in out.trace.error
+
+
+def test_timeout_ends_the_tick(server):
+    server.enqueue({"fault": "hang", "seconds": 3})
+    out = run(server, [Say()], client=make_client(server, timeout=0.3))
+    assert out.stop_reason == StopReason.ERROR
+    assert "imeout" in out.trace.iterations[0].error
+
+
+def test_retry_then_success(server):
+    server.enqueue({"fault": "500"}, {"fault": "429", "retry_after": 0}, {"tool_calls": [call("say", message="hi")]})
+    out = run(server, [Say()], client=make_client(server, max_retries=2))
+    assert out.stop_reason == StopReason.TERMINAL_TOOL
+    assert len(server.requests_to("/v1/chat/completions")) == 3
+
+
+def test_dangerous_tool_needs_confirmation(server):
+    wipe = Wipe()
+    queued = []
+    server.enqueue({"tool_calls": [call("wipe_world"), call("wipe_world")]},
+                   {"tool_calls": [call("say", message="Waiting for approval.")]})
+    out = run(server, [wipe, Say()], on_dangerous=lambda tool, args, ctx: queued.append(tool.name) or "c_1")
+    assert wipe.runs == 0
+    assert queued == ["wipe_world"]
+    assert out.confirmations == ["c_1"]
+    statuses = [c.status for c in out.trace.tool_calls]
+    assert statuses[:2] == ["pending", "refused"]  # at most one DANGEROUS tool per tick
+    assert "pending_confirmation" in out.trace.tool_calls[0].result
+
+
+def test_dangerous_tool_without_confirmation_runs_once(server):
+    wipe = Wipe()
+    server.enqueue({"tool_calls": [call("wipe_world")]}, {"tool_calls": [call("say", message="done")]})
+    out = run(server, [wipe, Say()], pattern(confirm=False))
+    assert wipe.runs == 1 and out.stop_reason == StopReason.TERMINAL_TOOL
+
+
+def test_dangerous_tool_with_no_confirmation_channel_is_refused(server):
+    wipe = Wipe()
+    server.enqueue({"tool_calls": [call("wipe_world")]}, {"tool_calls": [call("say", message="no")]})
+    out = run(server, [wipe, Say()])
+    assert wipe.runs == 0 and out.trace.tool_calls[0].status == "refused"
+
+
+def test_budget_stops_before_the_call(server):
+    out = run(server, [Say()], budget=TickBudget(max_tokens=5), count_tokens=lambda m, t: 100)
+    assert out.stop_reason == StopReason.BUDGET
+    assert not server.requests
+
+
+def test_cancelled(server):
+    out = run(server, [Say()], is_cancelled=lambda: "the NPC was paused")
+    assert out.stop_reason == StopReason.CANCELLED
+    assert out.trace.error == "the NPC was paused"
+
+
+def test_cancelled_after_the_model_answered(server):
+    state = {"calls": 0}
+
+    def cancelled():
+        state["calls"] += 1
+        return "the NPC moved away" if state["calls"] > 1 else None
+
+    say = Say()
+    server.enqueue({"tool_calls": [call("say", message="hi")]})
+    out = run(server, [say], is_cancelled=cancelled)
+    assert out.stop_reason == StopReason.CANCELLED and say.said == []
+
+
+def test_rule_max_calls_and_exit_loop(server):
+    look, say = Look(), Say()
+    server.enqueue({"tool_calls": [call("look", target="a"), call("look", target="b")]},
+                   {"tool_calls": [call("say", message="x")]})
+    out = run(server, [look, say], rules=[ToolRule.max_calls("look", 1)])
+    assert [c.status for c in out.trace.tool_calls][:2] == ["ran", "refused"]
+    assert "at most 1" in out.trace.tool_calls[1].error
+
+    server.enqueue({"tool_calls": [call("look")]})
+    out = run(server, [Look(), say], rules=[ToolRule.exit_loop("look")])
+    assert out.stop_reason == StopReason.TERMINAL_TOOL and len(out.trace.iterations) == 1
+
+
+def test_rule_start_constraint_and_requires_prior(server):
+    say = Say()
+    server.enqueue({"tool_calls": [call("say", message="too early")]},
+                   {"tool_calls": [call("look"), call("say", message="now")]})
+    out = run(server, [Look(), say], rules=[ToolRule.start_constraint("look"),
+                                             ToolRule.requires_prior("say", "look")])
+    assert out.trace.tool_calls[0].status == "refused"
+    assert say.said == ["now"]
+
+
+def test_rule_continue_loop_keeps_going_after_terminal(server):
+    say = Say()
+    server.enqueue({"tool_calls": [call("say", message="one")]}, {"text": "done thinking"})
+    out = run(server, [say], rules=[ToolRule.continue_loop("say")])
+    assert len(out.trace.iterations) == 2 and say.said[0] == "one"
+
+
+def test_plan_execute_plans_first(server):
+    say = Say()
+    server.enqueue({"text": "1. greet"}, {"tool_calls": [call("say", message="Hello")]})
+    out = run(server, [say], pattern(mode="plan_execute"))
+    reqs = server.requests_to("/v1/chat/completions")
+    assert "tools" not in reqs[0].body
+    assert out.trace.iterations[0].kind == "plan"
+    assert any("Plan:" in (m.get("content") or "") for m in reqs[1].body["messages"])
+    assert say.said == ["Hello"]
+
+
+def test_async_tool_times_out():
+    clock = task.Clock()
+    ctx_tools = [Slow()]
+
+    class Client:
+        def __init__(self):
+            self.n = 0
+
+        def complete(self, messages, tools=None, model=None):
+            from evennia_ai.llm.types import LLMResult, ToolCall
+
+            self.n += 1
+            if self.n == 1:
+                return defer.succeed(LLMResult(tool_calls=[ToolCall(id="c1", name="slow", arguments={}, raw_arguments="{}")], model="fake"))
+            return defer.succeed(LLMResult(text="gave up", model="fake"))
+
+    trace = TickTrace(tick_id=1)
+    loop = ReactLoop(client=Client(), tools=ctx_tools, pattern=pattern(), ctx=ToolContext(),
+                     trace=trace, clock=clock)
+    d = loop.run(MESSAGES)
+    assert not d.called
+    clock.advance(5.1)
+    assert d.called
+    out = d.result
+    assert "timed out after 5 s" in out.trace.tool_calls[0].error
+    assert out.stop_reason == StopReason.TEXT_REPLY
+
+
+def test_fallback_model_used(server):
+    server.enqueue({"fault": "500"}, {"tool_calls": [call("say", message="from fallback")]})
+    client = make_client(server, fallbacks=["openai/backup-model"])
+    out = run(server, [Say()], client=client)
+    assert out.stop_reason == StopReason.TERMINAL_TOOL
+    assert out.trace.iterations[0].model == "openai/backup-model"
+    bodies = [r.body["model"] for r in server.requests_to("/v1/chat/completions")]
+    assert bodies == ["test-model", "backup-model"]
+
+
+def test_json_protocol_for_models_without_native_tools(server):
+    say = Say()
+    server.enqueue({"text": 'Sure.\n```json\n{"tool": "say", "arguments": {"message": "Hi there"}}\n```'})
+    with override_settings(EVENNIA_AI_MODEL_SETTINGS={"openai/test-model": {"native_tools": False}}):
+        out = run(server, [say])
+    body = server.requests_to("/v1/chat/completions")[0].body
+    assert "tools" not in body
+    assert "say(message: string)" in body["messages"][0]["content"]
+    assert say.said == ["Hi there"]
+    assert out.stop_reason == StopReason.TERMINAL_TOOL
+
+
+def test_native_tools_for_unknown_openai_compatible_model(server):
+    server.enqueue({"tool_calls": [call("say", message="hi")]})
+    run(server, [Say()], client=make_client(server, model="openai/never-heard-of-it"))
+    body = server.requests_to("/v1/chat/completions")[0].body
+    assert body["tools"][0]["function"]["name"] == "say"
+    json.dumps(body)
