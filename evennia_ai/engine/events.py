@@ -1,0 +1,508 @@
+"""What an assistant perceives, as events in a persistent, bounded queue.
+
+Pure: no Django, Evennia or Twisted. An :class:`Event` converts to and from a plain dict, and the
+queue is a plain dict, so the glue keeps it in one Attribute and writes it once per change
+(``npc.ai.update("event_queue", lambda q: push(q, event, 50))``).
+
+The queue dict::
+
+    {"events": [event dicts, oldest first], "in_flight": [ids], "dropped": int, "failed": int}
+
+Life of an event:
+
+1. :func:`push` appends it. When the queue is full, the oldest event of the lowest priority goes
+   first (never an in-flight one; the new event itself when it is the lowest) and ``dropped``
+   counts it.
+2. :func:`take_batch` picks the highest-priority pending event and takes it together with the
+   other pending events of its class from the same place (for speech: every line said since the
+   last tick, answered together). They are marked in flight but stay in the queue.
+3. :func:`ack` removes them once the tick has finished. :func:`release` un-marks them when the
+   tick failed; after :data:`MAX_ATTEMPTS` failed ticks an event is dropped and ``failed``
+   counts it.
+4. After a reload, :func:`recover` clears the in-flight marks, so a tick cut short is replayed.
+
+Priorities (higher is answered first, lower is dropped first when full):
+
+==========  ===========================================================================
+priority    events
+==========  ===========================================================================
+100         whispers and pages to the assistant (``whisper``, ``page``)
+90          other communication addressed to it: speech naming it, things given to it
+60          open communication in its room (speech and poses not meant for it)
+50          combat
+40          building (the world changed around it)
+30          movement (arrivals and departures)
+10          system notices (operator decisions, late tool outcomes)
+==========  ===========================================================================
+
+Example:
+    event = Event.create(kind="say", text="Hello, Mira!", source="#12", source_name="Alice",
+                         location="#2", addressed=True)
+    queue, dropped = push(empty_queue(), event, max_size=50)
+    queue, batch = take_batch(queue)
+    render_events(batch)   # 'Alice says to you: "Hello, Mira!"'
+    queue = ack(queue, [e.id for e in batch])
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Iterable
+
+from evennia_ai.engine.trace import utcnow_iso
+
+EVENT_CLASSES = ("communication", "movement", "building", "combat", "system")
+
+# kind -> event class. Unknown kinds are "system": they are kept but answered last.
+KIND_CLASSES: dict[str, str] = {
+    **dict.fromkeys(
+        ("say", "pose", "emote", "whisper", "page", "tell", "ooc", "shout", "give"), "communication"
+    ),
+    **dict.fromkeys(
+        ("arrive", "depart", "move", "enter", "leave", "traverse", "teleport", "follow"), "movement"
+    ),
+    **dict.fromkeys(
+        ("build", "create", "dig", "destroy", "describe", "desc", "spawn", "modify"), "building"
+    ),
+    **dict.fromkeys(
+        ("attack", "hit", "miss", "damage", "defeat", "death", "flee", "combat"), "combat"
+    ),
+    **dict.fromkeys(("system", "notice", "confirmation", "timer"), "system"),
+}
+
+PRIORITY_DIRECT = 100  # whispers and pages: only the assistant hears them
+PRIORITY_ADDRESSED = 90
+CLASS_PRIORITIES: dict[str, int] = {
+    "communication": 60,
+    "combat": 50,
+    "building": 40,
+    "movement": 30,
+    "system": 10,
+}
+DIRECT_KINDS = frozenset({"whisper", "page", "tell"})
+
+# How far the assistant should trust what an event says (the journal's source trust).
+TRUST_LEVELS: dict[str, float] = {
+    "system": 1.0,  # the game or its operators
+    "told_directly": 0.9,  # whispered, paged, given, or said to the assistant by name
+    "observed": 0.8,  # seen happen: arrivals, departures, combat, building
+    "said_in_room": 0.6,  # open speech in the room, not meant for the assistant
+    "overheard": 0.3,  # second hand: another assistant's chatter, distant noise
+}
+
+MAX_ATTEMPTS = 3  # failed ticks after which an event is given up ("failed")
+MAX_TEXT = 2000  # characters of an event's text kept (a pasted novel must not flood a prompt)
+
+
+def classify(kind: str) -> str:
+    """Return the event class of an event ``kind`` ("say" -> "communication").
+
+    Unknown kinds are "system".
+    """
+    return KIND_CLASSES.get(str(kind or "").strip().lower(), "system")
+
+
+def default_priority(event_class: str, kind: str = "", addressed: bool = False) -> int:
+    """The priority of an event from its class, kind and whether it is addressed (see table)."""
+    if event_class == "communication":
+        if kind in DIRECT_KINDS:
+            return PRIORITY_DIRECT
+        if addressed:
+            return PRIORITY_ADDRESSED
+    return CLASS_PRIORITIES.get(event_class, CLASS_PRIORITIES["system"])
+
+
+def default_trust(event_class: str, kind: str = "", addressed: bool = False) -> str:
+    """How an event's content reached the assistant (a key of :data:`TRUST_LEVELS`)."""
+    if event_class == "system":
+        return "system"
+    if event_class == "communication":
+        if kind in DIRECT_KINDS or addressed:
+            return "told_directly"
+        return "said_in_room"
+    return "observed"
+
+
+def _clip(text: str) -> str:
+    # Cut to MAX_TEXT characters in all, so that clipping again (from_dict) changes nothing.
+    return text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 1] + "\u2026"
+
+
+def new_event_id() -> str:
+    """A short unique id for an event."""
+    return uuid.uuid4().hex[:12]
+
+
+@dataclass
+class Event:
+    """One thing the assistant perceived.
+
+    Fields left empty (``event_class``, ``priority``, ``trust_source``) are derived from
+    ``kind`` and ``addressed``; see the module docstring for the priority table.
+
+    Attributes:
+        kind: What happened: say, pose, whisper, page, arrive, depart, give, system, ...
+        text: What the assistant perceived (speech without its quotes, or the message line).
+        source: Dbref of who caused it (``"#12"``), or None for the system.
+        source_name: Display name of the source.
+        location: Dbref of the room it happened in.
+        addressed: Whether it was meant for the assistant (named it, whisper, page, gift).
+        event_class: One of :data:`EVENT_CLASSES`.
+        priority: Higher is answered first and dropped last.
+        trust_source: A key of :data:`TRUST_LEVELS` (anything else is derived again).
+        data: Extra plain data (the raw message line, the given object's dbref, ...).
+        id: Unique id (12 hex characters).
+        timestamp: When it was perceived, ISO-8601 UTC.
+        attempts: Ticks that failed while answering it.
+    """
+
+    kind: str = "system"
+    text: str = ""
+    source: str | None = None
+    source_name: str = ""
+    location: str | None = None
+    addressed: bool = False
+    event_class: str = ""
+    priority: int | None = None
+    trust_source: str = ""
+    data: dict = field(default_factory=dict)
+    id: str = field(default_factory=new_event_id)
+    timestamp: str = field(default_factory=utcnow_iso)
+    attempts: int = 0
+
+    def __post_init__(self):
+        self.kind = str(self.kind or "system").strip().lower()
+        self.text = _clip("" if self.text is None else str(self.text).strip())
+        self.source = str(self.source) if self.source not in (None, "") else None
+        self.source_name = str(self.source_name or self.source or "")
+        self.location = str(self.location) if self.location not in (None, "") else None
+        self.addressed = bool(self.addressed)
+        if self.event_class not in EVENT_CLASSES:
+            if self.event_class:
+                raise ValueError(
+                    f"Unknown event class {self.event_class!r}; use one of "
+                    + ", ".join(EVENT_CLASSES)
+                    + "."
+                )
+            self.event_class = classify(self.kind)
+        if self.priority is None:
+            self.priority = default_priority(self.event_class, self.kind, self.addressed)
+        try:
+            self.priority = int(self.priority)
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"An event priority must be a whole number, not {self.priority!r}."
+            ) from None
+        if self.trust_source not in TRUST_LEVELS:
+            self.trust_source = default_trust(self.event_class, self.kind, self.addressed)
+        self.data = dict(self.data or {})
+        self.id = str(self.id or new_event_id())
+        self.attempts = int(self.attempts or 0)
+
+    @classmethod
+    def create(cls, kind: str, text: str, **values: Any) -> "Event":
+        """Make a new event now (the perception hooks' entry point); same fields as the class."""
+        return cls(kind=kind, text=text, **values)
+
+    @property
+    def trust(self) -> float:
+        """The numeric trust of the event's content (see :data:`TRUST_LEVELS`)."""
+        return TRUST_LEVELS.get(self.trust_source, TRUST_LEVELS["overheard"])
+
+    def to_dict(self) -> dict:
+        """A JSON-able plain dict."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Event":
+        """Rebuild an event from :meth:`to_dict` output, tolerating older or damaged dicts.
+
+        Unknown keys are ignored, missing ones take their defaults (class, priority and trust
+        are derived again), an unknown class is re-derived from the kind, and a few older key
+        names (``type``/``event_type`` for kind, ``ts``/``time`` for timestamp) are read.
+        """
+        data = dict(data or {})
+        data.setdefault("kind", data.get("event_type") or data.get("type") or "system")
+        data.setdefault("timestamp", data.get("ts") or data.get("time") or utcnow_iso())
+        names = {f.name for f in fields(cls)}
+        values = {k: v for k, v in data.items() if k in names}
+        if values.get("event_class") not in EVENT_CLASSES:
+            values["event_class"] = ""
+        try:
+            values["priority"] = (
+                int(values["priority"]) if values.get("priority") is not None else None
+            )
+        except (TypeError, ValueError):
+            values["priority"] = None
+        try:
+            values["attempts"] = int(values.get("attempts") or 0)
+        except (TypeError, ValueError):
+            values["attempts"] = 0
+        if not isinstance(values.get("data"), dict):
+            values["data"] = {}
+        return cls(**values)
+
+
+def _as_event(event: Event | dict) -> Event:
+    if isinstance(event, Event):
+        return event
+    if isinstance(event, dict):
+        return Event.from_dict(event)
+    raise TypeError(f"Expected an Event or an event dict, not {type(event).__name__}.")
+
+
+# -- the queue ---------------------------------------------------------------------------------
+
+
+def empty_queue() -> dict:
+    """A new, empty queue dict."""
+    return {"events": [], "in_flight": [], "dropped": 0, "failed": 0}
+
+
+def _count(value: Any) -> int:
+    try:
+        return max(0, int(value or 0))
+    except (TypeError, ValueError):
+        return 0
+
+
+def normalize_queue(queue: dict | None) -> dict:
+    """Return a fresh, well-formed copy of ``queue``.
+
+    Every event is upgraded through :meth:`Event.from_dict`, events with a repeated id are
+    dropped, and in-flight ids that no longer match an event are forgotten. The input is not
+    changed.
+    """
+    queue = queue if isinstance(queue, dict) else {}
+    events: list[dict] = []
+    seen: set[str] = set()
+    for raw in queue.get("events") or []:
+        if not isinstance(raw, (dict, Event)):
+            continue
+        event = _as_event(raw)
+        if event.id in seen:
+            continue
+        seen.add(event.id)
+        events.append(event.to_dict())
+    in_flight = []
+    for event_id in queue.get("in_flight") or []:
+        if event_id in seen and event_id not in in_flight:
+            in_flight.append(event_id)
+    return {
+        "events": events,
+        "in_flight": in_flight,
+        "dropped": _count(queue.get("dropped")),
+        "failed": _count(queue.get("failed")),
+    }
+
+
+def pending_events(queue: dict | None) -> list[Event]:
+    """The queued events not in flight, oldest first."""
+    queue = normalize_queue(queue)
+    in_flight = set(queue["in_flight"])
+    return [Event.from_dict(e) for e in queue["events"] if e["id"] not in in_flight]
+
+
+def in_flight_events(queue: dict | None) -> list[Event]:
+    """The events taken by the running tick, oldest first."""
+    queue = normalize_queue(queue)
+    in_flight = set(queue["in_flight"])
+    return [Event.from_dict(e) for e in queue["events"] if e["id"] in in_flight]
+
+
+def push(queue: dict | None, event: Event | dict, max_size: int) -> tuple[dict, Event | None]:
+    """Append ``event``; when the queue is over ``max_size``, drop the least important.
+
+    The event dropped is the oldest of the lowest priority among those not in flight, which is
+    the new event itself when it ranks below everything queued. An event whose id is already
+    queued is ignored.
+
+    Args:
+        queue: The queue dict (not changed).
+        event: An :class:`Event` or its dict.
+        max_size: Most events kept (at least 1).
+
+    Returns:
+        ``(new_queue, dropped)``: ``dropped`` is the event dropped to make room (the last one
+        when a smaller ``max_size`` dropped several; all are counted in ``dropped``), or None.
+
+    Raises:
+        ValueError: If ``max_size`` is below 1.
+    """
+    max_size = int(max_size)
+    if max_size < 1:
+        raise ValueError(f"The event queue size must be at least 1, not {max_size}.")
+    event = _as_event(event)
+    queue = normalize_queue(queue)
+    if any(e["id"] == event.id for e in queue["events"]):
+        return queue, None
+    queue["events"].append(event.to_dict())
+    dropped = None
+    in_flight = set(queue["in_flight"])
+    while len(queue["events"]) > max_size:
+        candidates = [
+            (e["priority"], position)
+            for position, e in enumerate(queue["events"])
+            if e["id"] not in in_flight
+        ]
+        if not candidates:  # only in-flight events left: they are acked or released soon
+            break
+        _, position = min(candidates)  # lowest priority, then oldest
+        dropped = Event.from_dict(queue["events"].pop(position))
+        queue["dropped"] += 1
+    return queue, dropped
+
+
+def _main_position(events: list[dict]) -> int:
+    """Position of the highest-priority event (the oldest on a tie)."""
+    best = 0
+    for position, event in enumerate(events):
+        if event["priority"] > events[best]["priority"]:
+            best = position
+    return best
+
+
+def take_batch(queue: dict | None) -> tuple[dict, list[Event]]:
+    """Take the next batch of pending events for a tick and mark it in flight.
+
+    The batch is the highest-priority pending event (the oldest on a tie) together with every
+    other pending event of the same class from the same location, oldest first: all the speech
+    heard since the last tick is answered together, and lines arriving while that tick runs are
+    left for the next one. The events stay queued until :func:`ack` or :func:`release`.
+
+    Args:
+        queue: The queue dict (not changed).
+
+    Returns:
+        ``(new_queue, batch)``; ``batch`` is empty when nothing is pending.
+    """
+    queue = normalize_queue(queue)
+    in_flight = set(queue["in_flight"])
+    pending = [e for e in queue["events"] if e["id"] not in in_flight]
+    if not pending:
+        return queue, []
+    main = pending[_main_position(pending)]
+    batch = [
+        e
+        for e in pending
+        if e is main
+        or (e["event_class"] == main["event_class"] and e["location"] == main["location"])
+    ]
+    queue["in_flight"].extend(e["id"] for e in batch)
+    return queue, [Event.from_dict(e) for e in batch]
+
+
+def _ids(ids: Iterable[str] | str) -> set[str]:
+    if isinstance(ids, str):
+        return {ids}
+    return {str(i) for i in ids or []}
+
+
+def ack(queue: dict | None, ids: Iterable[str]) -> dict:
+    """Remove the events ``ids`` after their tick finished; unknown ids are ignored."""
+    done = _ids(ids)
+    queue = normalize_queue(queue)
+    queue["events"] = [e for e in queue["events"] if e["id"] not in done]
+    queue["in_flight"] = [i for i in queue["in_flight"] if i not in done]
+    return queue
+
+
+def release(
+    queue: dict | None,
+    ids: Iterable[str],
+    max_attempts: int = MAX_ATTEMPTS,
+    count_attempt: bool = True,
+) -> dict:
+    """Put the events ``ids`` back in the queue so the next tick takes them again.
+
+    Args:
+        queue: The queue dict (not changed).
+        ids: The events' ids; unknown ids are ignored.
+        max_attempts: Failed attempts after which an event is removed and counted in
+            ``failed``.
+        count_attempt: Whether this release is a failure of the event (the model call failed).
+            Pass False when the tick was merely cut short (the NPC was paused or moved), so
+            the event is retried without using up its attempts.
+    """
+    back = _ids(ids)
+    queue = normalize_queue(queue)
+    kept = []
+    for event in queue["events"]:
+        if event["id"] in back and count_attempt:
+            event["attempts"] += 1
+            if event["attempts"] >= max_attempts:
+                queue["failed"] += 1
+                continue
+        kept.append(event)
+    queue["events"] = kept
+    queue["in_flight"] = [i for i in queue["in_flight"] if i not in back]
+    return queue
+
+
+def recover(queue: dict | None) -> dict:
+    """After a reload: clear the in-flight marks so interrupted ticks are replayed.
+
+    An interrupted tick is not the event's fault, so no attempt is counted.
+    """
+    queue = normalize_queue(queue)
+    queue["in_flight"] = []
+    return queue
+
+
+# -- reading a batch ---------------------------------------------------------------------------
+
+
+def main_event(batch: Iterable[Event | dict]) -> Event | None:
+    """The event a batch answers first: its highest priority, the oldest on a tie."""
+    events = [_as_event(e) for e in batch or []]
+    if not events:
+        return None
+    best = events[0]
+    for event in events[1:]:
+        if event.priority > best.priority:
+            best = event
+    return best
+
+
+def event_signal(batch: Iterable[Event | dict]) -> str | None:
+    """The event class of a batch's main event (the execution pattern's ``event_class``)."""
+    main = main_event(batch)
+    return main.event_class if main else None
+
+
+def _quoted(text: str) -> str:
+    return f'"{text}"'
+
+
+def render_event(event: Event | dict) -> str:
+    """One event as the line the assistant reads, e.g. ``Alice says to you: "Hi."``."""
+    event = _as_event(event)
+    name = event.source_name or "Someone"
+    text = event.text
+    kind = event.kind
+    if kind == "say":
+        return (
+            f"{name} says to you: {_quoted(text)}"
+            if event.addressed
+            else f"{name} says: {_quoted(text)}"
+        )
+    if kind == "whisper":
+        return f"{name} whispers to you: {_quoted(text)}"
+    if kind in ("page", "tell"):
+        return f"{name} pages you: {_quoted(text)}"
+    if kind == "arrive":
+        return text or f"{name} arrives."
+    if kind == "depart":
+        return text or f"{name} leaves."
+    if kind == "give":
+        return text or f"{name} gives you something."
+    if event.event_class == "system":
+        return f"[System] {text}" if text else "[System notice]"
+    # Poses and the rest are already the line the room saw ("Bob waves.").
+    return text or f"{name} does something ({kind})."
+
+
+def render_events(batch: Iterable[Event | dict]) -> str:
+    """A batch as text for the ``pending_event`` component: one line per event, oldest first."""
+    return "\n".join(render_event(e) for e in batch or [])
