@@ -33,7 +33,9 @@ def default_session_memory() -> dict:
 
 
 def default_event_queue() -> dict:
-    return {"events": [], "dropped": 0, "failed": 0, "in_flight": []}
+    from evennia_ai.engine.events import empty_queue
+
+    return empty_queue()
 
 
 def default_metrics() -> dict:
@@ -313,6 +315,8 @@ class AIHandler:
     # -- status --------------------------------------------------------------------------------
     def status(self) -> dict:
         """A summary for admin commands and the dashboard."""
+        from evennia_ai.engine.events import pending_events
+
         metrics = self.get("metrics")
         queue = self.get("event_queue")
         script = self.script
@@ -324,8 +328,10 @@ class AIHandler:
             "paused": self.paused,
             "running": bool(script and script.is_active),
             "model": self.model or conf.get("EVENNIA_AI_MODEL") or conf.OFFLINE_MODEL,
-            "queued_events": len(queue.get("events", [])),
+            "queued_events": len(pending_events(queue)),
+            "in_flight_events": len(queue.get("in_flight", [])),
             "dropped_events": queue.get("dropped", 0),
+            "failed_events": queue.get("failed", 0),
             "ticks": metrics.get("ticks", 0),
             "errors": metrics.get("errors", 0),
             "last_error": metrics.get("last_error"),

@@ -77,7 +77,7 @@ class TickRunner:
 
         sleep = self.ai.get("sleep")
         queue = self.ai.get("event_queue")
-        pending = [e for e in queue.get("events", []) if e.get("id") not in queue.get("in_flight", [])]
+        pending = ev.pending_events(queue)
 
         if sleep.get("asleep"):
             if self._should_wake(sleep, pending):
@@ -116,7 +116,7 @@ class TickRunner:
         ):
             return True
         if conf.get("EVENNIA_AI_WAKE_WHEN_ADDRESSED"):
-            return any(e.get("addressed") for e in pending)
+            return any(e.addressed for e in pending)
         return False
 
     def _reflection_due(self, reflection: dict) -> bool:
@@ -179,19 +179,38 @@ class TickRunner:
     @defer.inlineCallbacks
     def run(self):
         """Run the tick. Fires with the TickTrace, or None when there was nothing to do."""
+        context_type, batch_dicts = self._choose()
+        if context_type is None:
+            return None
+        from evennia_ai.engine.events import Event
+
+        self.batch = [Event.from_dict(e) if isinstance(e, dict) else e for e in batch_dicts]
+        try:
+            trace = yield self._run(context_type, batch_dicts)
+        except Exception:
+            self.release_batch()
+            raise
+        return trace
+
+    def release_batch(self) -> None:
+        """Put the batch back in the queue after a failed tick (counts one attempt)."""
+        from evennia_ai.engine import events as ev
+
+        ids = [e.id for e in self.batch]
+        if ids and getattr(self.npc, "pk", None):
+            self.ai.update("event_queue", lambda q: ev.release(q, ids))
+
+    @defer.inlineCallbacks
+    def _run(self, context_type, batch_dicts):
         from evennia_ai.context_builder import ContextBuilder
         from evennia_ai.engine.assessment import assess_task
-        from evennia_ai.engine.events import Event, event_signal
+        from evennia_ai.engine.events import event_signal, main_event
         from evennia_ai.engine.react import ReactLoop, TickBudget
         from evennia_ai.execution_pattern import select_execution_pattern
         from evennia_ai import sources  # noqa: F401  (registers the built-in sources)
         from evennia_ai.tools.base import ToolContext
         from evennia_ai.workspace.goals import goal_urgency
 
-        context_type, batch_dicts = self._choose()
-        if context_type is None:
-            return None
-        self.batch = [Event.from_dict(e) if isinstance(e, dict) else e for e in batch_dicts]
         tick_id = self.script.next_tick_id()
         config = effective_context_config(context_type)
         model = self.ai.model or None
@@ -227,16 +246,18 @@ class TickRunner:
             allowed = set(pattern.allowed_categories)
             tools = [t for t in tools if t.category in allowed]
 
+        ev_main = main_event(self.batch)
         ctx = ToolContext(
             npc=self.npc,
             script=self.script,
             tick_id=tick_id,
             context_type=context_type,
-            event=self.batch[0].to_dict() if self.batch else None,
+            event=ev_main.to_dict() if ev_main else None,
         )
         ctx.services["client"] = client
         ctx.services["model"] = model
         ctx.services["tools"] = tools
+        ctx.services["pattern"] = pattern
         ctx.state["depth"] = 0
         ctx.state["metrics"] = metrics
         ctx.state["window"] = built.window
@@ -295,7 +316,9 @@ class TickRunner:
             it.error for it in trace.iterations
         )
         if ids:
-            if provider_failed or outcome.stop_reason == StopReason.CANCELLED:
+            if outcome.stop_reason == StopReason.CANCELLED:
+                self.ai.update("event_queue", lambda q: ev.release(q, ids, count_attempt=False))
+            elif provider_failed:
                 self.ai.update("event_queue", lambda q: ev.release(q, ids))
             else:
                 self.ai.update("event_queue", lambda q: ev.ack(q, ids))

@@ -8,7 +8,8 @@ themselves when imported; :func:`load_builtin_tools` imports them all.
 
 BUILTIN_TOOL_MODULES = (
     "evennia_ai.tools.world",
-    "evennia_ai.tools.self_management",
+    "evennia_ai.tools.workspace",
+    "evennia_ai.tools.status",
     "evennia_ai.tools.delegate",
 )
 

@@ -1,0 +1,119 @@
+"""Self-monitoring and self-modification tools: status, own guidelines, sleep, noop."""
+
+from __future__ import annotations
+
+from evennia_ai.engine.trace import utcnow_iso
+from evennia_ai.tools.base import Tool, ToolCategory, ToolResult
+from evennia_ai.tools.registry import register_tool
+
+
+@register_tool
+class GetSystemStatus(Tool):
+    name = "get_system_status"
+    description = (
+        "Check your own resources: how full your context window is (with an advisory), where "
+        "you are in the current loop, and your tool success since your script started."
+    )
+    parameters = {"type": "object", "properties": {}, "additionalProperties": False}
+    category = ToolCategory.SAFE_CHAIN
+
+    def run(self, ctx):
+        from evennia_ai import tokens
+
+        state = ctx.state
+        window = int(state.get("window") or tokens.get_context_window(ctx.services.get("model")))
+        used = int(state.get("request_tokens") or 0)
+        metrics = state.get("metrics") or (ctx.npc.ai.get("metrics") if ctx.npc else {}) or {}
+        return ToolResult.ok(
+            {
+                "success": True,
+                "timestamp": utcnow_iso(),
+                "token_usage": {
+                    "estimated_used": used,
+                    "model_limit": window,
+                    "available": max(0, window - used),
+                    "usage_percentage": round(100.0 * used / window, 1) if window else 0.0,
+                },
+                "token_advisory": tokens.advisory(used, window),
+                "loop_state": {
+                    "iteration": state.get("iteration", 1),
+                    "max_iterations": state.get("max_iterations", 1),
+                    "tools_this_cycle": list(state.get("tools_this_cycle", [])),
+                    "tool_count_this_cycle": state.get("tool_count_this_cycle", 0),
+                },
+                "session_metrics": {
+                    "total_tool_calls": metrics.get("total_tool_calls", 0),
+                    "successful_calls": metrics.get("successful_calls", 0),
+                    "failed_calls": metrics.get("failed_calls", 0),
+                    "session_start": metrics.get("session_start"),
+                },
+                "chain_state": {
+                    "in_chain": bool(state.get("in_chain")),
+                    "chain_depth": int(state.get("depth", 0)),
+                    "pending_tools": list(state.get("pending_tools", [])),
+                },
+            }
+        )
+
+
+@register_tool
+class UpdateSystemPrompt(Tool):
+    name = "update_system_prompt"
+    description = (
+        "Replace your own behavioural guidelines (not the operator's instructions, which you "
+        "cannot change). Give the full new text and why."
+    )
+    parameters = {
+        "type": "object",
+        "properties": {
+            "new_prompt": {"type": "string", "minLength": 1, "maxLength": 4000},
+            "reasoning": {"type": "string", "minLength": 1, "maxLength": 1000},
+        },
+        "required": ["new_prompt", "reasoning"],
+        "additionalProperties": False,
+    }
+    category = ToolCategory.SAFE_CHAIN
+
+    def run(self, ctx, new_prompt, reasoning):
+        # Only the assistant's own prompt is reachable from here; user_system_prompt is never
+        # written by any tool.
+        ctx.npc.ai.set_assistant_system_prompt(new_prompt.strip(), reasoning=reasoning.strip())
+        return ToolResult.ok(
+            {"success": True, "message": "Your guidelines were updated. The operator's "
+             "instructions still take precedence."}
+        )
+
+
+@register_tool
+class GoToSleep(Tool):
+    name = "go_to_sleep"
+    description = (
+        "Go to sleep now: consolidate your journal and recent conversations into lasting memory. "
+        "You wake when your sleep window ends or, if allowed, when someone addresses you."
+    )
+    parameters = {
+        "type": "object",
+        "properties": {"minutes": {"type": "integer", "minimum": 1, "maximum": 720}},
+        "additionalProperties": False,
+    }
+    category = ToolCategory.TERMINAL
+
+    def run(self, ctx, minutes=60):
+        from datetime import datetime, timedelta, timezone
+
+        from evennia_ai.tick import go_to_sleep
+
+        until = (datetime.now(timezone.utc) + timedelta(minutes=minutes)).isoformat()
+        go_to_sleep(ctx.npc, "go_to_sleep tool", until=until)
+        return ToolResult.ok({"success": True, "asleep_until": until}, terminal=True)
+
+
+@register_tool
+class Noop(Tool):
+    name = "noop"
+    description = "Do nothing this turn (when nothing needs doing)."
+    parameters = {"type": "object", "properties": {"reason": {"type": "string"}}}
+    category = ToolCategory.TERMINAL
+
+    def run(self, ctx, reason=""):
+        return ToolResult.ok({"success": True, "message": "Nothing done."}, terminal=True)
