@@ -104,9 +104,9 @@ class ContextBuilder:
     # -- components ----------------------------------------------------------------------------
     def components(self) -> list:
         """All prompt components (static and pluggable, operator overrides applied)."""
-        from evennia_ai.prompt_registry import get_prompt_registry
-
         try:
+            from evennia_ai.prompt_registry import get_prompt_registry
+
             return get_prompt_registry().get_all_prompt_components()
         except Exception:
             logger.log_trace("evennia_ai: prompt registry unavailable; using static components")

@@ -86,8 +86,9 @@ def _present_ids(npc, exclude=None) -> set:
 
 
 def reset_presence(npc) -> None:
-    """Forget whom the NPC saw present (after it moved or on reload)."""
-    npc.ndb.ai_present = None
+    """Note who is present now (after the NPC moved, was created or loaded after a reload)."""
+    location = npc.location
+    npc.ndb.ai_present = {obj.id for obj in (location.contents if location else []) if obj != npc}
 
 
 def perceive_message(npc, text, from_obj, kwargs: dict) -> None:
@@ -108,7 +109,10 @@ def perceive_message(npc, text, from_obj, kwargs: dict) -> None:
     if msg_type in MOVE_TYPES and same_room:
         present = _present_ids(npc, exclude=from_obj)
         lowered = plain.lower()
-        if from_obj.id in present and "arriv" not in lowered:
+        leaving_words = any(word in lowered for word in ("leav", "depart", "heading for"))
+        if (from_obj.id in present and "arriv" not in lowered) or (
+            from_obj.id not in present and leaving_words
+        ):
             present.discard(from_obj.id)
             kind = "depart"
         else:

@@ -97,7 +97,9 @@ class AssistantScript(DefaultScript):
         return d
 
     def _tick_failed(self, failure):
-        logger.log_trace(f"evennia_ai: tick of {self.obj} failed", failure)
+        logger.log_err(
+            f"evennia_ai: tick of {self.obj} failed:\n{failure.getTraceback()}"
+        )
         try:
             npc = self.obj
             if npc is not None and npc.pk:

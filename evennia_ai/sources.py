@@ -68,10 +68,11 @@ def build_system_prompt(builder) -> str:
 
 
 def _base_template_content() -> str:
-    from evennia_ai.prompt_registry import get_prompt_registry
     from evennia_ai.prompt_templates import get_default_template
 
     try:
+        from evennia_ai.prompt_registry import get_prompt_registry
+
         template = get_prompt_registry().get_template("default")
     except Exception:
         template = None

@@ -42,6 +42,10 @@ class AIAssistantMixin:
             script.stop()
         return super().at_object_delete()
 
+    def at_init(self):
+        super().at_init()
+        perception.reset_presence(self)
+
     # -- perception ----------------------------------------------------------------------------
     def at_msg_receive(self, text=None, from_obj=None, **kwargs):
         """Every message this NPC receives passes here: turn what it perceives into events."""
