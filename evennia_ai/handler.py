@@ -25,11 +25,15 @@ from evennia_ai.state import AttributeState
 
 
 def default_projects() -> dict:
-    return {"active": None, "slots": {}}
+    from evennia_ai.workspace.projects import empty_projects
+
+    return empty_projects()
 
 
 def default_session_memory() -> dict:
-    return {"key_facts": [], "learned_patterns": [], "completed_tasks": [], "last_compacted": None}
+    from evennia_ai.workspace.session_memory import empty_session_memory
+
+    return empty_session_memory()
 
 
 def default_event_queue() -> dict:

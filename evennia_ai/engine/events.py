@@ -87,7 +87,7 @@ TRUST_LEVELS: dict[str, float] = {
     "system": 1.0,  # the game or its operators
     "told_directly": 0.9,  # whispered, paged, given, or said to the assistant by name
     "observed": 0.8,  # seen happen: arrivals, departures, combat, building
-    "said_in_room": 0.6,  # open speech in the room, not meant for the assistant
+    "said_in_room": 0.7,  # open speech in the room, not meant for the assistant
     "overheard": 0.3,  # second hand: another assistant's chatter, distant noise
 }
 
