@@ -530,6 +530,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
+        # Answer at once: without this, Nagle's algorithm meets the client's delayed ACK and
+        # every small reply waits ~40 ms, which would swamp what the benchmarks measure.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         with self.owner._lock:
             self.owner._connections.add(self.connection)
 

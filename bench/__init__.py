@@ -1,0 +1,1 @@
+"""Benchmarks of evennia-ai. Run all with ``make bench`` (``python -m bench``)."""

@@ -1,0 +1,94 @@
+"""Shared helpers for the benchmarks: percentiles, tables, environment setup."""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("MEM0_TELEMETRY", "False")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+def percentile(values: list[float], pct: float) -> float:
+    """The ``pct`` percentile (nearest rank) of ``values``."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    index = max(0, min(len(ordered) - 1, int(round(pct / 100.0 * len(ordered) + 0.5)) - 1))
+    return ordered[index]
+
+
+def summary_ms(values: list[float]) -> dict:
+    """p50/p95/mean in milliseconds of durations given in seconds."""
+    return {
+        "n": len(values),
+        "p50": percentile(values, 50) * 1000,
+        "p95": percentile(values, 95) * 1000,
+        "mean": statistics.fmean(values) * 1000 if values else float("nan"),
+    }
+
+
+def table(title: str, headers: list[str], rows: list[list]) -> str:
+    """A Markdown table."""
+    def fmt(value):
+        if isinstance(value, float):
+            return f"{value:.2f}"
+        return str(value)
+
+    lines = [f"### {title}", "", "| " + " | ".join(headers) + " |",
+             "|" + "|".join("---" for _ in headers) + "|"]
+    for row in rows:
+        lines.append("| " + " | ".join(fmt(v) for v in row) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def machine() -> str:
+    return f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+
+
+class ExternalModelServer:
+    """The loopback model server in its own process, so it does not share our GIL.
+
+    Args:
+        latency: Seconds before every answer.
+        default_text: Text of every answer (a tool call is not scriptable from the CLI; the
+            client measurements do not depend on the answer's shape).
+    """
+
+    def __init__(self, latency: float = 0.0, extra_args: tuple = ()):
+        import socket
+        import subprocess
+        import sys
+        import time
+
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            self.port = sock.getsockname()[1]
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "evennia_ai.testing.model_server", "--port", str(self.port),
+             "--latency", str(latency), *extra_args],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        self.url = f"http://127.0.0.1:{self.port}/v1"
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(5)
+        except Exception:
+            self.proc.kill()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()

@@ -1,0 +1,68 @@
+"""End to end: a real Evennia server from world_example/, the loopback model server, telnet.
+
+A player logs in, speaks in the Innkeeper's room and receives the reply the model produced
+through the ``say`` tool. Then the server reloads while an event is queued (mid model call), and
+that event is still answered after the reload. Prints the say-to-reply time minus the model
+latency.
+"""
+
+import re
+import time
+
+import pytest
+
+from evennia_ai.testing.model_server import ModelServer
+from support.game_server import GameServer, TelnetClient
+
+pytestmark = [pytest.mark.server, pytest.mark.timeout(300)]
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+LATENCY = 0.2
+
+
+def responder(body):
+    last = ""
+    for message in body.get("messages", []):
+        if message.get("role") == "user":
+            last = message.get("content") or ""
+    match = re.findall(r'"([^"]+)"', last)
+    heard = match[-1] if match else last
+    return {"tool_calls": [{"name": "say", "arguments": {"message": f"You said: {heard[:60]}"}}]}
+
+
+def test_player_speaks_innkeeper_answers_and_survives_reload(tmp_path):
+    with ModelServer(latency=LATENCY, responder=responder) as model:
+        settings = (
+            'EVENNIA_AI_MODEL = "openai/test-model"\n'
+            f'EVENNIA_AI_API_BASE = "{model.url}"\n'
+            'EVENNIA_AI_API_KEY = "x"\n'
+            "EVENNIA_AI_TICK_INTERVAL = 5\n"
+            "EVENNIA_AI_AUTONOMY = False\n"
+            "EVENNIA_AI_MAX_RETRIES = 0\n"
+        )
+        with GameServer(tmp_path, extra_settings=settings) as game:
+            with TelnetClient(game.telnet_port) as player:
+                assert "You become" in player.login("admin", game.password)
+                player.read(1.0)
+
+                started = time.monotonic()
+                player.send("say Hello Innkeeper, what is the stew today?")
+                out = ANSI.sub("", player.read_until("You said: Hello Innkeeper", timeout=30))
+                elapsed = time.monotonic() - started
+                assert "Innkeeper says" in out
+                overhead = elapsed - LATENCY
+                print(f"\nsay-to-reply: {elapsed * 1000:.0f} ms total, "
+                      f"{overhead * 1000:.0f} ms minus the model latency")
+
+                # Reload while the next event is in flight (the model takes 6 s to answer).
+                model.latency = 6.0
+                before = len(model.requests_to("/v1/chat/completions"))
+                player.send("say Innkeeper, remember me after the storm?")
+                deadline = time.monotonic() + 20
+                while len(model.requests_to("/v1/chat/completions")) == before:
+                    assert time.monotonic() < deadline, "the tick never called the model"
+                    time.sleep(0.1)
+                model.latency = LATENCY
+                game.reload()
+                out = ANSI.sub("", player.read_until("You said: Innkeeper, remember me", timeout=60))
+                assert "Innkeeper says" in out
