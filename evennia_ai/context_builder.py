@@ -40,6 +40,29 @@ COMPONENT_SOURCES = {
 }
 
 
+# Sources that have no component of their own render inside a host component's placeholder,
+# after the host's own text. The budget still shrinks each of them separately.
+COMPOSED_SOURCES: dict[str, tuple[str, ...]] = {
+    "system_prompt": ("fewshot_examples",),
+    "character_context": ("self_model", "procedural_hints"),
+    "entity_context": ("memory_blocks",),
+    "semantic_memories": ("archival_hits",),
+}
+
+
+def compose(values: dict) -> dict:
+    """Fold composed sources into their host placeholders (see :data:`COMPOSED_SOURCES`)."""
+    out = dict(values)
+    for host, extras in COMPOSED_SOURCES.items():
+        added = [out.pop(extra, None) for extra in extras]
+        added = [text.strip() for text in added if isinstance(text, str) and text.strip()]
+        if added:
+            own = out.get(host)
+            own = [own.strip()] if isinstance(own, str) and own.strip() else []
+            out[host] = "\n\n".join(own + added)
+    return out
+
+
 def register_source(name: str):
     """Decorator registering ``fn(builder) -> value | Deferred`` as the source of ``name``."""
 
@@ -67,6 +90,8 @@ class BuiltContext:
         window: The model's context window.
         token_pressure: "normal", "high" (>= 60 %) or "critical" (>= 80 %).
         values: The source values used (for debugging and the trace).
+        limit: The token limit the request was fitted to.
+        shrunk: Sources the budget shrank, and how.
     """
 
     messages: list[dict]
@@ -76,6 +101,8 @@ class BuiltContext:
     window: int = 0
     token_pressure: str = "normal"
     values: dict[str, Any] = field(default_factory=dict)
+    limit: int = 0
+    shrunk: dict[str, str] = field(default_factory=dict)
 
 
 class ContextBuilder:
@@ -126,8 +153,9 @@ class ContextBuilder:
                 continue
             content = self.config.get_component_content_override(comp.key) or comp.content
             for name in extract_placeholders(content):
-                if name not in names:
-                    names.append(name)
+                for needed in (name,) + COMPOSED_SOURCES.get(name, ()):
+                    if needed not in names:
+                        names.append(needed)
         return names
 
     # -- gathering -----------------------------------------------------------------------------
@@ -158,32 +186,46 @@ class ContextBuilder:
 
     @defer.inlineCallbacks
     def build(self):
-        """Gather, assemble and count. Fires with a :class:`BuiltContext`."""
-        from evennia_ai.assembly import assemble_messages
+        """Gather, fit to the budget, assemble and count. Fires with a :class:`BuiltContext`."""
         from evennia_ai import tokens
+        from evennia_ai.assembly import assemble_messages
+        from evennia_ai.context_budget import fit_to_budget
 
         components = self.components()
         values = yield self.gather(self.needed_sources(components))
         values = suppress_duplicates(values)
-        assembled = assemble_messages(components, self.config, values)
         schemas = [tool.to_schema() for tool in self.tools]
         counter = tokens.TokenCounter(self.model)
+        tool_tokens = counter.count_tools(schemas) if schemas else 0
+        limits = tokens.get_model_limits(self.model)
+        limit = limits.prompt_budget
+        if self.config.token_budget:
+            limit = min(limit, int(self.config.token_budget))
+
+        def measure(candidate: dict) -> int:
+            assembled = assemble_messages(components, self.config, compose(candidate))
+            return counter.count_messages(assembled.messages) + tool_tokens
+
+        fitted = fit_to_budget(values, measure, limit)
+        values = fitted.values
+        assembled = assemble_messages(components, self.config, compose(values))
         sections: dict[str, int] = {}
         for section in assembled.sections:
             key, text = section_key_and_text(section)
             sections[key] = sections.get(key, 0) + counter.count_text(text)
         if schemas:
-            sections["tools"] = counter.count_tools(schemas)
-        total = counter.count_messages(assembled.messages) + (sections.get("tools") or 0)
-        window = tokens.get_context_window(self.model)
+            sections["tools"] = tool_tokens
+        total = counter.count_messages(assembled.messages) + tool_tokens
         return BuiltContext(
             messages=assembled.messages,
             tool_schemas=schemas,
             sections=sections,
             total_tokens=total,
-            window=window,
-            token_pressure=tokens.token_pressure(total, window),
+            window=limits.max_tokens,
+            token_pressure=tokens.token_pressure(total, limits.max_tokens),
             values=values,
+            limit=limit,
+            shrunk=fitted.shrunk,
         )
 
 

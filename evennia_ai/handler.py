@@ -83,6 +83,7 @@ CHARACTER_DEFAULTS: dict[str, Callable[[], Any]] = {
     "entities": dict,
     "blocks": dict,
     "archival": list,
+    "procedures": list,
     "reflection": lambda: {"last_tick": 0, "last_time": None, "count": 0},
 }
 

@@ -155,11 +155,68 @@ def _context_buffer(builder) -> str:
     return f"## Recently around you\n{text}" if text else ""
 
 
+def mentioned_text(builder) -> str:
+    """Text of this tick that may name people, things or memory blocks."""
+    from evennia_ai.engine.events import render_events
+
+    parts = [render_events(builder.batch) if builder.batch else "", str(builder.tool_result or "")]
+    return "\n".join(p for p in parts if p)
+
+
 @register_source("entity_context")
 def _entity_context(builder) -> str:
-    return ""
+    from evennia_ai.memory.entities import relevant, render_entities
+
+    location = builder.npc.location
+    present = {obj.dbref for obj in (location.contents if location else []) if obj != builder.npc}
+    return render_entities(relevant(builder.npc.ai.get("entities"), present, mentioned_text(builder)))
 
 
-@register_source("semantic_memories")
-def _semantic_memories(builder) -> str:
-    return ""
+@register_source("self_model")
+def _self_model(builder) -> str:
+    """Per-tool success rates and known failure areas from the NPC's own metrics."""
+    stats = (builder.npc.ai.get("metrics") or {}).get("tool_stats") or {}
+    rated = [(name, s["ok"] / s["calls"], s["calls"]) for name, s in stats.items() if s.get("calls")]
+    if not rated:
+        return ""
+    strong = sorted((r for r in rated if r[1] >= 0.8), key=lambda r: (-r[2], r[0]))[:6]
+    weak = sorted((r for r in rated if r[1] < 0.6 and r[2] >= 2), key=lambda r: r[1])[:4]
+    lines = ["[SELF-MODEL]"]
+    if strong:
+        lines.append("Strengths: " + ", ".join(f"{n}({rate:.0%})" for n, rate, _ in strong))
+    if weak:
+        lines.append("Known failures: " + ", ".join(f"{n} ({rate:.0%} success)" for n, rate, _ in weak))
+    return "\n".join(lines) if len(lines) > 1 else ""
+
+
+@register_source("procedural_hints")
+def _procedural_hints(builder) -> str:
+    """Up to 3 tool sequences that worked for past events of the same class and similar words."""
+    from evennia_ai.memory.procedures import best_procedures, render_procedures
+
+    if not builder.batch:
+        return ""
+    from evennia_ai.engine.events import main_event, render_events
+
+    event = main_event(builder.batch)
+    found = best_procedures(builder.npc.ai.get("procedures"), event.event_class,
+                            render_events(builder.batch), limit=3)
+    return render_procedures(found)
+
+
+@register_source("fewshot_examples")
+def _fewshot_examples(builder) -> str:
+    """Operator example pairs from the registry (at most 15)."""
+    try:
+        from evennia_ai.prompt_registry import get_prompt_registry
+
+        pairs = get_prompt_registry().list_fewshot_examples()
+    except Exception:
+        return ""
+    pairs = list(pairs or [])[:15]
+    if not pairs:
+        return ""
+    lines = ["## Examples of how you answer"]
+    for pair in pairs:
+        lines.append(f"Player: {pair.get('user', '')}\nYou: {pair.get('assistant', '')}")
+    return "\n\n".join(lines)

@@ -331,10 +331,32 @@ class TickRunner:
                 "history", lambda h: hist.append_tick(h, trace.tick_id, tick_messages, max_messages)
             )
 
+        self._learn(outcome, trace)
         ring = int(conf.get("EVENNIA_AI_TRACE_RING_SIZE"))
         self.ai.update("traces", lambda r: push_trace(r, trace, ring))
         self._update_metrics(outcome, trace)
         self._after_context(trace.context_type, outcome)
+
+    def _learn(self, outcome, trace: TickTrace) -> None:
+        """Remember a tool sequence that worked, and when the speakers were last seen."""
+        from evennia_ai.engine.events import main_event, render_events
+        from evennia_ai.memory import entities, procedures
+
+        if not self.batch:
+            return
+        event = main_event(self.batch)
+        if trace.context_type == "tick_event" and outcome.tool_names and not outcome.failures:
+            text = render_events(self.batch)
+            self.ai.update("procedures", lambda p: procedures.record(
+                p, event.event_class, text, outcome.tool_names, trace.started))
+        speakers = {(e.source, e.source_name) for e in self.batch if e.source}
+        if speakers:
+            def seen(profiles):
+                for dbref, name in speakers:
+                    profiles = entities.touch(profiles, dbref, name or dbref)
+                return profiles
+
+            self.ai.update("entities", seen)
 
     def _update_metrics(self, outcome, trace: TickTrace) -> None:
         day = utcnow_iso()[:10]

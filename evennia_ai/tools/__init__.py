@@ -11,6 +11,9 @@ BUILTIN_TOOL_MODULES = (
     "evennia_ai.tools.workspace",
     "evennia_ai.tools.status",
     "evennia_ai.tools.delegate",
+    "evennia_ai.tools.entities",
+    "evennia_ai.tools.blocks",
+    "evennia_ai.tools.longterm",
 )
 
 
