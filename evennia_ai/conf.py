@@ -73,6 +73,12 @@ SETTINGS: dict[str, Setting] = {
         Setting("EVENNIA_AI_MEMORY_TOP_K", 5, "Long-term memories recalled per search."),
         Setting("EVENNIA_AI_MEMORY_THRESHOLD", 0.3, "Least relevance score for a recalled long-term memory."),
         Setting("EVENNIA_AI_MEM0_CONFIG", None, "A full mem0 configuration dict replacing the embedded default (Qdrant server, pgvector, any litellm embedder)."),
+        Setting("EVENNIA_AI_COMPACTION_STRATEGY", "summarize", "History compression: `summarize` (recursive summarisation by the model; truncation with the offline model) or `truncate`."),
+        Setting("EVENNIA_AI_COMPACTION_SLEEP_RATIO", 0.7, "Share of the history budget at which history is compacted during sleep."),
+        Setting("EVENNIA_AI_COMPACTION_EMERGENCY_RATIO", 0.8, "Share of the history budget at which history is compacted at once (after a fact-extraction pass)."),
+        Setting("EVENNIA_AI_COMPACTION_KEEP_RECENT", 20, "Messages always kept verbatim when history is compacted."),
+        Setting("EVENNIA_AI_SUMMARY_MODEL", "", "Model for history summaries (empty: the NPC's model)."),
+        Setting("EVENNIA_AI_COMPONENT_ORDER", "default", "Component order: `default` (the ID order) or `cache_friendly` (stable text first, for provider prompt caches)."),
         # --- budgets -------------------------------------------------------------------------
         Setting("EVENNIA_AI_DAILY_TOKEN_BUDGET_PER_NPC", None, "Tokens one assistant may use per day; None for no limit."),
         Setting("EVENNIA_AI_DAILY_TOKEN_BUDGET_SERVER", None, "Tokens all assistants together may use per day; None for no limit."),

@@ -91,6 +91,10 @@ class TickRunner:
             self.go_to_sleep("scheduled")
             return SLEEP_PHASES[0], []
 
+        compaction = self.ai.get("compaction") or {}
+        if compaction.get("pending") and not pending:
+            return "pre_compaction", []
+
         if pending:
             queue, batch = ev.take_batch(queue)
             if batch:
@@ -279,6 +283,9 @@ class TickRunner:
             sections=built.sections,
         )
         outcome = yield loop.run(built.messages)
+        if context_type == "pre_compaction" and not self.cancelled():
+            if (self.ai.get("compaction") or {}).get("pending") or self._history_reason(tick_id):
+                yield self._compact(client, model, tick_id)
         trace.ended = utcnow_iso()
         trace.duration = round(time.monotonic() - self.started, 4)
         self._finish(outcome, trace, built)
@@ -336,6 +343,75 @@ class TickRunner:
         self.ai.update("traces", lambda r: push_trace(r, trace, ring))
         self._update_metrics(outcome, trace)
         self._after_context(trace.context_type, outcome)
+        self._check_history_pressure(trace.tick_id)
+
+    @defer.inlineCallbacks
+    def _compact(self, client, model, tick_id: int):
+        """Compress old history batches (truncate or summarise in a thread); one write."""
+        from evennia_ai.llm.client import defer_to_thread
+        from evennia_ai.memory import compression
+
+        keep = int(conf.get("EVENNIA_AI_COMPACTION_KEEP_RECENT"))
+        history = self.ai.get("history")
+        summary_model = conf.get("EVENNIA_AI_SUMMARY_MODEL") or model
+        resolved = client.resolve_model(summary_model)
+        if conf.get("EVENNIA_AI_COMPACTION_STRATEGY") == "summarize" and resolved != conf.OFFLINE_MODEL:
+            from evennia_ai import tokens
+
+            chunk_chars = max(2000, (tokens.get_context_window(resolved) - 1500) * 3)
+
+            def summarize(text: str) -> str:
+                result = client.complete_sync(
+                    [{"role": "system", "content": "Summarise this part of a character's conversation "
+                      "log in a few short factual lines: who said or did what, and anything promised."},
+                     {"role": "user", "content": text}],
+                    model=summary_model,
+                )
+                if result.error:
+                    raise RuntimeError(result.error)
+                return (result.text or "").strip()
+
+            try:
+                new_history, removed = yield defer_to_thread(
+                    compression.summarized_history, history, summarize, keep_recent=keep,
+                    chunk_chars=chunk_chars)
+            except Exception as err:
+                logger.log_err(f"evennia_ai: summarising history failed ({err}); truncating")
+                new_history, removed = compression.truncate(history, keep)
+        else:
+            new_history, removed = compression.truncate(history, keep)
+        if not getattr(self.npc, "pk", None):
+            return
+        # Messages added while the summary was made (none: ticks never overlap) are kept.
+        self.ai.set("history", new_history)
+        self.ai.set("compaction", {"pending": False, "last_tick": tick_id, "removed": removed,
+                                   "time": utcnow_iso()})
+
+    def _check_history_pressure(self, tick_id: int) -> None:
+        """Schedule a compaction when history passes its thresholds (never two ticks running)."""
+        reason = self._history_reason(tick_id)
+        state = self.ai.get("compaction") or {}
+        if reason and not state.get("pending"):
+            self.ai.set("compaction", {**state, "pending": True, "reason": reason})
+
+    def _history_reason(self, tick_id: int) -> str | None:
+        """"sleep"/"emergency" when the history passes its threshold, else None."""
+        from evennia_ai import tokens
+        from evennia_ai.memory.compression import compaction_reason
+
+        history = self.ai.get("history")
+        if not history:
+            return None
+        counter = tokens.TokenCounter(self.ai.model or conf.get("EVENNIA_AI_MODEL"))
+        used = counter.count_messages(history)
+        budget = tokens.get_model_limits(self.ai.model or conf.get("EVENNIA_AI_MODEL")).history_tokens
+        state = self.ai.get("compaction") or {}
+        return compaction_reason(
+            used, budget, asleep=bool(self.ai.get("sleep").get("asleep")), tick=tick_id,
+            last_compaction_tick=state.get("last_tick"),
+            sleep_ratio=float(conf.get("EVENNIA_AI_COMPACTION_SLEEP_RATIO")),
+            emergency_ratio=float(conf.get("EVENNIA_AI_COMPACTION_EMERGENCY_RATIO")),
+        )
 
     def _learn(self, outcome, trace: TickTrace) -> None:
         """Remember a tool sequence that worked, and when the speakers were last seen."""
