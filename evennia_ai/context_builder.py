@@ -92,6 +92,8 @@ class BuiltContext:
         values: The source values used (for debugging and the trace).
         limit: The token limit the request was fitted to.
         shrunk: Sources the budget shrank, and how.
+        prefix_share: Share of this request's tokens that repeat the previous request's prefix
+            for the same NPC (what a provider's prompt cache can reuse); None on the first.
     """
 
     messages: list[dict]
@@ -103,6 +105,7 @@ class BuiltContext:
     values: dict[str, Any] = field(default_factory=dict)
     limit: int = 0
     shrunk: dict[str, str] = field(default_factory=dict)
+    prefix_share: float | None = None
 
 
 class ContextBuilder:
@@ -216,6 +219,7 @@ class ContextBuilder:
         if schemas:
             sections["tools"] = tool_tokens
         total = counter.count_messages(assembled.messages) + tool_tokens
+        share = prefix_cache_share(self.npc, assembled.messages, schemas, counter)
         return BuiltContext(
             messages=assembled.messages,
             tool_schemas=schemas,
@@ -226,7 +230,43 @@ class ContextBuilder:
             values=values,
             limit=limit,
             shrunk=fitted.shrunk,
+            prefix_share=share,
         )
+
+
+def request_text(messages: list[dict], schemas: list[dict]) -> str:
+    """The request serialised in the order a provider reads it (tools, then messages)."""
+    import json
+
+    parts = [json.dumps(schemas, sort_keys=True, separators=(",", ":"))] if schemas else []
+    for message in messages:
+        parts.append(json.dumps(message, sort_keys=True, separators=(",", ":"), default=str))
+    return "\n".join(parts)
+
+
+def common_prefix_length(a: str, b: str) -> int:
+    """Length of the longest common prefix of two strings."""
+    limit = min(len(a), len(b))
+    low, high = 0, limit
+    while low < high:  # binary search on slices: fast for long prompts
+        mid = (low + high + 1) // 2
+        if a[:mid] == b[:mid]:
+            low = mid
+        else:
+            high = mid - 1
+    return low
+
+
+def prefix_cache_share(npc, messages: list[dict], schemas: list[dict], counter) -> float | None:
+    """Share of tokens repeating the previous request's prefix for ``npc`` (kept in ndb)."""
+    text = request_text(messages, schemas)
+    previous = npc.ndb.ai_last_request
+    npc.ndb.ai_last_request = text
+    if not previous:
+        return None
+    shared = common_prefix_length(previous, text)
+    total = counter.count_text(text)
+    return round(counter.count_text(text[:shared]) / total, 4) if total else None
 
 
 def section_key_and_text(section) -> tuple[str, str]:

@@ -246,6 +246,8 @@ class TickRunner:
             _trace_call(trace, result, kind="assessment")
         pattern = select_execution_pattern(static, config, assessment)
         trace.pattern = _pattern_dict(pattern)
+        trace.prefix_cache_share = built.prefix_share
+        trace.shrunk = dict(built.shrunk)
         if pattern.allowed_categories is not None:
             allowed = set(pattern.allowed_categories)
             tools = [t for t in tools if t.category in allowed]

@@ -132,6 +132,8 @@ class TickTrace:
     completion_tokens: int = 0
     cost: float = 0.0
     duration: float = 0.0
+    prefix_cache_share: float | None = None
+    shrunk: dict = field(default_factory=dict)
     error: str | None = None
 
     def add_iteration(self, iteration: IterationTrace) -> None:
