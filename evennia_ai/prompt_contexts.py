@@ -1,34 +1,62 @@
 """Context types: the seven situations an assistant calls its model in, and what each allows.
 
-Pure module. Each :class:`ContextConfig` names the components it assembles, the tools it offers
-(``tool_filter``: ``None`` means every tool, ``[]`` none), its token budget and its Layer-2
-execution settings. ``get_context_config`` returns fresh copies of the defaults; operators may
-customise a context type through the PromptRegistry, validated here by
-:func:`apply_context_customization`, and at run time the result is still composed under each
-NPC's own Layer 1 by :func:`~evennia_ai.execution_pattern.select_execution_pattern`, so a
-customisation can never widen what an NPC is allowed.
+Pure module (no Django, Evennia or Twisted). A :class:`ContextConfig` names the prompt
+components a context assembles, the tools it offers (``tool_filter``: ``None`` means every tool,
+``[]`` none), its token budget (``None``: the model's window) and its Layer-2 execution
+settings. :func:`get_context_config` returns a fresh copy of a default. Operators customise a
+context type through the PromptRegistry, which validates with
+:func:`apply_context_customization`; at run time the result is still composed under each NPC's
+own Layer 1 by :func:`select_execution_pattern`, so no customisation widens what an NPC may do.
 
-Values the spec leaves open, and why they are what they are:
+The spec's tables fix the component sets, the tool filters, the iteration limits and, for
+tick_event, reflection, sleep_consolidate and goal_decompose, every execution setting. Values it
+leaves open, and why they are what they are here:
 
-- ``tick_autonomous``: like ``tick_event`` (full components, all tools, react_loop, 5
-  iterations, sub-agents allowed) — goal work needs the same reach as answering an event.
-- ``reflection_cont``: react_loop, 2 iterations (the spec's table), journal tools only, no
-  sub-agents: it only processes the reflection's tool output.
-- ``sleep_consolidate``: react_loop, 10 iterations (spec), memory and journal tools.
-- ``goal_decompose``: single_action, 1 iteration, **no tools** (the decomposition is read from
-  the reply text).
-- ``pre_compaction``: react_loop, 5 iterations (spec), extraction tools, no sub-agents.
-- ``dangerous_requires_confirm`` is True in every context: a player's words alone must never
-  make an NPC run a DANGEROUS tool without a Builder's confirmation. Operators may switch it
-  off per context (their decision, their game).
-- ``terminal_ends_loop`` is True everywhere: after speaking, the NPC waits for an answer.
+- ``tick_autonomous`` is set like ``tick_event`` (react_loop, 5 iterations, multi-tool,
+  sub-agents allowed): the summary table gives both the same components, tools and limit, and
+  goal work needs the same reach as answering an event. Layer 1 keeps sub-agents off unless the
+  operator turns them on for an NPC.
+- ``reflection_cont`` uses react_loop with multi-tool and no sub-agents, like ``reflection``
+  which it continues; its 2 iterations come from the summary table.
+- ``pre_compaction`` uses react_loop with multi-tool (it may record several facts in one pass)
+  and no sub-agents (extraction must stay inside the one history it is shown); 5 iterations.
+- ``goal_decompose`` offers **no** tools (``tool_filter=[]``): the subtasks are read from the
+  reply text.
+- ``dangerous_requires_confirm`` is True in every context: words from a player alone must never
+  make an NPC run a DANGEROUS tool without a Builder's confirmation. An operator may switch it
+  off per context; then the assessment and the signals can still switch it back on.
+- ``terminal_ends_loop`` is True everywhere: after speaking, an NPC waits for the answer.
+- ``allowed_tool_categories`` is None everywhere (the tool filters already narrow the
+  special contexts) and ``token_budget`` is None everywhere (the model's window decides).
+
+The mode constants, tool categories, :class:`ExecutionPattern` and
+:func:`select_execution_pattern` live in :mod:`evennia_ai.execution_pattern` and are
+re-exported here, where the spec places them.
 """
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields
+from typing import Any
 
+from evennia_ai.execution_pattern import (  # noqa: F401  (re-exported)
+    ALL_TOOL_CATEGORIES,
+    ASYNC_REQUIRED,
+    DANGEROUS,
+    DEFAULT_EXECUTION_CONFIG,
+    EXECUTION_MODES,
+    MAX_ITERATIONS,
+    MIN_ITERATIONS,
+    MODE_PLAN_EXECUTE,
+    MODE_REACT_LOOP,
+    MODE_SINGLE_ACTION,
+    SAFE_CHAIN,
+    TERMINAL,
+    ExecutionPattern,
+    select_execution_pattern,
+)
 from evennia_ai.prompt_components import (
     COMPONENT_CHARACTER_CONTEXT,
     COMPONENT_CONTEXT_BUFFER,
@@ -39,9 +67,10 @@ from evennia_ai.prompt_components import (
     COMPONENT_SEMANTIC_MEMORIES,
     COMPONENT_SYSTEM_PROMPT,
     COMPONENT_TOOL_RESULT,
-    STATIC_COMPONENT_IDS,
+    get_static_components,
 )
 
+# -- context types -------------------------------------------------------------------------------
 CONTEXT_TICK_EVENT = "tick_event"
 CONTEXT_TICK_AUTONOMOUS = "tick_autonomous"
 CONTEXT_REFLECTION = "reflection"
@@ -59,24 +88,13 @@ CONTEXT_TYPES = (
     CONTEXT_PRE_COMPACTION,
 )
 
-SAFE_CHAIN = "SAFE_CHAIN"
-ASYNC_REQUIRED = "ASYNC_REQUIRED"
-TERMINAL = "TERMINAL"
-DANGEROUS = "DANGEROUS"
-ALL_TOOL_CATEGORIES = (SAFE_CHAIN, ASYNC_REQUIRED, TERMINAL, DANGEROUS)
-
-MODE_SINGLE_ACTION = "single_action"
-MODE_REACT_LOOP = "react_loop"
-MODE_PLAN_EXECUTE = "plan_execute"
-EXECUTION_MODES = (MODE_SINGLE_ACTION, MODE_REACT_LOOP, MODE_PLAN_EXECUTE)
-
-MIN_ITERATIONS, MAX_ITERATIONS = 1, 10
-
+# -- tool filters --------------------------------------------------------------------------------
 REFLECTION_TOOLS = ["noop", "add_journal_entry", "review_journal"]
 SLEEP_TOOLS = ["noop", "add_journal_entry", "review_journal", "recall_memories", "store_memory"]
 PRE_COMPACTION_TOOLS = ["noop", "add_journal_entry", "update_entity_observation"]
 
-FULL_COMPONENTS = [
+# -- components ----------------------------------------------------------------------------------
+STATIC_COMPONENT_IDS: tuple[int, ...] = tuple(sorted((
     COMPONENT_SYSTEM_PROMPT,
     COMPONENT_CHARACTER_CONTEXT,
     COMPONENT_ENTITY_CONTEXT,
@@ -86,7 +104,34 @@ FULL_COMPONENTS = [
     COMPONENT_CONVERSATION_HISTORY,
     COMPONENT_PENDING_EVENT,
     COMPONENT_TOOL_RESULT,
-]
+)))
+# Pluggable slots follow each static ID: 1-999 after 0, 1001-1499 after 1000, ...,
+# 7001-7999 after 7000. Every int from 0 to MAX_COMPONENT_ID is thus a static ID or a slot.
+MAX_COMPONENT_ID = STATIC_COMPONENT_IDS[-1] + 999
+STATIC_COMPONENT_KEYS: tuple[str, ...] = tuple(
+    c.key for c in sorted(get_static_components(), key=lambda c: c.id)
+)
+
+FULL_COMPONENTS = list(STATIC_COMPONENT_IDS)
+
+
+def is_component_id(value: Any) -> bool:
+    """Whether ``value`` can name a component: an int from 0 to :data:`MAX_COMPONENT_ID`.
+
+    Every such int is either a static ID or a pluggable slot after one, so a context may enable
+    a pluggable component by its own ID even when the static component it follows is off.
+    """
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COMPONENT_ID
+
+
+def anchor_static_id(component_id: int) -> int:
+    """The static ID a component ID belongs to: the largest static ID at or below it."""
+    anchor = STATIC_COMPONENT_IDS[0]
+    for static_id in STATIC_COMPONENT_IDS:
+        if static_id <= component_id:
+            anchor = static_id
+    return anchor
+
 
 REFLECTION_PROMPT = """You are an AI assistant performing periodic self-reflection.
 Review your recent performance and journal entries. Consider:
@@ -97,13 +142,38 @@ Review your recent performance and journal entries. Consider:
 Use the journal tools to record your insights."""
 
 
+class UnknownContextTypeError(KeyError):
+    """A context type name that is not one of :data:`CONTEXT_TYPES`."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
 @dataclass
 class ContextConfig:
-    """How the model is called in one context type (Layer 2 of the execution pattern)."""
+    """How the model is called in one context type (Layer 2 of the execution pattern).
+
+    Attributes:
+        context_type: One of :data:`CONTEXT_TYPES`.
+        name: Display name.
+        description: What the context is for.
+        enabled_components: Component IDs assembled (static IDs; a pluggable component is also
+            included when the static component it follows is enabled).
+        component_overrides: Per component key, ``{"content": text}`` replacing its content.
+        tool_filter: Tool names offered; None means every tool, ``[]`` none.
+        token_budget: Most prompt tokens; None means the model's window decides.
+        execution_mode: "single_action", "react_loop" or "plan_execute".
+        max_iterations: Most acting model calls per tick (1-10).
+        allowed_tool_categories: Tool categories allowed; None means all.
+        terminal_ends_loop: Whether a TERMINAL tool ends the loop.
+        dangerous_requires_confirm: Whether a DANGEROUS tool waits for a Builder.
+        allows_multi_tool: Whether more than one tool call may run (ReAct).
+        allows_sub_agents: Whether the delegate tool may start helpers.
+    """
 
     context_type: str
     name: str
-    description: str
+    description: str = ""
     enabled_components: list[int] = field(default_factory=list)
     component_overrides: dict = field(default_factory=dict)
     tool_filter: list[str] | None = None
@@ -117,23 +187,57 @@ class ContextConfig:
     allows_sub_agents: bool = False
 
     def get_component_content_override(self, component_key: str) -> str | None:
-        """The content override for ``component_key``, if this context has one."""
-        override = self.component_overrides.get(component_key, {})
-        if isinstance(override, dict):
-            return override.get("content")
+        """The content override for ``component_key``, or None when it has none."""
+        override = (self.component_overrides or {}).get(component_key)
+        if isinstance(override, Mapping):
+            content = override.get("content")
+            return content if isinstance(content, str) else None
         return None
 
     @property
     def system_prompt_override(self) -> str | None:
+        """The context's replacement for the system prompt's content, if any."""
         return self.get_component_content_override("system_prompt")
 
+    def allows_tool(self, tool_name: str) -> bool:
+        """Whether the tool filter offers ``tool_name``."""
+        return self.tool_filter is None or tool_name in self.tool_filter
+
     def to_dict(self) -> dict:
-        return copy.deepcopy(asdict(self))
+        """A plain deep copy (for Attributes and JSON)."""
+        return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict) -> "ContextConfig":
+    def from_dict(cls, data: Mapping) -> "ContextConfig":
+        """Rebuild a config stored with :meth:`to_dict`.
+
+        Unknown keys are ignored (data written by a newer version still loads) and missing
+        ones take the dataclass defaults; values are deep-copied but not validated (that is
+        :func:`validate_context_customization`'s job, and the execution pattern reads malformed
+        values restrictively anyway).
+
+        Raises:
+            ValueError: If ``data`` is not a mapping or has no ``context_type``.
+        """
+        if not isinstance(data, Mapping):
+            raise ValueError(f"A context config must be a mapping, not {type(data).__name__}.")
+        if not data.get("context_type"):
+            raise ValueError("A context config needs a context_type.")
         names = {f.name for f in fields(cls)}
-        return cls(**copy.deepcopy({k: v for k, v in data.items() if k in names}))
+        kwargs = {k: _plain(v) for k, v in data.items() if k in names}
+        kwargs.setdefault("name", kwargs["context_type"])
+        return cls(**kwargs)
+
+
+def _plain(value: Any) -> Any:
+    """A deep copy made of plain dicts and lists (Attribute containers included)."""
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)) or (
+        isinstance(value, Iterable) and not isinstance(value, (str, bytes, Mapping, set, frozenset))
+    ):
+        return [_plain(v) for v in value]
+    return copy.deepcopy(value)
 
 
 DEFAULT_CONTEXT_CONFIGS: dict[str, ContextConfig] = {
@@ -196,7 +300,7 @@ DEFAULT_CONTEXT_CONFIGS: dict[str, ContextConfig] = {
     CONTEXT_GOAL_DECOMPOSE: ContextConfig(
         context_type=CONTEXT_GOAL_DECOMPOSE,
         name="Goal decomposition",
-        description="Break a goal down into 3-7 subtasks.",
+        description="Break a goal down into subtasks.",
         enabled_components=[COMPONENT_SYSTEM_PROMPT, COMPONENT_GOALS, COMPONENT_PENDING_EVENT],
         tool_filter=[],
         execution_mode=MODE_SINGLE_ACTION,
@@ -209,7 +313,9 @@ DEFAULT_CONTEXT_CONFIGS: dict[str, ContextConfig] = {
         name="Pre-compaction extraction",
         description="Extract lasting facts from the full history before it is compacted.",
         enabled_components=[
-            COMPONENT_SYSTEM_PROMPT, COMPONENT_CONVERSATION_HISTORY, COMPONENT_PENDING_EVENT,
+            COMPONENT_SYSTEM_PROMPT,
+            COMPONENT_CONVERSATION_HISTORY,
+            COMPONENT_PENDING_EVENT,
             COMPONENT_TOOL_RESULT,
         ],
         tool_filter=list(PRE_COMPACTION_TOOLS),
@@ -222,123 +328,234 @@ DEFAULT_CONTEXT_CONFIGS: dict[str, ContextConfig] = {
 
 
 def get_context_config(name: str) -> ContextConfig:
-    """A fresh copy of the default config of context type ``name``.
+    """A fresh deep copy of the default config of context type ``name``.
 
     Raises:
-        KeyError: For an unknown context type (the message lists the known ones).
+        UnknownContextTypeError: (a KeyError) for an unknown name; the message lists the
+            known ones.
     """
-    config = DEFAULT_CONTEXT_CONFIGS.get(name)
+    config = DEFAULT_CONTEXT_CONFIGS.get(name) if isinstance(name, str) else None
     if config is None:
-        raise KeyError(f"Unknown context type '{name}'. Known: {', '.join(CONTEXT_TYPES)}")
+        raise UnknownContextTypeError(
+            f"Unknown context type {name!r}. Known: {', '.join(CONTEXT_TYPES)}."
+        )
     return ContextConfig.from_dict(config.to_dict())
 
 
-# -- operator customisation --------------------------------------------------------------------
-CUSTOMIZABLE_FIELDS = {
-    "name": str,
-    "description": str,
-    "enabled_components": list,
-    "component_overrides": dict,
-    "tool_filter": (list, type(None)),
-    "token_budget": (int, type(None)),
-    "execution_mode": str,
-    "max_iterations": int,
-    "allowed_tool_categories": (list, type(None)),
-    "terminal_ends_loop": bool,
-    "dangerous_requires_confirm": bool,
-    "allows_multi_tool": bool,
-    "allows_sub_agents": bool,
-}
+# -- operator customisation ----------------------------------------------------------------------
+CUSTOMIZABLE_FIELDS: tuple[str, ...] = tuple(
+    f.name for f in fields(ContextConfig) if f.name != "context_type"
+)
+_BOOL_FIELDS = ("terminal_ends_loop", "dangerous_requires_confirm", "allows_multi_tool",
+                "allows_sub_agents")
 
 
-def _is_component_id(value) -> bool:
-    return (
-        isinstance(value, int)
-        and not isinstance(value, bool)
-        and 0 <= value <= STATIC_COMPONENT_IDS[-1] + 999
-    )
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_sequence(value: Any) -> bool:
+    """A list-like value (lists, tuples, Attribute lists), not a string or a mapping."""
+    return isinstance(value, Iterable) and not isinstance(value, (str, bytes, Mapping, set, frozenset))
+
+
+def _type_name(value: Any) -> str:
+    return type(value).__name__
+
+
+def _check_field(key: str, value: Any, known_tools, known_components) -> list[str]:
+    """Problems with one customised field."""
+    if key in ("name", "description"):
+        if not isinstance(value, str):
+            return [f"{key} must be text, not {_type_name(value)}."]
+        if key == "name" and not value.strip():
+            return ["name must not be empty."]
+        return []
+    if key in _BOOL_FIELDS:
+        return [] if isinstance(value, bool) else [
+            f"{key} must be true or false, not {value!r}."
+        ]
+    if key == "max_iterations":
+        if not _is_int(value):
+            return [f"max_iterations must be a whole number from {MIN_ITERATIONS} to "
+                    f"{MAX_ITERATIONS}, not {value!r}."]
+        if not MIN_ITERATIONS <= value <= MAX_ITERATIONS:
+            return [f"max_iterations must be from {MIN_ITERATIONS} to {MAX_ITERATIONS}, not {value}."]
+        return []
+    if key == "token_budget":
+        if value is None:
+            return []
+        if not _is_int(value) or value <= 0:
+            return [f"token_budget must be a positive whole number of tokens or None, not {value!r}."]
+        return []
+    if key == "execution_mode":
+        if value not in EXECUTION_MODES:
+            return [f"execution_mode must be one of {', '.join(EXECUTION_MODES)}, not {value!r}."]
+        return []
+    if key == "enabled_components":
+        if not _is_sequence(value):
+            return [f"enabled_components must be a list of component IDs, not {_type_name(value)}."]
+        items = list(value)
+        if not items:
+            return ["enabled_components must name at least one component."]
+        bad = [v for v in items if not is_component_id(v)]
+        if bad:
+            return [f"enabled_components has unknown component IDs {bad}: use static IDs "
+                    f"({', '.join(map(str, STATIC_COMPONENT_IDS))}) or pluggable IDs from 1 to "
+                    f"{MAX_COMPONENT_ID}."]
+        return []
+    if key == "tool_filter":
+        if value is None:
+            return []
+        if not _is_sequence(value) or not all(isinstance(v, str) for v in value):
+            return ["tool_filter must be a list of tool names, [] for no tools, or None for all tools."]
+        if known_tools is not None:
+            unknown = sorted(set(value) - set(known_tools))
+            if unknown:
+                return [f"tool_filter names unknown tools: {', '.join(unknown)}."]
+        return []
+    if key == "allowed_tool_categories":
+        if value is None:
+            return []
+        if not _is_sequence(value):
+            return ["allowed_tool_categories must be a list of categories or None for all."]
+        unknown = [v for v in value if v not in ALL_TOOL_CATEGORIES]
+        if unknown:
+            return [f"allowed_tool_categories has unknown categories {unknown}. "
+                    f"Known: {', '.join(ALL_TOOL_CATEGORIES)}."]
+        return []
+    if key == "component_overrides":
+        return _check_overrides(value, known_components)
+    return [f"Unknown field {key!r}. Fields: {', '.join(CUSTOMIZABLE_FIELDS)}."]
+
+
+def _check_overrides(value: Any, known_components) -> list[str]:
+    if not isinstance(value, Mapping):
+        return ["component_overrides must map component keys to {'content': text}."]
+    keys = set(STATIC_COMPONENT_KEYS) if known_components is None else set(known_components)
+    problems = []
+    for comp_key, override in value.items():
+        if comp_key not in keys:
+            problems.append(f"component_overrides names an unknown component {comp_key!r}. "
+                            f"Known: {', '.join(sorted(keys))}.")
+        elif override is None:
+            continue  # removes the base's override
+        elif (
+            not isinstance(override, Mapping)
+            or set(override) != {"content"}
+            or not isinstance(override["content"], str)
+        ):
+            problems.append(f"component_overrides[{comp_key!r}] must be {{'content': text}} "
+                            "(or None to remove an override).")
+    return problems
 
 
 def validate_context_customization(
-    context_type: str, customization: dict, known_tools: set[str] | None = None,
-    known_components: set[str] | None = None,
+    context_type: str | ContextConfig,
+    customization: Any,
+    known_tools: Iterable[str] | None = None,
+    known_components: Iterable[str] | None = None,
 ) -> list[str]:
-    """Problems with a customisation (empty when valid).
+    """Every problem with an operator's customisation of a context type (empty when valid).
+
+    Hard bounds: only :data:`CUSTOMIZABLE_FIELDS` (``context_type`` may be repeated but not
+    changed), each with its type; ``max_iterations`` 1-10; ``execution_mode`` one of
+    :data:`EXECUTION_MODES`; ``token_budget`` positive or None; ``enabled_components`` a
+    non-empty list of ints from 0 to :data:`MAX_COMPONENT_ID` (every such int is a static ID or
+    a pluggable slot); categories among :data:`ALL_TOOL_CATEGORIES`; tool names among
+    ``known_tools``; override keys among ``known_components``.
 
     Args:
-        context_type: The context type customised.
-        customization: Field -> value.
-        known_tools: Tool names that exist; None skips the tool-name check.
-        known_components: Component keys overrides may name; None: the static keys.
+        context_type: The context type customised (or its config).
+        customization: Field -> new value.
+        known_tools: Names of the tools that exist; None skips the tool-name check.
+        known_components: Component keys overrides may name; None means the static keys
+            (the registry passes its pluggable keys too).
     """
-    from evennia_ai.prompt_components import STATIC_COMPONENT_KEYS
-
-    problems: list[str] = []
+    if isinstance(context_type, ContextConfig):
+        context_type = context_type.context_type
     if context_type not in CONTEXT_TYPES:
-        return [f"Unknown context type '{context_type}'. Known: {', '.join(CONTEXT_TYPES)}"]
-    if not isinstance(customization, dict):
-        return ["A context customisation must be a mapping of field to value."]
-    components = known_components or set(STATIC_COMPONENT_KEYS)
+        return [f"Unknown context type {context_type!r}. Known: {', '.join(CONTEXT_TYPES)}."]
+    if not isinstance(customization, Mapping):
+        return [f"A context customisation must map field names to values, not "
+                f"{_type_name(customization)}."]
+    problems: list[str] = []
     for key, value in customization.items():
-        expected = CUSTOMIZABLE_FIELDS.get(key)
-        if expected is None:
-            problems.append(
-                f"Unknown field '{key}'. Fields: {', '.join(sorted(CUSTOMIZABLE_FIELDS))}"
-            )
+        if key == "context_type":
+            if value != context_type:
+                problems.append(f"context_type cannot be changed (this customises {context_type!r}).")
             continue
-        if isinstance(value, bool) and expected is int:
-            problems.append(f"{key} must be a whole number, not {value!r}.")
-            continue
-        if not isinstance(value, expected):
-            problems.append(f"{key} has the wrong type ({type(value).__name__}).")
-            continue
-        if key == "max_iterations" and not MIN_ITERATIONS <= value <= MAX_ITERATIONS:
-            problems.append(f"max_iterations must be between {MIN_ITERATIONS} and {MAX_ITERATIONS}, not {value}.")
-        elif key == "token_budget" and value is not None and (isinstance(value, bool) or value <= 0):
-            problems.append("token_budget must be a positive number of tokens or None.")
-        elif key == "execution_mode" and value not in EXECUTION_MODES:
-            problems.append(f"execution_mode must be one of {', '.join(EXECUTION_MODES)}, not '{value}'.")
-        elif key == "enabled_components":
-            bad = [v for v in value if not _is_component_id(v)]
-            if bad:
-                problems.append(f"enabled_components has invalid component IDs: {bad}")
-        elif key == "allowed_tool_categories" and value is not None:
-            bad = [v for v in value if v not in ALL_TOOL_CATEGORIES]
-            if bad:
-                problems.append(f"Unknown tool categories {bad}. Known: {', '.join(ALL_TOOL_CATEGORIES)}")
-        elif key == "tool_filter" and value is not None:
-            if not all(isinstance(v, str) for v in value):
-                problems.append("tool_filter must list tool names.")
-            elif known_tools is not None:
-                bad = sorted(set(value) - set(known_tools))
-                if bad:
-                    problems.append(f"Unknown tools in tool_filter: {', '.join(bad)}")
-        elif key == "component_overrides":
-            for comp_key, override in value.items():
-                if comp_key not in components:
-                    problems.append(f"component_overrides names an unknown component '{comp_key}'.")
-                elif not isinstance(override, dict) or set(override) - {"content"} or not isinstance(override.get("content", ""), str):
-                    problems.append(f"component_overrides['{comp_key}'] must be {{'content': text}}.")
+        problems.extend(_check_field(key, value, known_tools, known_components))
     return problems
 
 
 def apply_context_customization(
-    base: ContextConfig, customization: dict, known_tools: set[str] | None = None,
-    known_components: set[str] | None = None,
+    base: ContextConfig,
+    customization: Mapping,
+    known_tools: Iterable[str] | None = None,
+    known_components: Iterable[str] | None = None,
 ) -> ContextConfig:
-    """``base`` with ``customization`` applied, after validation.
+    """A new config: ``base`` with an operator's ``customization`` applied (``base`` unchanged).
+
+    Each customised field replaces the base's value, except ``component_overrides``, which is
+    merged per component key (a key set to None removes the base's override, e.g.
+    ``{"component_overrides": {"system_prompt": None}}`` gives reflection the normal system
+    prompt back). Customisations may set any field, but at run time the config is still composed
+    under each NPC's Layer 1 by :func:`select_execution_pattern`, so it never widens what an NPC
+    is allowed.
+
+    Args:
+        base: The config to start from (usually :func:`get_context_config`).
+        customization: Field -> new value.
+        known_tools: Names of the tools that exist; None skips the tool-name check.
+        known_components: Component keys overrides may name; None means the static keys.
 
     Raises:
-        ValueError: Naming every problem found.
+        ValueError: Naming every problem found, one sentence each (see
+            :func:`validate_context_customization`). The message does not repeat the context
+            type, so a caller can prefix its own.
     """
     problems = validate_context_customization(base.context_type, customization, known_tools,
                                               known_components)
     if problems:
-        raise ValueError("; ".join(problems))
+        raise ValueError(" ".join(problems))
     data = base.to_dict()
-    data.update(copy.deepcopy(customization))
+    for key, value in customization.items():
+        if key == "context_type":
+            continue
+        if key == "component_overrides":
+            merged = dict(data["component_overrides"] or {})
+            for comp_key, override in value.items():
+                if override is None:
+                    merged.pop(comp_key, None)
+                else:
+                    merged[comp_key] = {"content": override["content"]}
+            data[key] = merged
+        elif key == "enabled_components":
+            data[key] = list(dict.fromkeys(value))  # duplicates dropped, order kept
+        else:
+            data[key] = _plain(value)
     return ContextConfig.from_dict(data)
 
 
-# Re-exported for convenience: the execution pattern lives in its own module.
-from evennia_ai.execution_pattern import ExecutionPattern, select_execution_pattern  # noqa: E402,F401
+def diff_context_config(base: ContextConfig, edited: ContextConfig) -> dict:
+    """The customisation that turns ``base`` into ``edited`` (fields that differ).
+
+    Handy for storing only what an operator changed, so later changes to the defaults still
+    reach the fields they did not touch. ``component_overrides`` differences are given per key
+    (None for a removed override), matching :func:`apply_context_customization`.
+    """
+    out: dict = {}
+    old, new = base.to_dict(), edited.to_dict()
+    for key in CUSTOMIZABLE_FIELDS:
+        if key == "component_overrides":
+            changes = {
+                k: new[key].get(k)
+                for k in set(old[key]) | set(new[key])
+                if old[key].get(k) != new[key].get(k)
+            }
+            if changes:
+                out[key] = changes
+        elif old[key] != new[key]:
+            out[key] = new[key]
+    return out
