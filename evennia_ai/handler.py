@@ -21,6 +21,7 @@ from typing import Any, Callable
 from evennia.utils import logger
 
 from evennia_ai import conf
+from evennia_ai.execution_pattern import DEFAULT_EXECUTION_CONFIG
 from evennia_ai.state import AttributeState
 
 
@@ -91,14 +92,6 @@ CHARACTER_DEFAULTS: dict[str, Callable[[], Any]] = {
 # Script-held state (the spec keeps goals and the execution config on the script).
 SCRIPT_DEFAULTS: dict[str, Callable[[], Any]] = {
     "current_goals": list,
-}
-
-DEFAULT_EXECUTION_CONFIG = {
-    "multi_action_enabled": True,
-    "max_iterations_per_tick": 5,
-    "task_assessment_enabled": False,
-    "sub_agents_enabled": False,
-    "sub_agent_budget": 3,
 }
 
 PROMPT_REVISIONS_KEPT = 20
