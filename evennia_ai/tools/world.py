@@ -1,0 +1,816 @@
+"""World tools: how an assistant speaks and acts in the game, as its own character.
+
+Every tool acts *as the NPC* through the same hooks the default commands use, so players see
+exactly what they would see if a player's character did the same thing, and every lock the
+game sets applies to the NPC as it would to anyone else:
+
+- speech (TERMINAL): ``say``, ``emote``, ``whisper`` and ``page``. NPCs have no account, so
+  ``page`` sends a private message straight to a character anywhere in the game;
+- acting (SAFE_CHAIN): ``move`` through an exit, ``look``, ``inspect_location`` (structured,
+  cached per tick), ``get``, ``give`` and ``drop``;
+- DANGEROUS: ``execute_command`` (any command in the NPC's own cmdsets, bounded by its own
+  permissions; it has no account, so account commands such as ``page`` or ``ooc`` do not
+  exist for it) and ``set_attribute`` (only on objects the NPC itself may ``control`` or
+  ``edit``, as Evennia's ``set`` command checks; never category ``ai``). Both refuse to run
+  while an account puppets the NPC, because the account's permissions would then apply.
+
+What the hooks say to the NPC while a tool runs ("You cannot go there.") is captured with
+:func:`capture_messages` and handed back to the model as the tool's error or output.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+
+from evennia.utils.ansi import strip_ansi, strip_mxp
+from evennia.utils.utils import inherits_from
+
+from evennia_ai.engine.trace import truncate
+from evennia_ai.tools.base import Tool, ToolCategory, ToolContext, ToolResult
+from evennia_ai.tools.registry import register_tool
+
+MAX_MESSAGE_LENGTH = 2000
+LOOK_LIMIT = 3000
+COMMAND_OUTPUT_LIMIT = 3000
+MAX_VALUE_JSON_LENGTH = 10000
+CHARACTER_TYPECLASS = "evennia.objects.objects.DefaultCharacter"
+PROTECTED_CATEGORIES = frozenset({"ai"})
+# Tools whose cached answers describe the NPC's surroundings; moving things invalidates them.
+VIEW_TOOLS = frozenset({"inspect_location"})
+
+_ATTRIBUTE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_NOT_AVAILABLE = re.compile(r"^Command '.*?' is not available", re.M)
+_UNTRAPPED = "An untrapped error occurred"
+_SENTENCE_END = tuple('.!?"\')…')
+
+_MESSAGE_SCHEMA = {"type": "string", "minLength": 1, "maxLength": MAX_MESSAGE_LENGTH}
+
+
+# -- helpers -------------------------------------------------------------------------------------
+def plain_text(text) -> str:
+    """Evennia markup (colour, MXP links) stripped from ``text``."""
+    if text is None:
+        return ""
+    return strip_ansi(strip_mxp(str(text))).strip()
+
+
+def _text_of(text) -> str:
+    """The text part of a ``msg(text=...)`` argument (a string or a ``(text, options)`` tuple)."""
+    if isinstance(text, (tuple, list)):
+        text = text[0] if text else ""
+    return plain_text(text)
+
+
+@contextlib.contextmanager
+def capture_messages(obj):
+    """Record, as plain strings, everything sent to ``obj.msg`` inside the block.
+
+    Messages still reach ``obj`` as usual (its ``at_msg_receive`` and any session); the capture
+    only listens. Works on the one cached instance Evennia keeps per database object.
+
+    Example:
+        with capture_messages(npc) as said:
+            exit_obj.at_failed_traverse(npc)
+        reason = " ".join(said)
+    """
+    captured: list[str] = []
+    had_own = "msg" in obj.__dict__
+    own = obj.__dict__.get("msg")
+    original = obj.msg
+
+    def recording_msg(text=None, *args, **kwargs):
+        plain = _text_of(text)
+        if plain:
+            captured.append(plain)
+        return original(text, *args, **kwargs)
+
+    obj.msg = recording_msg
+    try:
+        yield captured
+    finally:
+        if had_own:
+            obj.msg = own
+        else:
+            obj.__dict__.pop("msg", None)
+
+
+def is_character(obj) -> bool:
+    """Whether ``obj`` is a character (player-controlled or not)."""
+    return bool(obj) and inherits_from(obj, CHARACTER_TYPECLASS)
+
+
+def is_assistant(obj) -> bool:
+    """Whether ``obj`` is an AI assistant."""
+    from evennia_ai.typeclasses import AIAssistantMixin
+
+    return isinstance(obj, AIAssistantMixin)
+
+
+def is_player(obj) -> bool:
+    """Whether a character is played by an account (connected or linked)."""
+    return bool(obj.has_account or getattr(obj, "account", None))
+
+
+def _names(objs) -> list[str]:
+    return [obj.key for obj in objs]
+
+
+def _listing(names: list[str], empty: str = "nothing", limit: int = 20) -> str:
+    if not names:
+        return empty
+    more = f" and {len(names) - limit} more" if len(names) > limit else ""
+    return ", ".join(names[:limit]) + more
+
+
+def _check_message(text: str, what: str = "message") -> str | None:
+    """An error when ``text`` is blank; None when it can be spoken."""
+    if not isinstance(text, str) or not text.strip():
+        return f"The {what} is empty; say something."
+    return None
+
+
+def _location_error(npc) -> ToolResult | None:
+    if npc is None:
+        return ToolResult.fail("No character is acting.")
+    if npc.location is None:
+        return ToolResult.fail("You are nowhere (you have no location).")
+    return None
+
+
+def _puppet_error(npc) -> ToolResult | None:
+    """DANGEROUS tools never borrow an account's permissions."""
+    if getattr(npc, "account", None) or npc.has_account:
+        return ToolResult.fail(
+            f"{npc.key} is puppeted by an account right now; dangerous actions would run with "
+            "the account's permissions, so they are refused until it is released."
+        )
+    return None
+
+
+def _exact_matches(results: list, name: str) -> list:
+    lowered = name.strip().lower()
+    exact = []
+    for obj in results:
+        aliases = [a.lower() for a in obj.aliases.all()]
+        if obj.key.lower() == lowered or lowered in aliases:
+            exact.append(obj)
+    return exact
+
+
+def find_among(npc, name: str, candidates: list, *, what: str,
+               label: str = "You see") -> tuple[object | None, str | None]:
+    """Find ``name`` among ``candidates`` the way a player's search would.
+
+    Args:
+        npc: The searching character.
+        name: What the model called it (key, alias or a unique part of the name).
+        candidates: Objects the search may return.
+        what: Phrase for errors, e.g. "here" or "in your inventory".
+        label: Introduces the list of what there is, in the not-found error.
+
+    Returns:
+        ``(obj, None)`` on a unique match, else ``(None, error)`` naming what there is.
+    """
+    name = (name or "").strip()
+    if not name:
+        return None, "No name given."
+    if not candidates:
+        return None, f"There is nothing {what}."
+    results = [obj for obj in npc.search(name, candidates=candidates, quiet=True) or []
+               if obj in candidates]
+    if len(results) > 1:
+        results = _exact_matches(results, name) or results
+    if len(results) == 1:
+        return results[0], None
+    if not results:
+        present = _listing(_names(_visible(npc, candidates)))
+        return None, f"There is no '{name}' {what}. {label}: {present}."
+    options = ", ".join(f"{obj.key} ({obj.dbref})" for obj in results)
+    return None, f"'{name}' could mean: {options}. Use a more specific name."
+
+
+def _visible(npc, objs) -> list:
+    return [obj for obj in objs if obj != npc and obj.access(npc, "view", default=True)]
+
+
+def _characters_here(npc) -> list:
+    return [obj for obj in npc.location.contents if obj != npc and is_character(obj)]
+
+
+def _room_things(npc) -> list:
+    """Things in the room one can interact with (no exits, not the NPC)."""
+    return [obj for obj in npc.location.contents if obj != npc and not obj.destination]
+
+
+def _appearance(npc, target) -> str:
+    return truncate(plain_text(npc.at_look(target)), LOOK_LIMIT)
+
+
+def _display(obj, looker) -> str:
+    return plain_text(obj.get_display_name(looker)) or obj.key
+
+
+def _escape_braces(text: str) -> str:
+    # msg_contents runs str.format_map on the text: literal braces would raise or substitute.
+    return text.replace("{", "{{").replace("}", "}}")
+
+
+def _forget_views(ctx: ToolContext) -> None:
+    for key in [k for k in ctx.cache if isinstance(k, tuple) and k and k[0] in VIEW_TOOLS]:
+        ctx.cache.pop(key, None)
+
+
+def _listeners(npc) -> str:
+    others = [obj.key for obj in _characters_here(npc)]
+    if not others:
+        return "No one else is here to hear you."
+    return f"Heard by: {', '.join(others)}."
+
+
+# -- speech (TERMINAL) ---------------------------------------------------------------------------
+@register_tool
+class Say(Tool):
+    name = "say"
+    description = "Say something aloud to everyone in your room."
+    parameters = {
+        "type": "object",
+        "properties": {"message": {**_MESSAGE_SCHEMA, "description": "what you say"}},
+        "required": ["message"],
+        "additionalProperties": False,
+    }
+    category = ToolCategory.TERMINAL
+
+    def run(self, ctx, message):
+        npc = ctx.npc
+        error = _location_error(npc)
+        if error:
+            return error
+        problem = _check_message(message)
+        if problem:
+            return ToolResult.fail(problem)
+        speech = npc.at_pre_say(message.strip())
+        if not speech:
+            return ToolResult.fail("You could not speak just now.")
+        npc.at_say(speech, msg_self=True)
+        return ToolResult.ok(f'You said: "{speech}" {_listeners(npc)}',
+                             data={"spoken": speech})
+
+
+@register_tool
+class Emote(Tool):
+    name = "emote"
+    description = (
+        "Show an action to everyone in your room, written after your name: "
+        "action='smiles warmly' shows 'Innkeeper smiles warmly.'"
+    )
+    parameters = {
+        "type": "object",
+        "properties": {
+            "action": {**_MESSAGE_SCHEMA, "description": "what you do, without your name"},
+        },
+        "required": ["action"],
+        "additionalProperties": False,
+    }
+    category = ToolCategory.TERMINAL
+
+    def run(self, ctx, action):
+        npc = ctx.npc
+        error = _location_error(npc)
+        if error:
+            return error
+        problem = _check_message(action, "action")
+        if problem:
+            return ToolResult.fail(problem)
+        pose = compose_pose(npc.key, action)
+        npc.location.msg_contents(text=(_escape_braces(pose), {"type": "pose"}), from_obj=npc)
+        return ToolResult.ok(f"Everyone here sees: {pose}", data={"pose": pose})
+
+
+def compose_pose(name: str, action: str) -> str:
+    """The pose line as the pose command writes it, ending with a full stop.
+
+    Example:
+        >>> compose_pose("Innkeeper", "smiles warmly")
+        'Innkeeper smiles warmly.'
+        >>> compose_pose("Innkeeper", "'s eyes narrow")
+        "Innkeeper's eyes narrow."
+    """
+    action = action.strip()
+    if action.lower().startswith(name.lower() + " "):  # the model repeated the name
+        action = action[len(name):].strip()
+    if not action.endswith(_SENTENCE_END):
+        action += "."
+    joiner = "" if action[0] in ("'", ",", ":") else " "
+    return f"{name}{joiner}{action}"
+
+
+@register_tool
+class Whisper(Tool):
+    name = "whisper"
+    description = "Whisper privately to one character in your room; no one else hears it."
+    parameters = {
+        "type": "object",
+        "properties": {
+            "target": {"type": "string", "minLength": 1, "description": "who, in your room"},
+            "message": _MESSAGE_SCHEMA,
+        },
+        "required": ["target", "message"],
+        "additionalProperties": False,
+    }
+    category = ToolCategory.TERMINAL
+
+    def run(self, ctx, target, message):
+        npc = ctx.npc
+        error = _location_error(npc)
+        if error:
+            return error
+        problem = _check_message(message)
+        if problem:
+            return ToolResult.fail(problem)
+        people = _characters_here(npc)
+        if not people:
+            return ToolResult.fail("No one else is here to whisper to.")
+        receiver, problem = find_among(npc, target, people, what="here", label="Present")
+        if problem:
+            return ToolResult.fail(problem, available=_names(_visible(npc, people)))
+        speech = npc.at_pre_say(message.strip(), whisper=True, receivers=[receiver])
+        if not speech:
+            return ToolResult.fail("You could not whisper just now.")
+        npc.at_say(speech, msg_self=True, receivers=[receiver], whisper=True)
+        return ToolResult.ok(f'You whispered to {receiver.key}: "{speech}"',
+                             data={"spoken": speech, "to": receiver.dbref})
+
+
+def find_character_anywhere(npc, name: str) -> tuple[object | None, str | None]:
+    """A character anywhere in the game by exact name, alias or #dbref (not ``npc`` itself)."""
+    from evennia.utils.search import search_object
+
+    name = (name or "").strip()
+    if not name:
+        return None, "No name given."
+    found = [obj for obj in search_object(name, exact=True) if is_character(obj) and obj != npc]
+    if len(found) > 1:
+        found = [obj for obj in found if obj.key.lower() == name.lower()] or found
+    if len(found) == 1:
+        return found[0], None
+    if not found:
+        return None, f"No character called '{name}' exists in the game."
+    options = ", ".join(f"{obj.key} ({obj.dbref})" for obj in found)
+    return None, f"'{name}' could mean: {options}. Page one of them by #dbref."
+
+
+@register_tool
+class Page(Tool):
+    name = "page"
+    description = "Send a private message to a character anywhere in the game (by exact name)."
+    parameters = {
+        "type": "object",
+        "properties": {
+            "target": {"type": "string", "minLength": 1, "description": "character name or #dbref"},
+            "message": _MESSAGE_SCHEMA,
+        },
+        "required": ["target", "message"],
+        "additionalProperties": False,
+    }
+    category = ToolCategory.TERMINAL
+
+    def run(self, ctx, target, message):
+        npc = ctx.npc
+        if npc is None:
+            return ToolResult.fail("No character is acting.")
+        problem = _check_message(message)
+        if problem:
+            return ToolResult.fail(problem)
+        receiver, problem = find_character_anywhere(npc, target)
+        if problem:
+            return ToolResult.fail(problem)
+        # Accounts guard paging with a "msg" lock; honour the same lock on the character.
+        account = getattr(receiver, "account", None)
+        if not receiver.access(npc, "msg", default=True) or (
+            account and not account.access(npc, "msg", default=True)
+        ):
+            return ToolResult.fail(f"{receiver.key} does not accept pages from you.")
+        text = f"{npc.key} pages: {message.strip()}"
+        receiver.msg(text=(text, {"type": "page"}), from_obj=npc)
+        note = ""
+        if not is_player(receiver) and not is_assistant(receiver):
+            note = f" (no one plays {receiver.key} right now; the page may go unread)"
+        return ToolResult.ok(f'You paged {receiver.key}: "{message.strip()}"{note}',
+                             data={"to": receiver.dbref})
+
+
+# -- acting (SAFE_CHAIN) -------------------------------------------------------------------------
+def find_exit(npc, direction: str) -> tuple[object | None, str | None]:
+    """An exit of the NPC's room by key or alias (or a unique beginning of one)."""
+    exits = list(npc.location.exits)
+    wanted = (direction or "").strip().lower()
+    visible = [ex for ex in exits if ex.access(npc, "view", default=True)]
+    listing = _listing([f"{ex.key} (to {ex.destination.key})" for ex in visible], "none")
+    if not wanted:
+        return None, f"Say which way to go. Exits: {listing}."
+
+    def labels(ex):
+        return [ex.key.lower()] + [a.lower() for a in ex.aliases.all()]
+
+    matches = [ex for ex in exits if wanted in labels(ex)]
+    if not matches:
+        matches = [ex for ex in visible if any(lab.startswith(wanted) for lab in labels(ex))]
+    if len(matches) == 1:
+        return matches[0], None
+    if not matches:
+        return None, f"There is no exit '{direction}' here. Exits: {listing}."
+    return None, f"'{direction}' could mean: {_listing(_names(matches))}. Be more specific."
+
+
+@register_tool
+class Move(Tool):
+    name = "move"
+    description = "Walk through an exit of your room (its name or alias, e.g. 'north')."
+    parameters = {
+        "type": "object",
+        "properties": {"direction": {"type": "string", "minLength": 1}},
+        "required": ["direction"],
+        "additionalProperties": False,
+    }
+    category = ToolCategory.SAFE_CHAIN
+
+    def run(self, ctx, direction):
+        from evennia.server.signals import SIGNAL_EXIT_TRAVERSED
+
+        npc = ctx.npc
+        error = _location_error(npc)
+        if error:
+            return error
+        exit_obj, problem = find_exit(npc, direction)
+        if problem:
+            return ToolResult.fail(problem, available=_names(_visible(npc, npc.location.exits)))
+        source = npc.location
+        # As the exit's own command does: the traverse lock, then the exit's traverse hook.
+        with capture_messages(npc) as said:
+            if exit_obj.access(npc, "traverse"):
+                exit_obj.at_traverse(npc, exit_obj.destination)
+                SIGNAL_EXIT_TRAVERSED.send(sender=exit_obj, traverser=npc)
+            elif exit_obj.db.err_traverse:
+                npc.msg(exit_obj.db.err_traverse)
+            else:
+                exit_obj.at_failed_traverse(npc)
+        if npc.location == source:
+            reason = " ".join(said) or "You cannot go that way."
+            return ToolResult.fail(f"You could not go {exit_obj.key}: {reason}")
+        _forget_views(ctx)
+        return ToolResult.ok(
+            f"You go {exit_obj.key} and arrive in {npc.location.key}.\n\n"
+            f"{_appearance(npc, npc.location)}",
+            data={"location": npc.location.dbref},
+        )
+
+
+@register_tool
+class Look(Tool):
+    name = "look"
+    description = (
+        "Look at your room (no target) or at someone or something here or in your inventory."
+    )
+    parameters = {
+        "type": "object",
+        "properties": {"target": {"type": "string", "description": "omit for the room"}},
+        "additionalProperties": False,
+    }
+    category = ToolCategory.SAFE_CHAIN
+
+    def run(self, ctx, target=None):
+        npc = ctx.npc
+        error = _location_error(npc)
+        if error:
+            return error
+        if not target or not target.strip() or target.strip().lower() in ("here", "room"):
+            return ToolResult.ok(_appearance(npc, npc.location))
+        candidates = [npc.location, npc] + list(npc.location.contents) + list(npc.contents)
+        candidates = list(dict.fromkeys(candidates))  # the NPC appears twice
+        found, problem = find_among(npc, target, candidates, what="here")
+        if problem:
+            return ToolResult.fail(problem)
+        return ToolResult.ok(_appearance(npc, found))
+
+
+@register_tool
+class InspectLocation(Tool):
+    name = "inspect_location"
+    description = (
+        "Structured view of your room: name, description, exits, who is here (players and "
+        "NPCs), objects, and what you carry."
+    )
+    parameters = {"type": "object", "properties": {}, "additionalProperties": False}
+    category = ToolCategory.SAFE_CHAIN
+    cacheable = True
+
+    def run(self, ctx):
+        npc = ctx.npc
+        error = _location_error(npc)
+        if error:
+            return error
+        return ToolResult.ok(describe_location(npc))
+
+
+def describe_location(npc) -> dict:
+    """Plain data about the NPC's room, as far as the NPC can see it."""
+    room = npc.location
+    visible = _visible(npc, room.contents)
+    exits, players, npcs, things = [], [], [], []
+    for obj in visible:
+        if obj.destination:
+            exits.append({"name": obj.key, "aliases": list(obj.aliases.all()),
+                          "destination": obj.destination.key})
+        elif is_character(obj):
+            entry = {"name": obj.key, "dbref": obj.dbref}
+            if is_player(obj):
+                players.append(entry)
+            else:
+                entry["assistant"] = is_assistant(obj)
+                npcs.append(entry)
+        else:
+            things.append({"name": obj.key, "dbref": obj.dbref})
+    try:
+        desc = room.get_display_desc(npc)
+    except Exception:  # custom rooms may break the hook; the raw Attribute still helps
+        desc = room.db.desc or ""
+    return {
+        "success": True,
+        "room": {"name": room.key, "dbref": room.dbref},
+        "description": truncate(plain_text(desc), LOOK_LIMIT),
+        "exits": exits,
+        "characters": {"players": players, "npcs": npcs},
+        "objects": things,
+        "carrying": [{"name": obj.key, "dbref": obj.dbref} for obj in npc.contents],
+    }
+
+
+def _item_name(obj, looker) -> str:
+    try:
+        return plain_text(obj.get_numbered_name(1, looker, return_string=True)) or obj.key
+    except Exception:
+        return obj.key
+
+
+@register_tool
+class Get(Tool):
+    name = "get"
+    description = "Pick up something from your room."
+    parameters = {
+        "type": "object",
+        "properties": {"item": {"type": "string", "minLength": 1}},
+        "required": ["item"],
+        "additionalProperties": False,
+    }
+    category = ToolCategory.SAFE_CHAIN
+
+    def run(self, ctx, item):
+        npc = ctx.npc
+        error = _location_error(npc)
+        if error:
+            return error
+        held = _exact_matches(list(npc.contents), item)
+        if held and not _exact_matches(_room_things(npc), item):
+            return ToolResult.fail(f"You already carry {held[0].key}.")
+        obj, problem = find_among(npc, item, _room_things(npc), what="here")
+        if problem:
+            return ToolResult.fail(problem)
+        if not obj.access(npc, "get"):
+            return ToolResult.fail(obj.db.get_err_msg or f"You can't get {obj.key}.")
+        with capture_messages(npc) as said:
+            allowed = obj.at_pre_get(npc)
+            moved = allowed and obj.move_to(npc, quiet=True, move_type="get")
+            if moved:
+                obj.at_get(npc)
+        if not allowed:
+            return ToolResult.fail(" ".join(said) or f"You can't get {obj.key}.")
+        if not moved:
+            return ToolResult.fail(" ".join(said) or f"{obj.key} can't be picked up.")
+        name = _item_name(obj, npc)
+        npc.location.msg_contents(f"$You() $conj(pick) up {_escape_braces(name)}.", from_obj=npc)
+        _forget_views(ctx)
+        return ToolResult.ok(f"You pick up {name}.", data={"object": obj.dbref})
+
+
+@register_tool
+class Give(Tool):
+    name = "give"
+    description = "Give something you carry to someone in your room."
+    parameters = {
+        "type": "object",
+        "properties": {
+            "item": {"type": "string", "minLength": 1, "description": "something you carry"},
+            "target": {"type": "string", "minLength": 1, "description": "who receives it"},
+        },
+        "required": ["item", "target"],
+        "additionalProperties": False,
+    }
+    category = ToolCategory.SAFE_CHAIN
+
+    def run(self, ctx, item, target):
+        npc = ctx.npc
+        error = _location_error(npc)
+        if error:
+            return error
+        obj, problem = find_among(npc, item, list(npc.contents), what="in your inventory",
+                                  label="You carry")
+        if problem:
+            return ToolResult.fail(problem)
+        receiver, problem = find_among(npc, target, _room_things(npc), what="here")
+        if problem:
+            return ToolResult.fail(problem)
+        with capture_messages(npc) as said:
+            allowed = obj.at_pre_give(npc, receiver)
+            moved = allowed and obj.move_to(receiver, quiet=True, move_type="give")
+            if moved:
+                obj.at_give(npc, receiver)
+        if not moved:
+            reason = " ".join(said) or f"You could not give {obj.key} to {receiver.key}."
+            return ToolResult.fail(reason)
+        name = _item_name(obj, npc)
+        npc.msg(f"You give {name} to {_display(receiver, npc)}.")
+        receiver.msg(f"{_display(npc, receiver)} gives you {_item_name(obj, receiver)}.")
+        _forget_views(ctx)
+        return ToolResult.ok(f"You give {name} to {receiver.key}.",
+                             data={"object": obj.dbref, "to": receiver.dbref})
+
+
+@register_tool
+class Drop(Tool):
+    name = "drop"
+    description = "Drop something you carry into your room."
+    parameters = {
+        "type": "object",
+        "properties": {"item": {"type": "string", "minLength": 1}},
+        "required": ["item"],
+        "additionalProperties": False,
+    }
+    category = ToolCategory.SAFE_CHAIN
+
+    def run(self, ctx, item):
+        npc = ctx.npc
+        error = _location_error(npc)
+        if error:
+            return error
+        obj, problem = find_among(npc, item, list(npc.contents), what="in your inventory",
+                                  label="You carry")
+        if problem:
+            return ToolResult.fail(problem)
+        with capture_messages(npc) as said:
+            allowed = obj.at_pre_drop(npc)
+            moved = allowed and obj.move_to(npc.location, quiet=True, move_type="drop")
+            if moved:
+                obj.at_drop(npc)
+        if not moved:
+            return ToolResult.fail(" ".join(said) or f"You can't drop {obj.key}.")
+        name = _item_name(obj, npc)
+        npc.location.msg_contents(f"$You() $conj(drop) {_escape_braces(name)}.", from_obj=npc)
+        _forget_views(ctx)
+        return ToolResult.ok(f"You drop {name}.", data={"object": obj.dbref})
+
+
+# -- DANGEROUS -----------------------------------------------------------------------------------
+def _is_py_command(command: str) -> bool:
+    """Whether ``command`` calls Evennia's ``py`` command (``py``, ``@py``, ``@!``, ``!``)."""
+    from django.conf import settings
+
+    head = command.strip().lstrip(getattr(settings, "CMD_IGNORE_PREFIXES", "@&/+"))
+    return head.startswith("!") or re.split(r"[\s/]", head, maxsplit=1)[0].lower() == "py"
+
+
+@register_tool
+class ExecuteCommand(Tool):
+    name = "execute_command"
+    description = (
+        "Run a game command as yourself (e.g. 'look', 'inventory', 'dig ...'), with only your "
+        "own permissions; you have no account, so account commands are unavailable. Returns "
+        "what the command showed you."
+    )
+    parameters = {
+        "type": "object",
+        "properties": {"command": {"type": "string", "minLength": 1, "maxLength": 1000}},
+        "required": ["command"],
+        "additionalProperties": False,
+    }
+    category = ToolCategory.DANGEROUS
+    lock = ""
+
+    def run(self, ctx, command):
+        npc = ctx.npc
+        if npc is None:
+            return ToolResult.fail("No character is acting.")
+        command = (command or "").strip()
+        if not command:
+            return ToolResult.fail("The command is empty.")
+        error = _puppet_error(npc)
+        if error:
+            return error
+        if _is_py_command(command) and not npc.locks.check_lockstring(
+            npc, "_dummy:perm(py) or perm(Developer)"
+        ):
+            return ToolResult.fail("Running Python needs the Developer (or py) permission, "
+                                   f"which {npc.key} does not have.")
+        with capture_messages(npc) as said:
+            deferred = npc.execute_cmd(command)
+        finished = True
+        if deferred is not None and hasattr(deferred, "addErrback"):
+            finished = bool(getattr(deferred, "called", True))
+            # The command handler reports its own errors to the caller; keep Twisted quiet.
+            deferred.addErrback(lambda _failure: None)
+        output = "\n".join(said)
+        if _UNTRAPPED in output:  # the handler also sent a traceback: keep it out of the prompt
+            return ToolResult.fail(f"'{command}' raised an error inside the game (the traceback "
+                                   "is in the server log).")
+        if _NOT_AVAILABLE.search(output):
+            return ToolResult.fail(
+                f"{output} (commands are limited to your own cmdsets and permissions)",
+            )
+        if not finished:
+            output += "\n(the command is still running; later output is not shown)"
+        return ToolResult.ok(
+            f"> {command}\n{truncate(output, COMMAND_OUTPUT_LIMIT) if output else '(no output)'}",
+            data={"command": command},
+        )
+
+
+@register_tool
+class SetAttribute(Tool):
+    name = "set_attribute"
+    description = (
+        "Set an Attribute on an object you are allowed to edit (by name here, 'me', 'here', "
+        "or #dbref). Strings are stored as text; numbers, booleans, lists and objects as "
+        "themselves."
+    )
+    parameters = {
+        "type": "object",
+        "properties": {
+            "target": {"type": "string", "minLength": 1},
+            "attribute": {"type": "string", "minLength": 1, "maxLength": 100,
+                          "description": "Attribute name (name:category also accepted)"},
+            "value": {"type": ["string", "number", "boolean", "array", "object"]},
+            "category": {"type": "string", "maxLength": 100},
+        },
+        "required": ["target", "attribute", "value"],
+        "additionalProperties": False,
+    }
+    category = ToolCategory.DANGEROUS
+    lock = ""
+
+    def run(self, ctx, target, attribute, value, category=None):
+        npc = ctx.npc
+        if npc is None:
+            return ToolResult.fail("No character is acting.")
+        error = _puppet_error(npc)
+        if error:
+            return error
+        name = attribute.strip()
+        if category is None and ":" in name:  # the set command's obj/attr:category form
+            name, category = (part.strip() for part in name.split(":", 1))
+        category = (category or "").strip() or None
+        if category and category.lower() in PROTECTED_CATEGORIES:
+            return ToolResult.fail(
+                f"Attributes of category '{category}' hold assistants' own state and cannot be "
+                "set with this tool."
+            )
+        if not _ATTRIBUTE_NAME.match(name):
+            return ToolResult.fail(
+                f"'{name}' is not a valid Attribute name (letters, digits and _, not starting "
+                "with a digit)."
+            )
+        if len(json.dumps(value, default=str)) > MAX_VALUE_JSON_LENGTH:
+            return ToolResult.fail(f"The value is too large (over {MAX_VALUE_JSON_LENGTH} "
+                                   "characters as JSON).")
+        obj, problem = self._find_target(npc, target)
+        if problem:
+            return ToolResult.fail(problem)
+        # Mirror Evennia's `set`: control or edit access on the object, then the Attribute locks.
+        if not (obj.access(npc, "control") or obj.access(npc, "edit")):
+            return ToolResult.fail(f"You don't have permission to edit {obj.key}.")
+        existing = obj.attributes.get(name, category=category, return_obj=True)
+        if not obj.access(npc, "attrcreate", default=True) or (
+            existing is not None and not existing.access(npc, "attredit", default=True)
+        ):
+            return ToolResult.fail(f"You may not change the Attribute '{name}' on {obj.key}.")
+        obj.attributes.add(name, value, category=category, accessing_obj=npc,
+                           default_access=True)
+        verb = "Modified" if existing is not None else "Created"
+        shown = f"{name}:{category}" if category else name
+        text = truncate(json.dumps(value, default=str, ensure_ascii=False), 300)
+        return ToolResult.ok(f"{verb} Attribute {obj.key}/{shown} = {text}",
+                             data={"object": obj.dbref, "attribute": name, "category": category})
+
+    @staticmethod
+    def _find_target(npc, target: str):
+        target = (target or "").strip()
+        results = npc.search(target, quiet=True) or []
+        if len(results) > 1:
+            results = _exact_matches(results, target) or results
+        if len(results) == 1:
+            return results[0], None
+        if not results:
+            return None, (f"Found nothing called '{target}' (the search covers your room, your "
+                          "inventory, 'me' and 'here').")
+        options = ", ".join(f"{obj.key} ({obj.dbref})" for obj in results)
+        return None, f"'{target}' could mean: {options}. Use a more specific name."
