@@ -2,8 +2,13 @@
 
 Pure module. Placeholders are ``{identifier}`` (letters, digits, underscore, not starting with
 a digit). Anything else in braces, such as a JSON example ``{"tool": "say"}``, ``{}`` or
-``{{``, is literal text and survives rendering unchanged; :meth:`str.format` is deliberately
-not used because it would choke on those.
+``{{``, is literal text and survives rendering unchanged, and so does a doubled ``{{name}}``;
+:meth:`str.format` is deliberately not used because it would choke on those. Values are
+``str()``-ed and never rendered again.
+
+:func:`render_template` raises :class:`TemplateRenderError`, a ``KeyError`` subclass (a missing
+placeholder is a missing key) whose message and ``missing`` attribute name every missing
+placeholder at once; :func:`safe_render_template` leaves missing placeholders as they are.
 
 Example:
     >>> render_template("Hello {name}", name="Alice")
@@ -187,4 +192,5 @@ def list_builtin_templates() -> list[PromptTemplate]:
 
 
 def builtin_template_keys() -> list[str]:
+    """Keys of the built-in templates, sorted (user templates may not reuse them)."""
     return sorted(_BUILTINS)
