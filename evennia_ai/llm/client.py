@@ -1,31 +1,50 @@
 """UnifiedLLMClient: one client for every model, over litellm, never blocking the reactor.
 
 - **Any provider**: litellm model names (``openai/gpt-4o-mini``, ``ollama/llama3.1``,
-  ``anthropic/...``, or ``openai/<anything>`` with ``api_base`` for any OpenAI-compatible
-  server). litellm is imported lazily, with ``LITELLM_LOCAL_MODEL_COST_MAP=True`` set first
-  unless the user set it, so nothing is fetched from the internet.
-- **Native tool calling by default**, also for models litellm does not know (its capability
-  table says False for ``openai/<unknown>``; that is not taken as "lacks tools"). The JSON
-  protocol of the ``default_fallback`` template is used when ``EVENNIA_AI_MODEL_SETTINGS[model]
-  ["native_tools"]`` is False, or when litellm *knows* the model and lists it without function
-  calling.
-- **Retries** on rate limits, 5xx, timeouts, connection errors, empty and malformed answers:
-  ``EVENNIA_AI_MAX_RETRIES`` per model with exponential backoff and jitter
-  (``EVENNIA_AI_RETRY_BASE_DELAY`` doubling, capped at ``EVENNIA_AI_RETRY_MAX_DELAY``; a
-  server's ``retry-after`` is honoured up to that cap). 4xx errors such as a bad key are not
-  retried. Then each model of ``EVENNIA_AI_FALLBACK_MODELS`` is tried in order.
-- **Never raises** for provider problems: an :class:`~evennia_ai.llm.types.LLMResult` with
-  ``error``/``error_kind`` comes back instead.
-- ``complete()`` runs the blocking call in a thread (``threads.deferToThread``) and returns a
-  Deferred; ``complete_sync()`` is the blocking call itself (for threads and benchmarks).
-- No model configured (or ``evennia_ai/offline``): the offline model answers, no litellm.
+  ``anthropic/...``), or ``openai/<anything>`` with an ``api_base`` for any OpenAI-compatible
+  server. litellm is imported lazily, with ``LITELLM_LOCAL_MODEL_COST_MAP=True`` put in the
+  environment first unless the user set it, so importing it fetches nothing from the internet.
+- **Native tool calling by default**, also for models litellm does not know: its capability
+  table answers False for ``openai/<unknown>``, which means "unknown", not "lacks tools". The
+  JSON tool protocol (``default_fallback`` template, see :mod:`evennia_ai.llm.json_protocol`)
+  is used only when ``EVENNIA_AI_MODEL_SETTINGS[model]["native_tools"]`` is False, or when
+  litellm *knows* the model and lists it with ``supports_function_calling: False``.
+- **Retries** on rate limits, 5xx, timeouts, connection errors and on empty or malformed
+  answers (no choices, a body that is not JSON; a proxy hiccup as far as we can tell):
+  ``EVENNIA_AI_MAX_RETRIES`` more attempts per model, waiting ``EVENNIA_AI_RETRY_BASE_DELAY``
+  doubled per attempt, with jitter, capped at ``EVENNIA_AI_RETRY_MAX_DELAY``; a server's
+  ``Retry-After`` is honoured up to that cap. Auth errors and other 4xx are not retried.
+  litellm's own retries are switched off (``num_retries=0``, ``max_retries=0``) so the two
+  never multiply. Then each model of ``EVENNIA_AI_FALLBACK_MODELS`` (or ``fallbacks=``) is
+  tried in turn, with the same policy.
+- **Never raises** for provider problems: an :class:`~evennia_ai.llm.types.LLMResult` with a
+  short ``error`` and an ``error_kind`` comes back instead.
+- ``complete()`` runs the blocking call in Twisted's thread pool through the module-level
+  :data:`defer_to_thread` (tests swap it for a synchronous call) and returns a Deferred;
+  ``complete_sync()`` is the blocking call itself, for threads and benchmarks.
+- **Offline**: with no model configured, or ``evennia_ai/offline``, the built-in
+  :class:`~evennia_ai.llm.offline.OfflineModel` answers; litellm is not even imported.
+
+Per-model options in ``EVENNIA_AI_MODEL_SETTINGS[model]``: ``native_tools`` (bool),
+``api_base``, ``api_key`` and ``timeout`` (used for that model, e.g. a fallback on another
+server).
+
+Example:
+    from evennia_ai.llm import get_client
+
+    d = get_client().complete(messages, tools=schemas, model="openai/gpt-4o-mini")
+    d.addCallback(lambda result: result.tool_calls if result.ok else result.error)
 """
 
 from __future__ import annotations
 
 import importlib
+import json
+import logging
 import os
 import random
+import re
+import threading
 import time
 from typing import Any
 
@@ -36,27 +55,38 @@ from evennia_ai.llm.json_protocol import parse_tool_calls_from_text, render_tool
 from evennia_ai.llm.offline import OfflineModel
 from evennia_ai.llm.types import RETRYABLE_KINDS, LLMResult, LLMUsage, ToolCall
 
-# Tests replace this with a synchronous call; production uses Twisted's thread pool.
+logger = logging.getLogger(__name__)
+
+#: How :meth:`UnifiedLLMClient.complete` reaches a thread. Tests replace it with a synchronous
+#: call (``lambda fn, *a, **kw: defer.maybeDeferred(fn, *a, **kw)``).
 defer_to_thread = threads.deferToThread
 
 _litellm = None
+_litellm_lock = threading.Lock()
 
 
 def get_litellm():
-    """Import litellm once, offline-safe."""
+    """Import litellm once, without letting it fetch its cost map from the internet."""
     global _litellm
     if _litellm is None:
-        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-        import litellm
+        with _litellm_lock:
+            if _litellm is None:
+                os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+                import litellm
 
-        litellm.suppress_debug_info = True
-        litellm.drop_params = True
-        _litellm = litellm
+                litellm.suppress_debug_info = True  # no "Give Feedback" banner in server logs
+                _litellm = litellm
     return _litellm
 
 
+# -- errors ------------------------------------------------------------------------------------
 class ProviderError(Exception):
-    """A classified provider failure (internal to the retry loop)."""
+    """A classified provider failure (internal to the retry loop).
+
+    Attributes:
+        kind: One of :data:`~evennia_ai.llm.types.ERROR_KINDS`.
+        retry_after: Seconds the server asked us to wait, if it said.
+    """
 
     def __init__(self, kind: str, message: str, retry_after: float | None = None):
         super().__init__(message)
@@ -64,149 +94,284 @@ class ProviderError(Exception):
         self.retry_after = retry_after
 
 
-def _retry_after(err) -> float | None:
-    for holder in (getattr(err, "response", None), err):
-        headers = getattr(holder, "headers", None) or getattr(holder, "litellm_response_headers", None)
-        if headers is None:
-            continue
-        try:
-            value = headers.get("retry-after") or headers.get("Retry-After")
-        except Exception:
-            value = None
-        if value:
+_KIND_LABELS = {
+    "timeout": "timeout",
+    "rate_limit": "rate limited",
+    "server": "server error",
+    "malformed": "malformed answer",
+    "auth": "authentication failed",
+    "bad_request": "request refused",
+    "empty": "empty answer",
+    "connection": "could not connect",
+    "unknown": "call failed",
+}
+_PREFIX = re.compile(r"^(?:litellm\.)?[A-Za-z]*(?:Error|Exception|Timeout)\s*[:-]\s*")
+_DECODE_WORDS = re.compile(
+    r"Expecting value|Expecting property name|Expecting ',' delimiter|Unterminated string|"
+    r"Extra data|Invalid control character|JSONDecodeError|Received response -",
+)
+
+
+def _detail(err: Exception) -> str:
+    """The useful part of a provider error message: one line, no class-name prefixes."""
+    text = str(err).strip().splitlines()[0] if str(err).strip() else ""
+    previous = None
+    while previous != text:
+        previous = text
+        text = _PREFIX.sub("", text).strip()
+    text = text.split(", Received response")[0].split(" Error_str:")[0]
+    text = re.sub(r"^error - ", "", text)
+    return (text[:200] + "...") if len(text) > 200 else text
+
+
+def _retry_after(err: Exception) -> float | None:
+    """Seconds from a ``Retry-After`` (or ``retry-after-ms``) header on a provider error."""
+    for holder in (err, getattr(err, "response", None)):
+        for attribute in ("litellm_response_headers", "headers"):
+            headers = getattr(holder, attribute, None)
+            if not headers:
+                continue
             try:
-                return float(value)
-            except ValueError:
-                return None
+                millis = headers.get("retry-after-ms")
+                if millis:
+                    return float(millis) / 1000.0
+                value = headers.get("retry-after") or headers.get("Retry-After")
+                if value:
+                    return max(0.0, float(value))
+            except (TypeError, ValueError, AttributeError):
+                continue  # an HTTP date, or headers of an unexpected type: use our backoff
     return None
 
 
+_CONNECTION_ERRORS = frozenset({"APIConnectionError", "ConnectError", "ConnectionError",
+                                "ConnectionRefusedError", "RemoteProtocolError"})
+_CONNECTION_WORDS = re.compile(
+    r"^Connection error\.?$|Connection refused|Name or service not known"
+)
+
+
+_REQUEST_ERRORS = frozenset({"BadRequestError", "NotFoundError", "UnprocessableEntityError",
+                             "ContextWindowExceededError", "UnsupportedParamsError",
+                             "ContentPolicyViolationError"})
+
+
+def _class_names(err: BaseException) -> set[str]:
+    """Class names of ``err`` and of the exceptions it was raised from (a few levels)."""
+    names: set[str] = set()
+    seen = 0
+    while err is not None and seen < 5:
+        names.update(cls.__name__ for cls in type(err).__mro__)
+        err = err.__cause__ or err.__context__
+        seen += 1
+    return names
+
+
 def classify_exception(err: Exception) -> ProviderError:
-    """Map a litellm/openai/httpx exception to an error kind with a short message."""
-    name = type(err).__name__
+    """Map a litellm / openai / httpx exception to an error kind with a short message."""
+    names = {cls.__name__ for cls in type(err).__mro__}
     status = getattr(err, "status_code", None)
-    text = str(err).strip().splitlines()[0][:300] if str(err).strip() else name
-    if "Timeout" in name or "timed out" in text.lower():
+    detail = _detail(err) or type(err).__name__
+    if names & {"Timeout", "APITimeoutError", "TimeoutException", "ReadTimeout", "TimeoutError"}:
         kind = "timeout"
-    elif name == "RateLimitError" or status == 429:
+    elif "RateLimitError" in names or status == 429:
         kind = "rate_limit"
-    elif name in ("AuthenticationError", "PermissionDeniedError") or status in (401, 403):
+    elif names & {"AuthenticationError", "PermissionDeniedError"} or status in (401, 403):
         kind = "auth"
-    elif name in ("BadRequestError", "NotFoundError", "UnprocessableEntityError",
-                  "ContextWindowExceededError", "UnsupportedParamsError") or status in (400, 404, 422):
-        kind = "bad_request"
-    elif name in ("APIConnectionError", "ConnectError", "ConnectionError") and status in (None, 500) and (
-        "json" in text.lower() or "decode" in text.lower() or "expecting" in text.lower()
+    elif _class_names(err) & _CONNECTION_ERRORS or (
+        status in (None, 500) and _CONNECTION_WORDS.search(detail)
     ):
-        kind = "malformed"
-    elif name in ("InternalServerError", "ServiceUnavailableError", "BadGatewayError") or (status and status >= 500):
+        kind = "connection"  # litellm reports a refused connection as a 500
+    elif _DECODE_WORDS.search(str(err)) and (status in (None, 200, 500)):
+        kind = "malformed"  # litellm reports an unreadable 200 body as a 500
+    elif names & _REQUEST_ERRORS or (isinstance(status, int) and 400 <= status < 500):
+        kind = "bad_request"
+    elif names & {"InternalServerError", "ServiceUnavailableError", "BadGatewayError"} or (
+        isinstance(status, int) and status >= 500
+    ):
         kind = "server"
-    elif name in ("APIConnectionError", "ConnectError", "ConnectionError"):
-        kind = "connection"
-    elif "json" in text.lower() or "decode" in text.lower():
-        kind = "malformed"
     else:
         kind = "unknown"
-    return ProviderError(kind, f"{name}: {text}", _retry_after(err))
+    label = _KIND_LABELS[kind]
+    if isinstance(status, int) and kind in ("server", "bad_request", "auth", "rate_limit"):
+        label = f"{label} (HTTP {status})"
+    return ProviderError(kind, f"{label}: {detail}", _retry_after(err))
 
 
+# -- model capabilities ------------------------------------------------------------------------
 def model_settings(model: str) -> dict:
-    return (conf.get("EVENNIA_AI_MODEL_SETTINGS") or {}).get(model) or {}
+    """``EVENNIA_AI_MODEL_SETTINGS[model]`` (an empty dict when unset)."""
+    settings = conf.get("EVENNIA_AI_MODEL_SETTINGS") or {}
+    value = settings.get(model) if isinstance(settings, dict) else None
+    return value if isinstance(value, dict) else {}
 
 
 def uses_native_tools(model: str) -> bool:
-    """Whether tools are sent natively to ``model`` (see module docstring)."""
+    """Whether tools are sent natively to ``model`` (see the module docstring).
+
+    The per-model setting wins. Otherwise only a model litellm *lists*, with
+    ``supports_function_calling`` explicitly False, gets the JSON protocol; a bare name is also
+    looked up (``openai/gpt-4`` as ``gpt-4``) when litellm lists it under the same provider.
+    """
     setting = model_settings(model).get("native_tools")
     if setting is not None:
         return bool(setting)
-    litellm = get_litellm()
-    for name in (model, model.split("/", 1)[-1]):
-        info = litellm.model_cost.get(name)
-        if info and "supports_function_calling" in info:
-            return bool(info["supports_function_calling"])
+    cost_map = get_litellm().model_cost
+    info = cost_map.get(model)
+    if info is None and "/" in model:
+        provider, bare = model.split("/", 1)
+        candidate = cost_map.get(bare)
+        if candidate and candidate.get("litellm_provider") == provider:
+            info = candidate
+    if info and info.get("supports_function_calling") is False:
+        return False
     return True
 
 
+# -- the JSON tool protocol --------------------------------------------------------------------
 def to_text_protocol(messages: list[dict], tools: list[dict] | None, tick_rate) -> list[dict]:
-    """Rewrite a request for the JSON tool protocol: schemas in the system prompt, no tool roles."""
-    from evennia_ai.prompt_templates import get_fallback_template, safe_render_template
+    """Rewrite a request for the JSON tool protocol.
+
+    The ``default_fallback`` template, rendered with the tool list, joins the system message
+    (replacing the native ``default`` template when that is there verbatim); tool results and
+    earlier tool calls become plain user and assistant text, since the provider takes no tools.
+    """
+    from evennia_ai.prompt_templates import (
+        get_default_template,
+        get_fallback_template,
+        safe_render_template,
+    )
 
     protocol = safe_render_template(
         get_fallback_template(), tool_schemas=render_tool_schemas(tools), tick_rate=tick_rate
     )
+    native_prompt = safe_render_template(get_default_template(), tick_rate=tick_rate)
     out: list[dict] = []
     for message in messages:
         role = message.get("role")
+        content = message.get("content")
         if role == "tool":
-            out.append({"role": "user", "content": f"[Tool result: {message.get('name') or 'tool'}] {message.get('content') or ''}"})
+            name = message.get("name") or "tool"
+            out.append({"role": "user", "content": f"[Tool result: {name}] {content or ''}"})
         elif role == "assistant" and message.get("tool_calls"):
-            import json
-
-            calls = [
-                {"tool": c["function"]["name"], "arguments": c["function"].get("arguments")}
-                for c in message["tool_calls"]
-            ]
-            content = (message.get("content") or "") + "\n" + json.dumps({"tool_calls": calls})
-            out.append({"role": "assistant", "content": content.strip()})
+            calls = []
+            for call in message["tool_calls"]:
+                fn = call.get("function") or {}
+                arguments = fn.get("arguments")
+                try:
+                    arguments = json.loads(arguments) if isinstance(arguments, str) else arguments
+                except ValueError:
+                    pass  # keep the string as the model wrote it
+                calls.append({"tool": fn.get("name"), "arguments": arguments or {}})
+            text = ((content or "") + "\n" + json.dumps({"tool_calls": calls})).strip()
+            out.append({"role": "assistant", "content": text})
         else:
-            out.append({"role": role, "content": message.get("content") or ""})
-    if out and out[0]["role"] == "system":
-        out[0] = {"role": "system", "content": out[0]["content"] + "\n\n" + protocol}
-    else:
+            out.append({"role": role, "content": content if content is not None else ""})
+    system = next((m for m in out if m["role"] == "system" and isinstance(m["content"], str)), None)
+    if system is None:
         out.insert(0, {"role": "system", "content": protocol})
+    elif native_prompt in system["content"]:
+        system["content"] = system["content"].replace(native_prompt, protocol, 1)
+    else:
+        system["content"] = f"{system['content']}\n\n{protocol}"
     return out
 
 
-def _parse_response(response, native: bool) -> LLMResult:
+# -- reading an answer -------------------------------------------------------------------------
+def _native_calls(message) -> list[ToolCall]:
+    calls: list[ToolCall] = []
+    for index, call in enumerate(getattr(message, "tool_calls", None) or []):
+        function = getattr(call, "function", None)
+        name = getattr(function, "name", None) or ""
+        raw = getattr(function, "arguments", None)
+        if raw is None:
+            raw = "{}"
+        elif not isinstance(raw, str):
+            raw = json.dumps(raw)
+        arguments: Any = {}
+        error = None
+        try:
+            arguments = json.loads(raw) if raw.strip() else {}
+        except ValueError as err:
+            error = f"arguments are not valid JSON ({err})"
+            arguments = {}
+        if error is None and not isinstance(arguments, dict):
+            error = f"arguments must be a JSON object, not {type(arguments).__name__}"
+            arguments = {}
+        calls.append(ToolCall(id=getattr(call, "id", None) or f"call_{index}", name=name,
+                              arguments=arguments, raw_arguments=raw, error=error))
+    return calls
+
+
+def _read_response(response, native: bool, tool_names: list[str]) -> LLMResult:
+    """An LLMResult from a litellm response; ProviderError for empty or unreadable ones."""
     choices = getattr(response, "choices", None)
     if not choices:
-        raise ProviderError("empty", "the provider answered with no choices")
+        raise ProviderError("empty", f"{_KIND_LABELS['empty']}: the provider returned no choices")
     choice = choices[0]
     message = getattr(choice, "message", None)
     if message is None:
-        raise ProviderError("malformed", "the provider's answer has no message")
+        raise ProviderError("malformed", f"{_KIND_LABELS['malformed']}: the choice has no message")
     text = getattr(message, "content", None)
-    calls: list[ToolCall] = []
+    if text is not None and not isinstance(text, str):
+        text = str(text)
     if native:
-        import json
-
-        for index, call in enumerate(getattr(message, "tool_calls", None) or []):
-            function = getattr(call, "function", None)
-            name = getattr(function, "name", None) or ""
-            raw = getattr(function, "arguments", None)
-            raw = raw if isinstance(raw, str) else json.dumps(raw or {})
-            error, arguments = None, {}
-            try:
-                arguments = json.loads(raw) if raw.strip() else {}
-                if not isinstance(arguments, dict):
-                    arguments, error = {}, "arguments must be a JSON object"
-            except ValueError as err:
-                error = f"not valid JSON ({err})"
-            calls.append(ToolCall(id=getattr(call, "id", None) or f"call_{index}", name=name,
-                                  arguments=arguments, raw_arguments=raw, error=error))
+        calls = _native_calls(message)
     else:
-        text, calls = parse_tool_calls_from_text(text)
+        text, calls = parse_tool_calls_from_text(text, tool_names)
     usage = getattr(response, "usage", None)
+    prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
+    completion = int(getattr(usage, "completion_tokens", 0) or 0)
+    total = int(getattr(usage, "total_tokens", 0) or 0) or prompt + completion
     return LLMResult(
         text=text,
         tool_calls=calls,
-        usage=LLMUsage(
-            int(getattr(usage, "prompt_tokens", 0) or 0),
-            int(getattr(usage, "completion_tokens", 0) or 0),
-            int(getattr(usage, "total_tokens", 0) or 0),
-        ),
+        usage=LLMUsage(prompt, completion, total),
         finish_reason=getattr(choice, "finish_reason", None),
         native_tools=native,
     )
 
 
+def _tool_names(tools: list[dict] | None) -> list[str]:
+    names = []
+    for tool in tools or []:
+        fn = tool.get("function", tool) if isinstance(tool, dict) else None
+        if isinstance(fn, dict) and isinstance(fn.get("name"), str):
+            names.append(fn["name"])
+    return names
+
+
+def _check_request(messages, tools) -> str | None:
+    """Why a request cannot be sent, or None. Catches caller bugs before any network."""
+    if not isinstance(messages, list) or not messages:
+        return "messages must be a non-empty list of chat messages"
+    if not all(isinstance(m, dict) and m.get("role") for m in messages):
+        return "every message must be a dict with a 'role'"
+    if tools is not None and not (
+        isinstance(tools, list) and all(isinstance(t, dict) for t in tools)
+    ):
+        return "tools must be a list of OpenAI-format tool schemas"
+    return None
+
+
+# -- the client --------------------------------------------------------------------------------
 class UnifiedLLMClient:
-    """One client for every model (see module docstring).
+    """One client for every model (see the module docstring). Safe to share between threads.
 
     Args:
-        model, api_base, api_key, timeout, fallbacks: Fixed values; None reads the settings at
-            call time.
-        max_retries, base_delay, max_delay: Retry policy; None reads the settings.
+        model: Model name; None reads ``EVENNIA_AI_MODEL`` at call time (empty: offline).
+        api_base: Endpoint; None reads ``EVENNIA_AI_API_BASE``.
+        api_key: Key; None reads ``EVENNIA_AI_API_KEY`` (empty: litellm's provider variables).
+        timeout: Seconds per attempt; None reads ``EVENNIA_AI_TIMEOUT``.
+        fallbacks: Models tried in order after the main one fails; None reads
+            ``EVENNIA_AI_FALLBACK_MODELS``.
+        max_retries: Retries per model; None reads ``EVENNIA_AI_MAX_RETRIES``.
+        base_delay: First backoff in seconds; None reads ``EVENNIA_AI_RETRY_BASE_DELAY``.
+        max_delay: Longest backoff in seconds; None reads ``EVENNIA_AI_RETRY_MAX_DELAY``.
+
+    Attributes:
+        in_flight: Calls running right now. Each occupies one thread of Twisted's pool (10
+            threads by default) for its whole duration, retries and backoff included.
+        sleep: The backoff sleep (``time.sleep``); tests may replace it.
     """
 
     def __init__(self, model=None, api_base=None, api_key=None, timeout=None, fallbacks=None,
@@ -221,117 +386,215 @@ class UnifiedLLMClient:
         self.max_delay = max_delay
         self.offline = OfflineModel()
         self.sleep = time.sleep
+        self.in_flight = 0
+        self._lock = threading.Lock()
 
     # -- configuration -------------------------------------------------------------------------
-    def _setting(self, own, name):
-        return own if own is not None else conf.get(name)
+    @staticmethod
+    def _pick(*values):
+        """The first value that is not None."""
+        return next((v for v in values if v is not None), None)
 
     def resolve_model(self, model: str | None = None) -> str:
+        """The model a call would use: per call, this client's, the setting, else offline."""
         return model or self.model or conf.get("EVENNIA_AI_MODEL") or conf.OFFLINE_MODEL
 
-    # -- calls ---------------------------------------------------------------------------------
-    def complete(self, messages, tools=None, **kwargs):
-        """Like :meth:`complete_sync`, in a thread; returns a Deferred firing with LLMResult."""
-        return defer_to_thread(self.complete_sync, messages, tools, **kwargs)
+    def fallback_models(self, primary: str, fallbacks=None) -> list[str]:
+        """Models to try after ``primary``, in order, without repeats."""
+        chain = self._pick(fallbacks, self.fallbacks, conf.get("EVENNIA_AI_FALLBACK_MODELS")) or []
+        if isinstance(chain, str):
+            chain = [part.strip() for part in chain.split(",")]
+        out: list[str] = []
+        for name in chain:
+            if isinstance(name, str) and name and name != primary and name not in out:
+                out.append(name)
+        return out
 
-    def complete_sync(self, messages: list[dict], tools: list[dict] | None = None, *, model=None,
-                      api_base=None, api_key=None, timeout=None, temperature=None,
+    def backoff(self, attempt: int, retry_after: float | None = None) -> float:
+        """Seconds to wait before retry number ``attempt`` (1-based).
+
+        Exponential (base doubled per attempt) with "equal jitter" (half fixed, half random) so
+        many NPCs hitting the same rate limit do not retry in step; a server's retry-after is
+        honoured when longer; everything is capped by the max delay.
+        """
+        base = float(self._pick(self.base_delay, conf.get("EVENNIA_AI_RETRY_BASE_DELAY")))
+        cap = float(self._pick(self.max_delay, conf.get("EVENNIA_AI_RETRY_MAX_DELAY")))
+        delay = min(cap, base * (2 ** (attempt - 1)))
+        delay *= 0.5 + random.random() / 2
+        if retry_after is not None:
+            delay = max(delay, retry_after)
+        return max(0.0, min(cap, delay))
+
+    # -- calls ---------------------------------------------------------------------------------
+    def complete(self, messages: list[dict], tools: list[dict] | None = None, *, model=None,
+                 api_base=None, api_key=None, timeout=None, temperature=None, max_tokens=None,
+                 tick_rate=None, fallbacks=None):
+        """Like :meth:`complete_sync`, in a thread. Returns a Deferred firing with LLMResult."""
+        return defer_to_thread(
+            self.complete_sync, messages, tools, model=model, api_base=api_base,
+            api_key=api_key, timeout=timeout, temperature=temperature, max_tokens=max_tokens,
+            tick_rate=tick_rate, fallbacks=fallbacks,
+        )
+
+    def complete_sync(self, messages: list[dict], tools: list[dict] | None = None, *,
+                      model=None, api_base=None, api_key=None, timeout=None, temperature=None,
                       max_tokens=None, tick_rate=None, fallbacks=None) -> LLMResult:
-        """Call the model (with retries and fallbacks); blocking. Never raises."""
+        """Call the model, with retries and fallbacks. Blocking; never raises.
+
+        Args:
+            messages: OpenAI-format chat messages.
+            tools: OpenAI-format tool schemas, or None.
+            model: This call's model (an NPC's own model); None uses the client's.
+            api_base: Endpoint for this call (all models of the call).
+            api_key: Key for this call.
+            timeout: Seconds per attempt for this call.
+            temperature: Sampling temperature, when given.
+            max_tokens: Most tokens in the answer, when given.
+            tick_rate: Seconds between ticks, shown in the JSON-protocol prompt; None reads
+                ``EVENNIA_AI_TICK_INTERVAL``.
+            fallbacks: Models to try after this one fails; None uses the client's/settings'.
+
+        Returns:
+            The :class:`LLMResult` of the first model that answered, else of the last failure
+            (its ``error`` then names every model that failed).
+        """
+        with self._lock:
+            self.in_flight += 1
+        try:
+            return self._timed(messages, tools, model=model, fallbacks=fallbacks,
+                               api_base=api_base, api_key=api_key, timeout=timeout,
+                               temperature=temperature, max_tokens=max_tokens,
+                               tick_rate=tick_rate)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+    def _timed(self, messages, tools, *, model, **options) -> LLMResult:
+        """:meth:`_complete` with its latency measured and any bug of ours turned into a result."""
+        try:
+            if self.resolve_model(model) != conf.OFFLINE_MODEL:
+                get_litellm()  # the one-time import is not this call's latency
+        except Exception:
+            pass  # _call_model reports it
         started = time.monotonic()
+        try:
+            result = self._complete(messages, tools, model=model, **options)
+        except Exception as err:  # a bug of ours, not a provider problem: report, don't raise
+            logger.exception("evennia_ai: unexpected error in the LLM client")
+            result = LLMResult(error=f"internal error: {type(err).__name__}: {err}",
+                               error_kind="unknown", model=str(model or self.model or ""))
+        result.latency = round(time.monotonic() - started, 4)
+        return result
+
+    def _complete(self, messages, tools, *, model, fallbacks, **options) -> LLMResult:
+        """The main model, then each fallback, until one answers."""
         primary = self.resolve_model(model)
-        chain = [primary] + [m for m in (fallbacks if fallbacks is not None else self._setting(self.fallbacks, "EVENNIA_AI_FALLBACK_MODELS") or []) if m and m != primary]
+        problem = _check_request(messages, tools)
+        if problem:
+            return LLMResult(error=f"bad request: {problem}", error_kind="bad_request",
+                             model=primary)
+        chain = [primary] + self.fallback_models(primary, fallbacks)
         attempts = 0
-        result = None
+        failures: list[str] = []
+        result = LLMResult()
         for position, name in enumerate(chain):
-            result = self._call_model(name, messages, tools, api_base=api_base, api_key=api_key,
-                                      timeout=timeout, temperature=temperature,
-                                      max_tokens=max_tokens, tick_rate=tick_rate)
+            result = self._call_model(name, messages, tools, **options)
             attempts += result.attempts
             result.fallback_used = position > 0
             if result.ok:
                 break
+            failures.append(f"{name}: {result.error}")
+        if not result.ok and len(failures) > 1:
+            result.error = "every model failed - " + "; ".join(failures)
         result.attempts = attempts
-        result.latency = round(time.monotonic() - started, 4)
         return result
 
-    def _call_model(self, model, messages, tools, **options) -> LLMResult:
+    def _call_model(self, model: str, messages, tools, **options) -> LLMResult:
+        """One model with its retries."""
         if model == conf.OFFLINE_MODEL:
             return self.offline.respond(messages, tools)
+        started = time.monotonic()
         try:
             native = uses_native_tools(model)
-        except Exception as err:
-            return LLMResult(error=f"litellm unavailable: {err}", error_kind="unknown", model=model, attempts=1)
-        max_retries = int(self._setting(self.max_retries, "EVENNIA_AI_MAX_RETRIES"))
-        base = float(self._setting(self.base_delay, "EVENNIA_AI_RETRY_BASE_DELAY"))
-        cap = float(self._setting(self.max_delay, "EVENNIA_AI_RETRY_MAX_DELAY"))
+        except Exception as err:  # litellm missing or broken
+            return LLMResult(error=f"litellm is not usable: {type(err).__name__}: {err}",
+                             error_kind="unknown", model=model, attempts=0)
+        max_retries = max(0, int(self._pick(self.max_retries, conf.get("EVENNIA_AI_MAX_RETRIES"))))
         attempt = 0
         while True:
             attempt += 1
             try:
                 result = self._request(model, messages, tools, native, **options)
-                result.attempts = attempt
-                result.model = model
-                return result
             except ProviderError as err:
-                if err.kind not in RETRYABLE_KINDS or attempt > max_retries:
-                    return LLMResult(error=str(err), error_kind=err.kind, model=model,
-                                     attempts=attempt, native_tools=native)
-                delay = min(cap, base * (2 ** (attempt - 1)))
-                delay = delay * (0.5 + random.random() / 2)
-                if err.retry_after is not None:
-                    delay = min(cap, max(delay, err.retry_after))
-                self.sleep(delay)
+                if err.kind in RETRYABLE_KINDS and attempt <= max_retries:
+                    self.sleep(self.backoff(attempt, err.retry_after))
+                    continue
+                return LLMResult(error=str(err), error_kind=err.kind, model=model,
+                                 attempts=attempt, native_tools=native,
+                                 latency=time.monotonic() - started)
+            result.attempts = attempt
+            result.model = model
+            result.latency = time.monotonic() - started
+            return result
 
     def _request(self, model, messages, tools, native, *, api_base=None, api_key=None,
                  timeout=None, temperature=None, max_tokens=None, tick_rate=None) -> LLMResult:
+        """One HTTP attempt. Raises ProviderError for anything that went wrong."""
         litellm = get_litellm()
-        settings = model_settings(model)
+        per_model = model_settings(model)
         kwargs: dict[str, Any] = {
             "model": model,
-            "timeout": float(timeout or self._setting(self.timeout, "EVENNIA_AI_TIMEOUT")),
-            "num_retries": 0,
+            "timeout": float(self._pick(timeout, per_model.get("timeout"), self.timeout,
+                                        conf.get("EVENNIA_AI_TIMEOUT"))),
+            "num_retries": 0,  # we retry ourselves; theirs would multiply ours
             "max_retries": 0,
+            "drop_params": True,  # e.g. temperature on models that refuse it
         }
-        base = api_base or settings.get("api_base") or self._setting(self.api_base, "EVENNIA_AI_API_BASE")
-        key = api_key or settings.get("api_key") or self._setting(self.api_key, "EVENNIA_AI_API_KEY")
+        base = (api_base or per_model.get("api_base") or self.api_base
+                or conf.get("EVENNIA_AI_API_BASE"))
+        key = (api_key or per_model.get("api_key") or self.api_key
+               or conf.get("EVENNIA_AI_API_KEY"))
         if base:
             kwargs["api_base"] = base
         if key:
             kwargs["api_key"] = key
         elif base:
-            kwargs["api_key"] = "not-needed"
+            kwargs["api_key"] = "not-needed"  # local servers ignore it; the OpenAI SDK wants one
         if temperature is not None:
             kwargs["temperature"] = temperature
         if max_tokens is not None:
             kwargs["max_tokens"] = max_tokens
-        if tools and native:
-            kwargs["tools"] = tools
-            kwargs["messages"] = messages
-        elif tools:
+        json_protocol = bool(tools) and not native
+        if json_protocol:
             rate = tick_rate if tick_rate is not None else conf.get("EVENNIA_AI_TICK_INTERVAL")
             kwargs["messages"] = to_text_protocol(messages, tools, rate)
         else:
             kwargs["messages"] = messages
+            if tools:
+                kwargs["tools"] = tools
         try:
             response = litellm.completion(**kwargs)
-        except ProviderError:
-            raise
         except Exception as err:
-            raise classify_exception(err) from None
+            error = classify_exception(err)
+            if error.kind == "timeout":
+                seconds = kwargs["timeout"]
+                error = ProviderError("timeout", f"timeout: no answer within {seconds:g} s")
+            raise error from None
         try:
-            result = _parse_response(response, native or not tools)
+            result = _read_response(response, not json_protocol, _tool_names(tools))
         except ProviderError:
             raise
         except Exception as err:
-            raise ProviderError("malformed", f"could not read the answer: {err}") from None
-        if not native and tools:
-            result.native_tools = False
+            raise ProviderError("malformed", f"{_KIND_LABELS['malformed']}: {err}") from None
+        result.native_tools = not json_protocol
         try:
             result.cost = float(litellm.completion_cost(completion_response=response))
-        except Exception:
+        except Exception:  # litellm does not know the model's price
             result.cost = None
-        result.raw = None
+        try:
+            result.raw = response.model_dump()
+        except Exception:
+            result.raw = None
         return result
 
 
@@ -339,37 +602,69 @@ _CLIENT: UnifiedLLMClient | None = None
 
 
 def get_client() -> UnifiedLLMClient:
-    """The shared client (settings are read at call time, so one instance serves all)."""
+    """The shared client. Settings are read at call time, so one instance serves every NPC."""
     global _CLIENT
     if _CLIENT is None:
         _CLIENT = UnifiedLLMClient()
     return _CLIENT
 
 
-_CONFIGURED_CALLBACKS: list = []
+# -- litellm callbacks -------------------------------------------------------------------------
+# Settings entry -> the callback object installed for it, so a second run adds nothing.
+_INSTALLED_CALLBACKS: dict[str, Any] = {}
+
+
+def _load_callback(entry):
+    """A callback object from a settings entry (a name, a dotted path, or an object)."""
+    if not isinstance(entry, str) or "." not in entry:
+        return entry  # an object, or a litellm integration name such as "langfuse"
+    module_path, _, attribute = entry.rpartition(".")
+    target = getattr(importlib.import_module(module_path), attribute)
+    return target() if isinstance(target, type) else target
 
 
 def configure_litellm_callbacks() -> list:
-    """Install ``EVENNIA_AI_LITELLM_CALLBACKS`` into litellm (idempotent).
+    """Install ``EVENNIA_AI_LITELLM_CALLBACKS`` into litellm. Idempotent.
 
-    Entries are litellm callback names (``"langfuse"``, ``"otel"``, ...) or dotted paths to a
-    ``CustomLogger`` instance or class (classes are instantiated).
+    Entries are litellm integration names (``"langfuse"``, ``"otel"``, ...), which join
+    ``litellm.success_callback`` and ``litellm.failure_callback``, or dotted paths to a
+    ``CustomLogger`` instance or class (a class is instantiated once), or such objects
+    themselves, which join ``litellm.callbacks``. Plain ``importlib`` is used, so it works
+    without Django. An entry that cannot be imported is logged and skipped.
+
+    Returns:
+        The callbacks added by this call (empty when everything was already installed).
     """
     entries = conf.get("EVENNIA_AI_LITELLM_CALLBACKS") or []
+    if isinstance(entries, str):
+        entries = [part.strip() for part in entries.split(",") if part.strip()]
     if not entries:
         return []
     litellm = get_litellm()
-    installed = []
+    added = []
     for entry in entries:
-        callback = entry
-        if isinstance(entry, str) and "." in entry:
-            module, _, attr = entry.rpartition(".")
-            callback = getattr(importlib.import_module(module), attr)
-            if isinstance(callback, type):
-                callback = callback()
-        if callback in _CONFIGURED_CALLBACKS:
+        if isinstance(entry, str) and "." not in entry:
+            success = list(getattr(litellm, "success_callback", None) or [])
+            failure = list(getattr(litellm, "failure_callback", None) or [])
+            if entry in success and entry in failure:
+                continue
+            if entry not in success:
+                litellm.success_callback = success + [entry]
+            if entry not in failure:
+                litellm.failure_callback = failure + [entry]
+            added.append(entry)
             continue
-        litellm.callbacks = list(getattr(litellm, "callbacks", []) or []) + [callback]
-        _CONFIGURED_CALLBACKS.append(callback)
-        installed.append(callback)
-    return installed
+        current = list(getattr(litellm, "callbacks", None) or [])
+        known = _INSTALLED_CALLBACKS.get(entry) if isinstance(entry, str) else entry
+        if known is not None and any(c is known for c in current):
+            continue
+        try:
+            callback = _load_callback(entry)
+        except Exception as err:
+            logger.error("evennia_ai: litellm callback %r could not be loaded: %s", entry, err)
+            continue
+        if isinstance(entry, str):
+            _INSTALLED_CALLBACKS[entry] = callback
+        litellm.callbacks = current + [callback]
+        added.append(callback)
+    return added

@@ -1,117 +1,228 @@
 """The JSON tool protocol for models without native tool calling (pure).
 
-The ``default_fallback`` template tells the model to answer with one JSON object::
+When a model cannot take ``tools=`` natively, the client leaves the tools out of the request
+and puts the ``default_fallback`` template in the system message, with the tool list rendered
+by :func:`render_tool_schemas`. The template asks the model to answer with one JSON object::
 
     {"tool": "say", "arguments": {"message": "Hello"}}
-    {"tool_calls": [{"tool": "look", "arguments": {}}, ...]}
+    {"tool_calls": [{"tool": "look", "arguments": {}}, {"tool": "say", "arguments": {...}}]}
 
-(``"name"`` is accepted for ``"tool"``), or with plain text. Parsing is forgiving: code fences,
-prose before or after the object, several objects in a row, braces inside strings. When a tool
-call is found the surrounding prose is returned as the reply's ``thought`` text (kept in the
-trace, not spoken); when none is found the whole text is the reply.
+or with plain text. :func:`parse_tool_calls_from_text` turns the reply back into the same
+:class:`~evennia_ai.llm.types.ToolCall` objects native tool calling gives. It is forgiving,
+because small local models rarely follow the format exactly:
+
+- code fences (```` ```json ... ``` ````) and prose before or after the JSON are ignored;
+- several objects in a row, a JSON list of calls, or ``{"tool_calls": [...]}`` all work;
+- ``"name"`` is accepted for ``"tool"`` (with an ``"arguments"``/``"parameters"`` key, or when
+  the name is a known tool), as are the OpenAI shape ``{"function": {"name", "arguments"}}``
+  and ``{"action": ..., "action_input": ...}``; ``{"tool": "say", "message": "hi"}`` (arguments
+  at the top level) is read as ``say(message="hi")``;
+- arguments given as a JSON string are decoded; arguments that are not a JSON object give a
+  call with ``error`` set, which the ReAct loop reports back to the model;
+- braces inside JSON strings are handled by the JSON decoder itself; single-quoted
+  pseudo-JSON is *not* accepted (it is plain text).
+
+Text: when at least one tool call is found, the prose outside the JSON is returned as the
+reply text (the model's "thought": the loop keeps it in the trace and does not say it) or None
+when there is none. When no tool call is found the whole reply is the text, to be said aloud.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-import uuid
+import re
+from collections.abc import Iterable, Iterator
 
 from evennia_ai.llm.types import ToolCall
 
+# Keys that may hold a call's arguments, most common first.
+_ARGUMENT_KEYS = ("arguments", "parameters", "args", "input", "action_input")
+_FENCE = re.compile(r"```[A-Za-z0-9_+-]*")
+_JSON_START = re.compile(r"[{\[]")
+# Bounds that keep a hostile or broken reply from making parsing slow.
+_MAX_FAILED_DECODES = 500
+_MAX_NESTING = 3
 
-def render_tool_schemas(tools: list[dict] | None) -> str:
-    """A compact, readable list of tools for the fallback prompt."""
-    lines = []
+
+def _schema_type(spec: dict) -> str:
+    if not isinstance(spec, dict):
+        return "any"
+    if isinstance(spec.get("enum"), list) and spec["enum"]:
+        return "|".join(json.dumps(v) for v in spec["enum"])
+    kind = spec.get("type", "any")
+    if isinstance(kind, list):
+        kind = "|".join(str(k) for k in kind)
+    if kind == "array" and isinstance(spec.get("items"), dict):
+        return f"array of {_schema_type(spec['items'])}"
+    bounds = [str(spec[k]) for k in ("minimum", "maximum") if isinstance(spec.get(k), (int, float))]
+    return f"{kind} {'-'.join(bounds)}" if len(bounds) == 2 else str(kind)
+
+
+def render_tool_schemas(tools: Iterable[dict] | None) -> str:
+    """Render OpenAI-format tool schemas as a compact, readable list for a prompt.
+
+    Args:
+        tools: ``[{"type": "function", "function": {name, description, parameters}}]`` (bare
+            ``{name, description, parameters}`` dicts work too).
+
+    Returns:
+        One line per tool, ``- name(arg: type, optional?: type) - description``, followed by
+        indented lines for arguments that have a description; ``(no tools)`` when empty.
+
+    Example:
+        >>> render_tool_schemas([{"type": "function", "function": {"name": "say",
+        ...     "description": "Say something aloud.", "parameters": {"type": "object",
+        ...     "properties": {"message": {"type": "string"}}, "required": ["message"]}}}])
+        '- say(message: string) - Say something aloud.'
+    """
+    lines: list[str] = []
     for tool in tools or []:
-        fn = tool.get("function", tool)
-        params = fn.get("parameters") or {}
-        props = params.get("properties") or {}
+        if not isinstance(tool, dict):
+            continue
+        fn = tool.get("function") if isinstance(tool.get("function"), dict) else tool
+        name = fn.get("name")
+        if not isinstance(name, str) or not name:
+            continue
+        params = fn.get("parameters") if isinstance(fn.get("parameters"), dict) else {}
+        props = params.get("properties") if isinstance(params.get("properties"), dict) else {}
         required = set(params.get("required") or [])
         args = ", ".join(
-            f"{name}{'' if name in required else '?'}: {spec.get('type', 'any')}"
-            + (f" ({spec['description']})" if spec.get("description") else "")
-            for name, spec in props.items()
+            f"{arg}{'' if arg in required else '?'}: {_schema_type(spec)}"
+            for arg, spec in props.items()
         )
-        lines.append(f"- {fn.get('name')}({args}): {fn.get('description', '')}".rstrip())
+        description = str(fn.get("description") or "").strip()
+        lines.append(f"- {name}({args})" + (f" - {description}" if description else ""))
+        for arg, spec in props.items():
+            if isinstance(spec, dict) and spec.get("description"):
+                lines.append(f"    {arg}: {spec['description']}")
     return "\n".join(lines) or "(no tools)"
 
 
-def _json_objects(text: str):
-    """Yield (start, end, obj) for each top-level JSON object/array found in ``text``."""
+def _json_values(text: str) -> Iterator[tuple[int, int, object]]:
+    """Yield ``(start, end, value)`` for each top-level JSON object or list in ``text``."""
     decoder = json.JSONDecoder()
-    index = 0
-    while index < len(text):
-        start = min((i for i in (text.find("{", index), text.find("[", index)) if i != -1), default=-1)
-        if start == -1:
+    failures = 0
+    position = 0
+    while failures < _MAX_FAILED_DECODES:
+        match = _JSON_START.search(text, position)
+        if match is None:
             return
+        start = match.start()
         try:
-            obj, end = decoder.raw_decode(text, start)
-        except ValueError:
-            index = start + 1
+            value, end = decoder.raw_decode(text, start)
+        except (ValueError, RecursionError):
+            failures += 1
+            position = start + 1
             continue
-        yield start, end, obj
-        index = end
+        yield start, end, value
+        position = end
 
 
-def _to_call(entry) -> ToolCall | None:
-    if not isinstance(entry, dict):
-        return None
-    name = entry.get("tool") or entry.get("name")
-    if isinstance(entry.get("function"), dict):
-        name = name or entry["function"].get("name")
-        arguments = entry["function"].get("arguments", {})
-    else:
-        arguments = entry.get("arguments", entry.get("args", {}))
-    if not isinstance(name, str) or not name:
-        return None
-    error = None
-    raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
-    if isinstance(arguments, str):
+def _decode_arguments(value) -> tuple[dict, str, str | None]:
+    """``(arguments, raw_arguments, error)`` for an arguments value as the model wrote it."""
+    if value is None:
+        return {}, "{}", None
+    if isinstance(value, str):
+        raw = value
+        if not raw.strip():
+            return {}, raw, None
         try:
-            arguments = json.loads(arguments) if arguments.strip() else {}
-        except ValueError as err:
-            arguments, error = {}, f"not valid JSON ({err})"
-    if not isinstance(arguments, dict):
-        arguments, error = {}, "arguments must be a JSON object"
-    return ToolCall(id="call_" + uuid.uuid4().hex[:10], name=name, arguments=arguments,
-                    raw_arguments=raw, error=error)
+            value = json.loads(raw)
+        except (ValueError, RecursionError) as err:
+            return {}, raw, f"arguments are not valid JSON ({err})"
+    else:
+        raw = json.dumps(value)
+    if not isinstance(value, dict):
+        return {}, raw, f"arguments must be a JSON object, not {type(value).__name__}"
+    return value, raw, None
 
 
-def parse_tool_calls_from_text(text: str | None, known_tool_names=None) -> tuple[str | None, list[ToolCall]]:
-    """Tool calls written as JSON in ``text``.
+def _as_call(entry: dict, known: frozenset[str]) -> tuple[str, object] | None:
+    """``(name, arguments value)`` when ``entry`` is shaped like a tool call, else None."""
+    function = entry.get("function")
+    if isinstance(function, dict) and isinstance(function.get("name"), str):
+        return function["name"], function.get("arguments")
+    arg_key = next((k for k in _ARGUMENT_KEYS if k in entry), None)
+    tool = entry.get("tool")
+    if isinstance(tool, str) and tool.strip():
+        if arg_key is not None:
+            return tool.strip(), entry[arg_key]
+        # Arguments written beside the name: {"tool": "say", "message": "hi"}.
+        return tool.strip(), {k: v for k, v in entry.items() if k not in ("tool", "id", "type")}
+    # "name" and "action" are common words in other JSON, so they need more evidence.
+    for name_key in ("name", "action"):
+        name = entry.get(name_key)
+        if not isinstance(name, str) or not name.strip():
+            continue
+        if arg_key is not None or name.strip() in known:
+            return name.strip(), entry.get(arg_key) if arg_key else None
+    return None
+
+
+def _calls_in(value, known: frozenset[str], depth: int = 0) -> list[tuple[str, object]]:
+    """Tool-call shaped entries in a decoded JSON value (searching a little way down)."""
+    if depth > _MAX_NESTING:
+        return []
+    if isinstance(value, list):
+        found = []
+        for item in value:
+            found.extend(_calls_in(item, known, depth + 1))
+        return found
+    if not isinstance(value, dict):
+        return []
+    if isinstance(value.get("tool_calls"), list):
+        return _calls_in(value["tool_calls"], known, depth + 1)
+    call = _as_call(value, known)
+    if call is not None:
+        return [call]
+    # A wrapper such as {"thought": "...", "action": {"tool": ...}}.
+    found = []
+    for item in value.values():
+        if isinstance(item, (dict, list)):
+            found.extend(_calls_in(item, known, depth + 1))
+    return found
+
+
+def parse_tool_calls_from_text(
+    text: str | None, known_tool_names: Iterable[str] | None = None
+) -> tuple[str | None, list[ToolCall]]:
+    """Read tool calls written as JSON in a model's reply (see the module docstring).
 
     Args:
         text: The model's reply.
-        known_tool_names: Unused for filtering (unknown names are still returned so the loop can
-            tell the model the tool does not exist); accepted for symmetry.
+        known_tool_names: Names of the offered tools. They let a bare ``{"name": "look"}`` count
+            as a call; names not in it are still returned when the object is clearly a tool
+            call, so the loop can tell the model that tool does not exist.
 
     Returns:
-        ``(text, calls)``: with calls, ``text`` is the prose around the JSON (or None); without,
-        it is the whole reply.
+        ``(text, calls)``. With calls, ``text`` is the prose around the JSON (None when there is
+        none); without, it is the reply unchanged. Never raises.
     """
-    if not text:
-        return text, []
-    cleaned = text.replace("```json", "```")
-    calls: list[ToolCall] = []
-    spans = []
-    for start, end, obj in _json_objects(cleaned):
-        entries = []
-        if isinstance(obj, dict) and isinstance(obj.get("tool_calls"), list):
-            entries = obj["tool_calls"]
-        elif isinstance(obj, dict):
-            entries = [obj]
-        elif isinstance(obj, list):
-            entries = obj
-        found = [c for c in (_to_call(e) for e in entries) if c is not None]
-        if found:
-            calls.extend(found)
+    if not isinstance(text, str) or not text.strip():
+        return (text if isinstance(text, str) else None), []
+    known = frozenset(n for n in (known_tool_names or ()) if isinstance(n, str))
+    cleaned = _FENCE.sub("", text)
+    found: list[tuple[str, object]] = []
+    spans: list[tuple[int, int]] = []
+    for start, end, value in _json_values(cleaned):
+        calls = _calls_in(value, known)
+        if calls:
+            found.extend(calls)
             spans.append((start, end))
-    if not calls:
+    if not found:
         return text, []
+
+    seed = hashlib.sha1(text.encode("utf-8", "replace")).hexdigest()[:8]
+    tool_calls = []
+    for index, (name, value) in enumerate(found):
+        arguments, raw, error = _decode_arguments(value)
+        tool_calls.append(ToolCall(id=f"call_{seed}_{index}", name=name, arguments=arguments,
+                                   raw_arguments=raw, error=error))
     prose, last = [], 0
     for start, end in spans:
         prose.append(cleaned[last:start])
         last = end
     prose.append(cleaned[last:])
-    rest = "".join(prose).replace("```", "").strip()
-    return (rest or None), calls
+    thought = re.sub(r"\n{3,}", "\n\n", "".join(prose)).strip()
+    return (thought or None), tool_calls

@@ -1,17 +1,28 @@
-"""The built-in offline model: deterministic answers from the request. NOT a language model.
+"""The built-in offline model: deterministic answers computed from the request.
 
-It exists so that the demo and the test suite run with no key and no network. It reads the
-request it is given (messages and offered tools) and answers with simple rules:
+This is NOT a language model. It exists so that a game, the demo and the test suite work with
+no API key and no network: the client uses it when ``EVENNIA_AI_MODEL`` is empty or is
+``evennia_ai/offline``. It reads the request (messages and offered tools) and follows a few
+fixed rules, so the same request always gets the same answer:
 
-- a player's words in the last user message get an in-character reply through the speech tool
-  when one is offered (``say``, or ``reply``/``respond``/``speak``), chosen from a few phrasings
-  per intent (greeting, question, farewell, thanks, anything else) by hashing the text, and
-  signed with the persona's flavour when the system message names one;
-- a fact the player states ("my name is X", "I am X", "I like X", "remember that X") is stored
-  with ``add_session_memory`` or ``store_memory`` when offered, in the third person;
-- in an autonomous tick with ``update_goal`` offered, the first active goal id in the prompt
-  (``goal_<tick>_<index>``) gets 25 points more progress;
-- with no speech tool it answers with text.
+1. **Speech.** The newest user message (someone said something: ``Alice says, "hello"``, or any
+   user text) gets an in-character reply through a speech tool when one is offered (``say``,
+   else ``reply``/``respond``/``speak``, else a tool whose name contains one of those words).
+   The reply is picked from a few phrasings per intent (greeting, question, farewell, thanks,
+   anything else) by hashing the player's words, and uses the NPC's name and the flavour of
+   its persona when the system message gives them. With no speech tool, the reply is text.
+2. **Facts.** When the player states a fact ("my name is X", "I am X", "I like X", "remember
+   that X") and ``add_session_memory`` or ``store_memory`` is offered, that call comes first,
+   with the fact in the third person (``Alice's name is X``).
+3. **Goals.** In an autonomous tick (no new input to answer) with ``update_goal`` offered, the
+   first active goal id in the prompt (``goal_<tick>_<n> ... active``) gets one step
+   (:data:`GOAL_STEP` points) more progress, and is completed at 100.
+4. **Done.** Inside a ReAct loop, once the steps above were taken for the newest input, it
+   ends the turn: ``noop`` when offered, else an empty answer.
+
+Arguments are built from each tool's JSON schema, so tools whose parameter names differ still
+get valid calls (required string parameters get the text). Usage is a rough estimate (four
+characters a token), cost 0, model ``evennia_ai/offline``.
 """
 
 from __future__ import annotations
@@ -23,30 +34,48 @@ import time
 
 from evennia_ai.llm.types import LLMResult, LLMUsage, ToolCall
 
-OFFLINE_MODEL_NAME = "evennia_ai/offline"
+OFFLINE_MODEL_NAME = "evennia_ai/offline"  # same value as evennia_ai.conf.OFFLINE_MODEL
 SPEECH_TOOLS = ("say", "reply", "respond", "speak")
+MEMORY_TOOLS = ("add_session_memory", "store_memory")
+GOAL_STEP = 25
 
-_SPEECH = re.compile(r'^(?P<who>[^\n:"]{1,60}?)\s+(?:says|asks|exclaims|whispers)(?: to you)?,?\s*[:,]?\s*"(?P<what>.+)"\s*$', re.I | re.M)
-_FACTS = (
-    (re.compile(r"\bmy name is ([\w' -]{2,40})", re.I), "{who}'s name is {x}"),
-    (re.compile(r"\bremember(?: that)? (.{3,120})", re.I), "{x}"),
-    (re.compile(r"\bi (?:really )?(?:like|love|enjoy) ([\w' ,-]{2,60})", re.I), "{who} likes {x}"),
-    (re.compile(r"\bi am (?:a |an )?([\w' -]{2,40})", re.I), "{who} is {x}"),
-    (re.compile(r"\bi'm (?:a |an )?([\w' -]{2,40})", re.I), "{who} is {x}"),
+# "Alice says, "hi"", "Alice says to you: "hi"", "Bob asks: "where?"".
+_SPEECH = re.compile(
+    r'^\s*(?P<who>[^\n:"]{1,60}?)\s+(?:says|asks|exclaims|whispers|shouts|replies)'
+    r'(?:\s+to\s+[^\n:",]{1,40})?\s*[:,]?\s*"(?P<what>[^\n]+)"\s*$',
+    re.I | re.M,
 )
-_GOAL_ID = re.compile(r"\b(goal_\d+_\d+)\b[^\n]*?\bactive\b", re.I)
-_PROGRESS = re.compile(r"(goal_\d+_\d+)[^\n]*?(\d{1,3})%")
+_NPC_NAME = re.compile(r"\bYou are ([A-Z][\w'-]*(?: [A-Z][\w'-]*){0,3})")
+_PERSONA = re.compile(r"^#+\s*Persona\s*\n(?P<text>.+?)(?:\n#|\Z)", re.S | re.M | re.I)
+_ACTIVE_GOAL = re.compile(r"\b(goal_\d+_\d+)\b[^\n]*?\bactive\b", re.I)
+_GOAL_PROGRESS = re.compile(r"\b(goal_\d+_\d+)\b[^\n]*?(\d{1,3})%")
+# Cut a stated fact at the next clause: "Alice and I like ale" -> "Alice".
+_CLAUSE_END = re.compile(r"\s*(?:[.!?;]|,| and | but | so | because ).*$", re.I | re.S)
+_FACTS = (
+    (re.compile(r"\bmy name is ([\w' -]{2,60})", re.I), "{who}'s name is {x}"),
+    (re.compile(r"\bremember(?: that)? (.{3,160})", re.I), None),
+    (re.compile(r"\bi (?:really )?(?:like|love|enjoy) ([\w' -]{2,60})", re.I), "{who} likes {x}"),
+    (re.compile(r"\b(?:i am|i'm) ((?:a |an )?[\w' -]{2,60})", re.I), "{who} is {x}"),
+)
 
+_FLAVOURS = (
+    (("innkeeper", "tavern", "barkeep", "bartender", "inn ", "ale"), "What can I pour you?"),
+    (("guard", "soldier", "watchman", "captain"), "Keep the peace while you're here."),
+    (("merchant", "shop", "trader", "smith", "vendor"), "Have a look at my wares."),
+    (("priest", "temple", "healer", "monk"), "Peace be with you."),
+    (("wizard", "mage", "scholar", "librarian"), "Knowledge is never wasted."),
+)
+_DEFAULT_FLAVOUR = "What brings you here?"
 _REPLIES = {
     "greeting": (
-        "Well met, {who}! Pull up a stool by the fire.",
-        "Evening, {who}. What can I get you?",
-        "Welcome, {who}! You look like you've been on the road a while.",
+        "Well met, {who}! {flavour}",
+        "Evening, {who}. {flavour}",
+        "Welcome, {who}! I'm {me}. {flavour}",
     ),
     "question": (
-        "A fair question, {who}. Let me think on it: {echo}",
-        "Hmm, {who}, you're asking about {echo} I'll tell you what I know.",
-        "That I can help with, {who}. {echo} is something folk ask about often.",
+        "A fair question, {who}. Let me think on it.",
+        "Hmm, you're asking about {echo}? I'll tell you what I know, {who}.",
+        "That I can help with, {who}. Folk ask me about that often.",
     ),
     "farewell": (
         "Safe travels, {who}. The door's always open.",
@@ -58,8 +87,8 @@ _REPLIES = {
     ),
     "default": (
         "Is that so, {who}? Tell me more.",
-        "I hear you, {who}. {echo}",
-        "Ha! You don't say, {who}.",
+        "I hear you, {who}: {echo}.",
+        "Ha! You don't say, {who}. {flavour}",
     ),
 }
 
@@ -77,88 +106,181 @@ def _intent(text: str) -> str:
     return "default"
 
 
-def _pick(options: tuple, text: str) -> str:
-    digest = hashlib.sha256(text.encode("utf8")).digest()
-    return options[digest[0] % len(options)]
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
+
+
+def _tool_params(tools) -> dict[str, dict]:
+    """Offered tool names mapped to their parameter schemas, in the order offered."""
+    offered: dict[str, dict] = {}
+    for tool in tools or []:
+        if not isinstance(tool, dict):
+            continue
+        fn = tool.get("function") if isinstance(tool.get("function"), dict) else tool
+        name = fn.get("name")
+        if isinstance(name, str) and name:
+            params = fn.get("parameters")
+            offered[name] = params if isinstance(params, dict) else {}
+    return offered
+
+
+def _placeholder(spec: dict, text: str):
+    """A valid value for one parameter: the text for strings, a neutral value otherwise."""
+    if isinstance(spec.get("enum"), list) and spec["enum"]:
+        return spec["enum"][0]
+    kind = spec.get("type", "string")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "string")
+    if kind == "string":
+        return text
+    if kind in ("integer", "number"):
+        return spec.get("minimum", 0)
+    if kind == "boolean":
+        return False
+    if kind == "array":
+        return []
+    if kind == "object":
+        return {}
+    return text
+
+
+def build_arguments(params: dict, text: str, preferred: dict | None = None) -> dict:
+    """Arguments for a tool from its JSON schema.
+
+    Args:
+        params: The tool's ``parameters`` schema.
+        text: The text to put in string parameters.
+        preferred: Values wanted when the schema has parameters of those names (all are kept
+            when the schema lists no properties).
+
+    Returns:
+        ``preferred`` filtered to the schema's parameters, plus a value for every required
+        parameter still missing: ``text`` for strings; with no required parameter and nothing
+        preferred, a non-empty ``text`` goes in the first string parameter.
+    """
+    props = params.get("properties") if isinstance(params.get("properties"), dict) else {}
+    preferred = dict(preferred or {})
+    if not props:
+        return preferred or {"message": text}
+    arguments = {k: v for k, v in preferred.items() if k in props}
+    required = [r for r in params.get("required") or [] if r in props]
+    for name in required:
+        if name not in arguments:
+            spec = props[name] if isinstance(props[name], dict) else {}
+            arguments[name] = _placeholder(spec, text)
+    if not arguments and text:
+        first = next((n for n, s in props.items()
+                      if isinstance(s, dict) and s.get("type", "string") == "string"), None)
+        if first:
+            arguments[first] = text
+    return arguments
 
 
 def _call(name: str, arguments: dict) -> ToolCall:
-    raw = json.dumps(arguments)
-    call_id = "call_" + hashlib.sha256((name + raw).encode()).hexdigest()[:10]
-    return ToolCall(id=call_id, name=name, arguments=arguments, raw_arguments=raw)
+    raw = json.dumps(arguments, sort_keys=True)
+    return ToolCall(id="call_" + _digest(name + raw)[:12], name=name, arguments=arguments,
+                    raw_arguments=raw)
 
 
-def _tool_names(tools) -> dict:
-    out = {}
-    for tool in tools or []:
-        fn = tool.get("function", tool)
-        if fn.get("name"):
-            out[fn["name"]] = fn.get("parameters") or {}
-    return out
+def _speech_tool(offered: dict) -> str | None:
+    for name in SPEECH_TOOLS:
+        if name in offered:
+            return name
+    return next((n for n in offered if any(word in n.lower() for word in SPEECH_TOOLS)), None)
 
 
-def _string_arg(params: dict, text: str) -> dict:
-    props = params.get("properties") or {}
-    required = params.get("required") or list(props)
-    for name in required:
-        if (props.get(name) or {}).get("type", "string") == "string":
-            return {name: text}
-    return {"message": text}
-
-
-def _last_user_text(messages) -> str:
-    for message in reversed(messages or []):
-        if message.get("role") == "user" and isinstance(message.get("content"), str):
-            return message["content"]
+def _content(message: dict) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # multi-part content: keep the text parts
+        return "\n".join(p.get("text", "") for p in content if isinstance(p, dict))
     return ""
 
 
+def _is_user_input(message: dict) -> bool:
+    """A user message that is not a tool result relayed as text (the JSON protocol's form)."""
+    if message.get("role") != "user":
+        return False
+    return not _content(message).lstrip().startswith("[Tool result")
+
+
+def _current_turn(messages: list) -> tuple[str, list[str], bool]:
+    """The newest user input and what was done about it since.
+
+    Returns:
+        ``(user_text, tools_called_since, answered_with_text)``. ``user_text`` is "" when the
+        request has no user message. In an autonomous tick the newest user message is old
+        history that was answered already, so it is not answered twice.
+    """
+    last_user = max((i for i, m in enumerate(messages) if _is_user_input(m)), default=-1)
+    if last_user < 0:
+        return "", [], False
+    called: list[str] = []
+    answered = False
+    for message in messages[last_user + 1:]:
+        if message.get("role") != "assistant":
+            continue
+        for call in message.get("tool_calls") or []:
+            fn = call.get("function") if isinstance(call, dict) else None
+            if isinstance(fn, dict) and fn.get("name"):
+                called.append(fn["name"])
+        # Text we wrote is our spoken reply: this model never writes "thoughts".
+        if _content(message).strip():
+            answered = True
+    return _content(messages[last_user]), called, answered
+
+
 class OfflineModel:
-    """Deterministic responder (see module docstring)."""
+    """Deterministic responder standing in for a model (see the module docstring)."""
 
     name = OFFLINE_MODEL_NAME
 
     def respond(self, messages: list[dict], tools: list[dict] | None = None) -> LLMResult:
+        """Answer a chat request without any network.
+
+        Args:
+            messages: OpenAI-format chat messages.
+            tools: OpenAI-format tool schemas offered for this call.
+
+        Returns:
+            An :class:`LLMResult` with tool calls and/or text, like a real model's.
+        """
         started = time.monotonic()
-        offered = _tool_names(tools)
-        system = "\n".join(m.get("content") or "" for m in messages if m.get("role") == "system")
-        user = _last_user_text(messages)
+        messages = [m for m in messages or [] if isinstance(m, dict)]
+        offered = _tool_params(tools)
+        system = "\n".join(_content(m) for m in messages if m.get("role") == "system")
+        user_text, called, answered = _current_turn(messages)
+        speech_tool = _speech_tool(offered)
+        memory_tool = next((n for n in MEMORY_TOOLS if n in offered), None)
+        spoke = answered or (speech_tool is not None and speech_tool in called)
+
         calls: list[ToolCall] = []
         text = None
-
-        speech = _SPEECH.findall(user)
-        who, what = (speech[-1] if speech else ("friend", user.strip()))
-        who = who.strip() or "friend"
-        if speech:
-            speech_tool = next((n for n in SPEECH_TOOLS if n in offered), None)
-            reply = self._reply(who, what)
-            memory_tool = next((n for n in ("add_session_memory", "store_memory") if n in offered), None)
+        if user_text.strip() and not spoke:
+            who, words = _speaker_and_words(user_text)
+            fact = _fact(who, words)
+            if fact and memory_tool and memory_tool not in called:
+                preferred = {"kind": "fact", "content": fact, "text": fact, "memory": fact}
+                arguments = build_arguments(offered[memory_tool], fact, preferred)
+                calls.append(_call(memory_tool, arguments))
+            reply = _reply(who, words, system)
             if speech_tool:
-                calls.append(_call(speech_tool, _string_arg(offered[speech_tool], reply)))
+                calls.append(_call(speech_tool, build_arguments(offered[speech_tool], reply)))
             else:
                 text = reply
-            fact = self._fact(who, what)
-            if fact and memory_tool:
-                args = {"kind": "fact", "content": fact} if memory_tool == "add_session_memory" else {"content": fact}
-                calls.append(_call(memory_tool, _filter_args(offered[memory_tool], args, fact)))
-        elif "update_goal" in offered and ("autonomous" in user.lower() or "goal" in user.lower()):
-            goal = _GOAL_ID.search(system + "\n" + user)
-            if goal:
-                current = {m[0]: int(m[1]) for m in _PROGRESS.findall(system + "\n" + user)}
-                progress = min(100, current.get(goal.group(1), 0) + 25)
-                args = {"goal_id": goal.group(1), "progress": progress}
-                if progress >= 100:
-                    args["status"] = "completed"
-                calls.append(_call("update_goal", args))
-            else:
-                calls.append(_call("noop", {})) if "noop" in offered else None
-        elif "noop" in offered:
-            calls.append(_call("noop", {}))
-        else:
-            text = "I have nothing to add right now."
+        elif "update_goal" in offered and "update_goal" not in called:
+            goal_call = _goal_step(system + "\n" + user_text, offered["update_goal"])
+            if goal_call is not None:
+                calls.append(goal_call)
+        if not calls and text is None and "noop" in offered:
+            calls.append(_call("noop", build_arguments(offered["noop"], "")))
 
-        prompt_tokens = sum(len(str(m.get("content") or "")) for m in messages) // 4 + 1
-        completion_tokens = max(1, len(json.dumps([c.arguments for c in calls]) + (text or "")) // 4)
+        schema_chars = len(json.dumps(tools or [], default=str))
+        prompt_chars = sum(len(_content(m)) for m in messages) + schema_chars
+        completion_chars = len(text or "") + sum(len(c.raw_arguments) + len(c.name) for c in calls)
+        prompt_tokens = prompt_chars // 4 + 1
+        completion_tokens = completion_chars // 4 + 1
         return LLMResult(
             text=text,
             tool_calls=calls,
@@ -171,33 +293,66 @@ class OfflineModel:
             native_tools=True,
         )
 
-    @staticmethod
-    def _reply(who: str, what: str) -> str:
-        intent = _intent(what)
-        echo = what.strip().rstrip("?.!")
-        echo = (echo[:80] + "...") if len(echo) > 80 else echo
-        return _pick(_REPLIES[intent], what).format(who=who, echo=echo + ".")
 
-    @staticmethod
-    def _fact(who: str, what: str) -> str | None:
-        for pattern, shape in _FACTS:
-            match = pattern.search(what)
-            if match:
-                x = match.group(1).strip().rstrip(".!?")
-                if shape == "{x}":
-                    x = re.sub(r"\bI am\b|\bI'm\b", f"{who} is", x)
-                    x = re.sub(r"\bmy\b", f"{who}'s", x, flags=re.I)
-                    x = re.sub(r"\bI\b", who, x)
-                return shape.format(who=who, x=x)
+def _speaker_and_words(user_text: str) -> tuple[str, str]:
+    """Who spoke and what they said: the last speech line, else the whole text."""
+    matches = list(_SPEECH.finditer(user_text))
+    if matches:
+        last = matches[-1]
+        who = last.group("who").strip().split("\n")[-1].strip() or "friend"
+        return who, last.group("what").strip()
+    return "friend", user_text.strip()
+
+
+def _persona_flavour(system: str) -> str:
+    match = _PERSONA.search(system)
+    persona = (match.group("text") if match else system).lower()
+    for words, flavour in _FLAVOURS:
+        if any(word in persona for word in words):
+            return flavour
+    return _DEFAULT_FLAVOUR
+
+
+def _reply(who: str, words: str, system: str) -> str:
+    options = _REPLIES[_intent(words)]
+    choice = options[int(_digest(words)[:8], 16) % len(options)]
+    name = _NPC_NAME.search(system)
+    echo = re.sub(r"\s+", " ", words).strip().rstrip("?.!")
+    echo = (echo[:77] + "...") if len(echo) > 80 else echo
+    if re.match(r"[A-Z][a-z]", echo) and not re.match(r"I\b", echo):
+        echo = echo[0].lower() + echo[1:]  # it is quoted mid-sentence
+    return choice.format(who=who, echo=echo, flavour=_persona_flavour(system),
+                         me=name.group(1) if name else "the keeper of this place")
+
+
+def _fact(who: str, words: str) -> str | None:
+    """The first fact the player states, in the third person, or None."""
+    for pattern, shape in _FACTS:
+        match = pattern.search(words)
+        if not match:
+            continue
+        if shape is None:  # "remember that ...": rewrite the speaker's pronouns
+            x = match.group(1).strip().rstrip(".!?\"'")
+            x = re.sub(r"\bI am\b|\bI'm\b", f"{who} is", x)
+            x = re.sub(r"\bmy\b", f"{who}'s", x, flags=re.I)
+            x = re.sub(r"\b(I|me)\b", who, x)
+            return x[:1].upper() + x[1:] if x else None
+        x = _CLAUSE_END.sub("", match.group(1)).strip()
+        if shape == "{who} is {x}" and re.fullmatch(r"[A-Z][\w'-]+", x):
+            shape = "{who}'s name is {x}"  # "I'm Alice" introduces a name
+        if len(x) >= 2:
+            return shape.format(who=who, x=x)
+    return None
+
+
+def _goal_step(text: str, params: dict) -> ToolCall | None:
+    goal = _ACTIVE_GOAL.search(text)
+    if goal is None:
         return None
-
-
-def _filter_args(params: dict, args: dict, text: str) -> dict:
-    props = params.get("properties") or {}
-    if not props:
-        return args
-    kept = {k: v for k, v in args.items() if k in props}
-    for name in params.get("required") or []:
-        if name not in kept:
-            kept.update(_string_arg({"properties": {name: props.get(name, {})}, "required": [name]}, text))
-    return kept
+    goal_id = goal.group(1)
+    progress = {gid: int(value) for gid, value in _GOAL_PROGRESS.findall(text)}
+    new_progress = min(100, progress.get(goal_id, 0) + GOAL_STEP)
+    preferred = {"goal_id": goal_id, "progress": new_progress}
+    if new_progress >= 100:
+        preferred["status"] = "completed"
+    return _call("update_goal", build_arguments(params, goal_id, preferred))

@@ -1,12 +1,21 @@
-"""Typed results of model calls (pure)."""
+"""Typed results of model calls (pure).
+
+Every model call made through :class:`~evennia_ai.llm.client.UnifiedLLMClient`, native tool
+calling, the JSON tool protocol or the offline model alike, ends in one :class:`LLMResult`.
+Provider problems are values here (``error``/``error_kind``), never exceptions.
+"""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
+#: Every value ``LLMResult.error_kind`` may take.
 ERROR_KINDS = ("timeout", "rate_limit", "server", "malformed", "auth", "bad_request", "empty",
                "connection", "unknown")
+#: Kinds worth another attempt at the same model: the next try may well succeed. An empty or
+#: malformed answer is usually a proxy or server hiccup, so it is retried like a 5xx.
 RETRYABLE_KINDS = frozenset({"timeout", "rate_limit", "server", "malformed", "empty", "connection"})
 
 
@@ -15,22 +24,30 @@ class ToolCall:
     """A tool call the model asked for.
 
     Attributes:
-        id: Provider tool-call id (generated for the JSON protocol).
-        name: Tool name as given.
-        arguments: Parsed arguments ({} when they did not parse).
-        raw_arguments: The argument string as the model wrote it.
-        error: Why the arguments did not parse, if they did not.
+        id: Provider tool-call id (generated for the JSON protocol and the offline model).
+        name: Tool name as the model wrote it (it may name a tool that was not offered).
+        arguments: Parsed arguments; ``{}`` when they did not parse.
+        raw_arguments: The argument string as the model wrote it (filled with the JSON of
+            ``arguments`` when left empty).
+        error: Why the arguments are unusable (not valid JSON, not an object), else None.
+            The ReAct loop feeds this back to the model instead of running the tool.
     """
 
     id: str
     name: str
     arguments: dict = field(default_factory=dict)
-    raw_arguments: str | None = None
+    raw_arguments: str = ""
     error: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.raw_arguments and self.error is None:
+            self.raw_arguments = json.dumps(self.arguments or {})
 
 
 @dataclass
 class LLMUsage:
+    """Token counts of one call, as the provider reported them (or estimated offline)."""
+
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
@@ -38,7 +55,25 @@ class LLMUsage:
 
 @dataclass
 class LLMResult:
-    """What one model call (with its retries and fallbacks) produced. Never raised."""
+    """What one model call (with its retries and fallbacks) produced. Never raised.
+
+    Attributes:
+        text: Reply text. With tool calls in the JSON protocol, the prose around the JSON
+            (the model's "thought"); None when there is none.
+        tool_calls: Tool calls in the order the model gave them.
+        usage: Token counts of the successful attempt (zeros on error).
+        cost: USD cost from ``litellm.completion_cost`` when litellm knows the model, else
+            None; 0.0 for the offline model.
+        latency: Seconds from the call to its result, retries and backoff included.
+        model: The model that answered (a fallback's name when one was used).
+        attempts: HTTP attempts made over every model tried.
+        error: Short, readable reason the call failed; None on success.
+        error_kind: One of :data:`ERROR_KINDS` when ``error`` is set.
+        finish_reason: The provider's finish reason ("stop", "tool_calls", "length", ...).
+        fallback_used: True when a model other than the first one answered (or failed last).
+        native_tools: False when the JSON tool protocol was used for this call.
+        raw: The provider's response as a plain dict (None for errors and offline answers).
+    """
 
     text: str | None = None
     tool_calls: list[ToolCall] = field(default_factory=list)
@@ -52,8 +87,9 @@ class LLMResult:
     finish_reason: str | None = None
     fallback_used: bool = False
     native_tools: bool = True
-    raw: Any = None
+    raw: dict[str, Any] | None = None
 
     @property
     def ok(self) -> bool:
+        """True when the call produced an answer (text and/or tool calls)."""
         return self.error is None
