@@ -50,7 +50,8 @@ SETTINGS: dict[str, Setting] = {
         Setting("EVENNIA_AI_MAX_RETRIES", 2, "Retries per model on rate limits, 5xx and timeouts (exponential backoff with jitter)."),
         Setting("EVENNIA_AI_RETRY_BASE_DELAY", 0.5, "First backoff delay in seconds; doubles each retry, capped by EVENNIA_AI_RETRY_MAX_DELAY."),
         Setting("EVENNIA_AI_RETRY_MAX_DELAY", 8.0, "Longest single backoff delay in seconds (a server's retry-after is honoured up to this)."),
-        Setting("EVENNIA_AI_MODEL_SETTINGS", {}, "Per-model options, e.g. `{'ollama/llama2': {'native_tools': False, 'context_window': 4096}}`."),
+        Setting("EVENNIA_AI_MODEL_SETTINGS", {}, "Per-model options: `native_tools`, `context_window`, `api_base`, `api_key`, `timeout`, e.g. `{'ollama/llama2': {'native_tools': False, 'context_window': 4096}}`."),
+        Setting("EVENNIA_AI_THREAD_POOL_SIZE", 10, "Threads for model and memory calls (a pool of daemon threads of its own, so a reload never waits for a call in flight)."),
         Setting("EVENNIA_AI_LITELLM_CALLBACKS", [], "litellm callbacks (names such as `langfuse`, or dotted paths to CustomLogger instances/classes)."),
         # --- ticking -------------------------------------------------------------------------
         Setting("EVENNIA_AI_TICK_INTERVAL", 5, "Seconds between an assistant's ticks."),

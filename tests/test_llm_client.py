@@ -438,7 +438,9 @@ def test_bad_requests_are_refused_before_the_network(server):
 
 # -- Deferreds ---------------------------------------------------------------------------------
 def test_thread_alias_defaults_to_defer_to_thread():
-    assert client_module.defer_to_thread is threads.deferToThread
+    from evennia_ai.threadpool import run_in_thread
+
+    assert client_module.defer_to_thread is run_in_thread
 
 
 def test_complete_returns_a_deferred(server, monkeypatch):

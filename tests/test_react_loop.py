@@ -401,3 +401,27 @@ def test_native_tools_for_unknown_openai_compatible_model(server):
     body = server.requests_to("/v1/chat/completions")[0].body
     assert body["tools"][0]["function"]["name"] == "say"
     json.dumps(body)
+
+
+class Note(Tool):
+    name = "note"
+    description = "Note a fact."
+    bookkeeping = True
+    parameters = {"type": "object", "properties": {"fact": {"type": "string"}}}
+
+    def __init__(self):
+        self.notes = []
+
+    def run(self, ctx, fact=""):
+        self.notes.append(fact)
+        return ToolResult.ok("noted")
+
+
+def test_single_action_runs_bookkeeping_before_its_action(server):
+    note, say = Note(), Say()
+    server.enqueue({"tool_calls": [call("note", fact="Alice likes stew"), call("say", message="Stew it is"),
+                                   call("note", fact="late note")]})
+    out = run(server, [note, say], pattern(mode="single_action", iterations=1))
+    assert note.notes == ["Alice likes stew"] and say.said == ["Stew it is"]
+    assert [c.status for c in out.trace.tool_calls] == ["ran", "ran", "skipped"]
+    assert out.stop_reason == StopReason.TERMINAL_TOOL

@@ -9,7 +9,8 @@ become error results the model sees, provider failures end the tick with ``StopR
 How the :class:`~evennia_ai.execution_pattern.ExecutionPattern` is honoured:
 
 - ``single_action``: one model call; only its first tool call runs (the others are answered
-  with a "not run" result so the history stays a valid chat transcript).
+  with a "not run" result so the history stays a valid chat transcript), except that
+  ``bookkeeping`` tools (memory and journal notes) placed before it run too.
 - ``react_loop``: model call, every tool call of the response in order, results back to the
   model, repeat, at most ``max_iterations`` model calls.
 - ``plan_execute``: a first model call without tools asks for a short numbered plan, which is
@@ -294,7 +295,7 @@ class ReactLoop:
             return (yield self._text_reply(result.text, messages))
 
         native = getattr(result, "native_tools", True)
-        run_calls = calls[:1] if self.single_action else calls
+        run_calls = self._single_action_calls(calls) if self.single_action else calls
         assistant = self._assistant_message(result.text, calls, native)
         messages.append(assistant)
         self.outcome.new_messages.append(assistant)
@@ -332,6 +333,22 @@ class ReactLoop:
             return None
         return None
 
+    def _single_action_calls(self, calls: list) -> list:
+        """The calls a single-action tick runs: its first action, and the note-taking before it.
+
+        One action per tick, as the spec's single_action says; tools marked ``bookkeeping``
+        (remembering a fact, a journal entry, an entity observation) change nothing in the world
+        and run when they come before that action, so an NPC answering a player still keeps
+        what the player told it.
+        """
+        chosen = []
+        for call in calls:
+            tool = self.tools.get(call.name)
+            chosen.append(call)
+            if tool is None or not getattr(tool, "bookkeeping", False):
+                break
+        return chosen
+
     @defer.inlineCallbacks
     def _text_reply(self, text: str | None, messages: list[dict]):
         text = (text or "").strip()
@@ -354,9 +371,10 @@ class ReactLoop:
 
     def _assistant_message(self, text, calls, native: bool) -> dict:
         if not native:
-            raw = text or json.dumps(
+            calls_json = json.dumps(
                 {"tool_calls": [{"tool": c.name, "arguments": c.arguments} for c in calls]}
             )
+            raw = f"{text.strip()}\n{calls_json}" if text and text.strip() else calls_json
             return {"role": "assistant", "content": raw}
         return {
             "role": "assistant",

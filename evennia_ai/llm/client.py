@@ -48,9 +48,10 @@ import threading
 import time
 from typing import Any
 
-from twisted.internet import threads
+
 
 from evennia_ai import conf
+from evennia_ai.threadpool import run_in_thread
 from evennia_ai.llm.json_protocol import parse_tool_calls_from_text, render_tool_schemas
 from evennia_ai.llm.offline import OfflineModel
 from evennia_ai.llm.types import RETRYABLE_KINDS, LLMResult, LLMUsage, ToolCall
@@ -59,7 +60,7 @@ logger = logging.getLogger(__name__)
 
 #: How :meth:`UnifiedLLMClient.complete` reaches a thread. Tests replace it with a synchronous
 #: call (``lambda fn, *a, **kw: defer.maybeDeferred(fn, *a, **kw)``).
-defer_to_thread = threads.deferToThread
+defer_to_thread = run_in_thread
 
 _litellm = None
 _litellm_lock = threading.Lock()

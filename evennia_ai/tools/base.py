@@ -123,6 +123,7 @@ class Tool:
     category: str = ToolCategory.SAFE_CHAIN
     lock: str = ""
     cacheable: bool = False
+    bookkeeping: bool = False  # only notes things down; may precede the action of a single-action tick
     timeout: float | None = None
     contexts: frozenset[str] | None = None
 

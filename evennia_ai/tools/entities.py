@@ -25,6 +25,7 @@ def resolve_entity(npc, name: str):
 
 @register_tool
 class UpdateEntityObservation(Tool):
+    bookkeeping = True
     name = "update_entity_observation"
     description = (
         "Note an observation about a person or thing you know (someone present, or someone "

@@ -222,6 +222,7 @@ def decompose(npc, goal: dict, client, model, tick: int):
 # -- session memory ------------------------------------------------------------------------------
 @register_tool
 class AddSessionMemory(Tool):
+    bookkeeping = True
     name = "add_session_memory"
     description = (
         "Remember a fact about the world, a player or an event (kind=fact), a pattern in how "
@@ -268,6 +269,7 @@ def event_source(ctx: ToolContext) -> str:
 
 @register_tool
 class AddJournalEntry(Tool):
+    bookkeeping = True
     name = "add_journal_entry"
     description = (
         "Write a journal entry (importance 1-10). During reflection, an entry starting with "
