@@ -115,11 +115,15 @@ class GameServer:
         raise RuntimeError(f"server not ready after {timeout}s ({last}); log:\n{self.log_tail()}")
 
     def reload(self, timeout: float = 90) -> None:
+        """``evennia reload`` (the launcher waits for the server to come back).
+
+        Connected telnet sessions survive a reload (the portal keeps them), so this does not log
+        in to check: a second login as the same account would disconnect the first.
+        """
         result = self.evennia("reload", timeout=timeout)
         if result.returncode:
             raise RuntimeError(f"reload failed:\n{result.stdout}\n{result.stderr}")
         time.sleep(1.0)
-        self.wait_ready(timeout)
 
     def stop(self) -> None:
         """Stop the game, killing anything that does not stop by itself."""
