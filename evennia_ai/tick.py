@@ -212,6 +212,7 @@ class TickRunner:
         from evennia_ai.engine.react import ReactLoop, TickBudget
         from evennia_ai.execution_pattern import select_execution_pattern
         from evennia_ai import sources  # noqa: F401  (registers the built-in sources)
+        from evennia_ai.memory import longterm_sources  # noqa: F401  (semantic memories)
         from evennia_ai.tools.base import ToolContext
         from evennia_ai.workspace.goals import goal_urgency
 
@@ -285,6 +286,8 @@ class TickRunner:
             sections=built.sections,
         )
         outcome = yield loop.run(built.messages)
+        if context_type == "sleep_consolidate" and not self.cancelled():
+            yield self._consolidate(model, trace)
         if context_type == "pre_compaction" and not self.cancelled():
             if (self.ai.get("compaction") or {}).get("pending") or self._history_reason(tick_id):
                 yield self._compact(client, model, tick_id)
@@ -346,6 +349,33 @@ class TickRunner:
         self._update_metrics(outcome, trace)
         self._after_context(trace.context_type, outcome)
         self._check_history_pressure(trace.tick_id)
+
+    @defer.inlineCallbacks
+    def _consolidate(self, model, trace: TickTrace):
+        """Sleep: journal entries and recent history since the last sleep go to long-term memory."""
+        from evennia_ai.engine.history import render_text
+        from evennia_ai.memory import longterm
+        from evennia_ai.workspace.journal import entries_since
+
+        sleep = self.ai.get("sleep")
+        since = sleep.get("last_consolidated") or ""
+        texts: list = list(entries_since(self.ai.get("journal"), since) if since else self.ai.get("journal"))
+        recent = render_text(self.ai.get("history")[-40:], assistant_name=self.npc.key)
+        if recent:
+            texts.append({"content": f"Recent conversation:\n{recent[:4000]}", "source": "observed"})
+        if not texts:
+            return
+        try:
+            result = yield longterm.consolidate(self.npc.dbref, texts, model=model)
+        except Exception as err:
+            logger.log_err(f"evennia_ai: consolidating memory failed: {err}")
+            return
+        usage = getattr(result, "usage", None) or {}
+        trace.prompt_tokens += int(usage.get("prompt_tokens", 0) or 0)
+        trace.completion_tokens += int(usage.get("completion_tokens", 0) or 0)
+        trace.cost += float(usage.get("cost", 0.0) or 0.0)
+        if getattr(self.npc, "pk", None):
+            self.ai.update("sleep", lambda s: {**s, "last_consolidated": utcnow_iso()})
 
     @defer.inlineCallbacks
     def _compact(self, client, model, tick_id: int):

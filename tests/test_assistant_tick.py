@@ -25,9 +25,12 @@ def sync_thread(fn, *args, **kwargs):
 class AssistantTestBase(BaseEvenniaTest):
     def setUp(self):
         super().setUp()
-        patcher = mock.patch.object(client_module, "defer_to_thread", sync_thread)
-        patcher.start()
-        self.addCleanup(patcher.stop)
+        from evennia_ai.memory import longterm
+
+        for module in (client_module, longterm):
+            patcher = mock.patch.object(module, "defer_to_thread", sync_thread)
+            patcher.start()
+            self.addCleanup(patcher.stop)
         self.npc = create_object(AIAssistantCharacter, key="Innkeeper", location=self.room1)
         self.npc.ai.set_persona("A warm innkeeper.")
         self.script = self.npc.ai.script

@@ -1,0 +1,81 @@
+"""The ``semantic_memories`` context source: what the NPC remembers about the pending event.
+
+For each tick with a pending event, the long-term memory is searched for the event's text (top-k
+and threshold from settings, ``auto`` mode) in a thread, and the hits are rendered as::
+
+    ## Things you remember
+    - Bob owes Alice five gold coins (about Bob; told directly, trust 0.9; 2026-01-01)
+
+The source never holds a tick up: until long-term memory has finished initialising it returns
+"" at once (starting the initialisation, in a running server, if nothing has), and a search that
+takes longer than :data:`SEARCH_TIMEOUT` seconds, or fails, renders as "".
+
+Import this module to register the source (the tick imports it with the built-in sources).
+"""
+
+from __future__ import annotations
+
+from evennia.utils import logger
+
+from evennia_ai.context_builder import register_source
+from evennia_ai.memory import longterm
+
+SEARCH_TIMEOUT = 5.0  # seconds a tick waits for its memory search
+HEADER = "## Things you remember"
+
+
+def render_memories(hits) -> str:
+    """Hits as the prompt section ("" when there are none).
+
+    Args:
+        hits: :class:`~evennia_ai.memory.search.MemoryHit` objects, best first.
+    """
+    lines = []
+    for hit in hits or []:
+        text = " ".join(str(hit.text or "").split())
+        if not text:
+            continue
+        details = []
+        if hit.person_name or hit.person:
+            details.append(f"about {hit.person_name or hit.person}")
+        provenance = str(hit.source or "").replace("_", " ")
+        if hit.trust is not None:
+            provenance = f"{provenance}, trust {hit.trust:g}" if provenance else f"trust {hit.trust:g}"
+        if provenance:
+            details.append(provenance)
+        if hit.time:
+            details.append(str(hit.time)[:10])
+        lines.append(f"- {text}" + (f" ({'; '.join(details)})" if details else ""))
+    return HEADER + "\n" + "\n".join(lines) if lines else ""
+
+
+def query_text(builder) -> str:
+    """The text searched for: the pending events as the NPC reads them."""
+    from evennia_ai.engine.events import render_events
+
+    if builder.batch:
+        return render_events(builder.batch)
+    return str(builder.extra.get("pending_event", "") or "")
+
+
+@register_source("semantic_memories")
+def semantic_memories(builder):
+    """Long-term memories relevant to the pending event (a Deferred, or "" at once)."""
+    from twisted.internet import reactor
+
+    if not longterm.is_ready():
+        if reactor.running:  # a game without the start hook; never from a test's stopped reactor
+            longterm.init_in_thread()  # a no-op while one runs; later ticks will have memories
+        return ""
+    query = query_text(builder)
+    if not query.strip():
+        return ""
+
+    def failed(failure):
+        logger.log_err(f"evennia_ai: recalling memories for {builder.npc.key} failed or was slow: "
+                       f"{failure.getErrorMessage()}")
+        return ""
+
+    deferred = longterm.recall(builder.npc.dbref, query)
+    deferred.addTimeout(SEARCH_TIMEOUT, reactor)
+    return deferred.addCallback(lambda outcome: render_memories(outcome.hits)).addErrback(failed)

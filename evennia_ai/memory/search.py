@@ -1,0 +1,333 @@
+"""Search modes over long-term memories, archival entries and history (pure).
+
+Four modes, as the spec names them:
+
+- ``keyword``: SQLite FTS5 ranked by BM25 (:mod:`evennia_ai.memory.keyword_index`). Always
+  available; finds exact names and rare words; no relevance threshold (a shared word is the
+  evidence).
+- ``vector``: semantic similarity through mem0's embedder and vector store; hits below the
+  relevance threshold (``EVENNIA_AI_MEMORY_THRESHOLD``) are dropped.
+- ``hybrid``: both, merged by reciprocal rank fusion (:func:`reciprocal_rank_fusion`), so a
+  memory found by both ranks first and one found by either still appears.
+- ``auto``: ``hybrid`` when an embedder is available, else ``keyword``.
+
+Asking for ``vector`` or ``hybrid`` without an embedder falls back to ``keyword`` with a note
+saying so, rather than failing: a game without the local embedder still remembers.
+
+This module holds the mode logic and the fusion, and works on any callables that return
+ranked :class:`MemoryHit` lists; :mod:`evennia_ai.memory.longterm` plugs in the real stores.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import threading
+from collections import OrderedDict
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Iterable, Sequence
+
+MODES = ("auto", "keyword", "vector", "hybrid")
+RRF_K = 60  # the usual constant of reciprocal rank fusion: damps the weight of the top ranks
+
+
+@dataclass
+class MemoryHit:
+    """One ranked search result.
+
+    Attributes:
+        id: The memory's id (shared by the keyword index and the vector store).
+        text: What is remembered.
+        score: Relevance in [0, 1]: similarity (vector), share of the query's words matched (keyword) or the
+            normalised fused score (hybrid). Orders hits of one search; not comparable across
+            modes.
+        source: How the NPC learned it (``told_directly``, ``observed``, ...).
+        trust: How far to trust it, 0-1, or None.
+        time: When it was stored, ISO-8601 UTC.
+        person: Dbref of the character it is about, or "".
+        person_name: That character's name.
+        kind: ``memory``, ``archival`` or ``history``.
+        via: Which searches found it (``keyword``, ``vector``).
+        scores: Each search's own score, by search.
+        data: The original item, for searches over entries held elsewhere (archival).
+    """
+
+    id: str
+    text: str
+    score: float = 0.0
+    source: str = ""
+    trust: float | None = None
+    time: str = ""
+    person: str = ""
+    person_name: str = ""
+    kind: str = "memory"
+    via: tuple[str, ...] = ()
+    scores: dict[str, float] = field(default_factory=dict)
+    data: dict | None = None
+
+    def to_dict(self) -> dict:
+        """Plain data for tool results and the web (the original item left out)."""
+        out = asdict(self)
+        out.pop("data", None)
+        out["via"] = list(self.via)
+        return out
+
+
+@dataclass
+class SearchOutcome:
+    """What a search did and found.
+
+    Attributes:
+        mode: The mode actually used (never ``auto``).
+        hits: Results, best first.
+        requested: The mode asked for.
+        note: Why the mode differs from the one asked for, or what failed; "" when nothing.
+    """
+
+    mode: str
+    hits: list[MemoryHit]
+    requested: str = "auto"
+    note: str = ""
+
+
+def check_mode(mode: str | None) -> str:
+    """Normalise a mode name; raises ValueError naming the valid ones."""
+    value = str(mode or "auto").strip().lower()
+    if value not in MODES:
+        raise ValueError(f"Unknown search mode {mode!r}; use one of: {', '.join(MODES)}.")
+    return value
+
+
+def resolve_mode(requested: str | None, vector_available: bool) -> tuple[str, str]:
+    """The mode to run and a note when it is not the one asked for.
+
+    Args:
+        requested: ``auto``, ``keyword``, ``vector`` or ``hybrid`` (None means ``auto``).
+        vector_available: Whether an embedder and vector store are ready.
+
+    Returns:
+        ``(mode, note)``; ``mode`` is never ``auto``.
+
+    Raises:
+        ValueError: For an unknown mode.
+    """
+    mode = check_mode(requested)
+    if mode == "auto":
+        return ("hybrid" if vector_available else "keyword"), ""
+    if mode in ("vector", "hybrid") and not vector_available:
+        return "keyword", f"{mode} search needs an embedder, which is not available; used keyword search."
+    return mode, ""
+
+
+def reciprocal_rank_fusion(ranked: Sequence[Sequence[MemoryHit]], *, labels: Sequence[str] | None = None,
+                           k: int = RRF_K, limit: int | None = None) -> list[MemoryHit]:
+    """Merge ranked lists: each hit scores ``sum(1 / (k + rank))`` over the lists it is in.
+
+    Hits are matched by id. A merged hit keeps the fields of its first appearance, the union
+    of ``via`` and every list's own score in ``scores``. Its ``score`` is the fused score
+    divided by the best possible (first in every list), so it lies in (0, 1].
+
+    Args:
+        ranked: Lists of hits, each best first.
+        labels: Name of each list (recorded in ``via``/``scores``); default ``list0``, ...
+        k: The fusion constant (larger flattens the ranks' weights).
+        limit: Most hits returned (None: all).
+
+    Returns:
+        The merged hits, best first; ties keep first-seen order.
+    """
+    labels = list(labels) if labels is not None else [f"list{i}" for i in range(len(ranked))]
+    if len(labels) != len(ranked):
+        raise ValueError("reciprocal_rank_fusion needs one label per list.")
+    best_possible = sum(1.0 / (k + 1) for _ in ranked) or 1.0
+    merged: dict[str, MemoryHit] = {}
+    fused: dict[str, float] = {}
+    for label, hits in zip(labels, ranked):
+        seen: set[str] = set()
+        for rank, hit in enumerate(hits, start=1):
+            if hit.id in seen:  # a list naming the same hit twice counts it once, at its best
+                continue
+            seen.add(hit.id)
+            if hit.id not in merged:
+                merged[hit.id] = MemoryHit(**{**asdict(hit), "via": (), "scores": {}, "data": hit.data})
+            entry = merged[hit.id]
+            entry.via = tuple(dict.fromkeys(entry.via + (label,)))
+            entry.scores[label] = hit.score
+            fused[hit.id] = fused.get(hit.id, 0.0) + 1.0 / (k + rank)
+    order = sorted(merged, key=lambda hit_id: -fused[hit_id])  # sorted() is stable on ties
+    out = []
+    for hit_id in order[: limit if limit is not None else None]:
+        hit = merged[hit_id]
+        hit.score = round(fused[hit_id] / best_possible, 6)
+        out.append(hit)
+    return out
+
+
+Searcher = Callable[[int], list[MemoryHit]]
+
+
+def run_search(mode: str | None, *, keyword: Searcher, vector: Searcher | None,
+               limit: int) -> SearchOutcome:
+    """Run one search in the given mode.
+
+    Args:
+        mode: The requested mode.
+        keyword: ``fetch(n) -> hits`` over the keyword index (always available).
+        vector: ``fetch(n) -> hits`` over the vector store (already thresholded), or None when
+            there is no embedder.
+        limit: Most hits returned.
+
+    Returns:
+        A :class:`SearchOutcome`. A failing vector search falls back to keyword search, with the
+        error in ``note``; a failing keyword search raises (nothing else would answer).
+    """
+    requested = check_mode(mode)
+    effective, note = resolve_mode(requested, vector is not None)
+    limit = max(1, int(limit))
+    if effective in ("vector", "hybrid"):
+        try:
+            # Hybrid fetches deeper so a hit ranked low by one search can still be fused in.
+            vector_hits = _labelled(vector(limit if effective == "vector" else 2 * limit), "vector")
+        except Exception as err:  # the embedder or the store broke: still answer by keyword
+            note = f"vector search failed ({type(err).__name__}: {err}); used keyword search."
+            effective = "keyword"
+        else:
+            if effective == "vector":
+                return SearchOutcome("vector", vector_hits[:limit], requested, note)
+            keyword_hits = _labelled(keyword(2 * limit), "keyword")
+            hits = reciprocal_rank_fusion([vector_hits, keyword_hits], labels=["vector", "keyword"],
+                                          limit=limit)
+            return SearchOutcome("hybrid", hits, requested, note)
+    return SearchOutcome("keyword", _labelled(keyword(limit), "keyword")[:limit], requested, note)
+
+
+def _labelled(hits: Iterable[MemoryHit], label: str) -> list[MemoryHit]:
+    out = []
+    for hit in hits:
+        if label not in hit.via:
+            hit.via = hit.via + (label,)
+        hit.scores.setdefault(label, hit.score)
+        out.append(hit)
+    return out
+
+
+# -- entries held elsewhere (archival, history) ---------------------------------------------
+def entry_text(entry: Any) -> str:
+    """The searchable text of an archival/history entry (a dict or a plain string)."""
+    if isinstance(entry, dict):
+        for key in ("content", "text", "memory", "summary"):
+            value = entry.get(key)
+            if isinstance(value, str) and value.strip():
+                return value
+        return ""
+    return str(entry or "")
+
+
+def entry_id(entry: Any, position: int) -> str:
+    """A stable id for an entry: its own ``id`` when it has one, else its position."""
+    if isinstance(entry, dict) and entry.get("id") not in (None, ""):
+        return str(entry["id"])
+    return f"#{position}"
+
+
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    """Cosine similarity of two vectors (0 when either is zero)."""
+    dot = sum(x * y for x, y in zip(a, b))
+    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    return dot / norm if norm else 0.0
+
+
+class EmbeddingCache:
+    """A bounded, thread-safe map text -> embedding: repeated searches embed each entry once.
+
+    Args:
+        embed: ``embed(text) -> list[float]``.
+        size: Most embeddings kept (least recently used dropped first).
+    """
+
+    def __init__(self, embed: Callable[[str], Sequence[float]], size: int = 4096):
+        self.embed = embed
+        self.size = size
+        self._cache: OrderedDict[str, Sequence[float]] = OrderedDict()
+        self._lock = threading.Lock()  # searches run in several threads at once
+
+    def __call__(self, text: str) -> Sequence[float]:
+        key = hashlib.sha1(text.encode("utf-8", "replace")).hexdigest()
+        with self._lock:
+            if key in self._cache:
+                self._cache.move_to_end(key)
+                return self._cache[key]
+        vector = self.embed(text)  # outside the lock: embedding is the slow part
+        with self._lock:
+            self._cache[key] = vector
+            if len(self._cache) > self.size:
+                self._cache.popitem(last=False)
+        return vector
+
+
+def search_entries(entries: Sequence[Any], query: str, limit: int = 5, *, mode: str | None = "auto",
+                   embed: Callable[[str], Sequence[float]] | None = None,
+                   threshold: float = 0.0, kind: str = "archival") -> SearchOutcome:
+    """Search a list of entries held elsewhere (archival entries, history lines).
+
+    Keyword search uses a throwaway FTS5 index; vector search embeds the query and each entry
+    with ``embed`` (wrap it in an :class:`EmbeddingCache` to embed each entry once).
+
+    Args:
+        entries: Dicts (``content``/``text`` and optional ``id``, ``source``, ``trust``,
+            ``time``/``timestamp``) or strings.
+        query: Plain text.
+        limit: Most hits.
+        mode: A search mode (``auto`` uses hybrid when ``embed`` is given).
+        embed: ``embed(text) -> vector``, or None for keyword search only.
+        threshold: Least cosine similarity of a vector hit.
+        kind: The ``kind`` given to the hits.
+
+    Returns:
+        A :class:`SearchOutcome` whose hits carry the original entry in ``data``.
+    """
+    from evennia_ai.memory.keyword_index import rank_texts
+
+    by_id: dict[str, MemoryHit] = {}
+    for position, entry in enumerate(entries or []):
+        text = entry_text(entry)
+        if text.strip():
+            hit_id = entry_id(entry, position)
+            by_id.setdefault(hit_id, _entry_hit(hit_id, text, entry, kind))
+
+    def fresh(hit_id: str, score: float) -> MemoryHit:
+        base = by_id[hit_id]
+        return MemoryHit(**{**asdict(base), "score": round(score, 6), "via": (), "scores": {},
+                            "data": base.data})
+
+    def keyword(n: int) -> list[MemoryHit]:
+        ranked = rank_texts(((h.id, h.text) for h in by_id.values()), query, n)
+        return [fresh(hit_id, score) for hit_id, score in ranked]
+
+    vector = None
+    if embed is not None:
+        def vector(n: int) -> list[MemoryHit]:
+            query_vector = embed(query)
+            scored = [(cosine(query_vector, embed(h.text)), h.id) for h in by_id.values()]
+            scored = [(s, i) for s, i in scored if s >= threshold]
+            scored.sort(key=lambda pair: -pair[0])
+            return [fresh(hit_id, score) for score, hit_id in scored[:n]]
+
+    if not str(query or "").strip():
+        return SearchOutcome(resolve_mode(mode, embed is not None)[0], [], check_mode(mode), "")
+    return run_search(mode, keyword=keyword, vector=vector, limit=limit)
+
+
+def _entry_hit(hit_id: str, text: str, entry: Any, kind: str) -> MemoryHit:
+    data = entry if isinstance(entry, dict) else {"content": text}
+    trust = data.get("trust", data.get("source_trust"))
+    try:
+        trust = None if trust is None else float(trust)
+    except (TypeError, ValueError):
+        trust = None
+    return MemoryHit(
+        id=hit_id, text=text, source=str(data.get("source") or ""), trust=trust,
+        time=str(data.get("time") or data.get("timestamp") or ""),
+        person=str(data.get("person") or ""), person_name=str(data.get("person_name") or ""),
+        kind=kind, data=data,
+    )

@@ -1,0 +1,130 @@
+"""Reflection, sleep phases, sub-agents and autonomy of an assistant (database tests)."""
+
+from unittest import mock
+
+from django.test import override_settings
+
+from evennia_ai.engine.trace import StopReason
+from evennia_ai.testing.model_server import ModelServer
+from evennia_ai.workspace.goals import add_goal
+
+from test_assistant_tick import AssistantTestBase
+
+
+def call(name, **arguments):
+    return {"name": name, "arguments": arguments}
+
+
+class ModelBase(AssistantTestBase):
+    def setUp(self):
+        super().setUp()
+        self.server = ModelServer().start()
+        self.addCleanup(self.server.stop)
+        patch = override_settings(
+            EVENNIA_AI_MODEL="openai/test-model", EVENNIA_AI_API_BASE=self.server.url,
+            EVENNIA_AI_API_KEY="x", EVENNIA_AI_MAX_RETRIES=0, EVENNIA_AI_TIMEOUT=3,
+            EVENNIA_AI_AUTONOMY=False,
+        )
+        patch.enable()
+        self.addCleanup(patch.disable)
+
+
+class TestReflection(ModelBase):
+    def test_reflection_every_n_ticks_then_continuation_and_rules(self):
+        self.script.attributes.add("tick_count", 5, category="ai")
+        with override_settings(EVENNIA_AI_REFLECTION_INTERVAL=1, EVENNIA_AI_AUTONOMY=False):
+            self.server.enqueue(
+                {"tool_calls": [call("add_journal_entry", content="RULE: Greet regulars by name", importance=6)]},
+                {"text": "Reflection done."},
+                {"tool_calls": [call("noop")]},
+            )
+            trace = self.tick()
+            assert trace.context_type == "reflection"
+            system = self.server.requests_to("/v1/chat/completions")[0].body["messages"][0]["content"]
+            assert "self-reflection" in system
+            assert self.npc.ai.get("journal")[0]["content"].startswith("RULE:")
+            assert self.npc.ai.get("behaviour_rules") == ["Greet regulars by name"]
+            trace2 = self.tick()
+            assert trace2.context_type == "reflection_cont"
+            assert not self.npc.ai.get("reflection").get("continue")
+
+    def test_reflection_when_journal_importance_passes_threshold(self):
+        from evennia_ai.workspace.journal import add_entry
+
+        with override_settings(EVENNIA_AI_REFLECTION_INTERVAL=0, EVENNIA_AI_REFLECTION_IMPORTANCE_THRESHOLD=10):
+            journal, _ = add_entry([], "Big news", importance=10)
+            self.npc.ai.set("journal", journal)
+            self.server.enqueue({"tool_calls": [call("noop")]})
+            assert self.tick().context_type == "reflection"
+
+    def test_learned_rules_reach_the_prompt(self):
+        self.npc.ai.set("behaviour_rules", ["Offer stew to tired travellers"])
+        self.server.enqueue({"tool_calls": [call("say", message="hi")]})
+        self.speak("Hello Innkeeper")
+        self.tick()
+        system = self.server.last_request().body["messages"][0]["content"]
+        assert "Offer stew to tired travellers" in system
+
+
+class TestSleep(ModelBase):
+    def test_go_to_sleep_runs_phases_then_rests_and_wakes_when_addressed(self):
+        self.server.enqueue({"tool_calls": [call("go_to_sleep", minutes=60)]})
+        self.speak("Innkeeper, you look tired")
+        trace = self.tick()
+        assert trace.stop_reason == StopReason.TERMINAL_TOOL.value
+        assert self.npc.ai.get("sleep")["asleep"]
+        self.server.enqueue({"tool_calls": [call("noop")]}, {"tool_calls": [call("noop")]})
+        assert self.tick().context_type == "sleep_consolidate"
+        assert self.tick().context_type == "pre_compaction"
+        assert self.tick() is None  # resting
+        self.speak("Wake up, Innkeeper!")
+        self.server.enqueue({"tool_calls": [call("say", message="Eh? I'm up.")]})
+        with override_settings(EVENNIA_AI_WAKE_WHEN_ADDRESSED=True):
+            trace = self.tick()
+        assert trace.context_type == "tick_event"
+        assert not self.npc.ai.get("sleep")["asleep"]
+
+    def test_sleep_tools_only_in_sleep_context(self):
+        from evennia_ai.tick import go_to_sleep
+
+        go_to_sleep(self.npc, "test")
+        self.server.enqueue({"tool_calls": [call("noop")]})
+        self.tick()
+        offered = {t["function"]["name"] for t in self.server.last_request().body["tools"]}
+        assert offered <= {"noop", "add_journal_entry", "review_journal", "recall_memories", "store_memory"}
+
+
+class TestAutonomyAndSubAgents(ModelBase):
+    def test_autonomous_tick_with_active_goals(self):
+        self.npc.ai.update_goals(lambda g: add_goal(g, "Stock the cellar", tick=1))
+        self.server.enqueue({"tool_calls": [call("update_goal", goal_id="goal_1_0", progress=50)]}, {"tool_calls": [call("noop")]})
+        with override_settings(EVENNIA_AI_AUTONOMY=True, EVENNIA_AI_AUTONOMOUS_MIN_INTERVAL=0):
+            trace = self.tick()
+        assert trace.context_type == "tick_autonomous"
+        assert self.npc.ai.goals[0]["progress"] == 50
+
+    def test_delegate_task_runs_a_child_loop_without_dangerous_tools(self):
+        self.npc.ai.set_execution_config(sub_agents_enabled=True, sub_agent_budget=1)
+        self.npc.ai.update_goals(lambda g: add_goal(g, "Survey the cellar", tick=1))
+        self.server.enqueue(
+            {"tool_calls": [call("delegate_task", task="Look around and report what you see")]},
+            {"tool_calls": [call("look")]},  # the child
+            {"text": "The room has a fire and a bar."},  # the child's report
+            {"tool_calls": [call("noop")]},
+        )
+        with override_settings(EVENNIA_AI_AUTONOMY=True, EVENNIA_AI_AUTONOMOUS_MIN_INTERVAL=0):
+            trace = self.tick()
+        delegate = trace.tool_calls[0]
+        assert delegate.name == "delegate_task" and delegate.success, delegate
+        assert "fire and a bar" in delegate.result
+        child_request = self.server.requests_to("/v1/chat/completions")[1].body
+        child_tools = {t["function"]["name"] for t in child_request["tools"]}
+        assert "execute_command" not in child_tools and "delegate_task" not in child_tools
+
+    def test_delegate_refused_when_layer_forbids(self):
+        self.npc.ai.update_goals(lambda g: add_goal(g, "Survey", tick=1))
+        self.server.enqueue({"tool_calls": [call("delegate_task", task="Look around please")]}, {"tool_calls": [call("noop")]})
+        with override_settings(EVENNIA_AI_AUTONOMY=True, EVENNIA_AI_AUTONOMOUS_MIN_INTERVAL=0):
+            trace = self.tick()
+        # sub_agents_enabled is off in Layer 1 by default
+        assert "not allowed" in (trace.tool_calls[0].error or trace.tool_calls[0].result)

