@@ -9,7 +9,7 @@ from pathlib import Path
 
 from bench.common import machine
 
-BENCHMARKS = ["bench.llm_client"]
+BENCHMARKS = ["bench.llm_client", "bench.context"]
 
 
 def main(argv: list[str]) -> int:

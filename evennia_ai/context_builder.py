@@ -190,13 +190,22 @@ class ContextBuilder:
     @defer.inlineCallbacks
     def build(self):
         """Gather, fit to the budget, assemble and count. Fires with a :class:`BuiltContext`."""
-        from evennia_ai import tokens
-        from evennia_ai.assembly import assemble_messages
-        from evennia_ai.context_budget import fit_to_budget
-
         components = self.components()
         values = yield self.gather(self.needed_sources(components))
+        return self.finish(values, components)
+
+    def finish(self, values: dict, components: list | None = None) -> BuiltContext:
+        """Everything after gathering (synchronous): budget, assembly, counting."""
+        from evennia_ai import tokens
+        from evennia_ai.assembly import assemble_messages, select_components
+        from evennia_ai.context_budget import fit_to_budget
+
+        components = components if components is not None else self.components()
         values = suppress_duplicates(values)
+        config = self.config
+        if conf.get("EVENNIA_AI_COMPONENT_ORDER") == "cache_friendly":
+            components = cache_friendly_order(select_components(components, config))
+            config = None  # already selected, overrides applied
         schemas = [tool.to_schema() for tool in self.tools]
         counter = tokens.TokenCounter(self.model)
         tool_tokens = counter.count_tools(schemas) if schemas else 0
@@ -205,21 +214,27 @@ class ContextBuilder:
         if self.config.token_budget:
             limit = min(limit, int(self.config.token_budget))
 
+        last: dict = {}
+
         def measure(candidate: dict) -> int:
-            assembled = assemble_messages(components, self.config, compose(candidate))
-            return counter.count_messages(assembled.messages) + tool_tokens
+            assembled = assemble_messages(components, config, compose(candidate))
+            message_tokens = [counter.count_message(m) for m in assembled.messages]
+            total = sum(message_tokens) + tokens.REPLY_PRIMING + tool_tokens
+            last.update(assembled=assembled, message_tokens=message_tokens, total=total)
+            return total
 
         fitted = fit_to_budget(values, measure, limit)
         values = fitted.values
-        assembled = assemble_messages(components, self.config, compose(values))
+        if fitted.shrunk:  # the last measure was of the final values unless nothing shrank
+            measure(values)
+        assembled, message_tokens, total = last["assembled"], last["message_tokens"], last["total"]
         sections: dict[str, int] = {}
         for section in assembled.sections:
             key, text = section_key_and_text(section)
             sections[key] = sections.get(key, 0) + counter.count_text(text)
         if schemas:
             sections["tools"] = tool_tokens
-        total = counter.count_messages(assembled.messages) + tool_tokens
-        share = prefix_cache_share(self.npc, assembled.messages, schemas, counter)
+        share = prefix_cache_share(self.npc, assembled.messages, message_tokens, schemas, tool_tokens)
         return BuiltContext(
             messages=assembled.messages,
             tool_schemas=schemas,
@@ -232,6 +247,36 @@ class ContextBuilder:
             shrunk=fitted.shrunk,
             prefix_share=share,
         )
+
+
+# Stable text first, volatile text last: what providers' prompt caches reward.
+CACHE_FRIENDLY_ORDER = (
+    "system_prompt", "character_context", "goals", "conversation_history", "entity_context",
+    "semantic_memories", "context_buffer", "pending_event", "tool_result",
+)
+
+
+def cache_friendly_order(selected: list) -> list:
+    """Reorder already-selected components (opt-in preset ``EVENNIA_AI_COMPONENT_ORDER``).
+
+    Static components follow :data:`CACHE_FRIENDLY_ORDER`; each pluggable one stays right after
+    the static component it follows. Components are renumbered 0, 1, 2, ... in that order, so
+    assembly (which orders by ID) keeps it.
+    """
+    from dataclasses import replace
+
+    from evennia_ai.prompt_components import anchor_of
+
+    rank = {key: index for index, key in enumerate(CACHE_FRIENDLY_ORDER)}
+    statics = {c.id: c for c in selected if c.is_static}
+
+    def sort_key(comp):
+        anchor = comp.id if comp.is_static else (comp.after_static or anchor_of(comp.id))
+        anchor_key = statics[anchor].key if anchor in statics else ""
+        return (rank.get(anchor_key, len(rank)), 0 if comp.is_static else 1, comp.id)
+
+    ordered = sorted(selected, key=sort_key)
+    return [replace(comp, id=index, is_static=False, after_static=None) for index, comp in enumerate(ordered)]
 
 
 def request_text(messages: list[dict], schemas: list[dict]) -> str:
@@ -257,16 +302,36 @@ def common_prefix_length(a: str, b: str) -> int:
     return low
 
 
-def prefix_cache_share(npc, messages: list[dict], schemas: list[dict], counter) -> float | None:
-    """Share of tokens repeating the previous request's prefix for ``npc`` (kept in ndb)."""
-    text = request_text(messages, schemas)
+def prefix_cache_share(npc, messages: list[dict], message_tokens: list[int], schemas: list[dict],
+                       tool_tokens: int) -> float | None:
+    """Share of tokens repeating the previous request's prefix for ``npc`` (kept in ndb).
+
+    A provider reads the tool schemas, then the messages in order; the shared prefix is the
+    tools (when unchanged) and every leading message identical to the previous request's, plus
+    the identical leading characters of the first message that differs (its tokens prorated).
+    """
+    import json
+
+    serial = [json.dumps(m, sort_keys=True, default=str) for m in messages]
+    tools_key = json.dumps(schemas, sort_keys=True) if schemas else ""
     previous = npc.ndb.ai_last_request
-    npc.ndb.ai_last_request = text
-    if not previous:
+    npc.ndb.ai_last_request = (tools_key, serial)
+    total = tool_tokens + sum(message_tokens)
+    if not previous or not total:
         return None
-    shared = common_prefix_length(previous, text)
-    total = counter.count_text(text)
-    return round(counter.count_text(text[:shared]) / total, 4) if total else None
+    prev_tools, prev_serial = previous
+    if prev_tools != tools_key:
+        return 0.0
+    shared = tool_tokens
+    for index, text in enumerate(serial):
+        if index < len(prev_serial) and prev_serial[index] == text:
+            shared += message_tokens[index]
+            continue
+        if index < len(prev_serial):
+            common = common_prefix_length(prev_serial[index], text)
+            shared += int(message_tokens[index] * common / max(1, len(text)))
+        break
+    return round(shared / total, 4)
 
 
 def section_key_and_text(section) -> tuple[str, str]:
