@@ -80,14 +80,9 @@ def _base_template_content() -> str:
 
 
 def _tool_rules_text(ai) -> str:
-    from evennia_ai.tools.rules import ToolRule, render_tool_rules
+    from evennia_ai.tools.rules import parse_rules, render_tool_rules
 
-    rules = []
-    for data in ai.get("tool_rules") or []:
-        try:
-            rules.append(ToolRule.from_dict(data))
-        except ValueError:
-            continue
+    rules, _errors = parse_rules(ai.get("tool_rules") or [])
     return render_tool_rules(rules)
 
 

@@ -581,14 +581,11 @@ def get_client_for(npc):
 
 
 def _tool_rules(ai) -> list:
-    from evennia_ai.tools.rules import ToolRule
+    from evennia_ai.tools.rules import parse_rules
 
-    rules = []
-    for data in ai.get("tool_rules") or []:
-        try:
-            rules.append(ToolRule.from_dict(data))
-        except ValueError:
-            continue
+    rules, errors = parse_rules(ai.get("tool_rules") or [])
+    for error in errors:
+        ai.log_error(f"ignoring a stored tool rule: {error}")
     return rules
 
 

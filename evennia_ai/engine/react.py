@@ -159,7 +159,7 @@ class ReactLoop:
         self.ctx = ctx
         self.trace = trace
         self.rules = list(rules)
-        self.rule_state = ToolRuleState(self.rules)
+        self.rule_state = ToolRuleState(self.rules, available=[t.name for t in tools])
         self.model = model
         self.budget = budget or TickBudget()
         self.is_cancelled = is_cancelled or (lambda: None)
@@ -447,7 +447,7 @@ class ReactLoop:
 
         started = time.monotonic()
         result = yield self._execute(tool, call.arguments or {})
-        self.rule_state.record(call.name)
+        self.rule_state.record(call.name, success=bool(result.success))
         latency = round(time.monotonic() - started, 4)
         if result.success:
             self._consecutive_failures = 0

@@ -1,10 +1,20 @@
 """Tools an assistant acts through.
 
-``base`` holds the :class:`~evennia_ai.tools.base.Tool` class, results and the context handed
-to tools; ``registry`` the tool registry an NPC draws its tool set from; ``rules`` the tool
-rules. The tool families (world, projects, goals, session memory, journal, status, ...) register
-themselves when imported; :func:`load_builtin_tools` imports them all.
+- :mod:`~evennia_ai.tools.base`: the :class:`Tool` class, :class:`ToolCategory`,
+  :class:`ToolResult`, :class:`ToolContext` and argument validation;
+- :mod:`~evennia_ai.tools.registry`: the :class:`ToolRegistry` an NPC draws its tool set from
+  (:data:`TOOL_REGISTRY`, :func:`register_tool`);
+- :mod:`~evennia_ai.tools.rules`: tool rules (:class:`ToolRule`, :class:`ToolRuleState`,
+  :func:`render_tool_rules`).
+
+These three are pure (no Django, Evennia or Twisted at import). The tool families (world,
+workspace, status, delegate, entities, long-term memory, ...) register themselves when
+imported; :func:`load_builtin_tools` imports them all.
 """
+
+from evennia_ai.tools.base import ALL_CATEGORIES, Tool, ToolCategory, ToolContext, ToolResult
+from evennia_ai.tools.registry import TOOL_REGISTRY, ToolRegistry, register_tool
+from evennia_ai.tools.rules import ToolRule, ToolRuleState, render_tool_rules
 
 BUILTIN_TOOL_MODULES = (
     "evennia_ai.tools.world",
@@ -16,9 +26,28 @@ BUILTIN_TOOL_MODULES = (
     "evennia_ai.tools.longterm",
 )
 
+__all__ = [
+    "ALL_CATEGORIES",
+    "BUILTIN_TOOL_MODULES",
+    "TOOL_REGISTRY",
+    "Tool",
+    "ToolCategory",
+    "ToolContext",
+    "ToolRegistry",
+    "ToolResult",
+    "ToolRule",
+    "ToolRuleState",
+    "load_builtin_tools",
+    "register_tool",
+    "render_tool_rules",
+]
+
 
 def load_builtin_tools() -> None:
-    """Import every built-in tool module so its tools are registered (idempotent)."""
+    """Import every built-in tool module so its tools are registered (idempotent).
+
+    A module that does not exist yet is skipped; an import error inside a module is raised.
+    """
     import importlib
 
     for path in BUILTIN_TOOL_MODULES:

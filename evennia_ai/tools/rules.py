@@ -1,28 +1,58 @@
-"""Tool rules: per-NPC constraints on how tools are called within one tick.
+"""Tool rules: constraints on how an NPC calls its tools within one tick.
 
-Pure module. Rule types (the spec's, Letta-style):
+Pure module. The rule types (the spec's, as in Letta):
 
-- ``exit_loop``: the turn ends after this tool runs.
+- ``exit_loop``: the turn ends after this tool runs, whatever its category.
 - ``continue_loop``: after this tool runs the model is called again, even if the tool is
-  TERMINAL (within the tick's iteration limit).
-- ``max_calls``: the tool may run at most ``value`` times per tick.
-- ``requires_prior``: the tool may run only after the tool named in ``value`` ran this tick.
-- ``start_constraint``: this tool must be the first call of the tick.
+  TERMINAL or the execution pattern would stop there; the tick's iteration limit still
+  applies. When a tool has both, ``exit_loop`` wins.
+- ``max_calls``: the tool may run at most ``value`` times per tick (refused calls do not count;
+  calls that ran and failed do).
+- ``requires_prior``: the tool may run only after the tool named in ``value`` ran
+  successfully this tick.
+- ``start_constraint``: the first tool call of the tick must be this tool (with several start
+  constraints, any one of them).
 
-Rules are rendered into the system prompt as a "Tool execution rules" section and enforced by
-the ReAct loop through :class:`ToolRuleState`.
+Rules are stored as plain dicts on the NPC (:meth:`ToolRule.to_dict`), rendered into the
+system prompt by :func:`render_tool_rules`, and enforced by the ReAct loop through a
+:class:`ToolRuleState` made fresh for each tick.
+
+Example:
+    rules = [ToolRule.start_constraint("look"), ToolRule.exit_loop("say")]
+    state = ToolRuleState(rules)
+    state.check("say")          # "Rule: call `look` first, before any other tool."
+    state.record("look")
+    state.after_call("say")     # "exit"
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
+from typing import Iterable, Mapping
 
-RULE_TYPES = ("exit_loop", "continue_loop", "max_calls", "requires_prior", "start_constraint")
+EXIT_LOOP = "exit_loop"
+CONTINUE_LOOP = "continue_loop"
+MAX_CALLS = "max_calls"
+REQUIRES_PRIOR = "requires_prior"
+START_CONSTRAINT = "start_constraint"
+
+RULE_TYPES = (START_CONSTRAINT, EXIT_LOOP, CONTINUE_LOOP, MAX_CALLS, REQUIRES_PRIOR)
+"""Every rule type, in the order :func:`render_tool_rules` lists them."""
+
+EXIT = "exit"
+CONTINUE = "continue"
 
 
 @dataclass(frozen=True)
 class ToolRule:
-    """One rule about one tool."""
+    """One rule about one tool. Build with the class methods or :meth:`from_dict`.
+
+    Attributes:
+        type: One of :data:`RULE_TYPES`.
+        tool: The tool the rule is about.
+        value: ``max_calls``: the number of calls; ``requires_prior``: the tool that must come
+            first; None for the other types.
+    """
 
     type: str
     tool: str
@@ -30,102 +60,188 @@ class ToolRule:
 
     @classmethod
     def exit_loop(cls, tool: str) -> "ToolRule":
-        return cls("exit_loop", tool)
+        """The turn ends after ``tool``."""
+        return cls.from_dict({"type": EXIT_LOOP, "tool": tool})
 
     @classmethod
     def continue_loop(cls, tool: str) -> "ToolRule":
-        return cls("continue_loop", tool)
+        """The model is called again after ``tool``."""
+        return cls.from_dict({"type": CONTINUE_LOOP, "tool": tool})
 
     @classmethod
     def max_calls(cls, tool: str, n: int) -> "ToolRule":
-        return cls.from_dict({"type": "max_calls", "tool": tool, "value": n})
+        """``tool`` runs at most ``n`` times per tick."""
+        return cls.from_dict({"type": MAX_CALLS, "tool": tool, "value": n})
 
     @classmethod
     def requires_prior(cls, tool: str, prior: str) -> "ToolRule":
-        return cls.from_dict({"type": "requires_prior", "tool": tool, "value": prior})
+        """``tool`` runs only after ``prior`` ran successfully this tick."""
+        return cls.from_dict({"type": REQUIRES_PRIOR, "tool": tool, "value": prior})
 
     @classmethod
     def start_constraint(cls, tool: str) -> "ToolRule":
-        return cls("start_constraint", tool)
+        """``tool`` must be the first call of the tick."""
+        return cls.from_dict({"type": START_CONSTRAINT, "tool": tool})
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """Plain data for an Attribute: ``{"type", "tool", "value"}``."""
+        return {"type": self.type, "tool": self.tool, "value": self.value}
 
     @classmethod
-    def from_dict(cls, data) -> "ToolRule":
+    def from_dict(cls, data: Mapping) -> "ToolRule":
         """Build a rule from a dict, validating it.
 
+        ``max_calls`` takes a whole number >= 1 (a string of digits is accepted, as typed by an
+        operator); ``requires_prior`` the name of another tool; other types ignore ``value``.
+        Unknown keys are ignored.
+
         Raises:
-            ValueError: Naming what is wrong.
+            ValueError: Saying what is wrong and what is expected.
         """
-        if not isinstance(data, dict):
-            raise ValueError("A tool rule must be a mapping with 'type' and 'tool'.")
+        if not isinstance(data, Mapping):
+            raise ValueError(
+                f"A tool rule must be a mapping like {{'type': 'max_calls', 'tool': 'say', "
+                f"'value': 2}}, not {type(data).__name__}."
+            )
         rtype, tool, value = data.get("type"), data.get("tool"), data.get("value")
         if rtype not in RULE_TYPES:
-            raise ValueError(f"Unknown tool rule type {rtype!r}. Known: {', '.join(RULE_TYPES)}")
+            raise ValueError(
+                f"Unknown tool rule type {rtype!r}; use one of: {', '.join(RULE_TYPES)}."
+            )
         if not isinstance(tool, str) or not tool.strip():
-            raise ValueError("A tool rule needs the tool's name.")
-        if rtype == "max_calls":
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError("max_calls needs a whole number of calls >= 1.")
-        elif rtype == "requires_prior":
+            raise ValueError(f"A {rtype} rule needs the name of its tool in 'tool'.")
+        tool = tool.strip()
+        if rtype == MAX_CALLS:
+            value = _call_count(value)
+        elif rtype == REQUIRES_PRIOR:
             if not isinstance(value, str) or not value.strip():
-                raise ValueError("requires_prior needs the name of the tool that must come first.")
+                raise ValueError(
+                    f"A requires_prior rule for `{tool}` needs, in 'value', the name of the tool "
+                    "that must be called first."
+                )
             value = value.strip()
+            if value == tool:
+                raise ValueError(f"`{tool}` cannot require itself to be called first.")
         else:
             value = None
-        return cls(rtype, tool.strip(), value)
+        return cls(rtype, tool, value)
+
+    def describe(self) -> str:
+        """The rule as one line of the system prompt's rules section."""
+        if self.type == START_CONSTRAINT:
+            return f"Call `{self.tool}` first before any other tools"
+        if self.type == EXIT_LOOP:
+            return f"The conversation will end after calling `{self.tool}`"
+        if self.type == CONTINUE_LOOP:
+            return f"The conversation will be continued after calling `{self.tool}`"
+        if self.type == MAX_CALLS:
+            return f"Call `{self.tool}` at most {self.value} {_times(self.value)}"
+        return f"Call `{self.tool}` only after calling `{self.value}`"
 
 
-def render_tool_rules(rules) -> str:
-    """The system prompt's "Tool Execution Rules" section ("" without rules)."""
-    lines = []
-    for rule in rules or ():
-        if rule.type == "start_constraint":
-            lines.append(f"- Call `{rule.tool}` first before any other tools")
-        elif rule.type == "exit_loop":
-            lines.append(f"- The conversation will end after calling `{rule.tool}`")
-        elif rule.type == "continue_loop":
-            lines.append(f"- The conversation will be continued after calling `{rule.tool}`")
-        elif rule.type == "max_calls":
-            lines.append(f"- Call `{rule.tool}` at most {rule.value} times")
-        elif rule.type == "requires_prior":
-            lines.append(f"- Call `{rule.tool}` only after calling `{rule.value}`")
-    if not lines:
+def _times(count: int) -> str:
+    return "time" if count == 1 else "times"
+
+
+def _call_count(value) -> int:
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(
+            f"A max_calls rule needs, in 'value', a whole number of calls >= 1, not {value!r}."
+        )
+    return value
+
+
+def parse_rules(data: Iterable[Mapping] | None) -> tuple[list[ToolRule], list[str]]:
+    """Rules from stored dicts, skipping bad ones.
+
+    Returns:
+        ``(rules, errors)``: the valid rules, and one message per dict that was skipped.
+    """
+    rules, errors = [], []
+    for index, item in enumerate(data or ()):
+        try:
+            rules.append(item if isinstance(item, ToolRule) else ToolRule.from_dict(item))
+        except ValueError as err:
+            errors.append(f"rule {index + 1}: {err}")
+    return rules, errors
+
+
+def render_tool_rules(rules: Iterable[ToolRule | Mapping] | None) -> str:
+    """The system prompt's "# Tool Execution Rules" section, or "" without rules.
+
+    Rules are listed by type (start constraints first, then exit, continue, max calls and
+    requires-prior rules), in their given order within a type; repeated rules appear once.
+    Stored dicts are accepted too (invalid ones are left out).
+    """
+    unique = list(dict.fromkeys(parse_rules(rules)[0]))
+    unique.sort(key=lambda rule: RULE_TYPES.index(rule.type))
+    if not unique:
         return ""
-    return "# Tool Execution Rules\n\n" + "\n".join(lines)
+    return "# Tool Execution Rules\n\n" + "\n".join(f"- {rule.describe()}" for rule in unique)
 
 
 class ToolRuleState:
-    """Enforces rules over one tick's calls."""
+    """Enforces tool rules over the calls of one tick.
 
-    def __init__(self, rules=()):
+    Ask :meth:`check` before running a call; if it returns a message, refuse the call with it.
+    After running, :meth:`record` the call, then ask :meth:`after_call` whether the loop must
+    end or go on.
+
+    Args:
+        rules: The NPC's rules.
+        available: Names of the tools offered this tick, if known. A start constraint on a tool
+            that is not offered is dropped (it could never be met and would block every call).
+    """
+
+    def __init__(self, rules: Iterable[ToolRule] = (), available: Iterable[str] | None = None):
         self.rules = list(rules or ())
+        self.available = set(available) if available is not None else None
         self.calls: list[str] = []
+        self.succeeded: set[str] = set()
+        starts = [r.tool for r in self.rules if r.type == START_CONSTRAINT]
+        if self.available is not None:
+            starts = [name for name in starts if name in self.available]
+        self.start_tools = list(dict.fromkeys(starts))
 
     def check(self, tool_name: str) -> str | None:
         """A refusal message if calling ``tool_name`` now breaks a rule, else None."""
+        if not self.calls and self.start_tools and tool_name not in self.start_tools:
+            first = " or ".join(f"`{name}`" for name in self.start_tools)
+            return f"Rule: call {first} first, before any other tool."
         for rule in self.rules:
-            if rule.type == "start_constraint" and not self.calls and rule.tool != tool_name:
-                return f"Rule: call `{rule.tool}` first, before any other tool."
             if rule.tool != tool_name:
                 continue
-            if rule.type == "max_calls" and self.calls.count(tool_name) >= int(rule.value):
-                return f"Rule: `{tool_name}` may be called at most {rule.value} times per turn."
-            if rule.type == "requires_prior" and rule.value not in self.calls:
-                return f"Rule: call `{rule.value}` before `{tool_name}`."
+            if rule.type == MAX_CALLS:
+                made = self.calls.count(tool_name)
+                if made >= rule.value:
+                    return (
+                        f"Rule: `{tool_name}` may be called at most {rule.value} "
+                        f"{_times(rule.value)} per turn, and it has been "
+                        "called that often already. Use another tool or finish your turn."
+                    )
+            elif rule.type == REQUIRES_PRIOR and rule.value not in self.succeeded:
+                if self.available is not None and rule.value not in self.available:
+                    return (
+                        f"Rule: `{tool_name}` may only be called after `{rule.value}`, which is "
+                        "not available now."
+                    )
+                return f"Rule: call `{rule.value}` successfully before `{tool_name}`."
         return None
 
-    def record(self, tool_name: str) -> None:
-        """Note that ``tool_name`` ran."""
+    def record(self, tool_name: str, success: bool = True) -> None:
+        """Note that ``tool_name`` ran (``success``: whether it did what was asked)."""
         self.calls.append(tool_name)
+        if success:
+            self.succeeded.add(tool_name)
 
     def after_call(self, tool_name: str) -> str | None:
-        """"exit" when the turn ends after this tool, "continue" when it must go on, else None."""
-        for rule in self.rules:
-            if rule.tool == tool_name and rule.type == "exit_loop":
-                return "exit"
-        for rule in self.rules:
-            if rule.tool == tool_name and rule.type == "continue_loop":
-                return "continue"
+        """``"exit"`` when the turn ends after this tool, ``"continue"`` when the model must be
+        called again, else None (the category and execution pattern decide)."""
+        types = {rule.type for rule in self.rules if rule.tool == tool_name}
+        if EXIT_LOOP in types:
+            return EXIT
+        if CONTINUE_LOOP in types:
+            return CONTINUE
         return None
