@@ -85,6 +85,7 @@ CHARACTER_DEFAULTS: dict[str, Callable[[], Any]] = {
     "blocks": dict,
     "archival": list,
     "procedures": list,
+    "blocks_shared_in": list,
     "compaction": lambda: {"pending": False, "last_tick": None},
     "reflection": lambda: {"last_tick": 0, "last_time": None, "count": 0},
 }

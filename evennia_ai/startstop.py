@@ -18,6 +18,7 @@ def at_server_start():
     Importing litellm takes seconds and tiktoken loads its encodings on first use; doing both
     in a thread now means the first player to speak gets an answer as fast as the tenth.
     """
+    from evennia_ai.memory import block_admin  # noqa: F401  (registers the block-write executor)
     from evennia_ai.threadpool import run_in_thread
 
     def warm_up():

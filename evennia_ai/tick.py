@@ -212,7 +212,7 @@ class TickRunner:
         from evennia_ai.engine.react import ReactLoop, TickBudget
         from evennia_ai.execution_pattern import select_execution_pattern
         from evennia_ai import sources  # noqa: F401  (registers the built-in sources)
-        from evennia_ai.memory import longterm_sources  # noqa: F401  (semantic memories)
+        from evennia_ai.memory import block_sources, longterm_sources  # noqa: F401  (sources)
         from evennia_ai.tools.base import ToolContext
         from evennia_ai.workspace.goals import goal_urgency
 

@@ -456,10 +456,14 @@ class ReactLoop:
             self._consecutive_failures += 1
             self.outcome.failures += 1
         text = result.to_text()
+        pending = bool(getattr(result, "pending", False))
+        if pending and result.data.get("confirmation_id"):
+            self.outcome.confirmations.append(result.data["confirmation_id"])
         call_trace = ToolCallTrace(
             id=call.id, name=call.name, arguments=call.arguments or {}, category=category,
             success=bool(result.success), result=truncate(text, 1000), error=result.error,
-            status="ran" if result.success else "error", latency=latency,
+            status="pending" if pending else ("ran" if result.success else "error"),
+            latency=latency,
         )
         control = self.rule_state.after_call(call.name)
         if control == "exit":
