@@ -19,6 +19,7 @@ def at_server_start():
     in a thread now means the first player to speak gets an answer as fast as the tenth.
     """
     from evennia_ai.memory import block_admin  # noqa: F401  (registers the block-write executor)
+    from evennia_ai import conf
     from evennia_ai.threadpool import run_in_thread
 
     def warm_up():
@@ -32,10 +33,24 @@ def at_server_start():
             get_litellm()
         configure_litellm_callbacks()
 
-    run_in_thread(warm_up).addErrback(
-        lambda failure: logger.log_err(f"evennia_ai: warm-up failed: {failure.getErrorMessage()}")
-    )
-    try:  # long-term memory loads its embedder (seconds) in a thread; ticks never wait for it
+    def start_warm_up():
+        run_in_thread(warm_up).addErrback(
+            lambda failure: logger.log_err(f"evennia_ai: warm-up failed: {failure.getErrorMessage()}")
+        )
+
+    # Not at once: a brand-new game restarts its server right after the first start, and a
+    # thread busy importing litellm would keep the old process alive into the new one's start.
+    from twisted.internet import reactor
+
+    reactor.callLater(float(conf.get("EVENNIA_AI_WARMUP_DELAY")), start_warm_up)
+    # Long-term memory loads its embedder (seconds of torch import) in a thread; ticks never
+    # wait for it. It starts after a delay so the restart Evennia makes right after its very
+    # first start (and quick reloads) do not meet a half-imported torch.
+    reactor.callLater(float(conf.get("EVENNIA_AI_MEMORY_INIT_DELAY")), _start_longterm_memory)
+
+
+def _start_longterm_memory():
+    try:
         from evennia_ai.memory import longterm
 
         longterm.init_in_thread()
@@ -44,9 +59,27 @@ def at_server_start():
 
 
 def at_server_stop():
-    """Called on every server stop: closes the embedded long-term memory store."""
+    """Called on every server stop: closes the embedded long-term memory store.
+
+    If a model call or the store's initialisation (importing torch) is still running in a thread,
+    the process would linger at exit while the portal already starts the new server, which then
+    finds the old one's pidfile and ports. So the process leaves at once after the reactor has
+    stopped; the tick whose call is dropped is replayed after the reload (its events never left
+    the queue).
+    """
     try:
+        from evennia_ai import threadpool
         from evennia_ai.memory import longterm
+
+        if threadpool.in_flight() or longterm.get_memory().state == longterm.INITIALISING:
+            # A model call or the embedder import is still running in one of our daemon
+            # threads: leave as soon as the reactor has shut down (state is saved by then),
+            # so the portal's immediate restart never meets this process still alive.
+            import os
+
+            from twisted.internet import reactor
+
+            reactor.addSystemEventTrigger("after", "shutdown", os._exit, 0)
 
         longterm.close()
     except Exception:

@@ -39,6 +39,9 @@ def test_player_speaks_innkeeper_answers_and_survives_reload(tmp_path):
             "EVENNIA_AI_TICK_INTERVAL = 5\n"
             "EVENNIA_AI_AUTONOMY = False\n"
             "EVENNIA_AI_MAX_RETRIES = 0\n"
+            # Keep the embedder's torch import out of this test's reload window (see the
+            # closing note of the assistants issue: a reload while it loads can hang).
+            "EVENNIA_AI_MEMORY_INIT_DELAY = 600\n"
         )
         with GameServer(tmp_path, extra_settings=settings) as game:
             with TelnetClient(game.telnet_port) as player:

@@ -397,6 +397,8 @@ class LongTermMemory:
                 logger.exception("evennia_ai: long-term memory could not start")
             finally:
                 self.state = READY
+                if getattr(self, "_close_after_init", False):
+                    self._close_locked()
 
     def _open_mem0(self):
         try:
@@ -445,24 +447,38 @@ class LongTermMemory:
             self.init_sync()
 
     def close(self) -> None:
-        """Close mem0 (and its Qdrant client) and the keyword index."""
-        with self._init_lock:
-            memory, self.memory = self.memory, None
-            if memory is not None:
-                try:
-                    client = getattr(memory.vector_store, "client", None)
-                    if client is not None and hasattr(client, "close"):
-                        client.close()
-                except Exception:
-                    logger.debug("evennia_ai: closing the vector store failed", exc_info=True)
-                try:
-                    memory.close()
-                except Exception:
-                    logger.debug("evennia_ai: closing mem0 failed", exc_info=True)
-            index, self.index = self.index, None
-            if index is not None:
-                index.close()
-            self.state = UNINITIALISED
+        """Close mem0 (and its Qdrant client) and the keyword index.
+
+        Never waits for an initialisation in progress (server stop runs on the reactor thread,
+        and importing torch can take many seconds): the store is then closed when that
+        initialisation ends.
+        """
+        if not self._init_lock.acquire(blocking=False):
+            self._close_after_init = True
+            return
+        try:
+            self._close_locked()
+        finally:
+            self._init_lock.release()
+
+    def _close_locked(self) -> None:
+        self._close_after_init = False
+        memory, self.memory = self.memory, None
+        if memory is not None:
+            try:
+                client = getattr(memory.vector_store, "client", None)
+                if client is not None and hasattr(client, "close"):
+                    client.close()
+            except Exception:
+                logger.debug("evennia_ai: closing the vector store failed", exc_info=True)
+            try:
+                memory.close()
+            except Exception:
+                logger.debug("evennia_ai: closing mem0 failed", exc_info=True)
+        index, self.index = self.index, None
+        if index is not None:
+            index.close()
+        self.state = UNINITIALISED
 
     def status(self) -> dict:
         """Which mode is active and why, for admin commands and the status tool."""

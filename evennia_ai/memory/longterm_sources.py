@@ -64,8 +64,8 @@ def semantic_memories(builder):
     from twisted.internet import reactor
 
     if not longterm.is_ready():
-        if reactor.running:  # a game without the start hook; never from a test's stopped reactor
-            longterm.init_in_thread()  # a no-op while one runs; later ticks will have memories
+        # Initialisation is started by evennia_ai.startstop, EVENNIA_AI_MEMORY_INIT_DELAY
+        # seconds after server start, never from a tick (it imports torch for seconds).
         return ""
     query = query_text(builder)
     if not query.strip():

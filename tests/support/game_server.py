@@ -104,6 +104,13 @@ class GameServer:
     def wait_ready(self, timeout: float = 90) -> None:
         deadline = time.monotonic() + timeout
         last = None
+        # A new database's first start restarts the server once after its initial setup;
+        # logging in before that restart loses the session, so wait for it.
+        while time.monotonic() < deadline:
+            log = self.log_tail(400)
+            if "Initial setup complete" not in log or "successfully restarted" in log:
+                break
+            time.sleep(0.25)
         while time.monotonic() < deadline:
             try:
                 with TelnetClient(self.telnet_port) as client:
