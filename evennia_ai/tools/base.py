@@ -62,6 +62,21 @@ MAX_DEPTH = 32
 """Deepest nesting of arguments the validator follows."""
 
 
+
+TEXT = {"type": "string", "minLength": 1}  # a required, non-empty string argument
+
+
+def object_schema(properties: dict, required=()) -> dict:
+    """A closed JSON-schema object for tool arguments (unknown arguments are refused).
+
+    Example:
+        parameters = object_schema({"item": TEXT}, required=["item"])
+    """
+    schema = {"type": "object", "properties": dict(properties), "additionalProperties": False}
+    if required:
+        schema["required"] = list(required)
+    return schema
+
 class ToolCategory:
     """Tool categories (plain strings so they compare with configuration lists)."""
 

@@ -28,7 +28,7 @@ from evennia.utils.ansi import strip_ansi, strip_mxp
 from evennia.utils.utils import inherits_from
 
 from evennia_ai.engine.trace import truncate
-from evennia_ai.tools.base import Tool, ToolCategory, ToolContext, ToolResult
+from evennia_ai.tools.base import TEXT, Tool, ToolCategory, ToolContext, ToolResult, object_schema
 from evennia_ai.tools.registry import register_tool
 
 MAX_MESSAGE_LENGTH = 2000
@@ -310,15 +310,10 @@ def compose_pose(name: str, action: str) -> str:
 class Whisper(Tool):
     name = "whisper"
     description = "Whisper privately to one character in your room; no one else hears it."
-    parameters = {
-        "type": "object",
-        "properties": {
-            "target": {"type": "string", "minLength": 1, "description": "who, in your room"},
-            "message": _MESSAGE_SCHEMA,
-        },
-        "required": ["target", "message"],
-        "additionalProperties": False,
-    }
+    parameters = object_schema(
+        {"target": {**TEXT, "description": "who, in your room"}, "message": _MESSAGE_SCHEMA},
+        required=["target", "message"],
+    )
     category = ToolCategory.TERMINAL
 
     def run(self, ctx, target, message):
@@ -365,15 +360,10 @@ def find_character_anywhere(npc, name: str) -> tuple[object | None, str | None]:
 class Page(Tool):
     name = "page"
     description = "Send a private message to a character anywhere in the game (by exact name)."
-    parameters = {
-        "type": "object",
-        "properties": {
-            "target": {"type": "string", "minLength": 1, "description": "character name or #dbref"},
-            "message": _MESSAGE_SCHEMA,
-        },
-        "required": ["target", "message"],
-        "additionalProperties": False,
-    }
+    parameters = object_schema(
+        {"target": {**TEXT, "description": "character name or #dbref"}, "message": _MESSAGE_SCHEMA},
+        required=["target", "message"],
+    )
     category = ToolCategory.TERMINAL
 
     def run(self, ctx, target, message):
@@ -428,12 +418,7 @@ def find_exit(npc, direction: str) -> tuple[object | None, str | None]:
 class Move(Tool):
     name = "move"
     description = "Walk through an exit of your room (its name or alias, e.g. 'north')."
-    parameters = {
-        "type": "object",
-        "properties": {"direction": {"type": "string", "minLength": 1}},
-        "required": ["direction"],
-        "additionalProperties": False,
-    }
+    parameters = object_schema({"direction": TEXT}, required=["direction"])
     category = ToolCategory.SAFE_CHAIN
 
     def run(self, ctx, direction):
@@ -558,12 +543,7 @@ def _item_name(obj, looker) -> str:
 class Get(Tool):
     name = "get"
     description = "Pick up something from your room."
-    parameters = {
-        "type": "object",
-        "properties": {"item": {"type": "string", "minLength": 1}},
-        "required": ["item"],
-        "additionalProperties": False,
-    }
+    parameters = object_schema({"item": TEXT}, required=["item"])
     category = ToolCategory.SAFE_CHAIN
 
     def run(self, ctx, item):
@@ -598,15 +578,11 @@ class Get(Tool):
 class Give(Tool):
     name = "give"
     description = "Give something you carry to someone in your room."
-    parameters = {
-        "type": "object",
-        "properties": {
-            "item": {"type": "string", "minLength": 1, "description": "something you carry"},
-            "target": {"type": "string", "minLength": 1, "description": "who receives it"},
-        },
-        "required": ["item", "target"],
-        "additionalProperties": False,
-    }
+    parameters = object_schema(
+        {"item": {**TEXT, "description": "something you carry"},
+         "target": {**TEXT, "description": "who receives it"}},
+        required=["item", "target"],
+    )
     category = ToolCategory.SAFE_CHAIN
 
     def run(self, ctx, item, target):
@@ -641,12 +617,7 @@ class Give(Tool):
 class Drop(Tool):
     name = "drop"
     description = "Drop something you carry into your room."
-    parameters = {
-        "type": "object",
-        "properties": {"item": {"type": "string", "minLength": 1}},
-        "required": ["item"],
-        "additionalProperties": False,
-    }
+    parameters = object_schema({"item": TEXT}, required=["item"])
     category = ToolCategory.SAFE_CHAIN
 
     def run(self, ctx, item):
@@ -688,12 +659,7 @@ class ExecuteCommand(Tool):
         "own permissions; you have no account, so account commands are unavailable. Returns "
         "what the command showed you."
     )
-    parameters = {
-        "type": "object",
-        "properties": {"command": {"type": "string", "minLength": 1, "maxLength": 1000}},
-        "required": ["command"],
-        "additionalProperties": False,
-    }
+    parameters = object_schema({"command": {**TEXT, "maxLength": 1000}}, required=["command"])
     category = ToolCategory.DANGEROUS
     lock = ""
 
