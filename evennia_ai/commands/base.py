@@ -1,0 +1,135 @@
+"""The base of every evennia-ai admin command: usage replies, clear errors, NPC lookup.
+
+Each admin command subclasses :class:`AICommand` and implements :meth:`AICommand.run`
+instead of ``func``. Raise :class:`CommandError` with a message for the caller; any other
+exception is logged with its traceback to the server log and the caller sees one line, never
+the traceback.
+
+Example::
+
+    class CmdAIPing(AICommand):
+        '''
+        Check that an AI NPC answers.
+
+        Usage:
+          aiping <npc>
+        '''
+
+        key = "aiping"
+
+        def run(self):
+            npc = self.find_npc(self.args)
+            self.msg(f"{npc.key} is {'paused' if npc.ai.paused else 'running'}.")
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from evennia.commands.default.muxcommand import MuxCommand
+from evennia.utils import logger
+
+HELP_CATEGORY = "AI"
+BUILDER_LOCK = "cmd:perm(Builder)"
+DEVELOPER_LOCK = "cmd:perm(Developer)"
+
+
+class CommandError(Exception):
+    """A problem with the caller's input; its message is shown to the caller as is."""
+
+
+class AICommand(MuxCommand):
+    """Base of the AI admin commands (help category ``AI``, Builder lock).
+
+    Subclasses implement :meth:`run`. Class attributes:
+
+    - ``switch_options``: the switches the command accepts; any other is refused clearly.
+    - ``needs_args``: when True (default), a call with neither arguments nor switches replies
+      with the usage section of the docstring.
+    """
+
+    help_category = HELP_CATEGORY
+    locks = BUILDER_LOCK
+    switch_options: tuple[str, ...] = ()
+    needs_args = True
+
+    # -- entry point ---------------------------------------------------------------------------
+    def func(self):
+        try:
+            if self.needs_args and not self.args.strip() and not self.switches:
+                self.msg(self.usage())
+                return
+            unknown = [s for s in self.switches if s not in self.switch_options]
+            if unknown and self.switch_options is not None:
+                raise CommandError(
+                    f"Unknown switch /{unknown[0]}. "
+                    f"Valid: {', '.join('/' + s for s in self.switch_options) or '(none)'}.\n"
+                    + self.usage()
+                )
+            self.run()
+        except CommandError as err:
+            self.msg(f"|r{err}|n")
+        except Exception as err:  # never a traceback to the caller
+            logger.log_trace(f"evennia_ai: command {self.key} failed")
+            self.msg(f"|r{self.key} failed: {type(err).__name__}: {err}. "
+                     "The server log has the details.|n")
+
+    def run(self):  # pragma: no cover - subclasses implement it
+        raise NotImplementedError
+
+    # -- replies -------------------------------------------------------------------------------
+    def usage(self) -> str:
+        """The ``Usage:`` section of the command's docstring (its in-game help)."""
+        doc = (self.__doc__ or "").strip("\n")
+        match = re.search(r"^\s*Usage:\s*\n(.*?)(?:\n\s*\n|\Z)", doc, re.S | re.M)
+        body = match.group(1) if match else doc
+        lines = [line.strip() for line in body.splitlines() if line.strip()]
+        return "Usage:\n  " + "\n  ".join(lines) + f"\n(See |whelp {self.key}|n for details.)"
+
+    def switch(self) -> str | None:
+        """The first switch given, or None."""
+        return self.switches[0] if self.switches else None
+
+    # -- argument helpers ----------------------------------------------------------------------
+    def find_npc(self, name: str):
+        """The AI NPC called ``name`` (a key, alias or #dbref), searched globally.
+
+        Raises:
+            CommandError: no AI NPC, or several, match.
+        """
+        from evennia_ai.commands.lookup import find_ai_npc, LookupError_
+
+        try:
+            return find_ai_npc(name, caller=self.caller)
+        except LookupError_ as err:
+            raise CommandError(str(err)) from None
+
+    @staticmethod
+    def parse_json(text: str, what: str = "JSON") -> Any:
+        """Parse ``text`` as JSON or raise a :class:`CommandError` saying where it broke."""
+        try:
+            return json.loads(text)
+        except (TypeError, ValueError) as err:
+            raise CommandError(f"Invalid {what}: {err}.") from None
+
+    @staticmethod
+    def parse_int(text: str, what: str, minimum: int | None = None, maximum: int | None = None) -> int:
+        """``text`` as an int within bounds, or a :class:`CommandError` naming ``what``."""
+        try:
+            value = int(str(text).strip().lstrip("#"))
+        except (TypeError, ValueError):
+            raise CommandError(f"{what} must be a whole number, not {text!r}.") from None
+        if minimum is not None and value < minimum:
+            raise CommandError(f"{what} must be at least {minimum}.")
+        if maximum is not None and value > maximum:
+            raise CommandError(f"{what} must be at most {maximum}.")
+        return value
+
+    def require(self, value: str, what: str) -> str:
+        """``value`` stripped, or a :class:`CommandError` asking for ``what`` with the usage."""
+        value = (value or "").strip()
+        if not value:
+            raise CommandError(f"Missing {what}.\n" + self.usage())
+        return value
