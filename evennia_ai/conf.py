@@ -88,6 +88,8 @@ SETTINGS: dict[str, Setting] = {
         # --- budgets -------------------------------------------------------------------------
         Setting("EVENNIA_AI_DAILY_TOKEN_BUDGET_PER_NPC", None, "Tokens one assistant may use per day; None for no limit."),
         Setting("EVENNIA_AI_DAILY_TOKEN_BUDGET_SERVER", None, "Tokens all assistants together may use per day; None for no limit."),
+        Setting("EVENNIA_AI_DAILY_COST_BUDGET_PER_NPC", None, "Cost (USD, as litellm prices it) one assistant may spend per day; None for no limit."),
+        Setting("EVENNIA_AI_DAILY_COST_BUDGET_SERVER", None, "Cost (USD) all assistants together may spend per day; None for no limit."),
         Setting("EVENNIA_AI_BUDGET_EXCEEDED_ACTION", "offline", "What an assistant does past its budget: `offline` (the offline model) or `silence`."),
     )
 }

@@ -88,6 +88,8 @@ CHARACTER_DEFAULTS: dict[str, Callable[[], Any]] = {
     "blocks_shared_in": list,
     "compaction": lambda: {"pending": False, "last_tick": None},
     "reflection": lambda: {"last_tick": 0, "last_time": None, "count": 0},
+    # Per-NPC daily limits, tightening the settings: {"tokens": int, "cost": float}.
+    "budget": dict,
 }
 
 # Script-held state (the spec keeps goals and the execution config on the script).
@@ -315,9 +317,11 @@ class AIHandler:
     # -- status --------------------------------------------------------------------------------
     def status(self) -> dict:
         """A summary for admin commands and the dashboard."""
+        from evennia_ai import budget
         from evennia_ai.engine.events import pending_events
 
         metrics = self.get("metrics")
+        over = budget.check(self.obj, metrics)
         queue = self.get("event_queue")
         script = self.script
         sleep = self.get("sleep")
@@ -341,6 +345,8 @@ class AIHandler:
             "asleep": bool(sleep.get("asleep")),
             "sleep": sleep,
             "goals_active": sum(1 for g in self.goals if g.get("status") == "active"),
+            "budget_state": over.describe(),
+            "budget": over.to_dict(),
         }
 
     def log_error(self, message: str) -> None:

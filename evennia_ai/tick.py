@@ -31,7 +31,7 @@ from twisted.internet import defer
 
 from evennia.utils import logger
 
-from evennia_ai import conf
+from evennia_ai import budget, conf
 from evennia_ai.engine.trace import StopReason, TickTrace, push_trace, truncate, utcnow_iso
 
 SLEEP_PHASES = ("sleep_consolidate", "pre_compaction")
@@ -220,6 +220,11 @@ class TickRunner:
         config = effective_context_config(context_type)
         model = self.ai.model or None
         client = get_client_for(self.npc)
+        over_budget = budget.check(self.npc)
+        if over_budget.exceeded:
+            if over_budget.action == "silence":
+                return self._silent_tick(tick_id, context_type, over_budget)
+            model = conf.OFFLINE_MODEL
 
         tools = select_tools(self.npc, config)
         builder = ContextBuilder(self.npc, config, batch=self.batch, tools=tools, model=model,
@@ -240,6 +245,8 @@ class TickRunner:
             event_ids=[e.id for e in self.batch],
             event_text=truncate(built.values.get("pending_event", ""), 2000),
         )
+        if over_budget.exceeded:
+            trace.budget = over_budget.describe()
         static = self.ai.execution_config
         if static.get("task_assessment_enabled") and context_type in ("tick_event", "tick_autonomous"):
             advice, result = yield assess_task(client, built.messages, model=model)
@@ -294,6 +301,24 @@ class TickRunner:
         trace.ended = utcnow_iso()
         trace.duration = round(time.monotonic() - self.started, 4)
         self._finish(outcome, trace, built)
+        return trace
+
+    def _silent_tick(self, tick_id: int, context_type: str, over_budget) -> TickTrace:
+        """Past the daily budget in ``silence`` mode: consume the batch unanswered, call no model."""
+        from evennia_ai.engine.events import render_events
+        from evennia_ai.engine.react import LoopOutcome
+
+        trace = TickTrace(
+            tick_id=tick_id,
+            context_type=context_type,
+            event_ids=[e.id for e in self.batch],
+            event_text=truncate(render_events(self.batch), 2000) if self.batch else "",
+            stop_reason=StopReason.BUDGET.value,
+            budget=over_budget.describe(),
+        )
+        trace.ended = utcnow_iso()
+        trace.duration = round(time.monotonic() - self.started, 4)
+        self._finish(LoopOutcome(stop_reason=StopReason.BUDGET, trace=trace), trace, None)
         return trace
 
     def _tool_result_for(self, context_type: str):
@@ -503,6 +528,7 @@ class TickRunner:
             return m
 
         self.ai.update("metrics", change)
+        budget.record(trace.prompt_tokens + trace.completion_tokens, trace.cost, day)
 
     def _after_context(self, context_type: str, outcome) -> None:
         if context_type in SLEEP_PHASES:
@@ -574,7 +600,7 @@ def select_tools(npc, config) -> list:
 
 
 def get_client_for(npc):
-    """The LLM client for ``npc`` (budget switches to the offline model arrive with budgets)."""
+    """The LLM client for ``npc`` (one shared client; the model is chosen per call)."""
     from evennia_ai.llm import get_client
 
     return get_client()

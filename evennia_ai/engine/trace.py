@@ -117,6 +117,7 @@ class TickTrace:
         iterations: Model calls in order.
         prompt_tokens / completion_tokens / cost: Totals over the tick.
         error: Summary of what went wrong, if anything.
+        budget: Set when a daily budget was exceeded: what the tick did instead.
     """
 
     tick_id: int
@@ -135,6 +136,7 @@ class TickTrace:
     prefix_cache_share: float | None = None
     shrunk: dict = field(default_factory=dict)
     error: str | None = None
+    budget: str | None = None
 
     def add_iteration(self, iteration: IterationTrace) -> None:
         """Append an iteration and add its usage to the tick's totals."""

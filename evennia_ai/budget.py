@@ -1,0 +1,219 @@
+"""Daily token and cost budgets, per assistant and for the whole server.
+
+Usage is counted per assistant in its ``metrics`` Attribute (``daily`` maps a UTC date to
+``{"tokens", "cost"}``, written once per tick by the tick runner). The server-wide figure is the
+sum over all assistants; it is computed once per process and day from those Attributes and then
+kept current in memory by :func:`record` (no extra database write per tick).
+
+Limits come from settings (``EVENNIA_AI_DAILY_TOKEN_BUDGET_PER_NPC``,
+``EVENNIA_AI_DAILY_COST_BUDGET_PER_NPC``, ``EVENNIA_AI_DAILY_TOKEN_BUDGET_SERVER``,
+``EVENNIA_AI_DAILY_COST_BUDGET_SERVER``) and may be tightened, never widened, for one assistant
+with ``npc.ai.set("budget", {"tokens": 20000, "cost": 0.5})``. Past a limit the assistant
+switches to the offline model or stays silent (``EVENNIA_AI_BUDGET_EXCEEDED_ACTION``) until the
+next UTC day; :func:`check` says which, and ``npc.ai.status()`` shows it.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+
+from evennia.utils import logger
+
+from evennia_ai import conf
+
+ACTIONS = ("offline", "silence")
+
+_lock = threading.Lock()
+# day -> {"tokens": int, "cost": float}: the server's usage today (this process's view).
+_server_day: dict[str, dict] = {}
+# (npc dbref, day) pairs already logged as over budget, so the log says it once a day.
+_announced: set[tuple[str, str]] = set()
+
+
+def today() -> str:
+    """The current UTC date as ``YYYY-MM-DD`` (the key of ``metrics["daily"]``)."""
+    return datetime.now(timezone.utc).strftime("%Y-%m-%d")
+
+
+@dataclass(frozen=True)
+class BudgetStatus:
+    """Where one assistant stands against its daily budgets.
+
+    Attributes:
+        day: The UTC date the figures are for.
+        exceeded: Whether any limit is reached.
+        scope: ``"npc"`` or ``"server"``: which limit was reached first (None when not exceeded).
+        action: What the assistant does while exceeded (``offline`` or ``silence``).
+        npc_tokens / npc_cost: The assistant's usage today.
+        npc_token_limit / npc_cost_limit: Its effective limits (None: no limit).
+        server_tokens / server_cost: All assistants' usage today.
+        server_token_limit / server_cost_limit: The server's limits (None: no limit).
+    """
+
+    day: str
+    exceeded: bool
+    scope: str | None
+    action: str
+    npc_tokens: int
+    npc_cost: float
+    npc_token_limit: int | None
+    npc_cost_limit: float | None
+    server_tokens: int
+    server_cost: float
+    server_token_limit: int | None
+    server_cost_limit: float | None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def describe(self) -> str:
+        """One line for status displays."""
+        if not self.exceeded:
+            return "within budget"
+        what = "this NPC's" if self.scope == "npc" else "the server's"
+        mode = "answering with the offline model" if self.action == "offline" else "silent"
+        return f"over {what} daily budget: {mode} until 00:00 UTC"
+
+
+def _limit(value, kind=float):
+    """A positive limit from a setting or override, or None (no limit)."""
+    if value in (None, "", 0):
+        return None
+    try:
+        value = kind(value)
+    except (TypeError, ValueError):
+        return None
+    return value if value > 0 else None
+
+
+def _tightest(setting, override, kind):
+    """The stricter of a setting's limit and a per-NPC override (an override never widens)."""
+    limits = [v for v in (_limit(setting, kind), _limit(override, kind)) if v is not None]
+    return min(limits) if limits else None
+
+
+def action() -> str:
+    """The configured over-budget action (``offline`` unless set to ``silence``)."""
+    value = str(conf.get("EVENNIA_AI_BUDGET_EXCEEDED_ACTION") or "offline").lower()
+    return value if value in ACTIONS else "offline"
+
+
+def usage_on(metrics: dict, day: str) -> tuple[int, float]:
+    """Tokens and cost recorded in ``metrics`` for ``day``."""
+    entry = (metrics or {}).get("daily", {}).get(day) or {}
+    return int(entry.get("tokens", 0)), float(entry.get("cost", 0.0))
+
+
+def server_usage(day: str | None = None) -> dict:
+    """All assistants' usage on ``day`` (default today): ``{"tokens", "cost"}``.
+
+    Computed from every assistant's metrics the first time it is asked for a day in this
+    process, then kept current by :func:`record`.
+    """
+    day = day or today()
+    with _lock:
+        cached = _server_day.get(day)
+        if cached is not None:
+            return dict(cached)
+    from evennia_ai.commands.lookup import all_ai_npcs
+
+    tokens, cost = 0, 0.0
+    for npc in all_ai_npcs():
+        t, c = usage_on(npc.ai.get("metrics"), day)
+        tokens, cost = tokens + t, cost + c
+    with _lock:
+        # Keep only today's figure: yesterday's can always be recomputed.
+        for old in [d for d in _server_day if d != day]:
+            _server_day.pop(old)
+        _server_day.setdefault(day, {"tokens": tokens, "cost": round(cost, 6)})
+        return dict(_server_day[day])
+
+
+def record(tokens: int, cost: float, day: str | None = None) -> None:
+    """Add one tick's usage to the server's running figure (the NPC's own is in its metrics)."""
+    day = day or today()
+    with _lock:
+        entry = _server_day.get(day)
+        if entry is None:
+            return  # not computed yet: the first server_usage() call will count this tick
+        entry["tokens"] += int(tokens)
+        entry["cost"] = round(entry["cost"] + float(cost), 6)
+
+
+def reset_cache() -> None:
+    """Forget the in-memory server figures (tests; they are recomputed on demand)."""
+    with _lock:
+        _server_day.clear()
+        _announced.clear()
+
+
+def check(npc, metrics: dict | None = None) -> BudgetStatus:
+    """Where ``npc`` stands against its daily budgets now.
+
+    Args:
+        npc: An assistant.
+        metrics: Its metrics if the caller already read them (saves a read).
+    """
+    day = today()
+    metrics = metrics if metrics is not None else npc.ai.get("metrics")
+    npc_tokens, npc_cost = usage_on(metrics, day)
+    override = npc.ai.get("budget") or {}
+    npc_token_limit = _tightest(conf.get("EVENNIA_AI_DAILY_TOKEN_BUDGET_PER_NPC"), override.get("tokens"), int)
+    npc_cost_limit = _tightest(conf.get("EVENNIA_AI_DAILY_COST_BUDGET_PER_NPC"), override.get("cost"), float)
+    server_token_limit = _limit(conf.get("EVENNIA_AI_DAILY_TOKEN_BUDGET_SERVER"), int)
+    server_cost_limit = _limit(conf.get("EVENNIA_AI_DAILY_COST_BUDGET_SERVER"), float)
+    if server_token_limit is None and server_cost_limit is None:
+        server = {"tokens": 0, "cost": 0.0}
+        if _server_day.get(day) is not None:
+            server = server_usage(day)
+    else:
+        server = server_usage(day)
+
+    scope = None
+    if (npc_token_limit is not None and npc_tokens >= npc_token_limit) or (
+        npc_cost_limit is not None and npc_cost >= npc_cost_limit
+    ):
+        scope = "npc"
+    elif (server_token_limit is not None and server["tokens"] >= server_token_limit) or (
+        server_cost_limit is not None and server["cost"] >= server_cost_limit
+    ):
+        scope = "server"
+    status = BudgetStatus(
+        day=day,
+        exceeded=scope is not None,
+        scope=scope,
+        action=action(),
+        npc_tokens=npc_tokens,
+        npc_cost=round(npc_cost, 6),
+        npc_token_limit=npc_token_limit,
+        npc_cost_limit=npc_cost_limit,
+        server_tokens=int(server["tokens"]),
+        server_cost=round(float(server["cost"]), 6),
+        server_token_limit=server_token_limit,
+        server_cost_limit=server_cost_limit,
+    )
+    if status.exceeded:
+        key = (getattr(npc, "dbref", str(id(npc))), day)
+        if key not in _announced:
+            _announced.add(key)
+            logger.log_warn(f"evennia_ai: {npc.key}: {status.describe()}.")
+    return status
+
+
+def server_totals() -> dict:
+    """All-time and today's tokens and cost over every assistant (for status and the dashboard)."""
+    from evennia_ai.commands.lookup import all_ai_npcs
+
+    totals = {"npcs": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0, "ticks": 0}
+    for npc in all_ai_npcs():
+        m = npc.ai.get("metrics")
+        totals["npcs"] += 1
+        totals["prompt_tokens"] += int(m.get("prompt_tokens", 0))
+        totals["completion_tokens"] += int(m.get("completion_tokens", 0))
+        totals["cost"] += float(m.get("cost", 0.0))
+        totals["ticks"] += int(m.get("ticks", 0))
+    totals["cost"] = round(totals["cost"], 6)
+    totals["today"] = server_usage()
+    return totals
