@@ -439,6 +439,43 @@ def test_embedder_archival_search_by_meaning(embedded_memory):
     assert outcome.mode == "hybrid" and outcome.hits[0].id == "a1"
 
 
+@pytest.mark.embedder
+def test_embedder_in_process_index_agrees_with_mem0_and_follows_writes(embedded_memory):
+    assert embedded_memory.vector_index is not None and embedded_memory.vector_index.count("#5") >= 3
+    fast = embedded_memory.search_sync("#5", "debt and money", mode="vector")
+    index, embedded_memory.vector_index = embedded_memory.vector_index, None
+    try:
+        through_mem0 = embedded_memory.search_sync("#5", "debt and money", mode="vector")
+    finally:
+        embedded_memory.vector_index = index
+    assert fast.hits[0].id == through_mem0.hits[0].id
+    assert fast.hits[0].text == "Bob owes Alice five gold coins" and fast.hits[0].trust == 0.9
+    stored = embedded_memory.store_sync("#5", "The ferry stops running at dusk")[0]
+    assert embedded_memory.search_sync("#5", "boat timetable", mode="vector").hits[0].id == stored.id
+    assert not embedded_memory.delete_sync("#6", stored.id)  # not #6's memory
+    assert embedded_memory.delete_sync("#5", stored.id)
+    assert all(h.id != stored.id for h in embedded_memory.search_sync("#5", "boat timetable").hits)
+    assert embedded_memory.memory.get(stored.id) is None
+    assert not embedded_memory.delete_sync("#5", stored.id)
+
+
+@pytest.mark.embedder
+def test_embedder_index_is_rebuilt_from_the_store_on_restart(embedded_memory):
+    before = embedded_memory.vector_index.count("#5")
+    embedded_memory.close()
+    embedded_memory.init_sync()
+    assert embedded_memory.vector_index.count("#5") == before
+    assert embedded_memory.search_sync("#5", "debt and money", mode="vector").hits[0].text == \
+        "Bob owes Alice five gold coins"
+
+
+def test_keyword_mode_delete(keyword_memory):
+    stored = keyword_memory.store_sync("#5", "The well is dry")[0]
+    assert not keyword_memory.delete_sync("#6", stored.id)
+    assert result_of(longterm.delete("#5", stored.id)) is True
+    assert keyword_memory.search_sync("#5", "well").hits == []
+
+
 def test_server_start_warms_up_long_term_memory(monkeypatch):
     from evennia_ai import startstop, threadpool
 

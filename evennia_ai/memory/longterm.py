@@ -53,6 +53,7 @@ from twisted.internet import defer
 
 from evennia_ai import conf
 from evennia_ai.memory.keyword_index import KeywordDoc, KeywordIndex, KeywordIndexUnavailable
+from evennia_ai.memory.vector_index import NpcVectorIndex, VectorHit
 from evennia_ai.memory.search import (
     EmbeddingCache,
     MemoryHit,
@@ -344,6 +345,9 @@ class LongTermMemory:
         self._index_lock = threading.Lock()
         self._store_lock = threading.Lock()
         self._embed_cache: EmbeddingCache | None = None
+        #: In-process vectors of the embedded Qdrant (see :mod:`evennia_ai.memory.vector_index`);
+        #: None when searches go through mem0 (a Qdrant server, pgvector, or the setting is off).
+        self.vector_index: NpcVectorIndex | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
     @property
@@ -437,9 +441,55 @@ class LongTermMemory:
         if not _custom_llm():
             memory.llm = NpcModelLLM(getattr(memory.llm, "config", None))
         memory.vector_store = _Serialised(memory.vector_store, threading.Lock())
+        self.vector_index = self._load_vector_index(memory, config)
         self.reason = ""
         logger.info("evennia_ai: long-term memory ready (hybrid search) in %s", self.directory)
         return memory
+
+    def _load_vector_index(self, memory, config: dict) -> NpcVectorIndex | None:
+        """Read every vector of the embedded Qdrant into an :class:`NpcVectorIndex` (or None)."""
+        store_config = config.get("vector_store") or {}
+        options = store_config.get("config") or {}
+        embedded = store_config.get("provider", "qdrant") == "qdrant" and options.get("path") \
+            and not (options.get("url") or options.get("host"))
+        if not embedded or not conf.get("EVENNIA_AI_MEMORY_VECTOR_INDEX"):
+            return None
+        try:
+            index = NpcVectorIndex()
+            offset = None
+            while True:
+                with memory.vector_store._lock:
+                    points, offset = memory.vector_store.client.scroll(
+                        collection_name=memory.vector_store.collection_name, limit=1000,
+                        offset=offset, with_payload=True, with_vectors=True)
+                index.load((point.id, _dense(point.vector), point.payload) for point in points)
+                if offset is None:
+                    break
+            logger.info("evennia_ai: %d long-term memory vectors indexed in process", len(index))
+            return index
+        except Exception:
+            logger.exception("evennia_ai: in-process vector index unavailable; searching through mem0")
+            return None
+
+    def _index_vectors(self, point_ids: list[str], deleted: list[str]) -> None:
+        """Bring the in-process vector index up to date after mem0 wrote these points."""
+        index = self.vector_index
+        if index is None:
+            return
+        for point_id in deleted:
+            index.delete(point_id)
+        if not point_ids:
+            return
+        try:
+            store = self.memory.vector_store
+            with store._lock:
+                points = store.client.retrieve(collection_name=store.collection_name, ids=point_ids,
+                                               with_payload=True, with_vectors=True)
+            for point in points:
+                index.upsert(point.id, _dense(point.vector), point.payload)
+        except Exception:  # a stale index would miss memories: search through mem0 from now on
+            logger.exception("evennia_ai: in-process vector index out of step; searching through mem0")
+            self.vector_index = None
 
     def ensure_ready(self) -> None:
         """Initialise now unless done (waits while another thread initialises)."""
@@ -464,6 +514,7 @@ class LongTermMemory:
     def _close_locked(self) -> None:
         self._close_after_init = False
         memory, self.memory = self.memory, None
+        self.vector_index = None
         if memory is not None:
             try:
                 client = getattr(memory.vector_store, "client", None)
@@ -570,6 +621,7 @@ class LongTermMemory:
         finally:
             _LLM_CONTEXT.model = None
         stored: list[StoredMemory] = []
+        written, deleted = [], []
         for item in (result or {}).get("results", []):
             event = str(item.get("event", "ADD")).upper()
             memory_id = str(item.get("id") or "")
@@ -577,7 +629,9 @@ class LongTermMemory:
                 continue
             if event == "DELETE":
                 self._index_call("delete", memory_id)
+                deleted.append(memory_id)
                 continue
+            written.append(memory_id)
             text = str(item.get("memory") or "").strip()
             if not text:
                 continue
@@ -586,6 +640,7 @@ class LongTermMemory:
             if self._index_call("upsert", _doc(memory)) is False:
                 memory.stored_in = ("vector",)
             stored.append(memory)
+        self._index_vectors(written, deleted)
         return stored
 
     def _index_call(self, method: str, *args):
@@ -701,7 +756,12 @@ class LongTermMemory:
                     for hit in index.search(npc, query, person=person, limit=n)]
 
         vector = None
-        if memory is not None:
+        index = self.vector_index
+        if memory is not None and index is not None:
+            def vector(n: int) -> list[MemoryHit]:
+                found = index.search(npc, self.embed(str(query)), n, person=person, threshold=threshold)
+                return [_hit_from_vector(hit) for hit in found]
+        elif memory is not None:
             def vector(n: int) -> list[MemoryHit]:
                 filters = {"agent_id": npc}
                 if person:
@@ -710,6 +770,35 @@ class LongTermMemory:
                 return [_hit_from_mem0(item) for item in (found or {}).get("results", [])]
 
         return run_search(requested, keyword=keyword, vector=vector, limit=limit)
+
+    def delete_sync(self, npc: str, memory_id: str) -> bool:
+        """Forget one of ``npc``'s memories everywhere it is stored (blocking).
+
+        Returns:
+            False if ``npc`` has no memory with that id.
+        """
+        npc, memory_id = str(npc), str(memory_id or "").strip()
+        if not memory_id:
+            return False
+        self.ensure_ready()
+        found = False
+        try:
+            doc = self.keyword_index().get(memory_id)
+        except KeywordIndexUnavailable:
+            doc = None
+        if doc is not None and doc.npc == npc:
+            found = bool(self._index_call("delete", memory_id))
+        if self.vector_ready:
+            item = None
+            try:
+                item = self.memory.get(memory_id)
+            except Exception:  # not a mem0 id (keyword-only memory) or already gone
+                item = None
+            if item and str(item.get("agent_id") or "") == npc:
+                self.memory.delete(memory_id)
+                self._index_vectors([], [memory_id])
+                found = True
+        return found
 
     def embed(self, text: str):
         """The embedding of ``text`` through mem0's embedder (cached). Needs mem0."""
@@ -736,6 +825,25 @@ def _doc(memory: StoredMemory) -> KeywordDoc:
 def _hit_from_doc(doc: KeywordDoc, score: float) -> MemoryHit:
     return MemoryHit(id=doc.id, text=doc.text, score=score, source=doc.source, trust=doc.trust,
                      time=doc.time, person=doc.person, person_name=doc.person_name, kind=doc.kind)
+
+
+def _dense(vector) -> Any:
+    """The dense vector of a Qdrant point (mem0 stores it unnamed beside a sparse ``bm25``)."""
+    return vector.get("") if isinstance(vector, dict) else vector
+
+
+# The payload keys mem0 keeps outside a memory's ``metadata`` in its search results.
+_CORE_PAYLOAD_KEYS = {"data", "hash", "created_at", "updated_at", "id", "text_lemmatized", "user_id",
+                      "agent_id", "run_id", "actor_id", "role", "attributed_to", "expiration_date"}
+
+
+def _hit_from_vector(hit: VectorHit) -> MemoryHit:
+    payload = hit.payload
+    return _hit_from_mem0({
+        "id": hit.id, "memory": payload.get("data"), "score": hit.score,
+        "user_id": payload.get("user_id"), "created_at": payload.get("created_at"),
+        "metadata": {key: value for key, value in payload.items() if key not in _CORE_PAYLOAD_KEYS},
+    })
 
 
 def _hit_from_mem0(item: dict) -> MemoryHit:
@@ -885,6 +993,11 @@ def consolidate(npc_id: str, texts: Iterable[Any], person: str | None = None, *,
     memory = get_memory()
     return defer_to_thread(memory.consolidate_sync, npc_id, list(texts or []), person,
                            person_name=person_name, model=model, infer=infer)
+
+
+def delete(npc_id: str, memory_id: str) -> defer.Deferred:
+    """Forget one of an NPC's memories, in a thread. Fires with False if it had none by that id."""
+    return defer_to_thread(get_memory().delete_sync, npc_id, memory_id)
 
 
 def search_archival_hybrid(entries, query: str, limit: int = 5, mode: str | None = "auto") -> SearchOutcome:
