@@ -203,7 +203,7 @@ def bench_memory_scale(sizes=(1000, 10000), searches: int = 200) -> tuple[str, d
             found = []
             for i in range(searches):
                 started = time.perf_counter()
-                memory.search_sync(f"#{i % 10}", f"is the {i % 13} bridge out?", mode="auto")
+                memory.search_sync(f"#{i % 10}", f"is the {i % 13} bridge out? (asked {size}-{i})", mode="auto")  # unique: no embedding cache hits
                 found.append(time.perf_counter() - started)
             a, f = summary_ms(adds), summary_ms(found)
             rows.append([size, memory.mode, a["p50"], a["p95"], f["p50"], f["p95"],

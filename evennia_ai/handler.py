@@ -248,6 +248,28 @@ class AIHandler:
         self.ensure_script().attributes.add("execution_config", config, category="ai")
         return config
 
+    def set_allowed_tool_categories(self, categories: list[str] | None) -> dict:
+        """Set Layer 1's ``allowed_tool_categories`` (None: every category); one write.
+
+        It can only narrow what the contexts allow (see :mod:`evennia_ai.execution_pattern`).
+
+        Raises:
+            ValueError: naming an unknown category.
+        """
+        from evennia_ai.execution_pattern import ALL_TOOL_CATEGORIES
+
+        config = self.execution_config
+        if categories is None:
+            config.pop("allowed_tool_categories", None)
+        else:
+            unknown = [c for c in categories if c not in ALL_TOOL_CATEGORIES]
+            if unknown:
+                raise ValueError(f"Unknown tool categories {unknown}. Known: "
+                                 + ", ".join(ALL_TOOL_CATEGORIES))
+            config["allowed_tool_categories"] = [c for c in ALL_TOOL_CATEGORIES if c in categories]
+        self.ensure_script().attributes.add("execution_config", config, category="ai")
+        return config
+
     # -- control -------------------------------------------------------------------------------
     @property
     def paused(self) -> bool:

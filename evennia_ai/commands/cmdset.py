@@ -16,6 +16,7 @@ the execution config), so players without the permission neither see nor run the
 from __future__ import annotations
 
 import importlib
+import inspect
 
 from evennia import CmdSet
 
@@ -36,6 +37,32 @@ def all_command_classes() -> list[type]:
         module = importlib.import_module(path)
         classes.extend(getattr(module, "COMMANDS", ()))
     return classes
+
+
+def render_commands_markdown() -> str:
+    """Render the admin command reference (``docs/commands.md``) from the commands' docstrings.
+
+    The docstrings are the in-game help, so the page and ``help <command>`` never disagree.
+    """
+    lines = [
+        "# Admin command reference",
+        "",
+        "Every command below is in the help category `AI` and comes with `AIAdminCmdSet` (see",
+        "[installing.md](installing.md)). This page is generated from the commands' docstrings,",
+        "which are also their in-game `help` entries, by `scripts/gen_command_docs.py` (a test",
+        "keeps them in step).",
+        "",
+        "| command | aliases | lock |",
+        "|---|---|---|",
+    ]
+    commands = all_command_classes()
+    for command in commands:
+        aliases = ", ".join(f"`{alias}`" for alias in sorted(getattr(command, "aliases", []) or []))
+        lines.append(f"| [`{command.key}`](#{command.key}) | {aliases} | `{command.locks}` |")
+    for command in commands:
+        doc = inspect.cleandoc(command.__doc__ or "").strip()
+        lines += ["", f"## {command.key}", "", "```", doc, "```"]
+    return "\n".join(lines) + "\n"
 
 
 class AIAdminCmdSet(CmdSet):

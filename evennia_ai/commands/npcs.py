@@ -1,3 +1,331 @@
-"""Placeholder: filled in by its owner."""
+"""Admin commands managing AI NPCs: ``ainpc`` (create, control, configure) and ``aistatus``."""
 
-COMMANDS: list = []
+from __future__ import annotations
+
+from evennia_ai.commands.base import AICommand, CommandError
+
+DEVELOPER_CHECK = "dummy:perm(Developer)"
+# Locks of a created NPC: nobody but Developers puppets it; its creator may edit and delete it.
+NPC_LOCKS = "puppet:perm(Developer);delete:{pid}perm(Admin);edit:{pid}perm(Admin)"
+
+
+# -- shared helpers (also used by the runtime commands and tests) ---------------------------------
+def npc_state(status: dict) -> str:
+    """One word for an NPC's status dict: ``stopped``, ``paused``, ``asleep`` or ``running``."""
+    if not status.get("enabled") or not status.get("running"):
+        return "stopped"
+    if status.get("paused"):
+        return "paused"
+    if status.get("asleep"):
+        return "asleep"
+    return "running"
+
+
+def _limit(value, money: bool = False) -> str:
+    if value is None:
+        return "none"
+    return f"${value:.4f}" if money else f"{value:,}"
+
+
+def _tokens_today(status: dict) -> int:
+    return int((status.get("budget") or {}).get("npc_tokens", 0))
+
+
+def _where(npc) -> str:
+    location = npc.location
+    return f"{location.key}({location.dbref})" if location else "(nowhere)"
+
+
+def has_perm(caller, permission: str) -> bool:
+    """Whether ``caller`` passes ``perm(<permission>)`` as Evennia checks it (puppets included)."""
+    return bool(caller.locks.check_lockstring(caller, f"dummy:perm({permission})"))
+
+
+# -- ainpc --------------------------------------------------------------------------------------
+class CmdAINpc(AICommand):
+    """
+    Manage AI NPCs: list, create, delete, start, stop and configure them.
+
+    Usage:
+      ainpc/list
+      ainpc/create <name>[;alias;alias...] [= <model>]
+      ainpc/delete <npc>
+      ainpc/start <npc>
+      ainpc/stop <npc>
+      ainpc/pause <npc>
+      ainpc/resume <npc>
+      ainpc/model <npc> = <model>
+      ainpc/persona <npc> = <text>
+      ainpc/prompt <npc> = <operator prompt text>
+
+    Switches:
+      list    - every AI NPC with its location, model, state (running, paused,
+                stopped or asleep), queued events, tokens used today and budget.
+      create  - create an AI assistant in your location; the model is optional
+                (empty: the server default, EVENNIA_AI_MODEL).
+      delete  - delete an AI NPC and stop its script (AI NPCs only, no undo;
+                needs the NPC's delete lock: its creator or an Admin).
+      start   - enable the NPC and start its script.
+      stop    - disable the NPC and stop its script (its state is kept).
+      pause   - stop ticking; events it perceives stay queued.
+      resume  - tick again and answer what was queued meanwhile.
+      model   - set the NPC's model ("default" or empty: the server default).
+      persona - set the NPC's persona (who it is, how it speaks).
+      prompt  - set the operator's system prompt, which takes precedence over the
+                NPC's own guidelines and no tool can change (Developer only).
+
+    Examples:
+      ainpc/list
+      ainpc/create Marta;keeper;barkeep = openai/gpt-4o-mini
+      ainpc/pause Marta
+      ainpc/model Marta = anthropic/claude-3-5-haiku-latest
+      ainpc/persona Marta = A warm innkeeper who knows every rumour in town.
+      ainpc/prompt Marta = Never reveal other guests' private business.
+      ainpc/delete #42
+    """
+
+    key = "ainpc"
+    aliases = ["ainpcs"]
+    switch_options = ("list", "create", "delete", "start", "stop", "pause", "resume",
+                      "model", "persona", "prompt")
+
+    def run(self):
+        switch = self.switch()
+        if switch is None:
+            raise CommandError("Give a switch, e.g. |wainpc/list|n.\n" + self.usage())
+        getattr(self, f"do_{switch}")()
+
+    # -- listing -------------------------------------------------------------------------------
+    def do_list(self):
+        from evennia_ai.commands.lookup import all_ai_npcs
+
+        npcs = all_ai_npcs()
+        if not npcs:
+            self.msg("No AI NPCs yet. |wainpc/create <name>|n makes one.")
+            return
+        table = self.styled_table("NPC", "Location", "Model", "State", "Queued",
+                                  "Tokens today", "Budget")
+        for npc in npcs:
+            status = npc.ai.status()
+            table.add_row(
+                f"{npc.key}({npc.dbref})", _where(npc), status["model"], npc_state(status),
+                status["queued_events"], f"{_tokens_today(status):,}", status["budget_state"],
+            )
+        self.msg(f"AI NPCs ({len(npcs)}):\n{table}")
+
+    # -- creation and deletion -----------------------------------------------------------------
+    def do_create(self):
+        from evennia_ai.commands.lookup import all_ai_npcs
+        from evennia_ai.typeclasses import AIAssistantCharacter
+
+        caller = self.caller
+        names = [part.strip() for part in self.require(self.lhs, "NPC name").split(";")]
+        key, aliases = names[0], [alias for alias in names[1:] if alias]
+        if not key:
+            raise CommandError("The NPC needs a name before any ';aliases'.")
+        if not has_perm(caller, "Builder"):
+            raise CommandError("You need Builder permission to create AI NPCs.")
+        location = caller.location
+        if location is None:
+            raise CommandError("You are nowhere; stand in a room to create an NPC there.")
+        if any(npc.key.lower() == key.lower() for npc in all_ai_npcs()):
+            raise CommandError(f"An AI NPC called '{key}' already exists; choose another name.")
+        model = (self.rhs or "").strip()
+        if model and " " in model:
+            raise CommandError(f"A model name has no spaces: {model!r}.")
+        account = getattr(caller, "account", None)
+        pid = f"pid({account.id}) or " if account else ""
+        npc, errors = AIAssistantCharacter.create(
+            key, account=None, caller=caller, location=location, home=location,
+            aliases=aliases, locks=NPC_LOCKS.format(pid=pid),
+        )
+        if errors or npc is None:
+            raise CommandError("Could not create the NPC: " + "; ".join(map(str, errors)))
+        if model:
+            npc.ai.set_model(model)
+        alias_text = f" (aliases: {', '.join(aliases)})" if aliases else ""
+        self.msg(
+            f"Created AI NPC {npc.key}({npc.dbref}){alias_text} in {location.key}, model "
+            f"{npc.ai.status()['model']}. Give it a persona with "
+            f"|wainpc/persona {npc.key} = <text>|n."
+        )
+
+    def do_delete(self):
+        npc = self.find_npc(self.args)
+        if not npc.access(self.caller, "delete"):
+            raise CommandError(f"You may not delete {npc.key}({npc.dbref}).")
+        name = f"{npc.key}({npc.dbref})"
+        script = npc.ai.script
+        if script is not None:
+            script.stop()
+            script.delete()
+        npc.delete()
+        self.msg(f"Deleted AI NPC {name} and stopped its script.")
+
+    # -- control -------------------------------------------------------------------------------
+    def do_start(self):
+        npc = self.find_npc(self.args)
+        npc.ai.start()
+        extra = " It is still paused: |wainpc/resume|n it." if npc.ai.paused else ""
+        self.msg(f"{npc.key} is enabled and its script runs.{extra}")
+
+    def do_stop(self):
+        npc = self.find_npc(self.args)
+        npc.ai.stop()
+        self.msg(f"{npc.key} is stopped (state kept). |wainpc/start {npc.key}|n restarts it.")
+
+    def do_pause(self):
+        npc = self.find_npc(self.args)
+        if npc.ai.paused:
+            raise CommandError(f"{npc.key} is already paused.")
+        npc.ai.pause()
+        self.msg(f"{npc.key} is paused; what it perceives stays queued.")
+
+    def do_resume(self):
+        npc = self.find_npc(self.args)
+        if not npc.ai.paused:
+            raise CommandError(f"{npc.key} is not paused.")
+        npc.ai.resume()
+        queued = npc.ai.status()["queued_events"]
+        self.msg(f"{npc.key} resumes ({queued} queued event(s) to answer).")
+
+    # -- configuration -------------------------------------------------------------------------
+    def _npc_and_value(self, what: str, allow_empty: bool = False):
+        if not self.rhs and "=" not in self.args:
+            raise CommandError(f"Give the {what} after '='.\n" + self.usage())
+        npc = self.find_npc(self.lhs)
+        value = (self.rhs or "").strip()
+        if not value and not allow_empty:
+            raise CommandError(f"Missing {what} after '='.")
+        return npc, value
+
+    def do_model(self):
+        npc, model = self._npc_and_value("model", allow_empty=True)
+        if model.lower() in ("default", "none"):
+            model = ""
+        if " " in model:
+            raise CommandError(f"A model name has no spaces: {model!r}.")
+        npc.ai.set_model(model)
+        self.msg(f"{npc.key} now uses {npc.ai.status()['model']}"
+                 + ("" if model else " (the server default)") + ".")
+
+    def do_persona(self):
+        npc, text = self._npc_and_value("persona text")
+        npc.ai.set_persona(text)
+        self.msg(f"{npc.key}'s persona is set ({len(text)} characters).")
+
+    def do_prompt(self):
+        if not has_perm(self.caller, "Developer"):
+            raise CommandError("Only Developers may set an NPC's operator prompt.")
+        npc, text = self._npc_and_value("operator prompt", allow_empty=True)
+        npc.ai.set_user_system_prompt(text)
+        if text:
+            self.msg(f"{npc.key}'s operator prompt is set ({len(text)} characters).")
+        else:
+            self.msg(f"{npc.key}'s operator prompt is cleared.")
+
+
+# -- aistatus -----------------------------------------------------------------------------------
+class CmdAIStatus(AICommand):
+    """
+    Show the status of one AI NPC, or a summary of them all.
+
+    Usage:
+      aistatus
+      aistatus <npc>
+
+    Without an argument: one line per AI NPC and the server's token and cost
+    totals. With an NPC: whether it is enabled or paused, its model, tokens and
+    cost (today and in total), budget state and limits, its last ticks, recent
+    errors, sleep state and event queue.
+
+    Examples:
+      aistatus
+      aistatus Marta
+      aistatus #42
+    """
+
+    key = "aistatus"
+    switch_options = ()
+    needs_args = False
+
+    def run(self):
+        if self.args.strip():
+            self.msg(self.npc_report(self.find_npc(self.args)))
+        else:
+            self.msg(self.server_report())
+
+    def server_report(self) -> str:
+        from evennia_ai import budget
+        from evennia_ai.commands.lookup import all_ai_npcs
+
+        npcs = all_ai_npcs()
+        lines = [f"|wAI NPCs ({len(npcs)})|n"]
+        for npc in npcs:
+            status = npc.ai.status()
+            lines.append(
+                f"  {npc.key}({npc.dbref}) {npc_state(status)} - {status['model']}, "
+                f"{status['queued_events']} queued, {_tokens_today(status):,} tokens today, "
+                f"{status['ticks']} ticks, {status['errors']} errors, {status['budget_state']}"
+            )
+        if not npcs:
+            lines.append("  (none)")
+        totals = budget.server_totals()
+        today = totals["today"]
+        lines.append(
+            f"|wServer|n: {totals['ticks']} ticks, "
+            f"{totals['prompt_tokens'] + totals['completion_tokens']:,} tokens "
+            f"(prompt {totals['prompt_tokens']:,}, completion {totals['completion_tokens']:,}), "
+            f"cost ${totals['cost']:.4f} in total; today {today['tokens']:,} tokens, "
+            f"${today['cost']:.4f}."
+        )
+        return "\n".join(lines)
+
+    def npc_report(self, npc) -> str:
+        from evennia_ai.engine.trace import TickTrace
+
+        status = npc.ai.status()
+        b = status["budget"]
+        sleep = status["sleep"]
+        lines = [
+            f"|w{npc.key}({npc.dbref})|n at {_where(npc)}: {npc_state(status)}",
+            f"  enabled: {status['enabled']}  paused: {status['paused']}  "
+            f"script running: {status['running']}",
+            f"  model: {status['model']}",
+            f"  tokens: today {b['npc_tokens']:,} (cost ${b['npc_cost']:.4f}); total prompt "
+            f"{status['prompt_tokens']:,}, completion {status['completion_tokens']:,}, "
+            f"cost ${float(status['cost'] or 0):.4f}",
+            f"  budget: {status['budget_state']}; daily limits per NPC: tokens "
+            f"{_limit(b['npc_token_limit'])}, cost {_limit(b['npc_cost_limit'], True)}; "
+            f"server today {b['server_tokens']:,} tokens (limit "
+            f"{_limit(b['server_token_limit'])}), ${b['server_cost']:.4f} (limit "
+            f"{_limit(b['server_cost_limit'], True)}); when over: "
+            f"{'offline model' if b['action'] == 'offline' else 'silence'}",
+            f"  sleep: {'asleep' if status['asleep'] else 'awake'}"
+            + (f" since {sleep.get('since')} ({sleep.get('reason')}, phase {sleep.get('phase')})"
+               if status["asleep"] else ""),
+            f"  queue: {status['queued_events']} pending, {status['in_flight_events']} in flight, "
+            f"{status['dropped_events']} dropped, {status['failed_events']} failed",
+            f"  ticks: {status['ticks']}, errors: {status['errors']}, active goals: "
+            f"{status['goals_active']}",
+        ]
+        traces = [TickTrace.from_dict(t) for t in (npc.ai.get("traces") or [])[-5:]]
+        if traces:
+            lines.append("  last ticks:")
+            for trace in reversed(traces):
+                lines.append(
+                    f"    #{trace.tick_id} {trace.started[:19]} {trace.context_type or '-'} "
+                    f"{trace.stop_reason or '-'} "
+                    f"{trace.prompt_tokens + trace.completion_tokens:,} tokens"
+                )
+        errors = [t for t in traces if t.error]
+        if status["last_error"] or errors:
+            lines.append("  recent errors:")
+            if status["last_error"]:
+                lines.append(f"    last: {str(status['last_error'])[:300]}")
+            for trace in errors[-3:]:
+                lines.append(f"    tick #{trace.tick_id}: {str(trace.error)[:300]}")
+        return "\n".join(lines)
+
+
+COMMANDS = [CmdAINpc, CmdAIStatus]

@@ -1,3 +1,661 @@
-"""Placeholder: filled in by its owner."""
+"""Admin commands for what AI NPCs do at runtime: tools, sleep, traces, confirmations, interact."""
 
-COMMANDS: list = []
+from __future__ import annotations
+
+import shlex
+from datetime import datetime, timedelta, timezone
+
+from evennia.utils import logger
+
+from evennia_ai import conf
+from evennia_ai.commands.base import AICommand, CommandError
+from evennia_ai.engine.trace import TickTrace, truncate
+
+BAR_WIDTH = 24
+INTERACT_POLL_SECONDS = 2.0
+INTERACT_WAIT_SECONDS = 120.0
+
+
+# -- trace rendering (shared by aitrace and interact) ----------------------------------------------
+def _args_text(arguments: dict, limit: int = 120) -> str:
+    parts = [f"{key}={value!r}" for key, value in (arguments or {}).items()]
+    return truncate(", ".join(parts), limit)
+
+
+def trace_line(trace: TickTrace) -> str:
+    """One line for a tick: id, time, event, stop reason, steps, tokens, cost, duration."""
+    event = truncate((trace.event_text or trace.context_type or "-").replace("\n", " "), 50)
+    return (
+        f"#{trace.tick_id} {trace.started[:19].replace('T', ' ')} {trace.context_type or '-'} "
+        f"[{event}] {trace.stop_reason or '-'}, {len(trace.iterations)} step(s), "
+        f"{trace.prompt_tokens + trace.completion_tokens:,} tokens, ${trace.cost:.4f}, "
+        f"{trace.duration:.1f}s"
+    )
+
+
+def trace_steps(trace: TickTrace, result_limit: int = 200) -> list[str]:
+    """The steps of a tick: each model call's thought, its tool calls and their results."""
+    lines = []
+    for it in trace.iterations:
+        label = f"step {it.index + 1}" if it.index >= 0 else it.kind
+        usage = it.usage or {}
+        lines.append(
+            f"|w{label}|n ({it.kind}, {it.model or '?'}, "
+            f"{int(usage.get('prompt_tokens') or 0):,}+{int(usage.get('completion_tokens') or 0):,}"
+            f" tokens, {it.latency:.1f}s)"
+        )
+        if it.text:
+            lines.append(f"  thought: {truncate(it.text.strip(), 400)}")
+        for call in it.tool_calls:
+            outcome = call.error if call.error else call.result
+            lines.append(
+                f"  tool {call.name}({_args_text(call.arguments)}) -> {call.status}"
+                f"{'' if call.success else ' (failed)'}: {truncate(outcome, result_limit)}"
+            )
+        if it.error:
+            lines.append(f"  |rerror: {truncate(it.error, 300)}|n")
+    return lines
+
+
+def section_table(sections: dict) -> list[str]:
+    """Tokens per context section as rows with bars, largest first."""
+    if not sections:
+        return ["  (no section counts recorded)"]
+    total = sum(int(v or 0) for v in sections.values()) or 1
+    widest = max(int(v or 0) for v in sections.values()) or 1
+    name_width = max(len(str(name)) for name in sections)
+    rows = []
+    for name, count in sorted(sections.items(), key=lambda kv: -int(kv[1] or 0)):
+        count = int(count or 0)
+        bar = "#" * max(1 if count else 0, round(BAR_WIDTH * count / widest))
+        rows.append(f"  {str(name):<{name_width}} {count:>7,} {100 * count / total:5.1f}% {bar}")
+    rows.append(f"  {'total':<{name_width}} {total:>7,}")
+    return rows
+
+
+def trace_detail(trace: TickTrace) -> str:
+    """A tick in full: event, pattern, steps, tokens per section, budget and errors."""
+    pattern = trace.pattern or {}
+    lines = [
+        f"|wTick #{trace.tick_id}|n ({trace.context_type or '-'}) started {trace.started}, "
+        f"ended {trace.ended or '-'}, {trace.duration:.1f}s",
+        f"stop reason: {trace.stop_reason or '-'}; tokens {trace.prompt_tokens:,} prompt + "
+        f"{trace.completion_tokens:,} completion; cost ${trace.cost:.4f}",
+    ]
+    if pattern:
+        lines.append(
+            f"pattern: {pattern.get('mode', '?')}, max {pattern.get('max_iterations', '?')} "
+            f"iterations, categories {pattern.get('allowed_categories') or 'all'}"
+        )
+    if trace.event_text:
+        lines.append(f"event: {truncate(trace.event_text, 500)}")
+    lines.append("|wSteps|n")
+    lines.extend(trace_steps(trace) or ["  (no model calls)"])
+    first = next((it for it in trace.iterations if it.sections), None)
+    lines.append("|wTokens per context section|n")
+    lines.extend(section_table(first.sections if first else {}))
+    if trace.prefix_cache_share is not None:
+        lines.append(f"prefix shared with the previous request: {trace.prefix_cache_share:.0%}")
+    if trace.shrunk:
+        lines.append(f"shrunk to fit: {trace.shrunk}")
+    lines.append(f"budget: {trace.budget or 'within budget'}")
+    if trace.error:
+        lines.append(f"|rerror: {truncate(trace.error, 500)}|n")
+    return "\n".join(lines)
+
+
+def _traces(npc) -> list[TickTrace]:
+    return [TickTrace.from_dict(t) for t in (npc.ai.get("traces") or [])]
+
+
+# -- aitools ------------------------------------------------------------------------------------
+def _tool_verdict(npc, tool, allowed, denied, categories) -> str:
+    from evennia_ai.tools.registry import passes_lock
+
+    if tool.name in denied:
+        return "denied"
+    if allowed is not None and tool.name not in allowed:
+        return "not in allow list"
+    if categories is not None and tool.category not in categories:
+        return "category off"
+    if not passes_lock(npc, tool):
+        return "lock fails"
+    return "allowed"
+
+
+class CmdAITools(AICommand):
+    """
+    Show and restrict the tools an AI NPC may use.
+
+    Usage:
+      aitools <npc>
+      aitools/allow <npc> = <tool>[, <tool>...]
+      aitools/deny <npc> = <tool>[, <tool>...]
+      aitools/only <npc> = <tool>[, <tool>...]
+      aitools/category <npc> = <category> [<category>...]
+      aitools/category <npc> = all
+      aitools/reset <npc>
+
+    Switches:
+      allow    - take tools off the NPC's deny list (and onto its allow list, if it
+                 has one).
+      deny     - never offer these tools to the NPC.
+      only     - offer the NPC these tools and no others (an allow list).
+      category - tool categories the NPC may use: SAFE_CHAIN, ASYNC_REQUIRED,
+                 TERMINAL, DANGEROUS ("all" removes the restriction).
+      reset    - remove the NPC's allow list, deny list and category restriction.
+
+    These settings only ever restrict: a tool also needs its context, its
+    category and its lock to allow it, and nothing here widens those.
+
+    Examples:
+      aitools Marta
+      aitools/deny Marta = execute_command
+      aitools/category Marta = SAFE_CHAIN TERMINAL
+      aitools/reset Marta
+    """
+
+    key = "aitools"
+    switch_options = ("allow", "deny", "only", "category", "reset")
+
+    def run(self):
+        switch = self.switch()
+        if switch in ("allow", "deny", "only"):
+            npc = self.find_npc(self.lhs)
+            names = self._tool_names()
+            getattr(self, f"do_{switch}")(npc, names)
+        elif switch == "category":
+            self.do_category(self.find_npc(self.lhs))
+        elif switch == "reset":
+            npc = self.find_npc(self.args)
+            npc.ai.set("tool_allow", None)
+            npc.ai.set("tool_deny", [])
+            npc.ai.set_allowed_tool_categories(None)
+            self.msg(f"{npc.key}'s tool restrictions are removed.")
+        else:
+            self.msg(self.tool_list(self.find_npc(self.args)))
+
+    def _tool_names(self) -> list[str]:
+        from evennia_ai.tools import load_builtin_tools
+        from evennia_ai.tools.registry import TOOL_REGISTRY
+
+        load_builtin_tools()
+        text = self.require(self.rhs, "tool name(s) after '='")
+        names = [name.strip() for name in text.replace(",", " ").split() if name.strip()]
+        unknown = [name for name in names if name not in TOOL_REGISTRY]
+        if unknown:
+            raise CommandError(f"Unknown tool(s): {', '.join(unknown)}. "
+                               f"|waitools <npc>|n lists them.")
+        return names
+
+    def do_allow(self, npc, names):
+        npc.ai.set("tool_deny", [n for n in npc.ai.get("tool_deny") or [] if n not in names])
+        allowed = npc.ai.get("tool_allow")
+        if allowed is not None:
+            npc.ai.set("tool_allow", sorted(set(allowed) | set(names)))
+        self.msg(f"{npc.key} may use {', '.join(names)} again (if its context, category and "
+                 "lock allow it).")
+
+    def do_deny(self, npc, names):
+        npc.ai.set("tool_deny", sorted(set(npc.ai.get("tool_deny") or []) | set(names)))
+        self.msg(f"{npc.key} may no longer use {', '.join(names)}.")
+
+    def do_only(self, npc, names):
+        npc.ai.set("tool_allow", sorted(set(names)))
+        self.msg(f"{npc.key} is offered only {', '.join(sorted(set(names)))} (within its "
+                 "contexts, categories and locks).")
+
+    def do_category(self, npc):
+        from evennia_ai.execution_pattern import ALL_TOOL_CATEGORIES
+
+        text = self.require(self.rhs, "categories after '='")
+        words = [w.strip().upper() for w in text.replace(",", " ").split() if w.strip()]
+        if words == ["ALL"]:
+            npc.ai.set_allowed_tool_categories(None)
+            self.msg(f"{npc.key} may use tools of every category its contexts allow.")
+            return
+        try:
+            npc.ai.set_allowed_tool_categories(words)
+        except ValueError as err:
+            raise CommandError(str(err)) from None
+        kept = [c for c in ALL_TOOL_CATEGORIES if c in words]
+        self.msg(f"{npc.key} may use tools of the categories {', '.join(kept)} only.")
+
+    def tool_list(self, npc) -> str:
+        from evennia_ai.tools import load_builtin_tools
+        from evennia_ai.tools.registry import TOOL_REGISTRY
+
+        load_builtin_tools()
+        allowed = npc.ai.get("tool_allow")
+        denied = set(npc.ai.get("tool_deny") or [])
+        categories = npc.ai.execution_config.get("allowed_tool_categories")
+        table = self.styled_table("Tool", "Category", "For this NPC")
+        usable = 0
+        for tool in TOOL_REGISTRY.all():
+            verdict = _tool_verdict(npc, tool, allowed, denied, categories)
+            usable += verdict == "allowed"
+            colour = "|g" if verdict == "allowed" else "|r"
+            table.add_row(tool.name, tool.category, f"{colour}{verdict}|n")
+        head = [
+            f"Tools of {npc.key}({npc.dbref}): {usable} of {len(TOOL_REGISTRY)} usable "
+            "(each context may offer fewer).",
+            f"categories: {', '.join(categories) if categories is not None else 'all'}; "
+            f"allow list: {', '.join(sorted(allowed)) if allowed is not None else 'none'}; "
+            f"deny list: {', '.join(sorted(denied)) or 'none'}",
+        ]
+        return "\n".join(head) + f"\n{table}"
+
+
+# -- aisleep ------------------------------------------------------------------------------------
+SLEEP_FIELDS = ("until", "phase", "reason", "woken_in_window")
+
+
+def parse_until(text: str) -> str | None:
+    """An ISO UTC time from ``none``, ``+30m``/``+2h``/``+45`` (minutes) or an ISO time.
+
+    Raises:
+        ValueError: the text is none of these.
+    """
+    text = (text or "").strip()
+    if text.lower() in ("", "none", "never"):
+        return None
+    if text.startswith("+"):
+        amount, unit = text[1:], "m"
+        if amount and amount[-1].lower() in "mh":
+            amount, unit = amount[:-1], amount[-1].lower()
+        try:
+            value = float(amount)
+        except ValueError:
+            raise ValueError(f"'{text}' is not a duration like +30m or +2h.") from None
+        if value <= 0:
+            raise ValueError("A duration must be positive.")
+        delta = timedelta(hours=value) if unit == "h" else timedelta(minutes=value)
+        return (datetime.now(timezone.utc) + delta).isoformat()
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(f"'{text}' is not an ISO time (2026-01-01T08:00) or +minutes.") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.astimezone(timezone.utc).isoformat()
+
+
+class CmdAISleep(AICommand):
+    """
+    Show and steer an AI NPC's sleep and reflection.
+
+    Usage:
+      aisleep <npc>
+      aisleep/now <npc> [= <until>]
+      aisleep/wake <npc>
+      aisleep/schedule <npc> = <field>=<value> [<field>=<value>...]
+      aisleep/reflect <npc>
+
+    Switches:
+      now      - put the NPC to sleep now: it consolidates its journal into
+                 long-term memory, compacts its history, then rests until woken,
+                 until <until>, or (if enabled) until someone addresses it.
+      wake     - wake the NPC now.
+      schedule - edit its sleep state. Fields: until (ISO UTC time, +30m, +2h or
+                 none), phase (sleep_consolidate, pre_compaction or rest),
+                 reason (text), woken_in_window (on/off: stay awake for the rest
+                 of the server's sleep window).
+      reflect  - make the NPC reflect on its next tick.
+
+    The daily sleep window is server-wide: EVENNIA_AI_SLEEP_SCHEDULE.
+
+    Examples:
+      aisleep Marta
+      aisleep/now Marta = +2h
+      aisleep/schedule Marta = until=2026-01-02T06:00 reason="festival over"
+      aisleep/wake Marta
+      aisleep/reflect Marta
+    """
+
+    key = "aisleep"
+    switch_options = ("now", "wake", "schedule", "reflect")
+
+    def run(self):
+        switch = self.switch()
+        if switch in ("now", "schedule"):
+            npc = self.find_npc(self.lhs)
+        else:
+            npc = self.find_npc(self.args)
+        if switch is None:
+            self.msg(self.report(npc))
+        else:
+            getattr(self, f"do_{switch}")(npc)
+
+    def do_now(self, npc):
+        from evennia_ai.tick import go_to_sleep
+
+        try:
+            until = parse_until(self.rhs or "")
+        except ValueError as err:
+            raise CommandError(str(err)) from None
+        go_to_sleep(npc, "operator", until)
+        self.msg(f"{npc.key} falls asleep" + (f" until {until[:16]} UTC." if until else "."))
+
+    def do_wake(self, npc):
+        from evennia_ai.tick import wake_up
+
+        if not npc.ai.get("sleep").get("asleep"):
+            raise CommandError(f"{npc.key} is awake already.")
+        wake_up(npc, "woken by an operator")
+        self.msg(f"{npc.key} wakes up.")
+
+    def do_schedule(self, npc):
+        from evennia_ai.tick import SLEEP_PHASES
+
+        text = self.require(self.rhs, "<field>=<value> pairs after '='")
+        try:
+            pairs = shlex.split(text)
+        except ValueError as err:
+            raise CommandError(f"Could not read {text!r}: {err}.") from None
+        changes = {}
+        for pair in pairs:
+            field, sep, value = pair.partition("=")
+            field = field.strip().lower()
+            if not sep or field not in SLEEP_FIELDS:
+                raise CommandError(f"'{pair}' is not <field>=<value>; fields: "
+                                   + ", ".join(SLEEP_FIELDS) + ".")
+            if field == "until":
+                try:
+                    changes[field] = parse_until(value)
+                except ValueError as err:
+                    raise CommandError(str(err)) from None
+            elif field == "phase":
+                phases = SLEEP_PHASES + ("rest",)
+                if value not in phases:
+                    raise CommandError(f"phase must be one of {', '.join(phases)}.")
+                changes[field] = value
+            elif field == "woken_in_window":
+                lowered = value.strip().lower()
+                if lowered not in ("on", "off", "true", "false", "yes", "no", "1", "0"):
+                    raise CommandError("woken_in_window must be on or off.")
+                changes[field] = lowered in ("on", "true", "yes", "1")
+            else:
+                changes[field] = value.strip()[:200]
+        npc.ai.update("sleep", lambda sleep: {**sleep, **changes})
+        self.msg(f"{npc.key}'s sleep state: " + ", ".join(f"{k}={v}" for k, v in changes.items()))
+
+    def do_reflect(self, npc):
+        interval = int(conf.get("EVENNIA_AI_REFLECTION_INTERVAL") or 0)
+        script = npc.ai.script
+        if not interval or script is None:
+            raise CommandError(
+                f"{npc.key} cannot be made to reflect: "
+                + ("it has no script (ainpc/start it)." if script is None else
+                   "EVENNIA_AI_REFLECTION_INTERVAL is 0 (reflection by interval is off).")
+            )
+        due_from = script.tick_count - interval
+        npc.ai.update("reflection", lambda state: {**state, "last_tick": due_from})
+        note = " (it is asleep: it reflects once awake)" if npc.ai.get("sleep").get("asleep") else ""
+        if npc.ai.enabled and not npc.ai.paused:
+            script.trigger_tick()
+        self.msg(f"{npc.key} will reflect on its next tick{note}.")
+
+    def report(self, npc) -> str:
+        from evennia_ai.tick import in_sleep_window
+
+        sleep = npc.ai.get("sleep")
+        reflection = npc.ai.get("reflection")
+        schedule = conf.get("EVENNIA_AI_SLEEP_SCHEDULE")
+        interval = int(conf.get("EVENNIA_AI_REFLECTION_INTERVAL") or 0)
+        threshold = int(conf.get("EVENNIA_AI_REFLECTION_IMPORTANCE_THRESHOLD") or 0)
+        script = npc.ai.script
+        ticks = script.tick_count if script else 0
+        lines = [f"|wSleep of {npc.key}({npc.dbref})|n"]
+        if sleep.get("asleep"):
+            lines.append(f"  asleep since {sleep.get('since')} ({sleep.get('reason')}), "
+                         f"phase {sleep.get('phase')}, until {sleep.get('until') or 'woken'}")
+        else:
+            lines.append("  awake" + (f" ({sleep.get('reason')})" if sleep.get("reason") else "")
+                         + (", woken in this sleep window" if sleep.get("woken_in_window") else ""))
+        lines.append(f"  last consolidated: {sleep.get('last_consolidated') or 'never'}")
+        window = (f"{schedule[0]}-{schedule[1]} server time"
+                  f"{' (now inside)' if in_sleep_window(schedule) else ''}"
+                  if schedule else "none")
+        lines.append(f"  server sleep window: {window}; wakes when addressed: "
+                     f"{bool(conf.get('EVENNIA_AI_WAKE_WHEN_ADDRESSED'))}")
+        lines.append(f"|wReflection|n: {reflection.get('count', 0)} so far, last at tick "
+                     f"{reflection.get('last_tick', 0)} ({reflection.get('last_time') or 'never'})")
+        due = (f"tick {int(reflection.get('last_tick') or 0) + interval} (now at {ticks})"
+               if interval else "never by interval")
+        lines.append(f"  next by interval: {due}; early at journal importance {threshold or 'off'}")
+        return "\n".join(lines)
+
+
+# -- aitrace ------------------------------------------------------------------------------------
+class CmdAITrace(AICommand):
+    """
+    Show an AI NPC's recent ticks and what it thought and did in them.
+
+    Usage:
+      aitrace <npc> [<count>]
+      aitrace/show <npc> = <tick id>
+
+    Switches:
+      show - one tick in detail: each step's thought, tool calls and results,
+             the tokens per context section, budget and errors.
+
+    Without a switch: the last <count> ticks (default 10), one line each with
+    tick id, time, event, stop reason, steps, tokens, cost and duration.
+
+    Examples:
+      aitrace Marta
+      aitrace Marta 25
+      aitrace/show Marta = 42
+    """
+
+    key = "aitrace"
+    switch_options = ("show",)
+
+    def run(self):
+        if self.switch() == "show":
+            npc = self.find_npc(self.lhs)
+            tick_id = self.parse_int(self.require(self.rhs, "tick id after '='"), "The tick id")
+            found = [t for t in _traces(npc) if t.tick_id == tick_id]
+            if not found:
+                raise CommandError(f"{npc.key} has no trace of tick #{tick_id} (only the last "
+                                   f"{conf.get('EVENNIA_AI_TRACE_RING_SIZE')} are kept).")
+            self.msg(trace_detail(found[-1]))
+            return
+        name, count = self.args.strip(), 10
+        head, _, tail = name.rpartition(" ")
+        if head and tail.lstrip("-").isdigit():
+            name, count = head, self.parse_int(tail, "The count", minimum=1, maximum=1000)
+        npc = self.find_npc(name)
+        traces = _traces(npc)[-count:]
+        if not traces:
+            self.msg(f"{npc.key} has not ticked yet.")
+            return
+        lines = [f"|wLast {len(traces)} tick(s) of {npc.key}|n (|waitrace/show {npc.key} = "
+                 "<id>|n for one):"]
+        lines.extend("  " + trace_line(t) for t in reversed(traces))
+        self.msg("\n".join(lines))
+
+
+# -- aiconfirm ----------------------------------------------------------------------------------
+class CmdAIConfirm(AICommand):
+    """
+    Approve or reject actions AI NPCs are waiting to take.
+
+    Usage:
+      aiconfirm
+      aiconfirm/approve <id>
+      aiconfirm/reject <id> [= <reason>]
+
+    Switches:
+      approve - carry out the action as the NPC (with the NPC's own permissions,
+                never yours) and tell the NPC.
+      reject  - refuse the action; the NPC is told, with your reason.
+
+    Without a switch: every pending confirmation (DANGEROUS tool calls and
+    memory-block writes that need a human), oldest first.
+
+    Examples:
+      aiconfirm
+      aiconfirm/approve c_1a2b3c4d
+      aiconfirm/reject c_1a2b3c4d = Not during the festival.
+    """
+
+    key = "aiconfirm"
+    switch_options = ("approve", "reject")
+    needs_args = False
+
+    def run(self):
+        from evennia_ai.engine.confirmations import ConfirmationError, get_confirmation_queue
+
+        queue = get_confirmation_queue()
+        switch = self.switch()
+        if switch is None:
+            if self.args.strip():
+                raise CommandError("Give /approve or /reject with an id.\n" + self.usage())
+            self.msg(self.listing(queue.list_entries()))
+            return
+        if switch == "approve":
+            entry_id = self.require(self.args, "confirmation id")
+        else:
+            entry_id = self.require(self.lhs, "confirmation id")
+        try:
+            if switch == "approve":
+                entry = queue.approve(entry_id, approver=self.caller)
+            else:
+                entry = queue.reject(entry_id, rejecter=self.caller, reason=(self.rhs or "").strip())
+        except ConfirmationError as err:
+            raise CommandError(str(err)) from None
+        self.msg(f"{entry['id']} ({entry['npc_key']}: {entry['action']}) is {entry['status']}: "
+                 f"{truncate(entry.get('result') or '', 300)}")
+
+    def listing(self, entries: list[dict]) -> str:
+        if not entries:
+            return "No actions await confirmation."
+        table = self.styled_table("Id", "NPC", "Kind", "Action", "Details", "Reason", "Since")
+        for entry in entries:
+            payload = entry.get("payload") or {}
+            details = payload.get("arguments", payload)
+            table.add_row(
+                entry["id"], f"{entry.get('npc_key')}(#{entry.get('npc_id')})", entry.get("kind"),
+                entry.get("action"),
+                truncate(_args_text(details) if isinstance(details, dict) else details, 60),
+                truncate(entry.get("reason") or "", 40), (entry.get("created") or "")[:19],
+            )
+        return f"Pending confirmations ({len(entries)}):\n{table}"
+
+
+# -- interact -----------------------------------------------------------------------------------
+def interaction_report(npc, trace: TickTrace) -> str:
+    """What the caller of ``interact`` sees when the NPC's tick is done."""
+    lines = [f"|w{npc.key} thought it over|n (tick #{trace.tick_id}, {trace.stop_reason or '-'}, "
+             f"{trace.prompt_tokens + trace.completion_tokens:,} tokens, {trace.duration:.1f}s):"]
+    lines.extend("  " + line for line in trace_steps(trace) or ["(no model calls)"])
+    if trace.error:
+        lines.append(f"  |rerror: {truncate(trace.error, 300)}|n")
+    lines.append(f"(|waitrace/show {npc.key} = {trace.tick_id}|n for the full trace.)")
+    return "\n".join(lines)
+
+
+class CmdInteract(AICommand):
+    """
+    Talk to an AI NPC and see how it reasons about what you said.
+
+    Usage:
+      interact <npc> = <message>
+
+    The NPC perceives your message as speech addressed to it, from you, and
+    thinks about it at once. When its tick finishes you see its thoughts and
+    tool calls (aitrace/show has the full trace). It answers as usual, in its
+    room, so stand with it to hear the answer.
+
+    Examples:
+      interact Marta = What's the stew today?
+    """
+
+    key = "interact"
+    switch_options = ()
+
+    def run(self):
+        from evennia_ai.engine.events import Event
+
+        if "=" not in self.args:
+            raise CommandError("Give your message after '='.\n" + self.usage())
+        npc = self.find_npc(self.lhs)
+        message = self.require(self.rhs, "message after '='")
+        script = npc.ai.script
+        if not npc.ai.enabled or script is None or not script.is_active:
+            raise CommandError(f"{npc.key} is stopped; |wainpc/start {npc.key}|n first.")
+        if npc.ai.paused:
+            raise CommandError(f"{npc.key} is paused; |wainpc/resume {npc.key}|n first.")
+        caller = self.caller
+        event = Event.create(
+            kind="say", text=message, source=getattr(caller, "dbref", None),
+            source_name=caller.key, addressed=True,
+            location=npc.location.dbref if npc.location else None,
+            data={"raw": f'{caller.key} says, "{message}"', "via": "interact"},
+        )
+        npc.ai.perceive(event, immediate=False)
+        self.msg(f"You say to {npc.key}: \"{message}\" ({npc.key} is thinking...)")
+        waiter = _TraceWaiter(caller, npc, event.id)
+        deferred = script.run_tick()
+        if deferred is None:  # a tick is running: ours follows it
+            waiter.poll()
+        else:
+            deferred.addBoth(waiter.tick_done)
+
+
+class _TraceWaiter:
+    """Tell ``caller`` about the tick that answered event ``event_id`` once there is one."""
+
+    def __init__(self, caller, npc, event_id: str):
+        self.caller = caller
+        self.npc = npc
+        self.event_id = event_id
+        self.waited = 0.0
+
+    def find(self) -> TickTrace | None:
+        if not self.npc.pk:
+            return None
+        for trace in reversed(_traces(self.npc)):
+            if self.event_id in (trace.event_ids or []):
+                return trace
+        return None
+
+    def tick_done(self, result):
+        try:
+            if not self.report():
+                self.poll()
+        except Exception:
+            logger.log_trace("evennia_ai: interact could not report a tick")
+        return result
+
+    def report(self) -> bool:
+        """Send the trace if it exists (or say the NPC is gone); True when done waiting."""
+        if not self.npc.pk:
+            self.caller.msg("The NPC was deleted before it answered.")
+            return True
+        trace = self.find()
+        if trace is None:
+            return False
+        self.caller.msg(interaction_report(self.npc, trace))
+        return True
+
+    def poll(self) -> None:
+        from evennia.utils.utils import delay
+
+        if self.waited >= INTERACT_WAIT_SECONDS:
+            self.caller.msg(f"{self.npc.key} has not answered yet; see |waitrace "
+                            f"{self.npc.key}|n later.")
+            return
+        self.waited += INTERACT_POLL_SECONDS
+        delay(INTERACT_POLL_SECONDS, self._poll_again)
+
+    def _poll_again(self):
+        try:
+            if not self.report():
+                self.poll()
+        except Exception:
+            logger.log_trace("evennia_ai: interact could not report a tick")
+
+
+COMMANDS = [CmdAITools, CmdAISleep, CmdAITrace, CmdAIConfirm, CmdInteract]
