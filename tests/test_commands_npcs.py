@@ -42,9 +42,10 @@ class TestAINpc(NpcCommandTest):
     def test_usage_and_unknown_switch(self):
         self.call(CmdAINpc(), "", "Usage:")
         self.call(CmdAINpc(), "Innkeeper", "Give a switch")
-        # MuxCommand drops switches outside switch_options before run() sees them
-        out = self.call(CmdAINpc(), "/fly Innkeeper", None)
-        assert "/fly" in out and "Give a switch" in out
+        out = self.call(CmdAINpc(), "/fly Innkeeper", "Unknown switch /fly. Valid: /list")
+        assert "Usage:" in out
+        self.call(CmdAINpc(), "/p Innkeeper", "Ambiguous switch /p. Did you mean /pause, /persona, /prompt?")
+        self.call(CmdAINpc(), "/pau Innkeeper", "Innkeeper is paused")  # a unique prefix
 
     def test_list(self):
         out = self.call(CmdAINpc(), "/list", "AI NPCs (1):")

@@ -56,18 +56,41 @@ class AICommand(MuxCommand):
     needs_args = True
 
     # -- entry point ---------------------------------------------------------------------------
+    def parse(self):
+        """MuxCommand's parsing, but an unknown or ambiguous switch is refused, not dropped.
+
+        MuxCommand ignores a switch it does not know and runs the command without it, which
+        for an admin command means doing something other than what was asked. Here a unique
+        prefix still selects its switch (``/del`` for ``/delete``).
+        """
+        self.switch_options = None  # MuxCommand keeps every switch as typed
+        try:
+            super().parse()
+        finally:
+            del self.switch_options  # back to the class's tuple
+        self.switch_error = ""
+        valid = [option.lower() for option in type(self).switch_options]
+        resolved = []
+        for typed in self.switches:
+            typed = typed.lower()
+            matches = [option for option in valid if option == typed] or \
+                [option for option in valid if option.startswith(typed)]
+            if len(matches) == 1:
+                resolved.append(matches[0])
+            elif not self.switch_error:
+                listed = ", ".join("/" + option for option in (matches or valid)) or "(none)"
+                what = "Ambiguous" if matches else "Unknown"
+                self.switch_error = f"{what} switch /{typed}. " + (
+                    f"Did you mean {listed}?" if matches else f"Valid: {listed}.")
+        self.switches = resolved
+
     def func(self):
         try:
+            if getattr(self, "switch_error", ""):
+                raise CommandError(self.switch_error + "\n" + self.usage())
             if self.needs_args and not self.args.strip() and not self.switches:
                 self.msg(self.usage())
                 return
-            unknown = [s for s in self.switches if s not in self.switch_options]
-            if unknown and self.switch_options is not None:
-                raise CommandError(
-                    f"Unknown switch /{unknown[0]}. "
-                    f"Valid: {', '.join('/' + s for s in self.switch_options) or '(none)'}.\n"
-                    + self.usage()
-                )
             self.run()
         except CommandError as err:
             self.msg(f"|r{err}|n")

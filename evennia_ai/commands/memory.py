@@ -13,6 +13,8 @@ import json
 import re
 from typing import Any
 
+from evennia.utils.utils import crop
+
 from evennia_ai import conf
 from evennia_ai.commands.base import CommandError
 from evennia_ai.commands.workspace import SwitchedCommand, apply_character, checked
@@ -30,8 +32,7 @@ OPERATOR_TRUST_SOURCE = "told_directly"
 
 def short(text: Any, width: int = 70) -> str:
     """``text`` on one line, cut to ``width`` characters."""
-    value = " ".join(str(text or "").split())
-    return value if len(value) <= width else value[: width - 1] + "\u2026"
+    return crop(" ".join(str(text or "").split()), width=width, suffix="\u2026")
 
 
 # -- memory blocks ---------------------------------------------------------------------------------
@@ -452,10 +453,6 @@ class CmdAILongTerm(SwitchedCommand):
 
         npc = self.find_npc(self.lhs)
         count = self.parse_int(self.rhs, "The count", 1, 100) if self.rhs else LTM_LIST_DEFAULT
-        recent = getattr(longterm, "recent", None)
-        if recent is None:
-            raise CommandError("Listing recent memories is not supported by this version of "
-                               "evennia_ai.memory.longterm; search with ailtm <npc> = <query>.")
         caller, name = self.caller, npc.key
 
         def done(memories):
@@ -469,7 +466,7 @@ class CmdAILongTerm(SwitchedCommand):
         def failed(failure):
             caller.msg(f"|r{unavailable_message(failure)}|n")
 
-        recent(npc.dbref, count).addCallbacks(done, failed)
+        longterm.recent(npc.dbref, count).addCallbacks(done, failed)
 
     def do_delete(self):
         from evennia_ai.memory import longterm

@@ -100,7 +100,7 @@ class SwitchedCommand(AICommand):
 
 
 # -- goals -----------------------------------------------------------------------------------------
-_UNDER = re.compile(r"\s+under\s+(\S+)\s*$", re.I)
+_UNDER = re.compile(r"\s+under\s+(goal_\d+_\d+)\s*$", re.I)
 _PRIORITY = re.compile(r"\s+priority\s+(\S+)\s*$", re.I)
 
 

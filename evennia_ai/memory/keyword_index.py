@@ -274,6 +274,16 @@ class KeywordIndex:
                 return hit.doc
         return None
 
+    def recent(self, npc: str, limit: int = 10, kind: str = DEFAULT_KIND) -> list[KeywordDoc]:
+        """One NPC's ``limit`` newest documents of one kind, newest first."""
+        where, args = _scope_sql(npc, [kind], None)
+        with self._lock:
+            rows = self._conn.execute(
+                f"SELECT {', '.join(_COLUMNS)} FROM docs WHERE {where} "
+                "ORDER BY time DESC, rowid DESC LIMIT ?", [*args, max(0, int(limit))]
+            ).fetchall()
+        return [_doc(row) for row in rows]
+
     def count(self, npc: str | None = None, kind: str | None = None) -> int:
         """How many documents (of one NPC / one kind)."""
         clauses, args = [], []

@@ -771,6 +771,16 @@ class LongTermMemory:
 
         return run_search(requested, keyword=keyword, vector=vector, limit=limit)
 
+    def recent_sync(self, npc: str, limit: int = 10) -> list[MemoryHit]:
+        """``npc``'s ``limit`` newest memories, newest first (blocking; from the keyword index,
+        which holds every memory).
+
+        Raises:
+            KeywordIndexUnavailable: If the keyword index cannot be opened.
+        """
+        self.ensure_ready()
+        return [_hit_from_doc(doc, 0.0) for doc in self.keyword_index().recent(str(npc), limit)]
+
     def delete_sync(self, npc: str, memory_id: str) -> bool:
         """Forget one of ``npc``'s memories everywhere it is stored (blocking).
 
@@ -993,6 +1003,11 @@ def consolidate(npc_id: str, texts: Iterable[Any], person: str | None = None, *,
     memory = get_memory()
     return defer_to_thread(memory.consolidate_sync, npc_id, list(texts or []), person,
                            person_name=person_name, model=model, infer=infer)
+
+
+def recent(npc_id: str, limit: int = 10) -> defer.Deferred:
+    """An NPC's newest memories, in a thread. Fires with a list of :class:`MemoryHit`."""
+    return defer_to_thread(get_memory().recent_sync, npc_id, limit)
 
 
 def delete(npc_id: str, memory_id: str) -> defer.Deferred:
