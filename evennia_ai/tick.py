@@ -126,6 +126,8 @@ class TickRunner:
     def _reflection_due(self, reflection: dict) -> bool:
         from evennia_ai.workspace.journal import importance_since
 
+        if reflection.get("requested"):  # an operator asked (aisleep/reflect)
+            return True
         interval = int(conf.get("EVENNIA_AI_REFLECTION_INTERVAL") or 0)
         ticks = self.script.tick_count
         if interval and ticks - int(reflection.get("last_tick") or 0) >= interval:
@@ -540,6 +542,7 @@ class TickRunner:
             def done(state):
                 state.update(last_tick=tick, last_time=utcnow_iso(), count=state.get("count", 0) + 1)
                 state["continue"] = bool(used_journal)
+                state["requested"] = False
                 state["last_result"] = truncate(outcome.final_text or "", 2000)
                 return state
 

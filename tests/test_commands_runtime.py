@@ -136,8 +136,11 @@ class TestAISleep(RuntimeCommandTest):
         self.call(CmdAISleep(), "/reflect Innkeeper", "Innkeeper will reflect on its next tick")
         runner = TickRunner(self.npc.ai.script)
         assert runner._reflection_due(self.npc.ai.get("reflection"))
-        with override_settings(EVENNIA_AI_REFLECTION_INTERVAL=0):
-            self.call(CmdAISleep(), "/reflect Innkeeper", "Innkeeper cannot be made to reflect")
+        with override_settings(EVENNIA_AI_REFLECTION_INTERVAL=0,
+                               EVENNIA_AI_REFLECTION_IMPORTANCE_THRESHOLD=0):
+            assert runner._reflection_due(self.npc.ai.get("reflection"))  # asked, not by interval
+            self.npc.ai.update("reflection", lambda state: {**state, "requested": False})
+            assert not runner._reflection_due(self.npc.ai.get("reflection"))
 
 
 def sample_trace(tick_id=7):

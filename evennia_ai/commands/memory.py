@@ -610,8 +610,9 @@ class CmdAIEntity(SwitchedCommand):
     def do_delete(self):
         npc, name = self.npc_and_rhs("<entity>")
         dbref, profile = self.profile(npc, name)
-        npc.ai.update("entities", lambda current: {k: v for k, v in (current or {}).items()
-                                                   if k != dbref})
+        from evennia_ai.memory.entities import forget
+
+        npc.ai.update("entities", lambda current: forget(current, dbref)[0])
         self.msg(f"{npc.key} forgot its profile of {profile.get('name')} ({dbref}).")
 
 

@@ -380,19 +380,13 @@ class CmdAISleep(AICommand):
         self.msg(f"{npc.key}'s sleep state: " + ", ".join(f"{k}={v}" for k, v in changes.items()))
 
     def do_reflect(self, npc):
-        interval = int(conf.get("EVENNIA_AI_REFLECTION_INTERVAL") or 0)
-        script = npc.ai.script
-        if not interval or script is None:
-            raise CommandError(
-                f"{npc.key} cannot be made to reflect: "
-                + ("it has no script (ainpc/start it)." if script is None else
-                   "EVENNIA_AI_REFLECTION_INTERVAL is 0 (reflection by interval is off).")
-            )
-        due_from = script.tick_count - interval
-        npc.ai.update("reflection", lambda state: {**state, "last_tick": due_from})
+        npc.ai.update("reflection", lambda state: {**state, "requested": True})
         note = " (it is asleep: it reflects once awake)" if npc.ai.get("sleep").get("asleep") else ""
-        if npc.ai.enabled and not npc.ai.paused:
+        script = npc.ai.script
+        if script is not None and npc.ai.enabled and not npc.ai.paused:
             script.trigger_tick()
+        elif script is None or not npc.ai.enabled:
+            note += " (it is stopped: ainpc/start it)"
         self.msg(f"{npc.key} will reflect on its next tick{note}.")
 
     def report(self, npc) -> str:

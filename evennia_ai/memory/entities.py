@@ -57,6 +57,15 @@ def update_observation(entities: dict | None, dbref: str, name: str, observation
     return out, OpResult.ok(f"Noted about {name}.", entity=dbref)
 
 
+def forget(entities: dict | None, dbref: str) -> tuple[dict, OpResult]:
+    """Drop the profile of ``dbref`` (an operator's decision; the model has no such tool)."""
+    out = dict(entities or {})
+    profile = out.pop(dbref, None)
+    if profile is None:
+        return out, OpResult.fail(f"No profile of {dbref}.")
+    return out, OpResult.ok(f"Forgot {profile.get('name') or dbref}.", entity=dbref)
+
+
 def _prune(entities: dict) -> dict:
     if len(entities) <= MAX_ENTITIES:
         return entities
