@@ -7,6 +7,8 @@ delivers those to it. What it perceives becomes:
 
 - an :class:`~evennia_ai.engine.events.Event` in its persistent queue, for speech (``say``),
   poses/emotes, whispers to it, arrivals and departures, and things given to it;
+- for a whisper, also an entry in the bounded ``private_whispers`` list
+  (:mod:`evennia_ai.safety`), so the assistant's speech tools never repeat it to anyone else;
 - a line in its ambient context buffer, for anything else it sees in its room.
 
 Speech from a player in its room starts a tick at once. Speech from another AI assistant is
@@ -91,6 +93,15 @@ def reset_presence(npc) -> None:
     npc.ndb.ai_present = {obj.id for obj in (location.contents if location else []) if obj != npc}
 
 
+def _remember_whisper(npc, source, name: str, content: str) -> None:
+    """Keep a whisper's text so the speech tools never repeat it to others (one write)."""
+    from evennia_ai import safety
+
+    if safety.is_guarded(content):
+        npc.ai.update(safety.STATE_KEY,
+                      lambda whispers: safety.remember_whisper(whispers, source, name, content))
+
+
 def perceive_message(npc, text, from_obj, kwargs: dict) -> None:
     """Handle one message delivered to the NPC (see module docstring)."""
     from evennia_ai.engine.events import Event
@@ -126,10 +137,12 @@ def perceive_message(npc, text, from_obj, kwargs: dict) -> None:
 
     kind = SPEECH_TYPES.get(msg_type or "")
     if kind == "whisper":
+        content = _speech_content(plain)
+        _remember_whisper(npc, source, name, content)
         npc.ai.perceive(
-            Event.create(kind="whisper", text=_speech_content(plain), source=source,
+            Event.create(kind="whisper", text=content, source=source,
                          source_name=name, location=npc.location.dbref, addressed=True,
-                         data={"raw": plain})
+                         data={"raw": plain, "private": True})
         )
         return
     if kind and same_room:

@@ -10,11 +10,42 @@ mid-change leaves the previous value intact.
 from __future__ import annotations
 
 import copy
+import pickle
 from typing import Any, Callable
 
 from evennia.utils.dbserialize import deserialize
 
 CATEGORY = "ai"
+_SCALARS = (str, int, float, bool, type(None))
+_CACHE = "_evennia_ai_plain"  # where a stored value's plain copy is kept, on its Attribute
+
+
+def _is_plain(value: Any, depth: int = 0) -> bool:
+    """Whether ``value`` holds only dicts, lists, tuples and scalars (no database objects)."""
+    if isinstance(value, _SCALARS):
+        return True
+    if depth > 50:
+        return False
+    if isinstance(value, dict):
+        return all(isinstance(k, _SCALARS) and _is_plain(v, depth + 1) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return all(_is_plain(v, depth + 1) for v in value)
+    return False
+
+
+def _remember(attr, value: Any) -> None:
+    """Keep a pickled plain copy of ``value`` on its Attribute, valid while the stored value is.
+
+    Reading a large Attribute (history, traces) otherwise converts it twice per read (Evennia's
+    unpacking, then the detached copy); a pickle round trip is several times cheaper. The copy
+    is tied to the identity of the Attribute's stored value, which every write replaces.
+    """
+    if attr is None or not _is_plain(value):
+        return
+    try:
+        setattr(attr, _CACHE, (attr.db_value, pickle.dumps(value, pickle.HIGHEST_PROTOCOL)))
+    except Exception:  # pragma: no cover - plain values always pickle
+        pass
 
 
 def _plain(value: Any) -> Any:
@@ -45,16 +76,28 @@ class AttributeState:
             return factory()
         return copy.deepcopy(default)
 
+    def _attribute(self, key: str):
+        return self.obj.attributes.get(key, default=None, category=CATEGORY, return_obj=True)
+
     def get(self, key: str, default: Any = None) -> Any:
         """Return a plain copy of ``key`` (safe to change; nothing is written)."""
-        value = self.obj.attributes.get(key, default=None, category=CATEGORY)
+        attr = self._attribute(key)
+        if attr is None:
+            return self._default(key, default)
+        cached = getattr(attr, _CACHE, None)
+        if cached is not None and cached[0] is attr.db_value:
+            return pickle.loads(cached[1])
+        value = attr.value
         if value is None:
             return self._default(key, default)
-        return _plain(value)
+        value = _plain(value)
+        _remember(attr, value)
+        return value
 
     def set(self, key: str, value: Any) -> None:
         """Write ``value`` to ``key`` (one database write)."""
         self.obj.attributes.add(key, value, category=CATEGORY)
+        _remember(self._attribute(key), value)
 
     def has(self, key: str) -> bool:
         """Whether ``key`` is stored."""

@@ -284,7 +284,10 @@ def test_unknown_tool_names_a_tool_not_offered(litellm, server):
 def _fault_sequence(seed):
     with ModelServer(fault_rate=1.0, seed=seed, hang_seconds=0.01) as server:
         for _ in range(12):
-            http(server.url + "/chat/completions", {"model": "m", "messages": [], "tools": TOOLS})
+            try:
+                http(server.url + "/chat/completions", {"model": "m", "messages": [], "tools": TOOLS})
+            except (OSError, http_client_errors()):
+                pass  # the truncated and disconnect faults
         return [r.reply.fault for r in server.requests]
 
 
@@ -298,7 +301,10 @@ def test_fault_rate_is_random_but_reproducible():
 def test_random_fault_keeps_the_queued_reply_for_the_retry():
     with ModelServer(fault_rate=1.0, seed=1, hang_seconds=0.01) as server:
         server.enqueue({"text": "scripted"})
-        http(server.url + "/chat/completions", {"model": "m", "messages": []})
+        try:
+            http(server.url + "/chat/completions", {"model": "m", "messages": []})
+        except (OSError, http_client_errors()):
+            pass
         server.fault_rate = 0.0
         status, _, raw = http(server.url + "/chat/completions", {"model": "m", "messages": []})
         assert status == 200
@@ -448,3 +454,79 @@ def test_port_in_use_is_a_clear_cli_error(capsys):
         with pytest.raises(SystemExit):
             main(["--port", str(sock.getsockname()[1])])
     assert "cannot listen" in capsys.readouterr().err
+
+
+# -- connection faults, counters, the classification our client makes -----------------------
+
+
+def test_truncated_body_is_an_api_error(litellm, server):
+    server.enqueue({"fault": "truncated"})
+    with pytest.raises(openai.APIError):  # the connection closes before the promised length
+        complete(litellm, server)
+    assert server.counts() == {"truncated": 1}
+
+
+def test_disconnect_is_a_connection_error(litellm, server):
+    server.enqueue({"fault": "disconnect"})
+    with pytest.raises(openai.APIError):
+        complete(litellm, server)
+    server.enqueue("after")  # the server keeps serving new connections
+    assert complete(litellm, server).choices[0].message.content == "after"
+
+
+@pytest.mark.parametrize("fault, kind", [
+    ("500", "server"), ("429", "rate_limit"), ("hang", "timeout"), ("malformed", "malformed"),
+    ("empty_choices", "empty"), ("truncated", "connection"), ("disconnect", "connection"),
+])
+def test_every_transport_fault_is_classified_by_our_client(server, fault, kind):
+    from evennia_ai.llm.client import UnifiedLLMClient
+
+    server.enqueue({"fault": fault, "seconds": 1.0, "retry_after": 0})
+    client = UnifiedLLMClient(model="openai/test-model", api_base=server.url, api_key="x",
+                              timeout=0.3, max_retries=0)
+    result = client.complete_sync(MESSAGES, TOOLS)
+    assert not result.ok and result.error_kind in (kind, "malformed" if fault == "truncated" else kind)
+
+
+def test_counts_per_kind_and_path(server):
+    server.enqueue({"fault": "500"}, "fine", {"fault": "empty_choices"})
+    for path in ("/chat/completions", "/chat/completions"):
+        http(server.url + path, {"model": "m", "messages": []})
+    http(server.root_url + "/api/v1/generate", {"prompt": "hi"})
+    http(server.url + "/models")  # GETs are not counted
+    assert server.counts() == {"500": 1, "ok": 1, "empty_choices": 1}
+    assert server.counts("/api/v1/generate") == {"empty_choices": 1}
+    server.clear()
+    assert server.counts() == {}
+
+
+def test_random_faults_cover_every_kind_with_a_seed():
+    with ModelServer(fault_rate=0.5, seed=7, hang_seconds=0.0) as server:
+        for _ in range(120):
+            try:
+                http(server.root_url + "/api/v1/generate", {"prompt": "hi"}, timeout=2)
+            except (OSError, http_client_errors()):
+                pass  # truncated / disconnect
+        counts = server.counts()
+    assert set(FAULT_KINDS) <= set(counts)
+    assert 30 <= sum(v for k, v in counts.items() if k != "ok") <= 90
+
+
+def http_client_errors():
+    import http.client
+
+    return http.client.HTTPException
+
+
+def test_generate_latency_applies(server):
+    server.latency = 0.25
+    started = time.monotonic()
+    status, _, raw = http(server.root_url + "/api/v1/generate", {"prompt": "hi"})
+    assert status == 200 and json.loads(raw)["results"][0]["text"] == "ok"
+    assert time.monotonic() - started >= 0.25
+
+
+def test_cli_default_reply_spec(capsys):
+    with pytest.raises(SystemExit):
+        main(["--default-reply", '{"fault": "teapot"}'])
+    assert "cannot use --default-reply" in capsys.readouterr().err

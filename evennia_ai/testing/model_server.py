@@ -19,6 +19,11 @@ Replies come, in order of preference, from the queue (:meth:`ModelServer.enqueue
     {"fault": "invalid_args"}              # a tool call whose arguments string is not JSON
     {"fault": "unknown_tool"}              # a tool call naming a tool that was not offered
     {"fault": "empty_choices"}             # 200 with "choices": []
+    {"fault": "truncated"}                 # 200 whose body stops short; connection closed
+    {"fault": "disconnect"}                # connection closed without any answer
+
+Every answered request is counted by kind (:meth:`ModelServer.counts`: "ok" or the fault), so a
+soak run can check that each fault kind really happened.
 
 Example:
     with ModelServer() as server:
@@ -51,7 +56,8 @@ from typing import Any, Callable, Iterable, Iterator
 logger = logging.getLogger(__name__)
 
 LOOPBACK = "127.0.0.1"
-FAULT_KINDS = ("500", "429", "hang", "malformed", "invalid_args", "unknown_tool", "empty_choices")
+FAULT_KINDS = ("500", "429", "hang", "malformed", "invalid_args", "unknown_tool", "empty_choices",
+               "truncated", "disconnect")
 CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
 MODELS_PATHS = ("/v1/models", "/models")
 GENERATE_PATH = "/api/v1/generate"
@@ -260,6 +266,7 @@ class ModelServer:
         self._lock = threading.Lock()
         self._queue: deque[ReplySpec] = deque()
         self._requests: list[RecordedRequest] = []
+        self._counts: dict[str, int] = {}
         self._counter = 0
         self._rng = random.Random(seed)
         self._seed = seed
@@ -375,21 +382,48 @@ class ModelServer:
         with self._lock:
             return [r for r in self._requests if r.path == path]
 
+    def counts(self, path: str | None = None) -> dict[str, int]:
+        """How many requests were answered per kind: ``"ok"`` or a fault kind.
+
+        Args:
+            path: Count only requests to this path (e.g. "/api/v1/generate"); None counts all.
+
+        Returns:
+            A dict such as ``{"ok": 80, "500": 3, "hang": 2}`` (kinds never seen are absent).
+            GETs, 404s and rejected bodies are not counted.
+        """
+        with self._lock:
+            if path is None:
+                return dict(self._counts)
+            counted: dict[str, int] = {}
+            for request in self._requests:
+                if request.path == path and request.reply is not None:
+                    kind = request.reply.fault or "ok"
+                    counted[kind] = counted.get(kind, 0) + 1
+            return counted
+
     def clear(self) -> None:
-        """Forget recorded requests (queued replies stay; see :meth:`reset`)."""
+        """Forget recorded requests and counts (queued replies stay; see :meth:`reset`)."""
         with self._lock:
             self._requests.clear()
+            self._counts.clear()
 
     def reset(self) -> None:
-        """Forget recorded requests and drop queued replies."""
+        """Forget recorded requests and counts and drop queued replies."""
         with self._lock:
             self._requests.clear()
+            self._counts.clear()
             self._queue.clear()
 
     # -- used by the request handler -------------------------------------------------------
     def _record(self, request: RecordedRequest) -> None:
         with self._lock:
             self._requests.append(request)
+
+    def _count(self, spec: ReplySpec) -> None:
+        kind = spec.fault or "ok"
+        with self._lock:
+            self._counts[kind] = self._counts.get(kind, 0) + 1
 
     def _next_id(self) -> int:
         with self._lock:
@@ -648,6 +682,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(500, _error_body(f"responder failed: {error!r}", "server_error"))
             return
         request.reply = spec
+        self.owner._count(spec)
         if not self.owner._wait(self.owner.latency):
             self.close_connection = True
             return
@@ -686,7 +721,28 @@ class _Handler(BaseHTTPRequestHandler):
                 return None
             if spec.text is None and not spec.tool_calls:
                 return self.owner.default_reply
+        if spec.fault == "disconnect":
+            self._drop_connection()
+            return None
+        if spec.fault == "truncated":
+            payload = b'{"id": "chatcmpl-cut", "object": "chat.completion", "choices": [{"in'
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload) * 4))  # promises more
+            self.end_headers()
+            self.wfile.write(payload)
+            self.wfile.flush()
+            self._drop_connection()
+            return None
         return spec
+
+    def _drop_connection(self) -> None:
+        """Close the connection at once (no more bytes), as a crashed upstream would."""
+        self.close_connection = True
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
 
     # -- the OpenAI protocol ---------------------------------------------------------------
     def _answer_chat(self, spec: ReplySpec, body: dict) -> None:
@@ -825,6 +881,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--script", help="JSON file holding a list of reply specs, used in order")
     parser.add_argument("--default-text", default="ok",
                         help="text answered once the script is used up")
+    parser.add_argument("--default-reply", default=None,
+                        help="a JSON reply spec answered once the script is used up "
+                        "(overrides --default-text), e.g. '{\"tool_calls\": [{\"name\": "
+                        "\"say\", \"arguments\": {\"message\": \"Hi\"}}]}'")
     args = parser.parse_args(argv)
     if args.host not in (LOOPBACK, "localhost"):
         parser.error(f"--host must be {LOOPBACK}: this server is for loopback tests only")
@@ -836,10 +896,16 @@ def main(argv: list[str] | None = None) -> int:
             script = _load_script(args.script)
         except (OSError, ValueError) as error:
             parser.error(f"cannot use --script {args.script}: {error}")
+    default: Any = {"text": args.default_text}
+    if args.default_reply:
+        try:
+            default = ReplySpec.from_dict(json.loads(args.default_reply))
+        except ValueError as error:
+            parser.error(f"cannot use --default-reply: {error}")
     try:
         server = ModelServer(
             port=args.port, latency=args.latency, fault_rate=args.fault_rate, seed=args.seed,
-            hang_seconds=args.hang_seconds, default_reply={"text": args.default_text},
+            hang_seconds=args.hang_seconds, default_reply=default,
         )
     except OSError as error:
         parser.error(f"cannot listen on {LOOPBACK}:{args.port}: {error.strerror or error}")
@@ -855,7 +921,9 @@ def main(argv: list[str] | None = None) -> int:
             pass
     finally:
         server.stop()
-    print(f"model server stopped after {len(server.requests)} request(s)", flush=True)
+    counts = ", ".join(f"{kind}: {n}" for kind, n in sorted(server.counts().items()))
+    print(f"model server stopped after {len(server.requests)} request(s)"
+          + (f" ({counts})" if counts else ""), flush=True)
     return 0
 
 

@@ -5,12 +5,13 @@ exactly what they would see if a player's character did the same thing, and ever
 game sets applies to the NPC as it would to anyone else:
 
 - speech (TERMINAL): ``say``, ``emote``, ``whisper`` and ``page``. NPCs have no account, so
-  ``page`` sends a private message straight to a character anywhere in the game;
+  ``page`` sends a private message straight to a character anywhere in the game. None of them
+  repeats a whisper the NPC received to anyone but its whisperer (:mod:`evennia_ai.safety`);
 - acting (SAFE_CHAIN): ``move`` through an exit, ``look``, ``inspect_location`` (structured,
   cached per tick), ``get``, ``give`` and ``drop``;
 - DANGEROUS: ``execute_command`` (any command in the NPC's own cmdsets, bounded by its own
   permissions; it has no account, so account commands such as ``page`` or ``ooc`` do not
-  exist for it) and ``set_attribute`` (only on objects the NPC itself may ``control`` or
+  exist for it; never on Attributes of category ``ai``) and ``set_attribute`` (only on objects the NPC itself may ``control`` or
   ``edit``, as Evennia's ``set`` command checks; never category ``ai``). Both refuse to run
   while an account puppets the NPC, because the account's permissions would then apply.
 
@@ -41,6 +42,10 @@ PROTECTED_CATEGORIES = frozenset({"ai"})
 VIEW_TOOLS = frozenset({"inspect_location"})
 
 _ATTRIBUTE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# ``obj/attr:category`` naming a protected category, as ``set``, ``wipe`` and friends take it.
+_PROTECTED_ATTRIBUTE_REF = re.compile(
+    r"/[^=]*?:\s*(?:" + "|".join(map(re.escape, sorted(PROTECTED_CATEGORIES))) + r")\b", re.I
+)
 _NOT_AVAILABLE = re.compile(r"^Command '.*?' is not available", re.M)
 _UNTRAPPED = "An untrapped error occurred"
 _SENTENCE_END = tuple('.!?"\')…')
@@ -222,6 +227,14 @@ def _forget_views(ctx: ToolContext) -> None:
         ctx.cache.pop(key, None)
 
 
+def _private_leak(npc, text: str, audience) -> ToolResult | None:
+    """A refusal when ``text`` would repeat a whisper to someone who did not whisper it."""
+    from evennia_ai.safety import check_speech
+
+    refusal = check_speech(npc, text, audience)
+    return ToolResult.fail(refusal) if refusal else None
+
+
 def _listeners(npc) -> str:
     others = [obj.key for obj in _characters_here(npc)]
     if not others:
@@ -250,6 +263,9 @@ class Say(Tool):
         problem = _check_message(message)
         if problem:
             return ToolResult.fail(problem)
+        leak = _private_leak(npc, message, _characters_here(npc))
+        if leak:
+            return leak
         speech = npc.at_pre_say(message.strip())
         if not speech:
             return ToolResult.fail("You could not speak just now.")
@@ -284,6 +300,9 @@ class Emote(Tool):
         if problem:
             return ToolResult.fail(problem)
         pose = compose_pose(npc.key, action)
+        leak = _private_leak(npc, pose, _characters_here(npc))
+        if leak:
+            return leak
         npc.location.msg_contents(text=(_escape_braces(pose), {"type": "pose"}), from_obj=npc)
         return ToolResult.ok(f"Everyone here sees: {pose}", data={"pose": pose})
 
@@ -330,6 +349,9 @@ class Whisper(Tool):
         receiver, problem = find_among(npc, target, people, what="here", label="Present")
         if problem:
             return ToolResult.fail(problem, available=_names(_visible(npc, people)))
+        leak = _private_leak(npc, message, [receiver])
+        if leak:
+            return leak
         speech = npc.at_pre_say(message.strip(), whisper=True, receivers=[receiver])
         if not speech:
             return ToolResult.fail("You could not whisper just now.")
@@ -382,6 +404,9 @@ class Page(Tool):
             account and not account.access(npc, "msg", default=True)
         ):
             return ToolResult.fail(f"{receiver.key} does not accept pages from you.")
+        leak = _private_leak(npc, message, [receiver])
+        if leak:
+            return leak
         text = f"{npc.key} pages: {message.strip()}"
         receiver.msg(text=(text, {"type": "page"}), from_obj=npc)
         note = ""
@@ -673,13 +698,23 @@ class ExecuteCommand(Tool):
         error = _puppet_error(npc)
         if error:
             return error
+        if _PROTECTED_ATTRIBUTE_REF.search(command.split("=", 1)[0]):
+            return ToolResult.fail(
+                "Attributes of category 'ai' hold assistants' own state (the operator's prompt, "
+                "memory, tool settings); no command run by an assistant may touch them."
+            )
         if _is_py_command(command) and not npc.locks.check_lockstring(
             npc, "_dummy:perm(py) or perm(Developer)"
         ):
             return ToolResult.fail("Running Python needs the Developer (or py) permission, "
                                    f"which {npc.key} does not have.")
-        with capture_messages(npc) as said:
+        from evennia_ai.safety import operator_prompt_kept
+
+        with operator_prompt_kept(npc) as undone, capture_messages(npc) as said:
             deferred = npc.execute_cmd(command)
+        if undone:
+            return ToolResult.fail(f"'{command}' would have changed the operator's instructions, "
+                                   "which no assistant may change; that change was undone.")
         finished = True
         if deferred is not None and hasattr(deferred, "addErrback"):
             finished = bool(getattr(deferred, "called", True))

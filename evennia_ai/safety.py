@@ -1,0 +1,177 @@
+"""Guards against an assistant being talked into harm by what players tell it.
+
+Pure: no Django, Evennia or Twisted at import time.
+
+The whisper guard keeps a whisper private to its whisperer. Perception records the text of
+each whisper the assistant receives (:func:`remember_whisper`, a bounded list kept in the
+``private_whispers`` state key); before the assistant says, poses, whispers or pages
+something, the speech tools ask :func:`whisper_leak` whether the words would repeat a
+whisper to anyone other than the one who whispered it, and refuse if so.
+
+Matching is on normalised text (lowercase, letters and digits only, single spaces): a leak is
+a run of :data:`SHINGLE_WORDS` consecutive words of a whisper (all of it when shorter)
+appearing in the outgoing text. Whispers shorter than :data:`MIN_GUARDED_WORDS` words or
+:data:`MIN_GUARDED_CHARS` characters ("hi", "psst") are not guarded, so greetings stay
+sayable. A paraphrase is not caught: the guard stops verbatim repetition, the model's own
+instructions cover the rest.
+
+The operator-prompt guard (:func:`operator_prompt_kept`) undoes any change a game command
+run by the assistant made to its own operator prompt (``execute_command`` runs ``wipe me``).
+
+Example:
+    whispers = remember_whisper([], "#5", "Alice", "The cellar key is under the third barrel.")
+    whisper_leak(whispers, "Bob, the key is under the third barrel!", audience=["#6"])
+    # -> the entry of Alice's whisper: Bob (#6) did not whisper it
+    whisper_leak(whispers, "the key is under the third barrel", audience=["#5"])   # -> None
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from typing import Iterable
+
+from evennia_ai.engine.trace import utcnow_iso
+
+STATE_KEY = "private_whispers"
+"""The ``npc.ai`` state key holding recent whispers (a plain list of dicts, oldest first)."""
+
+MAX_PRIVATE_WHISPERS = 20
+"""Whispers remembered per assistant; older ones drop out of the guard."""
+
+MAX_WHISPER_CHARS = 1000
+"""Characters of a whisper kept for matching."""
+
+SHINGLE_WORDS = 5
+"""Consecutive words of a whisper that, repeated, count as repeating it."""
+
+MIN_GUARDED_WORDS = 3
+MIN_GUARDED_CHARS = 12
+
+_NON_WORD = re.compile(r"[^\w]+", re.UNICODE)
+
+
+def normalise(text) -> str:
+    """``text`` lowercased, with everything but letters and digits turned into single spaces."""
+    return " ".join(_NON_WORD.sub(" ", str(text or "").lower().replace("_", " ")).split())
+
+
+def _shingles(words: list[str], size: int) -> set[tuple[str, ...]]:
+    return {tuple(words[i:i + size]) for i in range(len(words) - size + 1)}
+
+
+def is_guarded(text: str) -> bool:
+    """Whether a whisper is long enough to be guarded (see module docstring)."""
+    plain = normalise(text)
+    return len(plain.split()) >= MIN_GUARDED_WORDS and len(plain) >= MIN_GUARDED_CHARS
+
+
+def remember_whisper(whispers: list | None, source: str | None, source_name: str,
+                     text: str, limit: int = MAX_PRIVATE_WHISPERS) -> list:
+    """Return ``whispers`` with a new whisper appended, keeping the last ``limit`` entries.
+
+    Args:
+        whispers: The stored list (None when nothing is stored yet); not modified.
+        source: Dbref of the whisperer.
+        source_name: Their name (for the refusal message).
+        text: What was whispered (clipped to :data:`MAX_WHISPER_CHARS`).
+        limit: How many to keep.
+    """
+    kept = [dict(w) for w in (whispers or []) if isinstance(w, dict)]
+    text = str(text or "").strip()[:MAX_WHISPER_CHARS]
+    if text and is_guarded(text):
+        kept.append({"source": source, "source_name": source_name or source or "someone",
+                     "text": text, "time": utcnow_iso()})
+    return kept[-max(1, int(limit)):]
+
+
+def repeats(secret: str, text: str) -> bool:
+    """Whether ``text`` repeats ``secret`` (a shared run of words; see module docstring)."""
+    secret_words = normalise(secret).split()
+    text_words = normalise(text).split()
+    if not secret_words or not text_words or not is_guarded(secret):
+        return False
+    size = min(SHINGLE_WORDS, len(secret_words))
+    if len(text_words) < size:
+        return False
+    return not _shingles(secret_words, size).isdisjoint(_shingles(text_words, size))
+
+
+def whisper_leak(whispers: list | None, text: str, audience: Iterable) -> dict | None:
+    """The first remembered whisper ``text`` would repeat to someone who did not whisper it.
+
+    Args:
+        whispers: The remembered whispers (``npc.ai.get("private_whispers")``).
+        text: What the assistant is about to say, pose, whisper or page.
+        audience: Dbrefs of everyone who would receive ``text`` (the assistant excluded).
+
+    Returns:
+        The whisper's entry, or None when nothing private would reach anyone new.
+    """
+    listeners = {str(who) for who in audience if who}
+    if not listeners:
+        return None
+    for entry in reversed(list(whispers or [])):
+        if not isinstance(entry, dict):
+            continue
+        if not listeners - {str(entry.get("source"))}:
+            continue  # only the whisperer would hear it back
+        if repeats(entry.get("text", ""), text):
+            return entry
+    return None
+
+
+def leak_message(entry: dict) -> str:
+    """The refusal the model reads when its words would repeat a whisper."""
+    who = entry.get("source_name") or "someone"
+    return (f"Refused: this repeats what {who} whispered to you in private. A whisper stays "
+            f"between you and {who}: do not repeat it to anyone else, aloud or in a whisper. "
+            "Say something else.")
+
+
+def check_speech(npc, text: str, audience: Iterable) -> str | None:
+    """The refusal message when ``npc`` saying ``text`` to ``audience`` would leak a whisper.
+
+    Args:
+        npc: The assistant (anything without an ``ai`` handler is never refused).
+        text: The outgoing words.
+        audience: The receiving objects (or their dbrefs); the assistant itself is ignored.
+    """
+    ai = getattr(npc, "ai", None)
+    if ai is None:
+        return None
+    whispers = ai.get(STATE_KEY)
+    if not whispers:
+        return None
+    own = getattr(npc, "dbref", None)
+    dbrefs = [getattr(who, "dbref", who) for who in audience]
+    entry = whisper_leak(whispers, text, [d for d in dbrefs if d and d != own])
+    return leak_message(entry) if entry else None
+
+
+OPERATOR_PROMPT_KEY = "user_system_prompt"
+"""The ``npc.ai`` state key of the operator's prompt, which nothing the model does may change."""
+
+
+@contextlib.contextmanager
+def operator_prompt_kept(npc):
+    """Undo, on leaving the block, any change made inside it to ``npc``'s operator prompt.
+
+    Yields a list that holds ``True`` once a change was undone, so the caller can say so.
+
+    Example:
+        with operator_prompt_kept(npc) as undone:
+            npc.execute_cmd("wipe me")
+        if undone: ...
+    """
+    before = npc.ai.get(OPERATOR_PROMPT_KEY)
+    undone: list = []
+    try:
+        yield undone
+    finally:
+        if getattr(npc, "pk", None) and npc.ai.get(OPERATOR_PROMPT_KEY) != before:
+            if before is None:
+                npc.attributes.remove(OPERATOR_PROMPT_KEY, category="ai")
+            else:
+                npc.ai.set(OPERATOR_PROMPT_KEY, before)
+            undone.append(True)
