@@ -74,7 +74,7 @@ CHARACTER_DEFAULTS: dict[str, Callable[[], Any]] = {
     "event_queue": default_event_queue,
     "history": list,
     "context_buffer": list,
-    "traces": list,
+    "trace_index": list,
     "metrics": default_metrics,
     "tool_rules": list,
     "tool_allow": lambda: None,
@@ -98,6 +98,7 @@ SCRIPT_DEFAULTS: dict[str, Callable[[], Any]] = {
 }
 
 PROMPT_REVISIONS_KEPT = 20
+TRACE_CATEGORY = "ai_trace"
 
 
 class AIHandler:
@@ -113,7 +114,9 @@ class AIHandler:
 
     # -- generic state access ------------------------------------------------------------------
     def get(self, key: str, default: Any = None) -> Any:
-        """A plain copy of the character-held ``key``."""
+        """A plain copy of the character-held ``key`` (``traces``: see :meth:`traces`)."""
+        if key == "traces":
+            return self.traces()
         return self.state.get(key, default)
 
     def set(self, key: str, value: Any) -> None:
@@ -123,6 +126,45 @@ class AIHandler:
     def update(self, key: str, change: Callable[[Any], Any]) -> Any:
         """Change the character-held ``key`` with ``change`` and write it once."""
         return self.state.update(key, change)
+
+    # -- tick traces -----------------------------------------------------------------------------
+    # One Attribute per trace (category ``ai_trace``) plus a small index: recording a tick
+    # writes one trace, not the whole ring of EVENNIA_AI_TRACE_RING_SIZE traces.
+    def record_trace(self, trace: dict, ring: int | None = None) -> None:
+        """Keep ``trace`` (a TickTrace dict) and drop the oldest beyond the ring size."""
+        size = max(1, int(ring if ring is not None else conf.get("EVENNIA_AI_TRACE_RING_SIZE")))
+        tick_id = int(trace.get("tick_id") or 0)
+        index = [i for i in self.state.get("trace_index", []) if i != tick_id] + [tick_id]
+        dropped, index = index[:-size], index[-size:]
+        self.obj.attributes.add(f"trace_{tick_id}", trace, category=TRACE_CATEGORY)
+        for old in dropped:
+            self.obj.attributes.remove(f"trace_{old}", category=TRACE_CATEGORY)
+        self.state.set("trace_index", index)
+
+    def traces(self, last: int | None = None) -> list[dict]:
+        """The kept tick traces, oldest first (the newest ``last`` only, if given)."""
+        self._migrate_trace_ring()
+        index = self.state.get("trace_index", [])
+        if last is not None:
+            index = index[-max(0, int(last)):] if last else []
+        found = (self.trace(tick_id) for tick_id in index)
+        return [trace for trace in found if trace is not None]
+
+    def trace(self, tick_id: int) -> dict | None:
+        """The trace of one tick, or None if it is not kept."""
+        from evennia_ai.state import _plain
+
+        value = self.obj.attributes.get(f"trace_{int(tick_id)}", category=TRACE_CATEGORY)
+        return _plain(value) if value is not None else None
+
+    def _migrate_trace_ring(self) -> None:
+        """Move traces stored by earlier versions (one ``traces`` list) to one per tick."""
+        if self.state.has("traces"):
+            old = self.state.get("traces", [])
+            self.obj.attributes.remove("traces", category="ai")
+            for trace in old or []:
+                if isinstance(trace, dict):
+                    self.record_trace(trace)
 
     # -- simple fields ---------------------------------------------------------------------------
     @property

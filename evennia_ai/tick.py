@@ -32,7 +32,7 @@ from twisted.internet import defer
 from evennia.utils import logger
 
 from evennia_ai import budget, conf
-from evennia_ai.engine.trace import StopReason, TickTrace, push_trace, truncate, utcnow_iso
+from evennia_ai.engine.trace import StopReason, TickTrace, truncate, utcnow_iso
 
 SLEEP_PHASES = ("sleep_consolidate", "pre_compaction")
 
@@ -390,8 +390,7 @@ class TickRunner:
             )
 
         self._learn(outcome, trace)
-        ring = int(conf.get("EVENNIA_AI_TRACE_RING_SIZE"))
-        self.ai.update("traces", lambda r: push_trace(r, trace, ring))
+        self.ai.record_trace(trace.to_dict())
         self._update_metrics(outcome, trace)
         self._after_context(trace.context_type, outcome)
         self._check_history_pressure(trace.tick_id)

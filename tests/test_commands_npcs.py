@@ -130,9 +130,9 @@ class TestAIStatus(NpcCommandTest):
         assert "Innkeeper" in out and "Server:" in out
 
     def test_npc_status(self):
-        self.npc.ai.set("traces", [{"tick_id": 3, "context_type": "tick_event",
-                                    "stop_reason": "error", "error": "model down",
-                                    "started": "2026-01-01T10:00:00+00:00"}])
+        self.npc.ai.record_trace({"tick_id": 3, "context_type": "tick_event",
+                                  "stop_reason": "error", "error": "model down",
+                                  "started": "2026-01-01T10:00:00+00:00"})
         self.npc.ai.update("metrics", lambda m: {**m, "last_error": "model down", "errors": 1})
         out = self.call(CmdAIStatus(), "Innkeeper", f"Innkeeper({self.npc.dbref})")
         for part in ("model:", "budget: within budget", "sleep: awake", "queue: 0 pending",

@@ -13,7 +13,7 @@ from evennia_ai.commands.runtime import (
     COMMANDS, CmdAIConfirm, CmdAISleep, CmdAITools, CmdAITrace, CmdInteract, parse_until,
 )
 from evennia_ai.engine.confirmations import get_confirmation_queue
-from evennia_ai.engine.trace import IterationTrace, TickTrace, ToolCallTrace, push_trace
+from evennia_ai.engine.trace import IterationTrace, TickTrace, ToolCallTrace
 from evennia_ai.llm import client as client_module
 from evennia_ai.testing.model_server import ModelServer
 from evennia_ai.typeclasses import AIAssistantCharacter
@@ -160,7 +160,8 @@ def sample_trace(tick_id=7):
 class TestAITrace(RuntimeCommandTest):
     def test_list_and_show(self):
         self.call(CmdAITrace(), "Innkeeper", "Innkeeper has not ticked yet")
-        self.npc.ai.set("traces", push_trace(push_trace([], sample_trace(6), 50), sample_trace(7), 50))
+        for tick_id in (6, 7):
+            self.npc.ai.record_trace(sample_trace(tick_id).to_dict())
         out = self.call(CmdAITrace(), "Innkeeper 1", "Last 1 tick(s) of Innkeeper")
         assert "#7" in out and "#6" not in out and "terminal_tool" in out and "1,840 tokens" in out
         out = self.call(CmdAITrace(), "/show Innkeeper = 7", "Tick #7 (tick_event)")

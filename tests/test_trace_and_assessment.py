@@ -8,7 +8,6 @@ from evennia_ai.engine.trace import (
     StopReason,
     TickTrace,
     ToolCallTrace,
-    push_trace,
     truncate,
 )
 from evennia_ai.tick import in_sleep_window
@@ -31,13 +30,6 @@ def test_trace_round_trip_through_json():
 def test_trace_from_older_dict_ignores_unknown_keys():
     back = TickTrace.from_dict({"tick_id": 1, "nonsense": 5, "iterations": [{"index": 0, "junk": 1}]})
     assert back.tick_id == 1 and back.iterations[0].index == 0
-
-
-def test_push_trace_keeps_newest():
-    ring = []
-    for i in range(7):
-        ring = push_trace(ring, TickTrace(tick_id=i), 5)
-    assert [t["tick_id"] for t in ring] == [2, 3, 4, 5, 6]
 
 
 def test_truncate():

@@ -309,7 +309,7 @@ class CmdAIStatus(AICommand):
             f"  ticks: {status['ticks']}, errors: {status['errors']}, active goals: "
             f"{status['goals_active']}",
         ]
-        traces = [TickTrace.from_dict(t) for t in (npc.ai.get("traces") or [])[-5:]]
+        traces = [TickTrace.from_dict(t) for t in npc.ai.traces(last=5)]
         if traces:
             lines.append("  last ticks:")
             for trace in reversed(traces):

@@ -105,7 +105,7 @@ def trace_detail(trace: TickTrace) -> str:
 
 
 def _traces(npc) -> list[TickTrace]:
-    return [TickTrace.from_dict(t) for t in (npc.ai.get("traces") or [])]
+    return [TickTrace.from_dict(t) for t in npc.ai.traces()]
 
 
 # -- aitools ------------------------------------------------------------------------------------
@@ -449,11 +449,11 @@ class CmdAITrace(AICommand):
         if self.switch() == "show":
             npc = self.find_npc(self.lhs)
             tick_id = self.parse_int(self.require(self.rhs, "tick id after '='"), "The tick id")
-            found = [t for t in _traces(npc) if t.tick_id == tick_id]
-            if not found:
+            found = npc.ai.trace(tick_id)
+            if found is None:
                 raise CommandError(f"{npc.key} has no trace of tick #{tick_id} (only the last "
                                    f"{conf.get('EVENNIA_AI_TRACE_RING_SIZE')} are kept).")
-            self.msg(trace_detail(found[-1]))
+            self.msg(trace_detail(TickTrace.from_dict(found)))
             return
         name, count = self.args.strip(), 10
         head, _, tail = name.rpartition(" ")

@@ -167,10 +167,3 @@ def truncate(text: Any, limit: int = 2000) -> str:
     if len(text) <= limit:
         return text
     return text[:limit] + f"... [{len(text) - limit} more characters]"
-
-
-def push_trace(ring: list[dict], trace: TickTrace | dict, size: int) -> list[dict]:
-    """Return a new trace ring with ``trace`` appended and only the newest ``size`` kept."""
-    entry = trace.to_dict() if isinstance(trace, TickTrace) else dict(trace)
-    ring = list(ring or []) + [entry]
-    return ring[-max(1, int(size)) :]
