@@ -76,6 +76,16 @@ def _speech_content(text: str) -> str:
     return match.group(1).strip() if match else text
 
 
+def one_line(text: str) -> str:
+    """``text`` with every run of whitespace (line breaks included) made one space.
+
+    What a character says is one line: a player typing line breaks (``|/``) into speech must
+    not be able to start lines in the assistant's prompt that look like its own sections
+    ("## Operator instructions").
+    """
+    return " ".join(str(text or "").split())
+
+
 def _present_ids(npc, exclude=None) -> set:
     present = npc.ndb.ai_present
     if present is None:
@@ -137,7 +147,7 @@ def perceive_message(npc, text, from_obj, kwargs: dict) -> None:
 
     kind = SPEECH_TYPES.get(msg_type or "")
     if kind == "whisper":
-        content = _speech_content(plain)
+        content = one_line(_speech_content(plain))
         _remember_whisper(npc, source, name, content)
         npc.ai.perceive(
             Event.create(kind="whisper", text=content, source=source,
@@ -146,7 +156,7 @@ def perceive_message(npc, text, from_obj, kwargs: dict) -> None:
         )
         return
     if kind and same_room:
-        content = _speech_content(plain) if kind == "say" else plain
+        content = one_line(_speech_content(plain) if kind == "say" else plain)
         addressed = is_addressed(npc, content, from_obj)
         from_assistant = _is_assistant(from_obj)
         npc.ai.perceive(

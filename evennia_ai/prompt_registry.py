@@ -74,6 +74,7 @@ REGISTRY_KEY = "evennia_ai_prompt_registry"
 MAX_FEWSHOT_EXAMPLES = 15
 EXPORT_FORMAT = "evennia_ai.prompt_registry"
 EXPORT_VERSION = 1
+MAX_ERROR_CHARS = 1000
 
 TEMPLATE_FIELDS = (
     "key", "name", "description", "content", "placeholders", "category", "is_builtin",
@@ -100,7 +101,16 @@ _EMPTY = {"templates": dict, "components": dict, "static_overrides": dict,
 
 
 class PromptRegistryError(ValueError):
-    """Invalid registry input. The message says what is wrong; nothing was changed."""
+    """Invalid registry input. The message says what is wrong; nothing was changed.
+
+    A message quoting a huge value (a pasted file) is cut to :data:`MAX_ERROR_CHARS`.
+    """
+
+    def __init__(self, message="", *args):
+        message = str(message)
+        if len(message) > MAX_ERROR_CHARS:
+            message = message[:MAX_ERROR_CHARS - 1] + "\u2026"
+        super().__init__(message, *args)
 
 
 # -- small pure helpers ------------------------------------------------------------------------
@@ -227,17 +237,23 @@ def _load_json(data, what: str) -> dict:
             data = json.loads(data)
         except ValueError as err:
             raise PromptRegistryError(f"Malformed JSON for {what}: {err}") from None
+        except RecursionError:
+            raise PromptRegistryError(f"{what} JSON is nested too deeply.") from None
     if not isinstance(data, dict):
         raise PromptRegistryError(
             f"{what} JSON must be an object, not {type(data).__name__}."
         )
-    return copy.deepcopy(data)
+    try:
+        return copy.deepcopy(data)
+    except RecursionError:
+        raise PromptRegistryError(f"{what} JSON is nested too deeply.") from None
 
 
 def _check_shape(data: dict, allowed, required, what: str) -> None:
-    unknown = sorted(str(k) for k in data if k not in allowed)
+    unknown = sorted(str(k)[:64] for k in data if k not in allowed)
     if unknown:
-        raise PromptRegistryError(f"{what}: unknown field(s) {', '.join(unknown)}.")
+        raise PromptRegistryError(f"{what}: unknown field(s) {', '.join(unknown)}; "
+                                  f"known: {', '.join(allowed)}.")
     missing = [k for k in required if k not in data]
     if missing:
         raise PromptRegistryError(f"{what}: missing required field(s) {', '.join(missing)}.")

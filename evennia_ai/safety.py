@@ -164,14 +164,18 @@ def operator_prompt_kept(npc):
             npc.execute_cmd("wipe me")
         if undone: ...
     """
-    before = npc.ai.get(OPERATOR_PROMPT_KEY)
     undone: list = []
+    ai = getattr(npc, "ai", None)
+    if ai is None:  # not an assistant: it has no operator prompt
+        yield undone
+        return
+    before = ai.get(OPERATOR_PROMPT_KEY)
     try:
         yield undone
     finally:
-        if getattr(npc, "pk", None) and npc.ai.get(OPERATOR_PROMPT_KEY) != before:
+        if getattr(npc, "pk", None) and ai.get(OPERATOR_PROMPT_KEY) != before:
             if before is None:
                 npc.attributes.remove(OPERATOR_PROMPT_KEY, category="ai")
             else:
-                npc.ai.set(OPERATOR_PROMPT_KEY, before)
+                ai.set(OPERATOR_PROMPT_KEY, before)
             undone.append(True)

@@ -53,11 +53,19 @@ def register_executor(kind: str, executor: Callable[[Any, dict], tuple[bool, str
 def _run_tool_as_npc(npc, entry: dict) -> tuple[bool, str]:
     """Executor for ``kind="tool"``: run the stored tool call as the NPC, confirmed."""
     from evennia_ai.tools.base import ToolContext, ToolResult
-    from evennia_ai.tools.registry import TOOL_REGISTRY
+    from evennia_ai.tools.registry import TOOL_REGISTRY, passes_lock
 
     tool = TOOL_REGISTRY.get(entry["action"])
     if tool is None:
         return False, f"tool '{entry['action']}' no longer exists"
+    # Still bounded by the NPC's tool set and the tool's lock as they are now, not when queued.
+    ai = getattr(npc, "ai", None)
+    allowed = ai.get("tool_allow") if ai is not None else None
+    denied = (ai.get("tool_deny") if ai is not None else None) or []
+    if tool.name in denied or (allowed is not None and tool.name not in allowed):
+        return False, f"'{tool.name}' is no longer in {npc.key}'s tool set"
+    if not passes_lock(npc, tool):
+        return False, f"{npc.key} no longer passes the lock of '{tool.name}'"
     ctx = ToolContext(npc=npc, tick_id=entry.get("tick_id") or 0, context_type="confirmation")
     ctx.state["confirmed"] = True
     outcome = tool.safe_run(ctx, dict(entry.get("payload", {}).get("arguments", {})))

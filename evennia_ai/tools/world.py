@@ -235,6 +235,10 @@ def _private_leak(npc, text: str, audience) -> ToolResult | None:
     return ToolResult.fail(refusal) if refusal else None
 
 
+# Who a game command or a set Attribute may reach is unknown: anyone but a whisperer.
+_ANYONE = ("anyone",)
+
+
 def _listeners(npc) -> str:
     others = [obj.key for obj in _characters_here(npc)]
     if not others:
@@ -703,6 +707,9 @@ class ExecuteCommand(Tool):
                 "Attributes of category 'ai' hold assistants' own state (the operator's prompt, "
                 "memory, tool settings); no command run by an assistant may touch them."
             )
+        leak = _private_leak(npc, command, _ANYONE)
+        if leak:
+            return leak
         if _is_py_command(command) and not npc.locks.check_lockstring(
             npc, "_dummy:perm(py) or perm(Developer)"
         ):
@@ -783,6 +790,9 @@ class SetAttribute(Tool):
         if len(json.dumps(value, default=str)) > MAX_VALUE_JSON_LENGTH:
             return ToolResult.fail(f"The value is too large (over {MAX_VALUE_JSON_LENGTH} "
                                    "characters as JSON).")
+        leak = _private_leak(npc, json.dumps(value, default=str, ensure_ascii=False), _ANYONE)
+        if leak:
+            return leak
         obj, problem = self._find_target(npc, target)
         if problem:
             return ToolResult.fail(problem)

@@ -1,0 +1,185 @@
+"""A/B against Evennia's own LLM NPC (issue: proof under load).
+
+One real game server (``tests/support/game_server.py``) holds both Evennia's
+``evennia.contrib.rpg.llm.LLMNPC`` ("Sage", in the cellar) and our Innkeeper assistant (in the
+tavern). Both talk to the same loopback model server with the same fixed latency: the contrib
+through its ``/api/v1/generate`` protocol, ours through the OpenAI protocol (litellm). Two telnet
+players, so neither NPC hears the other's conversation: ``bob`` in the cellar uses the contrib's
+``talk Sage <words>``, ``admin`` in the tavern uses ``say <words>``. Rounds alternate A/B (and
+C: the same assistant, "Barkeep" on the landing with player ``carol``, whose model name routes
+litellm through its own HTTP client instead of the OpenAI SDK; a diagnostic row).
+
+Measured: seconds from the player's line leaving the client to the NPC's reply (echoing a unique
+marker) arriving on that player's screen, minus the model latency. Target: ours/theirs <= 1.5
+at p50 and p95.
+
+Run: ``.venv/bin/python -m bench.npc_ab`` (about 1.5 minutes).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+from bench.common import percentile, table
+from bench.game import Player, game
+
+LATENCY = 0.2
+ROUNDS = 40
+WARMUP = 3
+BOB_PASSWORD = "bench-pass-1"
+#: Row C: our assistant on litellm's own HTTP route for OpenAI-compatible servers (no OpenAI
+#: SDK request transform), chosen by the model name only.
+DIRECT_MODEL = "hosted_vllm/test-model"
+
+
+def responder(body: dict) -> dict:
+    """Echo the newest words: ``You said: <words>`` (a ``say`` call, or text for /generate)."""
+    if isinstance(body.get("prompt"), str):
+        last = body["prompt"].strip().splitlines()[-1]
+        heard = last.split(": ", 1)[-1]
+        return {"text": f"You said: {heard[:60]}"}
+    last = ""
+    for message in body.get("messages", []):
+        if message.get("role") == "user":
+            last = message.get("content") or ""
+    quoted = re.findall(r'"([^"]+)"', last)
+    heard = quoted[-1] if quoted else last
+    return {"tool_calls": [{"name": "say", "arguments": {"message": f"You said: {heard[:60]}"}}]}
+
+
+def settings(model) -> str:
+    return (
+        'EVENNIA_AI_MODEL = "openai/test-model"\n'
+        f'EVENNIA_AI_API_BASE = "{model.url}"\n'
+        'EVENNIA_AI_API_KEY = "x"\n'
+        "EVENNIA_AI_TICK_INTERVAL = 60\n"
+        "EVENNIA_AI_AUTONOMY = False\n"
+        "EVENNIA_AI_MAX_RETRIES = 0\n"
+        "EVENNIA_AI_MEMORY_INIT_DELAY = 3600\n"
+        f'LLM_HOST = "{model.root_url}"\n'
+    )
+
+
+def _new_player(server, name: str) -> Player:
+    """Create account ``name`` through the login screen and log it in."""
+    player = Player(server.telnet_port)
+    player.drain(0.5)
+    player.send(f"create {name} {BOB_PASSWORD}")
+    player.until("Y]/N?", 30)
+    player.send("y")
+    player.until("was created", 30)
+    player.drain(0.5)
+    player.send(f"connect {name} {BOB_PASSWORD}")
+    player.until("You become", 30)
+    player.drain(0.5)
+    return player
+
+
+def run(rounds: int = ROUNDS, latency: float = LATENCY) -> dict:
+    """Rounds of A (contrib), B (ours), C (ours, litellm's ``hosted_vllm`` route), in turn."""
+    from evennia_ai.testing.model_server import ModelServer
+
+    ours, theirs, direct = [], [], []
+    with ModelServer(latency=latency, responder=responder) as model:
+        with game(settings(model)) as server:
+            admin = Player(server.telnet_port)
+            players = [admin]
+            try:
+                admin.login("admin", server.password)
+                bob = _new_player(server, "bob")
+                carol = _new_player(server, "carol")
+                players += [bob, carol]
+                admin.py(
+                    "from evennia import create_object, search_object; "
+                    "from evennia.contrib.rpg.llm.llm_npc import LLMNPC; "
+                    "from evennia_ai.typeclasses import AIAssistantCharacter; "
+                    "cellar = search_object('Tankard Cellar')[0]; "
+                    "landing = search_object('Guest Landing')[0]; "
+                    "create_object(LLMNPC, key='Sage', location=cellar); "
+                    "keeper = create_object(AIAssistantCharacter, key='Barkeep', location=landing); "
+                    "keeper.ai.set_persona(search_object('Innkeeper')[0].ai.persona); "
+                    f"keeper.ai.set_model({DIRECT_MODEL!r}); "
+                    "bob = search_object('bob')[0]; "
+                    "bob.cmdset.add('bench.server_probe.TalkCmdSet', persistent=True); "
+                    "bob.move_to(cellar, quiet=True); "
+                    "search_object('carol')[0].move_to(landing, quiet=True)", wait=1.0)
+                time.sleep(4)  # the warm-up thread (litellm, tokenizer) runs 3 s after start
+                for player in players:
+                    player.drain(0.3)
+                for n in range(rounds + WARMUP):
+                    marker = f"ab{n}x"
+                    a = bob.round_trip(f"talk Sage {marker} how is the cellar?",
+                                       f"You said: {marker}")
+                    b = admin.round_trip(f"say {marker} how is the stew?", f"You said: {marker}")
+                    c = carol.round_trip(f"say {marker} any rooms free?", f"You said: {marker}")
+                    if n >= WARMUP:
+                        theirs.append(a - latency)
+                        ours.append(b - latency)
+                        direct.append(c - latency)
+                    time.sleep(0.2)
+                    for player in players:
+                        player.drain(0.05)
+            finally:
+                for player in players:
+                    player.close()
+        generate = len(model.requests_to("/api/v1/generate"))
+        chat = len(model.requests_to("/v1/chat/completions"))
+    return {"ours": ours, "theirs": theirs, "direct": direct, "latency": latency,
+            "generate": generate, "chat": chat}
+
+
+def render(r: dict) -> str:
+    rows = []
+    stats = {}
+    for name, values in (("Evennia LLMNPC (`talk`, /api/v1/generate)", r["theirs"]),
+                         ("evennia-ai Innkeeper (`say`, litellm)", r["ours"])):
+        stats[name] = (percentile(values, 50) * 1000, percentile(values, 95) * 1000)
+        rows.append([name, len(values), *stats[name]])
+    (t50, t95), (o50, o95) = stats.values()
+    r50, r95 = o50 / t50, o95 / t95
+    rows.append(["ratio ours/theirs (target <= 1.5)", "", r50, r95])
+    rows.append(["result", "", "pass" if r50 <= 1.5 else "FAIL", "pass" if r95 <= 1.5 else "FAIL"])
+    if r.get("direct"):
+        d50, d95 = percentile(r["direct"], 50) * 1000, percentile(r["direct"], 95) * 1000
+        rows.append([f"C: evennia-ai, model `{DIRECT_MODEL}` (litellm's httpx route, no OpenAI SDK)",
+                     len(r["direct"]), d50, d95])
+        rows.append(["ratio C/theirs (diagnostic)", "", d50 / t50, d95 / t95])
+    return table(f"Player's words to the NPC's reply on screen, minus the {r['latency'] * 1000:.0f} ms "
+                 f"model latency (ms), A/B alternating", ["NPC", "replies", "p50", "p95"], rows)
+
+
+def main() -> str:
+    text = render(run())
+    print(text)
+    return text
+
+
+if __name__ == "__main__":
+    main()
+
+
+def profile(rounds: int = 20, path: str = "/tmp/evennia_ai_npc_ab_profile.txt") -> str:
+    """Profile the server's reactor thread while the Innkeeper answers ``rounds`` lines.
+
+    Run: ``.venv/bin/python -c "from bench.npc_ab import profile; profile()"``.
+    """
+    from evennia_ai.testing.model_server import ModelServer
+
+    with ModelServer(latency=LATENCY, responder=responder) as model:
+        with game(settings(model)) as server:
+            admin = Player(server.telnet_port)
+            try:
+                admin.login("admin", server.password)
+                time.sleep(4)
+                for n in range(WARMUP):
+                    admin.round_trip(f"say w{n}x hello", f"You said: w{n}x")
+                admin.py("import bench.server_probe as p; p.timeline_start(); p.profile_start()")
+                for n in range(rounds):
+                    admin.round_trip(f"say p{n}x how is the stew?", f"You said: p{n}x")
+                    time.sleep(0.3)
+                admin.py(f"import bench.server_probe as p; p.profile_stop({path!r}); "
+                         f"p.timeline_dump({path + '.timeline.json'!r})", wait=1.0)
+            finally:
+                admin.close()
+    return path

@@ -1,0 +1,238 @@
+"""Runs *inside* a benchmark's game server (imported through ``py`` over telnet).
+
+The benchmark game's settings put the repository root on ``sys.path`` so that
+``py import bench.server_probe as p; p.report("/tmp/x.json")`` works. Nothing here is imported
+by the plugin itself.
+
+- :func:`spawn`: N AI NPCs, each alone in a room of its own (so they never hear each other),
+  each with one active goal, so every tick is an autonomous tick with one model call.
+- :func:`start_driver` / :func:`stop_driver`: keep every bench NPC ticking back to back (a
+  LoopingCall triggers each script; a busy script runs again as soon as its tick ends).
+- :func:`count_writes`: counts SQL statements that write (INSERT/UPDATE/DELETE/REPLACE) on the
+  reactor thread's database connection, through Django's ``execute_wrappers``.
+- :func:`report`: ticks so far, writes so far, RSS, thread-pool state, as a JSON file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+from evennia import CmdSet
+
+BENCH_TAG = ("bench_npc", "evennia_ai_bench")
+_STATE = {"writes": 0, "statements": 0, "driver": None, "installed": False}
+
+
+class TalkCmdSet(CmdSet):
+    """Evennia's LLM contrib ``talk`` command, for the A/B benchmark's player."""
+
+    key = "bench_talk"
+
+    def at_cmdset_creation(self):
+        from evennia.contrib.rpg.llm.llm_npc import CmdLLMTalk
+
+        self.add(CmdLLMTalk())
+
+
+def _counter(execute, sql, params, many, context):
+    _STATE["statements"] += 1
+    head = sql.lstrip()[:8].upper()
+    if head.startswith(("INSERT", "UPDATE", "DELETE", "REPLACE")):
+        _STATE["writes"] += 1
+    return execute(sql, params, many, context)
+
+
+def count_writes() -> None:
+    """Install the write counter on this thread's connection (the reactor thread). Idempotent."""
+    from django.db import connection
+
+    if not _STATE["installed"]:
+        connection.execute_wrappers.append(_counter)
+        _STATE["installed"] = True
+
+
+def spawn(count: int, goal: str = "Keep the festival preparations going") -> list:
+    """Create ``count`` AI NPCs, one per new room, each with one active goal."""
+    from evennia import create_object
+    from evennia.objects.objects import DefaultRoom
+
+    from evennia_ai.typeclasses import AIAssistantCharacter
+
+    existing = len(bench_npcs())
+    made = []
+    for index in range(existing, existing + count):
+        room = create_object(DefaultRoom, key=f"Bench Room {index}", tags=[BENCH_TAG])
+        npc = create_object(AIAssistantCharacter, key=f"BenchNPC{index}", location=room,
+                            home=room, tags=[BENCH_TAG])
+        npc.ai.update_goals(lambda _old, i=index: [{
+            "id": f"goal_{i}_0", "description": goal, "priority": "medium", "status": "active",
+            "progress": 0, "created": "2026-01-01T00:00:00+00:00", "parent_id": None,
+            "subtask_ids": [], "auto_generated": False}])
+        made.append(npc)
+    return made
+
+
+def bench_npcs() -> list:
+    from evennia.utils.search import search_tag
+
+    return [obj for obj in search_tag(BENCH_TAG[0], category=BENCH_TAG[1])
+            if hasattr(obj, "ai")]
+
+
+def start_driver(period: float = 0.05) -> None:
+    """Trigger every bench NPC's tick every ``period`` seconds (busy ones re-run at once)."""
+    from twisted.internet import task
+
+    stop_driver()
+    scripts = [npc.ai.script for npc in bench_npcs()]
+    scripts = [s for s in scripts if s is not None]
+
+    def beat():
+        for script in scripts:
+            script.trigger_tick()
+
+    loop = task.LoopingCall(beat)
+    loop.start(period, now=True)
+    _STATE["driver"] = loop
+
+
+def stop_driver() -> None:
+    loop = _STATE.get("driver")
+    if loop is not None and loop.running:
+        loop.stop()
+    _STATE["driver"] = None
+
+
+def total_ticks() -> int:
+    return sum(npc.ai.script.tick_count for npc in bench_npcs() if npc.ai.script)
+
+
+def rss_bytes() -> int:
+    with open("/proc/self/status") as handle:
+        for line in handle:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def memory_mode() -> str:
+    """The long-term memory's mode in this server ("" when it is not loaded yet)."""
+    try:
+        from evennia_ai.memory import longterm
+
+        store = getattr(longterm, "_MEMORY", None) or getattr(longterm, "_STORE", None)
+        if store is None and hasattr(longterm, "get_memory"):
+            store = longterm.get_memory()
+        return str(getattr(store, "mode", "") or "")
+    except Exception as err:  # noqa: BLE001 - a probe reports, never raises
+        return f"error: {err}"
+
+
+def report(path: str) -> None:
+    """Write the figures to ``path`` as JSON (written whole, then renamed)."""
+    from evennia_ai import threadpool
+
+    data = {
+        "time": time.monotonic(),
+        "ticks": total_ticks(),
+        "npcs": len(bench_npcs()),
+        "writes": _STATE["writes"],
+        "statements": _STATE["statements"],
+        "rss": rss_bytes(),
+        "pool_in_flight": threadpool.in_flight(),
+        "memory_mode": memory_mode(),
+        "pid": os.getpid(),
+    }
+    tmp = path + ".tmp"
+    with open(tmp, "w") as handle:
+        json.dump(data, handle)
+    os.replace(tmp, path)
+
+
+def profile_start() -> None:
+    """Profile the reactor thread (where ``py`` runs) until :func:`profile_stop`."""
+    import cProfile
+
+    _STATE["profile"] = cProfile.Profile()
+    _STATE["profile"].enable()
+
+
+def profile_stop(path: str, lines: int = 70) -> None:
+    """Stop profiling; write the top ``lines`` by cumulative and by own time to ``path``."""
+    import io
+    import pstats
+
+    prof = _STATE.pop("profile")
+    prof.disable()
+    out = io.StringIO()
+    stats = pstats.Stats(prof, stream=out)
+    stats.sort_stats("cumulative").print_stats(lines)
+    stats.sort_stats("tottime").print_stats(30)
+    with open(path, "w") as handle:
+        handle.write(out.getvalue())
+
+
+_TIMELINE: list = []
+
+
+def timeline_start() -> None:
+    """Time-stamp the stages of an assistant's reply (wrappers on the plugin's functions).
+
+    Stages: ``heard`` (perception of a player's line), ``tick`` (run_tick starts), ``built``
+    (context built), ``call`` / ``http0`` / ``http1`` / ``back`` (model call handed to the thread
+    pool, litellm starts, litellm returns, result back on the reactor), ``said`` (the NPC's
+    ``at_say`` ran: the reply is queued for the players' sessions).
+    """
+    import functools
+
+    from evennia_ai import perception
+    from evennia_ai.context_builder import ContextBuilder
+    from evennia_ai.llm.client import UnifiedLLMClient
+    from evennia_ai.scripts import AssistantScript
+    from evennia_ai.typeclasses import AIAssistantCharacter
+
+    _TIMELINE.clear()
+    stamp = lambda label: _TIMELINE.append((label, time.perf_counter()))  # noqa: E731
+
+    def wrap(owner, name, before=None, after=None, deferred_label=None):
+        original = getattr(owner, name)
+        if getattr(original, "_bench_wrapped", False):
+            return
+
+        @functools.wraps(original)
+        def wrapper(*args, **kwargs):
+            if before:
+                stamp(before)
+            result = original(*args, **kwargs)
+            if after:
+                stamp(after)
+            if deferred_label and hasattr(result, "addBoth"):
+                result.addBoth(lambda r: (stamp(deferred_label), r)[1])
+            return result
+
+        wrapper._bench_wrapped = True
+        setattr(owner, name, wrapper)
+
+    original_perceive = perception.perceive_message
+
+    def perceive(npc, text, from_obj, kwargs):
+        if from_obj is not None and from_obj != npc and getattr(from_obj, "has_account", False):
+            stamp("heard")
+        return original_perceive(npc, text, from_obj, kwargs)
+
+    if not getattr(perception.perceive_message, "_bench_wrapped", False):
+        perceive._bench_wrapped = True
+        perception.perceive_message = perceive
+    wrap(AssistantScript, "run_tick", before="tick")
+    wrap(ContextBuilder, "build", deferred_label="built")
+    wrap(UnifiedLLMClient, "complete", before="call", deferred_label="back")
+    wrap(UnifiedLLMClient, "_request", before="http0", after="http1")
+    wrap(AIAssistantCharacter, "at_say", after="said")
+
+
+def timeline_dump(path: str) -> None:
+    """Write the stamps as JSON ``[[label, seconds], ...]``."""
+    with open(path, "w") as handle:
+        json.dump(list(_TIMELINE), handle)

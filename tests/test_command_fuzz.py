@@ -1,0 +1,214 @@
+"""Fuzzing every admin command with hostile arguments and switches.
+
+Every command in :func:`evennia_ai.commands.cmdset.all_command_classes` (whatever is there when
+the test runs) is called by a Developer with random switches and arguments: ``=``, ``/``,
+``#dbrefs``, JSON fragments, markup, unicode, control characters and long strings, mixed with
+the names of a real AI NPC, its memory block and its pending confirmation. Proven:
+
+- no exception propagates out of a command and no traceback reaches the caller;
+- no input reaches :class:`AICommand`'s generic exception handler (its "<key> failed: ... The
+  server log has the details." reply means a bug, not a bad input: bad input must be refused
+  with a :class:`CommandError` saying what is wrong);
+- a player without the Builder permission can run none of them.
+
+A failure names the command and the smallest input Hypothesis found.
+"""
+
+import re
+import tempfile
+from unittest import mock
+
+from django.test import override_settings
+from evennia import create_object
+from evennia.utils.test_resources import BaseEvenniaCommandTest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from twisted.internet import defer
+
+from evennia_ai.commands.cmdset import all_command_classes
+from evennia_ai.llm import client as client_module
+from evennia_ai.typeclasses import AIAssistantCharacter
+
+EXAMPLES = 40
+FUZZ = settings(max_examples=EXAMPLES, deadline=None, database=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                       HealthCheck.filter_too_much])
+
+NPC_NAME = "Innkeeper"
+TOKENS = [
+    NPC_NAME, "keeper", "innkeeper", "Char", "Char2", "#1", "#2", "#99999", "#-1", "#abc",
+    "=", "==", "/", "//", ":", "::", ",", ";", "|", "&", "me", "here", "all", "*",
+    "0", "1", "-1", "3.5", "1e309", "nan", "99999999999999999999999", "on", "off", "true",
+    "{", "}", "[", "]", "{}", "[]", '{"a": 1}', '{"kind": "map"}', '[1, 2', '{"x":', "null",
+    '"', "'", "\\", "|r", "|n", "|/", "%s", "{name}", "{{", "$You()", "\u202e", "\U0001f480",
+    "\x00", "\t", "\n", "house_rules", "house_rules:notes", "Core", "ReadOnly", "Admin",
+    "c_00000000", "goal_1_0", "tick_event", "execute_command", "SAFE_CHAIN", "DANGEROUS",
+    "say", "23:00", "25:99", "x" * 300,
+]
+words = st.sampled_from(TOKENS) | st.text(max_size=12)
+arguments = (
+    st.lists(words, max_size=8).map(" ".join)
+    | st.lists(words, max_size=8).map("".join)
+    | st.text(max_size=60)
+    | st.builds(lambda a, b: f"{a} = {b}", st.sampled_from([NPC_NAME, "keeper", "#1", ""]),
+                st.lists(words, max_size=5).map(" ".join))
+    | st.sampled_from(["x" * 5000, NPC_NAME + " = " + "y" * 20000, "=" * 500, "/" * 200])
+)
+switch_junk = st.text(alphabet="abcdefghijklmnopqrstuvwxyz_-0123456789/=", max_size=8)
+
+# The generic handler of AICommand.func: "<key> failed: <Exception>: ... The server log has ..."
+GENERIC_FAILURE = re.compile(r"failed: \w+: .*The server log has the details", re.S)
+
+
+def sync_thread(fn, *args, **kwargs):
+    return defer.maybeDeferred(fn, *args, **kwargs)
+
+
+class CommandFuzzTest(BaseEvenniaCommandTest):
+    def setUp(self):
+        super().setUp()
+        from evennia_ai import budget
+        from evennia_ai.memory import longterm
+
+        budget.reset_cache()
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+        # Offline model, synchronous threads, keyword-only long-term memory in a temp folder.
+        patches = [mock.patch.object(client_module, "defer_to_thread", sync_thread),
+                   mock.patch.object(longterm, "defer_to_thread", sync_thread),
+                   mock.patch.object(longterm, "_MEMORY", None),
+                   mock.patch.object(longterm, "local_embedder_installed", lambda: False),
+                   override_settings(EVENNIA_AI_MODEL="", EVENNIA_AI_DATA_DIR=self.tmp.name,
+                                     EVENNIA_AI_MEM0_CONFIG=None)]
+        for patch in patches:
+            patch.__enter__()
+            self.addCleanup(patch.__exit__, None, None, None)
+        self.addCleanup(longterm.close)
+        self.npc = None
+        self.calls = 0
+        self.ensure_npc()
+
+    def ensure_npc(self):
+        """The AI NPC (created again when a fuzzed command deleted it), with some state."""
+        if self.npc is not None and self.npc.pk:
+            return self.npc
+        from evennia_ai.engine.confirmations import get_confirmation_queue
+        from evennia_ai.memory import block_admin
+
+        self.npc = create_object(AIAssistantCharacter, key=NPC_NAME, location=self.room1,
+                                 aliases=["keeper"])
+        self.npc.ai.script.trigger_tick = lambda: None
+        block_admin.create_block(self.npc, "house_rules", content="No fighting.")
+        get_confirmation_queue().add_entry(self.npc, "execute_command",
+                                           {"arguments": {"command": "look"}}, reason="fuzz")
+        return self.npc
+
+    def tearDown(self):
+        from evennia_ai import budget
+        from evennia_ai.commands.lookup import all_ai_npcs
+
+        for npc in all_ai_npcs():
+            script = npc.ai.script
+            if script:
+                script.delete()
+            npc.delete()
+        budget.reset_cache()
+        super().tearDown()
+
+    def run_command(self, cls, text: str) -> str:
+        """Run ``cls`` with ``text`` as a Developer; fail on a traceback or the generic handler."""
+        self.ensure_npc()
+        self.calls += 1
+        try:
+            output = self.call(cls(), text, caller=self.char1) or ""
+        except Exception as err:
+            raise AssertionError(
+                f"{cls.key} {text[:300]!r} raised {type(err).__name__}: {str(err)[:300]}"
+            ) from None
+        assert "Traceback" not in output, f"{cls.key} {text[:300]!r} showed a traceback"
+        assert not GENERIC_FAILURE.search(output), (
+            f"{cls.key} {text[:300]!r} hit the generic exception handler: {output[:400]}"
+        )
+        return output
+
+    def fuzz(self, cls):
+        switches = st.sampled_from(tuple(cls.switch_options)) if cls.switch_options else st.nothing()
+        switch_lists = st.lists(switches | switch_junk, max_size=2)
+
+        @FUZZ
+        @given(switches=switch_lists, args=arguments)
+        def prop(switches, args):
+            prefix = "".join(f"/{s}" for s in switches)
+            text = f"{prefix} {args}" if prefix else args
+            self.run_command(cls, text)
+
+        prop()
+
+    def test_every_command_survives_hostile_input(self):
+        classes = all_command_classes()
+        assert classes, "no admin commands are registered"
+        for cls in classes:
+            with self.subTest(command=cls.key):
+                self.fuzz(cls)
+        assert self.calls >= len(classes) * EXAMPLES // 2, self.calls
+
+    def test_every_switch_with_each_token(self):
+        """Deterministic sweep: each switch of each command with each token as its argument."""
+        for cls in all_command_classes():
+            for switch in (None, *cls.switch_options):
+                for token in TOKENS + [f"{NPC_NAME} = {t}" for t in TOKENS[:40]]:
+                    text = f"/{switch} {token}" if switch else token
+                    with self.subTest(command=cls.key, input=text[:80]):
+                        self.run_command(cls, text)
+
+    def test_players_cannot_run_any(self):
+        player = self.char2
+        player.account.permissions.clear()
+        player.account.permissions.add("Player")
+        player.permissions.clear()
+        for cls in all_command_classes():
+            with self.subTest(command=cls.key):
+                assert not cls().access(player, "cmd"), f"a Player may run {cls.key}"
+                assert cls().access(self.char1, "cmd"), f"a Developer may not run {cls.key}"
+
+
+class _Broken:
+    """A command with a bug, to prove the harness notices one."""
+
+    @staticmethod
+    def make():
+        from evennia_ai.commands.base import AICommand
+
+        class CmdBroken(AICommand):
+            """
+            A broken command.
+
+            Usage:
+              broken <anything>
+            """
+
+            key = "broken"
+            switch_options = ("boom",)
+
+            def run(self):
+                if "boom" in self.switches:
+                    raise ZeroDivisionError("division by zero")
+                self.msg("fine")
+
+        return CmdBroken
+
+
+class TestHarness(CommandFuzzTest):
+    test_every_command_survives_hostile_input = None
+    test_every_switch_with_each_token = None
+    test_players_cannot_run_any = None
+
+    def test_the_harness_catches_the_generic_handler(self):
+        cls = _Broken.make()
+        assert self.run_command(cls, "anything") == "fine"
+        try:
+            self.run_command(cls, "/boom x")
+        except AssertionError as err:
+            assert "generic exception handler" in str(err) and "/boom x" in str(err)
+        else:
+            raise AssertionError("the harness missed a command that hit the generic handler")
