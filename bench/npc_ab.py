@@ -159,7 +159,8 @@ if __name__ == "__main__":
     main()
 
 
-def profile(rounds: int = 20, path: str = "/tmp/evennia_ai_npc_ab_profile.txt") -> str:
+def profile(rounds: int = 20, path: str = "/tmp/evennia_ai_npc_ab_profile.txt",
+            cprofile: bool = True) -> str:
     """Profile the server's reactor thread while the Innkeeper answers ``rounds`` lines.
 
     Run: ``.venv/bin/python -c "from bench.npc_ab import profile; profile()"``.
@@ -174,12 +175,39 @@ def profile(rounds: int = 20, path: str = "/tmp/evennia_ai_npc_ab_profile.txt") 
                 time.sleep(4)
                 for n in range(WARMUP):
                     admin.round_trip(f"say w{n}x hello", f"You said: w{n}x")
-                admin.py("import bench.server_probe as p; p.timeline_start(); p.profile_start()")
+                admin.py("import bench.server_probe as p; p.timeline_start()"
+                         + ("; p.profile_start()" if cprofile else ""))
                 for n in range(rounds):
                     admin.round_trip(f"say p{n}x how is the stew?", f"You said: p{n}x")
                     time.sleep(0.3)
-                admin.py(f"import bench.server_probe as p; p.profile_stop({path!r}); "
-                         f"p.timeline_dump({path + '.timeline.json'!r})", wait=1.0)
+                admin.py("import bench.server_probe as p; "
+                         + (f"p.profile_stop({path!r}); " if cprofile else "")
+                         + f"p.timeline_dump({path + '.timeline.json'!r})", wait=1.0)
             finally:
                 admin.close()
-    return path
+    return timeline_table(path + ".timeline.json", cprofile)
+
+
+STAGES = ["heard", "tick", "built", "call", "http0", "http1", "back", "said"]
+
+
+def timeline_table(path: str, cprofile: bool = False) -> str:
+    """Median milliseconds between the stages :func:`bench.server_probe.timeline_start` stamps."""
+    import json
+    import statistics
+
+    rounds, current = [], None
+    for label, stamp in json.load(open(path)):
+        if label == "heard":
+            current = {"heard": stamp}
+            rounds.append(current)
+        elif current is not None and label not in current:
+            current[label] = stamp
+    rows = []
+    for a, b in zip(STAGES, STAGES[1:]):
+        gaps = [(r[b] - r[a]) * 1000 for r in rounds if a in r and b in r]
+        rows.append([f"{a} -> {b}", len(gaps), statistics.median(gaps) if gaps else float("nan")])
+    text = table("Where the Innkeeper's reply time goes, in the server (median ms"
+                 + (", under cProfile" if cprofile else "") + ")", ["stage", "replies", "median ms"], rows)
+    print(text)
+    return text

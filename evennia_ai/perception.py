@@ -173,7 +173,7 @@ def perceive_message(npc, text, from_obj, kwargs: dict) -> None:
         )
         return
     if same_room or msg_type is None:
-        npc.ai.remember_ambient(plain, source=source)
+        npc.ai.remember_ambient(one_line(plain), source=source)
 
 
 def perceive_received(npc, moved_obj, source_location, move_type) -> None:

@@ -6,7 +6,9 @@ The whisper guard keeps a whisper private to its whisperer. Perception records t
 each whisper the assistant receives (:func:`remember_whisper`, a bounded list kept in the
 ``private_whispers`` state key); before the assistant says, poses, whispers or pages
 something, the speech tools ask :func:`whisper_leak` whether the words would repeat a
-whisper to anyone other than the one who whispered it, and refuse if so.
+whisper to anyone other than the one who whispered it, and refuse if so. A game command
+(``execute_command``) or an Attribute value (``set_attribute``) may reach anyone, so one
+repeating any remembered whisper is refused too.
 
 Matching is on normalised text (lowercase, letters and digits only, single spaces): a leak is
 a run of :data:`SHINGLE_WORDS` consecutive words of a whisper (all of it when shorter)

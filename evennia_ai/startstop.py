@@ -10,6 +10,9 @@ from evennia.utils import logger
 
 def at_server_init():
     """Called first on every server start."""
+    import faulthandler, signal, os  # DEBUG-CRASH (temporary)
+    from django.conf import settings
+    faulthandler.register(signal.SIGUSR2, file=open(os.path.join(settings.GAME_DIR, "server", "logs", f"fault-{os.getpid()}.log"), "w"), all_threads=True)
 
 
 def at_server_start():
@@ -67,6 +70,11 @@ def at_server_stop():
     stopped; the tick whose call is dropped is replayed after the reload (its events never left
     the queue).
     """
+    import time as _t  # DEBUG-CRASH
+    from twisted.internet import reactor as _r
+    logger.log_info(f"DEBUG at_server_stop {_t.time():.3f}")
+    for _phase in ("before", "during", "after"):
+        _r.addSystemEventTrigger(_phase, "shutdown", lambda p=_phase: logger.log_info(f"DEBUG {p} shutdown {_t.time():.3f}"))
     try:
         from evennia_ai import threadpool
         from evennia_ai.memory import longterm

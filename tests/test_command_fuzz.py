@@ -14,6 +14,7 @@ the names of a real AI NPC, its memory block and its pending confirmation. Prove
 A failure names the command and the smallest input Hypothesis found.
 """
 
+import os
 import re
 import tempfile
 from unittest import mock
@@ -29,7 +30,7 @@ from evennia_ai.commands.cmdset import all_command_classes
 from evennia_ai.llm import client as client_module
 from evennia_ai.typeclasses import AIAssistantCharacter
 
-EXAMPLES = 40
+EXAMPLES = int(os.environ.get("EVENNIA_AI_FUZZ_EXAMPLES", "40"))  # more: a deeper local run
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                        HealthCheck.filter_too_much])
@@ -41,7 +42,7 @@ TOKENS = [
     "0", "1", "-1", "3.5", "1e309", "nan", "99999999999999999999999", "on", "off", "true",
     "{", "}", "[", "]", "{}", "[]", '{"a": 1}', '{"kind": "map"}', '[1, 2', '{"x":', "null",
     '"', "'", "\\", "|r", "|n", "|/", "%s", "{name}", "{{", "$You()", "\u202e", "\U0001f480",
-    "\x00", "\t", "\n", "house_rules", "house_rules:notes", "Core", "ReadOnly", "Admin",
+    "\x00", "\x7f", "\x80", "\u0085", "\ufffd", "\t", "\n", "house_rules", "house_rules:notes", "Core", "ReadOnly", "Admin",
     "c_00000000", "goal_1_0", "tick_event", "execute_command", "SAFE_CHAIN", "DANGEROUS",
     "say", "23:00", "25:99", "x" * 300,
 ]

@@ -9,6 +9,7 @@ escape: an operator pasting a broken file must get a clear error, never a traceb
 
 import copy
 import json
+import os
 
 from evennia.utils.test_resources import BaseEvenniaTestCase
 from hypothesis import HealthCheck, given, settings
@@ -22,7 +23,8 @@ from evennia_ai.prompt_registry import (
     get_prompt_registry,
 )
 
-FUZZ = settings(max_examples=80, deadline=None,
+EXAMPLES = int(os.environ.get("EVENNIA_AI_FUZZ_EXAMPLES", "80"))  # more: a deeper local run
+FUZZ = settings(max_examples=EXAMPLES, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                        HealthCheck.filter_too_much])
 

@@ -156,3 +156,19 @@ class AICommand(MuxCommand):
         if not value:
             raise CommandError(f"Missing {what}.\n" + self.usage())
         return value
+
+
+class SwitchedCommand(AICommand):
+    """An AICommand dispatching to ``do_<switch>`` (``do_default`` without a switch)."""
+
+    def run(self):
+        handler = getattr(self, f"do_{self.switch() or 'default'}")
+        handler()
+
+    def npc_and_rhs(self, what: str) -> tuple[Any, str]:
+        """The NPC named left of ``=`` and the text right of it (required)."""
+        if self.rhs is None:
+            raise CommandError(f"Missing '= {what}'.\n" + self.usage())
+        npc = self.find_npc(self.lhs)
+        return npc, self.require(self.rhs, what)
+

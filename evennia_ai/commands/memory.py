@@ -16,8 +16,8 @@ from typing import Any
 from evennia.utils.utils import crop
 
 from evennia_ai import conf
-from evennia_ai.commands.base import CommandError
-from evennia_ai.commands.workspace import SwitchedCommand, apply_character, checked
+from evennia_ai.commands.base import CommandError, SwitchedCommand
+from evennia_ai.commands.workspace import apply_character, checked
 from evennia_ai.memory import block_admin
 from evennia_ai.memory import blocks as pure
 from evennia_ai.memory import entities as entities_mod

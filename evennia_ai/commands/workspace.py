@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Iterable
 
-from evennia_ai.commands.base import AICommand, CommandError
+from evennia_ai.commands.base import CommandError, SwitchedCommand
 from evennia_ai.workspace import behaviour_rules as rules_mod
 from evennia_ai.workspace import goals as goals_mod
 from evennia_ai.workspace import journal as journal_mod
@@ -82,21 +82,6 @@ def current_tick(npc) -> int:
     """The NPC's tick counter (0 without a script), for new goal ids."""
     script = npc.ai.script
     return int(getattr(script, "tick_count", 0) or 0) if script is not None else 0
-
-
-class SwitchedCommand(AICommand):
-    """An AICommand dispatching to ``do_<switch>`` (``do_default`` without a switch)."""
-
-    def run(self):
-        handler = getattr(self, f"do_{self.switch() or 'default'}")
-        handler()
-
-    def npc_and_rhs(self, what: str) -> tuple[Any, str]:
-        """The NPC named left of ``=`` and the text right of it (required)."""
-        if self.rhs is None:
-            raise CommandError(f"Missing '= {what}'.\n" + self.usage())
-        npc = self.find_npc(self.lhs)
-        return npc, self.require(self.rhs, what)
 
 
 # -- goals -----------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ collide with a running ``make demo``. Every process it starts is stopped in :met
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import signal
@@ -18,6 +19,29 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists and is not a zombie."""
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def wait_gone(pid: int, timeout: float) -> bool:
+    """Wait up to ``timeout`` seconds for process ``pid`` to end; returns whether it did."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not pid_alive(pid):
+            return True
+        time.sleep(0.05)
+    return not pid_alive(pid)
 
 
 def free_port() -> int:
@@ -121,16 +145,56 @@ class GameServer:
             time.sleep(0.5)
         raise RuntimeError(f"server not ready after {timeout}s ({last}); log:\n{self.log_tail()}")
 
-    def reload(self, timeout: float = 90) -> None:
+    def reload(self, timeout: float = 90) -> float:
         """``evennia reload`` (the launcher waits for the server to come back).
 
         Connected telnet sessions survive a reload (the portal keeps them), so this does not log
         in to check: a second login as the same account would disconnect the first.
+
+        Returns:
+            Seconds the ``evennia reload`` command took (the settle pause after it excluded).
         """
+        started = time.monotonic()
         result = self.evennia("reload", timeout=timeout)
+        elapsed = time.monotonic() - started
         if result.returncode:
             raise RuntimeError(f"reload failed:\n{result.stdout}\n{result.stderr}")
         time.sleep(1.0)
+        return elapsed
+
+    # -- processes ---------------------------------------------------------------------------
+    def pid(self, which: str = "server") -> int | None:
+        """The pid in ``server.pid`` or ``portal.pid`` (``which`` = "server"/"portal"), if any."""
+        try:
+            return int((self.game / "server" / f"{which}.pid").read_text().strip())
+        except (OSError, ValueError):
+            return None
+
+    def kill(self, *which: str) -> list[int]:
+        """SIGKILL the server and/or portal processes (default both); returns the pids killed.
+
+        Waits until each is gone (reaped or a zombie), so a following :meth:`start` never meets
+        the old process.
+        """
+        killed = []
+        for name in which or ("server", "portal"):
+            pid = self.pid(name)
+            if pid is None:
+                continue
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+            except OSError:
+                pass
+        for pid in killed:
+            wait_gone(pid, 10.0)
+        return killed
+
+    def install_module(self, name: str, source: str) -> Path:
+        """Write ``<name>.py`` into the game folder (importable by the server, e.g. from ``py``)."""
+        path = self.game / f"{name}.py"
+        path.write_text(source)
+        return path
 
     def stop(self) -> None:
         """Stop the game, killing anything that does not stop by itself."""
@@ -164,6 +228,18 @@ class GameServer:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+_PY_TAGS = itertools.count(1)
+
+
+def tagged(tag: str, value) -> str:
+    """``value`` as a message :meth:`TelnetClient.read_tagged` decodes (for server-side code)."""
+    import base64
+    import json
+
+    payload = base64.b64encode(json.dumps(value, default=str).encode()).decode()
+    return f"<{tag}:{payload}:{tag}>"
 
 
 class TelnetClient:
@@ -201,6 +277,36 @@ class TelnetClient:
 
     def send(self, line: str) -> None:
         self.sock.sendall(line.encode("utf8") + b"\r\n")
+
+    def py_json(self, expression: str, timeout: float = 15.0):
+        """Evaluate ``expression`` with the superuser's ``py`` command; returns its value via JSON.
+
+        The value travels base64-encoded between markers, so Evennia's markup (``|``) and line
+        handling never touch it. ``me`` is the caller, as in any ``py`` line.
+        """
+        tag = f"PYJSON{next(_PY_TAGS)}"
+        self.send(
+            f"py print('<{tag}:' + __import__('base64').b64encode(__import__('json').dumps("
+            f"{expression}, default=str).encode()).decode() + ':{tag}>')"
+        )
+        return self.read_tagged(tag, timeout)
+
+    def read_tagged(self, tag: str, timeout: float = 15.0):
+        """Wait for a ``<tag:base64 json:tag>`` message (see :func:`tagged`) and decode it."""
+        import base64
+        import json
+        import re
+
+        pattern = re.compile(rf"<{re.escape(tag)}:([A-Za-z0-9+/=\s]*?):{re.escape(tag)}>")
+        deadline = time.monotonic() + timeout
+        while True:
+            match = pattern.search(self.buffer)
+            if match:
+                self.buffer = self.buffer[match.end():]
+                return json.loads(base64.b64decode(re.sub(r"\s", "", match.group(1))))
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{tag} not seen within {timeout}s; got:\n{self.buffer[-2000:]}")
+            self.read(0.2)
 
     def login(self, user: str, password: str, wait: float = 2.0) -> str:
         self.read(0.5)

@@ -1,0 +1,154 @@
+"""Staff-only JSON API of the dashboard, in the style of Evennia's REST API (``evennia.web.api``).
+
+Mounted at ``/ai/api/`` (independent of ``REST_API_ENABLED``). Session authentication (the
+website login, CSRF enforced on POST) or HTTP basic authentication with an account's name and
+password, as Evennia's API allows by default.
+
+=====================================================  ========================================
+``GET  npcs/``                                          every AI NPC's state and usage today
+``GET  npcs/<id>/``                                     one NPC: state, goals, projects, blocks,
+                                                        recent traces, usage, confirmations
+``GET  npcs/<id>/goals/``                               goal tree
+``GET  npcs/<id>/memory/``                              memory blocks (rendered content)
+``GET  npcs/<id>/traces/?last=<n>``                     trace summaries, newest first
+``GET  npcs/<id>/traces/<tick_id>/``                    one full trace
+``GET  npcs/<id>/usage/``                               tokens and cost per day and per tick
+``GET  confirmations/?status=pending&npc=<id>``         confirmation entries
+``GET  confirmations/<cid>/``                           one entry
+``POST confirmations/<cid>/approve/``                   approve (runs the action as the NPC)
+``POST confirmations/<cid>/reject/``  ``{"reason"}``    reject
+``GET  contexts/``                                      component order of each context type
+=====================================================  ========================================
+
+Example::
+
+    curl -u admin:password http://localhost:4001/ai/api/npcs/
+"""
+
+from __future__ import annotations
+
+from rest_framework import exceptions, routers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.response import Response
+
+from evennia_ai.web import data
+from evennia_ai.web.permissions import AIStaffPermission
+from evennia_ai.web.serializers import (
+    ConfirmationFilterSerializer,
+    DecisionSerializer,
+    TraceFilterSerializer,
+)
+
+
+class AIViewSetMixin:
+    """Staff permission for every action (see :mod:`evennia_ai.web.permissions`)."""
+
+    permission_classes = [AIStaffPermission]
+
+
+def _npc(pk):
+    try:
+        return data.get_npc(pk)
+    except data.NotFound as err:
+        raise exceptions.NotFound(str(err)) from None
+
+
+class NPCViewSet(AIViewSetMixin, viewsets.ViewSet):
+    """AI NPCs: state, usage and budget; goals, memory, traces and usage per NPC."""
+
+    lookup_value_regex = "[0-9]+"
+
+    def list(self, request):
+        return Response(data.npc_list())
+
+    def retrieve(self, request, pk=None):
+        return Response(data.npc_detail(_npc(pk)))
+
+    @action(detail=True, methods=["get"])
+    def goals(self, request, pk=None):
+        return Response(data.goals_tree(_npc(pk)))
+
+    @action(detail=True, methods=["get"])
+    def memory(self, request, pk=None):
+        return Response(data.memory_blocks(_npc(pk)))
+
+    @action(detail=True, methods=["get"])
+    def traces(self, request, pk=None):
+        query = TraceFilterSerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        return Response(data.trace_list(_npc(pk), query.validated_data.get("last")))
+
+    @action(detail=True, methods=["get"], url_path=r"traces/(?P<tick_id>[0-9]+)",
+            url_name="trace-detail")
+    def trace(self, request, pk=None, tick_id=None):
+        try:
+            return Response(data.trace_detail(_npc(pk), tick_id))
+        except data.NotFound as err:
+            raise exceptions.NotFound(str(err)) from None
+
+    @action(detail=True, methods=["get"])
+    def usage(self, request, pk=None):
+        return Response(data.usage_series(_npc(pk)))
+
+
+class ConfirmationViewSet(AIViewSetMixin, viewsets.ViewSet):
+    """Actions awaiting a decision; approve and reject run what ``aiconfirm`` runs."""
+
+    lookup_value_regex = "[A-Za-z0-9_]+"
+
+    def list(self, request):
+        query = ConfirmationFilterSerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        wanted = query.validated_data.get("status", "pending")
+        npc = _npc(query.validated_data["npc"]) if query.validated_data.get("npc") else None
+        return Response(data.confirmations(npc=npc, status=None if wanted == "all" else wanted))
+
+    def retrieve(self, request, pk=None):
+        try:
+            return Response(data.confirmation(pk))
+        except data.NotFound as err:
+            raise exceptions.NotFound(str(err)) from None
+
+    def _decide(self, request, pk, approve: bool):
+        from evennia_ai.engine.confirmations import ConfirmationError
+
+        self.retrieve(request, pk)  # 404 for an unknown id
+        body = DecisionSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            entry = data.decide(pk, approve, request.user, body.validated_data.get("reason", ""))
+        except ConfirmationError as err:
+            return Response({"detail": str(err)}, status=status.HTTP_409_CONFLICT)
+        return Response(entry)
+
+    @action(detail=True, methods=["post"])
+    def approve(self, request, pk=None):
+        return self._decide(request, pk, True)
+
+    @action(detail=True, methods=["post"])
+    def reject(self, request, pk=None):
+        return self._decide(request, pk, False)
+
+
+class ContextViewSet(AIViewSetMixin, viewsets.ViewSet):
+    """The components each context type assembles, in the order they are sent."""
+
+    def list(self, request):
+        return Response(data.context_orders())
+
+
+class AIAPIRootView(routers.APIRootView):
+    """The API's index (staff only, like the rest)."""
+
+    permission_classes = [AIStaffPermission]
+
+
+class AIRouter(routers.DefaultRouter):
+    APIRootView = AIAPIRootView
+
+
+router = AIRouter()
+router.trailing_slash = "/?"
+router.register(r"npcs", NPCViewSet, basename="npc")
+router.register(r"confirmations", ConfirmationViewSet, basename="confirmation")
+router.register(r"contexts", ContextViewSet, basename="context")

@@ -1,0 +1,143 @@
+"""Inline SVG charts for the dashboard: no JavaScript, no CDN, works offline.
+
+Every function returns a ready ``<svg>`` element marked safe for templates; all text in it
+(labels, section names) is escaped here.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
+
+PALETTE = (
+    "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
+    "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac",
+)
+TOKEN_COLOUR = "#4e79a7"
+COST_COLOUR = "#e15759"
+
+
+def colour_for(name: str) -> str:
+    """A stable colour for a section name (the same name gets the same colour on every page)."""
+    return PALETTE[zlib.crc32(str(name).encode("utf8")) % len(PALETTE)]
+
+
+def _num(value: float) -> str:
+    return f"{value:.1f}"
+
+
+def _short(value: float) -> str:
+    """1234 -> 1.2k, 2500000 -> 2.5M."""
+    value = float(value)
+    for limit, suffix in ((1e6, "M"), (1e3, "k")):
+        if abs(value) >= limit:
+            return f"{value / limit:.1f}{suffix}"
+    return f"{value:g}"
+
+
+def usage_chart(points: list[dict], title: str, width: int = 640, height: int = 200) -> SafeString:
+    """Tokens as bars (left scale) and cost as a line (right scale) over ``points``.
+
+    Args:
+        points: ``[{"label": str, "tokens": int, "cost": float}, ...]`` in time order.
+        title: Accessible title of the chart.
+        width: Width in px.
+        height: Height in px.
+    """
+    title_html = escape(title)
+    if not points:
+        return mark_safe(
+            f'<svg class="ai-chart" role="img" width="{width}" height="40" '
+            f'xmlns="http://www.w3.org/2000/svg"><title>{title_html}</title>'
+            '<text x="4" y="24" fill="#666">No usage recorded yet.</text></svg>'
+        )
+    left, right, top, bottom = 48, 56, 12, 28
+    plot_w, plot_h = width - left - right, height - top - bottom
+    max_tokens = max(max(int(p.get("tokens") or 0) for p in points), 1)
+    max_cost = max(float(p.get("cost") or 0.0) for p in points)
+    slot = plot_w / len(points)
+    bar_w = max(1.0, slot * 0.7)
+    parts = [
+        f'<svg class="ai-chart" role="img" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg">',
+        f"<title>{title_html}</title>",
+        f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" stroke="#999"/>',
+        f'<text x="{left - 4}" y="{top + 8}" text-anchor="end" font-size="10" fill="{TOKEN_COLOUR}">'
+        f"{escape(_short(max_tokens))}</text>",
+        f'<text x="{left - 4}" y="{top + plot_h}" text-anchor="end" font-size="10" fill="#666">0</text>',
+        f'<text x="4" y="{top + plot_h / 2}" font-size="10" fill="{TOKEN_COLOUR}">tokens</text>',
+    ]
+    if max_cost > 0:
+        parts.append(
+            f'<text x="{left + plot_w + 4}" y="{top + 8}" font-size="10" fill="{COST_COLOUR}">'
+            f"${escape(f'{max_cost:.4f}')}</text>"
+            f'<text x="{left + plot_w + 4}" y="{top + plot_h / 2}" font-size="10" '
+            f'fill="{COST_COLOUR}">cost</text>'
+        )
+    line = []
+    step = max(1, len(points) // 8)  # at most ~8 axis labels
+    for i, point in enumerate(points):
+        tokens = int(point.get("tokens") or 0)
+        cost = float(point.get("cost") or 0.0)
+        label = escape(str(point.get("label", "")))
+        bar_h = plot_h * tokens / max_tokens
+        x = left + i * slot + (slot - bar_w) / 2
+        parts.append(
+            f'<rect class="ai-bar" x="{_num(x)}" y="{_num(top + plot_h - bar_h)}" '
+            f'width="{_num(bar_w)}" height="{_num(bar_h)}" fill="{TOKEN_COLOUR}" opacity="0.8">'
+            f"<title>{label}: {tokens} tokens, ${cost:.6f}</title></rect>"
+        )
+        if max_cost > 0:
+            cx = left + i * slot + slot / 2
+            cy = top + plot_h - plot_h * cost / max_cost
+            line.append(f"{_num(cx)},{_num(cy)}")
+        if i % step == 0:
+            parts.append(
+                f'<text x="{_num(left + i * slot + slot / 2)}" y="{height - 10}" '
+                f'text-anchor="middle" font-size="10" fill="#666">{label}</text>'
+            )
+    if len(line) > 1:
+        parts.append(f'<polyline points="{" ".join(line)}" fill="none" stroke="{COST_COLOUR}" '
+                     'stroke-width="2"/>')
+    for point in line:
+        x, y = point.split(",")
+        parts.append(f'<circle cx="{x}" cy="{y}" r="2.5" fill="{COST_COLOUR}"/>')
+    parts.append("</svg>")
+    return mark_safe("".join(parts))
+
+
+def section_bar(sections: dict, width: int = 320, height: int = 14) -> SafeString:
+    """One stacked bar: the prompt's token count per section, each with a hover title.
+
+    Args:
+        sections: ``{section name: tokens}`` as a trace records it.
+        width: Width in px of the whole bar.
+        height: Height in px.
+    """
+    items = [(str(k), int(v or 0)) for k, v in (sections or {}).items() if int(v or 0) > 0]
+    total = sum(v for _, v in items)
+    if not total:
+        return mark_safe('<span class="text-muted">no sections</span>')
+    parts = [
+        f'<svg class="ai-sections" role="img" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg">'
+        f"<title>{total} prompt tokens by section</title>"
+    ]
+    x = 0.0
+    for name, tokens in items:
+        w = width * tokens / total
+        parts.append(
+            f'<rect x="{_num(x)}" y="0" width="{_num(w)}" height="{height}" '
+            f'fill="{colour_for(name)}"><title>{escape(name)}: {tokens} tokens '
+            f"({100 * tokens / total:.0f}%)</title></rect>"
+        )
+        x += w
+    parts.append("</svg>")
+    return mark_safe("".join(parts))
+
+
+def legend(names) -> list[dict]:
+    """``[{"name", "colour"}]`` for a legend under section bars (same colours as the bars)."""
+    return [{"name": str(name), "colour": colour_for(name)} for name in names]

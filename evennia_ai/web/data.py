@@ -1,0 +1,297 @@
+"""The one place that turns assistants' state into plain dicts for the dashboard and the API.
+
+Both the HTML pages (:mod:`evennia_ai.web.views`) and the JSON API (:mod:`evennia_ai.web.api`)
+call these functions, so a page always shows what the API returns. Everything here is a quick
+ORM read or a single decision; nothing calls a model or long-term memory.
+
+Evennia serves its website from the Server process through Twisted's WSGI resource, in a
+thread pool. Reads from a view thread are what Evennia's own website does; deciding a
+confirmation runs the NPC's action, which may message sessions, so :func:`decide` hands it to
+the reactor thread (:func:`on_reactor`) and waits for it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from evennia_ai import conf
+
+RECENT_TRACES = 20  # traces shown on an NPC's page
+CHART_DAYS = 14  # days in the daily usage chart
+
+
+class NotFound(LookupError):
+    """An NPC, trace or confirmation does not exist; the message is for the user."""
+
+
+# -- threads ----------------------------------------------------------------------------------
+def on_reactor(fn: Callable, *args, **kwargs) -> Any:
+    """Run ``fn`` on the reactor thread and return its result (directly if already there).
+
+    In the running Server, web views run in a Twisted thread pool while the reactor runs; code
+    that may send to sessions must run on the reactor thread. Outside a running reactor (the
+    Django test client, scripts) ``fn`` is simply called.
+    """
+    from twisted.internet import reactor, threads
+    from twisted.python import threadable
+
+    if reactor.running and not threadable.isInIOThread():
+        return threads.blockingCallFromThread(reactor, fn, *args, **kwargs)
+    return fn(*args, **kwargs)
+
+
+# -- NPCs -------------------------------------------------------------------------------------
+def get_npc(npc_id: Any):
+    """The AI NPC with database id ``npc_id`` (raises :class:`NotFound`)."""
+    from evennia_ai.commands.lookup import LookupError_, find_ai_npc
+
+    try:
+        number = int(str(npc_id).lstrip("#"))
+    except (TypeError, ValueError):
+        raise NotFound(f"'{npc_id}' is not an NPC id.") from None
+    try:
+        return find_ai_npc(f"#{number}")
+    except LookupError_:
+        raise NotFound(f"No AI NPC with id #{number}.") from None
+
+
+def state_of(status: dict) -> str:
+    """One word for an NPC's state: ``stopped``, ``paused``, ``asleep`` or ``running``."""
+    if not status.get("enabled") or not status.get("running"):
+        return "stopped"
+    if status.get("paused"):
+        return "paused"
+    if status.get("asleep"):
+        return "asleep"
+    return "running"
+
+
+def budget_message(budget: dict) -> str:
+    """What an over-budget NPC does instead of calling its model ("" when within budget)."""
+    if not budget.get("exceeded"):
+        return ""
+    scope = "its own" if budget.get("scope") == "npc" else "the server's"
+    if budget.get("action") == "silence":
+        return f"Over {scope} daily budget: silenced until 00:00 UTC."
+    return f"Over {scope} daily budget: offline model until 00:00 UTC."
+
+
+def npc_summary(npc) -> dict:
+    """The NPC-list row: ``npc.ai.status()`` plus state, today's usage and the budget line."""
+    status = npc.ai.status()
+    budget = status.get("budget") or {}
+    return {
+        **status,
+        "id": npc.id,
+        "state": state_of(status),
+        "tokens_today": int(budget.get("npc_tokens") or 0),
+        "cost_today": float(budget.get("npc_cost") or 0.0),
+        "over_budget": bool(budget.get("exceeded")),
+        "budget_message": budget_message(budget),
+    }
+
+
+def npc_list() -> list[dict]:
+    """Every AI NPC's summary, by id."""
+    from evennia_ai.commands.lookup import all_ai_npcs
+
+    return [npc_summary(npc) for npc in all_ai_npcs()]
+
+
+def npc_detail(npc) -> dict:
+    """Everything the NPC page shows, in one dict (the API's NPC detail)."""
+    return {
+        **npc_summary(npc),
+        "location": npc.location.key if npc.location else None,
+        "persona": npc.ai.persona,
+        "goals": goals_tree(npc),
+        "projects": projects(npc),
+        "blocks": memory_blocks(npc),
+        "traces": trace_list(npc, RECENT_TRACES),
+        "usage": usage_series(npc),
+        "confirmations": confirmations(npc=npc),
+    }
+
+
+# -- workspace --------------------------------------------------------------------------------
+def goals_tree(npc) -> list[dict]:
+    """The NPC's goals as a tree (each node has ``children``)."""
+    from evennia_ai.workspace.goals import goal_tree
+
+    return goal_tree(npc.ai.goals)
+
+
+def projects(npc) -> list[dict]:
+    """The NPC's projects (active first), each with its context text."""
+    from evennia_ai.workspace.projects import list_projects
+
+    raw = npc.ai.get("projects") or {}
+    slots = raw.get("slots") or {}
+    rows = list_projects(raw)
+    for row in rows:
+        row["context"] = (slots.get(row["key"]) or {}).get("context", "")
+    return rows
+
+
+def memory_blocks(npc) -> list[dict]:
+    """The memory blocks the NPC sees (its own, then shared ones), with rendered content."""
+    from evennia_ai.memory import blocks as pure
+    from evennia_ai.memory.block_admin import visible_blocks
+
+    out = []
+    for target in visible_blocks(npc):
+        block = target.block
+        row = pure.describe_block(block, shared_from=target.shared_from,
+                                  permission=target.permission)
+        row["content"] = pure.render_content(
+            block.get("schema") or pure.normalise_schema(None), block.get("content"))
+        row["updated"] = block.get("updated") or block.get("updated_at")
+        out.append(row)
+    return out
+
+
+# -- traces -----------------------------------------------------------------------------------
+def _main_iteration(trace: dict) -> dict:
+    """The iteration whose prompt sections represent the tick (the first acting call)."""
+    iterations = trace.get("iterations") or []
+    for iteration in iterations:
+        if iteration.get("kind", "act") == "act" and iteration.get("sections"):
+            return iteration
+    return next((it for it in iterations if it.get("sections")), {})
+
+
+def trace_summary(trace: dict) -> dict:
+    """One trace as a list row: totals, stop reason, tools called and prompt sections."""
+    iterations = trace.get("iterations") or []
+    sections = {str(k): int(v or 0) for k, v in (_main_iteration(trace).get("sections") or {}).items()}
+    return {
+        "tick_id": trace.get("tick_id"),
+        "context_type": trace.get("context_type", ""),
+        "started": trace.get("started"),
+        "ended": trace.get("ended"),
+        "stop_reason": trace.get("stop_reason", ""),
+        "iterations": len(iterations),
+        "tools": [tc.get("name") for it in iterations for tc in it.get("tool_calls") or []],
+        "prompt_tokens": int(trace.get("prompt_tokens") or 0),
+        "completion_tokens": int(trace.get("completion_tokens") or 0),
+        "cost": float(trace.get("cost") or 0.0),
+        "duration": float(trace.get("duration") or 0.0),
+        "sections": sections,
+        "error": trace.get("error"),
+        "budget": trace.get("budget"),
+    }
+
+
+def trace_list(npc, last: int | None = None) -> list[dict]:
+    """Summaries of the NPC's kept traces, newest first (the newest ``last`` only)."""
+    return [trace_summary(t) for t in reversed(npc.ai.traces(last))]
+
+
+def trace_detail(npc, tick_id: Any) -> dict:
+    """One full trace plus its summary (raises :class:`NotFound`)."""
+    try:
+        number = int(tick_id)
+    except (TypeError, ValueError):
+        raise NotFound(f"'{tick_id}' is not a tick id.") from None
+    trace = npc.ai.trace(number)
+    if trace is None:
+        raise NotFound(f"{npc.key} has no trace of tick #{number} (only the last "
+                       f"{conf.get('EVENNIA_AI_TRACE_RING_SIZE')} are kept).")
+    return {**trace, "summary": trace_summary(trace)}
+
+
+def usage_series(npc, days: int = CHART_DAYS) -> dict:
+    """Tokens and cost over time: per UTC day (last ``days`` with use) and per kept tick."""
+    metrics = npc.ai.get("metrics") or {}
+    daily = metrics.get("daily") or {}
+    per_day = [
+        {"label": day, "tokens": int((daily[day] or {}).get("tokens", 0)),
+         "cost": float((daily[day] or {}).get("cost", 0.0))}
+        for day in sorted(daily)[-days:]
+    ]
+    per_tick = [
+        {"label": f"#{t.get('tick_id')}",
+         "tokens": int(t.get("prompt_tokens") or 0) + int(t.get("completion_tokens") or 0),
+         "cost": float(t.get("cost") or 0.0)}
+        for t in npc.ai.traces(RECENT_TRACES)
+    ]
+    return {"daily": per_day, "ticks": per_tick}
+
+
+# -- confirmations ----------------------------------------------------------------------------
+def confirmations(npc=None, status: str | None = "pending") -> list[dict]:
+    """Confirmation entries, oldest first (one NPC's, one status; None: all)."""
+    from evennia_ai.engine.confirmations import get_confirmation_queue
+
+    return get_confirmation_queue().list_entries(npc=npc, status=status)
+
+
+def confirmation(confirmation_id: str) -> dict:
+    """One confirmation entry (raises :class:`NotFound`)."""
+    from evennia_ai.engine.confirmations import ConfirmationError, get_confirmation_queue
+
+    try:
+        return get_confirmation_queue().get_entry(confirmation_id)
+    except ConfirmationError as err:
+        raise NotFound(str(err)) from None
+
+
+def decide(confirmation_id: str, approve: bool, user, reason: str = "") -> dict:
+    """Approve or reject a confirmation exactly as ``aiconfirm`` does, on the reactor thread.
+
+    Args:
+        confirmation_id: The entry's id.
+        approve: True to approve (the action runs as the NPC), False to reject.
+        user: The deciding Account (recorded as ``decided_by``).
+        reason: Why it was rejected (told to the NPC).
+
+    Returns:
+        The decided entry.
+
+    Raises:
+        evennia_ai.engine.confirmations.ConfirmationError: Unknown or already decided.
+    """
+    from evennia_ai.engine.confirmations import get_confirmation_queue
+
+    def run():
+        queue = get_confirmation_queue()
+        if approve:
+            return queue.approve(confirmation_id, approver=user)
+        return queue.reject(confirmation_id, rejecter=user, reason=reason)
+
+    return on_reactor(run)
+
+
+# -- prompt assembly --------------------------------------------------------------------------
+def context_orders() -> list[dict]:
+    """Per context type, the components it assembles in the order they are sent."""
+    from evennia_ai.assembly import select_components
+    from evennia_ai.context_builder import cache_friendly_order
+    from evennia_ai.prompt_contexts import CONTEXT_TYPES
+    from evennia_ai.prompt_registry import PromptRegistryError, get_prompt_registry
+
+    registry = get_prompt_registry()
+    components = registry.get_all_prompt_components()
+    cache_friendly = conf.get("EVENNIA_AI_COMPONENT_ORDER") == "cache_friendly"
+    out = []
+    for context_type in CONTEXT_TYPES:
+        try:
+            config = registry.get_effective_context_config(context_type)
+        except PromptRegistryError as err:
+            out.append({"context_type": context_type, "name": context_type, "error": str(err),
+                        "components": []})
+            continue
+        selected = select_components(components, config)
+        ordered = cache_friendly_order(selected) if cache_friendly else selected
+        by_key = {c.key: c for c in selected}
+        out.append({
+            "context_type": context_type,
+            "name": config.name,
+            "execution_mode": config.execution_mode,
+            "components": [
+                {"key": c.key, "name": c.name, "id": by_key[c.key].id,
+                 "static": by_key[c.key].is_static, "role": c.role}
+                for c in ordered
+            ],
+        })
+    return out

@@ -1,0 +1,153 @@
+"""HTML pages of the staff dashboard (templates extend Evennia's ``website/base.html``).
+
+The pages get their data from :mod:`evennia_ai.web.data`, as the JSON API does. Visitors who
+are not logged in are sent to the website's login page; logged-in accounts that are not staff
+get 403 (see :mod:`evennia_ai.web.permissions`).
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.mixins import UserPassesTestMixin
+from django.http import Http404, HttpResponseRedirect
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views import View
+from django.views.generic import TemplateView
+
+from evennia_ai.web import charts, data
+from evennia_ai.web.permissions import is_ai_staff
+
+
+class StaffRequiredMixin(UserPassesTestMixin):
+    """Staff only: anonymous visitors go to the login page, other accounts get 403."""
+
+    def test_func(self):
+        return is_ai_staff(self.request.user)
+
+
+class DashboardPage(StaffRequiredMixin, TemplateView):
+    """Common context of the dashboard pages."""
+
+    page_title = "AI NPCs"
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        context["page_title"] = self.page_title
+        return context
+
+    def npc(self):
+        try:
+            return data.get_npc(self.kwargs["npc_id"])
+        except data.NotFound as err:
+            raise Http404(str(err)) from None
+
+
+def _with_bars(traces: list[dict]) -> list[dict]:
+    """Trace rows with their section bar (SVG) added for the template."""
+    for row in traces:
+        row["section_bar"] = charts.section_bar(row.get("sections") or {})
+    return traces
+
+
+def _tree_rows(nodes: list[dict], depth: int = 0) -> list[dict]:
+    """A goal tree flattened to rows with their depth (templates cannot recurse cheaply)."""
+    rows = []
+    for node in nodes:
+        rows.append({**{k: v for k, v in node.items() if k != "children"}, "depth": depth,
+                     "indent": depth * 1.5})
+        rows.extend(_tree_rows(node.get("children") or [], depth + 1))
+    return rows
+
+
+class NPCListView(DashboardPage):
+    """``/ai/``: every AI NPC with its state, model, usage today and budget."""
+
+    template_name = "evennia_ai/npc_list.html"
+
+    def get_context_data(self, **kwargs):
+        from evennia_ai import budget
+
+        context = super().get_context_data(**kwargs)
+        context["npcs"] = data.npc_list()
+        context["totals"] = budget.server_totals()
+        context["pending"] = data.confirmations()
+        return context
+
+
+class NPCDetailView(DashboardPage):
+    """``/ai/npc/<id>/``: one NPC's goals, projects, memory, traces, usage, confirmations."""
+
+    template_name = "evennia_ai/npc_detail.html"
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        npc = self.npc()
+        detail = data.npc_detail(npc)
+        _with_bars(detail["traces"])
+        names = []
+        for row in detail["traces"]:
+            names.extend(n for n in row["sections"] if n not in names)
+        context.update(
+            npc=detail,
+            page_title=f"AI NPC {npc.key}",
+            goal_rows=_tree_rows(detail["goals"]),
+            legend=charts.legend(names),
+            daily_chart=charts.usage_chart(detail["usage"]["daily"], f"{npc.key}: tokens and cost per day"),
+            tick_chart=charts.usage_chart(detail["usage"]["ticks"], f"{npc.key}: tokens and cost per tick"),
+            contexts=data.context_orders(),
+        )
+        return context
+
+
+class TraceDetailView(DashboardPage):
+    """``/ai/npc/<id>/trace/<tick_id>/``: every model call and tool call of one tick."""
+
+    template_name = "evennia_ai/trace_detail.html"
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        npc = self.npc()
+        try:
+            trace = data.trace_detail(npc, self.kwargs["tick_id"])
+        except data.NotFound as err:
+            raise Http404(str(err)) from None
+        iterations = []
+        for iteration in trace.get("iterations") or []:
+            sections = iteration.get("sections") or {}
+            iterations.append({**iteration, "section_bar": charts.section_bar(sections, width=480),
+                               "section_rows": sorted(sections.items(), key=lambda kv: -int(kv[1] or 0))})
+        context.update(
+            npc=data.npc_summary(npc),
+            trace=trace,
+            iterations=iterations,
+            page_title=f"{npc.key}: tick #{trace.get('tick_id')}",
+        )
+        return context
+
+
+class ConfirmationDecisionView(StaffRequiredMixin, View):
+    """``POST /ai/confirmations/<id>/<approve|reject>/``: decide as ``aiconfirm`` does."""
+
+    http_method_names = ["post"]
+
+    def post(self, request, confirmation_id: str, decision: str):
+        from evennia_ai.engine.confirmations import ConfirmationError
+
+        if decision not in ("approve", "reject"):
+            raise Http404("The decision must be approve or reject.")
+        reason = (request.POST.get("reason") or "").strip()[:500]
+        try:
+            entry = data.decide(confirmation_id, decision == "approve", request.user, reason)
+        except ConfirmationError as err:
+            messages.error(request, str(err))
+        else:
+            text = f"{entry['id']} ({entry['npc_key']}: {entry['action']}) is {entry['status']}"
+            if entry.get("result"):
+                text += f": {str(entry['result'])[:300]}"
+            (messages.success if entry["status"] != "failed" else messages.warning)(request, text)
+        target = request.POST.get("next") or ""
+        if not url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()},
+                                               require_https=request.is_secure()):
+            target = reverse("evennia_ai:npc-list")
+        return HttpResponseRedirect(target)

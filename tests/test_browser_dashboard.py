@@ -1,0 +1,158 @@
+"""The staff dashboard in headless Chromium against a real game server (world_example/).
+
+A player's speech makes the Innkeeper tick through the loopback model server, so a trace
+exists; a confirmation is queued server-side over telnet (the superuser's ``py``). Then the
+browser logs in through the website's login form as the superuser, finds the Innkeeper in the
+NPC list, opens a trace, approves the confirmation, and a non-staff account is refused.
+
+Needs Debian's ``chromium`` and ``chromium-driver`` and ``selenium`` in the venv
+(``scripts/install_browser.sh``); skipped cleanly without them. Prints its run time.
+"""
+
+import re
+import shutil
+import time
+
+import pytest
+
+from evennia_ai.testing.model_server import ModelServer
+from support.game_server import GameServer, TelnetClient
+
+pytestmark = [pytest.mark.server, pytest.mark.browser, pytest.mark.timeout(300)]
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMEDRIVER = shutil.which("chromedriver")
+
+SETTINGS = """
+if "evennia_ai.web" not in INSTALLED_APPS:
+    INSTALLED_APPS += ["evennia_ai.web"]
+EVENNIA_AI_MODEL = "openai/test-model"
+EVENNIA_AI_API_BASE = "{url}"
+EVENNIA_AI_API_KEY = "x"
+EVENNIA_AI_TICK_INTERVAL = 5
+EVENNIA_AI_AUTONOMY = False
+EVENNIA_AI_MAX_RETRIES = 0
+EVENNIA_AI_MEMORY_INIT_DELAY = 600
+"""
+
+
+def responder(body):
+    return {"tool_calls": [{"name": "say", "arguments": {"message": "Welcome to the Tankard!"}}]}
+
+
+def make_driver():
+    webdriver = pytest.importorskip("selenium.webdriver")
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--disable-background-networking", "--disable-component-update",
+                "--no-first-run", "--window-size=1280,1000",
+                # Evennia's base template links Bootstrap from CDNs: fail those at once.
+                "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1"):
+        options.add_argument(arg)
+    options.page_load_strategy = "eager"
+    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
+    driver.set_page_load_timeout(30)
+    return driver
+
+
+def login(driver, base, username, password):
+    from selenium.webdriver.common.by import By
+
+    driver.delete_all_cookies()
+    driver.get(f"{base}/auth/login/?next=/ai/")
+    driver.find_element(By.NAME, "username").send_keys(username)
+    driver.find_element(By.NAME, "password").send_keys(password)
+    driver.find_element(By.CSS_SELECTOR, "form input[type=submit]").click()
+
+
+def wait_for(driver, predicate, timeout=15.0, what="condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate(driver):
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}; page:\n{driver.page_source[:3000]}")
+
+
+@pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER), reason="chromium/chromedriver not installed "
+                    "(scripts/install_browser.sh)")
+def test_staff_dashboard_in_a_browser(tmp_path):
+    pytest.importorskip("selenium")
+    from selenium.webdriver.common.by import By
+
+    started = time.monotonic()
+    driver = None
+    with ModelServer(latency=0.05, responder=responder) as model:
+        with GameServer(tmp_path, extra_settings=SETTINGS.format(url=model.url)) as game:
+            server_ready = time.monotonic() - started
+            base = f"http://127.0.0.1:{game.web_port}"
+            with TelnetClient(game.telnet_port) as admin:
+                assert "You become" in admin.login("admin", game.password)
+                admin.read(0.5)
+                # A tick through the model server, so the Innkeeper has a trace.
+                admin.send("say Hello Innkeeper, any rooms free?")
+                out = ANSI.sub("", admin.read_until("Welcome to the Tankard!", timeout=30))
+                assert "Innkeeper says" in out
+                npc_id = admin.py_json("me.search('Innkeeper').id")
+                cid = admin.py_json(
+                    "__import__('evennia_ai.engine.confirmations', fromlist=['x'])"
+                    ".get_confirmation_queue().add_entry(me.search('Innkeeper'), 'noop', "
+                    "{'arguments': {'reason': 'browser test'}}, reason='browser test')"
+                )
+                admin.py_json(
+                    "__import__('evennia.utils.create', fromlist=['x']).create_account("
+                    "'visitor', 'visitor@localhost', 'visitor-pass-1').key"
+                )
+                try:
+                    driver = make_driver()
+                    browser_started = time.monotonic()
+
+                    # Staff: login form, NPC list, NPC page, a trace, approve.
+                    login(driver, base, "admin", game.password)
+                    wait_for(driver, lambda d: d.find_elements(By.ID, "ai-npc-list"),
+                             what="the NPC list")
+                    row = driver.find_element(By.CSS_SELECTOR, 'tr[data-npc="Innkeeper"]')
+                    assert row.find_element(By.CSS_SELECTOR, ".ai-state").text in (
+                        "running", "paused", "asleep", "stopped")
+                    row.find_element(By.CSS_SELECTOR, "a.ai-npc-link").click()
+                    wait_for(driver, lambda d: d.find_elements(By.ID, "ai-traces"),
+                             what="the traces table")
+                    assert f"/ai/npc/{npc_id}/" in driver.current_url
+                    assert driver.find_elements(By.CSS_SELECTOR, "#ai-traces svg.ai-sections")
+                    assert "Get the tavern ready" in driver.find_element(By.ID, "ai-goals").text
+                    assert driver.find_elements(By.CSS_SELECTOR, "svg.ai-chart rect.ai-bar")
+                    driver.find_element(By.CSS_SELECTOR, "a.ai-trace-link").click()
+                    wait_for(driver, lambda d: d.find_elements(By.ID, "ai-trace-title"),
+                             what="the trace page")
+                    assert "say" in driver.find_element(By.TAG_NAME, "body").text
+                    driver.back()
+                    wait_for(driver, lambda d: d.find_elements(By.ID, f"approve-{cid}"),
+                             what="the approve button")
+                    driver.find_element(By.ID, f"approve-{cid}").click()
+                    wait_for(driver, lambda d: f"{cid} (Innkeeper: noop) is approved"
+                             in d.find_element(By.TAG_NAME, "body").text, what="the approval")
+                    assert not driver.find_elements(By.ID, f"approve-{cid}")
+                    status = admin.py_json(
+                        "__import__('evennia_ai.engine.confirmations', fromlist=['x'])"
+                        f".get_confirmation_queue().get_entry('{cid}')['status']"
+                    )
+                    assert status == "approved"
+
+                    # A non-staff account is refused.
+                    login(driver, base, "visitor", "visitor-pass-1")
+                    wait_for(driver, lambda d: "/auth/login/" not in d.current_url,
+                             what="the visitor's login")
+                    driver.get(f"{base}/ai/")
+                    body = driver.find_element(By.TAG_NAME, "body").text
+                    assert "403" in body or "Forbidden" in body, body[:500]
+                    assert not driver.find_elements(By.ID, "ai-npc-list")
+                    browser_time = time.monotonic() - browser_started
+                finally:
+                    if driver is not None:
+                        driver.quit()
+    print(f"\nbrowser dashboard test: {time.monotonic() - started:.1f} s in all "
+          f"(server ready after {server_ready:.1f} s, browser part {browser_time:.1f} s)")

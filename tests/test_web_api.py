@@ -1,0 +1,254 @@
+"""The staff dashboard and its JSON API through Django's test client (in-process, fast)."""
+
+import json
+
+from django.test import Client, modify_settings, override_settings
+from evennia import create_object
+from evennia.utils.test_resources import BaseEvenniaTest
+
+from evennia_ai.engine.confirmations import get_confirmation_queue
+from evennia_ai.engine.trace import IterationTrace, TickTrace, ToolCallTrace
+from evennia_ai.tools import load_builtin_tools
+from evennia_ai.typeclasses import AIAssistantCharacter
+from evennia_ai.web import charts, data
+
+
+def make_trace(tick_id: int, tokens: int = 120) -> dict:
+    trace = TickTrace(tick_id=tick_id, context_type="tick_event", stop_reason="terminal_tool",
+                      event_text='Bob says "hello"')
+    trace.add_iteration(IterationTrace(
+        index=0, sections={"system_prompt": tokens, "pending_event": 30, "goals": 20},
+        prompt_tokens=tokens + 50, usage={"prompt_tokens": tokens + 50, "completion_tokens": 12},
+        cost=0.0004, model="openai/test-model",
+        tool_calls=[ToolCallTrace(id="t1", name="say", arguments={"message": "Hi <there>"},
+                                  success=True, result="said")],
+    ))
+    trace.ended = trace.started
+    return trace.to_dict()
+
+
+@override_settings(ROOT_URLCONF="web_test_urls")
+@modify_settings(INSTALLED_APPS={"append": "evennia_ai.web"})
+class DashboardTestBase(BaseEvenniaTest):
+    def setUp(self):
+        super().setUp()
+        load_builtin_tools()  # the server does this at start; approving runs a tool
+        self.npc = create_object(AIAssistantCharacter, key="Innkeeper", location=self.room1)
+        script = self.npc.ai.script
+        if script is not None:
+            script.trigger_tick = lambda: None
+        self.npc.ai.set_persona("A warm innkeeper.")
+        self.npc.ai.update_goals(lambda _old: [
+            {"id": "goal_0_0", "description": "Ready the tavern", "priority": "high",
+             "status": "active", "progress": 0, "created": "2026-01-01T00:00:00+00:00",
+             "parent_id": None, "subtask_ids": [], "auto_generated": False},
+            {"id": "goal_0_1", "description": "Count the barrels", "priority": "low",
+             "status": "active", "progress": 50, "created": "2026-01-01T00:00:00+00:00",
+             "parent_id": "goal_0_0", "subtask_ids": [], "auto_generated": False},
+        ])
+        self.npc.ai.record_trace(make_trace(1))
+        self.npc.ai.record_trace(make_trace(2, tokens=300))
+        self.queue = get_confirmation_queue()
+        self.cid = self.queue.add_entry(self.npc, "noop", {"arguments": {}}, reason="testing")
+        self.account.is_staff = False  # staff through the Developer permission only
+        self.staff = Client()
+        self.staff.force_login(self.account)
+        self.player = Client()
+        self.player.force_login(self.account2)
+
+    def tearDown(self):
+        script = self.npc.ai.script
+        if script:
+            script.delete()
+        self.npc.delete()
+        self.queue.delete()
+        super().tearDown()
+
+
+class TestPages(DashboardTestBase):
+    def test_staff_sees_the_npc_list(self):
+        response = self.staff.get("/ai/")
+        assert response.status_code == 200
+        html = response.content.decode()
+        assert 'data-npc="Innkeeper"' in html
+        assert "website/css/website.css" in html  # extends Evennia's website base template
+        assert "evennia_ai/dashboard.css" in html
+        assert self.cid in html
+
+    def test_staff_sees_the_npc_page(self):
+        response = self.staff.get(f"/ai/npc/{self.npc.id}/")
+        assert response.status_code == 200
+        html = response.content.decode()
+        for needle in ("Ready the tavern", "Count the barrels", f"/ai/npc/{self.npc.id}/trace/2/",
+                       "<svg", "ai-sections", "tick_event", "system_prompt", self.cid,
+                       "csrfmiddlewaretoken", f"/ai/confirmations/{self.cid}/approve/"):
+            assert needle in html, needle
+        assert "https://" not in html.split("evennia_ai/dashboard.css")[1].split("<footer")[0]
+
+    def test_trace_page_shows_the_calls_escaped(self):
+        response = self.staff.get(f"/ai/npc/{self.npc.id}/trace/2/")
+        assert response.status_code == 200
+        html = response.content.decode()
+        assert "tick #2" in html and "say" in html and "pending_event" in html
+        assert "Hi <there>" not in html and "Hi &lt;there&gt;" in html
+
+    def test_unknown_npc_and_trace_are_404(self):
+        assert self.staff.get("/ai/npc/999999/").status_code == 404
+        assert self.staff.get(f"/ai/npc/{self.npc.id}/trace/77/").status_code == 404
+        assert self.staff.get(f"/ai/npc/{self.room1.id}/").status_code == 404
+
+    def test_non_staff_refused_and_anonymous_sent_to_login(self):
+        for url in ("/ai/", f"/ai/npc/{self.npc.id}/", f"/ai/npc/{self.npc.id}/trace/1/"):
+            assert self.player.get(url).status_code == 403
+            response = Client().get(url)
+            assert response.status_code == 302 and "/auth/login/" in response["Location"]
+        response = self.player.post(f"/ai/confirmations/{self.cid}/approve/")
+        assert response.status_code == 403
+        assert self.queue.get_entry(self.cid)["status"] == "pending"
+
+    def test_approve_through_the_form_with_csrf(self):
+        client = Client(enforce_csrf_checks=True)
+        client.force_login(self.account)
+        url = f"/ai/confirmations/{self.cid}/approve/"
+        assert client.post(url).status_code == 403  # no CSRF token
+        assert self.queue.get_entry(self.cid)["status"] == "pending"
+        page = client.get(f"/ai/npc/{self.npc.id}/")
+        token = page.cookies["csrftoken"].value
+        response = client.post(url, {"csrfmiddlewaretoken": token,
+                                     "next": f"/ai/npc/{self.npc.id}/"})
+        assert response.status_code == 302 and response["Location"] == f"/ai/npc/{self.npc.id}/"
+        entry = self.queue.get_entry(self.cid)
+        assert entry["status"] == "approved", entry["result"]
+        assert entry["decided_by"] == self.account.key
+        html = client.get(response["Location"]).content.decode()
+        assert f"{self.cid} (Innkeeper: noop) is approved" in html
+        # deciding twice is a message, not an error page
+        response = client.post(url, {"csrfmiddlewaretoken": token}, follow=True)
+        assert response.status_code == 200
+        assert "already decided" in response.content.decode()
+
+    def test_reject_with_reason_and_unsafe_next_ignored(self):
+        response = self.staff.post(f"/ai/confirmations/{self.cid}/reject/",
+                                   {"reason": "Not now", "next": "https://evil.example/"})
+        assert response.status_code == 302 and response["Location"] == "/ai/"
+        entry = self.queue.get_entry(self.cid)
+        assert entry["status"] == "rejected" and entry["result"] == "Not now"
+
+    def test_over_budget_message(self):
+        with override_settings(EVENNIA_AI_DAILY_TOKEN_BUDGET_PER_NPC=10):
+            metrics = self.npc.ai.get("metrics")
+            metrics["daily"] = {data_today(): {"tokens": 50, "cost": 0.0}}
+            self.npc.ai.set("metrics", metrics)
+            html = self.staff.get("/ai/").content.decode()
+        assert "Over its own daily budget: offline model until 00:00 UTC." in html
+
+
+def data_today():
+    from evennia_ai.budget import today
+
+    return today()
+
+
+class TestAPI(DashboardTestBase):
+    def get_json(self, url, client=None):
+        response = (client or self.staff).get(url, HTTP_ACCEPT="application/json")
+        assert response.status_code == 200, (url, response.status_code, response.content[:300])
+        return json.loads(response.content)
+
+    def test_npc_list_and_detail_shapes(self):
+        rows = self.get_json("/ai/api/npcs/")
+        row = next(r for r in rows if r["key"] == "Innkeeper")
+        for key in ("id", "dbref", "state", "model", "tokens_today", "cost_today", "over_budget",
+                    "budget_message", "budget_state", "queued_events", "ticks", "paused", "asleep"):
+            assert key in row, key
+        assert row["id"] == self.npc.id and row["state"] in ("running", "paused", "asleep", "stopped")
+        detail = self.get_json(f"/ai/api/npcs/{self.npc.id}/")
+        assert detail["persona"] == "A warm innkeeper."
+        assert [t["tick_id"] for t in detail["traces"]] == [2, 1]
+        assert detail["confirmations"][0]["id"] == self.cid
+        assert set(detail["usage"]) == {"daily", "ticks"}
+
+    def test_goals_memory_traces(self):
+        goals = self.get_json(f"/ai/api/npcs/{self.npc.id}/goals/")
+        assert goals[0]["id"] == "goal_0_0" and goals[0]["children"][0]["id"] == "goal_0_1"
+        from evennia_ai.memory.block_admin import create_block
+
+        create_block(self.npc, "tavern_notes", content="Stew on Fridays.")
+        blocks = self.get_json(f"/ai/api/npcs/{self.npc.id}/memory/")
+        note = next(b for b in blocks if b["label"] == "tavern_notes")
+        assert "Stew on Fridays." in note["content"] and "permission" in note
+        traces = self.get_json(f"/ai/api/npcs/{self.npc.id}/traces/?last=1")
+        assert [t["tick_id"] for t in traces] == [2]
+        assert traces[0]["sections"]["system_prompt"] == 300
+        trace = self.get_json(f"/ai/api/npcs/{self.npc.id}/traces/2/")
+        assert trace["tick_id"] == 2 and trace["iterations"][0]["tool_calls"][0]["name"] == "say"
+        assert trace["summary"]["tools"] == ["say"]
+        assert self.staff.get(f"/ai/api/npcs/{self.npc.id}/traces/9/").status_code == 404
+        assert self.staff.get("/ai/api/npcs/999999/").status_code == 404
+
+    def test_contexts_list_component_order(self):
+        contexts = self.get_json("/ai/api/contexts/")
+        tick = next(c for c in contexts if c["context_type"] == "tick_event")
+        keys = [c["key"] for c in tick["components"]]
+        assert keys[0] == "system_prompt" and "pending_event" in keys
+
+    def test_confirmations_list_approve_reject(self):
+        entries = self.get_json("/ai/api/confirmations/")
+        assert [e["id"] for e in entries] == [self.cid]
+        assert self.get_json(f"/ai/api/confirmations/?npc={self.npc.id}")[0]["id"] == self.cid
+        assert self.get_json(f"/ai/api/confirmations/{self.cid}/")["action"] == "noop"
+        response = self.staff.post(f"/ai/api/confirmations/{self.cid}/approve/")
+        assert response.status_code == 200 and response.json()["status"] == "approved"
+        again = self.staff.post(f"/ai/api/confirmations/{self.cid}/approve/")
+        assert again.status_code == 409 and "already decided" in again.json()["detail"]
+        assert self.get_json("/ai/api/confirmations/") == []
+        assert len(self.get_json("/ai/api/confirmations/?status=all")) == 1
+        other = self.queue.add_entry(self.npc, "noop", {"arguments": {}})
+        response = self.staff.post(f"/ai/api/confirmations/{other}/reject/",
+                                   data=json.dumps({"reason": "no"}),
+                                   content_type="application/json")
+        assert response.status_code == 200 and response.json()["result"] == "no"
+        assert self.staff.post("/ai/api/confirmations/c_nothere/approve/").status_code == 404
+        assert self.staff.get("/ai/api/confirmations/?status=bogus").status_code == 400
+
+    def test_api_post_needs_csrf_with_a_session(self):
+        client = Client(enforce_csrf_checks=True)
+        client.force_login(self.account)
+        response = client.post(f"/ai/api/confirmations/{self.cid}/approve/")
+        assert response.status_code == 403 and "CSRF" in response.json()["detail"]
+        assert self.queue.get_entry(self.cid)["status"] == "pending"
+
+    def test_api_basic_auth_for_scripts(self):
+        import base64
+
+        self.account.set_password("testpassword")
+        self.account.save()
+        header = "Basic " + base64.b64encode(b"TestAccount:testpassword").decode()
+        client = Client(enforce_csrf_checks=True)
+        assert client.get("/ai/api/npcs/", HTTP_AUTHORIZATION=header).status_code == 200
+        response = client.post(f"/ai/api/confirmations/{self.cid}/reject/",
+                               HTTP_AUTHORIZATION=header)
+        assert response.status_code == 200  # basic auth carries no CSRF risk
+
+    def test_api_refuses_non_staff_and_anonymous(self):
+        for url in ("/ai/api/", "/ai/api/npcs/", f"/ai/api/npcs/{self.npc.id}/",
+                    "/ai/api/confirmations/"):
+            assert self.player.get(url).status_code == 403, url
+            assert Client().get(url).status_code in (401, 403), url
+        assert self.player.post(f"/ai/api/confirmations/{self.cid}/approve/").status_code == 403
+        assert self.queue.get_entry(self.cid)["status"] == "pending"
+
+    def test_pages_and_api_share_the_data(self):
+        html = self.staff.get(f"/ai/npc/{self.npc.id}/").content.decode()
+        for row in data.trace_list(self.npc):
+            assert f"/trace/{row['tick_id']}/" in html
+
+
+def test_charts_escape_and_handle_empty_data():
+    assert "No usage recorded yet" in charts.usage_chart([], "t")
+    svg = charts.usage_chart([{"label": "<b>", "tokens": 10, "cost": 0.1},
+                              {"label": "d2", "tokens": 0, "cost": 0.0}], "x & y")
+    assert "<b>" not in svg and "&lt;b&gt;" in svg and "x &amp; y" in svg and "polyline" in svg
+    bar = charts.section_bar({"a<": 3, "b": 1, "c": 0})
+    assert bar.count("<rect") == 2 and "a&lt;" in bar
+    assert "no sections" in charts.section_bar({})
