@@ -20,6 +20,7 @@ Run: ``.venv/bin/python -m bench.load`` (about 2 minutes).
 from __future__ import annotations
 
 import json
+import os
 import time
 
 from bench.common import ExternalModelServer, percentile, table
@@ -39,7 +40,9 @@ def settings(url: str, pool: int = POOL) -> str:
         f'EVENNIA_AI_API_BASE = "{url}"\n'
         'EVENNIA_AI_API_KEY = "x"\n'
         "EVENNIA_AI_TICK_INTERVAL = 3600\n"
-        "EVENNIA_AI_AUTONOMY = True\n"
+        # Autonomy is switched on at run time (autonomy_on), after the demo Innkeeper is paused:
+        # with it on from the start, the first start's restart failed twice on a busy machine.
+        "EVENNIA_AI_AUTONOMY = False\n"
         "EVENNIA_AI_AUTONOMOUS_MIN_INTERVAL = 0\n"
         "EVENNIA_AI_MAX_RETRIES = 0\n"
         "EVENNIA_AI_REFLECTION_INTERVAL = 0\n"
@@ -47,6 +50,10 @@ def settings(url: str, pool: int = POOL) -> str:
         f"EVENNIA_AI_THREAD_POOL_SIZE = {pool}\n"
         "EVENNIA_AI_MEMORY_INIT_DELAY = 3600\n"
     )
+
+
+AUTONOMY_ON = ('me.search("Innkeeper").ai.pause(); from django.conf import settings as s; '
+               "s.EVENNIA_AI_AUTONOMY = True")
 
 
 def looks(player: Player, count: int, gap: float = 0.05) -> list[float]:
@@ -63,7 +70,7 @@ def run(npcs: int = NPCS, latency: float = LATENCY, pool: int = POOL) -> dict:
             player = Player(server.telnet_port)
             try:
                 player.login("admin", server.password)
-                player.py('me.search("Innkeeper").ai.pause()')
+                player.py(AUTONOMY_ON)
                 time.sleep(5)  # the warm-up thread (litellm, tokenizer) runs 3 s after start
                 player.drain(0.5)
                 looks(player, 20)  # warm caches
@@ -120,3 +127,30 @@ def main() -> str:
 
 if __name__ == "__main__":
     main()
+
+
+def profile(seconds: float = 20, npcs: int = NPCS, path: str = "/tmp/evennia_ai_load_profile.txt") -> str:
+    """cProfile of the server's reactor thread for ``seconds`` while ``npcs`` NPCs tick.
+
+    Run: ``.venv/bin/python -c "from bench.load import profile; profile()"``.
+    """
+    with ExternalModelServer(latency=LATENCY, extra_args=("--default-reply", json.dumps(SAY))) as model:
+        with game(settings(model.url)) as server:
+            player = Player(server.telnet_port)
+            try:
+                player.login("admin", server.password)
+                player.py(AUTONOMY_ON)
+                time.sleep(5)
+                player.py(f"import bench.server_probe as p; p.count_writes(); p.spawn({npcs}); "
+                          "p.start_driver(0.05)", wait=2.0)
+                time.sleep(8)
+                player.py("import bench.server_probe as p; p.profile_start()", wait=1.0)
+                time.sleep(seconds)
+                player.py(f"import bench.server_probe as p; p.profile_stop({path!r}, 90); p.stop_driver()",
+                          wait=5.0)
+                deadline = time.monotonic() + 120
+                while not os.path.exists(path) and time.monotonic() < deadline:
+                    time.sleep(1)
+            finally:
+                player.close()
+    return path

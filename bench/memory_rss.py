@@ -21,7 +21,7 @@ import time
 
 from bench.common import ExternalModelServer, table
 from bench.game import Player, game, probe, rss_of, server_pid
-from bench.load import SAY
+from bench.load import AUTONOMY_ON, SAY
 from bench.load import settings as load_settings
 
 NPCS = 100
@@ -42,7 +42,7 @@ def wait_ticks(player: Player, target: int, deadline: float) -> dict:
         time.sleep(2)
 
 
-def run(npcs: int = NPCS, drift_ticks: int = DRIFT_TICKS, max_seconds: float = 900) -> dict:
+def run(npcs: int = NPCS, drift_ticks: int = DRIFT_TICKS, max_seconds: float = 540) -> dict:
     out: dict = {"npcs": npcs, "samples": []}
     with ExternalModelServer(latency=0.0, extra_args=("--default-reply", json.dumps(SAY))) as model:
         with game(settings(model.url)) as server:
@@ -50,7 +50,7 @@ def run(npcs: int = NPCS, drift_ticks: int = DRIFT_TICKS, max_seconds: float = 9
             player = Player(server.telnet_port)
             try:
                 player.login("admin", server.password)
-                player.py('me.search("Innkeeper").ai.pause()')
+                player.py(AUTONOMY_ON)
                 deadline = time.monotonic() + 180
                 data = probe(player)
                 while data["memory_mode"] != "hybrid" and time.monotonic() < deadline:

@@ -10,9 +10,6 @@ from evennia.utils import logger
 
 def at_server_init():
     """Called first on every server start."""
-    import faulthandler, signal, os  # DEBUG-CRASH (temporary)
-    from django.conf import settings
-    faulthandler.register(signal.SIGUSR2, file=open(os.path.join(settings.GAME_DIR, "server", "logs", f"fault-{os.getpid()}.log"), "w"), all_threads=True)
 
 
 def at_server_start():
@@ -67,14 +64,9 @@ def at_server_stop():
     If a model call or the store's initialisation (importing torch) is still running in a thread,
     the process would linger at exit while the portal already starts the new server, which then
     finds the old one's pidfile and ports. So the process leaves at once after the reactor has
-    stopped; the tick whose call is dropped is replayed after the reload (its events never left
-    the queue).
+    stopped (:func:`exit_after_shutdown`); the tick whose call is dropped is replayed after the
+    reload (its events never left the queue).
     """
-    import time as _t  # DEBUG-CRASH
-    from twisted.internet import reactor as _r
-    logger.log_info(f"DEBUG at_server_stop {_t.time():.3f}")
-    for _phase in ("before", "during", "after"):
-        _r.addSystemEventTrigger(_phase, "shutdown", lambda p=_phase: logger.log_info(f"DEBUG {p} shutdown {_t.time():.3f}"))
     try:
         from evennia_ai import threadpool
         from evennia_ai.memory import longterm
@@ -83,15 +75,66 @@ def at_server_stop():
             # A model call or the embedder import is still running in one of our daemon
             # threads: leave as soon as the reactor has shut down (state is saved by then),
             # so the portal's immediate restart never meets this process still alive.
-            import os
-
-            from twisted.internet import reactor
-
-            reactor.addSystemEventTrigger("after", "shutdown", os._exit, 0)
+            exit_after_shutdown()
 
         longterm.close()
     except Exception:
         logger.log_trace("evennia_ai: closing long-term memory failed")
+
+
+def exit_after_shutdown() -> None:
+    """End the process as soon as the reactor has shut down, without waiting for threads.
+
+    twistd removes its pidfile only when ``reactor.run()`` returns normally; a process that
+    leaves with ``os._exit`` must remove it itself, or the portal's restart (started the moment
+    the old server disconnects) finds the pidfile naming a process that is still exiting and
+    refuses to start: ``evennia reload`` then waits forever.
+    """
+    import os
+
+    from twisted.internet import reactor
+
+    def leave():
+        remove_own_pidfile()
+        os._exit(0)
+
+    reactor.addSystemEventTrigger("after", "shutdown", leave)
+
+
+def server_pidfile() -> str | None:
+    """The pidfile twistd was started with (``--pidfile``), else ``<game>/server/server.pid``."""
+    import os
+    import sys
+
+    args = list(sys.argv)
+    for position, arg in enumerate(args):
+        if arg.startswith("--pidfile="):
+            return arg.split("=", 1)[1] or None
+        if arg == "--pidfile" and position + 1 < len(args):
+            return args[position + 1]
+    try:
+        from django.conf import settings
+
+        return os.path.join(settings.GAME_DIR, "server", "server.pid")
+    except Exception:
+        return None
+
+
+def remove_own_pidfile() -> bool:
+    """Remove the server's pidfile if it names this process; returns whether it did."""
+    import os
+
+    path = server_pidfile()
+    if not path:
+        return False
+    try:
+        with open(path) as handle:
+            if int(handle.read().strip() or 0) != os.getpid():
+                return False
+        os.unlink(path)
+        return True
+    except (OSError, ValueError):
+        return False
 
 
 def at_server_reload_start():

@@ -9,6 +9,7 @@ Needs Debian's ``chromium`` and ``chromium-driver`` and ``selenium`` in the venv
 (``scripts/install_browser.sh``); skipped cleanly without them. Prints its run time.
 """
 
+import os
 import re
 import shutil
 import time
@@ -23,6 +24,8 @@ pytestmark = [pytest.mark.server, pytest.mark.browser, pytest.mark.timeout(300)]
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
+# Set to a folder to keep screenshots of the pages (for docs and eyeballing the layout).
+SHOTS = os.environ.get("EVENNIA_AI_SCREENSHOTS")
 
 SETTINGS = """
 if "evennia_ai.web" not in INSTALLED_APPS:
@@ -67,6 +70,15 @@ def login(driver, base, username, password):
     driver.find_element(By.NAME, "username").send_keys(username)
     driver.find_element(By.NAME, "password").send_keys(password)
     driver.find_element(By.CSS_SELECTOR, "form input[type=submit]").click()
+
+
+def shot(driver, name):
+    if SHOTS:
+        os.makedirs(SHOTS, exist_ok=True)
+        height = driver.execute_script("return document.documentElement.scrollHeight")
+        driver.set_window_size(1280, min(int(height) + 120, 5000))
+        driver.save_screenshot(os.path.join(SHOTS, f"{name}.png"))
+        driver.set_window_size(1280, 1000)
 
 
 def wait_for(driver, predicate, timeout=15.0, what="condition"):
@@ -115,6 +127,7 @@ def test_staff_dashboard_in_a_browser(tmp_path):
                     login(driver, base, "admin", game.password)
                     wait_for(driver, lambda d: d.find_elements(By.ID, "ai-npc-list"),
                              what="the NPC list")
+                    shot(driver, "npc_list")
                     row = driver.find_element(By.CSS_SELECTOR, 'tr[data-npc="Innkeeper"]')
                     assert row.find_element(By.CSS_SELECTOR, ".ai-state").text in (
                         "running", "paused", "asleep", "stopped")
@@ -122,6 +135,7 @@ def test_staff_dashboard_in_a_browser(tmp_path):
                     wait_for(driver, lambda d: d.find_elements(By.ID, "ai-traces"),
                              what="the traces table")
                     assert f"/ai/npc/{npc_id}/" in driver.current_url
+                    shot(driver, "npc_detail")
                     assert driver.find_elements(By.CSS_SELECTOR, "#ai-traces svg.ai-sections")
                     assert "Get the tavern ready" in driver.find_element(By.ID, "ai-goals").text
                     assert driver.find_elements(By.CSS_SELECTOR, "svg.ai-chart rect.ai-bar")
@@ -129,6 +143,7 @@ def test_staff_dashboard_in_a_browser(tmp_path):
                     wait_for(driver, lambda d: d.find_elements(By.ID, "ai-trace-title"),
                              what="the trace page")
                     assert "say" in driver.find_element(By.TAG_NAME, "body").text
+                    shot(driver, "trace_detail")
                     driver.back()
                     wait_for(driver, lambda d: d.find_elements(By.ID, f"approve-{cid}"),
                              what="the approve button")

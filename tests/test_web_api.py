@@ -106,6 +106,18 @@ class TestPages(DashboardTestBase):
         assert response.status_code == 403
         assert self.queue.get_entry(self.cid)["status"] == "pending"
 
+    def test_staff_means_admin_permission_or_is_staff(self):
+        from evennia_ai.web.permissions import is_ai_staff
+
+        self.account2.permissions.add("Builder")
+        assert not is_ai_staff(self.account2)
+        self.account2.is_staff = True
+        assert is_ai_staff(self.account2)
+        self.account2.is_staff = False
+        self.account2.permissions.add("Admin")
+        assert is_ai_staff(self.account2)
+        assert self.player.get("/ai/").status_code == 200
+
     def test_approve_through_the_form_with_csrf(self):
         client = Client(enforce_csrf_checks=True)
         client.force_login(self.account)
@@ -252,3 +264,12 @@ def test_charts_escape_and_handle_empty_data():
     bar = charts.section_bar({"a<": 3, "b": 1, "c": 0})
     assert bar.count("<rect") == 2 and "a&lt;" in bar
     assert "no sections" in charts.section_bar({})
+
+
+class TestBrowsableAPI(DashboardTestBase):
+    def test_browsable_api_renders_for_staff(self):
+        response = self.staff.get("/ai/api/npcs/", HTTP_ACCEPT="text/html")
+        assert response.status_code == 200
+        assert "Innkeeper" in response.content.decode()
+        root = self.staff.get("/ai/api/", HTTP_ACCEPT="application/json").json()
+        assert set(root) == {"npcs", "confirmations", "contexts"}

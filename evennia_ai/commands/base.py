@@ -136,6 +136,8 @@ class AICommand(MuxCommand):
             return json.loads(text)
         except (TypeError, ValueError) as err:
             raise CommandError(f"Invalid {what}: {err}.") from None
+        except RecursionError:
+            raise CommandError(f"Invalid {what}: nested too deeply.") from None
 
     @staticmethod
     def parse_int(text: str, what: str, minimum: int | None = None, maximum: int | None = None) -> int:

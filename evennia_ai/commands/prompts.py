@@ -19,8 +19,7 @@ import re
 from contextlib import contextmanager
 from typing import Any
 
-from evennia_ai.commands.base import BUILDER_LOCK, DEVELOPER_LOCK, AICommand, CommandError
-from evennia_ai.commands.workspace import SwitchedCommand
+from evennia_ai.commands.base import BUILDER_LOCK, DEVELOPER_LOCK, AICommand, CommandError, SwitchedCommand
 
 MAX_IMPORT_BYTES = 5_000_000
 PREVIEW_CHARS = 70
@@ -113,8 +112,9 @@ def component_id_of(text: str) -> int:
     if not text:
         raise CommandError("Which component? Give its ID or key (|waiprompt/list|n shows them).")
     reg = registry()
-    component = reg.get_component(int(text)) if text.isdigit() and len(text) < 8 else None
-    if component is None and not text.isdigit():
+    number = text.isascii() and text.isdigit()
+    component = reg.get_component(int(text)) if number and len(text) < 8 else None
+    if component is None and not number:
         component = reg.get_component_by_key(text)
     if component is None:
         raise CommandError(f"No component '{esc(text[:64])}'. |waiprompt/list|n shows them.")
@@ -133,7 +133,7 @@ def static_id_of(text: str) -> int:
     static = get_static_component(text)
     if static is not None:
         return static.id
-    if text.isdigit() and len(text) < 8 and is_static_id(int(text)):
+    if text.isascii() and text.isdigit() and len(text) < 8 and is_static_id(int(text)):
         return int(text)
     raise CommandError(
         f"'{esc(text[:64])}' is not a static component: use one of "
@@ -173,6 +173,7 @@ class CmdAIPrompt(SwitchedCommand):
       aiprompt/enable <component>
       aiprompt/disable <component>
       aiprompt/delete <component>
+      aiprompt/reset <static component>
 
     Switches:
       list    - every component by ID (the order of the window): key, name, role,
@@ -190,6 +191,7 @@ class CmdAIPrompt(SwitchedCommand):
       enable  - include a component in assembly again.
       disable - leave a component out of every context (static ones too).
       delete  - delete a pluggable component (static ones can only be disabled).
+      reset   - give a static component back its default content, and enable it.
 
     A component is named by its ID or its key. Contents may use {placeholders}
     filled at assembly; unknown ones stay visible.
@@ -204,12 +206,14 @@ class CmdAIPrompt(SwitchedCommand):
       aiprompt/move house_rules = 4000
       aiprompt/disable 3000
       aiprompt/delete 1001
+      aiprompt/reset system_prompt
     """
 
     key = "aiprompt"
     aliases = ["aiprompts"]
     locks = DEVELOPER_LOCK
-    switch_options = ("list", "show", "add", "edit", "move", "enable", "disable", "delete")
+    switch_options = ("list", "show", "add", "edit", "move", "enable", "disable", "delete",
+                      "reset")
 
     def do_default(self):
         self.do_show()
@@ -392,6 +396,12 @@ class CmdAIPrompt(SwitchedCommand):
             reg.delete_component(cid)
         self.msg(f"Deleted component {cid} ({esc(key)}).")
 
+    def do_reset(self):
+        cid = static_id_of(self.require(self.args, "static component"))
+        with registry_errors():
+            comp = registry().reset_static_component(cid)
+        self.msg(f"Component {comp.id} ({comp.key}) has its default content again and is enabled.")
+
 
 def render_built(name: str, context_type: str, built, events: int) -> str:
     """A built request (:class:`~evennia_ai.context_builder.BuiltContext`) for the caller."""
@@ -478,7 +488,7 @@ class CmdAITemplate(SwitchedCommand):
         table = self.styled_table("Key", "Name", "Category", "Placeholders", "Built in")
         for template in templates:
             table.add_row(esc(template.key), esc(template.name), esc(template.category),
-                          esc(", ".join(template.placeholders)) or "-",
+                          preview(", ".join(template.placeholders), 40) or "-",
                           yes_no(template.is_builtin))
         self.msg(f"|wPrompt templates|n ({len(templates)}):\n{table}")
 

@@ -27,7 +27,7 @@ Example::
 
 from __future__ import annotations
 
-from rest_framework import exceptions, routers, status, viewsets
+from rest_framework import exceptions, renderers, routers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
@@ -40,10 +40,20 @@ from evennia_ai.web.serializers import (
 )
 
 
+class AIBrowsableAPIRenderer(renderers.BrowsableAPIRenderer):
+    """The browsable HTML view, with a page of its own (Evennia's needs its REST API enabled)."""
+
+    template = "evennia_ai/api.html"
+
+
+RENDERERS = [renderers.JSONRenderer, AIBrowsableAPIRenderer]
+
+
 class AIViewSetMixin:
     """Staff permission for every action (see :mod:`evennia_ai.web.permissions`)."""
 
     permission_classes = [AIStaffPermission]
+    renderer_classes = RENDERERS
 
 
 def _npc(pk):
@@ -141,6 +151,7 @@ class AIAPIRootView(routers.APIRootView):
     """The API's index (staff only, like the rest)."""
 
     permission_classes = [AIStaffPermission]
+    renderer_classes = RENDERERS
 
 
 class AIRouter(routers.DefaultRouter):

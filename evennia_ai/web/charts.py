@@ -19,9 +19,19 @@ TOKEN_COLOUR = "#4e79a7"
 COST_COLOUR = "#e15759"
 
 
+# Prompt sections in their usual order; each gets its own palette colour (others are hashed).
+KNOWN_SECTIONS = (
+    "system_prompt", "character_context", "entity_context", "semantic_memories",
+    "context_buffer", "goals", "conversation_history", "pending_event", "tool_result", "tools",
+)
+
+
 def colour_for(name: str) -> str:
     """A stable colour for a section name (the same name gets the same colour on every page)."""
-    return PALETTE[zlib.crc32(str(name).encode("utf8")) % len(PALETTE)]
+    name = str(name)
+    if name in KNOWN_SECTIONS:
+        return PALETTE[KNOWN_SECTIONS.index(name) % len(PALETTE)]
+    return PALETTE[zlib.crc32(name.encode("utf8")) % len(PALETTE)]
 
 
 def _num(value: float) -> str:
@@ -37,7 +47,7 @@ def _short(value: float) -> str:
     return f"{value:g}"
 
 
-def usage_chart(points: list[dict], title: str, width: int = 640, height: int = 200) -> SafeString:
+def usage_chart(points: list[dict], title: str, width: int = 540, height: int = 200) -> SafeString:
     """Tokens as bars (left scale) and cost as a line (right scale) over ``points``.
 
     Args:
@@ -58,7 +68,7 @@ def usage_chart(points: list[dict], title: str, width: int = 640, height: int = 
     max_tokens = max(max(int(p.get("tokens") or 0) for p in points), 1)
     max_cost = max(float(p.get("cost") or 0.0) for p in points)
     slot = plot_w / len(points)
-    bar_w = max(1.0, slot * 0.7)
+    bar_w = max(1.0, min(slot * 0.7, 36.0))
     parts = [
         f'<svg class="ai-chart" role="img" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg">',

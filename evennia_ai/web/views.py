@@ -7,8 +7,12 @@ get 403 (see :mod:`evennia_ai.web.permissions`).
 
 from __future__ import annotations
 
+import json
+
+from django.apps import apps
 from django.contrib import messages
 from django.contrib.auth.mixins import UserPassesTestMixin
+from django.core.exceptions import ImproperlyConfigured
 from django.http import Http404, HttpResponseRedirect
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -24,6 +28,14 @@ class StaffRequiredMixin(UserPassesTestMixin):
 
     def test_func(self):
         return is_ai_staff(self.request.user)
+
+    def dispatch(self, request, *args, **kwargs):
+        if not apps.is_installed("evennia_ai.web"):
+            raise ImproperlyConfigured(
+                'The evennia-ai dashboard needs INSTALLED_APPS += ["evennia_ai.web"] in '
+                "server/conf/settings.py (its templates and static files live there)."
+            )
+        return super().dispatch(request, *args, **kwargs)
 
 
 class DashboardPage(StaffRequiredMixin, TemplateView):
@@ -115,11 +127,16 @@ class TraceDetailView(DashboardPage):
         iterations = []
         for iteration in trace.get("iterations") or []:
             sections = iteration.get("sections") or {}
+            total = sum(int(v or 0) for v in sections.values()) or 1
+            rows = [{"name": name, "tokens": int(tokens or 0), "colour": charts.colour_for(name),
+                     "share": round(100 * int(tokens or 0) / total)}
+                    for name, tokens in sorted(sections.items(), key=lambda kv: -int(kv[1] or 0))]
             iterations.append({**iteration, "section_bar": charts.section_bar(sections, width=480),
-                               "section_rows": sorted(sections.items(), key=lambda kv: -int(kv[1] or 0))})
+                               "section_rows": rows})
         context.update(
             npc=data.npc_summary(npc),
             trace=trace,
+            pattern_text=json.dumps(trace.get("pattern") or {}, indent=2, default=str),
             iterations=iterations,
             page_title=f"{npc.key}: tick #{trace.get('tick_id')}",
         )
