@@ -10,6 +10,10 @@ tick runs sets ``ndb.again`` so the lines that arrived meanwhile are taken toget
 tick, started as soon as this one ends. An error in a tick is logged with its trace and counted
 on the NPC; it never stops the Script. After a reload (``at_start``) events that were in flight
 are put back in the queue, so nothing queued is lost.
+
+After a crash (``kill -9``, power loss) Evennia never paused the Script, so it neither unpauses
+it nor calls ``at_start`` on the next start: :meth:`AssistantScript.at_server_start` restarts
+the timer then, which recovers the events the killed process had in flight.
 """
 
 from __future__ import annotations
@@ -48,6 +52,22 @@ class AssistantScript(DefaultScript):
             logger.log_trace("evennia_ai: could not recover the event queue")
         # Anything queued before the reload is answered now rather than after an interval.
         self.trigger_tick()
+
+    def at_server_start(self):
+        """After every server start: restart the timer if a crash left it stopped.
+
+        A reload or shutdown pauses the Script and Evennia unpauses it on start (which calls
+        :meth:`at_start`). A killed server paused nothing, so the Script is still marked active
+        with no timer running; starting it calls :meth:`at_start`, which puts the events that were
+        in flight back in the queue and answers them. A Script paused by hand stays paused.
+        """
+        task = self.ndb._task
+        if not self.is_active or (task and task.running) or self.db._manually_paused:
+            return
+        try:
+            self.start()
+        except Exception:
+            logger.log_trace(f"evennia_ai: could not restart the ticks of {self.obj} after a crash")
 
     def at_repeat(self, **kwargs):
         self.run_tick()

@@ -58,7 +58,7 @@ def make_driver():
         options.add_argument(arg)
     options.page_load_strategy = "eager"
     driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
-    driver.set_page_load_timeout(30)
+    driver.set_page_load_timeout(60)
     return driver
 
 
@@ -81,7 +81,7 @@ def shot(driver, name):
         driver.set_window_size(1280, 1000)
 
 
-def wait_for(driver, predicate, timeout=15.0, what="condition"):
+def wait_for(driver, predicate, timeout=30.0, what="condition"):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate(driver):
@@ -90,84 +90,101 @@ def wait_for(driver, predicate, timeout=15.0, what="condition"):
     raise AssertionError(f"timed out waiting for {what}; page:\n{driver.page_source[:3000]}")
 
 
+def prepare_game(game) -> tuple[int, str]:
+    """Over telnet as the superuser: one Innkeeper tick, a confirmation, a non-staff account.
+
+    Returns:
+        The Innkeeper's id and the confirmation's id.
+    """
+    with TelnetClient(game.telnet_port) as admin:
+        assert "You become" in admin.login("admin", game.password)
+        admin.read(0.5)
+        # A tick through the model server, so the Innkeeper has a trace.
+        admin.send("say Hello Innkeeper, any rooms free?")
+        out = ANSI.sub("", admin.read_until("Welcome to the Tankard!", timeout=60))
+        assert "Innkeeper says" in out
+        npc_id = admin.py_json("me.search('Innkeeper').id")
+        cid = admin.py_json(
+            "__import__('evennia_ai.engine.confirmations', fromlist=['x'])"
+            ".get_confirmation_queue().add_entry(me.search('Innkeeper'), 'noop', "
+            "{'arguments': {'reason': 'browser test'}}, reason='browser test')"
+        )
+        admin.py_json(
+            "__import__('evennia.utils.create', fromlist=['x']).create_account("
+            "'visitor', 'visitor@localhost', 'visitor-pass-1').key"
+        )
+    return npc_id, cid
+
+
+def confirmation_status(game, cid: str) -> str:
+    with TelnetClient(game.telnet_port) as admin:
+        assert "You become" in admin.login("admin", game.password)
+        return admin.py_json(
+            "__import__('evennia_ai.engine.confirmations', fromlist=['x'])"
+            f".get_confirmation_queue().get_entry('{cid}')['status']"
+        )
+
+
+def browse(driver, game, npc_id: int, cid: str) -> None:
+    """The browser part: staff login, list, NPC page, trace, approve; a visitor refused."""
+    from selenium.webdriver.common.by import By
+
+    base = f"http://127.0.0.1:{game.web_port}"
+    login(driver, base, "admin", game.password)
+    wait_for(driver, lambda d: d.find_elements(By.ID, "ai-npc-list"), what="the NPC list")
+    shot(driver, "npc_list")
+    row = driver.find_element(By.CSS_SELECTOR, 'tr[data-npc="Innkeeper"]')
+    assert row.find_element(By.CSS_SELECTOR, ".ai-state").text in (
+        "running", "paused", "asleep", "stopped")
+    row.find_element(By.CSS_SELECTOR, "a.ai-npc-link").click()
+    wait_for(driver, lambda d: d.find_elements(By.ID, "ai-traces"), what="the traces table")
+    assert f"/ai/npc/{npc_id}/" in driver.current_url
+    shot(driver, "npc_detail")
+    assert driver.find_elements(By.CSS_SELECTOR, "#ai-traces svg.ai-sections")
+    assert "Get the tavern ready" in driver.find_element(By.ID, "ai-goals").text
+    assert driver.find_elements(By.CSS_SELECTOR, "svg.ai-chart rect.ai-bar")
+    driver.find_element(By.CSS_SELECTOR, "a.ai-trace-link").click()
+    wait_for(driver, lambda d: d.find_elements(By.ID, "ai-trace-title"), what="the trace page")
+    assert "say" in driver.find_element(By.TAG_NAME, "body").text
+    shot(driver, "trace_detail")
+    driver.back()
+    wait_for(driver, lambda d: d.find_elements(By.ID, f"approve-{cid}"), what="the approve button")
+    driver.find_element(By.ID, f"approve-{cid}").click()
+    wait_for(driver, lambda d: f"{cid} (Innkeeper: noop) is approved"
+             in d.find_element(By.TAG_NAME, "body").text, what="the approval")
+    assert not driver.find_elements(By.ID, f"approve-{cid}")
+    assert confirmation_status(game, cid) == "approved"
+
+    # A non-staff account is refused.
+    login(driver, base, "visitor", "visitor-pass-1")
+    wait_for(driver, lambda d: "/auth/login/" not in d.current_url, what="the visitor's login")
+    driver.get(f"{base}/ai/")
+    body = driver.find_element(By.TAG_NAME, "body").text
+    assert "403" in body or "Forbidden" in body, body[:500]
+    assert not driver.find_elements(By.ID, "ai-npc-list")
+
+
 @pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER), reason="chromium/chromedriver not installed "
                     "(scripts/install_browser.sh)")
 def test_staff_dashboard_in_a_browser(tmp_path):
     pytest.importorskip("selenium")
-    from selenium.webdriver.common.by import By
 
     started = time.monotonic()
-    driver = None
     with ModelServer(latency=0.05, responder=responder) as model:
         with GameServer(tmp_path, extra_settings=SETTINGS.format(url=model.url)) as game:
             server_ready = time.monotonic() - started
-            base = f"http://127.0.0.1:{game.web_port}"
-            with TelnetClient(game.telnet_port) as admin:
-                assert "You become" in admin.login("admin", game.password)
-                admin.read(0.5)
-                # A tick through the model server, so the Innkeeper has a trace.
-                admin.send("say Hello Innkeeper, any rooms free?")
-                out = ANSI.sub("", admin.read_until("Welcome to the Tankard!", timeout=30))
-                assert "Innkeeper says" in out
-                npc_id = admin.py_json("me.search('Innkeeper').id")
-                cid = admin.py_json(
-                    "__import__('evennia_ai.engine.confirmations', fromlist=['x'])"
-                    ".get_confirmation_queue().add_entry(me.search('Innkeeper'), 'noop', "
-                    "{'arguments': {'reason': 'browser test'}}, reason='browser test')"
-                )
-                admin.py_json(
-                    "__import__('evennia.utils.create', fromlist=['x']).create_account("
-                    "'visitor', 'visitor@localhost', 'visitor-pass-1').key"
-                )
-                try:
-                    driver = make_driver()
-                    browser_started = time.monotonic()
-
-                    # Staff: login form, NPC list, NPC page, a trace, approve.
-                    login(driver, base, "admin", game.password)
-                    wait_for(driver, lambda d: d.find_elements(By.ID, "ai-npc-list"),
-                             what="the NPC list")
-                    shot(driver, "npc_list")
-                    row = driver.find_element(By.CSS_SELECTOR, 'tr[data-npc="Innkeeper"]')
-                    assert row.find_element(By.CSS_SELECTOR, ".ai-state").text in (
-                        "running", "paused", "asleep", "stopped")
-                    row.find_element(By.CSS_SELECTOR, "a.ai-npc-link").click()
-                    wait_for(driver, lambda d: d.find_elements(By.ID, "ai-traces"),
-                             what="the traces table")
-                    assert f"/ai/npc/{npc_id}/" in driver.current_url
-                    shot(driver, "npc_detail")
-                    assert driver.find_elements(By.CSS_SELECTOR, "#ai-traces svg.ai-sections")
-                    assert "Get the tavern ready" in driver.find_element(By.ID, "ai-goals").text
-                    assert driver.find_elements(By.CSS_SELECTOR, "svg.ai-chart rect.ai-bar")
-                    driver.find_element(By.CSS_SELECTOR, "a.ai-trace-link").click()
-                    wait_for(driver, lambda d: d.find_elements(By.ID, "ai-trace-title"),
-                             what="the trace page")
-                    assert "say" in driver.find_element(By.TAG_NAME, "body").text
-                    shot(driver, "trace_detail")
-                    driver.back()
-                    wait_for(driver, lambda d: d.find_elements(By.ID, f"approve-{cid}"),
-                             what="the approve button")
-                    driver.find_element(By.ID, f"approve-{cid}").click()
-                    wait_for(driver, lambda d: f"{cid} (Innkeeper: noop) is approved"
-                             in d.find_element(By.TAG_NAME, "body").text, what="the approval")
-                    assert not driver.find_elements(By.ID, f"approve-{cid}")
-                    status = admin.py_json(
-                        "__import__('evennia_ai.engine.confirmations', fromlist=['x'])"
-                        f".get_confirmation_queue().get_entry('{cid}')['status']"
-                    )
-                    assert status == "approved"
-
-                    # A non-staff account is refused.
-                    login(driver, base, "visitor", "visitor-pass-1")
-                    wait_for(driver, lambda d: "/auth/login/" not in d.current_url,
-                             what="the visitor's login")
-                    driver.get(f"{base}/ai/")
-                    body = driver.find_element(By.TAG_NAME, "body").text
-                    assert "403" in body or "Forbidden" in body, body[:500]
-                    assert not driver.find_elements(By.ID, "ai-npc-list")
-                    browser_time = time.monotonic() - browser_started
-                finally:
-                    if driver is not None:
-                        driver.quit()
+            driver = None
+            try:
+                npc_id, cid = prepare_game(game)
+                driver = make_driver()
+                browser_started = time.monotonic()
+                browse(driver, game, npc_id, cid)
+                browser_time = time.monotonic() - browser_started
+            except BaseException:
+                print(f"\n--- server log ---\n{game.log_tail(80)}")
+                raise
+            finally:
+                if driver is not None:
+                    driver.quit()
     print(f"\nbrowser dashboard test: {time.monotonic() - started:.1f} s in all "
           f"(server ready after {server_ready:.1f} s, browser part {browser_time:.1f} s)")

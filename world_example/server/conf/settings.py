@@ -13,7 +13,7 @@ SERVERNAME = "evennia-ai demo"
 # Serve on 127.0.0.1 only: the demo is for the machine it runs on.
 LOCKDOWN_MODE = True
 
-INSTALLED_APPS += ["evennia_ai"]  # noqa: F405
+INSTALLED_APPS += ["evennia_ai", "evennia_ai.web"]  # noqa: F405
 
 # The tavern's common room is the first room the demo builds after Limbo (#2).
 START_LOCATION = "#3"
