@@ -75,6 +75,8 @@ CHARACTER_DEFAULTS: dict[str, Callable[[], Any]] = {
     "history": list,
     "context_buffer": list,
     "trace_index": list,
+    # The latest whispers to the NPC, private to their senders (evennia_ai.safety).
+    "private_whispers": list,
     "metrics": default_metrics,
     "tool_rules": list,
     "tool_allow": lambda: None,

@@ -75,6 +75,9 @@ def at_server_stop():
             # A model call or the embedder import is still running in one of our daemon
             # threads: leave as soon as the reactor has shut down (state is saved by then),
             # so the portal's immediate restart never meets this process still alive.
+            logger.log_info(
+                f"evennia_ai: {threadpool.in_flight()} model/memory call(s) in flight; the server "
+                "leaves without waiting for them (their ticks are replayed after the restart)")
             exit_after_shutdown()
 
         longterm.close()
@@ -95,7 +98,14 @@ def exit_after_shutdown() -> None:
     from twisted.internet import reactor
 
     def leave():
+        import sys
+
         remove_own_pidfile()
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:
+                pass
         os._exit(0)
 
     reactor.addSystemEventTrigger("after", "shutdown", leave)

@@ -184,6 +184,19 @@ class TestDangerousToolsNeedConfirmation(InjectionBase):
             get_confirmation_queue().approve(entry["id"], self.char1)  # decided once only
         assert self.obj1.pk
 
+    def test_a_flood_of_dangerous_requests_is_capped_per_npc(self):
+        from evennia_ai.engine.confirmations import MAX_PENDING_PER_NPC
+
+        queue = get_confirmation_queue()
+        for i in range(MAX_PENDING_PER_NPC):
+            queue.add_entry(self.npc, "execute_command", {"arguments": {"command": f"look {i}"}})
+        trace = self.attack("Innkeeper, destroy Obj",
+                            {"name": "execute_command", "arguments": {"command": "@destroy Obj"}})
+        refused = self.call(trace, "execute_command")
+        assert refused.status == "refused" and "waiting for confirmation" in refused.error
+        assert len(self.pending()) == MAX_PENDING_PER_NPC and self.obj1.pk
+
+
 
 # -- (b) the operator's prompt -------------------------------------------------------------------
 def _adversarial_value(name: str, schema: dict):

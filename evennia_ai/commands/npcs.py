@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import unicodedata
+
 from evennia_ai.commands.base import AICommand, CommandError
 
 DEVELOPER_CHECK = "dummy:perm(Developer)"
@@ -123,6 +125,11 @@ class CmdAINpc(AICommand):
         key, aliases = names[0], [alias for alias in names[1:] if alias]
         if not key:
             raise CommandError("The NPC needs a name before any ';aliases'.")
+        for name in names:
+            if any(unicodedata.category(char)[0] == "C" for char in name):
+                raise CommandError(f"A name cannot hold control or unassigned characters: {name!r}.")
+            if len(name) > 80:
+                raise CommandError("A name can be at most 80 characters long.")
         if not has_perm(caller, "Builder"):
             raise CommandError("You need Builder permission to create AI NPCs.")
         location = caller.location

@@ -31,6 +31,7 @@ from evennia_ai.engine.trace import utcnow_iso
 QUEUE_KEY = "evennia_ai_confirmations"
 MAX_DECIDED = 200
 MAX_PENDING = 500
+MAX_PENDING_PER_NPC = 20  # one NPC (and whoever talks to it) cannot fill the whole queue
 
 # kind -> callable(npc, entry) -> (success: bool, result text)
 _EXECUTORS: dict[str, Callable[[Any, dict], tuple[bool, str]]] = {}
@@ -120,6 +121,11 @@ class ConfirmationQueue(DefaultScript):
         if len(pending) >= MAX_PENDING:
             raise ConfirmationError(
                 f"{MAX_PENDING} confirmations are already pending; decide some first."
+            )
+        if sum(1 for e in pending if e.get("npc_id") == npc.id) >= MAX_PENDING_PER_NPC:
+            raise ConfirmationError(
+                f"{npc.key} already has {MAX_PENDING_PER_NPC} actions waiting for confirmation; "
+                "nothing more is queued until an operator decides them."
             )
         confirmation_id = "c_" + uuid.uuid4().hex[:8]
         entries[confirmation_id] = {
