@@ -74,7 +74,6 @@ CHARACTER_DEFAULTS: dict[str, Callable[[], Any]] = {
     "event_queue": default_event_queue,
     "history": list,
     "context_buffer": list,
-    "trace_index": list,
     # The latest whispers to the NPC, private to their senders (evennia_ai.safety).
     "private_whispers": list,
     "metrics": default_metrics,
@@ -113,6 +112,7 @@ class AIHandler:
     def __init__(self, obj):
         self.obj = obj
         self.state = AttributeState(obj, CHARACTER_DEFAULTS)
+        self._script = None  # the AssistantScript found last (kept while it exists)
 
     # -- generic state access ------------------------------------------------------------------
     def get(self, key: str, default: Any = None) -> Any:
@@ -130,37 +130,42 @@ class AIHandler:
         return self.state.update(key, change)
 
     # -- tick traces -----------------------------------------------------------------------------
-    # One Attribute per trace (category ``ai_trace``) plus a small index: recording a tick
-    # writes one trace, not the whole ring of EVENNIA_AI_TRACE_RING_SIZE traces.
+    # A ring of EVENNIA_AI_TRACE_RING_SIZE slots, one Attribute each (category ``ai_trace``):
+    # recording a tick rewrites the one slot it lands in (``tick_id % size``), so a tick writes
+    # one trace, not the ring, and creates or deletes no rows once the ring has filled.
     def record_trace(self, trace: dict, ring: int | None = None) -> None:
-        """Keep ``trace`` (a TickTrace dict) and drop the oldest beyond the ring size."""
+        """Keep ``trace`` (a TickTrace dict), replacing the one ``ring`` ticks older."""
         size = max(1, int(ring if ring is not None else conf.get("EVENNIA_AI_TRACE_RING_SIZE")))
         tick_id = int(trace.get("tick_id") or 0)
-        index = [i for i in self.state.get("trace_index", []) if i != tick_id] + [tick_id]
-        dropped, index = index[:-size], index[-size:]
-        self.obj.attributes.add(f"trace_{tick_id}", trace, category=TRACE_CATEGORY)
-        for old in dropped:
-            self.obj.attributes.remove(f"trace_{old}", category=TRACE_CATEGORY)
-        self.state.set("trace_index", index)
+        self.obj.attributes.add(f"trace_{tick_id % size}", trace, category=TRACE_CATEGORY)
 
     def traces(self, last: int | None = None) -> list[dict]:
         """The kept tick traces, oldest first (the newest ``last`` only, if given)."""
+        from evennia_ai.state import _plain
+
         self._migrate_trace_ring()
-        index = self.state.get("trace_index", [])
+        size = max(1, int(conf.get("EVENNIA_AI_TRACE_RING_SIZE")))
+        stored = self.obj.attributes.get(category=TRACE_CATEGORY, return_list=True, return_obj=True)
+        found = [_plain(attr.value) for attr in stored or [] if attr is not None]
+        found = sorted((t for t in found if isinstance(t, dict)), key=lambda t: int(t.get("tick_id") or 0))
+        found = found[-size:]  # slots left over from a larger ring size are not shown
         if last is not None:
-            index = index[-max(0, int(last)):] if last else []
-        found = (self.trace(tick_id) for tick_id in index)
-        return [trace for trace in found if trace is not None]
+            found = found[-max(0, int(last)):] if last else []
+        return found
 
     def trace(self, tick_id: int) -> dict | None:
         """The trace of one tick, or None if it is not kept."""
         from evennia_ai.state import _plain
 
-        value = self.obj.attributes.get(f"trace_{int(tick_id)}", category=TRACE_CATEGORY)
-        return _plain(value) if value is not None else None
+        size = max(1, int(conf.get("EVENNIA_AI_TRACE_RING_SIZE")))
+        value = self.obj.attributes.get(f"trace_{int(tick_id) % size}", category=TRACE_CATEGORY)
+        value = _plain(value) if value is not None else None
+        if isinstance(value, dict) and int(value.get("tick_id") or 0) == int(tick_id):
+            return value
+        return None
 
     def _migrate_trace_ring(self) -> None:
-        """Move traces stored by earlier versions (one ``traces`` list) to one per tick."""
+        """Move traces stored by earlier versions (one ``traces`` list) to the slot ring."""
         if self.state.has("traces"):
             old = self.state.get("traces", [])
             self.obj.attributes.remove("traces", category="ai")
@@ -224,7 +229,14 @@ class AIHandler:
         """The NPC's AssistantScript, or None if it has none (see :meth:`ensure_script`)."""
         from evennia_ai.scripts import AssistantScript
 
+        from evennia_ai.state import is_live_instance
+
+        cached = self._script
+        if is_live_instance(cached) and cached.db_obj_id == self.obj.id:
+            return cached  # a tick reads it several times: no query each time
+        self._script = None
         for script in self.obj.scripts.get(AssistantScript.SCRIPT_KEY):
+            self._script = script
             return script
         return None
 

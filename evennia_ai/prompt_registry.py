@@ -49,6 +49,7 @@ from typing import Any
 
 from evennia.scripts.scripts import DefaultScript
 
+from evennia_ai.state import is_live_instance
 from evennia_ai.prompt_components import (
     STATIC_COMPONENT_IDS,
     STATIC_COMPONENT_KEYS,
@@ -1314,11 +1315,19 @@ def get_prompt_registry() -> PromptRegistry:
     Found by key (``evennia_ai_prompt_registry``); a script of that key with another typeclass
     is converted in place, keeping its Attributes.
     """
+    global _REGISTRY
+    cached = _REGISTRY
+    if is_live_instance(cached) and isinstance(cached, PromptRegistry):
+        return cached  # read on every tick: no query each time while it is the cached one
     from evennia import ScriptDB, create_script
 
     found = ScriptDB.objects.filter(db_key=REGISTRY_KEY).order_by("id").first()
     if found is None:
-        return create_script(PromptRegistry, key=REGISTRY_KEY, persistent=True, autostart=True)
-    if not isinstance(found, PromptRegistry):
+        found = create_script(PromptRegistry, key=REGISTRY_KEY, persistent=True, autostart=True)
+    elif not isinstance(found, PromptRegistry):
         found.swap_typeclass(PromptRegistry, clean_attributes=False)
+    _REGISTRY = found
     return found
+
+
+_REGISTRY: PromptRegistry | None = None

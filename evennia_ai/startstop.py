@@ -59,27 +59,26 @@ def _start_longterm_memory():
 
 
 def at_server_stop():
-    """Called on every server stop: closes the embedded long-term memory store.
+    """Called on every server stop: closes long-term memory; the process leaves promptly.
 
-    If a model call or the store's initialisation (importing torch) is still running in a thread,
-    the process would linger at exit while the portal already starts the new server, which then
-    finds the old one's pidfile and ports. So the process leaves at once after the reactor has
-    stopped (:func:`exit_after_shutdown`); the tick whose call is dropped is replayed after the
-    reload (its events never left the queue).
+    The portal starts the new server the moment the old one disconnects, so the old process must
+    be gone by then: a process still alive keeps its pidfile and its web port, and the new
+    server refuses to start (``evennia reload`` then waits forever). Two things kept it alive:
+    a model call (or the embedder's import) running in one of our threads, and, once torch is
+    loaded, seconds of interpreter finalisation. So the process always leaves right after the
+    reactor has shut down (:func:`exit_after_shutdown`), when Evennia has saved everything; a
+    tick whose call is dropped is replayed after the restart (its events never left the queue).
     """
     try:
         from evennia_ai import threadpool
         from evennia_ai.memory import longterm
 
-        if threadpool.in_flight() or longterm.get_memory().state == longterm.INITIALISING:
-            # A model call or the embedder import is still running in one of our daemon
-            # threads: leave as soon as the reactor has shut down (state is saved by then),
-            # so the portal's immediate restart never meets this process still alive.
+        busy = threadpool.in_flight()
+        if busy:
             logger.log_info(
-                f"evennia_ai: {threadpool.in_flight()} model/memory call(s) in flight; the server "
-                "leaves without waiting for them (their ticks are replayed after the restart)")
-            exit_after_shutdown()
-
+                f"evennia_ai: {busy} model/memory call(s) in flight; the server leaves without "
+                "waiting for them (their ticks are replayed after the restart)")
+        exit_after_shutdown()
         longterm.close()
     except Exception:
         logger.log_trace("evennia_ai: closing long-term memory failed")
@@ -87,6 +86,9 @@ def at_server_stop():
 
 def exit_after_shutdown() -> None:
     """End the process as soon as the reactor has shut down, without waiting for threads.
+
+    Nothing is lost: Evennia has saved its state before the reactor stops, the log files are
+    unbuffered, and long-term memory was closed in :func:`at_server_stop`.
 
     twistd removes its pidfile only when ``reactor.run()`` returns normally; a process that
     leaves with ``os._exit`` must remove it itself, or the portal's restart (started the moment

@@ -58,6 +58,17 @@ def _plain(value: Any) -> Any:
         return copy.deepcopy(value)
 
 
+def is_live_instance(instance) -> bool:
+    """Whether ``instance`` is still the one Evennia's object cache hands out for its row.
+
+    Holding on to a typeclassed instance saves a query per use, but only while no other
+    instance of the same row can exist: after a cache flush (or a deletion) a fresh query
+    would return a different instance, whose Attribute cache this one would not see.
+    """
+    return (instance is not None and instance.pk is not None
+            and type(instance).get_cached_instance(instance.pk) is instance)
+
+
 class AttributeState:
     """Read, change and write plain values stored in an object's Attributes (category ``ai``).
 

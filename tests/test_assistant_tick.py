@@ -229,15 +229,15 @@ class TestTraceStore(AssistantTestBase):
         with override_settings(EVENNIA_AI_TRACE_RING_SIZE=3):
             for tick_id in range(1, 6):
                 self.npc.ai.record_trace({"tick_id": tick_id, "context_type": "tick_event"})
-        assert [t["tick_id"] for t in self.npc.ai.traces()] == [3, 4, 5]
-        assert [t["tick_id"] for t in self.npc.ai.get("traces")] == [3, 4, 5]
-        assert [t["tick_id"] for t in self.npc.ai.traces(last=2)] == [4, 5]
-        assert self.npc.ai.trace(4)["tick_id"] == 4 and self.npc.ai.trace(1) is None
-        stored = self.npc.attributes.get(category="ai_trace", return_list=True)
-        assert len(stored) == 3  # the dropped traces are deleted, not just unlisted
-        self.npc.ai.record_trace({"tick_id": 5, "context_type": "reflection"})  # same id: replaced
-        assert [t["tick_id"] for t in self.npc.ai.traces()] == [3, 4, 5]
-        assert self.npc.ai.trace(5)["context_type"] == "reflection"
+            assert [t["tick_id"] for t in self.npc.ai.traces()] == [3, 4, 5]
+            assert [t["tick_id"] for t in self.npc.ai.get("traces")] == [3, 4, 5]
+            assert [t["tick_id"] for t in self.npc.ai.traces(last=2)] == [4, 5]
+            assert self.npc.ai.trace(4)["tick_id"] == 4 and self.npc.ai.trace(1) is None
+            stored = self.npc.attributes.get(category="ai_trace", return_list=True)
+            assert len(stored) == 3  # three slots, rewritten in turn
+            self.npc.ai.record_trace({"tick_id": 5, "context_type": "reflection"})  # same id: replaced
+            assert [t["tick_id"] for t in self.npc.ai.traces()] == [3, 4, 5]
+            assert self.npc.ai.trace(5)["context_type"] == "reflection"
 
     def test_ring_of_earlier_versions_is_migrated(self):
         self.npc.attributes.add("traces", [{"tick_id": 1}, {"tick_id": 2}], category="ai")

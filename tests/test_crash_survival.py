@@ -36,7 +36,7 @@ from support.game_server import GameServer, TelnetClient, pid_alive, tagged
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 LATENCY = 0.1
-HANG = 20.0  # the call in flight when we reload or kill answers only after this many seconds
+HANG = 40.0  # the call in flight when we reload or kill answers only after this many seconds
 
 GOAL = "CRASHTEST keep the hearth lit through the storm"
 PROJECT = "crashtest_cellar"
@@ -268,6 +268,11 @@ def test_state_survives_reload_and_kill_mid_tick(tmp_path):
             check_state(before, vector)
             mark("state written")
 
+            # -- 0. an idle reload, for comparison ----------------------------------------
+            idle_reload = game.reload()
+            mark(f"evennia reload with nothing in flight took {idle_reload:.1f} s")
+            wait_memory_ready(player)  # not initialising: the next reload meets only the model call
+
             # -- 1. evennia reload while a model call is in flight -------------------------
             model.enqueue({"fault": "hang", "seconds": HANG})
             player.send("say CRASH-ONE, Innkeeper, is the stew ready?")
@@ -280,6 +285,7 @@ def test_state_survives_reload_and_kill_mid_tick(tmp_path):
             assert reload_started - request_sent < HANG  # the reload began mid-call
             mark(f"evennia reload with a model call in flight took {reload_seconds:.1f} s")
             assert not pid_alive(old_pid), "the old server process lingers after the reload"
+            assert reload_seconds < HANG - 5, "the reload waited for the model call in flight"
             # The in-flight event is replayed by the new process, with the one queued behind it.
             replay = wait_for_request(model, "CRASH-ONE", after=reload_started, timeout=60)
             assert "CRASH-TWO" in str(replay.body)
