@@ -1,12 +1,13 @@
 """Crash survival: an assistant's state outlives ``evennia reload`` and ``kill -9`` mid-tick.
 
 A real game from world_example/ talks to the loopback model server, which holds its answer
-(a "hang" reply) while we act, so a tick is always in the middle of its ReAct loop. Through the server (the
-superuser's ``py`` command and a probe module installed in the game folder) we give the
-Innkeeper a goal, a project, a memory-block edit, a long-term memory and a prompt-registry
+(a "hang" reply) while we act, so a tick is always in the middle of its ReAct loop. Through the
+server (the superuser's ``py`` command and a probe module installed in the game folder) we give
+the Innkeeper a goal, a project, a memory-block edit, a long-term memory and a prompt-registry
 component, and queue speech. Then:
 
-1. ``evennia reload`` while a model call is in flight: the reload is quick (its time is
+0. an idle ``evennia reload`` with long-term memory (torch) loaded, for comparison;
+1. ``evennia reload`` while a model call is in flight: the reload is quick (both times are
    printed), the old server process is gone, everything is still there and the event that was
    in flight is answered by the new process;
 2. ``kill -9`` of server and portal while a model call is in flight, then ``evennia start``:
@@ -29,10 +30,9 @@ from evennia.utils.test_resources import BaseEvenniaTest
 
 from evennia_ai import startstop
 from evennia_ai.engine import events as ev
-from evennia_ai.typeclasses import AIAssistantCharacter
 from evennia_ai.testing.model_server import ModelServer
+from evennia_ai.typeclasses import AIAssistantCharacter
 from support.game_server import GameServer, TelnetClient, pid_alive, tagged
-
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 LATENCY = 0.1
@@ -233,6 +233,7 @@ def test_state_survives_reload_and_kill_mid_tick(tmp_path):
 
     def mark(label: str) -> None:
         print(f"  {time.monotonic() - started:5.1f} s  {label}")
+
     with ModelServer(latency=LATENCY, responder=responder) as model:
         settings = (
             'EVENNIA_AI_MODEL = "openai/test-model"\n'

@@ -506,3 +506,22 @@ def test_configured_callback_sees_calls(server, clean_callbacks):
         assert configure_litellm_callbacks() == [recorder]
     assert make_client(server).complete_sync(MESSAGES).ok
     assert recorder.events.wait(5)
+
+
+@pytest.mark.parametrize("sdk_route", [False, True])
+def test_openai_compatible_servers_answer_on_either_route(server, sdk_route):
+    from evennia_ai.llm.client import _compatible_route
+
+    with override_settings(EVENNIA_AI_OPENAI_SDK_ROUTE=sdk_route):
+        assert _compatible_route("openai/x") == ("openai/x" if sdk_route else "hosted_vllm/x")
+        assert _compatible_route("anthropic/claude") == "anthropic/claude"
+        server.enqueue({"tool_calls": [{"name": "say", "arguments": {"message": "hi"}}],
+                        "usage": {"prompt_tokens": 1000, "completion_tokens": 1000}})
+        tools = [{"type": "function", "function": {
+            "name": "say", "description": "Say something.",
+            "parameters": {"type": "object", "properties": {"message": {"type": "string"}}}}}]
+        result = make_client(server).complete_sync(MESSAGES, tools=tools, model="openai/gpt-4o-mini")
+    assert result.ok and result.model == "openai/gpt-4o-mini"
+    assert [(c.name, c.arguments) for c in result.tool_calls] == [("say", {"message": "hi"})]
+    assert result.cost == pytest.approx(0.00075)  # priced by the name given, whatever the route
+    assert chat_requests(server)[-1].body["model"] == "gpt-4o-mini"

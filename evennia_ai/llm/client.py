@@ -122,7 +122,27 @@ def _detail(err: Exception) -> str:
         text = _PREFIX.sub("", text).strip()
     text = text.split(", Received response")[0].split(" Error_str:")[0]
     text = re.sub(r"^error - ", "", text)
+    text = _json_error_message(text)
     return (text[:200] + "...") if len(text) > 200 else text
+
+
+def _json_error_message(text: str) -> str:
+    """The ``error.message`` of an OpenAI-style JSON error body, or ``text`` unchanged.
+
+    The plain HTTP route passes the server's body through where the SDK parsed it.
+    """
+    start = text.find("{")
+    if start < 0:
+        return text
+    try:
+        body = json.loads(text[start:])
+    except ValueError:
+        return text
+    error = body.get("error") if isinstance(body, dict) else None
+    message = error.get("message") if isinstance(error, dict) else error
+    if isinstance(message, str) and message.strip():
+        return message.strip()  # what precedes the body is the route's exception label
+    return text
 
 
 def _retry_after(err: Exception) -> float | None:
@@ -557,6 +577,7 @@ class UnifiedLLMClient:
                or conf.get("EVENNIA_AI_API_KEY"))
         if base:
             kwargs["api_base"] = base
+            kwargs["model"] = _compatible_route(model)
         if key:
             kwargs["api_key"] = key
         elif base:
@@ -588,15 +609,42 @@ class UnifiedLLMClient:
         except Exception as err:
             raise ProviderError("malformed", f"{_KIND_LABELS['malformed']}: {err}") from None
         result.native_tools = not json_protocol
-        try:
-            result.cost = float(litellm.completion_cost(completion_response=response))
-        except Exception:  # litellm does not know the model's price
-            result.cost = None
+        result.cost = _price(litellm, response, model, result)
         try:
             result.raw = response.model_dump()
         except Exception:
             result.raw = None
         return result
+
+
+def _price(litellm, response, model: str, result: LLMResult) -> float | None:
+    """The call's cost in USD by the model name the operator gave, or None if litellm has no
+    price for it (the request may have gone through a renamed route, see _compatible_route)."""
+    try:
+        prompt, completion = litellm.cost_per_token(
+            model=model, prompt_tokens=result.usage.prompt_tokens,
+            completion_tokens=result.usage.completion_tokens)
+        return float(prompt) + float(completion)
+    except Exception:
+        pass
+    try:
+        return float(litellm.completion_cost(completion_response=response))
+    except Exception:  # litellm does not know the model's price
+        return None
+
+
+def _compatible_route(model: str) -> str:
+    """The litellm route for ``model`` at a custom ``api_base``.
+
+    ``openai/<name>`` at an operator's own endpoint (vLLM, a litellm proxy, Ollama's OpenAI API,
+    the test double) goes through litellm's plain HTTP route for OpenAI-compatible servers
+    (``hosted_vllm/``) instead of the OpenAI SDK, which re-validates every request in Python
+    (about 15 ms and as much CPU per call for a full NPC context). Same protocol, same answer;
+    ``EVENNIA_AI_OPENAI_SDK_ROUTE = True`` keeps the SDK.
+    """
+    if model.startswith("openai/") and not conf.get("EVENNIA_AI_OPENAI_SDK_ROUTE"):
+        return "hosted_vllm/" + model[len("openai/"):]
+    return model
 
 
 _CLIENT: UnifiedLLMClient | None = None
