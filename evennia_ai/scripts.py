@@ -70,7 +70,9 @@ class AssistantScript(DefaultScript):
             logger.log_trace(f"evennia_ai: could not restart the ticks of {self.obj} after a crash")
 
     def at_repeat(self, **kwargs):
-        self.run_tick()
+        from evennia_ai import scheduler
+
+        scheduler.call_soon(self.run_tick)
 
     # -- ticking -------------------------------------------------------------------------------
     @property
@@ -88,9 +90,9 @@ class AssistantScript(DefaultScript):
         if self.ndb.busy:
             self.ndb.again = True
             return
-        from twisted.internet import reactor
+        from evennia_ai import scheduler
 
-        reactor.callLater(0, self.run_tick)
+        scheduler.call_soon(self.run_tick)
 
     def run_tick(self):
         """Run one tick unless one is running; returns its Deferred (or None when skipped)."""

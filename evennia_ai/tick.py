@@ -31,24 +31,10 @@ from twisted.internet import defer
 
 from evennia.utils import logger
 
-from evennia_ai import budget, conf
+from evennia_ai import budget, conf, scheduler
 from evennia_ai.engine.trace import StopReason, TickTrace, truncate, utcnow_iso
 
 SLEEP_PHASES = ("sleep_consolidate", "pre_compaction")
-
-
-def reactor_turn() -> defer.Deferred:
-    """A Deferred fired on the reactor's next turn (at once when no reactor runs, as in tests).
-
-    Yielding it lets the reactor write pending output (an NPC's reply) before more work.
-    """
-    from twisted.internet import reactor
-
-    if not reactor.running:
-        return defer.succeed(None)
-    waiter = defer.Deferred()
-    reactor.callLater(0, waiter.callback, None)
-    return waiter
 
 
 def _now() -> datetime:
@@ -318,7 +304,7 @@ class TickRunner:
         trace.duration = round(time.monotonic() - self.started, 4)
         # What the tools said is queued for the players' sessions; let the reactor send it
         # before this tick's bookkeeping (history, traces, metrics) takes its turn.
-        yield reactor_turn()
+        yield scheduler.turn()
         if not getattr(self.npc, "pk", None):
             return trace
         self._finish(outcome, trace, built)

@@ -35,6 +35,8 @@ from typing import Any, Callable, Sequence
 from twisted.internet import defer
 from twisted.python.failure import Failure
 
+from evennia_ai import scheduler
+
 from evennia_ai.engine.trace import (
     IterationTrace,
     StopReason,
@@ -248,6 +250,7 @@ class ReactLoop:
         it = IterationTrace(index=index, kind=kind, sections=sections, prompt_tokens=request_tokens)
         started = time.monotonic()
         result = yield self.client.complete(messages, tools=schemas or None, model=self.model)
+        yield scheduler.turn()  # many replies come back at once: continue in this NPC's turn
         it.latency = round(time.monotonic() - started, 4)
         it.model = getattr(result, "model", "") or ""
         usage = getattr(result, "usage", None)

@@ -1,0 +1,64 @@
+"""Fair reactor turns: one piece of assistant work per turn, in arrival order."""
+
+from unittest import mock
+
+from evennia_ai import scheduler
+
+
+class FakeReactor:
+    """Like Twisted's reactor: calls made during a pass wait for the next pass."""
+
+    def __init__(self, running=True):
+        self.running = running
+        self.calls = []
+
+    def callLater(self, delay, function, *args):
+        self.calls.append((function, args))
+
+    def advance(self, _seconds=0):
+        due, self.calls = self.calls, []
+        for function, args in due:
+            function(*args)
+
+
+def test_without_a_reactor_a_turn_is_immediate():
+    assert scheduler.turn().called
+
+
+def test_one_waiter_per_reactor_turn_in_order():
+    clock = FakeReactor()
+    ran = []
+    with mock.patch("twisted.internet.reactor", clock):
+        for name in "abc":
+            scheduler.turn().addCallback(lambda _, n=name: ran.append(n))
+        assert ran == [] and scheduler.pending() == 3
+        clock.advance(0)
+        assert ran == ["a"]  # the others wait for later turns
+        clock.advance(0)
+        clock.advance(0)
+        assert ran == ["a", "b", "c"] and scheduler.pending() == 0
+
+
+def test_a_failing_waiter_does_not_stall_the_others():
+    clock = FakeReactor()
+    ran = []
+
+    def boom(_):
+        raise RuntimeError("broken tick")
+
+    with mock.patch("twisted.internet.reactor", clock):
+        scheduler.turn().addCallback(boom).addErrback(lambda f: ran.append("caught"))
+        scheduler.call_soon(ran.append, "next")
+        clock.advance(0)
+        clock.advance(0)
+    assert ran == ["caught", "next"]
+
+
+def test_call_soon_without_a_reactor_waits_for_one():
+    clock = FakeReactor(running=False)
+    ran = []
+    with mock.patch("twisted.internet.reactor", clock):
+        scheduler.call_soon(ran.append, 1)
+        assert ran == []
+        clock.advance(0)
+    assert ran == [1]
