@@ -403,12 +403,18 @@ class AIHandler:
         queue = self.get("event_queue")
         script = self.script
         sleep = self.get("sleep")
+        enabled, paused, running = self.enabled, self.paused, bool(script and script.is_active)
+        if not enabled or not running:
+            state = "stopped"
+        else:
+            state = "paused" if paused else ("asleep" if sleep.get("asleep") else "running")
         return {
             "key": self.obj.key,
             "dbref": self.obj.dbref,
-            "enabled": self.enabled,
-            "paused": self.paused,
-            "running": bool(script and script.is_active),
+            "state": state,  # one word: stopped, paused, asleep or running
+            "enabled": enabled,
+            "paused": paused,
+            "running": running,
             "model": self.model or conf.get("EVENNIA_AI_MODEL") or conf.OFFLINE_MODEL,
             "queued_events": len(pending_events(queue)),
             "in_flight_events": len(queue.get("in_flight", [])),

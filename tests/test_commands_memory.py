@@ -10,19 +10,12 @@ from unittest import mock
 from django.test import override_settings
 from evennia import create_object
 from evennia.objects.objects import DefaultCharacter
-from evennia.utils.test_resources import BaseEvenniaCommandTest
-from twisted.internet import defer
+from support.commands import AICommandTestBase, sync_thread
 
 from evennia_ai.commands import memory as cmds
 from evennia_ai.commands.cmdset import COMMAND_MODULES
 from evennia_ai.memory import block_admin, longterm
 from evennia_ai.memory.keyword_index import KeywordIndexUnavailable
-from evennia_ai.memory.search import MemoryHit
-from evennia_ai.typeclasses import AIAssistantCharacter
-
-
-def sync_thread(fn, *args, **kwargs):
-    return defer.maybeDeferred(fn, *args, **kwargs)
 
 
 def fired(deferred):
@@ -32,26 +25,11 @@ def fired(deferred):
     return box[0]
 
 
-class MemoryCommandTest(BaseEvenniaCommandTest):
+class MemoryCommandTest(AICommandTestBase):
     def setUp(self):
         super().setUp()
-        self.npc = create_object(AIAssistantCharacter, key="Innkeeper", location=self.room1)
-        self.smith = create_object(AIAssistantCharacter, key="Blacksmith", location=self.room1)
-        for npc in (self.npc, self.smith):
-            script = npc.ai.script
-            if script:
-                script.trigger_tick = lambda: None
+        self.smith = self.make_npc("Blacksmith")
         self.nobody = create_object(DefaultCharacter, key="Nobody", location=self.room1)
-
-    def tearDown(self):
-        for npc in (self.npc, self.smith):
-            if npc.pk:
-                script = npc.ai.script
-                if script:
-                    script.delete()
-                npc.delete()
-        self.nobody.delete()
-        super().tearDown()
 
 
 class TestCommon(MemoryCommandTest):

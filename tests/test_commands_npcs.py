@@ -1,38 +1,14 @@
 """The ainpc and aistatus admin commands."""
 
-from evennia import create_object
-from evennia.utils.test_resources import BaseEvenniaCommandTest
+from support.commands import AICommandTestBase
 
-from evennia_ai import budget
 from evennia_ai.commands.cmdset import AIAdminCmdSet
 from evennia_ai.commands.lookup import all_ai_npcs
 from evennia_ai.commands.npcs import COMMANDS, CmdAINpc, CmdAIStatus
-from evennia_ai.typeclasses import AIAssistantCharacter
 
 
-class NpcCommandTest(BaseEvenniaCommandTest):
-    def setUp(self):
-        super().setUp()
-        budget.reset_cache()
-        self.npc = create_object(AIAssistantCharacter, key="Innkeeper", location=self.room1,
-                                 aliases=["keeper"])
-        self.npc.ai.script.trigger_tick = lambda: None
-
-    def tearDown(self):
-        for npc in all_ai_npcs():
-            script = npc.ai.script
-            if script:
-                script.delete()
-            npc.delete()
-        budget.reset_cache()
-        super().tearDown()
-
-    def player(self):
-        """A character whose account has only Player permission."""
-        self.char2.account.permissions.clear()
-        self.char2.account.permissions.add("Player")
-        self.char2.permissions.clear()
-        return self.char2
+class NpcCommandTest(AICommandTestBase):
+    npc_aliases = ("keeper",)
 
 
 class TestAINpc(NpcCommandTest):

@@ -8,43 +8,20 @@ from unittest import mock
 from django.test import override_settings
 from evennia import create_object
 from evennia.objects.objects import DefaultCharacter
-from evennia.utils.test_resources import BaseEvenniaCommandTest
-from twisted.internet import defer
+from support.commands import AICommandTestBase, sync_thread
 
 from evennia_ai.commands import prompts as cmds
 from evennia_ai.commands.cmdset import COMMAND_MODULES
 from evennia_ai.prompt_registry import get_prompt_registry
-from evennia_ai.typeclasses import AIAssistantCharacter
 
 
-def sync_thread(fn, *args, **kwargs):
-    return defer.maybeDeferred(fn, *args, **kwargs)
-
-
-class PromptCommandTest(BaseEvenniaCommandTest):
+class PromptCommandTest(AICommandTestBase):
     def setUp(self):
         super().setUp()
-        self.npc = create_object(AIAssistantCharacter, key="Innkeeper", location=self.room1)
-        script = self.npc.ai.script
-        if script:
-            script.trigger_tick = lambda: None
         self.builder = create_object(DefaultCharacter, key="Bob", location=self.room1)
         self.builder.permissions.add("Builder")
         self.player = create_object(DefaultCharacter, key="Nobody", location=self.room1)
         self.registry = get_prompt_registry()
-
-    def tearDown(self):
-        if self.npc.pk:
-            script = self.npc.ai.script
-            if script:
-                script.delete()
-            self.npc.delete()
-        self.builder.delete()
-        self.player.delete()
-        super().tearDown()
-
-    def snapshot(self) -> str:
-        return self.registry.export_json()
 
 
 class TestCommon(PromptCommandTest):

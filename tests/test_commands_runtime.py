@@ -3,54 +3,18 @@
 from unittest import mock
 
 from django.test import override_settings
-from evennia import create_object
-from evennia.utils.test_resources import BaseEvenniaCommandTest
-from twisted.internet import defer
+from support.commands import AICommandTestBase
 
-from evennia_ai import budget
-from evennia_ai.commands.lookup import all_ai_npcs
 from evennia_ai.commands.runtime import (
     COMMANDS, CmdAIConfirm, CmdAISleep, CmdAITools, CmdAITrace, CmdInteract, parse_until,
 )
 from evennia_ai.engine.confirmations import get_confirmation_queue
 from evennia_ai.engine.trace import IterationTrace, TickTrace, ToolCallTrace
-from evennia_ai.llm import client as client_module
 from evennia_ai.testing.model_server import ModelServer
-from evennia_ai.typeclasses import AIAssistantCharacter
 
 
-def sync_thread(fn, *args, **kwargs):
-    return defer.maybeDeferred(fn, *args, **kwargs)
-
-
-class RuntimeCommandTest(BaseEvenniaCommandTest):
-    def setUp(self):
-        super().setUp()
-        from evennia_ai.memory import longterm
-
-        budget.reset_cache()
-        for module in (client_module, longterm):
-            patcher = mock.patch.object(module, "defer_to_thread", sync_thread)
-            patcher.start()
-            self.addCleanup(patcher.stop)
-        self.npc = create_object(AIAssistantCharacter, key="Innkeeper", location=self.room1)
-        self.npc.ai.set_persona("A warm innkeeper.")
-        self.npc.ai.script.trigger_tick = lambda: None
-
-    def tearDown(self):
-        for npc in all_ai_npcs():
-            script = npc.ai.script
-            if script:
-                script.delete()
-            npc.delete()
-        budget.reset_cache()
-        super().tearDown()
-
-    def player(self):
-        self.char2.account.permissions.clear()
-        self.char2.account.permissions.add("Player")
-        self.char2.permissions.clear()
-        return self.char2
+class RuntimeCommandTest(AICommandTestBase):
+    pass
 
 
 class TestLocksAndUsage(RuntimeCommandTest):

@@ -2,30 +2,16 @@
 
 from evennia import create_object
 from evennia.objects.objects import DefaultCharacter
-from evennia.utils.test_resources import BaseEvenniaCommandTest
+from support.commands import AICommandTestBase
 
 from evennia_ai.commands import workspace as cmds
 from evennia_ai.commands.cmdset import COMMAND_MODULES
-from evennia_ai.typeclasses import AIAssistantCharacter
 
 
-class WorkspaceCommandTest(BaseEvenniaCommandTest):
+class WorkspaceCommandTest(AICommandTestBase):
     def setUp(self):
         super().setUp()
-        self.npc = create_object(AIAssistantCharacter, key="Innkeeper", location=self.room1)
-        script = self.npc.ai.script
-        if script:
-            script.trigger_tick = lambda: None
         self.nobody = create_object(DefaultCharacter, key="Nobody", location=self.room1)
-
-    def tearDown(self):
-        if self.npc.pk:
-            script = self.npc.ai.script
-            if script:
-                script.delete()
-            self.npc.delete()
-        self.nobody.delete()
-        super().tearDown()
 
     def assert_refused_without_builder(self, cmdclass):
         cmd = cmdclass()

@@ -12,17 +12,6 @@ NPC_LOCKS = "puppet:perm(Developer);delete:{pid}perm(Admin);edit:{pid}perm(Admin
 
 
 # -- shared helpers (also used by the runtime commands and tests) ---------------------------------
-def npc_state(status: dict) -> str:
-    """One word for an NPC's status dict: ``stopped``, ``paused``, ``asleep`` or ``running``."""
-    if not status.get("enabled") or not status.get("running"):
-        return "stopped"
-    if status.get("paused"):
-        return "paused"
-    if status.get("asleep"):
-        return "asleep"
-    return "running"
-
-
 def _limit(value, money: bool = False) -> str:
     if value is None:
         return "none"
@@ -110,7 +99,7 @@ class CmdAINpc(AICommand):
         for npc in npcs:
             status = npc.ai.status()
             table.add_row(
-                f"{npc.key}({npc.dbref})", _where(npc), status["model"], npc_state(status),
+                f"{npc.key}({npc.dbref})", _where(npc), status["model"], status["state"],
                 status["queued_events"], f"{_tokens_today(status):,}", status["budget_state"],
             )
         self.msg(f"AI NPCs ({len(npcs)}):\n{table}")
@@ -271,7 +260,7 @@ class CmdAIStatus(AICommand):
         for npc in npcs:
             status = npc.ai.status()
             lines.append(
-                f"  {npc.key}({npc.dbref}) {npc_state(status)} - {status['model']}, "
+                f"  {npc.key}({npc.dbref}) {status['state']} - {status['model']}, "
                 f"{status['queued_events']} queued, {_tokens_today(status):,} tokens today, "
                 f"{status['ticks']} ticks, {status['errors']} errors, {status['budget_state']}"
             )
@@ -295,7 +284,7 @@ class CmdAIStatus(AICommand):
         b = status["budget"]
         sleep = status["sleep"]
         lines = [
-            f"|w{npc.key}({npc.dbref})|n at {_where(npc)}: {npc_state(status)}",
+            f"|w{npc.key}({npc.dbref})|n at {_where(npc)}: {status['state']}",
             f"  enabled: {status['enabled']}  paused: {status['paused']}  "
             f"script running: {status['running']}",
             f"  model: {status['model']}",

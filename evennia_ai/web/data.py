@@ -55,17 +55,6 @@ def get_npc(npc_id: Any):
         raise NotFound(f"No AI NPC with id #{number}.") from None
 
 
-def state_of(status: dict) -> str:
-    """One word for an NPC's state: ``stopped``, ``paused``, ``asleep`` or ``running``."""
-    if not status.get("enabled") or not status.get("running"):
-        return "stopped"
-    if status.get("paused"):
-        return "paused"
-    if status.get("asleep"):
-        return "asleep"
-    return "running"
-
-
 def budget_message(budget: dict) -> str:
     """What an over-budget NPC does instead of calling its model ("" when within budget)."""
     if not budget.get("exceeded"):
@@ -83,7 +72,7 @@ def npc_summary(npc) -> dict:
     return {
         **status,
         "id": npc.id,
-        "state": state_of(status),
+        "state": status["state"],
         "tokens_today": int(budget.get("npc_tokens") or 0),
         "cost_today": float(budget.get("npc_cost") or 0.0),
         "over_budget": bool(budget.get("exceeded")),
