@@ -23,6 +23,9 @@ class PromptCommandTest(AICommandTestBase):
         self.player = create_object(DefaultCharacter, key="Nobody", location=self.room1)
         self.registry = get_prompt_registry()
 
+    def snapshot(self) -> str:
+        return self.registry.export_json()
+
 
 class TestCommon(PromptCommandTest):
     def test_commands_are_documented_locked_and_registered(self):

@@ -525,3 +525,12 @@ def test_openai_compatible_servers_answer_on_either_route(server, sdk_route):
     assert [(c.name, c.arguments) for c in result.tool_calls] == [("say", {"message": "hi"})]
     assert result.cost == pytest.approx(0.00075)  # priced by the name given, whatever the route
     assert chat_requests(server)[-1].body["model"] == "gpt-4o-mini"
+
+
+def test_tool_schemas_given_to_litellm_are_not_changed(server):
+    schema = {"type": "object", "properties": {"message": {"type": "string"}},
+              "required": ["message"], "additionalProperties": False}
+    tools = [{"type": "function", "function": {"name": "say", "description": "Say.", "parameters": schema}}]
+    server.enqueue({"text": "hi"})
+    assert make_client(server).complete_sync(MESSAGES, tools=tools, model="openai/test-model").ok
+    assert schema["additionalProperties"] is False  # the tool registry's own dict is intact

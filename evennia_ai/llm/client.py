@@ -38,6 +38,7 @@ Example:
 
 from __future__ import annotations
 
+import copy
 import importlib
 import json
 import logging
@@ -593,7 +594,9 @@ class UnifiedLLMClient:
         else:
             kwargs["messages"] = messages
             if tools:
-                kwargs["tools"] = tools
+                # litellm's OpenAI-compatible route edits schemas in place (it drops
+                # additionalProperties): give it a copy, never the tool registry's own dicts.
+                kwargs["tools"] = copy.deepcopy(tools)
         try:
             response = litellm.completion(**kwargs)
         except Exception as err:
