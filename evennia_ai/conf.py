@@ -77,6 +77,7 @@ SETTINGS: dict[str, Setting] = {
         Setting("EVENNIA_AI_MEMORY_TOP_K", 5, "Long-term memories recalled per search."),
         Setting("EVENNIA_AI_MEMORY_THRESHOLD", 0.3, "Least relevance score for a recalled long-term memory (vector hits; keyword hits are ranked, not thresholded)."),
         Setting("EVENNIA_AI_OPENAI_SDK_ROUTE", False, "Send `openai/<name>` models at a custom EVENNIA_AI_API_BASE through the OpenAI SDK; the default uses litellm's plain OpenAI-compatible HTTP route, 15 ms faster per call for the same request."),
+        Setting("EVENNIA_AI_GC_FREEZE", True, "After the model stack and long-term memory have loaded, exempt their objects from Python's garbage collector (gc.freeze), so full collections no longer stall the server for hundreds of milliseconds."),
         Setting("EVENNIA_AI_MEMORY_VECTOR_INDEX", True, "Search the embedded Qdrant's vectors through an in-process per-NPC index (Qdrant's local mode filters every point in Python); no effect with a Qdrant server or pgvector."),
         Setting("EVENNIA_AI_WARMUP_DELAY", 3.0, "Seconds after server start before litellm and the tokenizer are loaded in a thread (the first reply is then fast)."),
         Setting("EVENNIA_AI_MEMORY_INIT_DELAY", 10.0, "Seconds after server start before long-term memory loads its embedder (in a thread)."),

@@ -36,7 +36,7 @@ def at_server_start():
     def start_warm_up():
         run_in_thread(warm_up).addErrback(
             lambda failure: logger.log_err(f"evennia_ai: warm-up failed: {failure.getErrorMessage()}")
-        )
+        ).addBoth(lambda _: freeze_startup_objects())
 
     # Not at once: a brand-new game restarts its server right after the first start, and a
     # thread busy importing litellm would keep the old process alive into the new one's start.
@@ -53,9 +53,26 @@ def _start_longterm_memory():
     try:
         from evennia_ai.memory import longterm
 
-        longterm.init_in_thread()
+        longterm.init_in_thread().addBoth(lambda _: freeze_startup_objects())
     except Exception:
         logger.log_trace("evennia_ai: starting long-term memory failed")
+
+
+def freeze_startup_objects() -> None:
+    """Exempt what is loaded by now (litellm, torch, ...) from Python's garbage collector.
+
+    Those libraries create millions of long-lived objects, and every full collection walks
+    them all: hundreds of milliseconds during which the reactor answers no one. After
+    ``gc.freeze()`` collections only visit objects made since. Off with
+    ``EVENNIA_AI_GC_FREEZE = False``.
+    """
+    import gc
+
+    from evennia_ai import conf
+
+    if conf.get("EVENNIA_AI_GC_FREEZE"):
+        gc.collect()
+        gc.freeze()
 
 
 def at_server_stop():
