@@ -20,15 +20,11 @@ import tempfile
 from unittest import mock
 
 from django.test import override_settings
-from evennia import create_object
-from evennia.utils.test_resources import BaseEvenniaCommandTest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from twisted.internet import defer
+from support.commands import AICommandTestBase
 
 from evennia_ai.commands.cmdset import all_command_classes
-from evennia_ai.llm import client as client_module
-from evennia_ai.typeclasses import AIAssistantCharacter
 
 EXAMPLES = int(os.environ.get("EVENNIA_AI_FUZZ_EXAMPLES", "40"))  # more: a deeper local run
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, database=None,
@@ -61,23 +57,17 @@ switch_junk = st.text(alphabet="abcdefghijklmnopqrstuvwxyz_-0123456789/=", max_s
 GENERIC_FAILURE = re.compile(r"failed: \w+: .*The server log has the details", re.S)
 
 
-def sync_thread(fn, *args, **kwargs):
-    return defer.maybeDeferred(fn, *args, **kwargs)
+class CommandFuzzTest(AICommandTestBase):
+    npc_aliases = ("keeper",)
 
-
-class CommandFuzzTest(BaseEvenniaCommandTest):
     def setUp(self):
         super().setUp()
-        from evennia_ai import budget
         from evennia_ai.memory import longterm
 
-        budget.reset_cache()
         self.tmp = tempfile.TemporaryDirectory()
         self.addCleanup(self.tmp.cleanup)
         # Offline model, synchronous threads, keyword-only long-term memory in a temp folder.
-        patches = [mock.patch.object(client_module, "defer_to_thread", sync_thread),
-                   mock.patch.object(longterm, "defer_to_thread", sync_thread),
-                   mock.patch.object(longterm, "_MEMORY", None),
+        patches = [mock.patch.object(longterm, "_MEMORY", None),
                    mock.patch.object(longterm, "local_embedder_installed", lambda: False),
                    override_settings(EVENNIA_AI_MODEL="", EVENNIA_AI_DATA_DIR=self.tmp.name,
                                      EVENNIA_AI_MEM0_CONFIG=None)]
@@ -85,36 +75,25 @@ class CommandFuzzTest(BaseEvenniaCommandTest):
             patch.__enter__()
             self.addCleanup(patch.__exit__, None, None, None)
         self.addCleanup(longterm.close)
-        self.npc = None
         self.calls = 0
-        self.ensure_npc()
+        self.prepare_npc(self.npc)
 
     def ensure_npc(self):
         """The AI NPC (created again when a fuzzed command deleted it), with some state."""
         if self.npc is not None and self.npc.pk:
             return self.npc
+        self.npc = self.make_npc(NPC_NAME, aliases=["keeper"])
+        return self.prepare_npc(self.npc)
+
+    def prepare_npc(self, npc):
+        """Some state for the commands to act on: a memory block and a pending confirmation."""
         from evennia_ai.engine.confirmations import get_confirmation_queue
         from evennia_ai.memory import block_admin
 
-        self.npc = create_object(AIAssistantCharacter, key=NPC_NAME, location=self.room1,
-                                 aliases=["keeper"])
-        self.npc.ai.script.trigger_tick = lambda: None
-        block_admin.create_block(self.npc, "house_rules", content="No fighting.")
-        get_confirmation_queue().add_entry(self.npc, "execute_command",
+        block_admin.create_block(npc, "house_rules", content="No fighting.")
+        get_confirmation_queue().add_entry(npc, "execute_command",
                                            {"arguments": {"command": "look"}}, reason="fuzz")
-        return self.npc
-
-    def tearDown(self):
-        from evennia_ai import budget
-        from evennia_ai.commands.lookup import all_ai_npcs
-
-        for npc in all_ai_npcs():
-            script = npc.ai.script
-            if script:
-                script.delete()
-            npc.delete()
-        budget.reset_cache()
-        super().tearDown()
+        return npc
 
     def run_command(self, cls, text: str) -> str:
         """Run ``cls`` with ``text`` as a Developer; fail on a traceback or the generic handler."""
