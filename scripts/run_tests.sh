@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The test run behind `make test`: the whole suite on the main venv (Python 3.11, Evennia 5)
+# and, at the same time when a Python 3.12 venv is given, the fast part of the suite on
+# Evennia 6 (no real servers, browsers or local embedder; those need the 3.11 venv). The two
+# runs use a core each; the 3.12 run's output is printed when both have finished.
+#
+# Usage: scripts/run_tests.sh VENV [VENV312]
+set -uo pipefail
+
+VENV="$1"
+VENV312="${2:-}"
+other_pid=""
+if [ -n "$VENV312" ]; then
+    log="$(mktemp -t evennia_ai_test312.XXXXXX)"
+    "$VENV312/bin/python" -m pytest -q -m "not server and not browser and not embedder" \
+        >"$log" 2>&1 &
+    other_pid=$!
+fi
+
+"$VENV/bin/python" -m pytest
+main_rc=$?
+
+other_rc=0
+if [ -n "$other_pid" ]; then
+    wait "$other_pid"
+    other_rc=$?
+    echo
+    echo "== the fast part of the suite on Python 3.12 / Evennia 6 ($VENV312) =="
+    if [ "$other_rc" -eq 0 ]; then
+        tail -n 3 "$log"
+    else
+        cat "$log"
+    fi
+    rm -f "$log"
+fi
+
+[ "$main_rc" -eq 0 ] && [ "$other_rc" -eq 0 ]
