@@ -82,10 +82,17 @@ def shot(driver, name):
 
 
 def wait_for(driver, predicate, timeout=30.0, what="condition"):
+    """Poll ``predicate(driver)``; a page being replaced meanwhile (stale or missing elements)
+    only means "not yet"."""
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if predicate(driver):
-            return
+        try:
+            if predicate(driver):
+                return
+        except (StaleElementReferenceException, NoSuchElementException):
+            pass
         time.sleep(0.1)
     raise AssertionError(f"timed out waiting for {what}; page:\n{driver.page_source[:3000]}")
 
