@@ -140,8 +140,7 @@ def run_soak(npc, speaker, ticks: int = 1000, fault_rate: float = 0.2, seed: int
                 stats["crashed_ticks"] += 1
                 continue
             stats["ticks"] += 1
-            traces = npc.ai.get("traces") or []
-            if traces and traces[-1].get("tick_id") == trace.tick_id:
+            if npc.ai.trace(trace.tick_id) is not None:
                 stats["last_trace_in_ring"] += 1
             if trace.stop_reason == "error":
                 stats["error_ticks"] += 1

@@ -116,9 +116,7 @@ class AIHandler:
 
     # -- generic state access ------------------------------------------------------------------
     def get(self, key: str, default: Any = None) -> Any:
-        """A plain copy of the character-held ``key`` (``traces``: see :meth:`traces`)."""
-        if key == "traces":
-            return self.traces()
+        """A plain copy of the character-held ``key`` (tick traces: see :meth:`traces`)."""
         return self.state.get(key, default)
 
     def set(self, key: str, value: Any) -> None:

@@ -108,7 +108,7 @@ class TestOfflineTick(AssistantTestBase):
         assert not self.npc.ai.get("event_queue")["events"]
         history = self.npc.ai.get("history")
         assert history and history[0]["role"] == "user"
-        assert self.npc.ai.get("traces")[-1]["tick_id"] == trace.tick_id
+        assert self.npc.ai.traces()[-1]["tick_id"] == trace.tick_id
         metrics = self.npc.ai.get("metrics")
         assert metrics["ticks"] == 1 and metrics["successful_calls"] >= 1
 
@@ -230,7 +230,6 @@ class TestTraceStore(AssistantTestBase):
             for tick_id in range(1, 6):
                 self.npc.ai.record_trace({"tick_id": tick_id, "context_type": "tick_event"})
             assert [t["tick_id"] for t in self.npc.ai.traces()] == [3, 4, 5]
-            assert [t["tick_id"] for t in self.npc.ai.get("traces")] == [3, 4, 5]
             assert [t["tick_id"] for t in self.npc.ai.traces(last=2)] == [4, 5]
             assert self.npc.ai.trace(4)["tick_id"] == 4 and self.npc.ai.trace(1) is None
             stored = self.npc.attributes.get(category="ai_trace", return_list=True)

@@ -124,6 +124,6 @@ class TestOverBudgetTicks(AssistantTestBase):
         assert not self.server.requests
         assert "says" not in " ".join(str(c) for c in heard.call_args_list)
         assert not ev.pending_events(self.npc.ai.get("event_queue"))
-        assert self.npc.ai.get("traces")[-1]["budget"] == trace.budget
+        assert self.npc.ai.traces()[-1]["budget"] == trace.budget
         assert self.npc.ai.get("metrics")["errors"] == 0
         assert conf.get("EVENNIA_AI_BUDGET_EXCEEDED_ACTION") == "offline"

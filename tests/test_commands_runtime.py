@@ -165,7 +165,7 @@ class TestInteract(RuntimeCommandTest):
     def test_offline_model_answers_and_caller_sees_the_trace(self):
         out = self.call(CmdInteract(), "Innkeeper = Hello there!", "You say to Innkeeper")
         assert "thought it over" in out and "tool " in out, out
-        trace = TickTrace.from_dict(self.npc.ai.get("traces")[-1])
+        trace = TickTrace.from_dict(self.npc.ai.traces()[-1])
         assert trace.context_type == "tick_event"
         assert "Hello there!" in trace.event_text
 
