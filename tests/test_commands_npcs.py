@@ -42,6 +42,7 @@ class TestAINpc(NpcCommandTest):
         self.call(CmdAINpc(), "/create Bob = bad model", "A model name has no spaces")
         self.call(CmdAINpc(), "/create Bad\x80name", "A name cannot hold control or unassigned characters")
         self.call(CmdAINpc(), "/create " + "x" * 81, "A name can be at most 80 characters long.")
+        assert [npc.key for npc in all_ai_npcs()] == ["Innkeeper"]  # nothing was created
 
     def test_create_requires_builder(self):
         self.call(CmdAINpc(), "/create Bob", "You need Builder permission", caller=self.player())
