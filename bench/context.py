@@ -47,7 +47,7 @@ class FakeNPC:
 
 
 def scenario(turn: int = 0, history_messages: int = 50) -> dict:
-    from evennia_ai.engine.history import append_tick, to_chat_messages
+    from evennia_ai.memory.history import append_tick, to_chat_messages
     from evennia_ai.memory.entities import render_entities, update_observation
     from evennia_ai.workspace.goals import add_goal, render_goals
 
@@ -88,8 +88,8 @@ def scenario(turn: int = 0, history_messages: int = 50) -> dict:
 
 
 def _builder(npc=None):
-    from evennia_ai.context_builder import ContextBuilder
-    from evennia_ai.prompt_contexts import get_context_config
+    from evennia_ai.prompt.builder import ContextBuilder
+    from evennia_ai.prompt.contexts import get_context_config
     from evennia_ai.tools import load_builtin_tools
     from evennia_ai.tools.registry import TOOL_REGISTRY
 
@@ -100,9 +100,9 @@ def _builder(npc=None):
 def bench_build(runs: int = 200) -> tuple[str, dict]:
     import tiktoken
 
-    from evennia_ai.context_builder import request_text
-    from evennia_ai.prompt_components import get_static_components
-    from evennia_ai.tokens import TokenCounter
+    from evennia_ai.prompt.builder import request_text
+    from evennia_ai.prompt.components import get_static_components
+    from evennia_ai.llm.tokens import TokenCounter
 
     components = get_static_components()
     builder = _builder()
@@ -132,7 +132,7 @@ def bench_build(runs: int = 200) -> tuple[str, dict]:
 
 def bench_end_to_end(runs: int = 100) -> tuple[str, dict]:
     from evennia_ai.memory.longterm import LongTermMemory
-    from evennia_ai.prompt_components import get_static_components
+    from evennia_ai.prompt.components import get_static_components
 
     components = get_static_components()
     with tempfile.TemporaryDirectory() as folder:
@@ -160,7 +160,7 @@ def bench_end_to_end(runs: int = 100) -> tuple[str, dict]:
 def bench_prefix_share(turns: int = 50) -> tuple[str, dict]:
     from django.test import override_settings
 
-    from evennia_ai.prompt_components import get_static_components
+    from evennia_ai.prompt.components import get_static_components
 
     components = get_static_components()
     results = {}

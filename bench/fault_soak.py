@@ -63,7 +63,7 @@ def _responder(body: dict) -> dict:
 
 
 def _pending_ids(npc) -> set[str]:
-    from evennia_ai.engine import events as ev
+    from evennia_ai.memory import events as ev
 
     queue = npc.ai.get("event_queue")
     return {e.id for e in ev.pending_events(queue)} | {

@@ -132,7 +132,7 @@ def memory_mode() -> str:
 
 def report(path: str) -> None:
     """Write the figures to ``path`` as JSON (written whole, then renamed)."""
-    from evennia_ai import threadpool
+    from evennia_ai.llm import threads
 
     data = {
         "time": time.monotonic(),
@@ -141,7 +141,7 @@ def report(path: str) -> None:
         "writes": _STATE["writes"],
         "statements": _STATE["statements"],
         "rss": rss_bytes(),
-        "pool_in_flight": threadpool.in_flight(),
+        "pool_in_flight": threads.in_flight(),
         "memory_mode": memory_mode(),
         "pid": os.getpid(),
     }
@@ -187,8 +187,8 @@ def timeline_start() -> None:
     """
     import functools
 
-    from evennia_ai import perception
-    from evennia_ai.context_builder import ContextBuilder
+    from evennia_ai.npc import perception
+    from evennia_ai.prompt.builder import ContextBuilder
     from evennia_ai.llm.client import UnifiedLLMClient
     from evennia_ai.scripts import AssistantScript
     from evennia_ai.typeclasses import AIAssistantCharacter

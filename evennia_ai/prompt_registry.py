@@ -21,8 +21,8 @@ Rules every operation follows:
   raises :class:`PromptRegistryError` (a ``ValueError``) whose message names the problem, and
   the registry is left exactly as it was. Only :meth:`PromptRegistry.import_json` may change
   several Attributes; it writes each changed one once, inside one transaction.
-- Built-in templates (``evennia_ai.prompt_templates``) are read-only: clone them to customise.
-- The nine static components (``evennia_ai.prompt_components``) keep their id, key, name,
+- Built-in templates (``evennia_ai.prompt.templates``) are read-only: clone them to customise.
+- The nine static components (``evennia_ai.prompt.components``) keep their id, key, name,
   description and role; only ``enabled`` and ``content`` can be overridden.
 - Pluggable components take the free ID after a static one (``allocate_pluggable_id``);
   :meth:`PromptRegistry.move_component` re-allocates it after another static component.
@@ -49,8 +49,8 @@ from typing import Any
 
 from evennia.scripts.scripts import DefaultScript
 
-from evennia_ai.state import is_live_instance
-from evennia_ai.prompt_components import (
+from evennia_ai.utils import is_live_instance
+from evennia_ai.prompt.components import (
     STATIC_COMPONENT_IDS,
     STATIC_COMPONENT_KEYS,
     VALID_ROLES,
@@ -63,13 +63,14 @@ from evennia_ai.prompt_components import (
     pluggable_range,
     with_overrides,
 )
-from evennia_ai.prompt_templates import (
+from evennia_ai.prompt.templates import (
     PromptTemplate,
     builtin_template_keys,
     extract_placeholders,
 )
-from evennia_ai.prompt_templates import get_template as get_builtin_template
-from evennia_ai.prompt_templates import list_builtin_templates
+from evennia_ai.prompt.templates import get_template as get_builtin_template
+from evennia_ai.prompt.templates import list_builtin_templates
+from evennia_ai.utils import plain, utcnow
 
 REGISTRY_KEY = "evennia_ai_prompt_registry"
 MAX_FEWSHOT_EXAMPLES = 15
@@ -115,19 +116,6 @@ class PromptRegistryError(ValueError):
 
 
 # -- small pure helpers ------------------------------------------------------------------------
-def _now() -> datetime:
-    from django.utils import timezone
-
-    return timezone.now()
-
-
-def _plain(value):
-    """A plain, detached deep copy of an Attribute value (no _Saver* wrappers)."""
-    if hasattr(value, "deserialize"):
-        return value.deserialize()
-    return copy.deepcopy(value)
-
-
 def _is_int(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -413,7 +401,7 @@ class PromptRegistry(DefaultScript):
     # -- storage ---------------------------------------------------------------------------------
     def _read(self, name: str):
         value = self.attributes.get(name)
-        return _EMPTY[name]() if value is None else _plain(value)
+        return _EMPTY[name]() if value is None else plain(value)
 
     def _write(self, name: str, value) -> None:
         # AttributeHandler.add() on an existing Attribute saves its row twice (the value setter
@@ -450,7 +438,7 @@ class PromptRegistry(DefaultScript):
             )
         if key in templates:
             raise PromptRegistryError(f"{what} already exists; choose another key.")
-        now = _now()
+        now = utcnow()
         content = _check_text(content, "content", what)
         return {
             "key": key,
@@ -524,7 +512,7 @@ class PromptRegistry(DefaultScript):
             record["placeholders"] = _check_placeholders(
                 record["content"], fields.get("placeholders"), what
             )
-        record["updated"] = _now()
+        record["updated"] = utcnow()
         self._write("templates", templates)
         return _template_to_dataclass(record)
 
@@ -623,7 +611,7 @@ class PromptRegistry(DefaultScript):
             raise PromptRegistryError(f"{what}: the key is taken by a static component.")
         if any(r["key"] == key for r in components.values()):
             raise PromptRegistryError(f"{what} already exists; choose another key.")
-        now = _now()
+        now = utcnow()
         record = {
             "id": None,
             "key": key,
@@ -678,7 +666,7 @@ class PromptRegistry(DefaultScript):
             record["role"] = _check_role(fields["role"], what)
         if "enabled" in fields:
             record["enabled"] = _check_bool(fields["enabled"], "enabled", what)
-        record["updated"] = _now()
+        record["updated"] = utcnow()
         self._write("components", components)
         return _component_to_dataclass(record)
 
@@ -774,7 +762,7 @@ class PromptRegistry(DefaultScript):
         if record["after_static"] == target:
             return _component_to_dataclass(record)
         del components[cid]
-        record.update(id=None, after_static=target, updated=_now())
+        record.update(id=None, after_static=target, updated=utcnow())
         _place_component(components, record, what)
         self._write("components", components)
         return _component_to_dataclass(record)
@@ -834,7 +822,7 @@ class PromptRegistry(DefaultScript):
         Reading at tick time skips those two checks: a tool or component deleted since is
         harmless there, while failing would put the context back to its wider default.
         """
-        from evennia_ai import prompt_contexts
+        from evennia_ai.prompt import contexts as prompt_contexts
 
         try:
             base = prompt_contexts.get_context_config(context_type)
@@ -1057,7 +1045,7 @@ class PromptRegistry(DefaultScript):
             raise PromptRegistryError(
                 f"Template '{key}' already exists; import with overwrite=True to replace it."
             )
-        now = _now()
+        now = utcnow()
         record = dict(record)
         record["created"] = record["created"] or (existing or {}).get("created") or now
         record["updated"] = now if existing is not None else (record["updated"] or now)
@@ -1090,7 +1078,7 @@ class PromptRegistry(DefaultScript):
         """Step 2 of importing a component: place it (its own ID when free, else a new one)."""
         if outcome == "unchanged":
             return record["id"]
-        now = _now()
+        now = utcnow()
         record["created"] = record["created"] or now
         record["updated"] = now if outcome == "replaced" else (record["updated"] or now)
         return _place_component(components, record, f"Component '{record['key']}'")
@@ -1331,3 +1319,12 @@ def get_prompt_registry() -> PromptRegistry:
 
 
 _REGISTRY: PromptRegistry | None = None
+
+
+def effective_context_config(context_type: str):
+    """The operator-customised config of a context type (the default when the registry fails)."""
+    try:
+        return get_prompt_registry().get_effective_context_config(context_type)
+    except Exception:
+        logger.log_trace("evennia_ai: registry context config unavailable; using the default")
+        return prompt_contexts.get_context_config(context_type)

@@ -22,12 +22,13 @@ from evennia.scripts.scripts import DefaultScript
 from evennia.utils import logger
 
 from evennia_ai import conf
+from evennia_ai.npc.handler import SCRIPT_KEY
 
 
 class AssistantScript(DefaultScript):
     """Runs an assistant's ticks: events, autonomy, reflection and sleep."""
 
-    SCRIPT_KEY = "evennia_ai_assistant"
+    SCRIPT_KEY = SCRIPT_KEY
 
     def at_script_creation(self):
         self.key = self.SCRIPT_KEY
@@ -44,7 +45,7 @@ class AssistantScript(DefaultScript):
         npc = self.obj
         if npc is None or not hasattr(npc, "ai"):
             return
-        from evennia_ai.engine import events as ev
+        from evennia_ai.memory import events as ev
 
         try:
             npc.ai.update("event_queue", ev.recover)
@@ -70,7 +71,7 @@ class AssistantScript(DefaultScript):
             logger.log_trace(f"evennia_ai: could not restart the ticks of {self.obj} after a crash")
 
     def at_repeat(self, **kwargs):
-        from evennia_ai import scheduler
+        from evennia_ai.engine import scheduler
 
         scheduler.call_soon(self.run_tick)
 
@@ -90,7 +91,7 @@ class AssistantScript(DefaultScript):
         if self.ndb.busy:
             self.ndb.again = True
             return
-        from evennia_ai import scheduler
+        from evennia_ai.engine import scheduler
 
         scheduler.call_soon(self.run_tick)
 
@@ -106,7 +107,7 @@ class AssistantScript(DefaultScript):
             return None
         from twisted.internet import defer
 
-        from evennia_ai.tick import TickRunner
+        from evennia_ai.engine.tick import TickRunner
 
         self.ndb.busy = True
         self.ndb.again = False

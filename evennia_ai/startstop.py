@@ -5,11 +5,45 @@ Add this module to the game's ``AT_SERVER_STARTSTOP_MODULE`` list::
     AT_SERVER_STARTSTOP_MODULE = ["server.conf.at_server_startstop", "evennia_ai.startstop"]
 """
 
+import gc
+import os
+import sys
+
+from django.conf import settings
+from evennia.server.models import ServerConfig
 from evennia.utils import logger
+from twisted.internet import reactor
+
+from evennia_ai import conf
+from evennia_ai.engine import confirmations  # noqa: F401  (registers the approval executors)
+from evennia_ai.llm import threads, tokens
+from evennia_ai.llm.client import configure_litellm_callbacks, get_litellm
+from evennia_ai.memory import longterm
+from evennia_ai.npc.lookup import tag_untagged_assistants
+
+# Version of the stored layout; the upgrade steps below run once per game, in order.
+LAYOUT_VERSION = 1
+LAYOUT_KEY = "evennia_ai_layout_version"
 
 
 def at_server_init():
     """Called first on every server start."""
+
+
+def upgrade_stored_layout() -> int:
+    """Bring data stored by an older evennia-ai up to :data:`LAYOUT_VERSION`, once per game.
+
+    Version 1: every assistant carries the assistants' Tag, so NPCs are found by one Tag query
+    (NPCs created before 0.2 had none). Returns the version found before upgrading.
+    """
+    found = int(ServerConfig.objects.conf(LAYOUT_KEY, default=0) or 0)
+    if found < 1:
+        tagged = tag_untagged_assistants()
+        if tagged:
+            logger.log_info(f"evennia_ai: tagged {tagged} AI NPC(s) made by an older version")
+    if found < LAYOUT_VERSION:
+        ServerConfig.objects.conf(LAYOUT_KEY, LAYOUT_VERSION)
+    return found
 
 
 def at_server_start():
@@ -18,30 +52,25 @@ def at_server_start():
     Importing litellm takes seconds and tiktoken loads its encodings on first use; doing both
     in a thread now means the first player to speak gets an answer as fast as the tenth.
     """
-    from evennia_ai.memory import block_admin  # noqa: F401  (registers the block-write executor)
-    from evennia_ai import conf
-    from evennia_ai.threadpool import run_in_thread
+    try:
+        upgrade_stored_layout()
+    except Exception:
+        logger.log_trace("evennia_ai: upgrading the stored layout failed; it is retried next start")
 
     def warm_up():
-        from evennia_ai import conf, tokens
-
         tokens.count_text("warm up", conf.get("EVENNIA_AI_MODEL") or None)
-        from evennia_ai.llm.client import configure_litellm_callbacks, get_litellm
-
         model = conf.get("EVENNIA_AI_MODEL")
         if model and model != conf.OFFLINE_MODEL:
             get_litellm()
         configure_litellm_callbacks()
 
     def start_warm_up():
-        run_in_thread(warm_up).addErrback(
+        threads.run_in_thread(warm_up).addErrback(
             lambda failure: logger.log_err(f"evennia_ai: warm-up failed: {failure.getErrorMessage()}")
         ).addBoth(lambda _: freeze_startup_objects())
 
     # Not at once: a brand-new game restarts its server right after the first start, and a
     # thread busy importing litellm would keep the old process alive into the new one's start.
-    from twisted.internet import reactor
-
     reactor.callLater(float(conf.get("EVENNIA_AI_WARMUP_DELAY")), start_warm_up)
     # Long-term memory loads its embedder (seconds of torch import) in a thread; ticks never
     # wait for it. It starts after a delay so the restart Evennia makes right after its very
@@ -51,8 +80,6 @@ def at_server_start():
 
 def _start_longterm_memory():
     try:
-        from evennia_ai.memory import longterm
-
         longterm.init_in_thread().addBoth(lambda _: freeze_startup_objects())
     except Exception:
         logger.log_trace("evennia_ai: starting long-term memory failed")
@@ -66,10 +93,6 @@ def freeze_startup_objects() -> None:
     ``gc.freeze()`` collections only visit objects made since. Off with
     ``EVENNIA_AI_GC_FREEZE = False``.
     """
-    import gc
-
-    from evennia_ai import conf
-
     if conf.get("EVENNIA_AI_GC_FREEZE"):
         gc.collect()
         gc.freeze()
@@ -87,10 +110,7 @@ def at_server_stop():
     tick whose call is dropped is replayed after the restart (its events never left the queue).
     """
     try:
-        from evennia_ai import threadpool
-        from evennia_ai.memory import longterm
-
-        busy = threadpool.in_flight()
+        busy = threads.in_flight()
         if busy:
             logger.log_info(
                 f"evennia_ai: {busy} model/memory call(s) in flight; the server leaves without "
@@ -112,13 +132,7 @@ def exit_after_shutdown() -> None:
     the old server disconnects) finds the pidfile naming a process that is still exiting and
     refuses to start: ``evennia reload`` then waits forever.
     """
-    import os
-
-    from twisted.internet import reactor
-
     def leave():
-        import sys
-
         remove_own_pidfile()
         for stream in (sys.stdout, sys.stderr):
             try:
@@ -132,9 +146,6 @@ def exit_after_shutdown() -> None:
 
 def server_pidfile() -> str | None:
     """The pidfile twistd was started with (``--pidfile``), else ``<game>/server/server.pid``."""
-    import os
-    import sys
-
     args = list(sys.argv)
     for position, arg in enumerate(args):
         if arg.startswith("--pidfile="):
@@ -142,8 +153,6 @@ def server_pidfile() -> str | None:
         if arg == "--pidfile" and position + 1 < len(args):
             return args[position + 1]
     try:
-        from django.conf import settings
-
         return os.path.join(settings.GAME_DIR, "server", "server.pid")
     except Exception:
         return None
@@ -151,8 +160,6 @@ def server_pidfile() -> str | None:
 
 def remove_own_pidfile() -> bool:
     """Remove the server's pidfile if it names this process; returns whether it did."""
-    import os
-
     path = server_pidfile()
     if not path:
         return False

@@ -19,12 +19,16 @@ from __future__ import annotations
 from evennia.objects.objects import DefaultCharacter
 from evennia.utils import lazy_property, logger
 
-from evennia_ai.handler import AIHandler
-from evennia_ai import perception
+from evennia_ai.npc import perception
+from evennia_ai.npc.handler import AIHandler
+from evennia_ai.npc.lookup import tag_assistant
 
 
 class AIAssistantMixin:
     """Mixin giving a character an ``.ai`` handler, perception and an AssistantScript."""
+
+    # Read by evennia_ai.utils.is_assistant, so lower layers can ask without importing this.
+    is_ai_assistant = True
 
     @lazy_property
     def ai(self) -> AIHandler:
@@ -33,6 +37,7 @@ class AIAssistantMixin:
     # -- life cycle ----------------------------------------------------------------------------
     def at_object_creation(self):
         super().at_object_creation()
+        tag_assistant(self)
         self.ai.set_enabled(True)
         self.ai.ensure_script()
 

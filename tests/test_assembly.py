@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evennia_ai.assembly import (
+from evennia_ai.prompt.assembly import (
     DEFAULT_SYSTEM_FALLBACK,
     DEFAULT_USER_TURN,
     EMPTY_TOOL_OUTPUT,
@@ -18,8 +18,8 @@ from evennia_ai.assembly import (
     select_components,
     validate_chat_messages,
 )
-from evennia_ai.prompt_components import PromptComponent, get_static_components
-from evennia_ai.prompt_contexts import (
+from evennia_ai.prompt.components import PromptComponent, get_static_components
+from evennia_ai.prompt.contexts import (
     REFLECTION_PROMPT,
     apply_context_customization,
     get_context_config,

@@ -85,7 +85,7 @@ class TestSleep(ModelBase):
         assert not self.npc.ai.get("sleep")["asleep"]
 
     def test_sleep_tools_only_in_sleep_context(self):
-        from evennia_ai.tick import go_to_sleep
+        from evennia_ai.workspace.sleep import go_to_sleep
 
         go_to_sleep(self.npc, "test")
         self.server.enqueue({"tool_calls": [call("noop")]})

@@ -12,7 +12,7 @@ from evennia import create_object
 from evennia.utils.test_resources import BaseEvenniaTest
 from twisted.internet import defer
 
-from evennia_ai.engine import events as ev
+from evennia_ai.memory import events as ev
 from evennia_ai.llm import client as client_module
 from evennia_ai.testing.model_server import ModelServer
 from evennia_ai.typeclasses import AIAssistantCharacter
@@ -131,7 +131,7 @@ class TestOfflineTick(AssistantTestBase):
 
     def test_error_in_tick_is_counted_not_fatal(self):
         self.speak("Hello")
-        with mock.patch("evennia_ai.tick.select_tools", side_effect=RuntimeError("boom")):
+        with mock.patch("evennia_ai.engine.tick.select_tools", side_effect=RuntimeError("boom")):
             self.tick()
         assert self.npc.ai.get("metrics")["errors"] == 1
         assert not self.script.ndb.busy
@@ -176,7 +176,7 @@ class TestModelDrivenTick(AssistantTestBase):
         self.addCleanup(self.settings.disable)
 
     def test_players_words_never_run_a_dangerous_tool_unconfirmed(self):
-        from evennia_ai.engine.confirmations import get_confirmation_queue
+        from evennia_ai.tools.approvals import get_confirmation_queue
 
         self.npc.ai.set_execution_config(max_iterations_per_tick=5)
         self.server.enqueue(

@@ -7,8 +7,9 @@ from evennia import create_object
 from evennia.utils.test_resources import BaseEvenniaTest
 
 import evennia_ai.tools.blocks as block_tools
-from evennia_ai.engine.confirmations import get_confirmation_queue
-from evennia_ai.memory import block_admin, block_sources
+from evennia_ai.tools.approvals import get_confirmation_queue
+from evennia_ai.memory import block_admin
+from evennia_ai.prompt import block_sources
 from evennia_ai.memory.blocks import BlockError
 from evennia_ai.tools.base import ToolCategory, ToolContext, ToolResult
 from evennia_ai.tools.registry import TOOL_REGISTRY
@@ -298,7 +299,7 @@ class TestContextSources(BlockTestBase):
         assert block_sources.memory_blocks_source(self.builder("anything")) == ""
 
     def test_sources_are_registered(self):
-        from evennia_ai.context_builder import get_sources
+        from evennia_ai.prompt.builder import get_sources
 
         sources = get_sources()
         assert sources["memory_blocks"] is block_sources.memory_blocks_source
@@ -360,9 +361,9 @@ class TestOperatorApi(BlockTestBase):
 
 class TestInPrompt(BlockTestBase):
     def test_blocks_reach_the_assembled_request(self):
-        from evennia_ai import sources  # noqa: F401  (the built-in sources)
-        from evennia_ai.context_builder import ContextBuilder
-        from evennia_ai.prompt_contexts import get_context_config
+        from evennia_ai.prompt import sources  # noqa: F401  (the built-in sources)
+        from evennia_ai.prompt.builder import ContextBuilder
+        from evennia_ai.prompt.contexts import get_context_config
 
         block_admin.create_block(self.npc, "persona", type="Core", content="A gruff innkeeper.")
         built = []

@@ -112,7 +112,7 @@ def prepare_game(game) -> tuple[int, str]:
         assert "Innkeeper says" in out
         npc_id = admin.py_json("me.search('Innkeeper').id")
         cid = admin.py_json(
-            "__import__('evennia_ai.engine.confirmations', fromlist=['x'])"
+            "__import__('evennia_ai.tools.approvals', fromlist=['x'])"
             ".get_confirmation_queue().add_entry(me.search('Innkeeper'), 'noop', "
             "{'arguments': {'reason': 'browser test'}}, reason='browser test')"
         )
@@ -127,7 +127,7 @@ def confirmation_status(game, cid: str) -> str:
     with TelnetClient(game.telnet_port) as admin:
         assert "You become" in admin.login("admin", game.password)
         return admin.py_json(
-            "__import__('evennia_ai.engine.confirmations', fromlist=['x'])"
+            "__import__('evennia_ai.tools.approvals', fromlist=['x'])"
             f".get_confirmation_queue().get_entry('{cid}')['status']"
         )
 

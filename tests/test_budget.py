@@ -4,15 +4,16 @@ from unittest import mock
 
 from django.test import override_settings
 
-from evennia_ai import budget, conf
-from evennia_ai.engine import events as ev
+from evennia_ai import conf
+from evennia_ai.npc import spending
+from evennia_ai.memory import events as ev
 from evennia_ai.testing.model_server import ModelServer
 
 from test_assistant_tick import AssistantTestBase
 
 
 def spend(npc, tokens, cost=0.0):
-    day = budget.today()
+    day = spending.today()
 
     def change(m):
         entry = m.setdefault("daily", {}).setdefault(day, {"tokens": 0, "cost": 0.0})
@@ -26,33 +27,33 @@ def spend(npc, tokens, cost=0.0):
 class TestBudgetCheck(AssistantTestBase):
     def setUp(self):
         super().setUp()
-        budget.reset_cache()
-        self.addCleanup(budget.reset_cache)
+        spending.reset_cache()
+        self.addCleanup(spending.reset_cache)
 
     def test_no_limits_by_default(self):
         spend(self.npc, 10**9, 1000.0)
-        status = budget.check(self.npc)
+        status = spending.check(self.npc)
         assert not status.exceeded and status.npc_token_limit is None
         assert self.npc.ai.status()["budget_state"] == "within budget"
 
     def test_npc_token_and_cost_limits(self):
         spend(self.npc, 500, 0.2)
         with override_settings(EVENNIA_AI_DAILY_TOKEN_BUDGET_PER_NPC=1000):
-            assert not budget.check(self.npc).exceeded
+            assert not spending.check(self.npc).exceeded
             spend(self.npc, 500)
-            status = budget.check(self.npc)
+            status = spending.check(self.npc)
             assert status.exceeded and status.scope == "npc" and status.action == "offline"
         with override_settings(EVENNIA_AI_DAILY_COST_BUDGET_PER_NPC=0.1):
-            assert budget.check(self.npc).scope == "npc"
+            assert spending.check(self.npc).scope == "npc"
 
     def test_override_tightens_but_never_widens(self):
         spend(self.npc, 600)
         self.npc.ai.set("budget", {"tokens": 500})
-        assert budget.check(self.npc).npc_token_limit == 500
-        assert budget.check(self.npc).exceeded
+        assert spending.check(self.npc).npc_token_limit == 500
+        assert spending.check(self.npc).exceeded
         self.npc.ai.set("budget", {"tokens": 10**6})
         with override_settings(EVENNIA_AI_DAILY_TOKEN_BUDGET_PER_NPC=100):
-            status = budget.check(self.npc)
+            status = spending.check(self.npc)
             assert status.npc_token_limit == 100 and status.exceeded
 
     def test_server_limit_sums_every_npc_and_follows_ticks(self):
@@ -63,31 +64,31 @@ class TestBudgetCheck(AssistantTestBase):
         self.addCleanup(other.delete)
         spend(other, 700)
         with override_settings(EVENNIA_AI_DAILY_TOKEN_BUDGET_SERVER=1000):
-            status = budget.check(self.npc)
+            status = spending.check(self.npc)
             assert status.server_tokens == 700 and not status.exceeded
-            budget.record(300, 0.0)  # a tick elsewhere in the server
-            status = budget.check(self.npc)
+            spending.record(300, 0.0)  # a tick elsewhere in the server
+            status = spending.check(self.npc)
             assert status.exceeded and status.scope == "server"
             assert "server's daily budget" in self.npc.ai.status()["budget_state"]
 
     def test_silence_setting_and_unknown_action(self):
         with override_settings(EVENNIA_AI_BUDGET_EXCEEDED_ACTION="silence"):
-            assert budget.action() == "silence"
+            assert spending.action() == "silence"
         with override_settings(EVENNIA_AI_BUDGET_EXCEEDED_ACTION="explode"):
-            assert budget.action() == "offline"
+            assert spending.action() == "offline"
 
     def test_server_totals(self):
         spend(self.npc, 42, 0.5)
         self.npc.ai.update("metrics", lambda m: {**m, "prompt_tokens": 40, "completion_tokens": 2, "cost": 0.5})
-        totals = budget.server_totals()
+        totals = spending.server_totals()
         assert totals["prompt_tokens"] >= 40 and totals["today"]["tokens"] >= 42
 
 
 class TestOverBudgetTicks(AssistantTestBase):
     def setUp(self):
         super().setUp()
-        budget.reset_cache()
-        self.addCleanup(budget.reset_cache)
+        spending.reset_cache()
+        self.addCleanup(spending.reset_cache)
         self.server = ModelServer().start()
         self.addCleanup(self.server.stop)
         self.settings = override_settings(
@@ -103,7 +104,7 @@ class TestOverBudgetTicks(AssistantTestBase):
         self.speak("Hello Innkeeper!")
         trace = self.tick()
         assert len(self.server.requests) >= 1 and trace.budget is None
-        spent = self.npc.ai.get("metrics")["daily"][budget.today()]["tokens"]
+        spent = self.npc.ai.get("metrics")["daily"][spending.today()]["tokens"]
         assert spent > 100  # the test model's usage pushed it past the limit
         before = len(self.server.requests)
         self.speak("Hello again!")

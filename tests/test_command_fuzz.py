@@ -87,7 +87,7 @@ class CommandFuzzTest(AICommandTestBase):
 
     def prepare_npc(self, npc):
         """Some state for the commands to act on: a memory block and a pending confirmation."""
-        from evennia_ai.engine.confirmations import get_confirmation_queue
+        from evennia_ai.tools.approvals import get_confirmation_queue
         from evennia_ai.memory import block_admin
 
         block_admin.create_block(npc, "house_rules", content="No fighting.")

@@ -3,7 +3,7 @@
 from support.commands import AICommandTestBase
 
 from evennia_ai.commands.cmdset import AIAdminCmdSet
-from evennia_ai.commands.lookup import all_ai_npcs
+from evennia_ai.npc.lookup import all_ai_npcs
 from evennia_ai.commands.npcs import COMMANDS, CmdAINpc, CmdAIStatus
 
 

@@ -8,7 +8,7 @@ from support.commands import AICommandTestBase
 from evennia_ai.commands.runtime import (
     COMMANDS, CmdAIConfirm, CmdAISleep, CmdAITools, CmdAITrace, CmdInteract, parse_until,
 )
-from evennia_ai.engine.confirmations import get_confirmation_queue
+from evennia_ai.tools.approvals import get_confirmation_queue
 from evennia_ai.engine.trace import IterationTrace, TickTrace, ToolCallTrace
 from evennia_ai.testing.model_server import ModelServer
 
@@ -53,8 +53,8 @@ class TestAITools(RuntimeCommandTest):
         assert "allowed_tool_categories" not in self.npc.ai.execution_config
 
     def test_restrictions_reach_tool_selection(self):
-        from evennia_ai.prompt_contexts import get_context_config
-        from evennia_ai.tick import select_tools
+        from evennia_ai.prompt.contexts import get_context_config
+        from evennia_ai.tools import select_tools
 
         self.call(CmdAITools(), "/deny Innkeeper = look", "Innkeeper may no longer use")
         names = [t.name for t in select_tools(self.npc, get_context_config("tick_event"))]
@@ -95,7 +95,7 @@ class TestAISleep(RuntimeCommandTest):
         assert parse_until("+30") > parse_until("+10m")
 
     def test_reflect_makes_reflection_due(self):
-        from evennia_ai.tick import TickRunner
+        from evennia_ai.engine.tick import TickRunner
 
         self.call(CmdAISleep(), "/reflect Innkeeper", "Innkeeper will reflect on its next tick")
         runner = TickRunner(self.npc.ai.script)

@@ -2,11 +2,11 @@
 
 from hypothesis import given, settings, strategies as st
 
-from evennia_ai.assembly import assemble_messages, validate_chat_messages
-from evennia_ai.context_budget import fit_to_budget
-from evennia_ai.prompt_components import get_static_components
-from evennia_ai.prompt_contexts import get_context_config
-from evennia_ai.tokens import TokenCounter
+from evennia_ai.prompt.assembly import assemble_messages, validate_chat_messages
+from evennia_ai.prompt.fitting import fit_to_budget
+from evennia_ai.prompt.components import get_static_components
+from evennia_ai.prompt.contexts import get_context_config
+from evennia_ai.llm.tokens import TokenCounter
 
 COUNTER = TokenCounter("openai/gpt-4o-mini")
 COMPONENTS = get_static_components()

@@ -5,8 +5,8 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from evennia_ai.engine import context_buffer
-from evennia_ai.engine.context_buffer import add, relative_time, render
+from evennia_ai.memory import context_buffer
+from evennia_ai.memory.context_buffer import add, relative_time, render
 
 NOW = datetime(2026, 11, 2, 12, 0, 0, tzinfo=timezone.utc)
 

@@ -5,16 +5,16 @@ import time
 
 from django.test import override_settings
 
-from evennia_ai.assembly import assemble_messages, validate_chat_messages
-from evennia_ai.context_builder import (
+from evennia_ai.prompt.assembly import assemble_messages, validate_chat_messages
+from evennia_ai.prompt.builder import (
     cache_friendly_order,
     common_prefix_length,
     read_operator_override,
     suppress_duplicates,
 )
-from evennia_ai.assembly import select_components
-from evennia_ai.prompt_components import get_static_components
-from evennia_ai.prompt_contexts import get_context_config
+from evennia_ai.prompt.assembly import select_components
+from evennia_ai.prompt.components import get_static_components
+from evennia_ai.prompt.contexts import get_context_config
 
 
 def test_operator_override_file_is_reread_when_it_changes(tmp_path):

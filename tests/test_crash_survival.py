@@ -29,7 +29,7 @@ from evennia import create_object
 from evennia.utils.test_resources import BaseEvenniaTest
 
 from evennia_ai import startstop
-from evennia_ai.engine import events as ev
+from evennia_ai.memory import events as ev
 from evennia_ai.testing.model_server import ModelServer
 from evennia_ai.typeclasses import AIAssistantCharacter
 from support.game_server import GameServer, TelnetClient, pid_alive, tagged

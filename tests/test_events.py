@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evennia_ai.engine import events as ev
-from evennia_ai.engine.events import (
+from evennia_ai.memory import events as ev
+from evennia_ai.memory.events import (
     EVENT_CLASSES,
     MAX_ATTEMPTS,
     Event,

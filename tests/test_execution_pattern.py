@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evennia_ai import prompt_contexts
-from evennia_ai.execution_pattern import (
+from evennia_ai.prompt import contexts as prompt_contexts
+from evennia_ai.prompt.execution_pattern import (
     ALL_TOOL_CATEGORIES,
     DANGEROUS,
     DEFAULT_EXECUTION_CONFIG,
@@ -21,7 +21,7 @@ from evennia_ai.execution_pattern import (
     narrower_mode,
     select_execution_pattern,
 )
-from evennia_ai.prompt_contexts import ContextConfig, get_context_config
+from evennia_ai.prompt.contexts import ContextConfig, get_context_config
 
 FULL = {"multi_action_enabled": True, "max_iterations_per_tick": 10, "sub_agents_enabled": True,
         "sub_agent_budget": 3}

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evennia_ai.engine.history import (
+from evennia_ai.memory.history import (
     append_tick,
     batches,
     last_n_batches,

@@ -221,7 +221,7 @@ def test_bare_name_lookup_needs_the_same_provider(monkeypatch):
 
 
 def test_text_protocol_rewrites_history():
-    from evennia_ai.prompt_templates import get_default_template, safe_render_template
+    from evennia_ai.prompt.templates import get_default_template, safe_render_template
 
     native = safe_render_template(get_default_template(), tick_rate=5)
     messages = [
@@ -438,7 +438,7 @@ def test_bad_requests_are_refused_before_the_network(server):
 
 # -- Deferreds ---------------------------------------------------------------------------------
 def test_thread_alias_defaults_to_defer_to_thread():
-    from evennia_ai.threadpool import run_in_thread
+    from evennia_ai.llm.threads import run_in_thread
 
     assert client_module.defer_to_thread is run_in_thread
 

@@ -14,9 +14,9 @@ from evennia import create_object
 from evennia.utils.test_resources import BaseEvenniaTest
 from twisted.internet import defer
 
-from evennia_ai.engine.events import Event
+from evennia_ai.memory.events import Event
 from evennia_ai.memory import longterm
-from evennia_ai.memory import longterm_sources
+from evennia_ai.prompt import longterm_sources
 from evennia_ai.memory.search import MemoryHit
 from evennia_ai.tools.base import ToolContext, ToolResult
 from evennia_ai.tools.registry import TOOL_REGISTRY
@@ -477,7 +477,8 @@ def test_keyword_mode_delete(keyword_memory):
 
 
 def test_server_start_warms_up_long_term_memory(monkeypatch):
-    from evennia_ai import startstop, threadpool
+    from evennia_ai import startstop
+    from evennia_ai.llm import threads
 
     monkeypatch.setattr(threadpool, "run_in_thread", lambda fn, *a, **kw: defer.succeed(None))
     started, scheduled = [], []

@@ -2,7 +2,7 @@
 
 from datetime import datetime, timezone
 
-from evennia_ai.context_builder import compose
+from evennia_ai.prompt.builder import compose
 from evennia_ai.memory import entities, procedures
 
 NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)

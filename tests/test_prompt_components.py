@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evennia_ai import prompt_components as pc
-from evennia_ai.prompt_components import (
+from evennia_ai.prompt import components as pc
+from evennia_ai.prompt.components import (
     STATIC_COMPONENT_IDS,
     VALID_ROLES,
     PromptComponent,
@@ -19,7 +19,7 @@ from evennia_ai.prompt_components import (
     is_static_id,
     next_static_id,
 )
-from evennia_ai.prompt_templates import extract_placeholders, render_template
+from evennia_ai.prompt.templates import extract_placeholders, render_template
 
 EXPECTED = [
     (0, "system_prompt", "system"),
@@ -36,7 +36,7 @@ EXPECTED = [
 
 def test_importable_without_django_or_evennia():
     code = (
-        "import sys; import evennia_ai.prompt_components, evennia_ai.prompt_templates; "
+        "import sys; import evennia_ai.prompt.components, evennia_ai.prompt.templates; "
         "bad = [m for m in ('django', 'evennia', 'twisted') if m in sys.modules]; "
         "print(','.join(bad))"
     )

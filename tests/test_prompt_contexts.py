@@ -5,7 +5,7 @@ from collections.abc import MutableSequence
 
 import pytest
 
-from evennia_ai.prompt_components import (
+from evennia_ai.prompt.components import (
     COMPONENT_CHARACTER_CONTEXT,
     COMPONENT_CONTEXT_BUFFER,
     COMPONENT_CONVERSATION_HISTORY,
@@ -17,7 +17,7 @@ from evennia_ai.prompt_components import (
     COMPONENT_TOOL_RESULT,
     get_static_components,
 )
-from evennia_ai.prompt_contexts import (
+from evennia_ai.prompt.contexts import (
     ALL_TOOL_CATEGORIES,
     ASYNC_REQUIRED,
     CONTEXT_GOAL_DECOMPOSE,

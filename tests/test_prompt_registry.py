@@ -11,7 +11,7 @@ from evennia.scripts.scripts import DefaultScript
 from evennia.utils.idmapper.models import flush_cache
 from evennia.utils.test_resources import BaseEvenniaTestCase
 
-from evennia_ai.prompt_components import PromptComponent, get_static_components
+from evennia_ai.prompt.components import PromptComponent, get_static_components
 from evennia_ai.prompt_registry import (
     MAX_FEWSHOT_EXAMPLES,
     REGISTRY_KEY,
@@ -19,7 +19,7 @@ from evennia_ai.prompt_registry import (
     PromptRegistryError,
     get_prompt_registry,
 )
-from evennia_ai.prompt_templates import PromptTemplate, get_default_template
+from evennia_ai.prompt.templates import PromptTemplate, get_default_template
 
 
 def _writes(queries) -> list[str]:

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evennia_ai.prompt_templates import (
+from evennia_ai.prompt.templates import (
     PromptTemplate,
     TemplateRenderError,
     builtin_template_keys,

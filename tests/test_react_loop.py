@@ -12,13 +12,13 @@ from twisted.internet import defer, task
 
 from evennia_ai.engine.react import ReactLoop, TickBudget
 from evennia_ai.engine.trace import StopReason, TickTrace
-from evennia_ai.execution_pattern import ExecutionPattern
+from evennia_ai.prompt.execution_pattern import ExecutionPattern
 from evennia_ai.llm import client as client_module
 from evennia_ai.llm.client import UnifiedLLMClient
 from evennia_ai.testing.model_server import ModelServer
 from evennia_ai.tools.base import Tool, ToolCategory, ToolContext, ToolResult
 from evennia_ai.tools.rules import ToolRule
-from evennia_ai.assembly import validate_chat_messages
+from evennia_ai.prompt.assembly import validate_chat_messages
 
 
 class Say(Tool):

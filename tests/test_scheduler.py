@@ -2,7 +2,7 @@
 
 from unittest import mock
 
-from evennia_ai import scheduler
+from evennia_ai.engine import scheduler
 
 
 class FakeReactor:

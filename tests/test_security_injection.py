@@ -21,8 +21,8 @@ from django.test import override_settings
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evennia_ai import safety
-from evennia_ai.engine.confirmations import get_confirmation_queue
+from evennia_ai.tools import safety
+from evennia_ai.tools.approvals import get_confirmation_queue
 from evennia_ai.memory import block_admin
 from evennia_ai.testing.model_server import ModelServer
 from evennia_ai.tools import load_builtin_tools
@@ -656,8 +656,8 @@ class TestWhispersStayPrivate(InjectionBase):
 
 class TestHostileMessagesArePerceivedSafely(InjectionBase):
     def test_random_messages_never_break_perception(self):
-        from evennia_ai import perception
-        from evennia_ai.engine import events as ev
+        from evennia_ai.npc import perception
+        from evennia_ai.memory import events as ev
 
         texts = st.text(max_size=300) | st.sampled_from(
             ["", " ", "{", "{0}", "{name}", "|r|/|/", "\x00", "x" * 10_000, '"' * 3, "\u202e"])

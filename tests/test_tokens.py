@@ -12,8 +12,9 @@ import tiktoken
 from django.test import override_settings
 from hypothesis import given, settings as hsettings, strategies as st
 
-from evennia_ai import conf, tokens
-from evennia_ai.tokens import ModelContextLimits, TokenCounter
+from evennia_ai import conf
+from evennia_ai.llm import tokens
+from evennia_ai.llm.tokens import ModelContextLimits, TokenCounter
 
 LITELLM_DIR = tokens.litellm_tokenizer_dir()
 TEXTS = [

@@ -127,7 +127,7 @@ def test_timeouts():
 def test_pure_modules_import_no_framework():
     code = (
         "import sys\n"
-        "import evennia_ai.tokens, evennia_ai.tools, evennia_ai.tools.base, "
+        "import evennia_ai.llm.tokens, evennia_ai.tools, evennia_ai.tools.base, "
         "evennia_ai.tools.registry, evennia_ai.tools.rules\n"
         "bad = [m for m in sys.modules if m.split('.')[0] in ('django', 'evennia', 'twisted', 'litellm')]\n"
         "print(bad)\n"

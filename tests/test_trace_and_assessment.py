@@ -3,14 +3,9 @@
 import json
 
 from evennia_ai.engine.assessment import parse_assessment
-from evennia_ai.engine.trace import (
-    IterationTrace,
-    StopReason,
-    TickTrace,
-    ToolCallTrace,
-    truncate,
-)
-from evennia_ai.tick import in_sleep_window
+from evennia_ai.engine.trace import IterationTrace, StopReason, TickTrace, ToolCallTrace
+from evennia_ai.utils import truncate
+from evennia_ai.workspace.sleep import in_sleep_window
 
 
 def test_trace_round_trip_through_json():

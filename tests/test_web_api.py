@@ -6,7 +6,7 @@ from django.test import Client, modify_settings, override_settings
 from evennia import create_object
 from evennia.utils.test_resources import BaseEvenniaTest
 
-from evennia_ai.engine.confirmations import get_confirmation_queue
+from evennia_ai.tools.approvals import get_confirmation_queue
 from evennia_ai.engine.trace import IterationTrace, TickTrace, ToolCallTrace
 from evennia_ai.tools import load_builtin_tools
 from evennia_ai.typeclasses import AIAssistantCharacter
@@ -156,7 +156,7 @@ class TestPages(DashboardTestBase):
 
 
 def data_today():
-    from evennia_ai.budget import today
+    from evennia_ai.npc.spending import today
 
     return today()
 

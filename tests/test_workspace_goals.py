@@ -9,7 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from evennia_ai.workspace import goals as G
-from evennia_ai.workspace.results import OpResult, iso_utc, normalise, parse_iso
+from evennia_ai.workspace.results import OpResult, normalise
+from evennia_ai.utils import iso_utc, parse_iso
 
 NOW = datetime(2025, 12, 6, 10, 0, tzinfo=timezone.utc)
 

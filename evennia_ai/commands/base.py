@@ -122,7 +122,7 @@ class AICommand(MuxCommand):
         Raises:
             CommandError: no AI NPC, or several, match.
         """
-        from evennia_ai.commands.lookup import find_ai_npc, LookupError_
+        from evennia_ai.npc.lookup import find_ai_npc, LookupError_
 
         try:
             return find_ai_npc(name, caller=self.caller)

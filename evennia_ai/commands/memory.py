@@ -341,7 +341,7 @@ class CmdAIBlock(SwitchedCommand):
 # -- long-term memory ------------------------------------------------------------------------------
 def render_hit(hit) -> str:
     """One long-term memory for the operator: its id, then the text as the NPC sees it."""
-    from evennia_ai.memory.longterm_sources import render_memories
+    from evennia_ai.prompt.longterm_sources import render_memories
 
     lines = render_memories([hit]).splitlines()
     text = lines[1][2:] if len(lines) > 1 else short(hit.text)

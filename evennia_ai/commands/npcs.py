@@ -88,7 +88,7 @@ class CmdAINpc(AICommand):
 
     # -- listing -------------------------------------------------------------------------------
     def do_list(self):
-        from evennia_ai.commands.lookup import all_ai_npcs
+        from evennia_ai.npc.lookup import all_ai_npcs
 
         npcs = all_ai_npcs()
         if not npcs:
@@ -106,7 +106,7 @@ class CmdAINpc(AICommand):
 
     # -- creation and deletion -----------------------------------------------------------------
     def do_create(self):
-        from evennia_ai.commands.lookup import all_ai_npcs
+        from evennia_ai.npc.lookup import all_ai_npcs
         from evennia_ai.typeclasses import AIAssistantCharacter
 
         caller = self.caller
@@ -252,8 +252,8 @@ class CmdAIStatus(AICommand):
             self.msg(self.server_report())
 
     def server_report(self) -> str:
-        from evennia_ai import budget
-        from evennia_ai.commands.lookup import all_ai_npcs
+        from evennia_ai.npc import spending
+        from evennia_ai.npc.lookup import all_ai_npcs
 
         npcs = all_ai_npcs()
         lines = [f"|wAI NPCs ({len(npcs)})|n"]
@@ -266,7 +266,7 @@ class CmdAIStatus(AICommand):
             )
         if not npcs:
             lines.append("  (none)")
-        totals = budget.server_totals()
+        totals = spending.server_totals()
         today = totals["today"]
         lines.append(
             f"|wServer|n: {totals['ticks']} ticks, "

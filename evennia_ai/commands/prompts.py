@@ -82,7 +82,7 @@ def context_type_of(name: str) -> str:
     Raises:
         CommandError: Unknown or ambiguous name; the message lists the context types.
     """
-    from evennia_ai.prompt_contexts import CONTEXT_TYPES
+    from evennia_ai.prompt.contexts import CONTEXT_TYPES
 
     name = (name or "").strip().lower()
     if name in CONTEXT_TYPES:
@@ -97,7 +97,7 @@ def context_type_of(name: str) -> str:
 
 
 def is_context_type(name: str) -> bool:
-    from evennia_ai.prompt_contexts import CONTEXT_TYPES
+    from evennia_ai.prompt.contexts import CONTEXT_TYPES
 
     return (name or "").strip().lower() in CONTEXT_TYPES
 
@@ -123,7 +123,7 @@ def component_id_of(text: str) -> int:
 
 def static_id_of(text: str) -> int:
     """The static component ID named by ``text`` (its ID or key)."""
-    from evennia_ai.prompt_components import (
+    from evennia_ai.prompt.components import (
         STATIC_COMPONENT_IDS,
         get_static_component,
         is_static_id,
@@ -220,7 +220,7 @@ class CmdAIPrompt(SwitchedCommand):
 
     # -- viewing -------------------------------------------------------------------------------
     def do_list(self):
-        from evennia_ai.assembly import is_component_enabled
+        from evennia_ai.prompt.assembly import is_component_enabled
 
         context_type = context_type_of(self.args) if self.args.strip() else None
         config = None
@@ -268,7 +268,7 @@ class CmdAIPrompt(SwitchedCommand):
 
     def show_context(self, context_type: str) -> None:
         """The components a context type assembles, with the context's overrides applied."""
-        from evennia_ai.assembly import select_components
+        from evennia_ai.prompt.assembly import select_components
 
         reg = registry()
         with registry_errors():
@@ -292,11 +292,13 @@ class CmdAIPrompt(SwitchedCommand):
 
     def show_for_npc(self, context_type: str, npc) -> None:
         """Build the request of ``npc``'s next ``context_type`` tick, as the tick does."""
-        from evennia_ai import sources  # noqa: F401  (registers the built-in sources)
-        from evennia_ai.context_builder import ContextBuilder
-        from evennia_ai.engine import events as ev
-        from evennia_ai.memory import block_sources, longterm_sources  # noqa: F401
-        from evennia_ai.tick import effective_context_config, select_tools
+        from evennia_ai.prompt import sources  # noqa: F401  (registers the built-in sources)
+        from evennia_ai.prompt.builder import ContextBuilder
+        from evennia_ai.memory import events as ev
+        from evennia_ai.prompt import block_sources
+        from evennia_ai.prompt import longterm_sources  # noqa: F401
+        from evennia_ai.tools import select_tools
+        from evennia_ai.prompt_registry import effective_context_config
 
         config = effective_context_config(context_type)
         batch: list = []
@@ -404,7 +406,7 @@ class CmdAIPrompt(SwitchedCommand):
 
 
 def render_built(name: str, context_type: str, built, events: int) -> str:
-    """A built request (:class:`~evennia_ai.context_builder.BuiltContext`) for the caller."""
+    """A built request (:class:`~evennia_ai.prompt.builder.BuiltContext`) for the caller."""
     lines = [
         f"|wRequest of {name} for {context_type}|n: {built.total_tokens:,} tokens "
         f"(limit {built.limit:,}, window {built.window:,}, pressure {built.token_pressure}); "
@@ -717,8 +719,8 @@ LAYER3_FIELDS = ("recommended_iterations", "recommended_mode", "recommend_confir
 
 def check_context_fields(fields: dict) -> None:
     """Refuse fields a context customisation cannot set, saying where they belong."""
-    from evennia_ai.execution_pattern import DEFAULT_EXECUTION_CONFIG
-    from evennia_ai.prompt_contexts import CUSTOMIZABLE_FIELDS
+    from evennia_ai.prompt.execution_pattern import DEFAULT_EXECUTION_CONFIG
+    from evennia_ai.prompt.contexts import CUSTOMIZABLE_FIELDS
 
     problems = []
     for name in fields:
@@ -781,7 +783,7 @@ class CmdAIContext(SwitchedCommand):
         self.do_show()
 
     def do_list(self):
-        from evennia_ai.prompt_contexts import CONTEXT_TYPES
+        from evennia_ai.prompt.contexts import CONTEXT_TYPES
 
         customised = registry().list_context_customizations()
         table = self.styled_table("Context type", "Mode", "Iterations", "Customised")
@@ -858,7 +860,7 @@ def parse_exec_values(text: str) -> dict[str, str]:
     Raises:
         CommandError: A token without ``=``, an unknown key or a key given twice.
     """
-    from evennia_ai.execution_pattern import DEFAULT_EXECUTION_CONFIG
+    from evennia_ai.prompt.execution_pattern import DEFAULT_EXECUTION_CONFIG
 
     known = tuple(DEFAULT_EXECUTION_CONFIG) + ("allowed_tool_categories",)
     values: dict[str, str] = {}
@@ -881,7 +883,7 @@ def parse_exec_values(text: str) -> dict[str, str]:
 
 def parse_categories(text: str) -> list[str] | None:
     """``"all"`` -> None; ``"SAFE_CHAIN,TERMINAL"`` -> the categories (validated)."""
-    from evennia_ai.execution_pattern import ALL_TOOL_CATEGORIES
+    from evennia_ai.prompt.execution_pattern import ALL_TOOL_CATEGORIES
 
     if text.strip().lower() in ("all", "none", "default"):
         return None
@@ -932,9 +934,9 @@ class CmdAIExec(AICommand):
             self.show(self.find_npc(self.args))
 
     def show(self, npc) -> None:
-        from evennia_ai.execution_pattern import select_execution_pattern
-        from evennia_ai.prompt_contexts import CONTEXT_TYPES
-        from evennia_ai.tick import effective_context_config
+        from evennia_ai.prompt.execution_pattern import select_execution_pattern
+        from evennia_ai.prompt.contexts import CONTEXT_TYPES
+        from evennia_ai.prompt_registry import effective_context_config
 
         config = npc.ai.execution_config
         lines = [f"|wExecution config of {npc.key}|n (Layer 1):"]

@@ -9,7 +9,8 @@ from evennia.utils import logger
 
 from evennia_ai import conf
 from evennia_ai.commands.base import AICommand, CommandError
-from evennia_ai.engine.trace import TickTrace, truncate
+from evennia_ai.engine.trace import TickTrace
+from evennia_ai.utils import truncate
 
 BAR_WIDTH = 24
 INTERACT_POLL_SECONDS = 2.0
@@ -206,7 +207,7 @@ class CmdAITools(AICommand):
                  "contexts, categories and locks).")
 
     def do_category(self, npc):
-        from evennia_ai.execution_pattern import ALL_TOOL_CATEGORIES
+        from evennia_ai.prompt.execution_pattern import ALL_TOOL_CATEGORIES
 
         text = self.require(self.rhs, "categories after '='")
         words = [w.strip().upper() for w in text.replace(",", " ").split() if w.strip()]
@@ -327,7 +328,7 @@ class CmdAISleep(AICommand):
             getattr(self, f"do_{switch}")(npc)
 
     def do_now(self, npc):
-        from evennia_ai.tick import go_to_sleep
+        from evennia_ai.workspace.sleep import go_to_sleep
 
         try:
             until = parse_until(self.rhs or "")
@@ -337,7 +338,7 @@ class CmdAISleep(AICommand):
         self.msg(f"{npc.key} falls asleep" + (f" until {until[:16]} UTC." if until else "."))
 
     def do_wake(self, npc):
-        from evennia_ai.tick import wake_up
+        from evennia_ai.workspace.sleep import wake_up
 
         if not npc.ai.get("sleep").get("asleep"):
             raise CommandError(f"{npc.key} is awake already.")
@@ -345,7 +346,7 @@ class CmdAISleep(AICommand):
         self.msg(f"{npc.key} wakes up.")
 
     def do_schedule(self, npc):
-        from evennia_ai.tick import SLEEP_PHASES
+        from evennia_ai.workspace.sleep import SLEEP_PHASES
 
         text = self.require(self.rhs, "<field>=<value> pairs after '='")
         try:
@@ -390,7 +391,7 @@ class CmdAISleep(AICommand):
         self.msg(f"{npc.key} will reflect on its next tick{note}.")
 
     def report(self, npc) -> str:
-        from evennia_ai.tick import in_sleep_window
+        from evennia_ai.workspace.sleep import in_sleep_window
 
         sleep = npc.ai.get("sleep")
         reflection = npc.ai.get("reflection")
@@ -499,7 +500,7 @@ class CmdAIConfirm(AICommand):
     needs_args = False
 
     def run(self):
-        from evennia_ai.engine.confirmations import ConfirmationError, get_confirmation_queue
+        from evennia_ai.tools.approvals import ConfirmationError, get_confirmation_queue
 
         queue = get_confirmation_queue()
         switch = self.switch()
@@ -570,7 +571,7 @@ class CmdInteract(AICommand):
     switch_options = ()
 
     def run(self):
-        from evennia_ai.engine.events import Event
+        from evennia_ai.memory.events import Event
 
         if "=" not in self.args:
             raise CommandError("Give your message after '='.\n" + self.usage())

@@ -9,7 +9,7 @@ writers) is one JSON object::
      "recommend_confirm_dangerous": false}
 
 Anything else in the reply is ignored; a reply that does not parse yields no advice. The advice
-goes to :func:`~evennia_ai.execution_pattern.select_execution_pattern` as ``llm_assessment``,
+goes to :func:`~evennia_ai.prompt.execution_pattern.select_execution_pattern` as ``llm_assessment``,
 which applies it restrict-only.
 """
 

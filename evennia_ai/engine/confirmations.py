@@ -23,22 +23,22 @@ from __future__ import annotations
 import uuid
 from typing import Any, Callable
 
+from evennia.objects.models import ObjectDB
 from evennia.scripts.scripts import DefaultScript
 from evennia.utils import logger
 
-from evennia_ai.engine.trace import utcnow_iso
+from evennia_ai.memory.block_admin import execute_block_write
+from evennia_ai.tools.approvals import QUEUE_KEY, ConfirmationError
+from evennia_ai.tools.base import ToolContext, ToolResult
+from evennia_ai.tools.registry import TOOL_REGISTRY, passes_lock
+from evennia_ai.utils import utcnow_iso
 
-QUEUE_KEY = "evennia_ai_confirmations"
 MAX_DECIDED = 200
 MAX_PENDING = 500
 MAX_PENDING_PER_NPC = 20  # one NPC (and whoever talks to it) cannot fill the whole queue
 
 # kind -> callable(npc, entry) -> (success: bool, result text)
 _EXECUTORS: dict[str, Callable[[Any, dict], tuple[bool, str]]] = {}
-
-
-class ConfirmationError(ValueError):
-    """A confirmation could not be found or decided; the message says why."""
 
 
 def register_executor(kind: str, executor: Callable[[Any, dict], tuple[bool, str]]) -> None:
@@ -53,9 +53,6 @@ def register_executor(kind: str, executor: Callable[[Any, dict], tuple[bool, str
 
 def _run_tool_as_npc(npc, entry: dict) -> tuple[bool, str]:
     """Executor for ``kind="tool"``: run the stored tool call as the NPC, confirmed."""
-    from evennia_ai.tools.base import ToolContext, ToolResult
-    from evennia_ai.tools.registry import TOOL_REGISTRY, passes_lock
-
     tool = TOOL_REGISTRY.get(entry["action"])
     if tool is None:
         return False, f"tool '{entry['action']}' no longer exists"
@@ -76,6 +73,7 @@ def _run_tool_as_npc(npc, entry: dict) -> tuple[bool, str]:
 
 
 register_executor("tool", _run_tool_as_npc)
+register_executor("block_write", execute_block_write)
 
 
 class ConfirmationQueue(DefaultScript):
@@ -201,8 +199,6 @@ class ConfirmationQueue(DefaultScript):
 
 
 def _find_npc(npc_id):
-    from evennia.objects.models import ObjectDB
-
     if npc_id is None:
         return None
     try:
@@ -223,14 +219,3 @@ def _tell_npc(npc, entry: dict) -> None:
         )
     except Exception:
         logger.log_trace("evennia_ai: could not notify NPC of a confirmation decision")
-
-
-def get_confirmation_queue() -> ConfirmationQueue:
-    """Return the server's ConfirmationQueue, creating it on first use."""
-    from evennia import create_script
-    from evennia.scripts.models import ScriptDB
-
-    found = ScriptDB.objects.filter(db_key=QUEUE_KEY).order_by("id").first()
-    if found is not None:
-        return found
-    return create_script(ConfirmationQueue, key=QUEUE_KEY, persistent=True, autostart=False)

@@ -6,7 +6,7 @@ inline on the reactor (they touch the ORM), ASYNC_REQUIRED tools may return a De
 a timeout. The loop never raises for anything the model or the provider does: bad tool calls
 become error results the model sees, provider failures end the tick with ``StopReason.ERROR``.
 
-How the :class:`~evennia_ai.execution_pattern.ExecutionPattern` is honoured:
+How the :class:`~evennia_ai.prompt.execution_pattern.ExecutionPattern` is honoured:
 
 - ``single_action``: one model call; only its first tool call runs (the others are answered
   with a "not run" result so the history stays a valid chat transcript), except that
@@ -35,15 +35,10 @@ from typing import Any, Callable, Sequence
 from twisted.internet import defer
 from twisted.python.failure import Failure
 
-from evennia_ai import scheduler
+from evennia_ai.engine import scheduler
 
-from evennia_ai.engine.trace import (
-    IterationTrace,
-    StopReason,
-    TickTrace,
-    ToolCallTrace,
-    truncate,
-)
+from evennia_ai.engine.trace import IterationTrace, StopReason, TickTrace, ToolCallTrace
+from evennia_ai.utils import truncate
 
 SPEECH_TOOL_NAMES = ("say", "reply", "respond", "speak")
 

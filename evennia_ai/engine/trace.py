@@ -7,9 +7,10 @@ live in an Attribute and be shown by the admin commands and the staff dashboard.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
-from datetime import datetime, timezone
 from enum import Enum
 from typing import Any
+
+from evennia_ai.utils import utcnow_iso
 
 
 class StopReason(str, Enum):
@@ -22,10 +23,6 @@ class StopReason(str, Enum):
     BUDGET = "budget"  # the tick's token or cost budget ran out
     CANCELLED = "cancelled"  # the NPC was paused, deleted or moved away mid-tick
 
-
-def utcnow_iso() -> str:
-    """Return the current UTC time as an ISO-8601 string."""
-    return datetime.now(timezone.utc).isoformat()
 
 
 def _from_dict(cls, data: dict):
@@ -160,10 +157,3 @@ class TickTrace:
         obj.iterations = [IterationTrace.from_dict(it) for it in (data or {}).get("iterations", [])]
         return obj
 
-
-def truncate(text: Any, limit: int = 2000) -> str:
-    """Return ``text`` as a string cut to ``limit`` characters with a marker."""
-    text = "" if text is None else str(text)
-    if len(text) <= limit:
-        return text
-    return text[:limit] + f"... [{len(text) - limit} more characters]"

@@ -52,8 +52,8 @@ from typing import Any
 
 
 from evennia_ai import conf
-from evennia_ai.threadpool import run_in_thread
-from evennia_ai.llm.json_protocol import parse_tool_calls_from_text, render_tool_schemas
+from evennia_ai.llm.threads import run_in_thread
+from evennia_ai.llm.json_protocol import parse_tool_calls_from_text, to_text_protocol
 from evennia_ai.llm.offline import OfflineModel
 from evennia_ai.llm.types import RETRYABLE_KINDS, LLMResult, LLMUsage, ToolCall
 
@@ -247,55 +247,6 @@ def uses_native_tools(model: str) -> bool:
     if info and info.get("supports_function_calling") is False:
         return False
     return True
-
-
-# -- the JSON tool protocol --------------------------------------------------------------------
-def to_text_protocol(messages: list[dict], tools: list[dict] | None, tick_rate) -> list[dict]:
-    """Rewrite a request for the JSON tool protocol.
-
-    The ``default_fallback`` template, rendered with the tool list, joins the system message
-    (replacing the native ``default`` template when that is there verbatim); tool results and
-    earlier tool calls become plain user and assistant text, since the provider takes no tools.
-    """
-    from evennia_ai.prompt_templates import (
-        get_default_template,
-        get_fallback_template,
-        safe_render_template,
-    )
-
-    protocol = safe_render_template(
-        get_fallback_template(), tool_schemas=render_tool_schemas(tools), tick_rate=tick_rate
-    )
-    native_prompt = safe_render_template(get_default_template(), tick_rate=tick_rate)
-    out: list[dict] = []
-    for message in messages:
-        role = message.get("role")
-        content = message.get("content")
-        if role == "tool":
-            name = message.get("name") or "tool"
-            out.append({"role": "user", "content": f"[Tool result: {name}] {content or ''}"})
-        elif role == "assistant" and message.get("tool_calls"):
-            calls = []
-            for call in message["tool_calls"]:
-                fn = call.get("function") or {}
-                arguments = fn.get("arguments")
-                try:
-                    arguments = json.loads(arguments) if isinstance(arguments, str) else arguments
-                except ValueError:
-                    pass  # keep the string as the model wrote it
-                calls.append({"tool": fn.get("name"), "arguments": arguments or {}})
-            text = ((content or "") + "\n" + json.dumps({"tool_calls": calls})).strip()
-            out.append({"role": "assistant", "content": text})
-        else:
-            out.append({"role": role, "content": content if content is not None else ""})
-    system = next((m for m in out if m["role"] == "system" and isinstance(m["content"], str)), None)
-    if system is None:
-        out.insert(0, {"role": "system", "content": protocol})
-    elif native_prompt in system["content"]:
-        system["content"] = system["content"].replace(native_prompt, protocol, 1)
-    else:
-        system["content"] = f"{system['content']}\n\n{protocol}"
-    return out
 
 
 # -- reading an answer -------------------------------------------------------------------------

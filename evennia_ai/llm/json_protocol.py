@@ -226,3 +226,74 @@ def parse_tool_calls_from_text(
     prose.append(cleaned[last:])
     thought = re.sub(r"\n{3,}", "\n\n", "".join(prose)).strip()
     return (thought or None), tool_calls
+
+
+# -- the two tool protocols' instructions (the built-in ``default`` and ``default_fallback``
+# prompt templates are these texts) ------------------------------------------------------------
+NATIVE_TOOLS_PROMPT = """\
+You think in short steps and act through tools. You are woken every {tick_rate} seconds, and at once when someone speaks to you.
+
+How to act:
+- Speak only through your speech tools (say, whisper, page); text you return without a tool call is said aloud for you.
+- Keep replies short and in character: one to three sentences, as someone in the room would speak.
+- Use one tool call per thing you do. Look around (look, inspect_location) before acting on what you cannot see.
+- Record facts about the world and the people you meet with your memory tools; track longer work with goals and projects.
+- Never claim to have done something you did not do with a tool. If a tool fails, say so plainly or try another way.
+- Actions marked as needing confirmation wait for a game operator; tell the player so."""
+
+JSON_TOOLS_PROMPT = """\
+You think in short steps and act through tools. You are woken every {tick_rate} seconds, and at once when someone speaks to you.
+
+Your model cannot call tools natively, so you call them by writing JSON. To use a tool, answer with exactly one JSON object and nothing else, for example:
+{"tool": "say", "arguments": {"message": "Welcome, traveller!"}}
+To use several tools in order, answer with:
+{"tool_calls": [{"tool": "look", "arguments": {}}, {"tool": "say", "arguments": {"message": "Hello"}}]}
+If no tool fits, answer with plain text; it is said aloud for you.
+
+Available tools:
+{tool_schemas}
+
+Keep replies short and in character. Never claim to have done something you did not do with a tool."""
+
+
+def to_text_protocol(messages: list[dict], tools: list[dict] | None, tick_rate) -> list[dict]:
+    """Rewrite a request for the JSON tool protocol.
+
+    :data:`JSON_TOOLS_PROMPT` (the built-in ``default_fallback`` template), rendered with the
+    tool list, joins the system message (replacing :data:`NATIVE_TOOLS_PROMPT`, the ``default``
+    template, when that is there verbatim); tool results and
+    earlier tool calls become plain user and assistant text, since the provider takes no tools.
+    """
+    protocol = JSON_TOOLS_PROMPT.replace("{tick_rate}", str(tick_rate)).replace(
+        "{tool_schemas}", render_tool_schemas(tools)
+    )
+    native_prompt = NATIVE_TOOLS_PROMPT.replace("{tick_rate}", str(tick_rate))
+    out: list[dict] = []
+    for message in messages:
+        role = message.get("role")
+        content = message.get("content")
+        if role == "tool":
+            name = message.get("name") or "tool"
+            out.append({"role": "user", "content": f"[Tool result: {name}] {content or ''}"})
+        elif role == "assistant" and message.get("tool_calls"):
+            calls = []
+            for call in message["tool_calls"]:
+                fn = call.get("function") or {}
+                arguments = fn.get("arguments")
+                try:
+                    arguments = json.loads(arguments) if isinstance(arguments, str) else arguments
+                except ValueError:
+                    pass  # keep the string as the model wrote it
+                calls.append({"tool": fn.get("name"), "arguments": arguments or {}})
+            text = ((content or "") + "\n" + json.dumps({"tool_calls": calls})).strip()
+            out.append({"role": "assistant", "content": text})
+        else:
+            out.append({"role": role, "content": content if content is not None else ""})
+    system = next((m for m in out if m["role"] == "system" and isinstance(m["content"], str)), None)
+    if system is None:
+        out.insert(0, {"role": "system", "content": protocol})
+    elif native_prompt in system["content"]:
+        system["content"] = system["content"].replace(native_prompt, protocol, 1)
+    else:
+        system["content"] = f"{system['content']}\n\n{protocol}"
+    return out

@@ -320,14 +320,6 @@ def execute_block_write(npc, entry: dict) -> tuple[bool, str]:
     return result.success, text
 
 
-def _register_executor() -> None:
-    from evennia_ai.engine.confirmations import register_executor
-
-    register_executor("block_write", execute_block_write)
-
-
-_register_executor()
-
 
 # -- archival ------------------------------------------------------------------------------------
 def archival_insert(npc, content: str, metadata: dict | None = None) -> BlockOpResult:

@@ -75,7 +75,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Iterable
 
-from evennia_ai.workspace.results import iso_utc
+from evennia_ai.utils import iso_utc
 
 # -- vocabulary ----------------------------------------------------------------------------------
 BLOCK_TYPES = ("Core", "Working", "Archival", "Log")
@@ -471,10 +471,6 @@ def _section_names(schema: dict) -> str:
 
 
 # -- blocks (operator level) ---------------------------------------------------------------------
-def _now_iso(now: datetime | None) -> str:
-    return iso_utc(now)
-
-
 def default_schema_for(block_type: str) -> dict:
     """The schema a block of ``block_type`` gets when none is given (Log -> log, else text)."""
     return normalise_schema({"kind": "log"} if block_type == "Log" else None)
@@ -490,7 +486,7 @@ def make_block(label: str, *, type: str = DEFAULT_TYPE, schema: Any = None,
     description = str(description or "").strip()
     if len(description) > MAX_DESCRIPTION:
         raise BlockError(f"The description is too long (at most {MAX_DESCRIPTION} characters).")
-    stamp = _now_iso(now)
+    stamp = iso_utc(now)
     return {
         "label": label,
         "type": block_type,
@@ -582,7 +578,7 @@ def configure_block(blocks: dict | None, label: str, *, now: datetime | None = N
             raise BlockError(
                 f"Unknown block setting '{key}'; use type, permission, pinned, description or schema."
             )
-    block["updated"] = _now_iso(now)
+    block["updated"] = iso_utc(now)
     out = copy.deepcopy(dict(blocks))
     out[block["label"]] = block
     return out
@@ -722,7 +718,7 @@ def apply_op(block: dict, op: str, args: dict | None, *, is_system: bool,
         return copy.deepcopy(block), BlockOpResult(
             PENDING, f"Memory block '{label}' has {perm} permission: this change waits for "
             "an operator's confirmation.", data)
-    new["updated"] = _now_iso(now)
+    new["updated"] = iso_utc(now)
     return new, BlockOpResult(APPLIED, message, data)
 
 
@@ -972,7 +968,7 @@ def _log_entry(entry: Any, now: datetime | None, author: str | None = None) -> d
         raise _OpError("A log entry needs a non-empty 'message'.")
     out["message"] = message.strip()
     if not isinstance(out.get("timestamp"), str) or not out["timestamp"].strip():
-        out["timestamp"] = _now_iso(now)
+        out["timestamp"] = iso_utc(now)
     if author:
         out["by"] = author
     # timestamp first, message second: a stable, readable order in storage and rendering
@@ -1259,7 +1255,7 @@ def archival_insert(entries: list | None, content: str, *, metadata: dict | None
             return current, BlockOpResult(APPLIED, "Already archived.",
                                           {"id": entry.get("id"), "duplicate": True})
     entry = {"id": "a_" + uuid.uuid4().hex[:8], "content": text,
-             "metadata": copy.deepcopy(metadata or {}), "created": _now_iso(now)}
+             "metadata": copy.deepcopy(metadata or {}), "created": iso_utc(now)}
     current.append(entry)
     dropped = max(0, len(current) - max_entries)
     current = current[dropped:]

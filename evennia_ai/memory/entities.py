@@ -17,14 +17,12 @@ import re
 from datetime import datetime, timezone
 
 from evennia_ai.workspace.results import OpResult, normalise
+from evennia_ai.utils import iso_utc
 
 MAX_OBSERVATIONS = 20
 MAX_ENTITIES = 200
 MAX_TEXT = 300
 
-
-def _now(now: datetime | None = None) -> str:
-    return (now or datetime.now(timezone.utc)).replace(microsecond=0).isoformat()
 
 
 def touch(entities: dict | None, dbref: str, name: str, *, kind: str = "character",
@@ -32,8 +30,8 @@ def touch(entities: dict | None, dbref: str, name: str, *, kind: str = "characte
     """Record that the entity was seen now (creates its profile)."""
     out = dict(entities or {})
     profile = dict(out.get(dbref) or {"dbref": dbref, "observations": [], "relationship": "",
-                                      "created": _now(now)})
-    profile.update(name=name, kind=kind, last_seen=_now(now))
+                                      "created": iso_utc(now)})
+    profile.update(name=name, kind=kind, last_seen=iso_utc(now))
     out[dbref] = profile
     return _prune(out)
 
@@ -49,7 +47,7 @@ def update_observation(entities: dict | None, dbref: str, name: str, observation
     profile = dict(out[dbref])
     observations = list(profile.get("observations", []))
     if observation and normalise(observation) not in {normalise(o["text"]) for o in observations}:
-        observations.append({"text": observation, "time": _now(now), "trust": trust})
+        observations.append({"text": observation, "time": iso_utc(now), "trust": trust})
     profile["observations"] = observations[-MAX_OBSERVATIONS:]
     if relationship is not None:
         profile["relationship"] = relationship.strip()[:MAX_TEXT]

@@ -63,11 +63,12 @@ from evennia_ai.memory.search import (
     run_search,
     search_entries,
 )
-from evennia_ai.threadpool import run_in_thread
+from evennia_ai.llm.threads import run_in_thread
+from evennia_ai.utils import iso_utc
 
 logger = logging.getLogger(__name__)
 
-#: How calls reach a thread (the project's pool, :mod:`evennia_ai.threadpool`). Tests replace it
+#: How calls reach a thread (the project's pool, :mod:`evennia_ai.llm.threads`). Tests replace it
 #: with a synchronous call (``lambda fn, *a, **kw: defer.maybeDeferred(fn, *a, **kw)``).
 defer_to_thread = run_in_thread
 
@@ -303,9 +304,6 @@ def _quiet_libraries() -> None:
     except Exception:  # transformers absent or changed: only cosmetic
         pass
 
-
-def _now() -> str:
-    return datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
 def trust_of(source: str) -> float:
@@ -582,7 +580,7 @@ class LongTermMemory:
             id="", text=text, npc=npc, person=str(person or ""), person_name=str(person_name or ""),
             source=str(source or DEFAULT_SOURCE),
             trust=float(trust) if trust is not None else trust_of(source),
-            time=time or _now(),
+            time=time or iso_utc(),
         )
         if infer and self.vector_ready:
             return self._add_to_mem0(base, [text], infer=True, model=model)
@@ -686,7 +684,7 @@ class LongTermMemory:
         for (source, trust), group in groups.items():
             base = StoredMemory(id="", text="", npc=str(npc), person=str(person or ""),
                                 person_name=person_name, source=source, trust=trust,
-                                time=max(i["time"] for i in group) or _now())
+                                time=max(i["time"] for i in group) or iso_utc())
             if infer:
                 _LLM_CONTEXT.results = calls
                 try:

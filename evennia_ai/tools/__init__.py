@@ -8,9 +8,11 @@
   :func:`render_tool_rules`).
 
 These three are pure (no Django, Evennia or Twisted at import). The tool families (world,
-workspace, status, delegate, entities, long-term memory, ...) register themselves when
+workspace, status, delegate_task, entities, long-term memory, ...) register themselves when
 imported; :func:`load_builtin_tools` imports them all.
 """
+
+import importlib
 
 from evennia_ai.tools.base import ALL_CATEGORIES, Tool, ToolCategory, ToolContext, ToolResult
 from evennia_ai.tools.registry import TOOL_REGISTRY, ToolRegistry, register_tool
@@ -40,19 +42,30 @@ __all__ = [
     "load_builtin_tools",
     "register_tool",
     "render_tool_rules",
+    "select_tools",
 ]
 
 
 def load_builtin_tools() -> None:
-    """Import every built-in tool module so its tools are registered (idempotent).
-
-    A module that does not exist yet is skipped; an import error inside a module is raised.
-    """
-    import importlib
-
+    """Import every built-in tool module so its tools are registered (idempotent)."""
     for path in BUILTIN_TOOL_MODULES:
-        try:
-            importlib.import_module(path)
-        except ModuleNotFoundError as err:
-            if err.name != path:
-                raise
+        importlib.import_module(path)
+
+
+def select_tools(npc, config) -> list:
+    """The tools ``npc`` may use in a context: context filter, categories, NPC sets, locks.
+
+    Args:
+        npc: The assistant (its ``tool_allow`` / ``tool_deny`` state narrows the set).
+        config: The context's config (its ``tool_filter`` and ``allowed_tool_categories``).
+    """
+    load_builtin_tools()
+    allowed = npc.ai.get("tool_allow")
+    denied = npc.ai.get("tool_deny") or []
+    return TOOL_REGISTRY.select(
+        npc=npc,
+        tool_filter=config.tool_filter,
+        allowed_categories=config.allowed_tool_categories,
+        npc_allowed=set(allowed) if allowed is not None else None,
+        npc_denied=set(denied),
+    )

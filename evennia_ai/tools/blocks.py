@@ -34,6 +34,7 @@ from __future__ import annotations
 from evennia_ai.memory import block_admin
 from evennia_ai.memory import blocks as pure
 from evennia_ai.memory.blocks import BlockError, BlockOpResult
+from evennia_ai.tools.approvals import ConfirmationError, get_confirmation_queue
 from evennia_ai.tools.base import Tool, ToolCategory, ToolContext, ToolResult
 from evennia_ai.tools.registry import register_tool
 
@@ -60,8 +61,6 @@ def to_tool_result(result: BlockOpResult) -> ToolResult:
 def queue_confirmation(ctx: ToolContext, target: block_admin.BlockTarget, op: str, args: dict,
                        result: BlockOpResult) -> ToolResult:
     """Queue a model write to a Partner/Human block for the owning NPC's operator."""
-    from evennia_ai.engine.confirmations import ConfirmationError, get_confirmation_queue
-
     writer = ctx.npc
     payload = {"label": target.label, "op": op, "args": args,
                "author": writer.key if target.share_mode else None,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evennia_ai.engine.trace import utcnow_iso
+from evennia_ai.utils import utcnow_iso
 from evennia_ai.tools.base import Tool, ToolCategory, ToolResult
 from evennia_ai.tools.registry import register_tool
 
@@ -18,7 +18,7 @@ class GetSystemStatus(Tool):
     category = ToolCategory.SAFE_CHAIN
 
     def run(self, ctx):
-        from evennia_ai import tokens
+        from evennia_ai.llm import tokens
 
         state = ctx.state
         window = int(state.get("window") or tokens.get_context_window(ctx.services.get("model")))
@@ -101,7 +101,7 @@ class GoToSleep(Tool):
     def run(self, ctx, minutes=60):
         from datetime import datetime, timedelta, timezone
 
-        from evennia_ai.tick import go_to_sleep
+        from evennia_ai.workspace.sleep import go_to_sleep
 
         until = (datetime.now(timezone.utc) + timedelta(minutes=minutes)).isoformat()
         go_to_sleep(ctx.npc, "go_to_sleep tool", until=until)

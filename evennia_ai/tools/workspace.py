@@ -186,15 +186,20 @@ class DecomposeGoal(Tool):
             from evennia_ai.llm import get_client
 
             client = get_client()
-        return decompose(ctx.npc, goal, client, ctx.services.get("model"), _tick(ctx))
+        config_for = ctx.services.get("context_config")
+        config = config_for("goal_decompose") if config_for else None
+        return decompose(ctx.npc, goal, client, ctx.services.get("model"), _tick(ctx), config)
 
 
-def decompose(npc, goal: dict, client, model, tick: int):
-    """One ``goal_decompose`` call (no tools); validated subtasks are added. Fires ToolResult."""
-    from evennia_ai.prompt_contexts import get_context_config
+def decompose(npc, goal: dict, client, model, tick: int, config=None):
+    """One ``goal_decompose`` call (no tools); validated subtasks are added. Fires ToolResult.
 
-    config = get_context_config("goal_decompose")
-    system = config.get_component_content_override("system_prompt") or (
+    Args:
+        config: The ``goal_decompose`` context config (the operator's customisation, handed in
+            by the tick as the ``context_config`` service); its system prompt override wins.
+    """
+    override = config.get_component_content_override("system_prompt") if config else None
+    system = override or (
         f"You are {npc.key}, planning your own work in a text game."
     )
     messages = [

@@ -6,7 +6,7 @@ game sets applies to the NPC as it would to anyone else:
 
 - speech (TERMINAL): ``say``, ``emote``, ``whisper`` and ``page``. NPCs have no account, so
   ``page`` sends a private message straight to a character anywhere in the game. None of them
-  repeats a whisper the NPC received to anyone but its whisperer (:mod:`evennia_ai.safety`);
+  repeats a whisper the NPC received to anyone but its whisperer (:mod:`evennia_ai.tools.safety`);
 - acting (SAFE_CHAIN): ``move`` through an exit, ``look``, ``inspect_location`` (structured,
   cached per tick), ``get``, ``give`` and ``drop``;
 - DANGEROUS: ``execute_command`` (any command in the NPC's own cmdsets, bounded by its own
@@ -28,7 +28,7 @@ import re
 from evennia.utils.ansi import strip_ansi, strip_mxp
 from evennia.utils.utils import inherits_from
 
-from evennia_ai.engine.trace import truncate
+from evennia_ai.utils import is_assistant, truncate
 from evennia_ai.tools.base import TEXT, Tool, ToolCategory, ToolContext, ToolResult, object_schema
 from evennia_ai.tools.registry import register_tool
 
@@ -104,13 +104,6 @@ def capture_messages(obj):
 def is_character(obj) -> bool:
     """Whether ``obj`` is a character (player-controlled or not)."""
     return bool(obj) and inherits_from(obj, CHARACTER_TYPECLASS)
-
-
-def is_assistant(obj) -> bool:
-    """Whether ``obj`` is an AI assistant."""
-    from evennia_ai.typeclasses import AIAssistantMixin
-
-    return isinstance(obj, AIAssistantMixin)
 
 
 def is_player(obj) -> bool:
@@ -229,7 +222,7 @@ def _forget_views(ctx: ToolContext) -> None:
 
 def _private_leak(npc, text: str, audience) -> ToolResult | None:
     """A refusal when ``text`` would repeat a whisper to someone who did not whisper it."""
-    from evennia_ai.safety import check_speech
+    from evennia_ai.tools.safety import check_speech
 
     refusal = check_speech(npc, text, audience)
     return ToolResult.fail(refusal) if refusal else None
@@ -715,7 +708,7 @@ class ExecuteCommand(Tool):
         ):
             return ToolResult.fail("Running Python needs the Developer (or py) permission, "
                                    f"which {npc.key} does not have.")
-        from evennia_ai.safety import operator_prompt_kept
+        from evennia_ai.tools.safety import operator_prompt_kept
 
         with operator_prompt_kept(npc) as undone, capture_messages(npc) as said:
             deferred = npc.execute_cmd(command)

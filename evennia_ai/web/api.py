@@ -120,7 +120,7 @@ class ConfirmationViewSet(AIViewSetMixin, viewsets.ViewSet):
             raise exceptions.NotFound(str(err)) from None
 
     def _decide(self, request, pk, approve: bool):
-        from evennia_ai.engine.confirmations import ConfirmationError
+        from evennia_ai.tools.approvals import ConfirmationError
 
         self.retrieve(request, pk)  # 404 for an unknown id
         body = DecisionSerializer(data=request.data)

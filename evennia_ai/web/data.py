@@ -43,7 +43,7 @@ def on_reactor(fn: Callable, *args, **kwargs) -> Any:
 # -- NPCs -------------------------------------------------------------------------------------
 def get_npc(npc_id: Any):
     """The AI NPC with database id ``npc_id`` (raises :class:`NotFound`)."""
-    from evennia_ai.commands.lookup import LookupError_, find_ai_npc
+    from evennia_ai.npc.lookup import LookupError_, find_ai_npc
 
     try:
         number = int(str(npc_id).lstrip("#"))
@@ -82,7 +82,7 @@ def npc_summary(npc) -> dict:
 
 def npc_list() -> list[dict]:
     """Every AI NPC's summary, by id."""
-    from evennia_ai.commands.lookup import all_ai_npcs
+    from evennia_ai.npc.lookup import all_ai_npcs
 
     return [npc_summary(npc) for npc in all_ai_npcs()]
 
@@ -210,14 +210,14 @@ def usage_series(npc, days: int = CHART_DAYS) -> dict:
 # -- confirmations ----------------------------------------------------------------------------
 def confirmations(npc=None, status: str | None = "pending") -> list[dict]:
     """Confirmation entries, oldest first (one NPC's, one status; None: all)."""
-    from evennia_ai.engine.confirmations import get_confirmation_queue
+    from evennia_ai.tools.approvals import get_confirmation_queue
 
     return get_confirmation_queue().list_entries(npc=npc, status=status)
 
 
 def confirmation(confirmation_id: str) -> dict:
     """One confirmation entry (raises :class:`NotFound`)."""
-    from evennia_ai.engine.confirmations import ConfirmationError, get_confirmation_queue
+    from evennia_ai.tools.approvals import ConfirmationError, get_confirmation_queue
 
     try:
         return get_confirmation_queue().get_entry(confirmation_id)
@@ -238,9 +238,9 @@ def decide(confirmation_id: str, approve: bool, user, reason: str = "") -> dict:
         The decided entry.
 
     Raises:
-        evennia_ai.engine.confirmations.ConfirmationError: Unknown or already decided.
+        evennia_ai.tools.approvals.ConfirmationError: Unknown or already decided.
     """
-    from evennia_ai.engine.confirmations import get_confirmation_queue
+    from evennia_ai.tools.approvals import get_confirmation_queue
 
     def run():
         queue = get_confirmation_queue()
@@ -254,9 +254,9 @@ def decide(confirmation_id: str, approve: bool, user, reason: str = "") -> dict:
 # -- prompt assembly --------------------------------------------------------------------------
 def context_orders() -> list[dict]:
     """Per context type, the components it assembles in the order they are sent."""
-    from evennia_ai.assembly import select_components
-    from evennia_ai.context_builder import cache_friendly_order
-    from evennia_ai.prompt_contexts import CONTEXT_TYPES
+    from evennia_ai.prompt.assembly import select_components
+    from evennia_ai.prompt.builder import cache_friendly_order
+    from evennia_ai.prompt.contexts import CONTEXT_TYPES
     from evennia_ai.prompt_registry import PromptRegistryError, get_prompt_registry
 
     registry = get_prompt_registry()

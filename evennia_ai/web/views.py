@@ -78,11 +78,11 @@ class NPCListView(DashboardPage):
     template_name = "evennia_ai/npc_list.html"
 
     def get_context_data(self, **kwargs):
-        from evennia_ai import budget
+        from evennia_ai.npc import spending
 
         context = super().get_context_data(**kwargs)
         context["npcs"] = data.npc_list()
-        context["totals"] = budget.server_totals()
+        context["totals"] = spending.server_totals()
         context["pending"] = data.confirmations()
         return context
 
@@ -149,7 +149,7 @@ class ConfirmationDecisionView(StaffRequiredMixin, View):
     http_method_names = ["post"]
 
     def post(self, request, confirmation_id: str, decision: str):
-        from evennia_ai.engine.confirmations import ConfirmationError
+        from evennia_ai.tools.approvals import ConfirmationError
 
         if decision not in ("approve", "reject"):
             raise Http404("The decision must be approve or reject.")

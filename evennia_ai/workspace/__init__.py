@@ -57,7 +57,8 @@ from evennia_ai.workspace.projects import (
     swap_project,
     update_project,
 )
-from evennia_ai.workspace.results import OpResult, iso_utc, parse_iso
+from evennia_ai.workspace.results import OpResult
+from evennia_ai.utils import iso_utc, parse_iso
 from evennia_ai.workspace.session_memory import (
     add_session_memory,
     compact_session_memory,

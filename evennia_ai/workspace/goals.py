@@ -37,7 +37,8 @@ import re
 from datetime import datetime
 from typing import Any, Iterable
 
-from evennia_ai.workspace.results import OpResult, clean_text, iso_utc, normalise
+from evennia_ai.workspace.results import OpResult, clean_text, normalise
+from evennia_ai.utils import iso_utc
 
 PRIORITIES = ("high", "medium", "low")
 PRIORITY_RANK = {"high": 0, "medium": 1, "low": 2}

@@ -25,7 +25,8 @@ import re
 from datetime import datetime
 from typing import Any
 
-from evennia_ai.workspace.results import OpResult, clean_text, iso_utc
+from evennia_ai.workspace.results import OpResult, clean_text
+from evennia_ai.utils import iso_utc
 
 STATUSES = ("active", "paused", "completed")
 MAX_KEY = 40  # characters of a project key
@@ -41,7 +42,7 @@ def empty_projects() -> dict:
     return {"active": None, "slots": {}}
 
 
-def _plain(projects: dict | None) -> dict:
+def _normalised(projects: dict | None) -> dict:
     data = copy.deepcopy(projects) if projects else empty_projects()
     data.setdefault("active", None)
     data.setdefault("slots", {})
@@ -114,7 +115,7 @@ def create_project(
     Returns:
         ``(new_projects, result)``; ``result.data["key"]`` is the normalised key.
     """
-    data = _plain(projects)
+    data = _normalised(projects)
     slug, error = _check_key(key)
     if error:
         return projects or empty_projects(), OpResult.fail(error)
@@ -161,7 +162,7 @@ def list_projects(projects: dict | None) -> list[dict]:
 
     The active project comes first, then the others by most recent activity.
     """
-    data = _plain(projects)
+    data = _normalised(projects)
     rows = [
         {
             "key": key,
@@ -179,7 +180,7 @@ def list_projects(projects: dict | None) -> list[dict]:
 
 def active_project(projects: dict | None) -> dict | None:
     """A copy of the active project's slot plus its ``"key"``, or None."""
-    data = _plain(projects)
+    data = _normalised(projects)
     key = data["active"]
     return {"key": key, **data["slots"][key]} if key else None
 
@@ -201,7 +202,7 @@ def swap_project(
         ``(new_projects, result)``; ``result.data`` holds the target's ``key``, ``summary``
         and restored ``context``.
     """
-    data = _plain(projects)
+    data = _normalised(projects)
     slug, error = _check_key(key)
     if error:
         return projects or empty_projects(), OpResult.fail(error)
@@ -255,7 +256,7 @@ def update_project(
     Returns:
         ``(new_projects, result)``; ``result.data["key"]`` is the project changed.
     """
-    data = _plain(projects)
+    data = _normalised(projects)
     key = data["active"]
     if not key:
         return projects or empty_projects(), OpResult.fail(
@@ -299,7 +300,7 @@ def render_active_project(projects: dict | None) -> str:
 
     Without an active project, the paused ones are listed; "" when there are none.
     """
-    data = _plain(projects)
+    data = _normalised(projects)
     project = active_project(data)
     paused = sorted(
         k for k, s in data["slots"].items() if k != data["active"] and s.get("status") == "paused"

@@ -1,4 +1,4 @@
-"""Results and time helpers shared by the workspace modules.
+"""Results and text helpers shared by the workspace modules.
 
 Every workspace function that the model can drive returns an :class:`OpResult` next to the new
 data instead of raising: a tool hands ``result.to_dict()`` (or its message) back to the model,
@@ -6,9 +6,9 @@ which can then correct itself. Exceptions are kept for programming errors of the
 negative tick, an unknown journal source), never for what the model sent.
 
 Timestamps are ISO-8601 UTC strings with second precision and a ``Z`` suffix
-(``2025-12-06T10:00:00Z``), as in the spec. :func:`parse_iso` also reads the ``+00:00`` form
-(and microseconds) that :func:`evennia_ai.engine.trace.utcnow_iso` writes, so always compare
-timestamps through it rather than as strings.
+(``2025-12-06T10:00:00Z``, :func:`evennia_ai.utils.iso_utc`), as in the spec;
+:func:`evennia_ai.utils.parse_iso` also reads the ``+00:00`` form with microseconds, so always
+compare timestamps through it rather than as strings.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from __future__ import annotations
 import re
 import string
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import Any
 
 
@@ -62,35 +61,6 @@ class OpResult:
             out["suggestion"] = self.suggestion
         out.update(self.data)
         return out
-
-
-def to_utc(now: datetime | None = None) -> datetime:
-    """``now`` as an aware UTC datetime (naive values are taken as UTC; None is the clock)."""
-    if now is None:
-        return datetime.now(timezone.utc)
-    if now.tzinfo is None:
-        return now.replace(tzinfo=timezone.utc)
-    return now.astimezone(timezone.utc)
-
-
-def iso_utc(now: datetime | None = None) -> str:
-    """Format ``now`` (default: the current time) as ``YYYY-MM-DDTHH:MM:SSZ``."""
-    return to_utc(now).replace(microsecond=0).isoformat().replace("+00:00", "Z")
-
-
-def parse_iso(value: Any) -> datetime | None:
-    """Parse an ISO-8601 timestamp into an aware UTC datetime; None when empty or invalid."""
-    if isinstance(value, datetime):
-        return to_utc(value)
-    if not isinstance(value, str) or not value.strip():
-        return None
-    text = value.strip()
-    if text.endswith(("Z", "z")):
-        text = text[:-1] + "+00:00"
-    try:
-        return to_utc(datetime.fromisoformat(text))
-    except ValueError:
-        return None
 
 
 _PUNCTUATION = re.compile(f"[{re.escape(string.punctuation)}“”‘’«»…—–]")

@@ -35,7 +35,8 @@ import re
 from datetime import datetime
 from typing import Any, Iterable
 
-from evennia_ai.workspace.results import OpResult, clean_text, iso_utc, normalise
+from evennia_ai.workspace.results import OpResult, clean_text, normalise
+from evennia_ai.utils import iso_utc
 
 MAX_FACTS = 50
 MAX_PATTERNS = 30
@@ -81,7 +82,7 @@ def empty_session_memory() -> dict:
     return {"key_facts": [], "learned_patterns": [], "completed_tasks": [], "last_compacted": None}
 
 
-def _plain(mem: dict | None) -> dict:
+def _normalised(mem: dict | None) -> dict:
     data = copy.deepcopy(mem) if mem else empty_session_memory()
     for key in CAPS:
         if not isinstance(data.get(key), list):
@@ -167,7 +168,7 @@ def add_session_memory(
         )
     if is_self_referential(text, self_names):
         return mem or empty_session_memory(), persona_error()
-    data = _plain(mem)
+    data = _normalised(mem)
     entries = data[section]
     key = normalise(text)
     if any(normalise(_text_of(e)) == key for e in entries):
@@ -188,7 +189,7 @@ def compact_session_memory(mem: dict | None, *, now: datetime | None = None) -> 
         ``(new_mem, result)``; ``result.data["removed"]`` counts what was removed per list and
         ``result.data["removed_total"]`` in all. ``last_compacted`` is set to ``now``.
     """
-    data = _plain(mem)
+    data = _normalised(mem)
     removed = {}
     for section, cap in CAPS.items():
         kept, seen = [], set()
@@ -210,7 +211,7 @@ def compact_session_memory(mem: dict | None, *, now: datetime | None = None) -> 
 
 def render_session_memory(mem: dict | None) -> str:
     """Session memory for the character context ("" when it is empty)."""
-    data = _plain(mem)
+    data = _normalised(mem)
     parts = []
     facts = [_text_of(f) for f in data["key_facts"] if _text_of(f)]
     if facts:

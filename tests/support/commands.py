@@ -8,8 +8,8 @@ from evennia import create_object
 from evennia.utils.test_resources import BaseEvenniaCommandTest
 from twisted.internet import defer
 
-from evennia_ai import budget
-from evennia_ai.commands.lookup import all_ai_npcs
+from evennia_ai.npc import spending
+from evennia_ai.npc.lookup import all_ai_npcs
 from evennia_ai.llm import client as client_module
 from evennia_ai.typeclasses import AIAssistantCharacter
 
@@ -32,7 +32,7 @@ class AICommandTestBase(BaseEvenniaCommandTest):
         super().setUp()
         from evennia_ai.memory import longterm
 
-        budget.reset_cache()
+        spending.reset_cache()
         for module in (client_module, longterm):
             patcher = mock.patch.object(module, "defer_to_thread", sync_thread)
             patcher.start()
@@ -52,7 +52,7 @@ class AICommandTestBase(BaseEvenniaCommandTest):
             if script:
                 script.delete()
             npc.delete()
-        budget.reset_cache()
+        spending.reset_cache()
         super().tearDown()
 
     def player(self):

@@ -22,6 +22,8 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass, field
 
+from evennia_ai.llm.json_protocol import JSON_TOOLS_PROMPT, NATIVE_TOOLS_PROMPT
+
 PLACEHOLDER = re.compile(r"(?<!\{)\{([A-Za-z_][A-Za-z0-9_]*)\}(?!\})")
 
 
@@ -94,31 +96,6 @@ def safe_render_template(template_or_content, **values) -> str:
     )
 
 
-DEFAULT_CONTENT = """\
-You think in short steps and act through tools. You are woken every {tick_rate} seconds, and at once when someone speaks to you.
-
-How to act:
-- Speak only through your speech tools (say, whisper, page); text you return without a tool call is said aloud for you.
-- Keep replies short and in character: one to three sentences, as someone in the room would speak.
-- Use one tool call per thing you do. Look around (look, inspect_location) before acting on what you cannot see.
-- Record facts about the world and the people you meet with your memory tools; track longer work with goals and projects.
-- Never claim to have done something you did not do with a tool. If a tool fails, say so plainly or try another way.
-- Actions marked as needing confirmation wait for a game operator; tell the player so."""
-
-FALLBACK_CONTENT = """\
-You think in short steps and act through tools. You are woken every {tick_rate} seconds, and at once when someone speaks to you.
-
-Your model cannot call tools natively, so you call them by writing JSON. To use a tool, answer with exactly one JSON object and nothing else, for example:
-{"tool": "say", "arguments": {"message": "Welcome, traveller!"}}
-To use several tools in order, answer with:
-{"tool_calls": [{"tool": "look", "arguments": {}}, {"tool": "say", "arguments": {"message": "Hello"}}]}
-If no tool fits, answer with plain text; it is said aloud for you.
-
-Available tools:
-{tool_schemas}
-
-Keep replies short and in character. Never claim to have done something you did not do with a tool."""
-
 REFLECTION_CONTENT = """\
 Time to reflect on your recent performance.
 
@@ -137,7 +114,7 @@ _BUILTINS = {
         key="default",
         name="Default assistant",
         description="System prompt for models with native tool calling.",
-        content=DEFAULT_CONTENT,
+        content=NATIVE_TOOLS_PROMPT,
         placeholders=["tick_rate"],
         is_builtin=True,
         category="system_prompt",
@@ -146,7 +123,7 @@ _BUILTINS = {
         key="default_fallback",
         name="Default assistant (JSON tool protocol)",
         description="System prompt for providers without native tool calling: tools are called by answering with JSON.",
-        content=FALLBACK_CONTENT,
+        content=JSON_TOOLS_PROMPT,
         placeholders=["tick_rate", "tool_schemas"],
         is_builtin=True,
         category="system_prompt",

@@ -5,7 +5,7 @@ Reached as ``npc.ai`` on any object whose typeclass uses
 in an Attribute of category ``ai``: on the character for what belongs to the character
 (projects, session memory, journal, prompts, history, queue, traces), on its
 :class:`~evennia_ai.scripts.AssistantScript` for what the spec keeps on the script (goals,
-execution config, tick counters). Each change is one write (see :mod:`evennia_ai.state`).
+execution config, tick counters). Each change is one write (see :mod:`evennia_ai.npc.state`).
 
 Example:
     npc.ai.set_persona("A gruff but kind innkeeper who knows every local rumour.")
@@ -21,8 +21,8 @@ from typing import Any, Callable
 from evennia.utils import logger
 
 from evennia_ai import conf
-from evennia_ai.execution_pattern import DEFAULT_EXECUTION_CONFIG
-from evennia_ai.state import AttributeState
+from evennia_ai.prompt.execution_pattern import DEFAULT_EXECUTION_CONFIG
+from evennia_ai.npc.state import AttributeState
 
 
 def default_projects() -> dict:
@@ -38,7 +38,7 @@ def default_session_memory() -> dict:
 
 
 def default_event_queue() -> dict:
-    from evennia_ai.engine.events import empty_queue
+    from evennia_ai.memory.events import empty_queue
 
     return empty_queue()
 
@@ -74,7 +74,7 @@ CHARACTER_DEFAULTS: dict[str, Callable[[], Any]] = {
     "event_queue": default_event_queue,
     "history": list,
     "context_buffer": list,
-    # The latest whispers to the NPC, private to their senders (evennia_ai.safety).
+    # The latest whispers to the NPC, private to their senders (evennia_ai.tools.safety).
     "private_whispers": list,
     "metrics": default_metrics,
     "tool_rules": list,
@@ -99,6 +99,10 @@ SCRIPT_DEFAULTS: dict[str, Callable[[], Any]] = {
 }
 
 PROMPT_REVISIONS_KEPT = 20
+# The NPC's AssistantScript: found by key, created by its typeclass path (the Script's class
+# lives in a higher layer, evennia_ai.scripts, and imports this module).
+SCRIPT_KEY = "evennia_ai_assistant"
+SCRIPT_TYPECLASS = "evennia_ai.scripts.AssistantScript"
 TRACE_CATEGORY = "ai_trace"
 
 
@@ -139,12 +143,12 @@ class AIHandler:
 
     def traces(self, last: int | None = None) -> list[dict]:
         """The kept tick traces, oldest first (the newest ``last`` only, if given)."""
-        from evennia_ai.state import _plain
+        from evennia_ai.utils import plain
 
         self._migrate_trace_ring()
         size = max(1, int(conf.get("EVENNIA_AI_TRACE_RING_SIZE")))
         stored = self.obj.attributes.get(category=TRACE_CATEGORY, return_list=True, return_obj=True)
-        found = [_plain(attr.value) for attr in stored or [] if attr is not None]
+        found = [plain(attr.value) for attr in stored or [] if attr is not None]
         found = sorted((t for t in found if isinstance(t, dict)), key=lambda t: int(t.get("tick_id") or 0))
         found = found[-size:]  # slots left over from a larger ring size are not shown
         if last is not None:
@@ -153,11 +157,11 @@ class AIHandler:
 
     def trace(self, tick_id: int) -> dict | None:
         """The trace of one tick, or None if it is not kept."""
-        from evennia_ai.state import _plain
+        from evennia_ai.utils import plain
 
         size = max(1, int(conf.get("EVENNIA_AI_TRACE_RING_SIZE")))
         value = self.obj.attributes.get(f"trace_{int(tick_id) % size}", category=TRACE_CATEGORY)
-        value = _plain(value) if value is not None else None
+        value = plain(value) if value is not None else None
         if isinstance(value, dict) and int(value.get("tick_id") or 0) == int(tick_id):
             return value
         return None
@@ -210,7 +214,7 @@ class AIHandler:
 
     def set_assistant_system_prompt(self, text: str, reasoning: str = "", by: str = "assistant") -> None:
         """Replace the assistant's own guidelines, keeping a bounded revision log (2 writes)."""
-        from evennia_ai.engine.trace import utcnow_iso
+        from evennia_ai.utils import utcnow_iso
 
         old = self.assistant_system_prompt
         self.state.set("assistant_system_prompt", str(text or "").strip())
@@ -225,15 +229,11 @@ class AIHandler:
     @property
     def script(self):
         """The NPC's AssistantScript, or None if it has none (see :meth:`ensure_script`)."""
-        from evennia_ai.scripts import AssistantScript
-
-        from evennia_ai.state import is_live_instance
-
         cached = self._script
         if is_live_instance(cached) and cached.db_obj_id == self.obj.id:
             return cached  # a tick reads it several times: no query each time
         self._script = None
-        for script in self.obj.scripts.get(AssistantScript.SCRIPT_KEY):
+        for script in self.obj.scripts.get(SCRIPT_KEY):
             self._script = script
             return script
         return None
@@ -242,10 +242,7 @@ class AIHandler:
         """Return the NPC's AssistantScript, creating and starting it if missing."""
         script = self.script
         if script is None:
-            from evennia_ai.scripts import AssistantScript
-
-            script = self.obj.scripts.add(AssistantScript, key=AssistantScript.SCRIPT_KEY,
-                                          autostart=True)
+            script = self.obj.scripts.add(SCRIPT_TYPECLASS, key=SCRIPT_KEY, autostart=True)
             if isinstance(script, list):
                 script = script[0] if script else self.script
         return script
@@ -305,12 +302,12 @@ class AIHandler:
     def set_allowed_tool_categories(self, categories: list[str] | None) -> dict:
         """Set Layer 1's ``allowed_tool_categories`` (None: every category); one write.
 
-        It can only narrow what the contexts allow (see :mod:`evennia_ai.execution_pattern`).
+        It can only narrow what the contexts allow (see :mod:`evennia_ai.prompt.execution_pattern`).
 
         Raises:
             ValueError: naming an unknown category.
         """
-        from evennia_ai.execution_pattern import ALL_TOOL_CATEGORIES
+        from evennia_ai.prompt.execution_pattern import ALL_TOOL_CATEGORIES
 
         config = self.execution_config
         if categories is None:
@@ -359,11 +356,11 @@ class AIHandler:
         """Queue an event (one write); speech starts a tick at once.
 
         Args:
-            event: An :class:`~evennia_ai.engine.events.Event`.
+            event: An :class:`~evennia_ai.memory.events.Event`.
             immediate: Start a tick now rather than at the next interval. None: for
                 communication events.
         """
-        from evennia_ai.engine import events as ev
+        from evennia_ai.memory import events as ev
 
         max_size = int(conf.get("EVENNIA_AI_EVENT_QUEUE_SIZE"))
         self.update("event_queue", lambda queue: ev.push(queue, event, max_size))
@@ -376,13 +373,13 @@ class AIHandler:
 
     def notify_system(self, text: str) -> None:
         """Queue a system event (operator decisions, tool outcomes that arrive later)."""
-        from evennia_ai.engine.events import Event
+        from evennia_ai.memory.events import Event
 
         self.perceive(Event.create(kind="system", text=text, source=None, source_name="system"))
 
     def remember_ambient(self, text: str, source=None) -> None:
         """Add a line the NPC saw in its room to the ambient context buffer (one write)."""
-        from evennia_ai.engine import context_buffer
+        from evennia_ai.memory import context_buffer
 
         size = int(conf.get("EVENNIA_AI_CONTEXT_BUFFER_SIZE"))
         self.update(
@@ -393,11 +390,11 @@ class AIHandler:
     # -- status --------------------------------------------------------------------------------
     def status(self) -> dict:
         """A summary for admin commands and the dashboard."""
-        from evennia_ai import budget
-        from evennia_ai.engine.events import pending_events
+        from evennia_ai.npc import spending
+        from evennia_ai.memory.events import pending_events
 
         metrics = self.get("metrics")
-        over = budget.check(self.obj, metrics)
+        over = spending.check(self.obj, metrics)
         queue = self.get("event_queue")
         script = self.script
         sleep = self.get("sleep")

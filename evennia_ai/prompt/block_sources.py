@@ -1,4 +1,4 @@
-"""Context sources ``memory_blocks`` and ``archival_hits`` (see :mod:`evennia_ai.context_builder`).
+"""Context sources ``memory_blocks`` and ``archival_hits`` (see :mod:`evennia_ai.prompt.builder`).
 
 ``memory_blocks``: the NPC's blocks that belong in this tick (Core and pinned always; ephemeral
 ones when the tick's event text or tool result names them), then the blocks other NPCs share
@@ -27,7 +27,7 @@ them (it also registers the ``block_write`` confirmation executor).
 
 from __future__ import annotations
 
-from evennia_ai.context_builder import register_source
+from evennia_ai.prompt.builder import register_source
 from evennia_ai.memory import block_admin
 from evennia_ai.memory import blocks as pure
 
@@ -67,7 +67,7 @@ def render_blocks_for_npc(npc, mentioned_text: str = "", *, header: bool = True)
 
 
 def _mentioned_text(builder) -> str:
-    from evennia_ai.sources import mentioned_text
+    from evennia_ai.prompt.sources import mentioned_text
 
     return mentioned_text(builder)
 

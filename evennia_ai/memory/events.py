@@ -50,7 +50,7 @@ import uuid
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Iterable
 
-from evennia_ai.engine.trace import utcnow_iso
+from evennia_ai.utils import utcnow_iso
 
 EVENT_CLASSES = ("communication", "movement", "building", "combat", "system")
 

@@ -31,33 +31,11 @@ from twisted.internet import defer
 
 from evennia.utils import logger
 
-from evennia_ai import budget, conf, scheduler
-from evennia_ai.engine.trace import StopReason, TickTrace, truncate, utcnow_iso
-
-SLEEP_PHASES = ("sleep_consolidate", "pre_compaction")
-
-
-def _now() -> datetime:
-    return datetime.now(timezone.utc)
-
-
-def in_sleep_window(schedule, now: datetime | None = None) -> bool:
-    """Whether ``now`` (server local time) falls inside a daily ("HH:MM", "HH:MM") window."""
-    if not schedule:
-        return False
-    try:
-        start, end = schedule
-        sh, sm = (int(x) for x in str(start).split(":"))
-        eh, em = (int(x) for x in str(end).split(":"))
-    except (TypeError, ValueError):
-        return False
-    now = now or datetime.now()
-    minute = now.hour * 60 + now.minute
-    begin, finish = sh * 60 + sm, eh * 60 + em
-    if begin <= finish:
-        return begin <= minute < finish
-    return minute >= begin or minute < finish
-
+from evennia_ai import conf
+from evennia_ai.npc import spending
+from evennia_ai.engine import scheduler
+from evennia_ai.engine.trace import StopReason, TickTrace
+from evennia_ai.utils import truncate, utcnow_iso
 
 class TickRunner:
     """Run one tick for the NPC of ``script``."""
@@ -73,7 +51,7 @@ class TickRunner:
     # -- decisions -----------------------------------------------------------------------------
     def _choose(self) -> tuple[str | None, list]:
         """Pick the context type of this tick and the events it answers."""
-        from evennia_ai.engine import events as ev
+        from evennia_ai.memory import events as ev
 
         sleep = self.ai.get("sleep")
         queue = self.ai.get("event_queue")
@@ -188,7 +166,7 @@ class TickRunner:
         context_type, batch_dicts = self._choose()
         if context_type is None:
             return None
-        from evennia_ai.engine.events import Event
+        from evennia_ai.memory.events import Event
 
         self.batch = [Event.from_dict(e) if isinstance(e, dict) else e for e in batch_dicts]
         try:
@@ -200,7 +178,7 @@ class TickRunner:
 
     def release_batch(self) -> None:
         """Put the batch back in the queue after a failed tick (counts one attempt)."""
-        from evennia_ai.engine import events as ev
+        from evennia_ai.memory import events as ev
 
         ids = [e.id for e in self.batch]
         if ids and getattr(self.npc, "pk", None):
@@ -208,21 +186,22 @@ class TickRunner:
 
     @defer.inlineCallbacks
     def _run(self, context_type, batch_dicts):
-        from evennia_ai.context_builder import ContextBuilder
+        from evennia_ai.prompt.builder import ContextBuilder
         from evennia_ai.engine.assessment import assess_task
-        from evennia_ai.engine.events import event_signal, main_event
+        from evennia_ai.memory.events import event_signal, main_event
         from evennia_ai.engine.react import ReactLoop, TickBudget
-        from evennia_ai.execution_pattern import select_execution_pattern
-        from evennia_ai import sources  # noqa: F401  (registers the built-in sources)
-        from evennia_ai.memory import block_sources, longterm_sources  # noqa: F401  (sources)
+        from evennia_ai.prompt.execution_pattern import select_execution_pattern
+        from evennia_ai.prompt import sources  # noqa: F401  (registers the built-in sources)
+        from evennia_ai.prompt import block_sources
+        from evennia_ai.prompt import longterm_sources  # noqa: F401  (sources)
         from evennia_ai.tools.base import ToolContext
         from evennia_ai.workspace.goals import goal_urgency
 
         tick_id = self.script.next_tick_id()
         config = effective_context_config(context_type)
         model = self.ai.model or None
-        client = get_client_for(self.npc)
-        over_budget = budget.check(self.npc)
+        client = get_client()
+        over_budget = spending.check(self.npc)
         if over_budget.exceeded:
             if over_budget.action == "silence":
                 return self._silent_tick(tick_id, context_type, over_budget)
@@ -272,6 +251,8 @@ class TickRunner:
         )
         ctx.services["client"] = client
         ctx.services["model"] = model
+        ctx.services["context_config"] = effective_context_config
+        ctx.services["run_helper"] = run_helper
         ctx.services["tools"] = tools
         ctx.services["pattern"] = pattern
         ctx.state["depth"] = 0
@@ -312,7 +293,7 @@ class TickRunner:
 
     def _silent_tick(self, tick_id: int, context_type: str, over_budget) -> TickTrace:
         """Past the daily budget in ``silence`` mode: consume the batch unanswered, call no model."""
-        from evennia_ai.engine.events import render_events
+        from evennia_ai.memory.events import render_events
         from evennia_ai.engine.react import LoopOutcome
 
         trace = TickTrace(
@@ -334,7 +315,7 @@ class TickRunner:
         return None
 
     def _queue_confirmation(self, tool, arguments: dict, ctx) -> str:
-        from evennia_ai.engine.confirmations import get_confirmation_queue
+        from evennia_ai.tools.approvals import get_confirmation_queue
 
         reason = ""
         if self.batch:
@@ -347,9 +328,9 @@ class TickRunner:
 
     # -- writing the results -------------------------------------------------------------------
     def _finish(self, outcome, trace: TickTrace, built) -> None:
-        from evennia_ai.engine import events as ev
-        from evennia_ai.engine import history as hist
-        from evennia_ai.engine.events import render_events
+        from evennia_ai.memory import events as ev
+        from evennia_ai.memory import history as hist
+        from evennia_ai.memory.events import render_events
 
         npc = self.npc
         if not getattr(npc, "pk", None):
@@ -384,7 +365,7 @@ class TickRunner:
     @defer.inlineCallbacks
     def _consolidate(self, model, trace: TickTrace):
         """Sleep: journal entries and recent history since the last sleep go to long-term memory."""
-        from evennia_ai.engine.history import render_text
+        from evennia_ai.memory.history import render_text
         from evennia_ai.memory import longterm
         from evennia_ai.workspace.journal import entries_since
 
@@ -419,7 +400,7 @@ class TickRunner:
         summary_model = conf.get("EVENNIA_AI_SUMMARY_MODEL") or model
         resolved = client.resolve_model(summary_model)
         if conf.get("EVENNIA_AI_COMPACTION_STRATEGY") == "summarize" and resolved != conf.OFFLINE_MODEL:
-            from evennia_ai import tokens
+            from evennia_ai.llm import tokens
 
             chunk_chars = max(2000, (tokens.get_context_window(resolved) - 1500) * 3)
 
@@ -459,7 +440,7 @@ class TickRunner:
 
     def _history_reason(self, tick_id: int) -> str | None:
         """"sleep"/"emergency" when the history passes its threshold, else None."""
-        from evennia_ai import tokens
+        from evennia_ai.llm import tokens
         from evennia_ai.memory.compression import compaction_reason
 
         history = self.ai.get("history")
@@ -478,7 +459,7 @@ class TickRunner:
 
     def _learn(self, outcome, trace: TickTrace) -> None:
         """Remember a tool sequence that worked, and when the speakers were last seen."""
-        from evennia_ai.engine.events import main_event, render_events
+        from evennia_ai.memory.events import main_event, render_events
         from evennia_ai.memory import entities, procedures
 
         if not self.batch:
@@ -534,7 +515,7 @@ class TickRunner:
             return m
 
         self.ai.update("metrics", change)
-        budget.record(trace.prompt_tokens + trace.completion_tokens, trace.cost, day)
+        spending.record(trace.prompt_tokens + trace.completion_tokens, trace.cost, day)
 
     def _after_context(self, context_type: str, outcome) -> None:
         if context_type in SLEEP_PHASES:
@@ -556,63 +537,6 @@ class TickRunner:
 
 
 # -- helpers shared with commands and tools ------------------------------------------------------
-def go_to_sleep(npc, reason: str, until: str | None = None) -> None:
-    """Put ``npc`` to sleep (one write); its next ticks run the sleep phases."""
-    npc.ai.set(
-        "sleep",
-        {"asleep": True, "since": utcnow_iso(), "reason": reason, "phase": SLEEP_PHASES[0],
-         "until": until},
-    )
-
-
-def wake_up(npc, reason: str = "woken") -> None:
-    """Wake ``npc`` (one write). A scheduled sleep stays woken until its window ends."""
-    sleep = npc.ai.get("sleep")
-    npc.ai.set(
-        "sleep",
-        {"asleep": False, "since": None, "reason": reason, "phase": None, "until": None,
-         "woken_in_window": bool(sleep.get("reason") == "scheduled"
-                                 and in_sleep_window(conf.get("EVENNIA_AI_SLEEP_SCHEDULE")))},
-    )
-
-
-def effective_context_config(context_type: str):
-    """The operator-customised config of a context type (falls back to the default)."""
-    from evennia_ai.prompt_contexts import get_context_config
-
-    try:
-        from evennia_ai.prompt_registry import get_prompt_registry
-
-        return get_prompt_registry().get_effective_context_config(context_type)
-    except Exception:
-        logger.log_trace("evennia_ai: registry context config unavailable; using the default")
-        return get_context_config(context_type)
-
-
-def select_tools(npc, config) -> list:
-    """The tools an NPC may use in a context: context filter, categories, NPC sets, locks."""
-    from evennia_ai.tools import load_builtin_tools
-    from evennia_ai.tools.registry import TOOL_REGISTRY
-
-    load_builtin_tools()
-    allowed = npc.ai.get("tool_allow")
-    denied = npc.ai.get("tool_deny") or []
-    return TOOL_REGISTRY.select(
-        npc=npc,
-        tool_filter=config.tool_filter,
-        allowed_categories=config.allowed_tool_categories,
-        npc_allowed=set(allowed) if allowed is not None else None,
-        npc_denied=set(denied),
-    )
-
-
-def get_client_for(npc):
-    """The LLM client for ``npc`` (one shared client; the model is chosen per call)."""
-    from evennia_ai.llm import get_client
-
-    return get_client()
-
-
 def _tool_rules(ai) -> list:
     from evennia_ai.tools.rules import parse_rules
 
@@ -623,7 +547,7 @@ def _tool_rules(ai) -> list:
 
 
 def _request_counter(built, model):
-    from evennia_ai import tokens
+    from evennia_ai.llm import tokens
 
     counter = tokens.TokenCounter(model or built.values.get("model") or conf.get("EVENNIA_AI_MODEL") or conf.OFFLINE_MODEL)
 

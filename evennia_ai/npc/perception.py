@@ -5,10 +5,10 @@ the messages Evennia delivers to it (``at_msg_receive``) and to things moved int
 (``at_object_receive``). It cannot perceive other rooms or whispers to others: Evennia never
 delivers those to it. What it perceives becomes:
 
-- an :class:`~evennia_ai.engine.events.Event` in its persistent queue, for speech (``say``),
+- an :class:`~evennia_ai.memory.events.Event` in its persistent queue, for speech (``say``),
   poses/emotes, whispers to it, arrivals and departures, and things given to it;
 - for a whisper, also an entry in the bounded ``private_whispers`` list
-  (:mod:`evennia_ai.safety`), so the assistant's speech tools never repeat it to anyone else;
+  (:mod:`evennia_ai.tools.safety`), so the assistant's speech tools never repeat it to anyone else;
 - a line in its ambient context buffer, for anything else it sees in its room.
 
 Speech from a player in its room starts a tick at once. Speech from another AI assistant is
@@ -40,12 +40,6 @@ def _text_and_type(text) -> tuple[str, str | None]:
     return strip_ansi(str(text)).strip(), msg_type
 
 
-def _is_assistant(obj) -> bool:
-    from evennia_ai.typeclasses import AIAssistantMixin
-
-    return isinstance(obj, AIAssistantMixin)
-
-
 def _names(npc) -> list[str]:
     names = [npc.key]
     try:
@@ -66,7 +60,7 @@ def is_addressed(npc, speech: str, speaker) -> bool:
     others = [
         obj
         for obj in location.contents
-        if obj not in (npc, speaker) and (obj.has_account or _is_assistant(obj))
+        if obj not in (npc, speaker) and (obj.has_account or is_assistant(obj))
     ]
     return not others
 
@@ -105,7 +99,7 @@ def reset_presence(npc) -> None:
 
 def _remember_whisper(npc, source, name: str, content: str) -> None:
     """Keep a whisper's text so the speech tools never repeat it to others (one write)."""
-    from evennia_ai import safety
+    from evennia_ai.tools import safety
 
     if safety.is_guarded(content):
         npc.ai.update(safety.STATE_KEY,
@@ -114,7 +108,7 @@ def _remember_whisper(npc, source, name: str, content: str) -> None:
 
 def perceive_message(npc, text, from_obj, kwargs: dict) -> None:
     """Handle one message delivered to the NPC (see module docstring)."""
-    from evennia_ai.engine.events import Event
+    from evennia_ai.memory.events import Event
 
     if from_obj is None or from_obj == npc or npc.location is None:
         return
@@ -158,7 +152,7 @@ def perceive_message(npc, text, from_obj, kwargs: dict) -> None:
     if kind and same_room:
         content = one_line(_speech_content(plain) if kind == "say" else plain)
         addressed = is_addressed(npc, content, from_obj)
-        from_assistant = _is_assistant(from_obj)
+        from_assistant = is_assistant(from_obj)
         npc.ai.perceive(
             Event.create(
                 kind=kind,
@@ -178,7 +172,7 @@ def perceive_message(npc, text, from_obj, kwargs: dict) -> None:
 
 def perceive_received(npc, moved_obj, source_location, move_type) -> None:
     """Something was moved into the NPC's inventory: a gift when a character gave it."""
-    from evennia_ai.engine.events import Event
+    from evennia_ai.memory.events import Event
 
     if move_type != "give" or not npc.ai.enabled:
         return

@@ -22,6 +22,7 @@ from datetime import datetime, timezone
 from evennia.utils import logger
 
 from evennia_ai import conf
+from evennia_ai.utils import today
 
 ACTIONS = ("offline", "silence")
 
@@ -30,11 +31,6 @@ _lock = threading.Lock()
 _server_day: dict[str, dict] = {}
 # (npc dbref, day) pairs already logged as over budget, so the log says it once a day.
 _announced: set[tuple[str, str]] = set()
-
-
-def today() -> str:
-    """The current UTC date as ``YYYY-MM-DD`` (the key of ``metrics["daily"]``)."""
-    return datetime.now(timezone.utc).strftime("%Y-%m-%d")
 
 
 @dataclass(frozen=True)
@@ -117,7 +113,7 @@ def server_usage(day: str | None = None) -> dict:
         cached = _server_day.get(day)
         if cached is not None:
             return dict(cached)
-    from evennia_ai.commands.lookup import all_ai_npcs
+    from evennia_ai.npc.lookup import all_ai_npcs
 
     tokens, cost = 0, 0.0
     for npc in all_ai_npcs():
@@ -204,7 +200,7 @@ def check(npc, metrics: dict | None = None) -> BudgetStatus:
 
 def server_totals() -> dict:
     """All-time and today's tokens and cost over every assistant (for status and the dashboard)."""
-    from evennia_ai.commands.lookup import all_ai_npcs
+    from evennia_ai.npc.lookup import all_ai_npcs
 
     totals = {"npcs": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0, "ticks": 0}
     for npc in all_ai_npcs():

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from evennia.utils import logger
 
-from evennia_ai.context_builder import register_source
+from evennia_ai.prompt.builder import register_source
 from evennia_ai.memory import longterm
 
 SEARCH_TIMEOUT = 5.0  # seconds a tick waits for its memory search
@@ -51,7 +51,7 @@ def render_memories(hits) -> str:
 
 def query_text(builder) -> str:
     """The text searched for: the pending events as the NPC reads them."""
-    from evennia_ai.engine.events import render_events
+    from evennia_ai.memory.events import render_events
 
     if builder.batch:
         return render_events(builder.batch)

@@ -30,7 +30,7 @@ leaves open, and why they are what they are here:
   special contexts) and ``token_budget`` is None everywhere (the model's window decides).
 
 The mode constants, tool categories, :class:`ExecutionPattern` and
-:func:`select_execution_pattern` live in :mod:`evennia_ai.execution_pattern` and are
+:func:`select_execution_pattern` live in :mod:`evennia_ai.prompt.execution_pattern` and are
 re-exported here, where the spec places them.
 """
 
@@ -41,7 +41,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from evennia_ai.execution_pattern import (  # noqa: F401  (re-exported)
+from evennia_ai.prompt.execution_pattern import (  # noqa: F401  (re-exported)
     ALL_TOOL_CATEGORIES,
     ASYNC_REQUIRED,
     DANGEROUS,
@@ -57,7 +57,7 @@ from evennia_ai.execution_pattern import (  # noqa: F401  (re-exported)
     ExecutionPattern,
     select_execution_pattern,
 )
-from evennia_ai.prompt_components import (
+from evennia_ai.prompt.components import (
     COMPONENT_CHARACTER_CONTEXT,
     COMPONENT_CONTEXT_BUFFER,
     COMPONENT_CONVERSATION_HISTORY,
@@ -69,6 +69,7 @@ from evennia_ai.prompt_components import (
     COMPONENT_TOOL_RESULT,
     get_static_components,
 )
+from evennia_ai.utils import plain
 
 # -- context types -------------------------------------------------------------------------------
 CONTEXT_TICK_EVENT = "tick_event"
@@ -224,20 +225,10 @@ class ContextConfig:
         if not data.get("context_type"):
             raise ValueError("A context config needs a context_type.")
         names = {f.name for f in fields(cls)}
-        kwargs = {k: _plain(v) for k, v in data.items() if k in names}
+        kwargs = {k: plain(v) for k, v in data.items() if k in names}
         kwargs.setdefault("name", kwargs["context_type"])
         return cls(**kwargs)
 
-
-def _plain(value: Any) -> Any:
-    """A deep copy made of plain dicts and lists (Attribute containers included)."""
-    if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)) or (
-        isinstance(value, Iterable) and not isinstance(value, (str, bytes, Mapping, set, frozenset))
-    ):
-        return [_plain(v) for v in value]
-    return copy.deepcopy(value)
 
 
 DEFAULT_CONTEXT_CONFIGS: dict[str, ContextConfig] = {
@@ -534,7 +525,7 @@ def apply_context_customization(
         elif key == "enabled_components":
             data[key] = list(dict.fromkeys(value))  # duplicates dropped, order kept
         else:
-            data[key] = _plain(value)
+            data[key] = plain(value)
     return ContextConfig.from_dict(data)
 
 

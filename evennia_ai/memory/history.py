@@ -31,7 +31,7 @@ import json
 import re
 from typing import Any, Hashable, Iterable
 
-from evennia_ai.engine.trace import truncate, utcnow_iso
+from evennia_ai.utils import truncate, utcnow_iso
 
 ROLES = ("system", "user", "assistant", "tool")
 BOOKKEEPING_KEYS = ("batch", "ts")

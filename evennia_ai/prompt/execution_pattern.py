@@ -56,7 +56,7 @@ no categories); an invalid Layer-3 entry is ignored, since a model wrote it. Eit
 is added to :attr:`ExecutionPattern.notes` for the trace.
 
 Example:
-    >>> from evennia_ai.prompt_contexts import get_context_config
+    >>> from evennia_ai.prompt.contexts import get_context_config
     >>> pattern = select_execution_pattern(
     ...     {"multi_action_enabled": True, "max_iterations_per_tick": 5},
     ...     get_context_config("reflection"))
@@ -441,7 +441,7 @@ def select_execution_pattern(
             ``max_iterations_per_tick`` (1-10, clamped), ``task_assessment_enabled``,
             ``sub_agents_enabled``, ``sub_agent_budget`` and optionally
             ``allowed_tool_categories``. Missing keys take :data:`DEFAULT_EXECUTION_CONFIG`.
-        context_config: Layer 2, the tick's :class:`~evennia_ai.prompt_contexts.ContextConfig`
+        context_config: Layer 2, the tick's :class:`~evennia_ai.prompt.contexts.ContextConfig`
             (or a mapping with the same fields).
         llm_assessment: Layer 3: ``recommended_iterations``, ``recommended_mode``,
             ``recommend_confirm_dangerous`` and ``context_signals`` (``token_pressure``,

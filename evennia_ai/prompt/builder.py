@@ -3,7 +3,7 @@
 For one tick it gathers the value of every source the context type's enabled components need,
 concurrently (database reads on the reactor thread; slow sources such as long-term memory
 return Deferreds from threads; all combined with a DeferredList), renders the registry's
-components in ID order into chat messages (:mod:`evennia_ai.assembly`), and counts the tokens
+components in ID order into chat messages (:mod:`evennia_ai.prompt.assembly`), and counts the tokens
 of the request exactly as it will be sent, per section.
 
 Sources are pluggable: :func:`register_source` maps a placeholder name to a function
@@ -140,13 +140,13 @@ class ContextBuilder:
             return get_prompt_registry().get_all_prompt_components()
         except Exception:
             logger.log_trace("evennia_ai: prompt registry unavailable; using static components")
-            from evennia_ai.prompt_components import get_static_components
+            from evennia_ai.prompt.components import get_static_components
 
             return get_static_components()
 
     def needed_sources(self, components) -> list[str]:
         """Placeholder names the enabled components of this context type use."""
-        from evennia_ai.prompt_templates import extract_placeholders
+        from evennia_ai.prompt.templates import extract_placeholders
 
         enabled = set(self.config.enabled_components)
         names: list[str] = []
@@ -196,9 +196,9 @@ class ContextBuilder:
 
     def finish(self, values: dict, components: list | None = None) -> BuiltContext:
         """Everything after gathering (synchronous): budget, assembly, counting."""
-        from evennia_ai import tokens
-        from evennia_ai.assembly import assemble_messages, select_components
-        from evennia_ai.context_budget import fit_to_budget
+        from evennia_ai.llm import tokens
+        from evennia_ai.prompt.assembly import assemble_messages, select_components
+        from evennia_ai.prompt.fitting import fit_to_budget
 
         components = components if components is not None else self.components()
         values = suppress_duplicates(values)
@@ -265,7 +265,7 @@ def cache_friendly_order(selected: list) -> list:
     """
     from dataclasses import replace
 
-    from evennia_ai.prompt_components import anchor_of
+    from evennia_ai.prompt.components import anchor_of
 
     rank = {key: index for index, key in enumerate(CACHE_FRIENDLY_ORDER)}
     statics = {c.id: c for c in selected if c.is_static}

@@ -13,7 +13,8 @@ import copy
 import pickle
 from typing import Any, Callable
 
-from evennia.utils.dbserialize import deserialize
+from evennia_ai.utils import plain
+
 
 CATEGORY = "ai"
 _SCALARS = (str, int, float, bool, type(None))
@@ -48,25 +49,6 @@ def _remember(attr, value: Any) -> None:
         pass
 
 
-def _plain(value: Any) -> Any:
-    """Return a detached plain copy of a stored value (no _SaverDict/_SaverList)."""
-    if value is None:
-        return None
-    try:
-        return deserialize(value)
-    except Exception:
-        return copy.deepcopy(value)
-
-
-def is_live_instance(instance) -> bool:
-    """Whether ``instance`` is still the one Evennia's object cache hands out for its row.
-
-    Holding on to a typeclassed instance saves a query per use, but only while no other
-    instance of the same row can exist: after a cache flush (or a deletion) a fresh query
-    would return a different instance, whose Attribute cache this one would not see.
-    """
-    return (instance is not None and instance.pk is not None
-            and type(instance).get_cached_instance(instance.pk) is instance)
 
 
 class AttributeState:
@@ -101,7 +83,7 @@ class AttributeState:
         value = attr.value
         if value is None:
             return self._default(key, default)
-        value = _plain(value)
+        value = plain(value)
         _remember(attr, value)
         return value
 

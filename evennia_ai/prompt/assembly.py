@@ -9,7 +9,7 @@ Pure module (no Django, Evennia or Twisted). :func:`assemble_messages` follows t
    without enabling its neighbour). Components with ``enabled=False`` are dropped.
 2. **Override.** The context's ``component_overrides`` replace content by component key
    (reflection's own system prompt, for instance).
-3. **Render** in ID order with :func:`~evennia_ai.prompt_templates.safe_render_template`:
+3. **Render** in ID order with :func:`~evennia_ai.prompt.templates.safe_render_template`:
    placeholders are filled from ``values`` (texts as they are, lists and dicts as JSON) and
    missing ones are left visible, so an operator sees the gap instead of a crash. A value is
    inserted once and never rendered again, so a player who says ``{system_prompt}`` is quoted,
@@ -42,8 +42,8 @@ The result always passes :func:`validate_chat_messages`. It also lists its
 count tokens per section.
 
 Example:
-    >>> from evennia_ai.prompt_components import get_static_components
-    >>> from evennia_ai.prompt_contexts import get_context_config
+    >>> from evennia_ai.prompt.components import get_static_components
+    >>> from evennia_ai.prompt.contexts import get_context_config
     >>> prompt = assemble_messages(get_static_components(), get_context_config("tick_event"),
     ...                            {"system_prompt": "You are Bob.",
     ...                             "pending_event": 'Alice says to you: "Hi."'})
@@ -59,9 +59,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from evennia_ai.prompt_components import PromptComponent
-from evennia_ai.prompt_contexts import STATIC_COMPONENT_IDS, anchor_static_id
-from evennia_ai.prompt_templates import safe_render_template
+from evennia_ai.prompt.components import PromptComponent
+from evennia_ai.prompt.contexts import STATIC_COMPONENT_IDS, anchor_static_id
+from evennia_ai.prompt.templates import safe_render_template
 
 CHAT_ROLES = ("system", "user", "assistant", "tool")
 COMPONENT_ROLES = CHAT_ROLES + ("mixed",)

@@ -33,7 +33,7 @@ import contextlib
 import re
 from typing import Iterable
 
-from evennia_ai.engine.trace import utcnow_iso
+from evennia_ai.utils import utcnow_iso
 
 STATE_KEY = "private_whispers"
 """The ``npc.ai`` state key holding recent whispers (a plain list of dicts, oldest first)."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from evennia_ai.engine.trace import utcnow_iso
+from evennia_ai.utils import utcnow_iso
 
 MAX_LINE = 500  # characters kept of one line
 

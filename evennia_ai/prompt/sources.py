@@ -1,4 +1,4 @@
-"""Context sources owned by the assistant itself (see :mod:`evennia_ai.context_builder`).
+"""Context sources owned by the assistant itself (see :mod:`evennia_ai.prompt.builder`).
 
 Each function returns the value of one placeholder for one tick. They read the NPC's state on
 the reactor thread (plain copies, no writes). The memory system registers more sources
@@ -8,7 +8,7 @@ the reactor thread (plain copies, no writes). The memory system registers more s
 from __future__ import annotations
 
 from evennia_ai import conf
-from evennia_ai.context_builder import read_operator_override, register_source
+from evennia_ai.prompt.builder import read_operator_override, register_source
 
 IDENTITY = (
     "You are {name}, a character in a text-based multiplayer game (a MUD), played by the "
@@ -31,7 +31,7 @@ OPERATOR_HEADER = (
 
 def build_system_prompt(builder) -> str:
     """Base template, identity, the assistant's own guidelines, then the operator's prompt."""
-    from evennia_ai.prompt_templates import safe_render_template
+    from evennia_ai.prompt.templates import safe_render_template
 
     npc = builder.npc
     ai = npc.ai
@@ -68,7 +68,7 @@ def build_system_prompt(builder) -> str:
 
 
 def _base_template_content() -> str:
-    from evennia_ai.prompt_templates import get_default_template
+    from evennia_ai.prompt.templates import get_default_template
 
     try:
         from evennia_ai.prompt_registry import get_prompt_registry
@@ -122,14 +122,14 @@ def _goals(builder) -> str:
 
 @register_source("conversation_history")
 def _history(builder) -> list:
-    from evennia_ai.engine.history import to_chat_messages
+    from evennia_ai.memory.history import to_chat_messages
 
     return to_chat_messages(builder.npc.ai.get("history"))
 
 
 @register_source("pending_event")
 def _pending_event(builder) -> str:
-    from evennia_ai.engine.events import render_events
+    from evennia_ai.memory.events import render_events
 
     if builder.batch:
         return render_events(builder.batch)
@@ -143,7 +143,7 @@ def _tool_result(builder):
 
 @register_source("context_buffer")
 def _context_buffer(builder) -> str:
-    from evennia_ai.engine import context_buffer
+    from evennia_ai.memory import context_buffer
 
     buffer = builder.npc.ai.get("context_buffer")
     text = context_buffer.render(buffer, int(conf.get("EVENNIA_AI_CONTEXT_BUFFER_SIZE")))
@@ -152,7 +152,7 @@ def _context_buffer(builder) -> str:
 
 def mentioned_text(builder) -> str:
     """Text of this tick that may name people, things or memory blocks."""
-    from evennia_ai.engine.events import render_events
+    from evennia_ai.memory.events import render_events
 
     parts = [render_events(builder.batch) if builder.batch else "", str(builder.tool_result or "")]
     return "\n".join(p for p in parts if p)
@@ -191,7 +191,7 @@ def _procedural_hints(builder) -> str:
 
     if not builder.batch:
         return ""
-    from evennia_ai.engine.events import main_event, render_events
+    from evennia_ai.memory.events import main_event, render_events
 
     event = main_event(builder.batch)
     found = best_procedures(builder.npc.ai.get("procedures"), event.event_class,

@@ -1,0 +1,82 @@
+"""Helpers (sub-agents): the child ReAct loop behind the ``delegate_task`` tool.
+
+The tool itself (name, arguments, category) is declared in :mod:`evennia_ai.tools.delegate`;
+the tick hands it :func:`run_helper` as the ``run_helper`` service. The child gets its own
+short context (the task, the NPC's identity and persona), the parent's tools minus DANGEROUS
+and TERMINAL ones and ``delegate_task`` itself, at most 3 iterations, and returns its final text
+as the tool result. It is refused past ``sub_agent_budget`` concurrent children, or where any
+layer forbids sub-agents (the execution pattern's ``sub_agents_enabled``). Its model calls go
+through the same client (a thread each); its trace is attached to the parent's result.
+"""
+
+from __future__ import annotations
+
+from twisted.internet import defer
+
+from evennia_ai.engine.react import ReactLoop
+from evennia_ai.engine.trace import TickTrace
+from evennia_ai.prompt.execution_pattern import ExecutionPattern
+from evennia_ai.tools.base import ToolCategory, ToolContext, ToolResult
+
+CHILD_ITERATIONS = 3
+
+CHILD_PROMPT = (
+    "You are a helper working for {name}, a character in a text game. Complete this task with "
+    "the tools you have, then answer with a short plain-text report of what you found or did. "
+    "Do not speak to anyone; your report goes back to {name}.\n\nPersona of {name}: {persona}"
+)
+
+
+def run_helper(ctx: ToolContext, task: str):
+    """Run a helper on ``task`` for the NPC of ``ctx``; returns a ToolResult or a Deferred of one."""
+    pattern = ctx.services.get("pattern")
+    if pattern is None or not getattr(pattern, "sub_agents_enabled", False):
+        return ToolResult.fail("Sub-agents are not allowed here.")
+    if int(ctx.state.get("depth", 0)) >= 1:
+        return ToolResult.fail("A helper cannot start helpers of its own.")
+    npc = ctx.npc
+    running = int(npc.ndb.ai_sub_agents or 0)
+    budget = int(getattr(pattern, "sub_agent_budget", 0) or 0)
+    if running >= budget:
+        return ToolResult.fail(f"Already {running} helpers running (budget {budget}); wait for them.")
+    client = ctx.services.get("client")
+    if client is None:
+        return ToolResult.fail("No model client available for a helper.")
+    tools = [
+        t for t in ctx.services.get("tools", [])
+        if t.category != ToolCategory.DANGEROUS and t.name != "delegate_task"
+        and t.category != ToolCategory.TERMINAL
+    ]
+    child_pattern = ExecutionPattern(
+        mode="react_loop", max_iterations=min(CHILD_ITERATIONS, pattern.max_iterations),
+        allowed_categories=None, terminal_ends_loop=True, dangerous_requires_confirm=True,
+        multi_tool_enabled=True, sub_agents_enabled=False,
+    )
+    child_ctx = ToolContext(npc=npc, script=ctx.script, tick_id=ctx.tick_id,
+                            context_type=ctx.context_type, event=ctx.event)
+    child_ctx.state["depth"] = int(ctx.state.get("depth", 0)) + 1
+    child_ctx.services = dict(ctx.services)
+    trace = TickTrace(tick_id=ctx.tick_id, context_type="sub_agent")
+    messages = [
+        {"role": "system", "content": CHILD_PROMPT.format(name=npc.key, persona=npc.ai.persona or "-")},
+        {"role": "user", "content": f"Task: {task}"},
+    ]
+    loop = ReactLoop(client=client, tools=tools, pattern=child_pattern, ctx=child_ctx,
+                     trace=trace, model=ctx.services.get("model"))
+    npc.ndb.ai_sub_agents = running + 1
+
+    def finished(outcome):
+        npc.ndb.ai_sub_agents = max(0, int(npc.ndb.ai_sub_agents or 1) - 1)
+        text = outcome.final_text or "(the helper produced no report)"
+        return ToolResult.ok(
+            {"success": outcome.stop_reason.value != "error", "report": text,
+             "stop_reason": outcome.stop_reason.value,
+             "tools_used": outcome.tool_names},
+            data={"trace": trace.to_dict()},
+        )
+
+    def failed(failure):
+        npc.ndb.ai_sub_agents = max(0, int(npc.ndb.ai_sub_agents or 1) - 1)
+        return ToolResult.fail(f"The helper failed: {failure.getErrorMessage()}")
+
+    return defer.maybeDeferred(loop.run, messages).addCallbacks(finished, failed)

@@ -1,0 +1,110 @@
+"""Small pure helpers every layer uses: the clock, plain copies, text clipping, identity checks.
+
+Pure module: no Django, Evennia or Twisted import, so anything may import it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence, Set
+from datetime import datetime, timezone
+from typing import Any
+
+_SCALARS = (str, bytes, int, float, bool, type(None))
+
+
+# -- the clock -----------------------------------------------------------------------------------
+def utcnow() -> datetime:
+    """The current time as an aware UTC datetime (the plugin's one clock)."""
+    return datetime.now(timezone.utc)
+
+
+def to_utc(now: datetime | None = None) -> datetime:
+    """``now`` (default: the current time) as an aware UTC datetime; naive values count as UTC."""
+    if now is None:
+        return utcnow()
+    if now.tzinfo is None:
+        return now.replace(tzinfo=timezone.utc)
+    return now.astimezone(timezone.utc)
+
+
+def utcnow_iso() -> str:
+    """The current UTC time as a full ISO-8601 string (microseconds; traces and events)."""
+    return utcnow().isoformat()
+
+
+def iso_utc(now: datetime | None = None) -> str:
+    """``now`` (default: the current time) as ``YYYY-MM-DDTHH:MM:SSZ`` (stored workspace times)."""
+    return to_utc(now).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def parse_iso(value: Any) -> datetime | None:
+    """An ISO-8601 timestamp as an aware UTC datetime; None when empty or invalid."""
+    if isinstance(value, datetime):
+        return to_utc(value)
+    if not isinstance(value, str) or not value.strip():
+        return None
+    text = value.strip()
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    try:
+        return to_utc(datetime.fromisoformat(text))
+    except ValueError:
+        return None
+
+
+def today() -> str:
+    """The current UTC date as ``YYYY-MM-DD`` (the key of daily usage)."""
+    return utcnow().strftime("%Y-%m-%d")
+
+
+# -- data ----------------------------------------------------------------------------------------
+def plain(value: Any) -> Any:
+    """A detached copy of ``value`` made of plain dicts, lists, tuples, sets and scalars.
+
+    Evennia's Attribute containers (``_SaverDict``, ``_SaverList``, ``_SaverSet``) become
+    their plain counterparts, so changing the copy never writes to the database. Other objects
+    (a database object stored by reference) are kept as they are, as Evennia's own
+    ``deserialize`` does.
+    """
+    if isinstance(value, _SCALARS):
+        return value
+    if isinstance(value, Mapping):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, tuple):
+        return tuple(plain(v) for v in value)
+    if isinstance(value, Sequence):
+        return [plain(v) for v in value]
+    if isinstance(value, Set):
+        return {plain(v) for v in value}
+    return value
+
+
+def truncate(text: Any, limit: int = 2000) -> str:
+    """``text`` as a string cut to ``limit`` characters, with a marker saying how much was cut."""
+    text = "" if text is None else str(text)
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"... [{len(text) - limit} more characters]"
+
+
+# -- identity ------------------------------------------------------------------------------------
+def is_assistant(obj: Any) -> bool:
+    """Whether ``obj`` is an AI assistant (its typeclass mixes in ``AIAssistantMixin``).
+
+    Checked by a class attribute, so no layer needs to import the typeclass to ask.
+    """
+    return getattr(type(obj), "is_ai_assistant", False) is True
+
+
+def is_live_instance(instance: Any) -> bool:
+    """Whether ``instance`` is still the one Evennia's object cache hands out for its row.
+
+    Holding on to a typeclassed instance saves a query per use, but only while no other
+    instance of the same row can exist: after a cache flush (or a deletion) a fresh query
+    would return a different instance, whose Attribute cache this one would not see.
+    """
+    return (
+        instance is not None
+        and instance.pk is not None
+        and type(instance).get_cached_instance(instance.pk) is instance
+    )

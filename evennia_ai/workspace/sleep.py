@@ -1,0 +1,56 @@
+"""Sleep: the daily sleep window, falling asleep and waking (state in the NPC's ``sleep``).
+
+An asleep NPC's next ticks run the sleep phases (``sleep_consolidate``, then
+``pre_compaction``) and then rest until it is woken, its ``until`` time passes, or its
+scheduled window (``EVENNIA_AI_SLEEP_SCHEDULE``) ends. The functions take the NPC and write its
+``sleep`` state through ``npc.ai`` once per change; the tick, the ``go_to_sleep`` tool and
+``aisleep`` all use them.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from evennia_ai import conf
+from evennia_ai.utils import utcnow_iso
+
+SLEEP_PHASES = ("sleep_consolidate", "pre_compaction")
+
+
+
+def in_sleep_window(schedule, now: datetime | None = None) -> bool:
+    """Whether ``now`` (server local time) falls inside a daily ("HH:MM", "HH:MM") window."""
+    if not schedule:
+        return False
+    try:
+        start, end = schedule
+        sh, sm = (int(x) for x in str(start).split(":"))
+        eh, em = (int(x) for x in str(end).split(":"))
+    except (TypeError, ValueError):
+        return False
+    now = now or datetime.now()
+    minute = now.hour * 60 + now.minute
+    begin, finish = sh * 60 + sm, eh * 60 + em
+    if begin <= finish:
+        return begin <= minute < finish
+    return minute >= begin or minute < finish
+
+
+def go_to_sleep(npc, reason: str, until: str | None = None) -> None:
+    """Put ``npc`` to sleep (one write); its next ticks run the sleep phases."""
+    npc.ai.set(
+        "sleep",
+        {"asleep": True, "since": utcnow_iso(), "reason": reason, "phase": SLEEP_PHASES[0],
+         "until": until},
+    )
+
+
+def wake_up(npc, reason: str = "woken") -> None:
+    """Wake ``npc`` (one write). A scheduled sleep stays woken until its window ends."""
+    sleep = npc.ai.get("sleep")
+    npc.ai.set(
+        "sleep",
+        {"asleep": False, "since": None, "reason": reason, "phase": None, "until": None,
+         "woken_in_window": bool(sleep.get("reason") == "scheduled"
+                                 and in_sleep_window(conf.get("EVENNIA_AI_SLEEP_SCHEDULE")))},
+    )
