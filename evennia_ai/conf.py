@@ -15,6 +15,7 @@ The table in ``docs/configuration.md`` is generated from :data:`SETTINGS` (and a
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,58 +43,235 @@ SETTINGS: dict[str, Setting] = {
     s.name: s
     for s in (
         # --- model ---------------------------------------------------------------------------
-        Setting("EVENNIA_AI_MODEL", "", "litellm model name (e.g. `openai/gpt-4o-mini`, `ollama/llama3`). Empty: the built-in offline model.", env=True),
-        Setting("EVENNIA_AI_API_BASE", "", "Base URL of an OpenAI-compatible endpoint (Ollama, vLLM, a litellm proxy).", env=True),
-        Setting("EVENNIA_AI_API_KEY", "", "API key passed to litellm. Empty: litellm reads the provider's own variable.", env=True),
-        Setting("EVENNIA_AI_FALLBACK_MODELS", [], "Ordered list of models tried when the main model fails after its retries. The environment form is comma-separated.", env=True),
-        Setting("EVENNIA_AI_TIMEOUT", 30.0, "Seconds one model call may take before it counts as timed out.", env=True),
-        Setting("EVENNIA_AI_MAX_RETRIES", 2, "Retries per model on rate limits, 5xx and timeouts (exponential backoff with jitter)."),
-        Setting("EVENNIA_AI_RETRY_BASE_DELAY", 0.5, "First backoff delay in seconds; doubles each retry, capped by EVENNIA_AI_RETRY_MAX_DELAY."),
-        Setting("EVENNIA_AI_RETRY_MAX_DELAY", 8.0, "Longest single backoff delay in seconds (a server's retry-after is honoured up to this)."),
-        Setting("EVENNIA_AI_MODEL_SETTINGS", {}, "Per-model options: `native_tools`, `context_window`, `api_base`, `api_key`, `timeout`, e.g. `{'ollama/llama2': {'native_tools': False, 'context_window': 4096}}`."),
-        Setting("EVENNIA_AI_THREAD_POOL_SIZE", 10, "Threads for model and memory calls (a pool of daemon threads of its own, so a reload never waits for a call in flight)."),
-        Setting("EVENNIA_AI_LITELLM_CALLBACKS", [], "litellm callbacks (names such as `langfuse`, or dotted paths to CustomLogger instances/classes)."),
+        Setting(
+            "EVENNIA_AI_MODEL",
+            "",
+            "litellm model name (e.g. `openai/gpt-4o-mini`, `ollama/llama3`). Empty: the built-in offline model.",
+            env=True,
+        ),
+        Setting(
+            "EVENNIA_AI_API_BASE",
+            "",
+            "Base URL of an OpenAI-compatible endpoint (Ollama, vLLM, a litellm proxy).",
+            env=True,
+        ),
+        Setting(
+            "EVENNIA_AI_API_KEY",
+            "",
+            "API key passed to litellm. Empty: litellm reads the provider's own variable.",
+            env=True,
+        ),
+        Setting(
+            "EVENNIA_AI_FALLBACK_MODELS",
+            [],
+            "Ordered list of models tried when the main model fails after its retries. The environment form is comma-separated.",
+            env=True,
+        ),
+        Setting(
+            "EVENNIA_AI_TIMEOUT",
+            30.0,
+            "Seconds one model call may take before it counts as timed out.",
+            env=True,
+        ),
+        Setting(
+            "EVENNIA_AI_MAX_RETRIES",
+            2,
+            "Retries per model on rate limits, 5xx and timeouts (exponential backoff with jitter).",
+        ),
+        Setting(
+            "EVENNIA_AI_RETRY_BASE_DELAY",
+            0.5,
+            "First backoff delay in seconds; doubles each retry, capped by EVENNIA_AI_RETRY_MAX_DELAY.",
+        ),
+        Setting(
+            "EVENNIA_AI_RETRY_MAX_DELAY",
+            8.0,
+            "Longest single backoff delay in seconds (a server's retry-after is honoured up to this).",
+        ),
+        Setting(
+            "EVENNIA_AI_MODEL_SETTINGS",
+            {},
+            "Per-model options: `native_tools`, `context_window`, `api_base`, `api_key`, `timeout`, e.g. `{'ollama/llama2': {'native_tools': False, 'context_window': 4096}}`.",
+        ),
+        Setting(
+            "EVENNIA_AI_THREAD_POOL_SIZE",
+            10,
+            "Threads for model and memory calls (a pool of daemon threads of its own, so a reload never waits for a call in flight).",
+        ),
+        Setting(
+            "EVENNIA_AI_LITELLM_CALLBACKS",
+            [],
+            "litellm callbacks (names such as `langfuse`, or dotted paths to CustomLogger instances/classes).",
+        ),
         # --- ticking -------------------------------------------------------------------------
         Setting("EVENNIA_AI_TICK_INTERVAL", 5, "Seconds between an assistant's ticks."),
-        Setting("EVENNIA_AI_AUTONOMY", True, "Whether idle assistants with active goals take autonomous ticks."),
-        Setting("EVENNIA_AI_AUTONOMOUS_MIN_INTERVAL", 60, "Least seconds between two autonomous ticks of one assistant."),
-        Setting("EVENNIA_AI_EVENT_QUEUE_SIZE", 50, "Most events an assistant keeps queued; the oldest low-priority ones go first."),
-        Setting("EVENNIA_AI_HISTORY_MAX_MESSAGES", 200, "Most conversation-history messages kept per assistant before token budgeting."),
+        Setting(
+            "EVENNIA_AI_AUTONOMY",
+            True,
+            "Whether idle assistants with active goals take autonomous ticks.",
+        ),
+        Setting(
+            "EVENNIA_AI_AUTONOMOUS_MIN_INTERVAL",
+            60,
+            "Least seconds between two autonomous ticks of one assistant.",
+        ),
+        Setting(
+            "EVENNIA_AI_EVENT_QUEUE_SIZE",
+            50,
+            "Most events an assistant keeps queued; the oldest low-priority ones go first.",
+        ),
+        Setting(
+            "EVENNIA_AI_HISTORY_MAX_MESSAGES",
+            200,
+            "Most conversation-history messages kept per assistant before token budgeting.",
+        ),
         Setting("EVENNIA_AI_TRACE_RING_SIZE", 50, "Tick traces kept per assistant."),
-        Setting("EVENNIA_AI_CONTEXT_BUFFER_SIZE", 20, "Recent room messages kept as ambient context."),
+        Setting(
+            "EVENNIA_AI_CONTEXT_BUFFER_SIZE", 20, "Recent room messages kept as ambient context."
+        ),
         Setting("EVENNIA_AI_TOOL_TIMEOUT", 30.0, "Seconds an ASYNC_REQUIRED tool may run."),
         Setting("EVENNIA_AI_REFLECTION_INTERVAL", 50, "Ticks between reflections."),
-        Setting("EVENNIA_AI_REFLECTION_IMPORTANCE_THRESHOLD", 30, "Summed journal importance since the last reflection that triggers one early."),
-        Setting("EVENNIA_AI_SLEEP_SCHEDULE", None, "Daily sleep window as `('HH:MM', 'HH:MM')` server time, or None for no scheduled sleep."),
-        Setting("EVENNIA_AI_WAKE_WHEN_ADDRESSED", True, "Whether speech addressed to a sleeping assistant wakes it."),
+        Setting(
+            "EVENNIA_AI_REFLECTION_IMPORTANCE_THRESHOLD",
+            30,
+            "Summed journal importance since the last reflection that triggers one early.",
+        ),
+        Setting(
+            "EVENNIA_AI_SLEEP_SCHEDULE",
+            None,
+            "Daily sleep window as `('HH:MM', 'HH:MM')` server time, or None for no scheduled sleep.",
+        ),
+        Setting(
+            "EVENNIA_AI_WAKE_WHEN_ADDRESSED",
+            True,
+            "Whether speech addressed to a sleeping assistant wakes it.",
+        ),
         # --- context and memory --------------------------------------------------------------
-        Setting("EVENNIA_AI_CONTEXT_WINDOWS", {}, "Per-model context window overrides in tokens, e.g. `{'openai/my-model': 32768}`."),
-        Setting("EVENNIA_AI_RESERVED_RESPONSE_TOKENS", 1024, "Tokens kept free in every request for the model's answer."),
-        Setting("EVENNIA_AI_OPERATOR_OVERRIDE", "", "Path of an operator override file injected at the very top of every system prompt; re-read when it changes."),
-        Setting("EVENNIA_AI_DATA_DIR", "", "Folder for the keyword index and the embedded long-term memory. Empty: `<game dir>/server/ai_data`."),
-        Setting("EVENNIA_AI_BLOCK_DESCRIPTIONS", True, "Show memory-block descriptions under their tags in the prompt."),
-        Setting("EVENNIA_AI_ARCHIVAL_MAX_ENTRIES", 1000, "Archival entries kept per assistant (oldest dropped first)."),
-        Setting("EVENNIA_AI_ARCHIVAL_HITS", 3, "Archival entries shown per tick by the archival_hits source."),
+        Setting(
+            "EVENNIA_AI_CONTEXT_WINDOWS",
+            {},
+            "Per-model context window overrides in tokens, e.g. `{'openai/my-model': 32768}`.",
+        ),
+        Setting(
+            "EVENNIA_AI_RESERVED_RESPONSE_TOKENS",
+            1024,
+            "Tokens kept free in every request for the model's answer.",
+        ),
+        Setting(
+            "EVENNIA_AI_OPERATOR_OVERRIDE",
+            "",
+            "Path of an operator override file injected at the very top of every system prompt; re-read when it changes.",
+        ),
+        Setting(
+            "EVENNIA_AI_DATA_DIR",
+            "",
+            "Folder for the keyword index and the embedded long-term memory. Empty: `<game dir>/server/ai_data`.",
+        ),
+        Setting(
+            "EVENNIA_AI_BLOCK_DESCRIPTIONS",
+            True,
+            "Show memory-block descriptions under their tags in the prompt.",
+        ),
+        Setting(
+            "EVENNIA_AI_ARCHIVAL_MAX_ENTRIES",
+            1000,
+            "Archival entries kept per assistant (oldest dropped first).",
+        ),
+        Setting(
+            "EVENNIA_AI_ARCHIVAL_HITS",
+            3,
+            "Archival entries shown per tick by the archival_hits source.",
+        ),
         Setting("EVENNIA_AI_MEMORY_TOP_K", 5, "Long-term memories recalled per search."),
-        Setting("EVENNIA_AI_MEMORY_THRESHOLD", 0.3, "Least relevance score for a recalled long-term memory (vector hits; keyword hits are ranked, not thresholded)."),
-        Setting("EVENNIA_AI_OPENAI_SDK_ROUTE", False, "Send `openai/<name>` models at a custom EVENNIA_AI_API_BASE through the OpenAI SDK; the default uses litellm's plain OpenAI-compatible HTTP route, 15 ms faster per call for the same request."),
-        Setting("EVENNIA_AI_GC_FREEZE", True, "After the model stack and long-term memory have loaded, exempt their objects from Python's garbage collector (gc.freeze), so full collections no longer stall the server for hundreds of milliseconds."),
-        Setting("EVENNIA_AI_MEMORY_VECTOR_INDEX", True, "Search the embedded Qdrant's vectors through an in-process per-NPC index (Qdrant's local mode filters every point in Python); no effect with a Qdrant server or pgvector."),
-        Setting("EVENNIA_AI_WARMUP_DELAY", 3.0, "Seconds after server start before litellm and the tokenizer are loaded in a thread (the first reply is then fast)."),
-        Setting("EVENNIA_AI_MEMORY_INIT_DELAY", 10.0, "Seconds after server start before long-term memory loads its embedder (in a thread)."),
-        Setting("EVENNIA_AI_MEM0_CONFIG", None, "A full mem0 configuration dict replacing the embedded default (Qdrant server, pgvector, any litellm embedder)."),
-        Setting("EVENNIA_AI_COMPACTION_STRATEGY", "summarize", "History compression: `summarize` (recursive summarisation by the model; truncation with the offline model) or `truncate`."),
-        Setting("EVENNIA_AI_COMPACTION_SLEEP_RATIO", 0.7, "Share of the history budget at which history is compacted during sleep."),
-        Setting("EVENNIA_AI_COMPACTION_EMERGENCY_RATIO", 0.8, "Share of the history budget at which history is compacted at once (after a fact-extraction pass)."),
-        Setting("EVENNIA_AI_COMPACTION_KEEP_RECENT", 20, "Messages always kept verbatim when history is compacted."),
-        Setting("EVENNIA_AI_SUMMARY_MODEL", "", "Model for history summaries (empty: the NPC's model)."),
-        Setting("EVENNIA_AI_COMPONENT_ORDER", "default", "Component order: `default` (the ID order) or `cache_friendly` (stable text first, for provider prompt caches)."),
+        Setting(
+            "EVENNIA_AI_MEMORY_THRESHOLD",
+            0.3,
+            "Least relevance score for a recalled long-term memory (vector hits; keyword hits are ranked, not thresholded).",
+        ),
+        Setting(
+            "EVENNIA_AI_OPENAI_SDK_ROUTE",
+            False,
+            "Send `openai/<name>` models at a custom EVENNIA_AI_API_BASE through the OpenAI SDK; the default uses litellm's plain OpenAI-compatible HTTP route, 15 ms faster per call for the same request.",
+        ),
+        Setting(
+            "EVENNIA_AI_GC_FREEZE",
+            True,
+            "After the model stack and long-term memory have loaded, exempt their objects from Python's garbage collector (gc.freeze), so full collections no longer stall the server for hundreds of milliseconds.",
+        ),
+        Setting(
+            "EVENNIA_AI_MEMORY_VECTOR_INDEX",
+            True,
+            "Search the embedded Qdrant's vectors through an in-process per-NPC index (Qdrant's local mode filters every point in Python); no effect with a Qdrant server or pgvector.",
+        ),
+        Setting(
+            "EVENNIA_AI_WARMUP_DELAY",
+            3.0,
+            "Seconds after server start before litellm and the tokenizer are loaded in a thread (the first reply is then fast).",
+        ),
+        Setting(
+            "EVENNIA_AI_MEMORY_INIT_DELAY",
+            10.0,
+            "Seconds after server start before long-term memory loads its embedder (in a thread).",
+        ),
+        Setting(
+            "EVENNIA_AI_MEM0_CONFIG",
+            None,
+            "A full mem0 configuration dict replacing the embedded default (Qdrant server, pgvector, any litellm embedder).",
+        ),
+        Setting(
+            "EVENNIA_AI_COMPACTION_STRATEGY",
+            "summarize",
+            "History compression: `summarize` (recursive summarisation by the model; truncation with the offline model) or `truncate`.",
+        ),
+        Setting(
+            "EVENNIA_AI_COMPACTION_SLEEP_RATIO",
+            0.7,
+            "Share of the history budget at which history is compacted during sleep.",
+        ),
+        Setting(
+            "EVENNIA_AI_COMPACTION_EMERGENCY_RATIO",
+            0.8,
+            "Share of the history budget at which history is compacted at once (after a fact-extraction pass).",
+        ),
+        Setting(
+            "EVENNIA_AI_COMPACTION_KEEP_RECENT",
+            20,
+            "Messages always kept verbatim when history is compacted.",
+        ),
+        Setting(
+            "EVENNIA_AI_SUMMARY_MODEL", "", "Model for history summaries (empty: the NPC's model)."
+        ),
+        Setting(
+            "EVENNIA_AI_COMPONENT_ORDER",
+            "default",
+            "Component order: `default` (the ID order) or `cache_friendly` (stable text first, for provider prompt caches).",
+        ),
         # --- budgets -------------------------------------------------------------------------
-        Setting("EVENNIA_AI_DAILY_TOKEN_BUDGET_PER_NPC", None, "Tokens one assistant may use per day; None for no limit."),
-        Setting("EVENNIA_AI_DAILY_TOKEN_BUDGET_SERVER", None, "Tokens all assistants together may use per day; None for no limit."),
-        Setting("EVENNIA_AI_DAILY_COST_BUDGET_PER_NPC", None, "Cost (USD, as litellm prices it) one assistant may spend per day; None for no limit."),
-        Setting("EVENNIA_AI_DAILY_COST_BUDGET_SERVER", None, "Cost (USD) all assistants together may spend per day; None for no limit."),
-        Setting("EVENNIA_AI_BUDGET_EXCEEDED_ACTION", "offline", "What an assistant does past its budget: `offline` (the offline model) or `silence`."),
+        Setting(
+            "EVENNIA_AI_DAILY_TOKEN_BUDGET_PER_NPC",
+            None,
+            "Tokens one assistant may use per day; None for no limit.",
+        ),
+        Setting(
+            "EVENNIA_AI_DAILY_TOKEN_BUDGET_SERVER",
+            None,
+            "Tokens all assistants together may use per day; None for no limit.",
+        ),
+        Setting(
+            "EVENNIA_AI_DAILY_COST_BUDGET_PER_NPC",
+            None,
+            "Cost (USD, as litellm prices it) one assistant may spend per day; None for no limit.",
+        ),
+        Setting(
+            "EVENNIA_AI_DAILY_COST_BUDGET_SERVER",
+            None,
+            "Cost (USD) all assistants together may spend per day; None for no limit.",
+        ),
+        Setting(
+            "EVENNIA_AI_BUDGET_EXCEEDED_ACTION",
+            "offline",
+            "What an assistant does past its budget: `offline` (the offline model) or `silence`.",
+        ),
     )
 }
 
@@ -129,13 +307,12 @@ def get(name: str) -> Any:
         raw = os.environ.get(name)
         if raw not in (None, ""):
             return _from_env(setting, raw)
-    try:
-        from django.conf import settings
-
-        if settings.configured:
-            return getattr(settings, name, setting.default)
-    except Exception:  # Django missing or unconfigured: pure use of the library.
-        pass
+    # Django's settings are read only when Django is already loaded: settings cannot have been
+    # configured otherwise, and this keeps the pure modules that read settings free of Django.
+    django_conf = sys.modules.get("django.conf")
+    settings = getattr(django_conf, "settings", None)
+    if settings is not None and settings.configured:
+        return getattr(settings, name, setting.default)
     return setting.default
 
 

@@ -47,9 +47,13 @@ import re
 from datetime import datetime
 from typing import Any
 
+from django.db import transaction
+from evennia.scripts.models import ScriptDB
 from evennia.scripts.scripts import DefaultScript
+from evennia.utils import logger
+from evennia.utils.create import create_script
 
-from evennia_ai.utils import is_live_instance
+from evennia_ai.prompt import contexts as prompt_contexts
 from evennia_ai.prompt.components import (
     STATIC_COMPONENT_IDS,
     STATIC_COMPONENT_KEYS,
@@ -70,7 +74,9 @@ from evennia_ai.prompt.templates import (
 )
 from evennia_ai.prompt.templates import get_template as get_builtin_template
 from evennia_ai.prompt.templates import list_builtin_templates
-from evennia_ai.utils import plain, utcnow
+from evennia_ai.tools import load_builtin_tools
+from evennia_ai.tools.registry import TOOL_REGISTRY
+from evennia_ai.utils import is_live_instance, plain, utcnow
 
 REGISTRY_KEY = "evennia_ai_prompt_registry"
 MAX_FEWSHOT_EXAMPLES = 15
@@ -79,15 +85,36 @@ EXPORT_VERSION = 1
 MAX_ERROR_CHARS = 1000
 
 TEMPLATE_FIELDS = (
-    "key", "name", "description", "content", "placeholders", "category", "is_builtin",
-    "created", "updated",
+    "key",
+    "name",
+    "description",
+    "content",
+    "placeholders",
+    "category",
+    "is_builtin",
+    "created",
+    "updated",
 )
 COMPONENT_FIELDS = (
-    "id", "key", "name", "description", "content", "role", "after_static", "is_static",
-    "enabled", "created", "updated",
+    "id",
+    "key",
+    "name",
+    "description",
+    "content",
+    "role",
+    "after_static",
+    "is_static",
+    "enabled",
+    "created",
+    "updated",
 )
 REGISTRY_SECTIONS = (
-    "format", "version", "templates", "components", "static_overrides", "context_configs",
+    "format",
+    "version",
+    "templates",
+    "components",
+    "static_overrides",
+    "context_configs",
     "fewshot_examples",
 )
 # What update_template / update_component accept; everything else is named in the error.
@@ -98,8 +125,13 @@ STATIC_EDITABLE = ("enabled", "content")
 _KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
 _IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _ATTRS = ("templates", "components", "static_overrides", "context_configs", "fewshot_examples")
-_EMPTY = {"templates": dict, "components": dict, "static_overrides": dict,
-          "context_configs": dict, "fewshot_examples": list}
+_EMPTY = {
+    "templates": dict,
+    "components": dict,
+    "static_overrides": dict,
+    "context_configs": dict,
+    "fewshot_examples": list,
+}
 
 
 class PromptRegistryError(ValueError):
@@ -111,7 +143,7 @@ class PromptRegistryError(ValueError):
     def __init__(self, message="", *args):
         message = str(message)
         if len(message) > MAX_ERROR_CHARS:
-            message = message[:MAX_ERROR_CHARS - 1] + "\u2026"
+            message = message[: MAX_ERROR_CHARS - 1] + "\u2026"
         super().__init__(message, *args)
 
 
@@ -229,9 +261,7 @@ def _load_json(data, what: str) -> dict:
         except RecursionError:
             raise PromptRegistryError(f"{what} JSON is nested too deeply.") from None
     if not isinstance(data, dict):
-        raise PromptRegistryError(
-            f"{what} JSON must be an object, not {type(data).__name__}."
-        )
+        raise PromptRegistryError(f"{what} JSON must be an object, not {type(data).__name__}.")
     try:
         return copy.deepcopy(data)
     except RecursionError:
@@ -241,8 +271,9 @@ def _load_json(data, what: str) -> dict:
 def _check_shape(data: dict, allowed, required, what: str) -> None:
     unknown = sorted(str(k)[:64] for k in data if k not in allowed)
     if unknown:
-        raise PromptRegistryError(f"{what}: unknown field(s) {', '.join(unknown)}; "
-                                  f"known: {', '.join(allowed)}.")
+        raise PromptRegistryError(
+            f"{what}: unknown field(s) {', '.join(unknown)}; " f"known: {', '.join(allowed)}."
+        )
     missing = [k for k in required if k not in data]
     if missing:
         raise PromptRegistryError(f"{what}: missing required field(s) {', '.join(missing)}.")
@@ -250,17 +281,26 @@ def _check_shape(data: dict, allowed, required, what: str) -> None:
 
 def _template_to_dataclass(record: dict) -> PromptTemplate:
     return PromptTemplate(
-        key=record["key"], name=record["name"], description=record.get("description", ""),
-        content=record["content"], placeholders=list(record.get("placeholders") or []),
-        is_builtin=False, category=record.get("category", "system_prompt"),
+        key=record["key"],
+        name=record["name"],
+        description=record.get("description", ""),
+        content=record["content"],
+        placeholders=list(record.get("placeholders") or []),
+        is_builtin=False,
+        category=record.get("category", "system_prompt"),
     )
 
 
 def _component_to_dataclass(record: dict) -> PromptComponent:
     return PromptComponent(
-        id=record["id"], key=record["key"], name=record["name"],
-        description=record.get("description", ""), content=record["content"], is_static=False,
-        enabled=record.get("enabled", True), role=record.get("role", "system"),
+        id=record["id"],
+        key=record["key"],
+        name=record["name"],
+        description=record.get("description", ""),
+        content=record["content"],
+        is_static=False,
+        enabled=record.get("enabled", True),
+        role=record.get("role", "system"),
         after_static=record["after_static"],
     )
 
@@ -299,8 +339,9 @@ def _validate_template_import(data: dict, what: str) -> dict:
         "name": _check_text(data["name"], "name", what, required=True),
         "description": _check_text(data.get("description", ""), "description", what),
         "content": _check_text(data["content"], "content", what),
-        "category": _check_text(data.get("category", "system_prompt"), "category", what,
-                                required=True),
+        "category": _check_text(
+            data.get("category", "system_prompt"), "category", what, required=True
+        ),
         "is_builtin": False,
     }
     _check_bool(data.get("is_builtin", False), "is_builtin", what)
@@ -326,7 +367,9 @@ def _validate_component_import(data: dict, what: str) -> dict:
         if data.get("after_static") is not None:
             raise PromptRegistryError(f"{what}: a static component has no after_static.")
         return {
-            "is_static": True, "id": static.id, "key": static.key,
+            "is_static": True,
+            "id": static.id,
+            "key": static.key,
             "enabled": _check_bool(data.get("enabled", True), "enabled", what),
             "content": _check_text(data["content"], "content", what),
         }
@@ -355,10 +398,6 @@ def _validate_component_import(data: dict, what: str) -> dict:
 
 def _known_tool_names() -> set[str] | None:
     """Names of the registered tools (None when none could be loaded: the check is skipped)."""
-    from evennia.utils import logger
-
-    from evennia_ai.tools import load_builtin_tools
-    from evennia_ai.tools.registry import TOOL_REGISTRY
 
     try:
         load_builtin_tools()
@@ -428,8 +467,9 @@ class PromptRegistry(DefaultScript):
             templates.extend(list_builtin_templates())
         return sorted(templates, key=lambda t: t.key)
 
-    def _new_template_record(self, templates: dict, key, name, content, description,
-                             placeholders, category) -> dict:
+    def _new_template_record(
+        self, templates: dict, key, name, content, description, placeholders, category
+    ) -> dict:
         _check_key(key, "Template")
         what = f"Template '{key}'"
         if key in builtin_template_keys():
@@ -452,9 +492,15 @@ class PromptRegistry(DefaultScript):
             "updated": now,
         }
 
-    def create_template(self, key: str, name: str, content: str, description: str = "",
-                        placeholders: list[str] | None = None,
-                        category: str = "system_prompt") -> PromptTemplate:
+    def create_template(
+        self,
+        key: str,
+        name: str,
+        content: str,
+        description: str = "",
+        placeholders: list[str] | None = None,
+        category: str = "system_prompt",
+    ) -> PromptTemplate:
         """Create a user template.
 
         Args:
@@ -469,8 +515,9 @@ class PromptRegistry(DefaultScript):
             PromptRegistryError: Invalid or duplicate key, bad fields, undeclared placeholders.
         """
         templates = self._read("templates")
-        record = self._new_template_record(templates, key, name, content, description,
-                                           placeholders, category)
+        record = self._new_template_record(
+            templates, key, name, content, description, placeholders, category
+        )
         templates[key] = record
         self._write("templates", templates)
         return _template_to_dataclass(record)
@@ -527,8 +574,9 @@ class PromptRegistry(DefaultScript):
         del templates[key]
         self._write("templates", templates)
 
-    def clone_template(self, source_key: str, new_key: str,
-                       new_name: str | None = None) -> PromptTemplate:
+    def clone_template(
+        self, source_key: str, new_key: str, new_name: str | None = None
+    ) -> PromptTemplate:
         """Copy a template (built-in or user) under a new key, as an editable user template.
 
         Raises:
@@ -539,8 +587,13 @@ class PromptRegistry(DefaultScript):
             raise PromptRegistryError(f"No template with key {source_key!r} to clone.")
         templates = self._read("templates")
         record = self._new_template_record(
-            templates, new_key, new_name or f"{source.name} (copy)", source.content,
-            source.description, list(source.placeholders), source.category,
+            templates,
+            new_key,
+            new_name or f"{source.name} (copy)",
+            source.content,
+            source.description,
+            list(source.placeholders),
+            source.category,
         )
         templates[new_key] = record
         self._write("templates", templates)
@@ -583,9 +636,16 @@ class PromptRegistry(DefaultScript):
             raise PromptRegistryError(f"No component with ID {component_id!r}.")
         return cid
 
-    def create_component(self, key: str, name: str, content: str, after_static: int,
-                         description: str = "", role: str = "system",
-                         enabled: bool = True) -> PromptComponent:
+    def create_component(
+        self,
+        key: str,
+        name: str,
+        content: str,
+        after_static: int,
+        description: str = "",
+        role: str = "system",
+        enabled: bool = True,
+    ) -> PromptComponent:
         """Create a pluggable component in the first free ID after ``after_static``.
 
         Args:
@@ -645,9 +705,16 @@ class PromptRegistry(DefaultScript):
             return self._update_static(cid, fields)
         record = components[cid]
         what = f"Component {cid} ('{record['key']}')"
-        _check_fields(fields, COMPONENT_EDITABLE, what,
-                      " Use move_component() to change its position." if
-                      {"id", "after_static"} & set(fields) else "")
+        _check_fields(
+            fields,
+            COMPONENT_EDITABLE,
+            what,
+            (
+                " Use move_component() to change its position."
+                if {"id", "after_static"} & set(fields)
+                else ""
+            ),
+        )
         if not fields:
             raise PromptRegistryError(f"{what}: nothing to update.")
         if "key" in fields and fields["key"] != record["key"]:
@@ -672,8 +739,12 @@ class PromptRegistry(DefaultScript):
 
     def _update_static(self, cid: int, fields: dict) -> PromptComponent:
         what = f"Static component {cid} ('{get_static_component_by_id(cid).key}')"
-        _check_fields(fields, STATIC_EDITABLE, what,
-                      " Its id, key, name, description, role and is_static are fixed.")
+        _check_fields(
+            fields,
+            STATIC_EDITABLE,
+            what,
+            " Its id, key, name, description, role and is_static are fixed.",
+        )
         if not fields:
             raise PromptRegistryError(f"{what}: nothing to update.")
         overrides = self._read("static_overrides")
@@ -796,9 +867,14 @@ class PromptRegistry(DefaultScript):
         self._existing_component(component_id)
         return self.update_component(component_id, content=template.content)
 
-    def save_component_as_template(self, component_id, template_key: str,
-                                   name: str | None = None, description: str | None = None,
-                                   category: str = "component") -> PromptTemplate:
+    def save_component_as_template(
+        self,
+        component_id,
+        template_key: str,
+        name: str | None = None,
+        description: str | None = None,
+        category: str = "component",
+    ) -> PromptTemplate:
         """Save a component's content as a new user template (placeholders derived).
 
         Raises:
@@ -807,14 +883,23 @@ class PromptRegistry(DefaultScript):
         cid = self._existing_component(component_id)
         component = self.get_component(cid)
         return self.create_template(
-            template_key, name or component.name, component.content,
+            template_key,
+            name or component.name,
+            component.content,
             description=component.description if description is None else description,
-            placeholders=None, category=category,
+            placeholders=None,
+            category=category,
         )
 
     # -- context customisations ------------------------------------------------------------------
-    def _effective(self, context_type: str, customization: dict, *, strict: bool = True,
-                   components: dict | None = None):
+    def _effective(
+        self,
+        context_type: str,
+        customization: dict,
+        *,
+        strict: bool = True,
+        components: dict | None = None,
+    ):
         """The default config of ``context_type`` with ``customization`` applied.
 
         ``strict`` (when a customisation is written) also checks tool names and component keys
@@ -822,7 +907,6 @@ class PromptRegistry(DefaultScript):
         Reading at tick time skips those two checks: a tool or component deleted since is
         harmless there, while failing would put the context back to its wider default.
         """
-        from evennia_ai.prompt import contexts as prompt_contexts
 
         try:
             base = prompt_contexts.get_context_config(context_type)
@@ -1083,8 +1167,9 @@ class PromptRegistry(DefaultScript):
         record["updated"] = now if outcome == "replaced" else (record["updated"] or now)
         return _place_component(components, record, f"Component '{record['key']}'")
 
-    def _merge_static_override(self, overrides: dict, cid: int, entry: dict,
-                               overwrite: bool) -> str:
+    def _merge_static_override(
+        self, overrides: dict, cid: int, entry: dict, overwrite: bool
+    ) -> str:
         current = self._static(cid, overrides)
         wanted = {
             "enabled": entry.get("enabled", current.enabled),
@@ -1175,17 +1260,18 @@ class PromptRegistry(DefaultScript):
             "templates": self._import_templates(after, data.get("templates", []), overwrite),
             "components": self._import_components(after, data.get("components", []), overwrite),
             "static_overrides": self._import_static_overrides(
-                after, data.get("static_overrides", {}), overwrite),
+                after, data.get("static_overrides", {}), overwrite
+            ),
             "context_configs": self._import_context_configs(
-                after, data.get("context_configs", {}), overwrite),
+                after, data.get("context_configs", {}), overwrite
+            ),
             "fewshot_examples": self._import_fewshots(
-                after, data.get("fewshot_examples"), overwrite),
+                after, data.get("fewshot_examples"), overwrite
+            ),
         }
         changed = [name for name in _ATTRS if after[name] != before[name]]
         summary["changed"] = bool(changed)
         if changed and not dry_run:
-            from django.db import transaction
-
             with transaction.atomic():
                 for name in changed:
                     self._write(name, after[name])
@@ -1228,8 +1314,7 @@ class PromptRegistry(DefaultScript):
         outcomes = [self._take_out_component(after["components"], r, overwrite) for r in records]
         for record, outcome in sorted(zip(records, outcomes), key=lambda p: p[0]["id"] is None):
             result[outcome].append(record["key"])
-            result["ids"][record["key"]] = self._put_component(after["components"], record,
-                                                               outcome)
+            result["ids"][record["key"]] = self._put_component(after["components"], record, outcome)
         return result
 
     def _import_static_overrides(self, after: dict, items: dict, overwrite: bool) -> dict:
@@ -1246,8 +1331,9 @@ class PromptRegistry(DefaultScript):
                 _check_bool(entry["enabled"], "enabled", what)
             if "content" in entry:
                 _check_text(entry["content"], "content", what)
-            outcome = self._merge_static_override(after["static_overrides"], static.id, entry,
-                                                  overwrite)
+            outcome = self._merge_static_override(
+                after["static_overrides"], static.id, entry, overwrite
+            )
             result[outcome].append(key)
         return result
 
@@ -1294,8 +1380,11 @@ class PromptRegistry(DefaultScript):
                 f"at most {MAX_FEWSHOT_EXAMPLES} are allowed."
             )
         after["fewshot_examples"] = new
-        return {"added": len([e for e in new if e not in old]),
-                "removed": len([e for e in old if e not in new])}
+        return {
+            "added": len([e for e in new if e not in old]),
+            "removed": len([e for e in old if e not in new]),
+        }
+
 
 def get_prompt_registry() -> PromptRegistry:
     """The game's PromptRegistry script, created on first use.
@@ -1307,7 +1396,6 @@ def get_prompt_registry() -> PromptRegistry:
     cached = _REGISTRY
     if is_live_instance(cached) and isinstance(cached, PromptRegistry):
         return cached  # read on every tick: no query each time while it is the cached one
-    from evennia import ScriptDB, create_script
 
     found = ScriptDB.objects.filter(db_key=REGISTRY_KEY).order_by("id").first()
     if found is None:

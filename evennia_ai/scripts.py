@@ -20,8 +20,12 @@ from __future__ import annotations
 
 from evennia.scripts.scripts import DefaultScript
 from evennia.utils import logger
+from twisted.internet import defer
 
 from evennia_ai import conf
+from evennia_ai.engine import scheduler
+from evennia_ai.engine.tick import TickRunner
+from evennia_ai.memory import events as ev
 from evennia_ai.npc.handler import SCRIPT_KEY
 
 
@@ -45,7 +49,6 @@ class AssistantScript(DefaultScript):
         npc = self.obj
         if npc is None or not hasattr(npc, "ai"):
             return
-        from evennia_ai.memory import events as ev
 
         try:
             npc.ai.update("event_queue", ev.recover)
@@ -71,8 +74,6 @@ class AssistantScript(DefaultScript):
             logger.log_trace(f"evennia_ai: could not restart the ticks of {self.obj} after a crash")
 
     def at_repeat(self, **kwargs):
-        from evennia_ai.engine import scheduler
-
         scheduler.call_soon(self.run_tick)
 
     # -- ticking -------------------------------------------------------------------------------
@@ -91,7 +92,6 @@ class AssistantScript(DefaultScript):
         if self.ndb.busy:
             self.ndb.again = True
             return
-        from evennia_ai.engine import scheduler
 
         scheduler.call_soon(self.run_tick)
 
@@ -105,9 +105,6 @@ class AssistantScript(DefaultScript):
             return None
         if not npc.ai.enabled or npc.ai.paused:
             return None
-        from twisted.internet import defer
-
-        from evennia_ai.engine.tick import TickRunner
 
         self.ndb.busy = True
         self.ndb.again = False
@@ -120,12 +117,11 @@ class AssistantScript(DefaultScript):
         return d
 
     def _tick_failed(self, failure):
-        logger.log_err(
-            f"evennia_ai: tick of {self.obj} failed:\n{failure.getTraceback()}"
-        )
+        logger.log_err(f"evennia_ai: tick of {self.obj} failed:\n{failure.getTraceback()}")
         try:
             npc = self.obj
             if npc is not None and npc.pk:
+
                 def count(metrics):
                     metrics["errors"] = metrics.get("errors", 0) + 1
                     metrics["consecutive_errors"] = metrics.get("consecutive_errors", 0) + 1

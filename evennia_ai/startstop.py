@@ -6,6 +6,7 @@ Add this module to the game's ``AT_SERVER_STARTSTOP_MODULE`` list::
 """
 
 import gc
+import logging
 import os
 import sys
 
@@ -26,8 +27,40 @@ LAYOUT_VERSION = 1
 LAYOUT_KEY = "evennia_ai_layout_version"
 
 
+class EvenniaLogHandler(logging.Handler):
+    """Forwards the plugin's Python log records (logger ``evennia_ai``) to Evennia's server log.
+
+    The pure modules log through Python's ``logging`` (they must not import Evennia); in a
+    running game their records land in the server log like the glue's own messages.
+    """
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = self.format(record)
+            if not text.startswith("evennia_ai"):
+                text = f"evennia_ai: {text}"
+            if record.levelno >= logging.ERROR:
+                logger.log_err(text)
+            elif record.levelno >= logging.WARNING:
+                logger.log_warn(text)
+            else:
+                logger.log_info(text)
+        except Exception:
+            self.handleError(record)
+
+
+def route_plugin_log() -> None:
+    """Send the ``evennia_ai`` Python logger's records to Evennia's log (idempotent)."""
+    plugin_log = logging.getLogger("evennia_ai")
+    if not any(isinstance(handler, EvenniaLogHandler) for handler in plugin_log.handlers):
+        plugin_log.addHandler(EvenniaLogHandler())
+    plugin_log.setLevel(logging.INFO)
+    plugin_log.propagate = False
+
+
 def at_server_init():
-    """Called first on every server start."""
+    """Called first on every server start: the plugin's log goes to Evennia's."""
+    route_plugin_log()
 
 
 def upgrade_stored_layout() -> int:
@@ -66,7 +99,9 @@ def at_server_start():
 
     def start_warm_up():
         threads.run_in_thread(warm_up).addErrback(
-            lambda failure: logger.log_err(f"evennia_ai: warm-up failed: {failure.getErrorMessage()}")
+            lambda failure: logger.log_err(
+                f"evennia_ai: warm-up failed: {failure.getErrorMessage()}"
+            )
         ).addBoth(lambda _: freeze_startup_objects())
 
     # Not at once: a brand-new game restarts its server right after the first start, and a
@@ -114,7 +149,8 @@ def at_server_stop():
         if busy:
             logger.log_info(
                 f"evennia_ai: {busy} model/memory call(s) in flight; the server leaves without "
-                "waiting for them (their ticks are replayed after the restart)")
+                "waiting for them (their ticks are replayed after the restart)"
+            )
         exit_after_shutdown()
         longterm.close()
     except Exception:
@@ -132,6 +168,7 @@ def exit_after_shutdown() -> None:
     the old server disconnects) finds the pidfile naming a process that is still exiting and
     refuses to start: ``evennia reload`` then waits forever.
     """
+
     def leave():
         remove_own_pidfile()
         for stream in (sys.stdout, sys.stderr):

@@ -13,7 +13,7 @@ from django.test import override_settings
 from twisted.internet import defer, threads
 
 from evennia_ai.llm import client as client_module
-from evennia_ai.llm import get_client
+from evennia_ai.llm.client import get_client
 from evennia_ai.llm.client import (
     UnifiedLLMClient,
     configure_litellm_callbacks,

@@ -3,10 +3,6 @@
 ``AIAdminCmdSet`` holds them all; see :mod:`evennia_ai.commands.cmdset` for adding it to a game.
 """
 
+from evennia_ai.commands.cmdset import AIAdminCmdSet
 
-def __getattr__(name):
-    if name == "AIAdminCmdSet":
-        from evennia_ai.commands.cmdset import AIAdminCmdSet
-
-        return AIAdminCmdSet
-    raise AttributeError(name)
+__all__ = ["AIAdminCmdSet"]

@@ -31,6 +31,8 @@ from typing import Any
 from evennia.commands.default.muxcommand import MuxCommand
 from evennia.utils import logger
 
+from evennia_ai.npc.lookup import LookupError_, find_ai_npc
+
 HELP_CATEGORY = "AI"
 BUILDER_LOCK = "cmd:perm(Builder)"
 DEVELOPER_LOCK = "cmd:perm(Developer)"
@@ -73,15 +75,17 @@ class AICommand(MuxCommand):
         resolved = []
         for typed in self.switches:
             typed = typed.lower()
-            matches = [option for option in valid if option == typed] or \
-                [option for option in valid if option.startswith(typed)]
+            matches = [option for option in valid if option == typed] or [
+                option for option in valid if option.startswith(typed)
+            ]
             if len(matches) == 1:
                 resolved.append(matches[0])
             elif not self.switch_error:
                 listed = ", ".join("/" + option for option in (matches or valid)) or "(none)"
                 what = "Ambiguous" if matches else "Unknown"
                 self.switch_error = f"{what} switch /{typed}. " + (
-                    f"Did you mean {listed}?" if matches else f"Valid: {listed}.")
+                    f"Did you mean {listed}?" if matches else f"Valid: {listed}."
+                )
         self.switches = resolved
 
     def func(self):
@@ -96,8 +100,10 @@ class AICommand(MuxCommand):
             self.msg(f"|r{err}|n")
         except Exception as err:  # never a traceback to the caller
             logger.log_trace(f"evennia_ai: command {self.key} failed")
-            self.msg(f"|r{self.key} failed: {type(err).__name__}: {err}. "
-                     "The server log has the details.|n")
+            self.msg(
+                f"|r{self.key} failed: {type(err).__name__}: {err}. "
+                "The server log has the details.|n"
+            )
 
     def run(self):  # pragma: no cover - subclasses implement it
         raise NotImplementedError
@@ -122,7 +128,6 @@ class AICommand(MuxCommand):
         Raises:
             CommandError: no AI NPC, or several, match.
         """
-        from evennia_ai.npc.lookup import find_ai_npc, LookupError_
 
         try:
             return find_ai_npc(name, caller=self.caller)
@@ -140,7 +145,9 @@ class AICommand(MuxCommand):
             raise CommandError(f"Invalid {what}: nested too deeply.") from None
 
     @staticmethod
-    def parse_int(text: str, what: str, minimum: int | None = None, maximum: int | None = None) -> int:
+    def parse_int(
+        text: str, what: str, minimum: int | None = None, maximum: int | None = None
+    ) -> int:
         """``text`` as an int within bounds, or a :class:`CommandError` naming ``what``."""
         try:
             value = int(str(text).strip().lstrip("#"))
@@ -173,4 +180,3 @@ class SwitchedCommand(AICommand):
             raise CommandError(f"Missing '= {what}'.\n" + self.usage())
         npc = self.find_npc(self.lhs)
         return npc, self.require(self.rhs, what)
-

@@ -18,7 +18,7 @@ from __future__ import annotations
 import importlib
 import inspect
 
-from evennia import CmdSet
+from evennia.commands.cmdset import CmdSet
 
 # Modules whose ``COMMANDS`` list contributes to the cmdset, in help order.
 COMMAND_MODULES = (

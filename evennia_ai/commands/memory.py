@@ -13,6 +13,8 @@ import json
 import re
 from typing import Any
 
+from evennia.objects.objects import DefaultCharacter
+from evennia.utils.search import search_object
 from evennia.utils.utils import crop
 
 from evennia_ai import conf
@@ -21,7 +23,13 @@ from evennia_ai.commands.workspace import apply_character, checked
 from evennia_ai.memory import block_admin
 from evennia_ai.memory import blocks as pure
 from evennia_ai.memory import entities as entities_mod
+from evennia_ai.memory import longterm
 from evennia_ai.memory.blocks import BlockError
+from evennia_ai.memory.entities import forget
+from evennia_ai.memory.keyword_index import KeywordIndexUnavailable
+from evennia_ai.memory.search import check_mode
+from evennia_ai.prompt.longterm_sources import render_memories
+from evennia_ai.workspace.journal import TRUST
 
 ARCHIVAL_SHOWN = 20  # archival entries listed / found at once
 LTM_LIST_DEFAULT = 10
@@ -106,9 +114,23 @@ class CmdAIBlock(SwitchedCommand):
 
     key = "aiblock"
     aliases = ["aiblocks"]
-    switch_options = ("show", "create", "set", "append", "delitem", "permission", "type",
-                      "describe", "pin", "unpin", "delete", "share", "unshare", "archival",
-                      "archdel")
+    switch_options = (
+        "show",
+        "create",
+        "set",
+        "append",
+        "delitem",
+        "permission",
+        "type",
+        "describe",
+        "pin",
+        "unpin",
+        "delete",
+        "share",
+        "unshare",
+        "archival",
+        "archdel",
+    )
 
     def run(self):
         try:
@@ -123,8 +145,10 @@ class CmdAIBlock(SwitchedCommand):
         if not targets:
             self.msg(f"{npc.key} has no memory blocks. |waiblock/create|n makes one.")
             return
-        lines = [f"|wMemory blocks of {npc.key}|n",
-                 f"{'label':<24} {'type':<9} {'schema':<9} {'permission':<10} {'context':<9} size"]
+        lines = [
+            f"|wMemory blocks of {npc.key}|n",
+            f"{'label':<24} {'type':<9} {'schema':<9} {'permission':<10} {'context':<9} size",
+        ]
         for target in targets:
             block = target.block
             schema = block.get("schema") or pure.normalise_schema(None)
@@ -134,29 +158,35 @@ class CmdAIBlock(SwitchedCommand):
                 presence = "pinned" if block.get("pinned") else "ephemeral"
             size = len(pure.render_content(schema, block.get("content")))
             label = target.address + (f" (from {target.shared_from})" if target.share_mode else "")
-            lines.append(f"{label:<24} {block.get('type', '?'):<9} {schema.get('kind', 'text'):<9} "
-                         f"{target.permission:<10} {presence:<9} {size}")
+            lines.append(
+                f"{label:<24} {block.get('type', '?'):<9} {schema.get('kind', 'text'):<9} "
+                f"{target.permission:<10} {presence:<9} {size}"
+            )
         self.msg("\n".join(lines))
 
     def do_show(self):
         npc, label = self.npc_and_rhs("<label>")
         target = block_admin.find_block(npc, label)
         block = target.block
-        details = [f"type {block.get('type')}", f"schema {(block.get('schema') or {}).get('kind', 'text')}"]
+        details = [
+            f"type {block.get('type')}",
+            f"schema {(block.get('schema') or {}).get('kind', 'text')}",
+        ]
         if block.get("pinned"):
             details.append("pinned")
         shared = block.get("shared_with") or {}
         if shared and not target.share_mode:
-            from evennia import search_object
-
             names = []
             for npc_id, mode in shared.items():
                 found = search_object(f"#{npc_id}")
                 names.append(f"{found[0].key if found else '#' + str(npc_id)} ({mode})")
             details.append("shared with " + ", ".join(names))
         rendered = pure.render_block(
-            block, include_description=bool(conf.get("EVENNIA_AI_BLOCK_DESCRIPTIONS")),
-            shared_from=target.shared_from, permission=target.permission)
+            block,
+            include_description=bool(conf.get("EVENNIA_AI_BLOCK_DESCRIPTIONS")),
+            shared_from=target.shared_from,
+            permission=target.permission,
+        )
         self.msg(f"|wBlock {target.address}|n of {npc.key}: {', '.join(details)}\n{rendered}")
 
     # -- configuration ---------------------------------------------------------------------------
@@ -168,16 +198,20 @@ class CmdAIBlock(SwitchedCommand):
                 raise CommandError("The block spec must be a JSON object.")
             unknown = sorted(set(spec) - set(CREATE_KEYS))
             if unknown:
-                raise CommandError(f"Unknown key(s) in the block spec: {', '.join(unknown)}. "
-                                   f"Keys: {', '.join(CREATE_KEYS)}.")
+                raise CommandError(
+                    f"Unknown key(s) in the block spec: {', '.join(unknown)}. "
+                    f"Keys: {', '.join(CREATE_KEYS)}."
+                )
             if "label" not in spec:
                 raise CommandError('The block spec needs a "label".')
         else:
             spec = {"label": text}
         label = spec.pop("label")
         block = block_admin.create_block(npc, label, **spec)
-        self.msg(f"Created memory block '{block['label']}' on {npc.key} "
-                 f"({block['type']}, {block['schema']['kind']}, {block['permission']}).")
+        self.msg(
+            f"Created memory block '{block['label']}' on {npc.key} "
+            f"({block['type']}, {block['schema']['kind']}, {block['permission']})."
+        )
 
     def label_and_rest(self, what: str) -> tuple[Any, str, str]:
         npc, text = self.npc_and_rhs(f"<label> {what}")
@@ -187,7 +221,9 @@ class CmdAIBlock(SwitchedCommand):
     def do_permission(self):
         npc, label, value = self.label_and_rest("<permission>")
         block = block_admin.set_permission(npc, label, value)
-        self.msg(f"Memory block '{block['label']}' of {npc.key} now has {block['permission']} permission.")
+        self.msg(
+            f"Memory block '{block['label']}' of {npc.key} now has {block['permission']} permission."
+        )
 
     def do_type(self):
         npc, label, value = self.label_and_rest("<type>")
@@ -223,8 +259,10 @@ class CmdAIBlock(SwitchedCommand):
         label, other_name, mode = match.groups()
         other = self.find_npc(other_name)
         block = block_admin.share_block(npc, label, other, (mode or "read").lower())
-        self.msg(f"Memory block '{block['label']}' of {npc.key} is shared with {other.key} "
-                 f"({block['shared_with'][str(other.id)]}).")
+        self.msg(
+            f"Memory block '{block['label']}' of {npc.key} is shared with {other.key} "
+            f"({block['shared_with'][str(other.id)]})."
+        )
 
     def do_unshare(self):
         npc, text = self.npc_and_rhs("<label> from <other npc>")
@@ -233,7 +271,9 @@ class CmdAIBlock(SwitchedCommand):
             raise CommandError("Give <label> from <other npc>.")
         other = self.find_npc(match.group(2))
         block = block_admin.unshare_block(npc, match.group(1), other)
-        self.msg(f"Memory block '{block['label']}' of {npc.key} is no longer shared with {other.key}.")
+        self.msg(
+            f"Memory block '{block['label']}' of {npc.key} is no longer shared with {other.key}."
+        )
 
     # -- content -------------------------------------------------------------------------------
     def target_schema(self, npc, spec: str) -> tuple[str, str | None, dict]:
@@ -244,12 +284,16 @@ class CmdAIBlock(SwitchedCommand):
         if schema.get("kind") == "composite":
             if not section:
                 names = ", ".join(s["name"] for s in schema.get("sections", []))
-                raise CommandError(f"Memory block '{label}' has sections; name one as "
-                                   f"{label}:<section>. Sections: {names}.")
+                raise CommandError(
+                    f"Memory block '{label}' has sections; name one as "
+                    f"{label}:<section>. Sections: {names}."
+                )
             found = next((s for s in schema.get("sections", []) if s["name"] == section), None)
             if found is None:
                 names = ", ".join(s["name"] for s in schema.get("sections", []))
-                raise CommandError(f"Memory block '{label}' has no section '{section}'. Sections: {names}.")
+                raise CommandError(
+                    f"Memory block '{label}' has no section '{section}'. Sections: {names}."
+                )
             schema = found["schema"]
         elif section:
             raise CommandError(f"Memory block '{label}' has no sections.")
@@ -328,8 +372,10 @@ class CmdAIBlock(SwitchedCommand):
         lines = [head]
         for entry in found:
             score = f" (score {entry['score']:g})" if "score" in entry else ""
-            lines.append(f"{entry.get('id')} {str(entry.get('created', ''))[:16]}{score}: "
-                         f"{short(entry.get('content'))}")
+            lines.append(
+                f"{entry.get('id')} {str(entry.get('created', ''))[:16]}{score}: "
+                f"{short(entry.get('content'))}"
+            )
         self.msg("\n".join(lines))
 
     def do_archdel(self):
@@ -341,7 +387,6 @@ class CmdAIBlock(SwitchedCommand):
 # -- long-term memory ------------------------------------------------------------------------------
 def render_hit(hit) -> str:
     """One long-term memory for the operator: its id, then the text as the NPC sees it."""
-    from evennia_ai.prompt.longterm_sources import render_memories
 
     lines = render_memories([hit]).splitlines()
     text = lines[1][2:] if len(lines) > 1 else short(hit.text)
@@ -351,7 +396,6 @@ def render_hit(hit) -> str:
 
 def unavailable_message(failure) -> str:
     """The caller's message for a long-term memory call that failed."""
-    from evennia_ai.memory.keyword_index import KeywordIndexUnavailable
 
     if failure.check(KeywordIndexUnavailable):
         return f"Long-term memory is unavailable: {failure.getErrorMessage()}"
@@ -394,15 +438,14 @@ class CmdAILongTerm(SwitchedCommand):
     def do_default(self):
         if self.rhs is None:
             npc = self.find_npc(self.args)
-            self.msg(f"{npc.key}: " + self.status_text()
-                     + "\nSearch with |wailtm <npc> = <query>|n.")
+            self.msg(
+                f"{npc.key}: " + self.status_text() + "\nSearch with |wailtm <npc> = <query>|n."
+            )
             return
         npc, query = self.npc_and_rhs("<query>")
         self.search(npc, query, "auto")
 
     def do_mode(self):
-        from evennia_ai.memory.search import check_mode
-
         npc, text = self.npc_and_rhs("<mode> <query>")
         mode, _, query = text.partition(" ")
         try:
@@ -416,8 +459,6 @@ class CmdAILongTerm(SwitchedCommand):
 
     @staticmethod
     def status_text() -> str:
-        from evennia_ai.memory import longterm
-
         status = longterm.status()
         text = f"Long-term memory: {status['state']}, searching in {status['mode']} mode"
         if status.get("vector"):
@@ -429,8 +470,6 @@ class CmdAILongTerm(SwitchedCommand):
         return text + "."
 
     def search(self, npc, query: str, mode: str) -> None:
-        from evennia_ai.memory import longterm
-
         caller, name = self.caller, npc.key
 
         def done(outcome):
@@ -449,8 +488,6 @@ class CmdAILongTerm(SwitchedCommand):
         longterm.recall(npc.dbref, query, mode=mode).addCallbacks(done, failed)
 
     def do_list(self):
-        from evennia_ai.memory import longterm
-
         npc = self.find_npc(self.lhs)
         count = self.parse_int(self.rhs, "The count", 1, 100) if self.rhs else LTM_LIST_DEFAULT
         caller, name = self.caller, npc.key
@@ -469,8 +506,6 @@ class CmdAILongTerm(SwitchedCommand):
         longterm.recent(npc.dbref, count).addCallbacks(done, failed)
 
     def do_delete(self):
-        from evennia_ai.memory import longterm
-
         npc, memory_id = self.npc_and_rhs("<memory id>")
         caller, name = self.caller, npc.key
 
@@ -531,35 +566,46 @@ class CmdAIEntity(SwitchedCommand):
 
     def do_default(self):
         npc = self.find_npc(self.args)
-        profiles = sorted((npc.ai.get("entities") or {}).values(),
-                          key=lambda p: p.get("last_seen") or "", reverse=True)
+        profiles = sorted(
+            (npc.ai.get("entities") or {}).values(),
+            key=lambda p: p.get("last_seen") or "",
+            reverse=True,
+        )
         if not profiles:
             self.msg(f"{npc.key} has no entity profiles.")
             return
         lines = [f"|wEntities known to {npc.key}|n (most recently seen first)"]
         for profile in profiles:
             seen = str(profile.get("last_seen") or "never")[:16].replace("T", " ")
-            lines.append(f"{profile.get('name')} ({profile.get('dbref')}, {profile.get('kind', '?')}): "
-                         f"{short(profile.get('relationship') or '-', 40)}; last seen {seen}; "
-                         f"{len(profile.get('observations') or [])} observation(s)")
+            lines.append(
+                f"{profile.get('name')} ({profile.get('dbref')}, {profile.get('kind', '?')}): "
+                f"{short(profile.get('relationship') or '-', 40)}; last seen {seen}; "
+                f"{len(profile.get('observations') or [])} observation(s)"
+            )
         self.msg("\n".join(lines))
 
     def profile(self, npc, name: str) -> tuple[str, dict]:
         found = find_profile(npc.ai.get("entities"), name)
         if found is None:
-            raise CommandError(f"{npc.key} has no profile of '{name}'. |waientity {npc.key}|n lists them.")
+            raise CommandError(
+                f"{npc.key} has no profile of '{name}'. |waientity {npc.key}|n lists them."
+            )
         return found
 
     def do_show(self):
         npc, name = self.npc_and_rhs("<entity>")
         dbref, profile = self.profile(npc, name)
-        lines = [f"|w{profile.get('name')}|n ({dbref}, {profile.get('kind', '?')}) as {npc.key} knows them",
-                 f"Relationship: {profile.get('relationship') or '(none)'}",
-                 f"First met: {profile.get('created')}  Last seen: {profile.get('last_seen')}"]
+        lines = [
+            f"|w{profile.get('name')}|n ({dbref}, {profile.get('kind', '?')}) as {npc.key} knows them",
+            f"Relationship: {profile.get('relationship') or '(none)'}",
+            f"First met: {profile.get('created')}  Last seen: {profile.get('last_seen')}",
+        ]
         observations = profile.get("observations") or []
         lines.append("Observations:" if observations else "Observations: (none)")
         for obs in observations[-ENTITY_OBSERVATIONS_SHOWN:]:
-            lines.append(f"- {obs.get('text')} (trust {obs.get('trust')}, {str(obs.get('time'))[:10]})")
+            lines.append(
+                f"- {obs.get('text')} (trust {obs.get('trust')}, {str(obs.get('time'))[:10]})"
+            )
         self.msg("\n".join(lines))
 
     def resolve(self, npc, name: str) -> tuple[str, str, str]:
@@ -568,13 +614,12 @@ class CmdAIEntity(SwitchedCommand):
         if found is not None:
             dbref, profile = found
             return dbref, profile.get("name") or name, profile.get("kind", "character")
-        from evennia import search_object
-        from evennia.objects.objects import DefaultCharacter
 
         matches = [obj for obj in search_object(name) if obj != npc]
         if not matches:
-            raise CommandError(f"{npc.key} has no profile of '{name}', and nothing in the game "
-                               "is called that.")
+            raise CommandError(
+                f"{npc.key} has no profile of '{name}', and nothing in the game " "is called that."
+            )
         if len(matches) > 1:
             names = ", ".join(f"{obj.key}({obj.dbref})" for obj in matches[:10])
             raise CommandError(f"'{name}' matches several objects: {names}. Use the #dbref.")
@@ -590,12 +635,20 @@ class CmdAIEntity(SwitchedCommand):
         return npc, name.strip(), self.require(rest, what)
 
     def update(self, npc, name: str, observation: str = "", relationship: str | None = None):
-        from evennia_ai.workspace.journal import TRUST
-
         dbref, key, kind = self.resolve(npc, name)
-        return apply_character(npc, "entities", lambda current: entities_mod.update_observation(
-            current, dbref, key, observation, relationship=relationship,
-            trust=TRUST[OPERATOR_TRUST_SOURCE], kind=kind))
+        return apply_character(
+            npc,
+            "entities",
+            lambda current: entities_mod.update_observation(
+                current,
+                dbref,
+                key,
+                observation,
+                relationship=relationship,
+                trust=TRUST[OPERATOR_TRUST_SOURCE],
+                kind=kind,
+            ),
+        )
 
     def do_note(self):
         npc, name, text = self.entity_and_text("<observation>")
@@ -610,7 +663,6 @@ class CmdAIEntity(SwitchedCommand):
     def do_delete(self):
         npc, name = self.npc_and_rhs("<entity>")
         dbref, profile = self.profile(npc, name)
-        from evennia_ai.memory.entities import forget
 
         npc.ai.update("entities", lambda current: forget(current, dbref)[0])
         self.msg(f"{npc.key} forgot its profile of {profile.get('name')} ({dbref}).")

@@ -5,6 +5,10 @@ from __future__ import annotations
 import unicodedata
 
 from evennia_ai.commands.base import AICommand, CommandError
+from evennia_ai.engine.trace import TickTrace
+from evennia_ai.npc import spending
+from evennia_ai.npc.lookup import all_ai_npcs
+from evennia_ai.typeclasses import AIAssistantCharacter
 
 DEVELOPER_CHECK = "dummy:perm(Developer)"
 # Locks of a created NPC: nobody but Developers puppets it; its creator may edit and delete it.
@@ -77,8 +81,18 @@ class CmdAINpc(AICommand):
 
     key = "ainpc"
     aliases = ["ainpcs"]
-    switch_options = ("list", "create", "delete", "start", "stop", "pause", "resume",
-                      "model", "persona", "prompt")
+    switch_options = (
+        "list",
+        "create",
+        "delete",
+        "start",
+        "stop",
+        "pause",
+        "resume",
+        "model",
+        "persona",
+        "prompt",
+    )
 
     def run(self):
         switch = self.switch()
@@ -88,27 +102,28 @@ class CmdAINpc(AICommand):
 
     # -- listing -------------------------------------------------------------------------------
     def do_list(self):
-        from evennia_ai.npc.lookup import all_ai_npcs
-
         npcs = all_ai_npcs()
         if not npcs:
             self.msg("No AI NPCs yet. |wainpc/create <name>|n makes one.")
             return
-        table = self.styled_table("NPC", "Location", "Model", "State", "Queued",
-                                  "Tokens today", "Budget")
+        table = self.styled_table(
+            "NPC", "Location", "Model", "State", "Queued", "Tokens today", "Budget"
+        )
         for npc in npcs:
             status = npc.ai.status()
             table.add_row(
-                f"{npc.key}({npc.dbref})", _where(npc), status["model"], status["state"],
-                status["queued_events"], f"{_tokens_today(status):,}", status["budget_state"],
+                f"{npc.key}({npc.dbref})",
+                _where(npc),
+                status["model"],
+                status["state"],
+                status["queued_events"],
+                f"{_tokens_today(status):,}",
+                status["budget_state"],
             )
         self.msg(f"AI NPCs ({len(npcs)}):\n{table}")
 
     # -- creation and deletion -----------------------------------------------------------------
     def do_create(self):
-        from evennia_ai.npc.lookup import all_ai_npcs
-        from evennia_ai.typeclasses import AIAssistantCharacter
-
         caller = self.caller
         names = [part.strip() for part in self.require(self.lhs, "NPC name").split(";")]
         key, aliases = names[0], [alias for alias in names[1:] if alias]
@@ -116,7 +131,9 @@ class CmdAINpc(AICommand):
             raise CommandError("The NPC needs a name before any ';aliases'.")
         for name in names:
             if any(unicodedata.category(char)[0] == "C" for char in name):
-                raise CommandError(f"A name cannot hold control or unassigned characters: {name!r}.")
+                raise CommandError(
+                    f"A name cannot hold control or unassigned characters: {name!r}."
+                )
             if len(name) > 80:
                 raise CommandError("A name can be at most 80 characters long.")
         if not has_perm(caller, "Builder"):
@@ -132,8 +149,13 @@ class CmdAINpc(AICommand):
         account = getattr(caller, "account", None)
         pid = f"pid({account.id}) or " if account else ""
         npc, errors = AIAssistantCharacter.create(
-            key, account=None, caller=caller, location=location, home=location,
-            aliases=aliases, locks=NPC_LOCKS.format(pid=pid),
+            key,
+            account=None,
+            caller=caller,
+            location=location,
+            home=location,
+            aliases=aliases,
+            locks=NPC_LOCKS.format(pid=pid),
         )
         if errors or npc is None:
             raise CommandError("Could not create the NPC: " + "; ".join(map(str, errors)))
@@ -202,8 +224,11 @@ class CmdAINpc(AICommand):
         if " " in model:
             raise CommandError(f"A model name has no spaces: {model!r}.")
         npc.ai.set_model(model)
-        self.msg(f"{npc.key} now uses {npc.ai.status()['model']}"
-                 + ("" if model else " (the server default)") + ".")
+        self.msg(
+            f"{npc.key} now uses {npc.ai.status()['model']}"
+            + ("" if model else " (the server default)")
+            + "."
+        )
 
     def do_persona(self):
         npc, text = self._npc_and_value("persona text")
@@ -252,9 +277,6 @@ class CmdAIStatus(AICommand):
             self.msg(self.server_report())
 
     def server_report(self) -> str:
-        from evennia_ai.npc import spending
-        from evennia_ai.npc.lookup import all_ai_npcs
-
         npcs = all_ai_npcs()
         lines = [f"|wAI NPCs ({len(npcs)})|n"]
         for npc in npcs:
@@ -278,8 +300,6 @@ class CmdAIStatus(AICommand):
         return "\n".join(lines)
 
     def npc_report(self, npc) -> str:
-        from evennia_ai.engine.trace import TickTrace
-
         status = npc.ai.status()
         b = status["budget"]
         sleep = status["sleep"]
@@ -298,8 +318,11 @@ class CmdAIStatus(AICommand):
             f"{_limit(b['server_cost_limit'], True)}); when over: "
             f"{'offline model' if b['action'] == 'offline' else 'silence'}",
             f"  sleep: {'asleep' if status['asleep'] else 'awake'}"
-            + (f" since {sleep.get('since')} ({sleep.get('reason')}, phase {sleep.get('phase')})"
-               if status["asleep"] else ""),
+            + (
+                f" since {sleep.get('since')} ({sleep.get('reason')}, phase {sleep.get('phase')})"
+                if status["asleep"]
+                else ""
+            ),
             f"  queue: {status['queued_events']} pending, {status['in_flight_events']} in flight, "
             f"{status['dropped_events']} dropped, {status['failed_events']} failed",
             f"  ticks: {status['ticks']}, errors: {status['errors']}, active goals: "

@@ -17,9 +17,37 @@ import json
 import os
 import re
 from contextlib import contextmanager
+from dataclasses import fields as dataclass_fields
 from typing import Any
 
-from evennia_ai.commands.base import BUILDER_LOCK, DEVELOPER_LOCK, AICommand, CommandError, SwitchedCommand
+from django.conf import settings
+
+from evennia_ai.commands.base import (
+    BUILDER_LOCK,
+    DEVELOPER_LOCK,
+    AICommand,
+    CommandError,
+    SwitchedCommand,
+)
+from evennia_ai.memory import events as ev
+from evennia_ai.prompt import block_sources  # noqa: F401  (registers the memory-block sources)
+from evennia_ai.prompt import longterm_sources  # noqa: F401
+from evennia_ai.prompt import sources  # noqa: F401  (registers the built-in sources)
+from evennia_ai.prompt.assembly import is_component_enabled, select_components
+from evennia_ai.prompt.builder import ContextBuilder
+from evennia_ai.prompt.components import STATIC_COMPONENT_IDS, get_static_component, is_static_id
+from evennia_ai.prompt.contexts import CONTEXT_TYPES, CUSTOMIZABLE_FIELDS
+from evennia_ai.prompt.execution_pattern import (
+    ALL_TOOL_CATEGORIES,
+    DEFAULT_EXECUTION_CONFIG,
+    select_execution_pattern,
+)
+from evennia_ai.prompt_registry import (
+    MAX_FEWSHOT_EXAMPLES,
+    effective_context_config,
+    get_prompt_registry,
+)
+from evennia_ai.tools import select_tools
 
 MAX_IMPORT_BYTES = 5_000_000
 PREVIEW_CHARS = 70
@@ -47,7 +75,6 @@ def indent(text: str, prefix: str = "    ") -> str:
 
 def registry():
     """The game's PromptRegistry."""
-    from evennia_ai.prompt_registry import get_prompt_registry
 
     return get_prompt_registry()
 
@@ -82,7 +109,6 @@ def context_type_of(name: str) -> str:
     Raises:
         CommandError: Unknown or ambiguous name; the message lists the context types.
     """
-    from evennia_ai.prompt.contexts import CONTEXT_TYPES
 
     name = (name or "").strip().lower()
     if name in CONTEXT_TYPES:
@@ -97,8 +123,6 @@ def context_type_of(name: str) -> str:
 
 
 def is_context_type(name: str) -> bool:
-    from evennia_ai.prompt.contexts import CONTEXT_TYPES
-
     return (name or "").strip().lower() in CONTEXT_TYPES
 
 
@@ -123,11 +147,6 @@ def component_id_of(text: str) -> int:
 
 def static_id_of(text: str) -> int:
     """The static component ID named by ``text`` (its ID or key)."""
-    from evennia_ai.prompt.components import (
-        STATIC_COMPONENT_IDS,
-        get_static_component,
-        is_static_id,
-    )
 
     text = (text or "").strip().lstrip("#")
     static = get_static_component(text)
@@ -212,16 +231,13 @@ class CmdAIPrompt(SwitchedCommand):
     key = "aiprompt"
     aliases = ["aiprompts"]
     locks = DEVELOPER_LOCK
-    switch_options = ("list", "show", "add", "edit", "move", "enable", "disable", "delete",
-                      "reset")
+    switch_options = ("list", "show", "add", "edit", "move", "enable", "disable", "delete", "reset")
 
     def do_default(self):
         self.do_show()
 
     # -- viewing -------------------------------------------------------------------------------
     def do_list(self):
-        from evennia_ai.prompt.assembly import is_component_enabled
-
         context_type = context_type_of(self.args) if self.args.strip() else None
         config = None
         if context_type:
@@ -235,14 +251,20 @@ class CmdAIPrompt(SwitchedCommand):
         for comp in components:
             row = [
                 comp.id if comp.is_static else f"{comp.id} (after {comp.after_static})",
-                esc(comp.key), esc(comp.name), comp.role, yes_no(comp.enabled),
+                esc(comp.key),
+                esc(comp.name),
+                comp.role,
+                yes_no(comp.enabled),
             ]
             if config is not None:
-                row.append(yes_no(comp.enabled and is_component_enabled(
-                    comp, config.enabled_components)))
+                row.append(
+                    yes_no(comp.enabled and is_component_enabled(comp, config.enabled_components))
+                )
             table.add_row(*row)
         pluggable = sum(1 for comp in components if not comp.is_static)
-        head = f"|wPrompt components|n ({len(components) - pluggable} static, {pluggable} pluggable)"
+        head = (
+            f"|wPrompt components|n ({len(components) - pluggable} static, {pluggable} pluggable)"
+        )
         self.msg(f"{head}:\n{table}")
 
     def do_show(self):
@@ -268,15 +290,17 @@ class CmdAIPrompt(SwitchedCommand):
 
     def show_context(self, context_type: str) -> None:
         """The components a context type assembles, with the context's overrides applied."""
-        from evennia_ai.prompt.assembly import select_components
 
         reg = registry()
         with registry_errors():
             config = reg.get_effective_context_config(context_type)
         skipped: list[tuple[str, str]] = []
         chosen = select_components(reg.get_all_prompt_components(), config, skipped=skipped)
-        tools = ("every tool" if config.tool_filter is None
-                 else ", ".join(config.tool_filter) or "no tools")
+        tools = (
+            "every tool"
+            if config.tool_filter is None
+            else ", ".join(config.tool_filter) or "no tools"
+        )
         lines = [
             f"|wContext {context_type}|n ({esc(config.name)}): {pluralise(len(chosen), 'component')}, "
             f"{tools}; {config.execution_mode}, at most {config.max_iterations} iteration(s).",
@@ -286,19 +310,14 @@ class CmdAIPrompt(SwitchedCommand):
             lines.append(indent(comp.content))
         if skipped:
             lines.append("Left out: " + ", ".join(f"{esc(key)} ({why})" for key, why in skipped))
-        lines.append("{placeholders} are filled per NPC at each tick; "
-                     f"|waiprompt/show {context_type} = <npc>|n shows the filled request.")
+        lines.append(
+            "{placeholders} are filled per NPC at each tick; "
+            f"|waiprompt/show {context_type} = <npc>|n shows the filled request."
+        )
         self.msg("\n".join(lines))
 
     def show_for_npc(self, context_type: str, npc) -> None:
         """Build the request of ``npc``'s next ``context_type`` tick, as the tick does."""
-        from evennia_ai.prompt import sources  # noqa: F401  (registers the built-in sources)
-        from evennia_ai.prompt.builder import ContextBuilder
-        from evennia_ai.memory import events as ev
-        from evennia_ai.prompt import block_sources
-        from evennia_ai.prompt import longterm_sources  # noqa: F401
-        from evennia_ai.tools import select_tools
-        from evennia_ai.prompt_registry import effective_context_config
 
         config = effective_context_config(context_type)
         batch: list = []
@@ -308,8 +327,14 @@ class CmdAIPrompt(SwitchedCommand):
         tool_result = None
         if context_type == "reflection_cont":
             tool_result = (npc.ai.get("reflection") or {}).get("last_result", "")
-        builder = ContextBuilder(npc, config, batch=batch, tools=select_tools(npc, config),
-                                 model=npc.ai.model or None, tool_result=tool_result)
+        builder = ContextBuilder(
+            npc,
+            config,
+            batch=batch,
+            tools=select_tools(npc, config),
+            model=npc.ai.model or None,
+            tool_result=tool_result,
+        )
         caller, name = self.caller, npc.key
         previous = npc.ndb.ai_last_request  # a preview must not count as the last request
 
@@ -319,8 +344,10 @@ class CmdAIPrompt(SwitchedCommand):
 
         def failed(failure):
             npc.ndb.ai_last_request = previous
-            caller.msg(f"|rCould not build {name}'s {context_type} prompt: "
-                       f"{esc(failure.getErrorMessage())}|n")
+            caller.msg(
+                f"|rCould not build {name}'s {context_type} prompt: "
+                f"{esc(failure.getErrorMessage())}|n"
+            )
 
         self.msg(f"Building {name}'s {context_type} request...")
         builder.build().addCallbacks(done, failed)
@@ -341,8 +368,10 @@ class CmdAIPrompt(SwitchedCommand):
         allowed = ("key", "name", "content", "description", "role", "enabled")
         unknown = [str(k)[:40] for k in fields if k not in allowed]
         if unknown:
-            raise CommandError(f"Unknown component field(s) {', '.join(map(esc, unknown))}; "
-                               f"give {', '.join(allowed)}.")
+            raise CommandError(
+                f"Unknown component field(s) {', '.join(map(esc, unknown))}; "
+                f"give {', '.join(allowed)}."
+            )
         if "content" not in fields:
             raise CommandError("The component needs a content.")
         name = fields.get("name") or fields.get("key")
@@ -351,12 +380,18 @@ class CmdAIPrompt(SwitchedCommand):
         key = fields.get("key", key_from_name(name))
         with registry_errors():
             comp = registry().create_component(
-                key, name.strip(), fields["content"], after,
-                description=fields.get("description", ""), role=fields.get("role", "system"),
+                key,
+                name.strip(),
+                fields["content"],
+                after,
+                description=fields.get("description", ""),
+                role=fields.get("role", "system"),
                 enabled=fields.get("enabled", True),
             )
-        self.msg(f"Added component {comp.id} ({esc(comp.key)}) after {after}. "
-                 f"|waiprompt/show {comp.id}|n shows it.")
+        self.msg(
+            f"Added component {comp.id} ({esc(comp.key)}) after {after}. "
+            f"|waiprompt/show {comp.id}|n shows it."
+        )
 
     def do_edit(self):
         if self.rhs is None:
@@ -365,12 +400,15 @@ class CmdAIPrompt(SwitchedCommand):
         content = self.require(self.rhs, "content")
         with registry_errors():
             comp = registry().update_component(cid, content=content)
-        self.msg(f"Component {comp.id} ({esc(comp.key)}) now has {len(content)} characters of content.")
+        self.msg(
+            f"Component {comp.id} ({esc(comp.key)}) now has {len(content)} characters of content."
+        )
 
     def do_move(self):
         if self.rhs is None:
-            raise CommandError("Give the static component to move it after, after '='.\n"
-                               + self.usage())
+            raise CommandError(
+                "Give the static component to move it after, after '='.\n" + self.usage()
+            )
         cid = component_id_of(self.lhs)
         after = static_id_of(self.require(self.rhs, "static component ID"))
         with registry_errors():
@@ -415,11 +453,15 @@ def render_built(name: str, context_type: str, built, events: int) -> str:
     tool_names = [schema.get("function", {}).get("name", "?") for schema in built.tool_schemas]
     lines.append(f"Tools offered ({len(tool_names)}): " + (", ".join(tool_names) or "none"))
     if built.sections:
-        lines.append("Tokens per section: " + ", ".join(
-            f"{esc(key)} {count:,}" for key, count in built.sections.items()))
+        lines.append(
+            "Tokens per section: "
+            + ", ".join(f"{esc(key)} {count:,}" for key, count in built.sections.items())
+        )
     if built.shrunk:
-        lines.append("Shrunk to fit: " + ", ".join(
-            f"{esc(key)} ({esc(how)})" for key, how in built.shrunk.items()))
+        lines.append(
+            "Shrunk to fit: "
+            + ", ".join(f"{esc(key)} ({esc(how)})" for key, how in built.shrunk.items())
+        )
     for index, message in enumerate(built.messages):
         extra = ""
         if message.get("tool_calls"):
@@ -489,9 +531,13 @@ class CmdAITemplate(SwitchedCommand):
         templates = registry().list_templates(include_builtin=True)
         table = self.styled_table("Key", "Name", "Category", "Placeholders", "Built in")
         for template in templates:
-            table.add_row(esc(template.key), esc(template.name), esc(template.category),
-                          preview(", ".join(template.placeholders), 40) or "-",
-                          yes_no(template.is_builtin))
+            table.add_row(
+                esc(template.key),
+                esc(template.name),
+                esc(template.category),
+                preview(", ".join(template.placeholders), 40) or "-",
+                yes_no(template.is_builtin),
+            )
         self.msg(f"|wPrompt templates|n ({len(templates)}):\n{table}")
 
     def do_show(self):
@@ -500,9 +546,11 @@ class CmdAITemplate(SwitchedCommand):
         if template is None:
             raise CommandError(f"No template '{esc(key[:64])}'. |waitemplate/list|n shows them.")
         kind = "built in, read-only" if template.is_builtin else "the game's own"
-        lines = [f"|wTemplate {esc(template.key)}|n ({kind}): {esc(template.name)}",
-                 f"Category: {esc(template.category)}   Placeholders: "
-                 f"{esc(', '.join(template.placeholders)) or 'none'}"]
+        lines = [
+            f"|wTemplate {esc(template.key)}|n ({kind}): {esc(template.name)}",
+            f"Category: {esc(template.category)}   Placeholders: "
+            f"{esc(', '.join(template.placeholders)) or 'none'}",
+        ]
         if template.description:
             lines.append(f"Description: {esc(template.description)}")
         lines += ["Content:", indent(template.content)]
@@ -516,13 +564,17 @@ class CmdAITemplate(SwitchedCommand):
         allowed = ("name", "content", "description", "category")
         unknown = [str(k)[:40] for k in fields if k not in allowed]
         if unknown:
-            raise CommandError(f"Unknown template field(s) {', '.join(map(esc, unknown))}; "
-                               f"give {', '.join(allowed)}.")
+            raise CommandError(
+                f"Unknown template field(s) {', '.join(map(esc, unknown))}; "
+                f"give {', '.join(allowed)}."
+            )
         if "content" not in fields:
             raise CommandError("The template needs a content.")
         with registry_errors():
             template = registry().create_template(
-                key, fields.get("name", key), fields["content"],
+                key,
+                fields.get("name", key),
+                fields["content"],
                 description=fields.get("description", ""),
                 category=fields.get("category", "system_prompt"),
             )
@@ -533,8 +585,10 @@ class CmdAITemplate(SwitchedCommand):
         source, new_key = self._pair("template key", "new template key")
         with registry_errors():
             template = registry().clone_template(source, new_key)
-        self.msg(f"Cloned {esc(source)} as {esc(template.key)}; "
-                 f"|waitemplate/edit {esc(template.key)} = <content>|n changes it.")
+        self.msg(
+            f"Cloned {esc(source)} as {esc(template.key)}; "
+            f"|waitemplate/edit {esc(template.key)} = <content>|n changes it."
+        )
 
     def do_edit(self):
         key, content = self._pair("template key", "content")
@@ -571,23 +625,23 @@ def game_file(name: str) -> str:
     Raises:
         CommandError: Not a ``.json`` name, or a path outside the game directory.
     """
-    from django.conf import settings
 
     name = (name or "").strip().strip("\"'")
     if not name.lower().endswith(".json") or "\x00" in name:
-        raise CommandError(f"'{esc(name[:100])}' is not a .json file name (or inline JSON "
-                           "starting with '{').")
+        raise CommandError(
+            f"'{esc(name[:100])}' is not a .json file name (or inline JSON " "starting with '{')."
+        )
     root = os.path.realpath(str(getattr(settings, "GAME_DIR", "") or os.getcwd()))
     path = os.path.realpath(os.path.join(root, os.path.normpath(name)))
     if os.path.commonpath([root, path]) != root:
-        raise CommandError(f"'{esc(name[:100])}' is outside the game directory; "
-                           "give a path inside it.")
+        raise CommandError(
+            f"'{esc(name[:100])}' is outside the game directory; " "give a path inside it."
+        )
     return path
 
 
 def shown_path(path: str) -> str:
     """``path`` relative to the game directory, for messages."""
-    from django.conf import settings
 
     root = os.path.realpath(str(getattr(settings, "GAME_DIR", "") or os.getcwd()))
     return esc(os.path.relpath(path, root))
@@ -599,8 +653,11 @@ def render_import_summary(summary: dict) -> str:
     lines = []
     for section in ("templates", "components", "static_overrides", "context_configs"):
         result = summary.get(section) or {}
-        parts = [f"{outcome} {', '.join(map(esc, result.get(outcome) or []))}"
-                 for outcome in ("created", "replaced") if result.get(outcome)]
+        parts = [
+            f"{outcome} {', '.join(map(esc, result.get(outcome) or []))}"
+            for outcome in ("created", "replaced")
+            if result.get(outcome)
+        ]
         unchanged = len(result.get("unchanged") or [])
         if unchanged:
             parts.append(f"{unchanged} unchanged")
@@ -608,11 +665,16 @@ def render_import_summary(summary: dict) -> str:
             lines.append(f"  {section}: " + "; ".join(parts))
     fewshots = summary.get("fewshot_examples") or {}
     if fewshots.get("added") or fewshots.get("removed"):
-        lines.append(f"  few-shot examples: {fewshots.get('added', 0)} added, "
-                     f"{fewshots.get('removed', 0)} removed")
+        lines.append(
+            f"  few-shot examples: {fewshots.get('added', 0)} added, "
+            f"{fewshots.get('removed', 0)} removed"
+        )
     if not summary.get("changed"):
-        return "Nothing " + ("would change" if summary.get("dry_run") else "changed") + \
-            (": everything is already as given.\n" + "\n".join(lines) if lines else ".")
+        return (
+            "Nothing "
+            + ("would change" if summary.get("dry_run") else "changed")
+            + (": everything is already as given.\n" + "\n".join(lines) if lines else ".")
+        )
     return f"These {verb} changed:\n" + "\n".join(lines)
 
 
@@ -669,8 +731,9 @@ class CmdAIRegistry(AICommand):
             return
         path = game_file(name)
         if os.path.exists(path) and not overwrite:
-            raise CommandError(f"{shown_path(path)} exists; use |wairegistry/export/overwrite|n "
-                               "to replace it.")
+            raise CommandError(
+                f"{shown_path(path)} exists; use |wairegistry/export/overwrite|n " "to replace it."
+            )
         if not os.path.isdir(os.path.dirname(path)):
             raise CommandError(f"The folder of {shown_path(path)} does not exist.")
         temporary = path + ".tmp"
@@ -679,7 +742,9 @@ class CmdAIRegistry(AICommand):
                 handle.write(text + "\n")
             os.replace(temporary, path)
         except OSError as err:
-            raise CommandError(f"Could not write {shown_path(path)}: {esc(err.strerror)}.") from None
+            raise CommandError(
+                f"Could not write {shown_path(path)}: {esc(err.strerror)}."
+            ) from None
         self.msg(f"Exported the prompt registry to {shown_path(path)} ({len(text):,} characters).")
 
     def read_source(self) -> tuple[str, str]:
@@ -691,8 +756,10 @@ class CmdAIRegistry(AICommand):
         try:
             size = os.path.getsize(path)
             if size > MAX_IMPORT_BYTES:
-                raise CommandError(f"{shown_path(path)} is too big ({size:,} bytes; "
-                                   f"at most {MAX_IMPORT_BYTES:,}).")
+                raise CommandError(
+                    f"{shown_path(path)} is too big ({size:,} bytes; "
+                    f"at most {MAX_IMPORT_BYTES:,})."
+                )
             with open(path, encoding="utf-8") as handle:
                 return handle.read(), shown_path(path)
         except FileNotFoundError:
@@ -713,14 +780,16 @@ class CmdAIRegistry(AICommand):
 
 
 # -- aicontext -----------------------------------------------------------------------------------
-LAYER3_FIELDS = ("recommended_iterations", "recommended_mode", "recommend_confirm_dangerous",
-                 "context_signals")
+LAYER3_FIELDS = (
+    "recommended_iterations",
+    "recommended_mode",
+    "recommend_confirm_dangerous",
+    "context_signals",
+)
 
 
 def check_context_fields(fields: dict) -> None:
     """Refuse fields a context customisation cannot set, saying where they belong."""
-    from evennia_ai.prompt.execution_pattern import DEFAULT_EXECUTION_CONFIG
-    from evennia_ai.prompt.contexts import CUSTOMIZABLE_FIELDS
 
     problems = []
     for name in fields:
@@ -728,14 +797,18 @@ def check_context_fields(fields: dict) -> None:
             continue
         shown = esc(str(name)[:40])
         if name in DEFAULT_EXECUTION_CONFIG or name == "allowed_tool_categories":
-            problems.append(f"'{shown}' is an NPC's own limit (Layer 1): set it with "
-                            "|waiexec/set <npc> = {shown}=<value>|n.")
+            problems.append(
+                f"'{shown}' is an NPC's own limit (Layer 1): set it with "
+                "|waiexec/set <npc> = {shown}=<value>|n."
+            )
         elif name in LAYER3_FIELDS:
             problems.append(f"'{shown}' is advice a model gives during a tick, not a setting.")
         else:
             problems.append(f"'{shown}' is not a context setting.")
     if problems:
-        raise CommandError(" ".join(problems) + " Editable: " + ", ".join(CUSTOMIZABLE_FIELDS) + ".")
+        raise CommandError(
+            " ".join(problems) + " Editable: " + ", ".join(CUSTOMIZABLE_FIELDS) + "."
+        )
 
 
 class CmdAIContext(SwitchedCommand):
@@ -783,8 +856,6 @@ class CmdAIContext(SwitchedCommand):
         self.do_show()
 
     def do_list(self):
-        from evennia_ai.prompt.contexts import CONTEXT_TYPES
-
         customised = registry().list_context_customizations()
         table = self.styled_table("Context type", "Mode", "Iterations", "Customised")
         reg = registry()
@@ -799,17 +870,17 @@ class CmdAIContext(SwitchedCommand):
         self.msg(f"|wContext types|n:\n{table}")
 
     def do_show(self):
-        from dataclasses import fields as dataclass_fields
-
         context_type = context_type_of(self.require(self.args, "context type"))
         reg = registry()
         customisation = reg.get_context_customization(context_type)
         try:
             config = reg.get_effective_context_config(context_type)
         except ValueError as err:
-            raise CommandError(f"{esc(err)}\nStored customisation: "
-                               f"{esc(json.dumps(customisation, default=str))}. "
-                               f"|waicontext/reset {context_type}|n clears it.") from None
+            raise CommandError(
+                f"{esc(err)}\nStored customisation: "
+                f"{esc(json.dumps(customisation, default=str))}. "
+                f"|waicontext/reset {context_type}|n clears it."
+            ) from None
         lines = [f"|wContext {context_type}|n: {esc(config.name)} - {esc(config.description)}"]
         for field in dataclass_fields(config):
             if field.name in ("context_type", "name", "description"):
@@ -837,8 +908,10 @@ class CmdAIContext(SwitchedCommand):
         check_context_fields(fields)
         with registry_errors():
             config = registry().set_context_customization(context_type, **fields)
-        self.msg(f"Context {context_type} updated ({', '.join(map(esc, fields))}); "
-                 f"now {config.execution_mode}, at most {config.max_iterations} iteration(s).")
+        self.msg(
+            f"Context {context_type} updated ({', '.join(map(esc, fields))}); "
+            f"now {config.execution_mode}, at most {config.max_iterations} iteration(s)."
+        )
 
     def do_reset(self):
         context_type = context_type_of(self.require(self.lhs, "context type"))
@@ -860,7 +933,6 @@ def parse_exec_values(text: str) -> dict[str, str]:
     Raises:
         CommandError: A token without ``=``, an unknown key or a key given twice.
     """
-    from evennia_ai.prompt.execution_pattern import DEFAULT_EXECUTION_CONFIG
 
     known = tuple(DEFAULT_EXECUTION_CONFIG) + ("allowed_tool_categories",)
     values: dict[str, str] = {}
@@ -868,11 +940,13 @@ def parse_exec_values(text: str) -> dict[str, str]:
         key, sep, value = token.partition("=")
         key = key.strip().lower()
         if not sep or not key or not value.strip():
-            raise CommandError(f"Give key=value pairs, not '{esc(token[:60])}'. "
-                               f"Keys: {', '.join(known)}.")
+            raise CommandError(
+                f"Give key=value pairs, not '{esc(token[:60])}'. " f"Keys: {', '.join(known)}."
+            )
         if key not in known:
-            raise CommandError(f"Unknown execution setting '{esc(key[:60])}'. "
-                               f"Keys: {', '.join(known)}.")
+            raise CommandError(
+                f"Unknown execution setting '{esc(key[:60])}'. " f"Keys: {', '.join(known)}."
+            )
         if key in values:
             raise CommandError(f"{key} is given twice.")
         values[key] = value.strip()
@@ -883,15 +957,16 @@ def parse_exec_values(text: str) -> dict[str, str]:
 
 def parse_categories(text: str) -> list[str] | None:
     """``"all"`` -> None; ``"SAFE_CHAIN,TERMINAL"`` -> the categories (validated)."""
-    from evennia_ai.prompt.execution_pattern import ALL_TOOL_CATEGORIES
 
     if text.strip().lower() in ("all", "none", "default"):
         return None
     categories = [c.strip().upper() for c in text.split(",") if c.strip()]
     unknown = [c for c in categories if c not in ALL_TOOL_CATEGORIES]
     if unknown or not categories:
-        raise CommandError(f"allowed_tool_categories takes 'all' or a comma-separated list of "
-                           f"{', '.join(ALL_TOOL_CATEGORIES)}; not {esc(text[:60])}.")
+        raise CommandError(
+            f"allowed_tool_categories takes 'all' or a comma-separated list of "
+            f"{', '.join(ALL_TOOL_CATEGORIES)}; not {esc(text[:60])}."
+        )
     return categories
 
 
@@ -934,10 +1009,6 @@ class CmdAIExec(AICommand):
             self.show(self.find_npc(self.args))
 
     def show(self, npc) -> None:
-        from evennia_ai.prompt.execution_pattern import select_execution_pattern
-        from evennia_ai.prompt.contexts import CONTEXT_TYPES
-        from evennia_ai.prompt_registry import effective_context_config
-
         config = npc.ai.execution_config
         lines = [f"|wExecution config of {npc.key}|n (Layer 1):"]
         for key, value in config.items():
@@ -950,13 +1021,19 @@ class CmdAIExec(AICommand):
             lines.append(f"  {key}: {value}")
         if "allowed_tool_categories" not in config:
             lines.append("  allowed_tool_categories: all")
-        table = self.styled_table("Context type", "Mode", "Iterations", "Multi-tool",
-                                  "Sub-agents", "Confirm DANGEROUS")
+        table = self.styled_table(
+            "Context type", "Mode", "Iterations", "Multi-tool", "Sub-agents", "Confirm DANGEROUS"
+        )
         for context_type in CONTEXT_TYPES:
             pattern = select_execution_pattern(config, effective_context_config(context_type))
-            table.add_row(context_type, pattern.mode, pattern.max_iterations,
-                          yes_no(pattern.multi_tool_enabled), yes_no(pattern.sub_agents_enabled),
-                          yes_no(pattern.dangerous_requires_confirm))
+            table.add_row(
+                context_type,
+                pattern.mode,
+                pattern.max_iterations,
+                yes_no(pattern.multi_tool_enabled),
+                yes_no(pattern.sub_agents_enabled),
+                yes_no(pattern.dangerous_requires_confirm),
+            )
         lines.append(f"Composed with each context (before per-tick signals):\n{table}")
         self.msg("\n".join(lines))
 
@@ -1017,8 +1094,6 @@ class CmdAIFewshot(SwitchedCommand):
         raise CommandError("Give a switch, e.g. |waifewshot/list|n.\n" + self.usage())
 
     def do_list(self):
-        from evennia_ai.prompt_registry import MAX_FEWSHOT_EXAMPLES
-
         note = ""
         if self.args.strip():
             context_type = context_type_of(self.args)
@@ -1026,12 +1101,17 @@ class CmdAIFewshot(SwitchedCommand):
                 config = registry().get_effective_context_config(context_type)
             system = registry().get_component(0)
             shown = 0 in config.enabled_components and system.enabled
-            note = (f"\nContext {context_type} " + ("shows" if shown else "does |rnot|n show")
-                    + " them (they go with the system prompt).")
+            note = (
+                f"\nContext {context_type} "
+                + ("shows" if shown else "does |rnot|n show")
+                + " them (they go with the system prompt)."
+            )
         examples = registry().list_fewshot_examples()
         if not examples:
-            self.msg("No few-shot examples. |waifewshot/add <player text> || <NPC answer>|n "
-                     "adds one." + note)
+            self.msg(
+                "No few-shot examples. |waifewshot/add <player text> || <NPC answer>|n "
+                "adds one." + note
+            )
             return
         lines = [f"|wFew-shot examples|n ({len(examples)} of at most {MAX_FEWSHOT_EXAMPLES}):"]
         for number, example in enumerate(examples, start=1):
@@ -1045,7 +1125,8 @@ class CmdAIFewshot(SwitchedCommand):
         if head and is_context_type(head):
             raise CommandError(
                 "Few-shot examples are shared by every context type that shows the system "
-                f"prompt; drop '{head} =' and give <player text> || <NPC answer>.")
+                f"prompt; drop '{head} =' and give <player text> || <NPC answer>."
+            )
         data = json_object(text, "Few-shot JSON")
         if data is None:
             user, sep, assistant = text.partition(FEWSHOT_SEPARATOR)
@@ -1063,8 +1144,9 @@ class CmdAIFewshot(SwitchedCommand):
         examples = registry().list_fewshot_examples()
         if not examples:
             raise CommandError("There are no few-shot examples.")
-        number = self.parse_int(self.require(self.args, "example number"), "The example number",
-                                1, len(examples))
+        number = self.parse_int(
+            self.require(self.args, "example number"), "The example number", 1, len(examples)
+        )
         with registry_errors():
             removed = registry().remove_fewshot_example(number - 1)
         self.msg(f"Deleted few-shot example {number} ({preview(removed.get('user', ''), 40)}).")

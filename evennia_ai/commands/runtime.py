@@ -6,11 +6,18 @@ import shlex
 from datetime import datetime, timedelta, timezone
 
 from evennia.utils import logger
+from evennia.utils.utils import delay
 
 from evennia_ai import conf
 from evennia_ai.commands.base import AICommand, CommandError
 from evennia_ai.engine.trace import TickTrace
+from evennia_ai.memory.events import Event
+from evennia_ai.prompt.execution_pattern import ALL_TOOL_CATEGORIES
+from evennia_ai.tools import load_builtin_tools
+from evennia_ai.tools.approvals import ConfirmationError, get_confirmation_queue
+from evennia_ai.tools.registry import TOOL_REGISTRY, passes_lock
 from evennia_ai.utils import truncate
+from evennia_ai.workspace.sleep import SLEEP_PHASES, go_to_sleep, in_sleep_window, wake_up
 
 BAR_WIDTH = 24
 INTERACT_POLL_SECONDS = 2.0
@@ -111,8 +118,6 @@ def _traces(npc) -> list[TickTrace]:
 
 # -- aitools ------------------------------------------------------------------------------------
 def _tool_verdict(npc, tool, allowed, denied, categories) -> str:
-    from evennia_ai.tools.registry import passes_lock
-
     if tool.name in denied:
         return "denied"
     if allowed is not None and tool.name not in allowed:
@@ -177,16 +182,14 @@ class CmdAITools(AICommand):
             self.msg(self.tool_list(self.find_npc(self.args)))
 
     def _tool_names(self) -> list[str]:
-        from evennia_ai.tools import load_builtin_tools
-        from evennia_ai.tools.registry import TOOL_REGISTRY
-
         load_builtin_tools()
         text = self.require(self.rhs, "tool name(s) after '='")
         names = [name.strip() for name in text.replace(",", " ").split() if name.strip()]
         unknown = [name for name in names if name not in TOOL_REGISTRY]
         if unknown:
-            raise CommandError(f"Unknown tool(s): {', '.join(unknown)}. "
-                               f"|waitools <npc>|n lists them.")
+            raise CommandError(
+                f"Unknown tool(s): {', '.join(unknown)}. " f"|waitools <npc>|n lists them."
+            )
         return names
 
     def do_allow(self, npc, names):
@@ -194,8 +197,10 @@ class CmdAITools(AICommand):
         allowed = npc.ai.get("tool_allow")
         if allowed is not None:
             npc.ai.set("tool_allow", sorted(set(allowed) | set(names)))
-        self.msg(f"{npc.key} may use {', '.join(names)} again (if its context, category and "
-                 "lock allow it).")
+        self.msg(
+            f"{npc.key} may use {', '.join(names)} again (if its context, category and "
+            "lock allow it)."
+        )
 
     def do_deny(self, npc, names):
         npc.ai.set("tool_deny", sorted(set(npc.ai.get("tool_deny") or []) | set(names)))
@@ -203,12 +208,12 @@ class CmdAITools(AICommand):
 
     def do_only(self, npc, names):
         npc.ai.set("tool_allow", sorted(set(names)))
-        self.msg(f"{npc.key} is offered only {', '.join(sorted(set(names)))} (within its "
-                 "contexts, categories and locks).")
+        self.msg(
+            f"{npc.key} is offered only {', '.join(sorted(set(names)))} (within its "
+            "contexts, categories and locks)."
+        )
 
     def do_category(self, npc):
-        from evennia_ai.prompt.execution_pattern import ALL_TOOL_CATEGORIES
-
         text = self.require(self.rhs, "categories after '='")
         words = [w.strip().upper() for w in text.replace(",", " ").split() if w.strip()]
         if words == ["ALL"]:
@@ -223,9 +228,6 @@ class CmdAITools(AICommand):
         self.msg(f"{npc.key} may use tools of the categories {', '.join(kept)} only.")
 
     def tool_list(self, npc) -> str:
-        from evennia_ai.tools import load_builtin_tools
-        from evennia_ai.tools.registry import TOOL_REGISTRY
-
         load_builtin_tools()
         allowed = npc.ai.get("tool_allow")
         denied = set(npc.ai.get("tool_deny") or [])
@@ -328,8 +330,6 @@ class CmdAISleep(AICommand):
             getattr(self, f"do_{switch}")(npc)
 
     def do_now(self, npc):
-        from evennia_ai.workspace.sleep import go_to_sleep
-
         try:
             until = parse_until(self.rhs or "")
         except ValueError as err:
@@ -338,16 +338,12 @@ class CmdAISleep(AICommand):
         self.msg(f"{npc.key} falls asleep" + (f" until {until[:16]} UTC." if until else "."))
 
     def do_wake(self, npc):
-        from evennia_ai.workspace.sleep import wake_up
-
         if not npc.ai.get("sleep").get("asleep"):
             raise CommandError(f"{npc.key} is awake already.")
         wake_up(npc, "woken by an operator")
         self.msg(f"{npc.key} wakes up.")
 
     def do_schedule(self, npc):
-        from evennia_ai.workspace.sleep import SLEEP_PHASES
-
         text = self.require(self.rhs, "<field>=<value> pairs after '='")
         try:
             pairs = shlex.split(text)
@@ -358,8 +354,9 @@ class CmdAISleep(AICommand):
             field, sep, value = pair.partition("=")
             field = field.strip().lower()
             if not sep or field not in SLEEP_FIELDS:
-                raise CommandError(f"'{pair}' is not <field>=<value>; fields: "
-                                   + ", ".join(SLEEP_FIELDS) + ".")
+                raise CommandError(
+                    f"'{pair}' is not <field>=<value>; fields: " + ", ".join(SLEEP_FIELDS) + "."
+                )
             if field == "until":
                 try:
                     changes[field] = parse_until(value)
@@ -382,7 +379,9 @@ class CmdAISleep(AICommand):
 
     def do_reflect(self, npc):
         npc.ai.update("reflection", lambda state: {**state, "requested": True})
-        note = " (it is asleep: it reflects once awake)" if npc.ai.get("sleep").get("asleep") else ""
+        note = (
+            " (it is asleep: it reflects once awake)" if npc.ai.get("sleep").get("asleep") else ""
+        )
         script = npc.ai.script
         if script is not None and npc.ai.enabled and not npc.ai.paused:
             script.trigger_tick()
@@ -391,8 +390,6 @@ class CmdAISleep(AICommand):
         self.msg(f"{npc.key} will reflect on its next tick{note}.")
 
     def report(self, npc) -> str:
-        from evennia_ai.workspace.sleep import in_sleep_window
-
         sleep = npc.ai.get("sleep")
         reflection = npc.ai.get("reflection")
         schedule = conf.get("EVENNIA_AI_SLEEP_SCHEDULE")
@@ -402,21 +399,36 @@ class CmdAISleep(AICommand):
         ticks = script.tick_count if script else 0
         lines = [f"|wSleep of {npc.key}({npc.dbref})|n"]
         if sleep.get("asleep"):
-            lines.append(f"  asleep since {sleep.get('since')} ({sleep.get('reason')}), "
-                         f"phase {sleep.get('phase')}, until {sleep.get('until') or 'woken'}")
+            lines.append(
+                f"  asleep since {sleep.get('since')} ({sleep.get('reason')}), "
+                f"phase {sleep.get('phase')}, until {sleep.get('until') or 'woken'}"
+            )
         else:
-            lines.append("  awake" + (f" ({sleep.get('reason')})" if sleep.get("reason") else "")
-                         + (", woken in this sleep window" if sleep.get("woken_in_window") else ""))
+            lines.append(
+                "  awake"
+                + (f" ({sleep.get('reason')})" if sleep.get("reason") else "")
+                + (", woken in this sleep window" if sleep.get("woken_in_window") else "")
+            )
         lines.append(f"  last consolidated: {sleep.get('last_consolidated') or 'never'}")
-        window = (f"{schedule[0]}-{schedule[1]} server time"
-                  f"{' (now inside)' if in_sleep_window(schedule) else ''}"
-                  if schedule else "none")
-        lines.append(f"  server sleep window: {window}; wakes when addressed: "
-                     f"{bool(conf.get('EVENNIA_AI_WAKE_WHEN_ADDRESSED'))}")
-        lines.append(f"|wReflection|n: {reflection.get('count', 0)} so far, last at tick "
-                     f"{reflection.get('last_tick', 0)} ({reflection.get('last_time') or 'never'})")
-        due = (f"tick {int(reflection.get('last_tick') or 0) + interval} (now at {ticks})"
-               if interval else "never by interval")
+        window = (
+            f"{schedule[0]}-{schedule[1]} server time"
+            f"{' (now inside)' if in_sleep_window(schedule) else ''}"
+            if schedule
+            else "none"
+        )
+        lines.append(
+            f"  server sleep window: {window}; wakes when addressed: "
+            f"{bool(conf.get('EVENNIA_AI_WAKE_WHEN_ADDRESSED'))}"
+        )
+        lines.append(
+            f"|wReflection|n: {reflection.get('count', 0)} so far, last at tick "
+            f"{reflection.get('last_tick', 0)} ({reflection.get('last_time') or 'never'})"
+        )
+        due = (
+            f"tick {int(reflection.get('last_tick') or 0) + interval} (now at {ticks})"
+            if interval
+            else "never by interval"
+        )
         lines.append(f"  next by interval: {due}; early at journal importance {threshold or 'off'}")
         return "\n".join(lines)
 
@@ -452,8 +464,10 @@ class CmdAITrace(AICommand):
             tick_id = self.parse_int(self.require(self.rhs, "tick id after '='"), "The tick id")
             found = npc.ai.trace(tick_id)
             if found is None:
-                raise CommandError(f"{npc.key} has no trace of tick #{tick_id} (only the last "
-                                   f"{conf.get('EVENNIA_AI_TRACE_RING_SIZE')} are kept).")
+                raise CommandError(
+                    f"{npc.key} has no trace of tick #{tick_id} (only the last "
+                    f"{conf.get('EVENNIA_AI_TRACE_RING_SIZE')} are kept)."
+                )
             self.msg(trace_detail(TickTrace.from_dict(found)))
             return
         name, count = self.args.strip(), 10
@@ -465,8 +479,10 @@ class CmdAITrace(AICommand):
         if not traces:
             self.msg(f"{npc.key} has not ticked yet.")
             return
-        lines = [f"|wLast {len(traces)} tick(s) of {npc.key}|n (|waitrace/show {npc.key} = "
-                 "<id>|n for one):"]
+        lines = [
+            f"|wLast {len(traces)} tick(s) of {npc.key}|n (|waitrace/show {npc.key} = "
+            "<id>|n for one):"
+        ]
         lines.extend("  " + trace_line(t) for t in reversed(traces))
         self.msg("\n".join(lines))
 
@@ -500,8 +516,6 @@ class CmdAIConfirm(AICommand):
     needs_args = False
 
     def run(self):
-        from evennia_ai.tools.approvals import ConfirmationError, get_confirmation_queue
-
         queue = get_confirmation_queue()
         switch = self.switch()
         if switch is None:
@@ -517,11 +531,15 @@ class CmdAIConfirm(AICommand):
             if switch == "approve":
                 entry = queue.approve(entry_id, approver=self.caller)
             else:
-                entry = queue.reject(entry_id, rejecter=self.caller, reason=(self.rhs or "").strip())
+                entry = queue.reject(
+                    entry_id, rejecter=self.caller, reason=(self.rhs or "").strip()
+                )
         except ConfirmationError as err:
             raise CommandError(str(err)) from None
-        self.msg(f"{entry['id']} ({entry['npc_key']}: {entry['action']}) is {entry['status']}: "
-                 f"{truncate(entry.get('result') or '', 300)}")
+        self.msg(
+            f"{entry['id']} ({entry['npc_key']}: {entry['action']}) is {entry['status']}: "
+            f"{truncate(entry.get('result') or '', 300)}"
+        )
 
     def listing(self, entries: list[dict]) -> str:
         if not entries:
@@ -531,10 +549,13 @@ class CmdAIConfirm(AICommand):
             payload = entry.get("payload") or {}
             details = payload.get("arguments", payload)
             table.add_row(
-                entry["id"], f"{entry.get('npc_key')}(#{entry.get('npc_id')})", entry.get("kind"),
+                entry["id"],
+                f"{entry.get('npc_key')}(#{entry.get('npc_id')})",
+                entry.get("kind"),
                 entry.get("action"),
                 truncate(_args_text(details) if isinstance(details, dict) else details, 60),
-                truncate(entry.get("reason") or "", 40), (entry.get("created") or "")[:19],
+                truncate(entry.get("reason") or "", 40),
+                (entry.get("created") or "")[:19],
             )
         return f"Pending confirmations ({len(entries)}):\n{table}"
 
@@ -542,8 +563,10 @@ class CmdAIConfirm(AICommand):
 # -- interact -----------------------------------------------------------------------------------
 def interaction_report(npc, trace: TickTrace) -> str:
     """What the caller of ``interact`` sees when the NPC's tick is done."""
-    lines = [f"|w{npc.key} thought it over|n (tick #{trace.tick_id}, {trace.stop_reason or '-'}, "
-             f"{trace.prompt_tokens + trace.completion_tokens:,} tokens, {trace.duration:.1f}s):"]
+    lines = [
+        f"|w{npc.key} thought it over|n (tick #{trace.tick_id}, {trace.stop_reason or '-'}, "
+        f"{trace.prompt_tokens + trace.completion_tokens:,} tokens, {trace.duration:.1f}s):"
+    ]
     lines.extend("  " + line for line in trace_steps(trace) or ["(no model calls)"])
     if trace.error:
         lines.append(f"  |rerror: {truncate(trace.error, 300)}|n")
@@ -571,8 +594,6 @@ class CmdInteract(AICommand):
     switch_options = ()
 
     def run(self):
-        from evennia_ai.memory.events import Event
-
         if "=" not in self.args:
             raise CommandError("Give your message after '='.\n" + self.usage())
         npc = self.find_npc(self.lhs)
@@ -584,13 +605,16 @@ class CmdInteract(AICommand):
             raise CommandError(f"{npc.key} is paused; |wainpc/resume {npc.key}|n first.")
         caller = self.caller
         event = Event.create(
-            kind="say", text=message, source=getattr(caller, "dbref", None),
-            source_name=caller.key, addressed=True,
+            kind="say",
+            text=message,
+            source=getattr(caller, "dbref", None),
+            source_name=caller.key,
+            addressed=True,
             location=npc.location.dbref if npc.location else None,
             data={"raw": f'{caller.key} says, "{message}"', "via": "interact"},
         )
         npc.ai.perceive(event, immediate=False)
-        self.msg(f"You say to {npc.key}: \"{message}\" ({npc.key} is thinking...)")
+        self.msg(f'You say to {npc.key}: "{message}" ({npc.key} is thinking...)')
         waiter = _TraceWaiter(caller, npc, event.id)
         deferred = script.run_tick()
         if deferred is None:  # a tick is running: ours follows it
@@ -636,11 +660,10 @@ class _TraceWaiter:
         return True
 
     def poll(self) -> None:
-        from evennia.utils.utils import delay
-
         if self.waited >= INTERACT_WAIT_SECONDS:
-            self.caller.msg(f"{self.npc.key} has not answered yet; see |waitrace "
-                            f"{self.npc.key}|n later.")
+            self.caller.msg(
+                f"{self.npc.key} has not answered yet; see |waitrace " f"{self.npc.key}|n later."
+            )
             return
         self.waited += INTERACT_POLL_SECONDS
         delay(INTERACT_POLL_SECONDS, self._poll_again)

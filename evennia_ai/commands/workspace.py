@@ -71,7 +71,7 @@ def parse_assignments(text: str, keys: Iterable[str], what: str = "field") -> di
     out = {}
     for index, match in enumerate(matches):
         end = matches[index + 1].start() if index + 1 < len(matches) else len(text)
-        value = text[match.end():end].strip()
+        value = text[match.end() : end].strip()
         if not value:
             raise CommandError(f"No value given for {match.group(1).lower()}.")
         out[match.group(1).lower()] = value
@@ -140,8 +140,12 @@ class CmdAIGoal(SwitchedCommand):
             match = _UNDER.search(text)
             if match:
                 parent, text = match.group(1), text[: match.start()]
-        op = apply_goals(npc, lambda goals: goals_mod.add_goal(
-            goals, text, tick=current_tick(npc), priority=priority, parent_id=parent))
+        op = apply_goals(
+            npc,
+            lambda goals: goals_mod.add_goal(
+                goals, text, tick=current_tick(npc), priority=priority, parent_id=parent
+            ),
+        )
         self.msg(op.message)
 
     def do_update(self):
@@ -157,8 +161,12 @@ class CmdAIGoal(SwitchedCommand):
         subtasks = [part.strip() for part in rest.split(";") if part.strip()]
         if not sep or not subtasks:
             raise CommandError("Give the goal id, a colon, then the subtasks separated by ';'.")
-        op = apply_goals(npc, lambda goals: goals_mod.apply_decomposition(
-            goals, goal_id.strip(), subtasks, tick=current_tick(npc)))
+        op = apply_goals(
+            npc,
+            lambda goals: goals_mod.apply_decomposition(
+                goals, goal_id.strip(), subtasks, tick=current_tick(npc)
+            ),
+        )
         self.msg(op.message)
 
     def do_prune(self):
@@ -236,8 +244,11 @@ class CmdAIProject(SwitchedCommand):
         if not sep:
             raise CommandError("Give the project key, a colon, then its summary.")
         summary, _, context = rest.partition("|")
-        op = apply_character(npc, "projects", lambda p: projects_mod.create_project(
-            p, key.strip(), summary.strip(), context.strip()))
+        op = apply_character(
+            npc,
+            "projects",
+            lambda p: projects_mod.create_project(p, key.strip(), summary.strip(), context.strip()),
+        )
         self.msg(op.message)
 
     def do_activate(self):
@@ -253,8 +264,9 @@ class CmdAIProject(SwitchedCommand):
 
     def do_complete(self):
         npc = self.find_npc(self.lhs)
-        op = apply_character(npc, "projects", lambda p: projects_mod.update_project(
-            p, status="completed"))
+        op = apply_character(
+            npc, "projects", lambda p: projects_mod.update_project(p, status="completed")
+        )
         self.msg(op.message)
 
 
@@ -297,8 +309,11 @@ class CmdAISession(SwitchedCommand):
     def do_default(self):
         npc = self.find_npc(self.args)
         text = memory_mod.render_session_memory(npc.ai.get("session_memory"))
-        self.msg(text.replace("## Session memory", f"|wSession memory of {npc.key}|n", 1)
-                 if text else f"{npc.key}'s session memory is empty.")
+        self.msg(
+            text.replace("## Session memory", f"|wSession memory of {npc.key}|n", 1)
+            if text
+            else f"{npc.key}'s session memory is empty."
+        )
 
     def do_set(self):
         npc, text = self.npc_and_rhs("<kind>=<text>")
@@ -307,8 +322,11 @@ class CmdAISession(SwitchedCommand):
             raise CommandError("Give <fact|pattern|task>=<text>.")
         section = session_section(kind)
         names = [npc.key] + list(npc.aliases.all())
-        op = apply_character(npc, "session_memory", lambda mem: memory_mod.add_session_memory(
-            mem, section, content, self_names=names))
+        op = apply_character(
+            npc,
+            "session_memory",
+            lambda mem: memory_mod.add_session_memory(mem, section, content, self_names=names),
+        )
         self.msg(op.message)
 
     def do_clear(self):
@@ -374,14 +392,21 @@ class CmdAIJournal(SwitchedCommand):
 
     def do_search(self):
         npc, words = self.npc_and_rhs("<words>")
-        self.show(npc, journal_mod.review_journal(npc.ai.get("journal"), limit=journal_mod.MAX_REVIEW,
-                                                  query=words))
+        self.show(
+            npc,
+            journal_mod.review_journal(
+                npc.ai.get("journal"), limit=journal_mod.MAX_REVIEW, query=words
+            ),
+        )
 
     def show(self, npc, op):
         checked(op)
         if not op.data.get("entries"):
-            self.msg(f"{npc.key}'s journal has no matching entries."
-                     if self.switch() else f"{npc.key}'s journal is empty.")
+            self.msg(
+                f"{npc.key}'s journal has no matching entries."
+                if self.switch()
+                else f"{npc.key}'s journal is empty."
+            )
             return
         self.msg(f"|wJournal of {npc.key}|n: {op.message}\n{op.data['text']}")
 
@@ -391,8 +416,13 @@ class CmdAIJournal(SwitchedCommand):
         match = _IMPORTANCE.match(text)
         if match:
             importance, text = match.group(1), match.group(2)
-        op = apply_character(npc, "journal", lambda journal: journal_mod.add_entry(
-            journal, text, importance=importance, source=OPERATOR_SOURCE))
+        op = apply_character(
+            npc,
+            "journal",
+            lambda journal: journal_mod.add_entry(
+                journal, text, importance=importance, source=OPERATOR_SOURCE
+            ),
+        )
         self.msg(op.message)
 
 
@@ -445,7 +475,9 @@ class CmdAIRule(SwitchedCommand):
     def do_delete(self):
         npc, text = self.npc_and_rhs("<number or text>")
         which: Any = int(text) if text.isdigit() else text
-        op = apply_character(npc, "behaviour_rules", lambda rules: rules_mod.remove_rule(rules, which))
+        op = apply_character(
+            npc, "behaviour_rules", lambda rules: rules_mod.remove_rule(rules, which)
+        )
         self.msg(op.message)
 
 

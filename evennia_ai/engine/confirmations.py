@@ -111,8 +111,16 @@ class ConfirmationQueue(DefaultScript):
         return entry
 
     # -- writing -------------------------------------------------------------------------------
-    def add_entry(self, npc, action: str, payload: dict, *, kind: str = "tool", reason: str = "",
-            tick_id: int | None = None) -> str:
+    def add_entry(
+        self,
+        npc,
+        action: str,
+        payload: dict,
+        *,
+        kind: str = "tool",
+        reason: str = "",
+        tick_id: int | None = None,
+    ) -> str:
         """Queue an action for confirmation; returns its id (one database write)."""
         entries = self._entries()
         pending = [e for e in entries.values() if e.get("status") == "pending"]
@@ -149,7 +157,8 @@ class ConfirmationQueue(DefaultScript):
         entry = entries.get(confirmation_id)
         entry.update(
             status=status,
-            decided_by=getattr(decided_by, "key", None) or (str(decided_by) if decided_by else None),
+            decided_by=getattr(decided_by, "key", None)
+            or (str(decided_by) if decided_by else None),
             decided_at=utcnow_iso(),
             result=result,
         )

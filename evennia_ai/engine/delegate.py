@@ -38,40 +38,65 @@ def run_helper(ctx: ToolContext, task: str):
     running = int(npc.ndb.ai_sub_agents or 0)
     budget = int(getattr(pattern, "sub_agent_budget", 0) or 0)
     if running >= budget:
-        return ToolResult.fail(f"Already {running} helpers running (budget {budget}); wait for them.")
+        return ToolResult.fail(
+            f"Already {running} helpers running (budget {budget}); wait for them."
+        )
     client = ctx.services.get("client")
     if client is None:
         return ToolResult.fail("No model client available for a helper.")
     tools = [
-        t for t in ctx.services.get("tools", [])
-        if t.category != ToolCategory.DANGEROUS and t.name != "delegate_task"
+        t
+        for t in ctx.services.get("tools", [])
+        if t.category != ToolCategory.DANGEROUS
+        and t.name != "delegate_task"
         and t.category != ToolCategory.TERMINAL
     ]
     child_pattern = ExecutionPattern(
-        mode="react_loop", max_iterations=min(CHILD_ITERATIONS, pattern.max_iterations),
-        allowed_categories=None, terminal_ends_loop=True, dangerous_requires_confirm=True,
-        multi_tool_enabled=True, sub_agents_enabled=False,
+        mode="react_loop",
+        max_iterations=min(CHILD_ITERATIONS, pattern.max_iterations),
+        allowed_categories=None,
+        terminal_ends_loop=True,
+        dangerous_requires_confirm=True,
+        multi_tool_enabled=True,
+        sub_agents_enabled=False,
     )
-    child_ctx = ToolContext(npc=npc, script=ctx.script, tick_id=ctx.tick_id,
-                            context_type=ctx.context_type, event=ctx.event)
+    child_ctx = ToolContext(
+        npc=npc,
+        script=ctx.script,
+        tick_id=ctx.tick_id,
+        context_type=ctx.context_type,
+        event=ctx.event,
+    )
     child_ctx.state["depth"] = int(ctx.state.get("depth", 0)) + 1
     child_ctx.services = dict(ctx.services)
     trace = TickTrace(tick_id=ctx.tick_id, context_type="sub_agent")
     messages = [
-        {"role": "system", "content": CHILD_PROMPT.format(name=npc.key, persona=npc.ai.persona or "-")},
+        {
+            "role": "system",
+            "content": CHILD_PROMPT.format(name=npc.key, persona=npc.ai.persona or "-"),
+        },
         {"role": "user", "content": f"Task: {task}"},
     ]
-    loop = ReactLoop(client=client, tools=tools, pattern=child_pattern, ctx=child_ctx,
-                     trace=trace, model=ctx.services.get("model"))
+    loop = ReactLoop(
+        client=client,
+        tools=tools,
+        pattern=child_pattern,
+        ctx=child_ctx,
+        trace=trace,
+        model=ctx.services.get("model"),
+    )
     npc.ndb.ai_sub_agents = running + 1
 
     def finished(outcome):
         npc.ndb.ai_sub_agents = max(0, int(npc.ndb.ai_sub_agents or 1) - 1)
         text = outcome.final_text or "(the helper produced no report)"
         return ToolResult.ok(
-            {"success": outcome.stop_reason.value != "error", "report": text,
-             "stop_reason": outcome.stop_reason.value,
-             "tools_used": outcome.tool_names},
+            {
+                "success": outcome.stop_reason.value != "error",
+                "report": text,
+                "stop_reason": outcome.stop_reason.value,
+                "tools_used": outcome.tool_names,
+            },
             data={"trace": trace.to_dict()},
         )
 

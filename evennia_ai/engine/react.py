@@ -32,12 +32,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from twisted.internet import defer
+from evennia.utils import logger
+from twisted.internet import defer, reactor
 from twisted.python.failure import Failure
 
 from evennia_ai.engine import scheduler
-
 from evennia_ai.engine.trace import IterationTrace, StopReason, TickTrace, ToolCallTrace
+from evennia_ai.tools.base import ToolResult
+from evennia_ai.tools.rules import ToolRuleState
 from evennia_ai.utils import truncate
 
 SPEECH_TOOL_NAMES = ("say", "reply", "respond", "speak")
@@ -148,8 +150,6 @@ class ReactLoop:
         max_consecutive_failures: int = 3,
         clock=None,
     ):
-        from evennia_ai.tools.rules import ToolRuleState
-
         self.client = client
         self.tools = {tool.name: tool for tool in tools}
         self.pattern = pattern
@@ -225,8 +225,6 @@ class ReactLoop:
                     return stopped
             return self._finish(StopReason.MAX_ITERATIONS)
         except Exception as err:  # a bug of ours: end the tick cleanly, keep the Script alive
-            from evennia.utils import logger
-
             logger.log_trace("evennia_ai: ReAct loop failed")
             return self._finish(StopReason.ERROR, f"internal error: {err}")
 
@@ -309,8 +307,13 @@ class ReactLoop:
                     if call not in run_calls
                     else "not run: the loop ended before this call"
                 )
-                call_trace = ToolCallTrace(id=call.id, name=call.name, arguments=call.arguments or {},
-                                           status="skipped", error=why)
+                call_trace = ToolCallTrace(
+                    id=call.id,
+                    name=call.name,
+                    arguments=call.arguments or {},
+                    status="skipped",
+                    error=why,
+                )
                 text = why
             else:
                 call_trace, text, control = yield self._run_call(call)
@@ -357,9 +360,13 @@ class ReactLoop:
         if text and speech is not None:
             result = yield self._execute(speech, _speech_arguments(speech, text))
             call_trace = ToolCallTrace(
-                id="text_reply", name=speech.name, arguments=_speech_arguments(speech, text),
-                category=_category(speech), success=bool(result.success),
-                result=truncate(result.to_text(), 1000), error=result.error,
+                id="text_reply",
+                name=speech.name,
+                arguments=_speech_arguments(speech, text),
+                category=_category(speech),
+                success=bool(result.success),
+                result=truncate(result.to_text(), 1000),
+                error=result.error,
                 status="ran" if result.success else "error",
             )
             self.trace.iterations[-1].tool_calls.append(call_trace)
@@ -383,9 +390,11 @@ class ReactLoop:
                     "type": "function",
                     "function": {
                         "name": c.name,
-                        "arguments": c.raw_arguments
-                        if c.raw_arguments is not None and not c.error
-                        else json.dumps(c.arguments or {}),
+                        "arguments": (
+                            c.raw_arguments
+                            if c.raw_arguments is not None and not c.error
+                            else json.dumps(c.arguments or {})
+                        ),
                     },
                 }
                 for c in calls
@@ -402,14 +411,19 @@ class ReactLoop:
 
     # -- one tool call -------------------------------------------------------------------------
     def _refuse(self, call, error: str, category: str = "") -> tuple:
-        from evennia_ai.tools.base import ToolResult
-
         self._consecutive_failures += 1
         self.outcome.failures += 1
         result = ToolResult.fail(error)
-        call_trace = ToolCallTrace(id=call.id, name=call.name, arguments=call.arguments or {},
-                                   category=category, success=False, error=error, status="refused",
-                                   result=truncate(result.to_text(), 1000))
+        call_trace = ToolCallTrace(
+            id=call.id,
+            name=call.name,
+            arguments=call.arguments or {},
+            category=category,
+            success=False,
+            error=error,
+            status="refused",
+            result=truncate(result.to_text(), 1000),
+        )
         return call_trace, result.to_text(), None
 
     @defer.inlineCallbacks
@@ -436,7 +450,8 @@ class ReactLoop:
         if category == "DANGEROUS":
             if self.dangerous_used:
                 return self._refuse(
-                    call, "Only one DANGEROUS action is allowed per tick; try again later.",
+                    call,
+                    "Only one DANGEROUS action is allowed per tick; try again later.",
                     category,
                 )
             self.dangerous_used = True
@@ -458,8 +473,13 @@ class ReactLoop:
         if pending and result.data.get("confirmation_id"):
             self.outcome.confirmations.append(result.data["confirmation_id"])
         call_trace = ToolCallTrace(
-            id=call.id, name=call.name, arguments=call.arguments or {}, category=category,
-            success=bool(result.success), result=truncate(text, 1000), error=result.error,
+            id=call.id,
+            name=call.name,
+            arguments=call.arguments or {},
+            category=category,
+            success=bool(result.success),
+            result=truncate(text, 1000),
+            error=result.error,
             status="pending" if pending else ("ran" if result.success else "error"),
             latency=latency,
         )
@@ -474,18 +494,19 @@ class ReactLoop:
         return call_trace, text, None
 
     def _queue_confirmation(self, tool, call) -> tuple:
-        from evennia_ai.tools.base import ToolResult
-
         if self.on_dangerous is None:
             return self._refuse(
-                call, f"'{tool.name}' needs an operator's confirmation, and none can be asked "
-                "for here.", "DANGEROUS",
+                call,
+                f"'{tool.name}' needs an operator's confirmation, and none can be asked "
+                "for here.",
+                "DANGEROUS",
             )
         try:
             confirmation_id = self.on_dangerous(tool, dict(call.arguments or {}), self.ctx)
         except Exception as err:
-            return self._refuse(call, f"could not queue '{tool.name}' for confirmation: {err}",
-                                "DANGEROUS")
+            return self._refuse(
+                call, f"could not queue '{tool.name}' for confirmation: {err}", "DANGEROUS"
+            )
         self.outcome.confirmations.append(confirmation_id)
         self.rule_state.record(call.name)
         result = ToolResult(
@@ -500,27 +521,30 @@ class ReactLoop:
         )
         text = result.to_text()
         call_trace = ToolCallTrace(
-            id=call.id, name=call.name, arguments=call.arguments or {}, category="DANGEROUS",
-            success=True, result=truncate(text, 1000), status="pending",
+            id=call.id,
+            name=call.name,
+            arguments=call.arguments or {},
+            category="DANGEROUS",
+            success=True,
+            result=truncate(text, 1000),
+            status="pending",
         )
         return call_trace, text, None
 
     @defer.inlineCallbacks
     def _execute(self, tool, arguments: dict):
         """Run a tool (safe_run never raises); Deferred results get the tool's timeout."""
-        from evennia_ai.tools.base import ToolResult
-
         outcome = tool.safe_run(self.ctx, arguments)
         if isinstance(outcome, defer.Deferred):
-            clock = self.clock
-            if clock is None:
-                from twisted.internet import reactor as clock
+            clock = self.clock or reactor
             timeout = float(tool.get_timeout() if hasattr(tool, "get_timeout") else 30.0)
             finished = defer.Deferred()
 
             def expire():
                 if not finished.called:
-                    finished.callback(ToolResult.fail(f"'{tool.name}' timed out after {timeout:g} s"))
+                    finished.callback(
+                        ToolResult.fail(f"'{tool.name}' timed out after {timeout:g} s")
+                    )
 
             timer = clock.callLater(timeout, expire)
 

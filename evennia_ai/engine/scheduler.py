@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from twisted.internet import defer
+from twisted.internet import defer, reactor
 
 _waiting: deque[defer.Deferred] = deque()
 _scheduled = False
@@ -31,7 +31,6 @@ _scheduled = False
 
 def turn() -> defer.Deferred:
     """A Deferred fired when it is this caller's turn on the reactor (at once without one)."""
-    from twisted.internet import reactor
 
     if not reactor.running:
         return defer.succeed(None)
@@ -44,7 +43,6 @@ def turn() -> defer.Deferred:
 def call_soon(function, *args) -> None:
     """Call ``function(*args)`` in a turn of its own (with no reactor running: whenever one runs,
     as ``reactor.callLater(0, ...)`` would)."""
-    from twisted.internet import reactor
 
     if reactor.running:
         turn().addCallback(lambda _: function(*args))
@@ -66,7 +64,6 @@ def _schedule(reactor) -> None:
 
 def _run_one() -> None:
     global _scheduled
-    from twisted.internet import reactor
 
     _scheduled = False
     if _waiting:

@@ -25,17 +25,41 @@ was (a late result for a deleted or moved NPC is dropped safely).
 from __future__ import annotations
 
 import time
-from datetime import datetime, timezone
-
-from twisted.internet import defer
+from dataclasses import asdict, is_dataclass
 
 from evennia.utils import logger
+from twisted.internet import defer
 
 from evennia_ai import conf
-from evennia_ai.npc import spending
 from evennia_ai.engine import scheduler
-from evennia_ai.engine.trace import StopReason, TickTrace
+from evennia_ai.engine.assessment import assess_task
+from evennia_ai.engine.delegate import run_helper
+from evennia_ai.engine.react import LoopOutcome, ReactLoop, TickBudget
+from evennia_ai.engine.trace import IterationTrace, StopReason, TickTrace
+from evennia_ai.llm import tokens
+from evennia_ai.llm.client import defer_to_thread, get_client
+from evennia_ai.memory import compression, entities
+from evennia_ai.memory import events as ev
+from evennia_ai.memory import history as hist
+from evennia_ai.memory import longterm, procedures
+from evennia_ai.memory.compression import compaction_reason
+from evennia_ai.memory.events import Event, event_signal, main_event, render_events
+from evennia_ai.memory.history import render_text
+from evennia_ai.prompt import block_sources  # noqa: F401  (registers the memory-block sources)
+from evennia_ai.prompt import longterm_sources  # noqa: F401  (sources)
+from evennia_ai.prompt import sources  # noqa: F401  (registers the built-in sources)
+from evennia_ai.prompt.builder import ContextBuilder
+from evennia_ai.prompt.execution_pattern import select_execution_pattern
+from evennia_ai.prompt_registry import effective_context_config
+from evennia_ai.tools import select_tools
+from evennia_ai.tools.approvals import get_confirmation_queue
+from evennia_ai.tools.base import ToolContext
+from evennia_ai.tools.rules import parse_rules
 from evennia_ai.utils import truncate, utcnow_iso
+from evennia_ai.workspace.goals import goal_urgency
+from evennia_ai.workspace.journal import entries_since, importance_since
+from evennia_ai.workspace.sleep import SLEEP_PHASES, go_to_sleep, in_sleep_window, wake_up
+
 
 class TickRunner:
     """Run one tick for the NPC of ``script``."""
@@ -51,7 +75,6 @@ class TickRunner:
     # -- decisions -----------------------------------------------------------------------------
     def _choose(self) -> tuple[str | None, list]:
         """Pick the context type of this tick and the events it answers."""
-        from evennia_ai.memory import events as ev
 
         sleep = self.ai.get("sleep")
         queue = self.ai.get("event_queue")
@@ -65,7 +88,9 @@ class TickRunner:
                 if phase in SLEEP_PHASES:
                     return phase, []
                 return None, []
-        elif in_sleep_window(conf.get("EVENNIA_AI_SLEEP_SCHEDULE")) and not sleep.get("woken_in_window"):
+        elif in_sleep_window(conf.get("EVENNIA_AI_SLEEP_SCHEDULE")) and not sleep.get(
+            "woken_in_window"
+        ):
             self.go_to_sleep("scheduled")
             return SLEEP_PHASES[0], []
 
@@ -102,8 +127,6 @@ class TickRunner:
         return False
 
     def _reflection_due(self, reflection: dict) -> bool:
-        from evennia_ai.workspace.journal import importance_since
-
         if reflection.get("requested"):  # an operator asked (aisleep/reflect)
             return True
         interval = int(conf.get("EVENNIA_AI_REFLECTION_INTERVAL") or 0)
@@ -166,7 +189,6 @@ class TickRunner:
         context_type, batch_dicts = self._choose()
         if context_type is None:
             return None
-        from evennia_ai.memory.events import Event
 
         self.batch = [Event.from_dict(e) if isinstance(e, dict) else e for e in batch_dicts]
         try:
@@ -178,7 +200,6 @@ class TickRunner:
 
     def release_batch(self) -> None:
         """Put the batch back in the queue after a failed tick (counts one attempt)."""
-        from evennia_ai.memory import events as ev
 
         ids = [e.id for e in self.batch]
         if ids and getattr(self.npc, "pk", None):
@@ -186,30 +207,25 @@ class TickRunner:
 
     @defer.inlineCallbacks
     def _run(self, context_type, batch_dicts):
-        from evennia_ai.prompt.builder import ContextBuilder
-        from evennia_ai.engine.assessment import assess_task
-        from evennia_ai.memory.events import event_signal, main_event
-        from evennia_ai.engine.react import ReactLoop, TickBudget
-        from evennia_ai.prompt.execution_pattern import select_execution_pattern
-        from evennia_ai.prompt import sources  # noqa: F401  (registers the built-in sources)
-        from evennia_ai.prompt import block_sources
-        from evennia_ai.prompt import longterm_sources  # noqa: F401  (sources)
-        from evennia_ai.tools.base import ToolContext
-        from evennia_ai.workspace.goals import goal_urgency
-
         tick_id = self.script.next_tick_id()
         config = effective_context_config(context_type)
         model = self.ai.model or None
         client = get_client()
-        over_budget = spending.check(self.npc)
+        over_budget = self.ai.spending_status()
         if over_budget.exceeded:
             if over_budget.action == "silence":
                 return self._silent_tick(tick_id, context_type, over_budget)
             model = conf.OFFLINE_MODEL
 
         tools = select_tools(self.npc, config)
-        builder = ContextBuilder(self.npc, config, batch=self.batch, tools=tools, model=model,
-                                 tool_result=self._tool_result_for(context_type))
+        builder = ContextBuilder(
+            self.npc,
+            config,
+            batch=self.batch,
+            tools=tools,
+            model=model,
+            tool_result=self._tool_result_for(context_type),
+        )
         built = yield builder.build()
 
         metrics = self.ai.get("metrics")
@@ -229,7 +245,10 @@ class TickRunner:
         if over_budget.exceeded:
             trace.budget = over_budget.describe()
         static = self.ai.execution_config
-        if static.get("task_assessment_enabled") and context_type in ("tick_event", "tick_autonomous"):
+        if static.get("task_assessment_enabled") and context_type in (
+            "tick_event",
+            "tick_autonomous",
+        ):
             advice, result = yield assess_task(client, built.messages, model=model)
             assessment.update(advice)
             _trace_call(trace, result, kind="assessment")
@@ -293,8 +312,6 @@ class TickRunner:
 
     def _silent_tick(self, tick_id: int, context_type: str, over_budget) -> TickTrace:
         """Past the daily budget in ``silence`` mode: consume the batch unanswered, call no model."""
-        from evennia_ai.memory.events import render_events
-        from evennia_ai.engine.react import LoopOutcome
 
         trace = TickTrace(
             tick_id=tick_id,
@@ -315,23 +332,21 @@ class TickRunner:
         return None
 
     def _queue_confirmation(self, tool, arguments: dict, ctx) -> str:
-        from evennia_ai.tools.approvals import get_confirmation_queue
-
         reason = ""
         if self.batch:
             first = self.batch[0]
             reason = f"asked during: {truncate(first.text, 200)} (from {first.source_name})"
         return get_confirmation_queue().add_entry(
-            self.npc, tool.name, {"arguments": arguments}, kind="tool", reason=reason,
+            self.npc,
+            tool.name,
+            {"arguments": arguments},
+            kind="tool",
+            reason=reason,
             tick_id=ctx.tick_id,
         )
 
     # -- writing the results -------------------------------------------------------------------
     def _finish(self, outcome, trace: TickTrace, built) -> None:
-        from evennia_ai.memory import events as ev
-        from evennia_ai.memory import history as hist
-        from evennia_ai.memory.events import render_events
-
         npc = self.npc
         if not getattr(npc, "pk", None):
             logger.log_info("evennia_ai: tick result dropped: the NPC was deleted")
@@ -365,16 +380,17 @@ class TickRunner:
     @defer.inlineCallbacks
     def _consolidate(self, model, trace: TickTrace):
         """Sleep: journal entries and recent history since the last sleep go to long-term memory."""
-        from evennia_ai.memory.history import render_text
-        from evennia_ai.memory import longterm
-        from evennia_ai.workspace.journal import entries_since
 
         sleep = self.ai.get("sleep")
         since = sleep.get("last_consolidated") or ""
-        texts: list = list(entries_since(self.ai.get("journal"), since) if since else self.ai.get("journal"))
+        texts: list = list(
+            entries_since(self.ai.get("journal"), since) if since else self.ai.get("journal")
+        )
         recent = render_text(self.ai.get("history")[-40:], assistant_name=self.npc.key)
         if recent:
-            texts.append({"content": f"Recent conversation:\n{recent[:4000]}", "source": "observed"})
+            texts.append(
+                {"content": f"Recent conversation:\n{recent[:4000]}", "source": "observed"}
+            )
         if not texts:
             return
         try:
@@ -392,23 +408,27 @@ class TickRunner:
     @defer.inlineCallbacks
     def _compact(self, client, model, tick_id: int):
         """Compress old history batches (truncate or summarise in a thread); one write."""
-        from evennia_ai.llm.client import defer_to_thread
-        from evennia_ai.memory import compression
 
         keep = int(conf.get("EVENNIA_AI_COMPACTION_KEEP_RECENT"))
         history = self.ai.get("history")
         summary_model = conf.get("EVENNIA_AI_SUMMARY_MODEL") or model
         resolved = client.resolve_model(summary_model)
-        if conf.get("EVENNIA_AI_COMPACTION_STRATEGY") == "summarize" and resolved != conf.OFFLINE_MODEL:
-            from evennia_ai.llm import tokens
-
+        if (
+            conf.get("EVENNIA_AI_COMPACTION_STRATEGY") == "summarize"
+            and resolved != conf.OFFLINE_MODEL
+        ):
             chunk_chars = max(2000, (tokens.get_context_window(resolved) - 1500) * 3)
 
             def summarize(text: str) -> str:
                 result = client.complete_sync(
-                    [{"role": "system", "content": "Summarise this part of a character's conversation "
-                      "log in a few short factual lines: who said or did what, and anything promised."},
-                     {"role": "user", "content": text}],
+                    [
+                        {
+                            "role": "system",
+                            "content": "Summarise this part of a character's conversation "
+                            "log in a few short factual lines: who said or did what, and anything promised.",
+                        },
+                        {"role": "user", "content": text},
+                    ],
                     model=summary_model,
                 )
                 if result.error:
@@ -417,8 +437,12 @@ class TickRunner:
 
             try:
                 new_history, removed = yield defer_to_thread(
-                    compression.summarized_history, history, summarize, keep_recent=keep,
-                    chunk_chars=chunk_chars)
+                    compression.summarized_history,
+                    history,
+                    summarize,
+                    keep_recent=keep,
+                    chunk_chars=chunk_chars,
+                )
             except Exception as err:
                 logger.log_err(f"evennia_ai: summarising history failed ({err}); truncating")
                 new_history, removed = compression.truncate(history, keep)
@@ -428,8 +452,10 @@ class TickRunner:
             return
         # Messages added while the summary was made (none: ticks never overlap) are kept.
         self.ai.set("history", new_history)
-        self.ai.set("compaction", {"pending": False, "last_tick": tick_id, "removed": removed,
-                                   "time": utcnow_iso()})
+        self.ai.set(
+            "compaction",
+            {"pending": False, "last_tick": tick_id, "removed": removed, "time": utcnow_iso()},
+        )
 
     def _check_history_pressure(self, tick_id: int) -> None:
         """Schedule a compaction when history passes its thresholds (never two ticks running)."""
@@ -439,19 +465,22 @@ class TickRunner:
             self.ai.set("compaction", {**state, "pending": True, "reason": reason})
 
     def _history_reason(self, tick_id: int) -> str | None:
-        """"sleep"/"emergency" when the history passes its threshold, else None."""
-        from evennia_ai.llm import tokens
-        from evennia_ai.memory.compression import compaction_reason
+        """ "sleep"/"emergency" when the history passes its threshold, else None."""
 
         history = self.ai.get("history")
         if not history:
             return None
         counter = tokens.TokenCounter(self.ai.model or conf.get("EVENNIA_AI_MODEL"))
         used = counter.count_messages(history)
-        budget = tokens.get_model_limits(self.ai.model or conf.get("EVENNIA_AI_MODEL")).history_tokens
+        budget = tokens.get_model_limits(
+            self.ai.model or conf.get("EVENNIA_AI_MODEL")
+        ).history_tokens
         state = self.ai.get("compaction") or {}
         return compaction_reason(
-            used, budget, asleep=bool(self.ai.get("sleep").get("asleep")), tick=tick_id,
+            used,
+            budget,
+            asleep=bool(self.ai.get("sleep").get("asleep")),
+            tick=tick_id,
             last_compaction_tick=state.get("last_tick"),
             sleep_ratio=float(conf.get("EVENNIA_AI_COMPACTION_SLEEP_RATIO")),
             emergency_ratio=float(conf.get("EVENNIA_AI_COMPACTION_EMERGENCY_RATIO")),
@@ -459,18 +488,21 @@ class TickRunner:
 
     def _learn(self, outcome, trace: TickTrace) -> None:
         """Remember a tool sequence that worked, and when the speakers were last seen."""
-        from evennia_ai.memory.events import main_event, render_events
-        from evennia_ai.memory import entities, procedures
 
         if not self.batch:
             return
         event = main_event(self.batch)
         if trace.context_type == "tick_event" and outcome.tool_names and not outcome.failures:
             text = render_events(self.batch)
-            self.ai.update("procedures", lambda p: procedures.record(
-                p, event.event_class, text, outcome.tool_names, trace.started))
+            self.ai.update(
+                "procedures",
+                lambda p: procedures.record(
+                    p, event.event_class, text, outcome.tool_names, trace.started
+                ),
+            )
         speakers = {(e.source, e.source_name) for e in self.batch if e.source}
         if speakers:
+
             def seen(profiles):
                 for dbref, name in speakers:
                     profiles = entities.touch(profiles, dbref, name or dbref)
@@ -515,17 +547,21 @@ class TickRunner:
             return m
 
         self.ai.update("metrics", change)
-        spending.record(trace.prompt_tokens + trace.completion_tokens, trace.cost, day)
+        self.ai.record_spending(trace.prompt_tokens + trace.completion_tokens, trace.cost, day)
 
     def _after_context(self, context_type: str, outcome) -> None:
         if context_type in SLEEP_PHASES:
             self._advance_sleep(context_type)
         elif context_type == "reflection":
-            used_journal = any(n in ("add_journal_entry", "review_journal") for n in outcome.tool_names)
+            used_journal = any(
+                n in ("add_journal_entry", "review_journal") for n in outcome.tool_names
+            )
             tick = self.script.tick_count
 
             def done(state):
-                state.update(last_tick=tick, last_time=utcnow_iso(), count=state.get("count", 0) + 1)
+                state.update(
+                    last_tick=tick, last_time=utcnow_iso(), count=state.get("count", 0) + 1
+                )
                 state["continue"] = bool(used_journal)
                 state["requested"] = False
                 state["last_result"] = truncate(outcome.final_text or "", 2000)
@@ -538,8 +574,6 @@ class TickRunner:
 
 # -- helpers shared with commands and tools ------------------------------------------------------
 def _tool_rules(ai) -> list:
-    from evennia_ai.tools.rules import parse_rules
-
     rules, errors = parse_rules(ai.get("tool_rules") or [])
     for error in errors:
         ai.log_error(f"ignoring a stored tool rule: {error}")
@@ -547,9 +581,9 @@ def _tool_rules(ai) -> list:
 
 
 def _request_counter(built, model):
-    from evennia_ai.llm import tokens
-
-    counter = tokens.TokenCounter(model or built.values.get("model") or conf.get("EVENNIA_AI_MODEL") or conf.OFFLINE_MODEL)
+    counter = tokens.TokenCounter(
+        model or built.values.get("model") or conf.get("EVENNIA_AI_MODEL") or conf.OFFLINE_MODEL
+    )
 
     def count(messages, schemas):
         return counter.count_messages(messages) + (counter.count_tools(schemas) if schemas else 0)
@@ -558,14 +592,10 @@ def _request_counter(built, model):
 
 
 def _pattern_dict(pattern) -> dict:
-    from dataclasses import asdict, is_dataclass
-
     return asdict(pattern) if is_dataclass(pattern) else dict(vars(pattern))
 
 
 def _trace_call(trace: TickTrace, result, kind: str) -> None:
-    from evennia_ai.engine.trace import IterationTrace
-
     if result is None:
         return
     usage = getattr(result, "usage", None)

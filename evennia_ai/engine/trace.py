@@ -24,7 +24,6 @@ class StopReason(str, Enum):
     CANCELLED = "cancelled"  # the NPC was paused, deleted or moved away mid-tick
 
 
-
 def _from_dict(cls, data: dict):
     names = {f.name for f in fields(cls)}
     return cls(**{k: v for k, v in (data or {}).items() if k in names})
@@ -156,4 +155,3 @@ class TickTrace:
         obj = _from_dict(cls, data)
         obj.iterations = [IterationTrace.from_dict(it) for it in (data or {}).get("iterations", [])]
         return obj
-

@@ -30,7 +30,7 @@ Per-model options in ``EVENNIA_AI_MODEL_SETTINGS[model]``: ``native_tools`` (boo
 server).
 
 Example:
-    from evennia_ai.llm import get_client
+    from evennia_ai.llm.client import get_client
 
     d = get_client().complete(messages, tools=schemas, model="openai/gpt-4o-mini")
     d.addCallback(lambda result: result.tool_calls if result.ok else result.error)
@@ -49,12 +49,10 @@ import threading
 import time
 from typing import Any
 
-
-
 from evennia_ai import conf
-from evennia_ai.llm.threads import run_in_thread
 from evennia_ai.llm.json_protocol import parse_tool_calls_from_text, to_text_protocol
 from evennia_ai.llm.offline import OfflineModel
+from evennia_ai.llm.threads import run_in_thread
 from evennia_ai.llm.types import RETRYABLE_KINDS, LLMResult, LLMUsage, ToolCall
 
 logger = logging.getLogger(__name__)
@@ -165,16 +163,30 @@ def _retry_after(err: Exception) -> float | None:
     return None
 
 
-_CONNECTION_ERRORS = frozenset({"APIConnectionError", "ConnectError", "ConnectionError",
-                                "ConnectionRefusedError", "RemoteProtocolError"})
+_CONNECTION_ERRORS = frozenset(
+    {
+        "APIConnectionError",
+        "ConnectError",
+        "ConnectionError",
+        "ConnectionRefusedError",
+        "RemoteProtocolError",
+    }
+)
 _CONNECTION_WORDS = re.compile(
     r"^Connection error\.?$|Connection refused|Name or service not known"
 )
 
 
-_REQUEST_ERRORS = frozenset({"BadRequestError", "NotFoundError", "UnprocessableEntityError",
-                             "ContextWindowExceededError", "UnsupportedParamsError",
-                             "ContentPolicyViolationError"})
+_REQUEST_ERRORS = frozenset(
+    {
+        "BadRequestError",
+        "NotFoundError",
+        "UnprocessableEntityError",
+        "ContextWindowExceededError",
+        "UnsupportedParamsError",
+        "ContentPolicyViolationError",
+    }
+)
 
 
 def _class_names(err: BaseException) -> set[str]:
@@ -270,8 +282,15 @@ def _native_calls(message) -> list[ToolCall]:
         if error is None and not isinstance(arguments, dict):
             error = f"arguments must be a JSON object, not {type(arguments).__name__}"
             arguments = {}
-        calls.append(ToolCall(id=getattr(call, "id", None) or f"call_{index}", name=name,
-                              arguments=arguments, raw_arguments=raw, error=error))
+        calls.append(
+            ToolCall(
+                id=getattr(call, "id", None) or f"call_{index}",
+                name=name,
+                arguments=arguments,
+                raw_arguments=raw,
+                error=error,
+            )
+        )
     return calls
 
 
@@ -347,8 +366,17 @@ class UnifiedLLMClient:
         sleep: The backoff sleep (``time.sleep``); tests may replace it.
     """
 
-    def __init__(self, model=None, api_base=None, api_key=None, timeout=None, fallbacks=None,
-                 max_retries=None, base_delay=None, max_delay=None):
+    def __init__(
+        self,
+        model=None,
+        api_base=None,
+        api_key=None,
+        timeout=None,
+        fallbacks=None,
+        max_retries=None,
+        base_delay=None,
+        max_delay=None,
+    ):
         self.model = model
         self.api_base = api_base
         self.api_key = api_key
@@ -399,19 +427,49 @@ class UnifiedLLMClient:
         return max(0.0, min(cap, delay))
 
     # -- calls ---------------------------------------------------------------------------------
-    def complete(self, messages: list[dict], tools: list[dict] | None = None, *, model=None,
-                 api_base=None, api_key=None, timeout=None, temperature=None, max_tokens=None,
-                 tick_rate=None, fallbacks=None):
+    def complete(
+        self,
+        messages: list[dict],
+        tools: list[dict] | None = None,
+        *,
+        model=None,
+        api_base=None,
+        api_key=None,
+        timeout=None,
+        temperature=None,
+        max_tokens=None,
+        tick_rate=None,
+        fallbacks=None,
+    ):
         """Like :meth:`complete_sync`, in a thread. Returns a Deferred firing with LLMResult."""
         return defer_to_thread(
-            self.complete_sync, messages, tools, model=model, api_base=api_base,
-            api_key=api_key, timeout=timeout, temperature=temperature, max_tokens=max_tokens,
-            tick_rate=tick_rate, fallbacks=fallbacks,
+            self.complete_sync,
+            messages,
+            tools,
+            model=model,
+            api_base=api_base,
+            api_key=api_key,
+            timeout=timeout,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            tick_rate=tick_rate,
+            fallbacks=fallbacks,
         )
 
-    def complete_sync(self, messages: list[dict], tools: list[dict] | None = None, *,
-                      model=None, api_base=None, api_key=None, timeout=None, temperature=None,
-                      max_tokens=None, tick_rate=None, fallbacks=None) -> LLMResult:
+    def complete_sync(
+        self,
+        messages: list[dict],
+        tools: list[dict] | None = None,
+        *,
+        model=None,
+        api_base=None,
+        api_key=None,
+        timeout=None,
+        temperature=None,
+        max_tokens=None,
+        tick_rate=None,
+        fallbacks=None,
+    ) -> LLMResult:
         """Call the model, with retries and fallbacks. Blocking; never raises.
 
         Args:
@@ -434,10 +492,18 @@ class UnifiedLLMClient:
         with self._lock:
             self.in_flight += 1
         try:
-            return self._timed(messages, tools, model=model, fallbacks=fallbacks,
-                               api_base=api_base, api_key=api_key, timeout=timeout,
-                               temperature=temperature, max_tokens=max_tokens,
-                               tick_rate=tick_rate)
+            return self._timed(
+                messages,
+                tools,
+                model=model,
+                fallbacks=fallbacks,
+                api_base=api_base,
+                api_key=api_key,
+                timeout=timeout,
+                temperature=temperature,
+                max_tokens=max_tokens,
+                tick_rate=tick_rate,
+            )
         finally:
             with self._lock:
                 self.in_flight -= 1
@@ -454,8 +520,11 @@ class UnifiedLLMClient:
             result = self._complete(messages, tools, model=model, **options)
         except Exception as err:  # a bug of ours, not a provider problem: report, don't raise
             logger.exception("evennia_ai: unexpected error in the LLM client")
-            result = LLMResult(error=f"internal error: {type(err).__name__}: {err}",
-                               error_kind="unknown", model=str(model or self.model or ""))
+            result = LLMResult(
+                error=f"internal error: {type(err).__name__}: {err}",
+                error_kind="unknown",
+                model=str(model or self.model or ""),
+            )
         result.latency = round(time.monotonic() - started, 4)
         return result
 
@@ -464,8 +533,9 @@ class UnifiedLLMClient:
         primary = self.resolve_model(model)
         problem = _check_request(messages, tools)
         if problem:
-            return LLMResult(error=f"bad request: {problem}", error_kind="bad_request",
-                             model=primary)
+            return LLMResult(
+                error=f"bad request: {problem}", error_kind="bad_request", model=primary
+            )
         chain = [primary] + self.fallback_models(primary, fallbacks)
         attempts = 0
         failures: list[str] = []
@@ -490,8 +560,12 @@ class UnifiedLLMClient:
         try:
             native = uses_native_tools(model)
         except Exception as err:  # litellm missing or broken
-            return LLMResult(error=f"litellm is not usable: {type(err).__name__}: {err}",
-                             error_kind="unknown", model=model, attempts=0)
+            return LLMResult(
+                error=f"litellm is not usable: {type(err).__name__}: {err}",
+                error_kind="unknown",
+                model=model,
+                attempts=0,
+            )
         max_retries = max(0, int(self._pick(self.max_retries, conf.get("EVENNIA_AI_MAX_RETRIES"))))
         attempt = 0
         while True:
@@ -502,31 +576,54 @@ class UnifiedLLMClient:
                 if err.kind in RETRYABLE_KINDS and attempt <= max_retries:
                     self.sleep(self.backoff(attempt, err.retry_after))
                     continue
-                return LLMResult(error=str(err), error_kind=err.kind, model=model,
-                                 attempts=attempt, native_tools=native,
-                                 latency=time.monotonic() - started)
+                return LLMResult(
+                    error=str(err),
+                    error_kind=err.kind,
+                    model=model,
+                    attempts=attempt,
+                    native_tools=native,
+                    latency=time.monotonic() - started,
+                )
             result.attempts = attempt
             result.model = model
             result.latency = time.monotonic() - started
             return result
 
-    def _request(self, model, messages, tools, native, *, api_base=None, api_key=None,
-                 timeout=None, temperature=None, max_tokens=None, tick_rate=None) -> LLMResult:
+    def _request(
+        self,
+        model,
+        messages,
+        tools,
+        native,
+        *,
+        api_base=None,
+        api_key=None,
+        timeout=None,
+        temperature=None,
+        max_tokens=None,
+        tick_rate=None,
+    ) -> LLMResult:
         """One HTTP attempt. Raises ProviderError for anything that went wrong."""
         litellm = get_litellm()
         per_model = model_settings(model)
         kwargs: dict[str, Any] = {
             "model": model,
-            "timeout": float(self._pick(timeout, per_model.get("timeout"), self.timeout,
-                                        conf.get("EVENNIA_AI_TIMEOUT"))),
+            "timeout": float(
+                self._pick(
+                    timeout, per_model.get("timeout"), self.timeout, conf.get("EVENNIA_AI_TIMEOUT")
+                )
+            ),
             "num_retries": 0,  # we retry ourselves; theirs would multiply ours
             "max_retries": 0,
             "drop_params": True,  # e.g. temperature on models that refuse it
         }
-        base = (api_base or per_model.get("api_base") or self.api_base
-                or conf.get("EVENNIA_AI_API_BASE"))
-        key = (api_key or per_model.get("api_key") or self.api_key
-               or conf.get("EVENNIA_AI_API_KEY"))
+        base = (
+            api_base
+            or per_model.get("api_base")
+            or self.api_base
+            or conf.get("EVENNIA_AI_API_BASE")
+        )
+        key = api_key or per_model.get("api_key") or self.api_key or conf.get("EVENNIA_AI_API_KEY")
         if base:
             kwargs["api_base"] = base
             kwargs["model"] = _compatible_route(model)
@@ -576,8 +673,10 @@ def _price(litellm, response, model: str, result: LLMResult) -> float | None:
     price for it (the request may have gone through a renamed route, see _compatible_route)."""
     try:
         prompt, completion = litellm.cost_per_token(
-            model=model, prompt_tokens=result.usage.prompt_tokens,
-            completion_tokens=result.usage.completion_tokens)
+            model=model,
+            prompt_tokens=result.usage.prompt_tokens,
+            completion_tokens=result.usage.completion_tokens,
+        )
         return float(prompt) + float(completion)
     except Exception:
         pass
@@ -597,7 +696,7 @@ def _compatible_route(model: str) -> str:
     ``EVENNIA_AI_OPENAI_SDK_ROUTE = True`` keeps the SDK.
     """
     if model.startswith("openai/") and not conf.get("EVENNIA_AI_OPENAI_SDK_ROUTE"):
-        return "hosted_vllm/" + model[len("openai/"):]
+        return "hosted_vllm/" + model[len("openai/") :]
     return model
 
 

@@ -217,8 +217,15 @@ def parse_tool_calls_from_text(
     tool_calls = []
     for index, (name, value) in enumerate(found):
         arguments, raw, error = _decode_arguments(value)
-        tool_calls.append(ToolCall(id=f"call_{seed}_{index}", name=name, arguments=arguments,
-                                   raw_arguments=raw, error=error))
+        tool_calls.append(
+            ToolCall(
+                id=f"call_{seed}_{index}",
+                name=name,
+                arguments=arguments,
+                raw_arguments=raw,
+                error=error,
+            )
+        )
     prose, last = [], 0
     for start, end in spans:
         prose.append(cleaned[last:start])

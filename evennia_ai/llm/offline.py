@@ -169,8 +169,14 @@ def build_arguments(params: dict, text: str, preferred: dict | None = None) -> d
             spec = props[name] if isinstance(props[name], dict) else {}
             arguments[name] = _placeholder(spec, text)
     if not arguments and text:
-        first = next((n for n, s in props.items()
-                      if isinstance(s, dict) and s.get("type", "string") == "string"), None)
+        first = next(
+            (
+                n
+                for n, s in props.items()
+                if isinstance(s, dict) and s.get("type", "string") == "string"
+            ),
+            None,
+        )
         if first:
             arguments[first] = text
     return arguments
@@ -178,8 +184,9 @@ def build_arguments(params: dict, text: str, preferred: dict | None = None) -> d
 
 def _call(name: str, arguments: dict) -> ToolCall:
     raw = json.dumps(arguments, sort_keys=True)
-    return ToolCall(id="call_" + _digest(name + raw)[:12], name=name, arguments=arguments,
-                    raw_arguments=raw)
+    return ToolCall(
+        id="call_" + _digest(name + raw)[:12], name=name, arguments=arguments, raw_arguments=raw
+    )
 
 
 def _speech_tool(offered: dict) -> str | None:
@@ -218,7 +225,7 @@ def _current_turn(messages: list) -> tuple[str, list[str], bool]:
         return "", [], False
     called: list[str] = []
     answered = False
-    for message in messages[last_user + 1:]:
+    for message in messages[last_user + 1 :]:
         if message.get("role") != "assistant":
             continue
         for call in message.get("tool_calls") or []:
@@ -321,8 +328,12 @@ def _reply(who: str, words: str, system: str) -> str:
     echo = (echo[:77] + "...") if len(echo) > 80 else echo
     if re.match(r"[A-Z][a-z]", echo) and not re.match(r"I\b", echo):
         echo = echo[0].lower() + echo[1:]  # it is quoted mid-sentence
-    return choice.format(who=who, echo=echo, flavour=_persona_flavour(system),
-                         me=name.group(1) if name else "the keeper of this place")
+    return choice.format(
+        who=who,
+        echo=echo,
+        flavour=_persona_flavour(system),
+        me=name.group(1) if name else "the keeper of this place",
+    )
 
 
 def _fact(who: str, words: str) -> str | None:

@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import threading
 
+from twisted.internet import reactor, threads
 from twisted.python.threadpool import ThreadPool
+
+from evennia_ai import conf
 
 _POOL: ThreadPool | None = None
 _LOCK = threading.Lock()
@@ -37,8 +40,6 @@ def get_pool() -> ThreadPool:
     global _POOL
     with _LOCK:
         if _POOL is None:
-            from evennia_ai import conf
-
             size = max(1, int(conf.get("EVENNIA_AI_THREAD_POOL_SIZE")))
             _POOL = DaemonThreadPool(minthreads=0, maxthreads=size, name="evennia_ai")
             _POOL.start()
@@ -47,7 +48,6 @@ def get_pool() -> ThreadPool:
 
 def run_in_thread(fn, *args, **kwargs):
     """Run ``fn`` in the pool; returns a Deferred firing (on the reactor) with its result."""
-    from twisted.internet import reactor, threads
 
     return threads.deferToThreadPool(reactor, get_pool(), fn, *args, **kwargs)
 

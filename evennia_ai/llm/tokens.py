@@ -55,6 +55,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Iterable, Mapping
 
+import tiktoken
+from tiktoken.model import encoding_name_for_model
+
 from evennia_ai import conf
 
 _log = logging.getLogger("evennia_ai")
@@ -158,17 +161,12 @@ def encoding_name_for(model: str | None) -> tuple[str, bool]:
     """
     name = _model_basename(model)
     if name:
-        try:
-            from tiktoken.model import encoding_name_for_model
-        except Exception:  # tiktoken missing or broken: only the prefixes below remain
-            encoding_name_for_model = None
-        if encoding_name_for_model is not None:
-            # Ollama tags ("gpt-oss:20b") are tiktoken's dashed names ("gpt-oss-20b").
-            for candidate in dict.fromkeys((name, name.replace(":", "-"))):
-                try:
-                    return encoding_name_for_model(candidate), True
-                except KeyError:
-                    continue
+        # Ollama tags ("gpt-oss:20b") are tiktoken's dashed names ("gpt-oss-20b").
+        for candidate in dict.fromkeys((name, name.replace(":", "-"))):
+            try:
+                return encoding_name_for_model(candidate), True
+            except KeyError:
+                continue
         if name.startswith(_O200K_PREFIXES):
             return "o200k_base", True
     return ESTIMATE_ENCODING, False
@@ -195,8 +193,6 @@ def _load_encoding(name: str):
     if not encoding_available(name):
         return None
     try:
-        import tiktoken
-
         return tiktoken.get_encoding(name)
     except Exception as err:  # a corrupt file, a broken install: fall back to chars/4
         _log.warning("evennia_ai: tiktoken cannot load %s (%s); counting chars/4", name, err)
@@ -427,16 +423,23 @@ def _configured_window(model: str) -> int | None:
         window = _positive_int(overrides[model])
         if window:
             return window
-        _log.warning("evennia_ai: EVENNIA_AI_CONTEXT_WINDOWS[%r] is not a positive whole "
-                     "number: %r", model, overrides[model])
+        _log.warning(
+            "evennia_ai: EVENNIA_AI_CONTEXT_WINDOWS[%r] is not a positive whole " "number: %r",
+            model,
+            overrides[model],
+        )
     per_model = conf.get("EVENNIA_AI_MODEL_SETTINGS") or {}
     options = per_model.get(model) if isinstance(per_model, Mapping) else None
     if isinstance(options, Mapping) and options.get("context_window") is not None:
         window = _positive_int(options["context_window"])
         if window:
             return window
-        _log.warning("evennia_ai: EVENNIA_AI_MODEL_SETTINGS[%r]['context_window'] is not a "
-                     "positive whole number: %r", model, options["context_window"])
+        _log.warning(
+            "evennia_ai: EVENNIA_AI_MODEL_SETTINGS[%r]['context_window'] is not a "
+            "positive whole number: %r",
+            model,
+            options["context_window"],
+        )
     return None
 
 
@@ -533,8 +536,9 @@ def get_model_limits(model: str | None) -> ModelContextLimits:
     setting = conf.get("EVENNIA_AI_RESERVED_RESPONSE_TOKENS")
     reserved = 0 if setting in (0, "0") else _positive_int(setting)
     if reserved is None:
-        _log.warning("evennia_ai: EVENNIA_AI_RESERVED_RESPONSE_TOKENS is not a whole number: %r",
-                     setting)
+        _log.warning(
+            "evennia_ai: EVENNIA_AI_RESERVED_RESPONSE_TOKENS is not a whole number: %r", setting
+        )
         reserved = conf.SETTINGS["EVENNIA_AI_RESERVED_RESPONSE_TOKENS"].default
     reserved = min(reserved, int(window * MAX_RESERVED_SHARE))
     usable = window - reserved
@@ -570,7 +574,9 @@ _ADVISORIES = {
     "normal": ("normal", "Sufficient context available", round(HIGH_PRESSURE * 100)),
     "high": ("warning", "Context filling: consider wrapping up", round(HIGH_PRESSURE * 100)),
     "critical": (
-        "critical", "Near the context limit: respond immediately", round(CRITICAL_PRESSURE * 100)
+        "critical",
+        "Near the context limit: respond immediately",
+        round(CRITICAL_PRESSURE * 100),
     ),
 }
 

@@ -12,8 +12,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 #: Every value ``LLMResult.error_kind`` may take.
-ERROR_KINDS = ("timeout", "rate_limit", "server", "malformed", "auth", "bad_request", "empty",
-               "connection", "unknown")
+ERROR_KINDS = (
+    "timeout",
+    "rate_limit",
+    "server",
+    "malformed",
+    "auth",
+    "bad_request",
+    "empty",
+    "connection",
+    "unknown",
+)
 #: Kinds worth another attempt at the same model: the next try may well succeed. An empty or
 #: malformed answer is usually a proxy or server hiccup, so it is retried like a 5xx.
 RETRYABLE_KINDS = frozenset({"timeout", "rate_limit", "server", "malformed", "empty", "connection"})

@@ -30,6 +30,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from evennia.objects.models import ObjectDB
+
 from evennia_ai import conf
 from evennia_ai.memory import blocks as pure
 from evennia_ai.memory.blocks import BlockError, BlockOpResult
@@ -97,8 +99,6 @@ class BlockTarget:
 
 
 def _find_object(obj_id):
-    from evennia.objects.models import ObjectDB
-
     try:
         return ObjectDB.objects.get(id=int(obj_id))
     except (ObjectDB.DoesNotExist, TypeError, ValueError):
@@ -146,27 +146,54 @@ def find_block(npc, label: str) -> BlockTarget:
         matches = [t for t in targets if t.share_mode and t.label == text]
     else:
         lowered = owner_name.casefold()
-        matches = [t for t in targets if t.label == text and (
-            (t.share_mode and t.owner.key.casefold() == lowered)
-            or (t.share_mode is None and lowered in ("me", "self", npc.key.casefold())))]
+        matches = [
+            t
+            for t in targets
+            if t.label == text
+            and (
+                (t.share_mode and t.owner.key.casefold() == lowered)
+                or (t.share_mode is None and lowered in ("me", "self", npc.key.casefold()))
+            )
+        ]
     if len(matches) == 1:
         return matches[0]
     known = ", ".join(t.address for t in targets) or "none"
     if len(matches) > 1:
-        raise BlockError(f"Several blocks shared with you are called '{text}': "
-                         + ", ".join(t.address for t in matches) + ". Say which, as Owner/label.")
+        raise BlockError(
+            f"Several blocks shared with you are called '{text}': "
+            + ", ".join(t.address for t in matches)
+            + ". Say which, as Owner/label."
+        )
     raise BlockError(f"No memory block called '{label}'. Your blocks: {known}.")
 
 
 # -- block configuration -------------------------------------------------------------------------
-def create_block(npc, label: str, *, type: str = pure.DEFAULT_TYPE, schema: Any = None,
-                 permission: str = pure.DEFAULT_PERMISSION, description: str = "",
-                 pinned: bool = False, content: Any = None) -> dict:
+def create_block(
+    npc,
+    label: str,
+    *,
+    type: str = pure.DEFAULT_TYPE,
+    schema: Any = None,
+    permission: str = pure.DEFAULT_PERMISSION,
+    description: str = "",
+    pinned: bool = False,
+    content: Any = None,
+) -> dict:
     """Create a block on ``npc`` (one write); returns it. See :func:`blocks.create_block`."""
     label = pure.check_label(label)
-    npc.ai.update("blocks", lambda blocks: pure.create_block(
-        blocks, label, type=type, schema=schema, permission=permission,
-        description=description, pinned=pinned, content=content))
+    npc.ai.update(
+        "blocks",
+        lambda blocks: pure.create_block(
+            blocks,
+            label,
+            type=type,
+            schema=schema,
+            permission=permission,
+            description=description,
+            pinned=pinned,
+            content=content,
+        ),
+    )
     return get_block(npc, label)
 
 
@@ -210,7 +237,9 @@ def set_schema(npc, label: str, schema: Any) -> dict:
 # -- sharing -------------------------------------------------------------------------------------
 def _drop_shared_ref(target, owner, label: str) -> None:
     def drop(refs):
-        return [r for r in refs or [] if not (r.get("owner") == owner.id and r.get("label") == label)]
+        return [
+            r for r in refs or [] if not (r.get("owner") == owner.id and r.get("label") == label)
+        ]
 
     target.ai.update(SHARED_IN_KEY, drop)
 
@@ -229,7 +258,9 @@ def share_block(owner, label: str, target, mode: str = "read") -> dict:
     owner.ai.update("blocks", lambda blocks: pure.share_block(blocks, label, target.id, mode))
 
     def add(refs):
-        refs = [r for r in refs or [] if not (r.get("owner") == owner.id and r.get("label") == label)]
+        refs = [
+            r for r in refs or [] if not (r.get("owner") == owner.id and r.get("label") == label)
+        ]
         return refs + [{"owner": owner.id, "label": label}]
 
     target.ai.update(SHARED_IN_KEY, add)
@@ -246,8 +277,16 @@ def unshare_block(owner, label: str, target) -> dict:
 
 
 # -- writes --------------------------------------------------------------------------------------
-def apply_fresh(owner, label: str, op: str, args: dict, *, is_system: bool,
-                reader=None, author: str | None = None) -> BlockOpResult:
+def apply_fresh(
+    owner,
+    label: str,
+    op: str,
+    args: dict,
+    *,
+    is_system: bool,
+    reader=None,
+    author: str | None = None,
+) -> BlockOpResult:
     """Apply one op to a fresh read of ``owner``'s block and write it once.
 
     Because the op (not a snapshot of the block) is applied to what is stored now, an edit
@@ -269,16 +308,20 @@ def apply_fresh(owner, label: str, op: str, args: dict, *, is_system: bool,
     def change(blocks):
         block = (blocks or {}).get(label)
         if block is None:
-            return blocks, BlockOpResult(pure.INVALID, f"No memory block called '{label}' any more.")
+            return blocks, BlockOpResult(
+                pure.INVALID, f"No memory block called '{label}' any more."
+            )
         permission = None
         if reader is not None and not is_system:
             mode = block.get("shared_with", {}).get(str(reader.id))
             if mode is None:
-                return blocks, BlockOpResult(pure.DENIED,
-                                             f"Memory block '{label}' is no longer shared with you.")
+                return blocks, BlockOpResult(
+                    pure.DENIED, f"Memory block '{label}' is no longer shared with you."
+                )
             permission = pure.effective_permission(block, mode)
-        new, result = pure.apply_op(block, op, args, is_system=is_system, permission=permission,
-                                    author=author)
+        new, result = pure.apply_op(
+            block, op, args, is_system=is_system, permission=permission, author=author
+        )
         if result.success:
             blocks[label] = new
         return blocks, result
@@ -286,8 +329,9 @@ def apply_fresh(owner, label: str, op: str, args: dict, *, is_system: bool,
     return owner.ai.update("blocks", change)
 
 
-def system_write(npc, label: str, op: str, args: dict | None = None, *,
-                 author: str | None = None) -> BlockOpResult:
+def system_write(
+    npc, label: str, op: str, args: dict | None = None, *, author: str | None = None
+) -> BlockOpResult:
     """An operator/system write to ``npc``'s block (permissions and read-only parts bypassed).
 
     Raises:
@@ -307,8 +351,14 @@ def execute_block_write(npc, entry: dict) -> tuple[bool, str]:
     label = payload.get("label")
     if label not in _blocks(npc):
         return False, f"memory block '{label}' no longer exists"
-    result = apply_fresh(npc, label, payload.get("op", ""), dict(payload.get("args") or {}),
-                         is_system=True, author=payload.get("author"))
+    result = apply_fresh(
+        npc,
+        label,
+        payload.get("op", ""),
+        dict(payload.get("args") or {}),
+        is_system=True,
+        author=payload.get("author"),
+    )
     text = result.message
     requester_id = payload.get("requested_by")
     if requester_id not in (None, npc.id):
@@ -316,9 +366,9 @@ def execute_block_write(npc, entry: dict) -> tuple[bool, str]:
         if requester is not None and hasattr(getattr(requester, "ai", None), "notify_system"):
             outcome = "approved" if result.success else "approved but failed"
             requester.ai.notify_system(
-                f"An operator {outcome} your change to {npc.key}'s memory block '{label}': {text}")
+                f"An operator {outcome} your change to {npc.key}'s memory block '{label}': {text}"
+            )
     return result.success, text
-
 
 
 # -- archival ------------------------------------------------------------------------------------
@@ -326,12 +376,15 @@ def archival_insert(npc, content: str, metadata: dict | None = None) -> BlockOpR
     """Add an archival entry to ``npc`` (one write when added)."""
     limit = max_archival_entries()
     # Check on a plain read first, so a rejected or duplicate entry costs no write.
-    _new, result = pure.archival_insert(npc.ai.get("archival") or [], content,
-                                        metadata=metadata, max_entries=limit)
+    _new, result = pure.archival_insert(
+        npc.ai.get("archival") or [], content, metadata=metadata, max_entries=limit
+    )
     if not result.success or result.data.get("duplicate"):
         return result
-    return npc.ai.update("archival", lambda fresh: pure.archival_insert(
-        fresh, content, metadata=metadata, max_entries=limit))
+    return npc.ai.update(
+        "archival",
+        lambda fresh: pure.archival_insert(fresh, content, metadata=metadata, max_entries=limit),
+    )
 
 
 # The archival search in use: ``(entries, query, limit) -> [entry dict with "score", ...]``,

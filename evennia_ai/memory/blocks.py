@@ -239,7 +239,9 @@ def check_plain(value: Any, path: str = "value", depth: int = 0) -> None:
         return
     if isinstance(value, str):
         if len(value) > MAX_VALUE_CHARS:
-            raise _OpError(f"{path} is too long ({len(value)} characters; at most {MAX_VALUE_CHARS}).")
+            raise _OpError(
+                f"{path} is too long ({len(value)} characters; at most {MAX_VALUE_CHARS})."
+            )
         return
     if isinstance(value, (list, tuple)):
         if len(value) > DEFAULT_MAX_ITEMS:
@@ -331,10 +333,12 @@ def normalise_schema(schema: Any, *, nested: bool = False) -> dict:
     if kind == "log":
         return {
             "kind": "log",
-            "display_limit": _positive_int(schema.get("display_limit", DEFAULT_DISPLAY_LIMIT),
-                                           "display_limit"),
-            "max_entries": _positive_int(schema.get("max_entries", DEFAULT_MAX_LOG_ENTRIES),
-                                         "max_entries"),
+            "display_limit": _positive_int(
+                schema.get("display_limit", DEFAULT_DISPLAY_LIMIT), "display_limit"
+            ),
+            "max_entries": _positive_int(
+                schema.get("max_entries", DEFAULT_MAX_LOG_ENTRIES), "max_entries"
+            ),
         }
     # composite
     if nested:
@@ -343,12 +347,14 @@ def normalise_schema(schema: Any, *, nested: bool = False) -> dict:
     for raw in schema.get("sections") or []:
         if not isinstance(raw, dict) or not str(raw.get("name") or "").strip():
             raise BlockError(f"A composite section needs a name and a schema (got {raw!r}).")
-        sections.append({
-            "name": str(raw["name"]).strip(),
-            "schema": normalise_schema(raw.get("schema"), nested=True),
-            "read_only": bool(raw.get("read_only", False)),
-            "description": str(raw.get("description") or "").strip(),
-        })
+        sections.append(
+            {
+                "name": str(raw["name"]).strip(),
+                "schema": normalise_schema(raw.get("schema"), nested=True),
+                "read_only": bool(raw.get("read_only", False)),
+                "description": str(raw.get("description") or "").strip(),
+            }
+        )
     if not sections:
         raise BlockError("A composite schema needs at least one section.")
     names = [s["name"] for s in sections]
@@ -401,7 +407,7 @@ def _check_item(schema: dict, item: Any) -> None:
     if itype == "number" and not _is_number(item):
         raise _OpError("Items of this list are numbers; give a number.")
     if itype == "object" and not isinstance(item, dict):
-        raise _OpError("Items of this list are objects; give an object, e.g. {\"task\": \"...\"}.")
+        raise _OpError('Items of this list are objects; give an object, e.g. {"task": "..."}.')
 
 
 def validate_content(schema: dict, content: Any) -> Any:
@@ -414,7 +420,9 @@ def validate_content(schema: dict, content: Any) -> Any:
             if not isinstance(content, str):
                 raise _OpError("A text block's content is a string.")
             if len(content) > MAX_TEXT:
-                raise _OpError(f"The text is too long ({len(content)} characters; at most {MAX_TEXT}).")
+                raise _OpError(
+                    f"The text is too long ({len(content)} characters; at most {MAX_TEXT})."
+                )
             return content
         if kind == "map":
             if not isinstance(content, dict):
@@ -441,7 +449,7 @@ def validate_content(schema: dict, content: Any) -> Any:
             if not isinstance(content, list):
                 raise _OpError("A log block's content is a list of entries.")
             entries = [_log_entry(entry, None) for entry in content]
-            return entries[-schema["max_entries"]:]
+            return entries[-schema["max_entries"] :]
         if not isinstance(content, dict):
             raise _OpError("A composite block's content is a dict of sections.")
         out = empty_content(schema)
@@ -476,9 +484,17 @@ def default_schema_for(block_type: str) -> dict:
     return normalise_schema({"kind": "log"} if block_type == "Log" else None)
 
 
-def make_block(label: str, *, type: str = DEFAULT_TYPE, schema: Any = None,
-               permission: str = DEFAULT_PERMISSION, description: str = "", pinned: bool = False,
-               content: Any = None, now: datetime | None = None) -> dict:
+def make_block(
+    label: str,
+    *,
+    type: str = DEFAULT_TYPE,
+    schema: Any = None,
+    permission: str = DEFAULT_PERMISSION,
+    description: str = "",
+    pinned: bool = False,
+    content: Any = None,
+    now: datetime | None = None,
+) -> dict:
     """A new, validated block dict (raises BlockError naming what is wrong)."""
     label = check_label(label)
     block_type = parse_type(type)
@@ -501,9 +517,18 @@ def make_block(label: str, *, type: str = DEFAULT_TYPE, schema: Any = None,
     }
 
 
-def create_block(blocks: dict | None, label: str, *, type: str = DEFAULT_TYPE, schema: Any = None,
-                 permission: str = DEFAULT_PERMISSION, description: str = "",
-                 pinned: bool = False, content: Any = None, now: datetime | None = None) -> dict:
+def create_block(
+    blocks: dict | None,
+    label: str,
+    *,
+    type: str = DEFAULT_TYPE,
+    schema: Any = None,
+    permission: str = DEFAULT_PERMISSION,
+    description: str = "",
+    pinned: bool = False,
+    content: Any = None,
+    now: datetime | None = None,
+) -> dict:
     """Return ``blocks`` with a new block added (operator level).
 
     Args:
@@ -521,8 +546,16 @@ def create_block(blocks: dict | None, label: str, *, type: str = DEFAULT_TYPE, s
         BlockError: The label exists or something is invalid.
     """
     out = copy.deepcopy(dict(blocks or {}))
-    block = make_block(label, type=type, schema=schema, permission=permission,
-                       description=description, pinned=pinned, content=content, now=now)
+    block = make_block(
+        label,
+        type=type,
+        schema=schema,
+        permission=permission,
+        description=description,
+        pinned=pinned,
+        content=content,
+        now=now,
+    )
     if block["label"] in out:
         raise BlockError(f"A block called '{block['label']}' already exists.")
     out[block["label"]] = block
@@ -546,8 +579,9 @@ def delete_block(blocks: dict | None, label: str) -> dict:
     return out
 
 
-def configure_block(blocks: dict | None, label: str, *, now: datetime | None = None,
-                    **changes) -> dict:
+def configure_block(
+    blocks: dict | None, label: str, *, now: datetime | None = None, **changes
+) -> dict:
     """Return ``blocks`` with one block's settings changed (operator level).
 
     Keyword Args:
@@ -568,7 +602,9 @@ def configure_block(blocks: dict | None, label: str, *, now: datetime | None = N
         elif key == "description":
             text = str(value or "").strip()
             if len(text) > MAX_DESCRIPTION:
-                raise BlockError(f"The description is too long (at most {MAX_DESCRIPTION} characters).")
+                raise BlockError(
+                    f"The description is too long (at most {MAX_DESCRIPTION} characters)."
+                )
             block["description"] = text
         elif key == "schema":
             schema = normalise_schema(value)
@@ -622,7 +658,9 @@ def decide(permission: str, op: str) -> str:
 def allowed_ops(permission: str, kind: str | None = None) -> list[str]:
     """Ops a model may run (or ask for) under ``permission``, optionally for one schema kind."""
     kinds = {kind} if kind and kind != "composite" else set(SCHEMA_KINDS)
-    return [op for op, op_kind in OPS.items() if op_kind in kinds and decide(permission, op) != DENY]
+    return [
+        op for op, op_kind in OPS.items() if op_kind in kinds and decide(permission, op) != DENY
+    ]
 
 
 def effective_permission(block: dict, share_mode: str | None = None) -> str:
@@ -646,17 +684,27 @@ def _deny_message(permission: str, op: str, label: str) -> BlockOpResult:
     if permission == "ReadOnly":
         return _denied(f"Memory block '{label}' is read-only; you cannot change it.")
     if op in DELETE_OPS and permission != "Append":
-        return _denied(f"Deleting in memory block '{label}' needs Admin permission "
-                       f"(it has {permission}).")
+        return _denied(
+            f"Deleting in memory block '{label}' needs Admin permission " f"(it has {permission})."
+        )
     options = ", ".join(allowed_ops(permission)) or "none"
-    return _denied(f"Memory block '{label}' has {permission} permission: '{op}' is not allowed.",
-                   suggestion=f"Allowed here: {options}.")
+    return _denied(
+        f"Memory block '{label}' has {permission} permission: '{op}' is not allowed.",
+        suggestion=f"Allowed here: {options}.",
+    )
 
 
 # -- operations ----------------------------------------------------------------------------------
-def apply_op(block: dict, op: str, args: dict | None, *, is_system: bool,
-             permission: str | None = None, author: str | None = None,
-             now: datetime | None = None) -> tuple[dict, BlockOpResult]:
+def apply_op(
+    block: dict,
+    op: str,
+    args: dict | None,
+    *,
+    is_system: bool,
+    permission: str | None = None,
+    author: str | None = None,
+    now: datetime | None = None,
+) -> tuple[dict, BlockOpResult]:
     """Apply one operation to a copy of ``block``.
 
     Args:
@@ -677,7 +725,8 @@ def apply_op(block: dict, op: str, args: dict | None, *, is_system: bool,
     args = dict(args or {})
     if op not in OPS:
         return copy.deepcopy(block), _invalid(
-            f"Unknown block operation '{op}'.", suggestion="Operations: " + ", ".join(OPS))
+            f"Unknown block operation '{op}'.", suggestion="Operations: " + ", ".join(OPS)
+        )
     perm = permission or block.get("permission") or DEFAULT_PERMISSION
     verdict = ALLOW if is_system else decide(perm, op)
     if verdict == DENY:
@@ -688,42 +737,60 @@ def apply_op(block: dict, op: str, args: dict | None, *, is_system: bool,
     try:
         if schema["kind"] == "composite":
             if section_name in (None, ""):
-                raise _OpError(f"Memory block '{label}' has sections; say which one.",
-                               f"Sections: {_section_names(schema)}.")
+                raise _OpError(
+                    f"Memory block '{label}' has sections; say which one.",
+                    f"Sections: {_section_names(schema)}.",
+                )
             section = _section_def(schema, section_name)
             if section is None:
-                raise _OpError(f"Memory block '{label}' has no section '{section_name}'.",
-                               f"Sections: {_section_names(schema)}.")
+                raise _OpError(
+                    f"Memory block '{label}' has no section '{section_name}'.",
+                    f"Sections: {_section_names(schema)}.",
+                )
             if section["read_only"] and not is_system:
                 return copy.deepcopy(block), _denied(
-                    f"Section '{section_name}' of memory block '{label}' is read-only.")
+                    f"Section '{section_name}' of memory block '{label}' is read-only."
+                )
             content = dict(new.get("content") or {})
             current = content.get(section_name, empty_content(section["schema"]))
             content[section_name], message, data = _run(
-                section["schema"], current, op, args, is_system, author, now)
+                section["schema"], current, op, args, is_system, author, now
+            )
             new["content"] = content
             data = {"section": section_name, **data}
         else:
             if section_name not in (None, ""):
                 raise _OpError(f"Memory block '{label}' has no sections; leave 'section' out.")
             new["content"], message, data = _run(
-                schema, new.get("content"), op, args, is_system, author, now)
+                schema, new.get("content"), op, args, is_system, author, now
+            )
     except _ReadOnlyField as err:
-        return copy.deepcopy(block), _denied(f"{err.message[:-1]} in memory block '{label}'.",
-                                             label=label, op=op)
+        return copy.deepcopy(block), _denied(
+            f"{err.message[:-1]} in memory block '{label}'.", label=label, op=op
+        )
     except _OpError as err:
         return copy.deepcopy(block), _invalid(err.message, err.suggestion, label=label, op=op)
     data = {"label": label, "op": op, **data}
     if verdict == CONFIRM:
         return copy.deepcopy(block), BlockOpResult(
-            PENDING, f"Memory block '{label}' has {perm} permission: this change waits for "
-            "an operator's confirmation.", data)
+            PENDING,
+            f"Memory block '{label}' has {perm} permission: this change waits for "
+            "an operator's confirmation.",
+            data,
+        )
     new["updated"] = iso_utc(now)
     return new, BlockOpResult(APPLIED, message, data)
 
 
-def _run(schema: dict, content: Any, op: str, args: dict, is_system: bool, author: str | None,
-         now: datetime | None) -> tuple[Any, str, dict]:
+def _run(
+    schema: dict,
+    content: Any,
+    op: str,
+    args: dict,
+    is_system: bool,
+    author: str | None,
+    now: datetime | None,
+) -> tuple[Any, str, dict]:
     """Apply ``op`` to ``content`` of ``schema``; returns (content, message, data)."""
     kind = schema["kind"]
     if OPS[op] != kind:
@@ -733,8 +800,14 @@ def _run(schema: dict, content: Any, op: str, args: dict, is_system: bool, autho
     return handler(schema, copy.deepcopy(content), args, is_system, author, now)
 
 
-def _arg(args: dict, name: str, *, kind: type | tuple | None = None, required: bool = True,
-         default: Any = None) -> Any:
+def _arg(
+    args: dict,
+    name: str,
+    *,
+    kind: type | tuple | None = None,
+    required: bool = True,
+    default: Any = None,
+) -> Any:
     if name not in args or args[name] is None:
         if required:
             raise _OpError(f"Missing argument '{name}'.")
@@ -742,8 +815,9 @@ def _arg(args: dict, name: str, *, kind: type | tuple | None = None, required: b
     value = args[name]
     if kind is str and not isinstance(value, str):
         raise _OpError(f"'{name}' must be text.")
-    if kind is int and (not _is_number(value) or
-                        (isinstance(value, float) and not value.is_integer())):
+    if kind is int and (
+        not _is_number(value) or (isinstance(value, float) and not value.is_integer())
+    ):
         raise _OpError(f"'{name}' must be a whole number.")
     return int(value) if kind is int else value
 
@@ -764,8 +838,10 @@ def _attributed_item(item: Any, author: str | None) -> Any:
 
 def _check_text_size(text: str) -> None:
     if len(text) > MAX_TEXT:
-        raise _OpError(f"The text would be too long ({len(text)} characters; at most {MAX_TEXT}).",
-                       "Replace or shorten older parts first.")
+        raise _OpError(
+            f"The text would be too long ({len(text)} characters; at most {MAX_TEXT}).",
+            "Replace or shorten older parts first.",
+        )
 
 
 # text
@@ -796,8 +872,9 @@ def _replace_text(schema, content, args, is_system, author, now):
     current = content or ""
     count = current.count(old)
     if not count:
-        raise _OpError(f"The text does not contain {old!r}.",
-                       "Copy the exact words to replace from the block.")
+        raise _OpError(
+            f"The text does not contain {old!r}.", "Copy the exact words to replace from the block."
+        )
     new = current.replace(old, new_text)
     _check_text_size(new)
     return new, f"Replaced {count} occurrence{'s' if count != 1 else ''}.", {"replaced": count}
@@ -816,7 +893,6 @@ def _map_field(schema: dict, args: dict, is_system: bool) -> tuple[str, dict | N
     return name, fdef
 
 
-
 def _set_field(schema, content, args, is_system, author, now):
     name, fdef = _map_field(schema, args, is_system)
     if "value" not in args:
@@ -833,8 +909,10 @@ def _set_text_field(schema, content, args, is_system, author, now):
     name, fdef = _map_field(schema, args, is_system)
     text = _arg(args, "text", kind=str)
     if fdef and fdef["type"] not in ("text", "any"):
-        raise _OpError(f"Field '{name}' holds {fdef['type']} values, not text.",
-                       "Use set_field with a value of the right type.")
+        raise _OpError(
+            f"Field '{name}' holds {fdef['type']} values, not text.",
+            "Use set_field with a value of the right type.",
+        )
     check_plain(text, name)
     content = dict(content or {})
     content[name] = text
@@ -877,8 +955,12 @@ def _increment_counter(schema, content, args, is_system, author, now):
     if not _is_number(current):
         raise _OpError(f"Field '{name}' is not a number.", "Use set_field to replace it.")
     value = current + by
-    if isinstance(value, float) and value.is_integer() and isinstance(current, int) and \
-            (fdef is None or fdef["type"] != "number"):
+    if (
+        isinstance(value, float)
+        and value.is_integer()
+        and isinstance(current, int)
+        and (fdef is None or fdef["type"] != "number")
+    ):
         value = int(value)
     content[name] = value
     return content, f"Field '{name}' is now {value}.", {"field": name, "value": value}
@@ -908,8 +990,10 @@ def _new_item(schema: dict, args: dict, author: str | None, items: list) -> Any:
     item = _attributed_item(args["item"], author)
     _check_item(schema, item)
     if len(items) >= _list_limit(schema):
-        raise _OpError(f"The list is full ({_list_limit(schema)} items).",
-                       "Delete an item first, or ask an operator to raise max_items.")
+        raise _OpError(
+            f"The list is full ({_list_limit(schema)} items).",
+            "Delete an item first, or ask an operator to raise max_items.",
+        )
     return copy.deepcopy(item)
 
 
@@ -982,7 +1066,7 @@ def _append_log_entry(schema, content, args, is_system, author, now):
         if not entry:
             raise _OpError("Missing argument 'entry' (or 'message').")
     entry = _log_entry(entry, now, author)
-    entries = (list(content or []) + [entry])[-schema["max_entries"]:]
+    entries = (list(content or []) + [entry])[-schema["max_entries"] :]
     return entries, "Log entry added.", {"entries": len(entries)}
 
 
@@ -1031,9 +1115,13 @@ def _render_text(schema: dict, content: Any, start: int | None = None) -> str:
     if len(lines) <= count and first == 0:
         return text if text.strip() else EMPTY
     first = max(0, min(first, max(0, len(lines) - 1)))
-    shown = lines[first:first + count]
+    shown = lines[first : first + count]
     last = first + len(shown)
-    note = f"[lines {first + 1}-{last} of {len(lines)}]" if shown else f"[no lines; {len(lines)} in all]"
+    note = (
+        f"[lines {first + 1}-{last} of {len(lines)}]"
+        if shown
+        else f"[no lines; {len(lines)} in all]"
+    )
     return "\n".join(shown + [note])
 
 
@@ -1060,7 +1148,9 @@ def _render_list(schema: dict, content: Any) -> str:
     for number, item in enumerate(items, start=1):
         if schema.get("style") == "checkbox":
             done = isinstance(item, dict) and bool(item.get("done"))
-            rest = {k: v for k, v in item.items() if k != "done"} if isinstance(item, dict) else item
+            rest = (
+                {k: v for k, v in item.items() if k != "done"} if isinstance(item, dict) else item
+            )
             lines.append(f"{number}. [{'x' if done else ' '}] {_render_item(rest)}")
         else:
             lines.append(f"{number}. {_render_item(item)}")
@@ -1116,8 +1206,14 @@ def _attr(value: str) -> str:
     return str(value).replace('"', "'").replace("\n", " ")
 
 
-def render_block(block: dict, *, include_description: bool = True, shared_from: str | None = None,
-                 permission: str | None = None, start: int | None = None) -> str:
+def render_block(
+    block: dict,
+    *,
+    include_description: bool = True,
+    shared_from: str | None = None,
+    permission: str | None = None,
+    start: int | None = None,
+) -> str:
     """A block in the spec's prompt format::
 
         <block:label permission="ReadWrite">
@@ -1139,8 +1235,9 @@ def render_block(block: dict, *, include_description: bool = True, shared_from: 
     attrs = f' permission="{_attr(perm)}"'
     if shared_from:
         attrs += f' shared_from="{_attr(shared_from)}"'
-    body = render_content(block.get("schema") or normalise_schema(None), block.get("content"),
-                          start=start)
+    body = render_content(
+        block.get("schema") or normalise_schema(None), block.get("content"), start=start
+    )
     description = str(block.get("description") or "").strip()
     inner = f"{description}\n\n{body}" if include_description and description else body
     return f"<block:{label}{attrs}>\n{inner}\n</block:{label}>"
@@ -1164,7 +1261,9 @@ def in_context(block: dict, mentioned_text: str = "") -> bool:
     return is_mentioned(block.get("label", ""), mentioned_text)
 
 
-def blocks_for_context(blocks: dict | Iterable[dict] | None, *, mentioned_text: str = "") -> list[dict]:
+def blocks_for_context(
+    blocks: dict | Iterable[dict] | None, *, mentioned_text: str = ""
+) -> list[dict]:
     """The blocks that belong in this tick's prompt.
 
     Order: Core blocks, then pinned ones, then the ephemeral ones named this tick (each group
@@ -1179,6 +1278,7 @@ def blocks_for_context(blocks: dict | Iterable[dict] | None, *, mentioned_text: 
     items = list(blocks.values()) if isinstance(blocks, dict) else list(blocks or [])
     chosen = [b for b in items if in_context(b, mentioned_text)]
     order = {id(b): i for i, b in enumerate(items)}
+
     def key(block):
         group = 0 if block.get("type") == "Core" else 1 if block.get("pinned") else 2
         return group, _TYPE_RANK.get(block.get("type"), len(BLOCK_TYPES)), order[id(block)]
@@ -1186,7 +1286,9 @@ def blocks_for_context(blocks: dict | Iterable[dict] | None, *, mentioned_text: 
     return sorted(chosen, key=key)
 
 
-def describe_block(block: dict, *, shared_from: str | None = None, permission: str | None = None) -> dict:
+def describe_block(
+    block: dict, *, shared_from: str | None = None, permission: str | None = None
+) -> dict:
     """A short summary of a block for listings (no content)."""
     schema = block.get("schema") or {}
     perm = permission or block.get("permission") or DEFAULT_PERMISSION
@@ -1229,9 +1331,14 @@ def keywords(text: str) -> set[str]:
     return out
 
 
-def archival_insert(entries: list | None, content: str, *, metadata: dict | None = None,
-                    now: datetime | None = None,
-                    max_entries: int = DEFAULT_MAX_ARCHIVAL) -> tuple[list, BlockOpResult]:
+def archival_insert(
+    entries: list | None,
+    content: str,
+    *,
+    metadata: dict | None = None,
+    now: datetime | None = None,
+    max_entries: int = DEFAULT_MAX_ARCHIVAL,
+) -> tuple[list, BlockOpResult]:
     """Add an archival entry (newest last; the oldest beyond ``max_entries`` go).
 
     An entry whose text equals an existing one (ignoring case and spacing) is not added again.
@@ -1241,8 +1348,10 @@ def archival_insert(entries: list | None, content: str, *, metadata: dict | None
     if not text:
         return current, _invalid("There is nothing to archive: the content is empty.")
     if len(text) > MAX_ARCHIVAL_CHARS:
-        return current, _invalid(f"The entry is too long ({len(text)} characters; at most "
-                                 f"{MAX_ARCHIVAL_CHARS}).", "Split it into several entries.")
+        return current, _invalid(
+            f"The entry is too long ({len(text)} characters; at most " f"{MAX_ARCHIVAL_CHARS}).",
+            "Split it into several entries.",
+        )
     try:
         if metadata is not None and not isinstance(metadata, dict):
             raise _OpError("metadata must be an object.")
@@ -1252,10 +1361,15 @@ def archival_insert(entries: list | None, content: str, *, metadata: dict | None
     folded = text.casefold()
     for entry in current:
         if " ".join(str(entry.get("content", "")).split()).casefold() == folded:
-            return current, BlockOpResult(APPLIED, "Already archived.",
-                                          {"id": entry.get("id"), "duplicate": True})
-    entry = {"id": "a_" + uuid.uuid4().hex[:8], "content": text,
-             "metadata": copy.deepcopy(metadata or {}), "created": iso_utc(now)}
+            return current, BlockOpResult(
+                APPLIED, "Already archived.", {"id": entry.get("id"), "duplicate": True}
+            )
+    entry = {
+        "id": "a_" + uuid.uuid4().hex[:8],
+        "content": text,
+        "metadata": copy.deepcopy(metadata or {}),
+        "created": iso_utc(now),
+    }
     current.append(entry)
     dropped = max(0, len(current) - max_entries)
     current = current[dropped:]
@@ -1298,13 +1412,17 @@ def archival_delete(entries: list | None, entry_id: str) -> tuple[list, BlockOpR
     wanted = str(entry_id or "").strip()
     kept = [e for e in current if str(e.get("id")) != wanted]
     if len(kept) == len(current):
-        return current, _invalid(f"No archival entry with id '{entry_id}'.",
-                                 "Search the archive to find the id.")
+        return current, _invalid(
+            f"No archival entry with id '{entry_id}'.", "Search the archive to find the id."
+        )
     return kept, BlockOpResult(APPLIED, "Archival entry deleted.", {"id": wanted})
 
 
 def render_archival_hits(hits: list[dict], header: str = "## From your archive") -> str:
     """Archival hits as a prompt section ("" when none)."""
-    lines = [f"- {hit.get('content', '')} (id {hit.get('id', '?')})" for hit in hits or []
-             if str(hit.get("content", "")).strip()]
+    lines = [
+        f"- {hit.get('content', '')} (id {hit.get('id', '?')})"
+        for hit in hits or []
+        if str(hit.get("content", "")).strip()
+    ]
     return header + "\n" + "\n".join(lines) if lines else ""

@@ -36,10 +36,17 @@ class CompactionPlan:
     previous_summary: str = ""
 
 
-def compaction_reason(history_tokens: int, history_budget: int, *, asleep: bool, tick: int,
-                      last_compaction_tick: int | None, sleep_ratio: float = 0.7,
-                      emergency_ratio: float = 0.8) -> str | None:
-    """"sleep", "emergency" or None."""
+def compaction_reason(
+    history_tokens: int,
+    history_budget: int,
+    *,
+    asleep: bool,
+    tick: int,
+    last_compaction_tick: int | None,
+    sleep_ratio: float = 0.7,
+    emergency_ratio: float = 0.8,
+) -> str | None:
+    """ "sleep", "emergency" or None."""
     if history_budget <= 0:
         return None
     if last_compaction_tick is not None and tick - last_compaction_tick <= 1:
@@ -68,7 +75,11 @@ def plan(history: list[dict], keep_recent: int = 20, active_batch=None) -> Compa
     groups = _batches(history)
     previous = ""
     if groups and groups[0][0] == SUMMARY_BATCH:
-        previous = "\n".join(m.get("content") or "" for m in groups[0][1]).replace(SUMMARY_PREFIX, "").strip()
+        previous = (
+            "\n".join(m.get("content") or "" for m in groups[0][1])
+            .replace(SUMMARY_PREFIX, "")
+            .strip()
+        )
         groups = groups[1:]
     kept: list[list[dict]] = []
     count = 0
@@ -86,7 +97,9 @@ def plan(history: list[dict], keep_recent: int = 20, active_batch=None) -> Compa
     )
 
 
-def truncate(history: list[dict], keep_recent: int = 20, active_batch=None) -> tuple[list[dict], int]:
+def truncate(
+    history: list[dict], keep_recent: int = 20, active_batch=None
+) -> tuple[list[dict], int]:
     """Drop the oldest whole batches beyond ``keep_recent`` messages. Returns (history, dropped)."""
     p = plan(history, keep_recent, active_batch)
     head = [m for m in history if m.get("batch") == SUMMARY_BATCH]
@@ -100,7 +113,8 @@ def transcript(messages: list[dict]) -> str:
         role = m.get("role")
         if role == "assistant" and m.get("tool_calls"):
             calls = ", ".join(
-                f"{c['function']['name']}({c['function'].get('arguments', '')})" for c in m["tool_calls"]
+                f"{c['function']['name']}({c['function'].get('arguments', '')})"
+                for c in m["tool_calls"]
             )
             lines.append(f"You (actions): {calls}")
             if m.get("content"):
@@ -131,8 +145,9 @@ def chunk_text(text: str, chunk_chars: int) -> list[str]:
     return chunks
 
 
-def recursive_summary(text: str, summarize: Callable[[str], str], chunk_chars: int,
-                      max_rounds: int = 5) -> str:
+def recursive_summary(
+    text: str, summarize: Callable[[str], str], chunk_chars: int, max_rounds: int = 5
+) -> str:
     """Summarise chunks, then the summaries, until one text fits a chunk (blocking)."""
     for _ in range(max_rounds):
         chunks = chunk_text(text, chunk_chars)
@@ -142,8 +157,14 @@ def recursive_summary(text: str, summarize: Callable[[str], str], chunk_chars: i
     return text[:chunk_chars]
 
 
-def summarized_history(history: list[dict], summarize: Callable[[str], str], *, keep_recent: int = 20,
-                       active_batch=None, chunk_chars: int = 12000) -> tuple[list[dict], int]:
+def summarized_history(
+    history: list[dict],
+    summarize: Callable[[str], str],
+    *,
+    keep_recent: int = 20,
+    active_batch=None,
+    chunk_chars: int = 12000,
+) -> tuple[list[dict], int]:
     """RecursiveSummarization: old batches become one summary message. Returns (history, n)."""
     p = plan(history, keep_recent, active_batch)
     if not p.old:

@@ -14,31 +14,46 @@ room or mentioned in the tick's text are rendered into the entity context compon
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+from datetime import datetime
 
-from evennia_ai.workspace.results import OpResult, normalise
 from evennia_ai.utils import iso_utc
+from evennia_ai.workspace.results import OpResult, normalise
 
 MAX_OBSERVATIONS = 20
 MAX_ENTITIES = 200
 MAX_TEXT = 300
 
 
-
-def touch(entities: dict | None, dbref: str, name: str, *, kind: str = "character",
-          now: datetime | None = None) -> dict:
+def touch(
+    entities: dict | None,
+    dbref: str,
+    name: str,
+    *,
+    kind: str = "character",
+    now: datetime | None = None,
+) -> dict:
     """Record that the entity was seen now (creates its profile)."""
     out = dict(entities or {})
-    profile = dict(out.get(dbref) or {"dbref": dbref, "observations": [], "relationship": "",
-                                      "created": iso_utc(now)})
+    profile = dict(
+        out.get(dbref)
+        or {"dbref": dbref, "observations": [], "relationship": "", "created": iso_utc(now)}
+    )
     profile.update(name=name, kind=kind, last_seen=iso_utc(now))
     out[dbref] = profile
     return _prune(out)
 
 
-def update_observation(entities: dict | None, dbref: str, name: str, observation: str = "", *,
-                       relationship: str | None = None, trust: float = 0.7,
-                       kind: str = "character", now: datetime | None = None) -> tuple[dict, OpResult]:
+def update_observation(
+    entities: dict | None,
+    dbref: str,
+    name: str,
+    observation: str = "",
+    *,
+    relationship: str | None = None,
+    trust: float = 0.7,
+    kind: str = "character",
+    now: datetime | None = None,
+) -> tuple[dict, OpResult]:
     """Add an observation and/or set the relationship. Duplicates (normalised) are not repeated."""
     observation = (observation or "").strip()[:MAX_TEXT]
     if not observation and relationship is None:

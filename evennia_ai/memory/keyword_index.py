@@ -42,8 +42,7 @@ DEFAULT_KIND = "memory"
 KINDS = ("memory", "archival", "history")
 
 # English function words: they match nearly everything and carry no topic.
-STOPWORDS = frozenset(
-    """
+STOPWORDS = frozenset("""
     a about above after again against all am an and any are as at be because been before being
     below between both but by can could did do does doing down during each few for from further
     had has have having he her here hers herself him himself his how i if in into is it its
@@ -52,8 +51,7 @@ STOPWORDS = frozenset(
     themselves then there these they this those through to too under until up very was we were
     what when where which while who whom why will with would you your yours yourself
     yourselves says said say tell tells told ask asks asked hey hi hello please
-    """.split()
-)
+    """.split())
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -205,7 +203,9 @@ class KeywordIndex:
             # One connection shared by the thread pool: the lock serialises its use.
             self._conn = sqlite3.connect(self.path, check_same_thread=False, timeout=10)
         except sqlite3.Error as err:
-            raise KeywordIndexUnavailable(f"Cannot open the keyword index {self.path}: {err}") from None
+            raise KeywordIndexUnavailable(
+                f"Cannot open the keyword index {self.path}: {err}"
+            ) from None
         try:
             _check_fts5(self._conn)
             if self.path != ":memory:":
@@ -216,7 +216,9 @@ class KeywordIndex:
                     self._conn.execute(statement)
         except sqlite3.Error as err:
             self._conn.close()
-            raise KeywordIndexUnavailable(f"Cannot prepare the keyword index {self.path}: {err}") from None
+            raise KeywordIndexUnavailable(
+                f"Cannot prepare the keyword index {self.path}: {err}"
+            ) from None
 
     # -- writing ---------------------------------------------------------------------------
     def upsert(self, doc: KeywordDoc) -> None:
@@ -230,8 +232,10 @@ class KeywordIndex:
             return 0
         placeholders = ", ".join("?" for _ in _COLUMNS)
         updates = ", ".join(f"{col}=excluded.{col}" for col in _COLUMNS if col != "id")
-        sql = (f"INSERT INTO docs ({', '.join(_COLUMNS)}) VALUES ({placeholders}) "
-               f"ON CONFLICT(id) DO UPDATE SET {updates}")
+        sql = (
+            f"INSERT INTO docs ({', '.join(_COLUMNS)}) VALUES ({placeholders}) "
+            f"ON CONFLICT(id) DO UPDATE SET {updates}"
+        )
         with self._lock, self._conn:
             self._conn.executemany(sql, rows)
         return len(rows)
@@ -258,8 +262,9 @@ class KeywordIndex:
             ).fetchone()
         return _doc(row) if row else None
 
-    def find_text(self, npc: str, text: str, kind: str = DEFAULT_KIND,
-                  person: str | None = None) -> KeywordDoc | None:
+    def find_text(
+        self, npc: str, text: str, kind: str = DEFAULT_KIND, person: str | None = None
+    ) -> KeywordDoc | None:
         """A document of this scope whose text equals ``text``, ignoring case and spacing.
 
         Args:
@@ -280,7 +285,8 @@ class KeywordIndex:
         with self._lock:
             rows = self._conn.execute(
                 f"SELECT {', '.join(_COLUMNS)} FROM docs WHERE {where} "
-                "ORDER BY time DESC, rowid DESC LIMIT ?", [*args, max(0, int(limit))]
+                "ORDER BY time DESC, rowid DESC LIMIT ?",
+                [*args, max(0, int(limit))],
             ).fetchall()
         return [_doc(row) for row in rows]
 
@@ -295,10 +301,19 @@ class KeywordIndex:
             args.append(kind)
         where = " AND ".join(clauses) or "1"
         with self._lock:
-            return int(self._conn.execute(f"SELECT count(*) FROM docs WHERE {where}", args).fetchone()[0])
+            return int(
+                self._conn.execute(f"SELECT count(*) FROM docs WHERE {where}", args).fetchone()[0]
+            )
 
-    def search(self, npc: str, query: str, *, person: str | None = None,
-               kinds: Iterable[str] | None = (DEFAULT_KIND,), limit: int = 5) -> list[KeywordHit]:
+    def search(
+        self,
+        npc: str,
+        query: str,
+        *,
+        person: str | None = None,
+        kinds: Iterable[str] | None = (DEFAULT_KIND,),
+        limit: int = 5,
+    ) -> list[KeywordHit]:
         """The ``limit`` best BM25 matches of ``query`` among one NPC's documents.
 
         Args:
@@ -316,8 +331,9 @@ class KeywordIndex:
         limit = max(0, int(limit))
         if match is None or limit == 0:
             return []
-        where, args = _scope_sql(npc, list(kinds) if kinds is not None else None, person,
-                                 prefix="d.")
+        where, args = _scope_sql(
+            npc, list(kinds) if kinds is not None else None, person, prefix="d."
+        )
         # BM25 picks the candidates; highlight() shows which words matched, for the coverage.
         sql = (
             f"SELECT {', '.join('d.' + c for c in _COLUMNS)}, bm25(docs_fts) AS rank, "
@@ -330,8 +346,9 @@ class KeywordIndex:
         hits = []
         for row in rows:
             value = -float(row[-2])  # FTS5's bm25() is negative: more negative is better
-            hits.append(KeywordHit(doc=_doc(row[:-2]), bm25=value,
-                                   score=coverage(row[-1], len(terms))))
+            hits.append(
+                KeywordHit(doc=_doc(row[:-2]), bm25=value, score=coverage(row[-1], len(terms)))
+            )
         hits.sort(key=lambda hit: (-hit.score, -hit.bm25))  # stable: BM25 order on ties
         return hits[:limit]
 
@@ -348,16 +365,26 @@ def _row(doc: KeywordDoc) -> tuple:
     if not str(doc.id or "").strip() or not str(doc.npc or "").strip():
         raise ValueError("A keyword document needs an id and an NPC.")
     trust = None if doc.trust is None else float(doc.trust)
-    return (str(doc.id), str(doc.npc), str(doc.kind or DEFAULT_KIND), str(doc.person or ""),
-            str(doc.person_name or ""), str(doc.source or ""), trust, str(doc.time or ""), text)
+    return (
+        str(doc.id),
+        str(doc.npc),
+        str(doc.kind or DEFAULT_KIND),
+        str(doc.person or ""),
+        str(doc.person_name or ""),
+        str(doc.source or ""),
+        trust,
+        str(doc.time or ""),
+        text,
+    )
 
 
 def _doc(row) -> KeywordDoc:
     return KeywordDoc(**dict(zip(_COLUMNS, row)))
 
 
-def _scope_sql(npc: str, kinds: list[str] | None, person: str | None,
-               prefix: str = "") -> tuple[str, list]:
+def _scope_sql(
+    npc: str, kinds: list[str] | None, person: str | None, prefix: str = ""
+) -> tuple[str, list]:
     clauses = [f"{prefix}npc = ?"]
     args: list = [str(npc)]
     if kinds is not None:
@@ -372,7 +399,9 @@ def _scope_sql(npc: str, kinds: list[str] | None, person: str | None,
     return " AND ".join(clauses), args
 
 
-def rank_texts(items: Iterable[tuple[str, str]], query: str, limit: int = 5) -> list[tuple[str, float]]:
+def rank_texts(
+    items: Iterable[tuple[str, str]], query: str, limit: int = 5
+) -> list[tuple[str, float]]:
     """Rank ``(id, text)`` pairs against ``query`` with a throwaway in-memory FTS5 index.
 
     For small lists held elsewhere (archival entries in an Attribute, a conversation's
@@ -383,9 +412,14 @@ def rank_texts(items: Iterable[tuple[str, str]], query: str, limit: int = 5) -> 
     """
     index = KeywordIndex(":memory:")
     try:
-        docs = [KeywordDoc(id=str(item_id), npc="_", text=str(text), kind="_")
-                for item_id, text in items if str(text or "").strip()]
+        docs = [
+            KeywordDoc(id=str(item_id), npc="_", text=str(text), kind="_")
+            for item_id, text in items
+            if str(text or "").strip()
+        ]
         index.upsert_many(docs)
-        return [(hit.doc.id, hit.score) for hit in index.search("_", query, kinds=None, limit=limit)]
+        return [
+            (hit.doc.id, hit.score) for hit in index.search("_", query, kinds=None, limit=limit)
+        ]
     finally:
         index.close()

@@ -43,17 +43,18 @@ import importlib.util
 import logging
 import os
 import threading
-from time import sleep
 import uuid
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from time import sleep
 from typing import Any, Iterable
 
+from django.conf import settings
 from twisted.internet import defer
 
 from evennia_ai import conf
+from evennia_ai.llm.client import get_client, get_litellm
+from evennia_ai.llm.threads import run_in_thread
 from evennia_ai.memory.keyword_index import KeywordDoc, KeywordIndex, KeywordIndexUnavailable
-from evennia_ai.memory.vector_index import NpcVectorIndex, VectorHit
 from evennia_ai.memory.search import (
     EmbeddingCache,
     MemoryHit,
@@ -63,8 +64,9 @@ from evennia_ai.memory.search import (
     run_search,
     search_entries,
 )
-from evennia_ai.llm.threads import run_in_thread
+from evennia_ai.memory.vector_index import NpcVectorIndex, VectorHit
 from evennia_ai.utils import iso_utc
+from evennia_ai.workspace.journal import TRUST
 
 logger = logging.getLogger(__name__)
 
@@ -150,13 +152,8 @@ def data_dir() -> str:
     if configured:
         return os.path.abspath(os.path.expanduser(str(configured)))
     game_dir = None
-    try:
-        from django.conf import settings
-
-        if settings.configured:
-            game_dir = getattr(settings, "GAME_DIR", None)
-    except Exception:  # Django missing: a plain library use
-        game_dir = None
+    if settings.configured:
+        game_dir = getattr(settings, "GAME_DIR", None)
     return os.path.join(os.path.abspath(game_dir or os.getcwd()), "server", "ai_data")
 
 
@@ -186,8 +183,10 @@ def local_embedder_path() -> str:
 
 def embedded_llm_config() -> dict:
     """mem0's LLM section for the embedded default (its calls are rerouted: see NpcModelLLM)."""
-    return {"provider": "litellm",
-            "config": {"model": conf.get("EVENNIA_AI_MODEL") or conf.OFFLINE_MODEL}}
+    return {
+        "provider": "litellm",
+        "config": {"model": conf.get("EVENNIA_AI_MODEL") or conf.OFFLINE_MODEL},
+    }
 
 
 def build_mem0_config(directory: str | None = None) -> dict | None:
@@ -256,8 +255,6 @@ class NpcModelLLM:
         self.config = config  # mem0 reads only generate_response (and config for vision)
 
     def generate_response(self, messages, response_format=None, tools=None, tool_choice="auto"):
-        from evennia_ai.llm.client import get_client
-
         model = getattr(_LLM_CONTEXT, "model", None) or conf.get("EVENNIA_AI_MODEL")
         if not model or model == conf.OFFLINE_MODEL:
             raise RuntimeError("no language model is configured for fact extraction")
@@ -268,8 +265,12 @@ class NpcModelLLM:
         if result.error:
             raise RuntimeError(result.error)
         if tools:
-            return {"content": result.text,
-                    "tool_calls": [{"name": c.name, "arguments": c.arguments} for c in result.tool_calls]}
+            return {
+                "content": result.text,
+                "tool_calls": [
+                    {"name": c.name, "arguments": c.arguments} for c in result.tool_calls
+                ],
+            }
         return result.text or ""
 
 
@@ -294,8 +295,13 @@ class _Serialised:
 
 def _quiet_libraries() -> None:
     """Silence optional-feature warnings and progress bars that would flood the server log."""
-    for name in ("mem0.utils.spacy_models", "mem0.vector_stores.qdrant", "sentence_transformers",
-                 "transformers", "huggingface_hub"):
+    for name in (
+        "mem0.utils.spacy_models",
+        "mem0.vector_stores.qdrant",
+        "sentence_transformers",
+        "transformers",
+        "huggingface_hub",
+    ):
         logging.getLogger(name).setLevel(logging.ERROR)
     try:
         from transformers.utils import logging as transformers_logging
@@ -305,10 +311,8 @@ def _quiet_libraries() -> None:
         pass
 
 
-
 def trust_of(source: str) -> float:
     """The trust of a journal source (``told_directly`` 0.9 ... ``inferred`` 0.3)."""
-    from evennia_ai.workspace.journal import TRUST
 
     return TRUST.get(source, TRUST[DEFAULT_SOURCE])
 
@@ -415,8 +419,6 @@ class LongTermMemory:
             logger.info("evennia_ai: long-term memory in keyword mode: %s", self.reason)
             return None
         try:
-            from evennia_ai.llm.client import get_litellm
-
             get_litellm()  # imported our way (no cost-map download) before mem0 imports it
             _quiet_libraries()
             from mem0 import Memory
@@ -448,8 +450,11 @@ class LongTermMemory:
         """Read every vector of the embedded Qdrant into an :class:`NpcVectorIndex` (or None)."""
         store_config = config.get("vector_store") or {}
         options = store_config.get("config") or {}
-        embedded = store_config.get("provider", "qdrant") == "qdrant" and options.get("path") \
+        embedded = (
+            store_config.get("provider", "qdrant") == "qdrant"
+            and options.get("path")
             and not (options.get("url") or options.get("host"))
+        )
         if not embedded or not conf.get("EVENNIA_AI_MEMORY_VECTOR_INDEX"):
             return None
         try:
@@ -458,15 +463,21 @@ class LongTermMemory:
             while True:
                 with memory.vector_store._lock:
                     points, offset = memory.vector_store.client.scroll(
-                        collection_name=memory.vector_store.collection_name, limit=1000,
-                        offset=offset, with_payload=True, with_vectors=True)
+                        collection_name=memory.vector_store.collection_name,
+                        limit=1000,
+                        offset=offset,
+                        with_payload=True,
+                        with_vectors=True,
+                    )
                 index.load((point.id, _dense(point.vector), point.payload) for point in points)
                 if offset is None:
                     break
             logger.info("evennia_ai: %d long-term memory vectors indexed in process", len(index))
             return index
         except Exception:
-            logger.exception("evennia_ai: in-process vector index unavailable; searching through mem0")
+            logger.exception(
+                "evennia_ai: in-process vector index unavailable; searching through mem0"
+            )
             return None
 
     def _index_vectors(self, point_ids: list[str], deleted: list[str]) -> None:
@@ -481,12 +492,18 @@ class LongTermMemory:
         try:
             store = self.memory.vector_store
             with store._lock:
-                points = store.client.retrieve(collection_name=store.collection_name, ids=point_ids,
-                                               with_payload=True, with_vectors=True)
+                points = store.client.retrieve(
+                    collection_name=store.collection_name,
+                    ids=point_ids,
+                    with_payload=True,
+                    with_vectors=True,
+                )
             for point in points:
                 index.upsert(point.id, _dense(point.vector), point.payload)
         except Exception:  # a stale index would miss memories: search through mem0 from now on
-            logger.exception("evennia_ai: in-process vector index out of step; searching through mem0")
+            logger.exception(
+                "evennia_ai: in-process vector index out of step; searching through mem0"
+            )
             self.vector_index = None
 
     def ensure_ready(self) -> None:
@@ -541,14 +558,25 @@ class LongTermMemory:
             "vector_store": vector_store if self.vector_ready else None,
             "custom_config": bool(conf.get("EVENNIA_AI_MEM0_CONFIG")),
             "reason": self.reason if self.state == READY else "",
-            "keyword_index": self.index_error or ("ready" if self.index is not None else "not opened"),
+            "keyword_index": self.index_error
+            or ("ready" if self.index is not None else "not opened"),
             "data_dir": self.directory,
         }
 
     # -- writing ---------------------------------------------------------------------------
-    def store_sync(self, npc: str, text: str, *, person: str | None = None, person_name: str = "",
-                   source: str = DEFAULT_SOURCE, trust: float | None = None, time: str | None = None,
-                   infer: bool = False, model: str | None = None) -> list[StoredMemory]:
+    def store_sync(
+        self,
+        npc: str,
+        text: str,
+        *,
+        person: str | None = None,
+        person_name: str = "",
+        source: str = DEFAULT_SOURCE,
+        trust: float | None = None,
+        time: str | None = None,
+        infer: bool = False,
+        model: str | None = None,
+    ) -> list[StoredMemory]:
         """Remember ``text`` for ``npc`` (blocking).
 
         Args:
@@ -577,7 +605,11 @@ class LongTermMemory:
         text = _clean_text(text)
         self.ensure_ready()
         base = StoredMemory(
-            id="", text=text, npc=npc, person=str(person or ""), person_name=str(person_name or ""),
+            id="",
+            text=text,
+            npc=npc,
+            person=str(person or ""),
+            person_name=str(person_name or ""),
             source=str(source or DEFAULT_SOURCE),
             trust=float(trust) if trust is not None else trust_of(source),
             time=time or iso_utc(),
@@ -587,8 +619,17 @@ class LongTermMemory:
         with self._store_lock:  # the duplicate check and the write must not interleave
             existing = self._find_duplicate(base)
             if existing is not None:
-                return [StoredMemory(**{**asdict(base), "id": existing.id, "text": existing.text,
-                                        "stored_in": ("keyword",), "duplicate": True})]
+                return [
+                    StoredMemory(
+                        **{
+                            **asdict(base),
+                            "id": existing.id,
+                            "text": existing.text,
+                            "stored_in": ("keyword",),
+                            "duplicate": True,
+                        }
+                    )
+                ]
             note = ""
             if self.vector_ready:
                 try:
@@ -596,8 +637,9 @@ class LongTermMemory:
                 except Exception as err:  # the vector side broke: keep the memory by keyword
                     logger.exception("evennia_ai: mem0 could not store a memory")
                     note = f"vector store failed ({type(err).__name__}: {err}); kept for keyword search"
-            stored = StoredMemory(**{**asdict(base), "id": uuid.uuid4().hex, "stored_in": ("keyword",),
-                                     "note": note})
+            stored = StoredMemory(
+                **{**asdict(base), "id": uuid.uuid4().hex, "stored_in": ("keyword",), "note": note}
+            )
             self.keyword_index().upsert(_doc(stored))
             return [stored]
 
@@ -607,15 +649,26 @@ class LongTermMemory:
         except KeywordIndexUnavailable:
             return None
 
-    def _add_to_mem0(self, base: StoredMemory, texts: list[str], *, infer: bool,
-                     model: str | None = None) -> list[StoredMemory]:
-        metadata = {"source": base.source, "trust": base.trust, "time": base.time,
-                    "person_name": base.person_name, "kind": "memory"}
+    def _add_to_mem0(
+        self, base: StoredMemory, texts: list[str], *, infer: bool, model: str | None = None
+    ) -> list[StoredMemory]:
+        metadata = {
+            "source": base.source,
+            "trust": base.trust,
+            "time": base.time,
+            "person_name": base.person_name,
+            "kind": "memory",
+        }
         messages = [{"role": "user", "content": text} for text in texts]
         _LLM_CONTEXT.model = model
         try:
-            result = self.memory.add(messages, agent_id=base.npc, user_id=base.person or None,
-                                     metadata=metadata, infer=infer)
+            result = self.memory.add(
+                messages,
+                agent_id=base.npc,
+                user_id=base.person or None,
+                metadata=metadata,
+                infer=infer,
+            )
         finally:
             _LLM_CONTEXT.model = None
         stored: list[StoredMemory] = []
@@ -633,8 +686,14 @@ class LongTermMemory:
             text = str(item.get("memory") or "").strip()
             if not text:
                 continue
-            memory = StoredMemory(**{**asdict(base), "id": memory_id, "text": text,
-                                     "stored_in": ("keyword", "vector")})
+            memory = StoredMemory(
+                **{
+                    **asdict(base),
+                    "id": memory_id,
+                    "text": text,
+                    "stored_in": ("keyword", "vector"),
+                }
+            )
             if self._index_call("upsert", _doc(memory)) is False:
                 memory.stored_in = ("vector",)
             stored.append(memory)
@@ -649,9 +708,16 @@ class LongTermMemory:
             logger.error("evennia_ai: keyword index unavailable: %s", err)
             return False
 
-    def consolidate_sync(self, npc: str, texts: Iterable[Any], person: str | None = None, *,
-                         person_name: str = "", model: str | None = None,
-                         infer: bool | None = None) -> ConsolidationResult:
+    def consolidate_sync(
+        self,
+        npc: str,
+        texts: Iterable[Any],
+        person: str | None = None,
+        *,
+        person_name: str = "",
+        model: str | None = None,
+        infer: bool | None = None,
+    ) -> ConsolidationResult:
         """Keep what matters of ``texts`` in long-term memory (blocking; the sleep tick's call).
 
         Args:
@@ -682,25 +748,41 @@ class LongTermMemory:
             groups.setdefault((item["source"], item["trust"]), []).append(item)
         calls: list = []
         for (source, trust), group in groups.items():
-            base = StoredMemory(id="", text="", npc=str(npc), person=str(person or ""),
-                                person_name=person_name, source=source, trust=trust,
-                                time=max(i["time"] for i in group) or iso_utc())
+            base = StoredMemory(
+                id="",
+                text="",
+                npc=str(npc),
+                person=str(person or ""),
+                person_name=person_name,
+                source=source,
+                trust=trust,
+                time=max(i["time"] for i in group) or iso_utc(),
+            )
             if infer:
                 _LLM_CONTEXT.results = calls
                 try:
-                    result.stored += self._add_to_mem0(base, [i["text"] for i in group], infer=True,
-                                                       model=chosen_model)
+                    result.stored += self._add_to_mem0(
+                        base, [i["text"] for i in group], infer=True, model=chosen_model
+                    )
                     result.inferred = True
                     continue
                 except Exception as err:
-                    result.errors.append(f"fact extraction failed ({err}); stored the texts as given")
+                    result.errors.append(
+                        f"fact extraction failed ({err}); stored the texts as given"
+                    )
                 finally:
                     _LLM_CONTEXT.results = None
             for item in group:
                 try:
-                    result.stored += self.store_sync(npc, item["text"], person=person,
-                                                     person_name=person_name, source=source,
-                                                     trust=trust, time=item["time"] or None)
+                    result.stored += self.store_sync(
+                        npc,
+                        item["text"],
+                        person=person,
+                        person_name=person_name,
+                        source=source,
+                        trust=trust,
+                        time=item["time"] or None,
+                    )
                 except Exception as err:
                     result.errors.append(f"could not store {item['text'][:40]!r}: {err}")
         result.usage = _usage(calls)
@@ -714,8 +796,16 @@ class LongTermMemory:
         return bool(model) and model != conf.OFFLINE_MODEL
 
     # -- reading ---------------------------------------------------------------------------
-    def search_sync(self, npc: str, query: str, *, person: str | None = None, mode: str | None = "auto",
-                    limit: int | None = None, threshold: float | None = None) -> SearchOutcome:
+    def search_sync(
+        self,
+        npc: str,
+        query: str,
+        *,
+        person: str | None = None,
+        mode: str | None = "auto",
+        limit: int | None = None,
+        threshold: float | None = None,
+    ) -> SearchOutcome:
         """Search one NPC's memories (blocking).
 
         Args:
@@ -736,7 +826,9 @@ class LongTermMemory:
         if self.state == UNINITIALISED:
             self.ensure_ready()
         limit = max(1, int(limit if limit is not None else conf.get("EVENNIA_AI_MEMORY_TOP_K")))
-        threshold = float(threshold if threshold is not None else conf.get("EVENNIA_AI_MEMORY_THRESHOLD"))
+        threshold = float(
+            threshold if threshold is not None else conf.get("EVENNIA_AI_MEMORY_THRESHOLD")
+        )
         threshold = min(1.0, max(0.0, threshold))
         if not str(query or "").strip():
             return SearchOutcome(resolve_mode(requested, self.vector_ready)[0], [], requested, "")
@@ -750,16 +842,23 @@ class LongTermMemory:
                 if memory is not None:
                     return []  # hybrid still has the vector side
                 raise
-            return [_hit_from_doc(hit.doc, hit.score)
-                    for hit in index.search(npc, query, person=person, limit=n)]
+            return [
+                _hit_from_doc(hit.doc, hit.score)
+                for hit in index.search(npc, query, person=person, limit=n)
+            ]
 
         vector = None
         index = self.vector_index
         if memory is not None and index is not None:
+
             def vector(n: int) -> list[MemoryHit]:
-                found = index.search(npc, self.embed(str(query)), n, person=person, threshold=threshold)
+                found = index.search(
+                    npc, self.embed(str(query)), n, person=person, threshold=threshold
+                )
                 return [_hit_from_vector(hit) for hit in found]
+
         elif memory is not None:
+
             def vector(n: int) -> list[MemoryHit]:
                 filters = {"agent_id": npc}
                 if person:
@@ -825,14 +924,31 @@ def _custom_llm() -> bool:
 
 
 def _doc(memory: StoredMemory) -> KeywordDoc:
-    return KeywordDoc(id=memory.id, npc=memory.npc, text=memory.text, kind="memory",
-                      person=memory.person, person_name=memory.person_name, source=memory.source,
-                      trust=memory.trust, time=memory.time)
+    return KeywordDoc(
+        id=memory.id,
+        npc=memory.npc,
+        text=memory.text,
+        kind="memory",
+        person=memory.person,
+        person_name=memory.person_name,
+        source=memory.source,
+        trust=memory.trust,
+        time=memory.time,
+    )
 
 
 def _hit_from_doc(doc: KeywordDoc, score: float) -> MemoryHit:
-    return MemoryHit(id=doc.id, text=doc.text, score=score, source=doc.source, trust=doc.trust,
-                     time=doc.time, person=doc.person, person_name=doc.person_name, kind=doc.kind)
+    return MemoryHit(
+        id=doc.id,
+        text=doc.text,
+        score=score,
+        source=doc.source,
+        trust=doc.trust,
+        time=doc.time,
+        person=doc.person,
+        person_name=doc.person_name,
+        kind=doc.kind,
+    )
 
 
 def _dense(vector) -> Any:
@@ -841,17 +957,37 @@ def _dense(vector) -> Any:
 
 
 # The payload keys mem0 keeps outside a memory's ``metadata`` in its search results.
-_CORE_PAYLOAD_KEYS = {"data", "hash", "created_at", "updated_at", "id", "text_lemmatized", "user_id",
-                      "agent_id", "run_id", "actor_id", "role", "attributed_to", "expiration_date"}
+_CORE_PAYLOAD_KEYS = {
+    "data",
+    "hash",
+    "created_at",
+    "updated_at",
+    "id",
+    "text_lemmatized",
+    "user_id",
+    "agent_id",
+    "run_id",
+    "actor_id",
+    "role",
+    "attributed_to",
+    "expiration_date",
+}
 
 
 def _hit_from_vector(hit: VectorHit) -> MemoryHit:
     payload = hit.payload
-    return _hit_from_mem0({
-        "id": hit.id, "memory": payload.get("data"), "score": hit.score,
-        "user_id": payload.get("user_id"), "created_at": payload.get("created_at"),
-        "metadata": {key: value for key, value in payload.items() if key not in _CORE_PAYLOAD_KEYS},
-    })
+    return _hit_from_mem0(
+        {
+            "id": hit.id,
+            "memory": payload.get("data"),
+            "score": hit.score,
+            "user_id": payload.get("user_id"),
+            "created_at": payload.get("created_at"),
+            "metadata": {
+                key: value for key, value in payload.items() if key not in _CORE_PAYLOAD_KEYS
+            },
+        }
+    )
 
 
 def _hit_from_mem0(item: dict) -> MemoryHit:
@@ -862,10 +998,14 @@ def _hit_from_mem0(item: dict) -> MemoryHit:
     except (TypeError, ValueError):
         trust = None
     return MemoryHit(
-        id=str(item.get("id")), text=str(item.get("memory") or ""),
-        score=round(float(item.get("score") or 0.0), 6), source=str(metadata.get("source") or ""),
-        trust=trust, time=str(metadata.get("time") or item.get("created_at") or ""),
-        person=str(item.get("user_id") or ""), person_name=str(metadata.get("person_name") or ""),
+        id=str(item.get("id")),
+        text=str(item.get("memory") or ""),
+        score=round(float(item.get("score") or 0.0), 6),
+        source=str(metadata.get("source") or ""),
+        trust=trust,
+        time=str(metadata.get("time") or item.get("created_at") or ""),
+        person=str(item.get("user_id") or ""),
+        person_name=str(metadata.get("person_name") or ""),
         kind=str(metadata.get("kind") or "memory"),
     )
 
@@ -944,8 +1084,9 @@ def init_in_thread() -> defer.Deferred:
                 pending.callback(memory.status())
 
         def failed(failure):  # init_sync never raises; a broken thread pool might
-            logger.error("evennia_ai: long-term memory initialisation failed: %s",
-                         failure.getErrorMessage())
+            logger.error(
+                "evennia_ai: long-term memory initialisation failed: %s", failure.getErrorMessage()
+            )
             if memory.state != READY:
                 memory.state = UNINITIALISED
             return None
@@ -959,9 +1100,16 @@ def status() -> dict:
     return get_memory().status()
 
 
-def store(npc_id: str, text: str, *, person: str | None = None, person_name: str = "",
-          source: str = DEFAULT_SOURCE, trust: float | None = None,
-          infer: bool = False) -> defer.Deferred:
+def store(
+    npc_id: str,
+    text: str,
+    *,
+    person: str | None = None,
+    person_name: str = "",
+    source: str = DEFAULT_SOURCE,
+    trust: float | None = None,
+    infer: bool = False,
+) -> defer.Deferred:
     """Remember ``text`` for an NPC, in a thread. Fires with a :class:`StoredMemory`.
 
     ``infer`` defaults to False: the text is stored as given, with no LLM call, so it works with
@@ -975,32 +1123,67 @@ def store(npc_id: str, text: str, *, person: str | None = None, person_name: str
             return stored[0]
         return StoredMemory(id="", text=str(text), npc=str(npc_id), note="nothing was extracted")
 
-    return defer_to_thread(memory.store_sync, npc_id, text, person=person, person_name=person_name,
-                           source=source, trust=trust, infer=infer).addCallback(first)
+    return defer_to_thread(
+        memory.store_sync,
+        npc_id,
+        text,
+        person=person,
+        person_name=person_name,
+        source=source,
+        trust=trust,
+        infer=infer,
+    ).addCallback(first)
 
 
-def recall(npc_id: str, query: str, *, person: str | None = None, mode: str | None = "auto",
-           limit: int | None = None, threshold: float | None = None) -> defer.Deferred:
+def recall(
+    npc_id: str,
+    query: str,
+    *,
+    person: str | None = None,
+    mode: str | None = "auto",
+    limit: int | None = None,
+    threshold: float | None = None,
+) -> defer.Deferred:
     """Search an NPC's memories in a thread. Fires with a :class:`SearchOutcome`.
 
     See :meth:`LongTermMemory.search_sync`.
     """
     memory = get_memory()
-    return defer_to_thread(memory.search_sync, npc_id, query, person=person, mode=mode,
-                           limit=limit, threshold=threshold)
+    return defer_to_thread(
+        memory.search_sync,
+        npc_id,
+        query,
+        person=person,
+        mode=mode,
+        limit=limit,
+        threshold=threshold,
+    )
 
 
-def consolidate(npc_id: str, texts: Iterable[Any], person: str | None = None, *,
-                person_name: str = "", model: str | None = None,
-                infer: bool | None = None) -> defer.Deferred:
+def consolidate(
+    npc_id: str,
+    texts: Iterable[Any],
+    person: str | None = None,
+    *,
+    person_name: str = "",
+    model: str | None = None,
+    infer: bool | None = None,
+) -> defer.Deferred:
     """Consolidate texts (journal entries, session facts) into long-term memory, in a thread.
 
     The sleep tick's call. Fires with a :class:`ConsolidationResult`; see
     :meth:`LongTermMemory.consolidate_sync`.
     """
     memory = get_memory()
-    return defer_to_thread(memory.consolidate_sync, npc_id, list(texts or []), person,
-                           person_name=person_name, model=model, infer=infer)
+    return defer_to_thread(
+        memory.consolidate_sync,
+        npc_id,
+        list(texts or []),
+        person,
+        person_name=person_name,
+        model=model,
+        infer=infer,
+    )
 
 
 def recent(npc_id: str, limit: int = 10) -> defer.Deferred:
@@ -1013,7 +1196,9 @@ def delete(npc_id: str, memory_id: str) -> defer.Deferred:
     return defer_to_thread(get_memory().delete_sync, npc_id, memory_id)
 
 
-def search_archival_hybrid(entries, query: str, limit: int = 5, mode: str | None = "auto") -> SearchOutcome:
+def search_archival_hybrid(
+    entries, query: str, limit: int = 5, mode: str | None = "auto"
+) -> SearchOutcome:
     """Search archival entries held elsewhere (e.g. the NPC's ``archival`` Attribute). Blocking.
 
     Keyword search (a throwaway FTS5 index) always; with ``auto``/``hybrid``/``vector`` and mem0
@@ -1037,7 +1222,9 @@ def search_archival_hybrid(entries, query: str, limit: int = 5, mode: str | None
     return search_entries(entries, query, limit, mode=mode, embed=embed, threshold=threshold)
 
 
-def search_archival(entries, query: str, limit: int = 5, mode: str | None = "auto") -> defer.Deferred:
+def search_archival(
+    entries, query: str, limit: int = 5, mode: str | None = "auto"
+) -> defer.Deferred:
     """:func:`search_archival_hybrid` in a thread; fires with a :class:`SearchOutcome`."""
     return defer_to_thread(search_archival_hybrid, list(entries or []), query, limit, mode)
 

@@ -18,7 +18,9 @@ def words(text: str) -> list[str]:
     return sorted({w for w in _WORD.findall((text or "").lower()) if w not in _STOP})
 
 
-def record(procedures: list | None, event_class: str, text: str, tools: list[str], time: str) -> list:
+def record(
+    procedures: list | None, event_class: str, text: str, tools: list[str], time: str
+) -> list:
     """Add a successful sequence (consecutive duplicates of a tool folded); bounded."""
     sequence = [t for i, t in enumerate(tools) if i == 0 or tools[i - 1] != t]
     if not sequence:
@@ -27,7 +29,9 @@ def record(procedures: list | None, event_class: str, text: str, tools: list[str
     return (list(procedures or []) + [entry])[-MAX_PROCEDURES:]
 
 
-def best_procedures(procedures: list | None, event_class: str, text: str, limit: int = 3) -> list[dict]:
+def best_procedures(
+    procedures: list | None, event_class: str, text: str, limit: int = 3
+) -> list[dict]:
     """Up to ``limit`` distinct sequences for the same class, most shared words first."""
     current = set(words(text))
     scored = []

@@ -27,6 +27,8 @@ from collections import OrderedDict
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
+from evennia_ai.memory.keyword_index import rank_texts
+
 MODES = ("auto", "keyword", "vector", "hybrid")
 RRF_K = 60  # the usual constant of reciprocal rank fusion: damps the weight of the top ranks
 
@@ -115,12 +117,20 @@ def resolve_mode(requested: str | None, vector_available: bool) -> tuple[str, st
     if mode == "auto":
         return ("hybrid" if vector_available else "keyword"), ""
     if mode in ("vector", "hybrid") and not vector_available:
-        return "keyword", f"{mode} search needs an embedder, which is not available; used keyword search."
+        return (
+            "keyword",
+            f"{mode} search needs an embedder, which is not available; used keyword search.",
+        )
     return mode, ""
 
 
-def reciprocal_rank_fusion(ranked: Sequence[Sequence[MemoryHit]], *, labels: Sequence[str] | None = None,
-                           k: int = RRF_K, limit: int | None = None) -> list[MemoryHit]:
+def reciprocal_rank_fusion(
+    ranked: Sequence[Sequence[MemoryHit]],
+    *,
+    labels: Sequence[str] | None = None,
+    k: int = RRF_K,
+    limit: int | None = None,
+) -> list[MemoryHit]:
     """Merge ranked lists: each hit scores ``sum(1 / (k + rank))`` over the lists it is in.
 
     Hits are matched by id. A merged hit keeps the fields of its first appearance, the union
@@ -149,7 +159,9 @@ def reciprocal_rank_fusion(ranked: Sequence[Sequence[MemoryHit]], *, labels: Seq
                 continue
             seen.add(hit.id)
             if hit.id not in merged:
-                merged[hit.id] = MemoryHit(**{**asdict(hit), "via": (), "scores": {}, "data": hit.data})
+                merged[hit.id] = MemoryHit(
+                    **{**asdict(hit), "via": (), "scores": {}, "data": hit.data}
+                )
             entry = merged[hit.id]
             entry.via = tuple(dict.fromkeys(entry.via + (label,)))
             entry.scores[label] = hit.score
@@ -166,8 +178,9 @@ def reciprocal_rank_fusion(ranked: Sequence[Sequence[MemoryHit]], *, labels: Seq
 Searcher = Callable[[int], list[MemoryHit]]
 
 
-def run_search(mode: str | None, *, keyword: Searcher, vector: Searcher | None,
-               limit: int) -> SearchOutcome:
+def run_search(
+    mode: str | None, *, keyword: Searcher, vector: Searcher | None, limit: int
+) -> SearchOutcome:
     """Run one search in the given mode.
 
     Args:
@@ -195,8 +208,9 @@ def run_search(mode: str | None, *, keyword: Searcher, vector: Searcher | None,
             if effective == "vector":
                 return SearchOutcome("vector", vector_hits[:limit], requested, note)
             keyword_hits = _labelled(keyword(2 * limit), "keyword")
-            hits = reciprocal_rank_fusion([vector_hits, keyword_hits], labels=["vector", "keyword"],
-                                          limit=limit)
+            hits = reciprocal_rank_fusion(
+                [vector_hits, keyword_hits], labels=["vector", "keyword"], limit=limit
+            )
             return SearchOutcome("hybrid", hits, requested, note)
     return SearchOutcome("keyword", _labelled(keyword(limit), "keyword")[:limit], requested, note)
 
@@ -265,9 +279,16 @@ class EmbeddingCache:
         return vector
 
 
-def search_entries(entries: Sequence[Any], query: str, limit: int = 5, *, mode: str | None = "auto",
-                   embed: Callable[[str], Sequence[float]] | None = None,
-                   threshold: float = 0.0, kind: str = "archival") -> SearchOutcome:
+def search_entries(
+    entries: Sequence[Any],
+    query: str,
+    limit: int = 5,
+    *,
+    mode: str | None = "auto",
+    embed: Callable[[str], Sequence[float]] | None = None,
+    threshold: float = 0.0,
+    kind: str = "archival",
+) -> SearchOutcome:
     """Search a list of entries held elsewhere (archival entries, history lines).
 
     Keyword search uses a throwaway FTS5 index; vector search embeds the query and each entry
@@ -286,7 +307,6 @@ def search_entries(entries: Sequence[Any], query: str, limit: int = 5, *, mode: 
     Returns:
         A :class:`SearchOutcome` whose hits carry the original entry in ``data``.
     """
-    from evennia_ai.memory.keyword_index import rank_texts
 
     by_id: dict[str, MemoryHit] = {}
     for position, entry in enumerate(entries or []):
@@ -297,8 +317,9 @@ def search_entries(entries: Sequence[Any], query: str, limit: int = 5, *, mode: 
 
     def fresh(hit_id: str, score: float) -> MemoryHit:
         base = by_id[hit_id]
-        return MemoryHit(**{**asdict(base), "score": round(score, 6), "via": (), "scores": {},
-                            "data": base.data})
+        return MemoryHit(
+            **{**asdict(base), "score": round(score, 6), "via": (), "scores": {}, "data": base.data}
+        )
 
     def keyword(n: int) -> list[MemoryHit]:
         ranked = rank_texts(((h.id, h.text) for h in by_id.values()), query, n)
@@ -306,6 +327,7 @@ def search_entries(entries: Sequence[Any], query: str, limit: int = 5, *, mode: 
 
     vector = None
     if embed is not None:
+
         def vector(n: int) -> list[MemoryHit]:
             query_vector = embed(query)
             scored = [(cosine(query_vector, embed(h.text)), h.id) for h in by_id.values()]
@@ -326,8 +348,13 @@ def _entry_hit(hit_id: str, text: str, entry: Any, kind: str) -> MemoryHit:
     except (TypeError, ValueError):
         trust = None
     return MemoryHit(
-        id=hit_id, text=text, source=str(data.get("source") or ""), trust=trust,
+        id=hit_id,
+        text=text,
+        source=str(data.get("source") or ""),
+        trust=trust,
         time=str(data.get("time") or data.get("timestamp") or ""),
-        person=str(data.get("person") or ""), person_name=str(data.get("person_name") or ""),
-        kind=kind, data=data,
+        person=str(data.get("person") or ""),
+        person_name=str(data.get("person_name") or ""),
+        kind=kind,
+        data=data,
     )

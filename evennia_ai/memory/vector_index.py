@@ -76,8 +76,9 @@ class _Partition:
             values.pop()
         return True
 
-    def search(self, query: np.ndarray, top_k: int, person: str | None,
-               threshold: float) -> list[VectorHit]:
+    def search(
+        self, query: np.ndarray, top_k: int, person: str | None, threshold: float
+    ) -> list[VectorHit]:
         count = len(self.ids)
         if not count:
             return []
@@ -150,7 +151,9 @@ class NpcVectorIndex:
 
     def load(self, points: Iterable[tuple[Any, Any, dict]]) -> int:
         """Add many ``(id, vector, payload)`` points; returns how many were usable."""
-        return sum(1 for point_id, vector, payload in points if self.upsert(point_id, vector, payload))
+        return sum(
+            1 for point_id, vector, payload in points if self.upsert(point_id, vector, payload)
+        )
 
     def delete(self, point_id: Any) -> bool:
         """Forget one point; False if it was not indexed."""
@@ -159,8 +162,15 @@ class NpcVectorIndex:
             npc = self._npc_of.pop(point_id, None)
             return bool(npc) and self._partitions[npc].remove(point_id)
 
-    def search(self, npc: str, vector: Any, top_k: int, *, person: str | None = None,
-               threshold: float = 0.0) -> list[VectorHit]:
+    def search(
+        self,
+        npc: str,
+        vector: Any,
+        top_k: int,
+        *,
+        person: str | None = None,
+        threshold: float = 0.0,
+    ) -> list[VectorHit]:
         """The ``top_k`` points of ``npc`` most similar to ``vector`` (best first).
 
         Args:
@@ -177,4 +187,6 @@ class NpcVectorIndex:
             partition = self._partitions.get(str(npc))
             if partition is None or (self.dims is not None and unit.shape[0] != self.dims):
                 return []
-            return partition.search(unit, int(top_k), str(person) if person else None, float(threshold))
+            return partition.search(
+                unit, int(top_k), str(person) if person else None, float(threshold)
+            )

@@ -21,25 +21,26 @@ from typing import Any, Callable
 from evennia.utils import logger
 
 from evennia_ai import conf
-from evennia_ai.prompt.execution_pattern import DEFAULT_EXECUTION_CONFIG
+from evennia_ai.memory import context_buffer
+from evennia_ai.memory import events as ev
+from evennia_ai.memory.events import Event, empty_queue, pending_events
+from evennia_ai.npc import spending
 from evennia_ai.npc.state import AttributeState
+from evennia_ai.prompt.execution_pattern import ALL_TOOL_CATEGORIES, DEFAULT_EXECUTION_CONFIG
+from evennia_ai.utils import is_live_instance, plain, utcnow_iso
+from evennia_ai.workspace.projects import empty_projects
+from evennia_ai.workspace.session_memory import empty_session_memory
 
 
 def default_projects() -> dict:
-    from evennia_ai.workspace.projects import empty_projects
-
     return empty_projects()
 
 
 def default_session_memory() -> dict:
-    from evennia_ai.workspace.session_memory import empty_session_memory
-
     return empty_session_memory()
 
 
 def default_event_queue() -> dict:
-    from evennia_ai.memory.events import empty_queue
-
     return empty_queue()
 
 
@@ -143,21 +144,21 @@ class AIHandler:
 
     def traces(self, last: int | None = None) -> list[dict]:
         """The kept tick traces, oldest first (the newest ``last`` only, if given)."""
-        from evennia_ai.utils import plain
 
         self._migrate_trace_ring()
         size = max(1, int(conf.get("EVENNIA_AI_TRACE_RING_SIZE")))
         stored = self.obj.attributes.get(category=TRACE_CATEGORY, return_list=True, return_obj=True)
         found = [plain(attr.value) for attr in stored or [] if attr is not None]
-        found = sorted((t for t in found if isinstance(t, dict)), key=lambda t: int(t.get("tick_id") or 0))
+        found = sorted(
+            (t for t in found if isinstance(t, dict)), key=lambda t: int(t.get("tick_id") or 0)
+        )
         found = found[-size:]  # slots left over from a larger ring size are not shown
         if last is not None:
-            found = found[-max(0, int(last)):] if last else []
+            found = found[-max(0, int(last)) :] if last else []
         return found
 
     def trace(self, tick_id: int) -> dict | None:
         """The trace of one tick, or None if it is not kept."""
-        from evennia_ai.utils import plain
 
         size = max(1, int(conf.get("EVENNIA_AI_TRACE_RING_SIZE")))
         value = self.obj.attributes.get(f"trace_{int(tick_id) % size}", category=TRACE_CATEGORY)
@@ -212,9 +213,10 @@ class AIHandler:
         """The assistant's own, self-managed guidelines."""
         return self.state.get("assistant_system_prompt", "") or ""
 
-    def set_assistant_system_prompt(self, text: str, reasoning: str = "", by: str = "assistant") -> None:
+    def set_assistant_system_prompt(
+        self, text: str, reasoning: str = "", by: str = "assistant"
+    ) -> None:
         """Replace the assistant's own guidelines, keeping a bounded revision log (2 writes)."""
-        from evennia_ai.utils import utcnow_iso
 
         old = self.assistant_system_prompt
         self.state.set("assistant_system_prompt", str(text or "").strip())
@@ -307,7 +309,6 @@ class AIHandler:
         Raises:
             ValueError: naming an unknown category.
         """
-        from evennia_ai.prompt.execution_pattern import ALL_TOOL_CATEGORIES
 
         config = self.execution_config
         if categories is None:
@@ -315,8 +316,9 @@ class AIHandler:
         else:
             unknown = [c for c in categories if c not in ALL_TOOL_CATEGORIES]
             if unknown:
-                raise ValueError(f"Unknown tool categories {unknown}. Known: "
-                                 + ", ".join(ALL_TOOL_CATEGORIES))
+                raise ValueError(
+                    f"Unknown tool categories {unknown}. Known: " + ", ".join(ALL_TOOL_CATEGORIES)
+                )
             config["allowed_tool_categories"] = [c for c in ALL_TOOL_CATEGORIES if c in categories]
         self.ensure_script().attributes.add("execution_config", config, category="ai")
         return config
@@ -360,7 +362,6 @@ class AIHandler:
             immediate: Start a tick now rather than at the next interval. None: for
                 communication events.
         """
-        from evennia_ai.memory import events as ev
 
         max_size = int(conf.get("EVENNIA_AI_EVENT_QUEUE_SIZE"))
         self.update("event_queue", lambda queue: ev.push(queue, event, max_size))
@@ -373,13 +374,11 @@ class AIHandler:
 
     def notify_system(self, text: str) -> None:
         """Queue a system event (operator decisions, tool outcomes that arrive later)."""
-        from evennia_ai.memory.events import Event
 
         self.perceive(Event.create(kind="system", text=text, source=None, source_name="system"))
 
     def remember_ambient(self, text: str, source=None) -> None:
         """Add a line the NPC saw in its room to the ambient context buffer (one write)."""
-        from evennia_ai.memory import context_buffer
 
         size = int(conf.get("EVENNIA_AI_CONTEXT_BUFFER_SIZE"))
         self.update(
@@ -387,14 +386,21 @@ class AIHandler:
             lambda buf: context_buffer.add(buf, text, source=source, max_size=size),
         )
 
+    # -- daily spending ------------------------------------------------------------------------
+    def spending_status(self, metrics: dict | None = None) -> spending.BudgetStatus:
+        """Today's tokens and cost against the daily budgets (this NPC's and the server's)."""
+        return spending.check(self.obj, metrics)
+
+    def record_spending(self, tokens: int, cost: float, day: str | None = None) -> None:
+        """Add a tick's tokens and cost to the server's total of the day."""
+        spending.record(tokens, cost, day)
+
     # -- status --------------------------------------------------------------------------------
     def status(self) -> dict:
         """A summary for admin commands and the dashboard."""
-        from evennia_ai.npc import spending
-        from evennia_ai.memory.events import pending_events
 
         metrics = self.get("metrics")
-        over = spending.check(self.obj, metrics)
+        over = self.spending_status(metrics)
         queue = self.get("event_queue")
         script = self.script
         sleep = self.get("sleep")

@@ -22,6 +22,10 @@ import re
 
 from evennia.utils.ansi import strip_ansi
 
+from evennia_ai.memory.events import Event
+from evennia_ai.tools import safety
+from evennia_ai.utils import is_assistant
+
 MOVE_TYPES = {"move", "traverse", "teleport", "follow", "flee", "portal"}
 SPEECH_TYPES = {"say": "say", "whisper": "whisper", "pose": "pose", "emote": "pose"}
 
@@ -99,16 +103,16 @@ def reset_presence(npc) -> None:
 
 def _remember_whisper(npc, source, name: str, content: str) -> None:
     """Keep a whisper's text so the speech tools never repeat it to others (one write)."""
-    from evennia_ai.tools import safety
 
     if safety.is_guarded(content):
-        npc.ai.update(safety.STATE_KEY,
-                      lambda whispers: safety.remember_whisper(whispers, source, name, content))
+        npc.ai.update(
+            safety.STATE_KEY,
+            lambda whispers: safety.remember_whisper(whispers, source, name, content),
+        )
 
 
 def perceive_message(npc, text, from_obj, kwargs: dict) -> None:
     """Handle one message delivered to the NPC (see module docstring)."""
-    from evennia_ai.memory.events import Event
 
     if from_obj is None or from_obj == npc or npc.location is None:
         return
@@ -134,8 +138,9 @@ def perceive_message(npc, text, from_obj, kwargs: dict) -> None:
             present.add(from_obj.id)
             kind = "arrive"
         npc.ai.perceive(
-            Event.create(kind=kind, text=plain, source=source, source_name=name,
-                         location=npc.location.dbref)
+            Event.create(
+                kind=kind, text=plain, source=source, source_name=name, location=npc.location.dbref
+            )
         )
         return
 
@@ -144,9 +149,15 @@ def perceive_message(npc, text, from_obj, kwargs: dict) -> None:
         content = one_line(_speech_content(plain))
         _remember_whisper(npc, source, name, content)
         npc.ai.perceive(
-            Event.create(kind="whisper", text=content, source=source,
-                         source_name=name, location=npc.location.dbref, addressed=True,
-                         data={"raw": plain, "private": True})
+            Event.create(
+                kind="whisper",
+                text=content,
+                source=source,
+                source_name=name,
+                location=npc.location.dbref,
+                addressed=True,
+                data={"raw": plain, "private": True},
+            )
         )
         return
     if kind and same_room:
@@ -172,7 +183,6 @@ def perceive_message(npc, text, from_obj, kwargs: dict) -> None:
 
 def perceive_received(npc, moved_obj, source_location, move_type) -> None:
     """Something was moved into the NPC's inventory: a gift when a character gave it."""
-    from evennia_ai.memory.events import Event
 
     if move_type != "give" or not npc.ai.enabled:
         return

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import threading
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
 
 from evennia.utils import logger
 
 from evennia_ai import conf
+from evennia_ai.npc.lookup import all_ai_npcs
 from evennia_ai.utils import today
 
 ACTIONS = ("offline", "silence")
@@ -113,7 +113,6 @@ def server_usage(day: str | None = None) -> dict:
         cached = _server_day.get(day)
         if cached is not None:
             return dict(cached)
-    from evennia_ai.npc.lookup import all_ai_npcs
 
     tokens, cost = 0, 0.0
     for npc in all_ai_npcs():
@@ -156,8 +155,12 @@ def check(npc, metrics: dict | None = None) -> BudgetStatus:
     metrics = metrics if metrics is not None else npc.ai.get("metrics")
     npc_tokens, npc_cost = usage_on(metrics, day)
     override = npc.ai.get("budget") or {}
-    npc_token_limit = _tightest(conf.get("EVENNIA_AI_DAILY_TOKEN_BUDGET_PER_NPC"), override.get("tokens"), int)
-    npc_cost_limit = _tightest(conf.get("EVENNIA_AI_DAILY_COST_BUDGET_PER_NPC"), override.get("cost"), float)
+    npc_token_limit = _tightest(
+        conf.get("EVENNIA_AI_DAILY_TOKEN_BUDGET_PER_NPC"), override.get("tokens"), int
+    )
+    npc_cost_limit = _tightest(
+        conf.get("EVENNIA_AI_DAILY_COST_BUDGET_PER_NPC"), override.get("cost"), float
+    )
     server_token_limit = _limit(conf.get("EVENNIA_AI_DAILY_TOKEN_BUDGET_SERVER"), int)
     server_cost_limit = _limit(conf.get("EVENNIA_AI_DAILY_COST_BUDGET_SERVER"), float)
     if server_token_limit is None and server_cost_limit is None:
@@ -200,7 +203,6 @@ def check(npc, metrics: dict | None = None) -> BudgetStatus:
 
 def server_totals() -> dict:
     """All-time and today's tokens and cost over every assistant (for status and the dashboard)."""
-    from evennia_ai.npc.lookup import all_ai_npcs
 
     totals = {"npcs": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0, "ticks": 0}
     for npc in all_ai_npcs():

@@ -15,7 +15,6 @@ from typing import Any, Callable
 
 from evennia_ai.utils import plain
 
-
 CATEGORY = "ai"
 _SCALARS = (str, int, float, bool, type(None))
 _CACHE = "_evennia_ai_plain"  # where a stored value's plain copy is kept, on its Attribute
@@ -47,8 +46,6 @@ def _remember(attr, value: Any) -> None:
         setattr(attr, _CACHE, (attr.db_value, pickle.dumps(value, pickle.HIGHEST_PROTOCOL)))
     except Exception:  # pragma: no cover - plain values always pickle
         pass
-
-
 
 
 class AttributeState:

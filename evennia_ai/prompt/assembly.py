@@ -288,8 +288,9 @@ def _normalise_calls(raw: Any) -> list[dict]:
         elif not isinstance(arguments, str):
             arguments = json.dumps(arguments, ensure_ascii=False, default=str)
         seen.add(call_id)
-        calls.append({"id": call_id, "type": "function",
-                      "function": {"name": name, "arguments": arguments}})
+        calls.append(
+            {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+        )
     return calls
 
 
@@ -317,7 +318,9 @@ def _tool_part(key: str, value: Mapping) -> _Part:
     call_id = value.get("tool_call_id")
     name = value.get("name")
     return _Part(
-        key, "tool", _message_text(value.get("content")),
+        key,
+        "tool",
+        _message_text(value.get("content")),
         tool_call_id=call_id if isinstance(call_id, str) and call_id else None,
         name=name if isinstance(name, str) and name else None,
     )
@@ -332,7 +335,8 @@ def _sole_placeholder(content: str) -> str | None:
 def _mixed_parts(comp: PromptComponent, values: Mapping, texts: dict) -> list[_Part]:
     """A mixed component: list values become messages, the text around them user messages."""
     list_names = [
-        n for n in dict.fromkeys(_PLACEHOLDER.findall(comp.content))
+        n
+        for n in dict.fromkeys(_PLACEHOLDER.findall(comp.content))
         if isinstance(values.get(n), (list, tuple))
     ]
     if not list_names:
@@ -404,7 +408,8 @@ def _make_valid(parts: list[_Part]) -> list[_Part]:
                 answered.add(result.tool_call_id)
                 has_text = bool((result.content or "").strip())
                 answers.append(
-                    replace(result, content=result.content if has_text else EMPTY_TOOL_OUTPUT))
+                    replace(result, content=result.content if has_text else EMPTY_TOOL_OUTPUT)
+                )
             else:
                 extra.append(result)
         kept = [call for call in part.tool_calls if call["id"] in answered]
@@ -475,8 +480,9 @@ def assemble_messages(
     skipped: list[tuple[str, str]] = []
     chosen = [
         replace(comp, content=comp.content if isinstance(comp.content, str) else "")
-        for comp in select_components(components, context_config,
-                                      apply_overrides=apply_overrides, skipped=skipped)
+        for comp in select_components(
+            components, context_config, apply_overrides=apply_overrides, skipped=skipped
+        )
     ]
     # Only the values some component uses are turned into text (the budgeter assembles often).
     used = {name for comp in chosen for name in _PLACEHOLDER.findall(comp.content)}
@@ -499,8 +505,9 @@ def assemble_messages(
     parts = _make_valid(parts)
     if not parts or parts[0].role != "system":
         fallback = fallback_system.strip() if isinstance(fallback_system, str) else ""
-        parts.insert(0, _Part(SECTION_FALLBACK_SYSTEM, "system",
-                              fallback or DEFAULT_SYSTEM_FALLBACK))
+        parts.insert(
+            0, _Part(SECTION_FALLBACK_SYSTEM, "system", fallback or DEFAULT_SYSTEM_FALLBACK)
+        )
     # (An assistant message with tool calls is always followed by their results by now.)
     if ensure_user_turn and parts[-1].role in ("system", "assistant"):
         parts.append(_Part(SECTION_USER_TURN, "user", DEFAULT_USER_TURN))
@@ -548,8 +555,11 @@ def _call_problems(index: int, calls: Any) -> tuple[list[str], list[str]]:
         if call.get("type", "function") != "function":
             problems.append(f"{where} has type {call.get('type')!r}, not 'function'")
         function = call.get("function")
-        if not isinstance(function, Mapping) or not isinstance(function.get("name"), str) \
-                or not function.get("name"):
+        if (
+            not isinstance(function, Mapping)
+            or not isinstance(function.get("name"), str)
+            or not function.get("name")
+        ):
             problems.append(f"{where} has no function name")
         elif not isinstance(function.get("arguments"), str):
             problems.append(f"{where} has arguments that are not a JSON string")
@@ -599,8 +609,9 @@ def validate_chat_messages(messages: Any) -> list[str]:
             answering = True
             content = message.get("content")
             if content is not None and not isinstance(content, (str, list)):
-                problems.append(f"message {index} (assistant) has content of type "
-                                f"{type(content).__name__}")
+                problems.append(
+                    f"message {index} (assistant) has content of type " f"{type(content).__name__}"
+                )
         elif _blank(message.get("content")):
             problems.append(f"message {index} ({role}) is empty")
     if open_ids:

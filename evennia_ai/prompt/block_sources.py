@@ -27,9 +27,10 @@ them (it also registers the ``block_write`` confirmation executor).
 
 from __future__ import annotations
 
-from evennia_ai.prompt.builder import register_source
 from evennia_ai.memory import block_admin
 from evennia_ai.memory import blocks as pure
+from evennia_ai.prompt.builder import register_source
+from evennia_ai.prompt.sources import mentioned_text
 
 HEADER = (
     "## Memory blocks\n"
@@ -58,17 +59,20 @@ def render_blocks_for_npc(npc, mentioned_text: str = "", *, header: bool = True)
     by_identity = {id(t.block): t for t in shared}
     for block in chosen:
         target = by_identity[id(block)]
-        parts.append(pure.render_block(block, include_description=descriptions,
-                                       shared_from=target.shared_from,
-                                       permission=target.permission))
+        parts.append(
+            pure.render_block(
+                block,
+                include_description=descriptions,
+                shared_from=target.shared_from,
+                permission=target.permission,
+            )
+        )
     if not parts:
         return ""
     return "\n\n".join(([HEADER] if header else []) + parts)
 
 
 def _mentioned_text(builder) -> str:
-    from evennia_ai.prompt.sources import mentioned_text
-
     return mentioned_text(builder)
 
 

@@ -13,15 +13,21 @@ fails the tick.
 
 from __future__ import annotations
 
+import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
+from evennia.utils import logger
 from twisted.internet import defer
 
-from evennia.utils import logger
-
 from evennia_ai import conf
+from evennia_ai.llm import tokens
+from evennia_ai.prompt.assembly import assemble_messages, select_components
+from evennia_ai.prompt.components import anchor_of, get_static_components
+from evennia_ai.prompt.fitting import fit_to_budget
+from evennia_ai.prompt.templates import extract_placeholders
+from evennia_ai.prompt_registry import get_prompt_registry
 
 # placeholder name -> (source function, component keys that use it)
 _SOURCES: dict[str, Callable[["ContextBuilder"], Any]] = {}
@@ -121,8 +127,17 @@ class ContextBuilder:
         model: The model the request goes to (for token counting and the window).
     """
 
-    def __init__(self, npc, context_config, *, batch=(), tools=(), tool_result=None,
-                 extra: dict | None = None, model: str | None = None):
+    def __init__(
+        self,
+        npc,
+        context_config,
+        *,
+        batch=(),
+        tools=(),
+        tool_result=None,
+        extra: dict | None = None,
+        model: str | None = None,
+    ):
         self.npc = npc
         self.config = context_config
         self.batch = list(batch)
@@ -135,18 +150,13 @@ class ContextBuilder:
     def components(self) -> list:
         """All prompt components (static and pluggable, operator overrides applied)."""
         try:
-            from evennia_ai.prompt_registry import get_prompt_registry
-
             return get_prompt_registry().get_all_prompt_components()
         except Exception:
             logger.log_trace("evennia_ai: prompt registry unavailable; using static components")
-            from evennia_ai.prompt.components import get_static_components
-
             return get_static_components()
 
     def needed_sources(self, components) -> list[str]:
         """Placeholder names the enabled components of this context type use."""
-        from evennia_ai.prompt.templates import extract_placeholders
 
         enabled = set(self.config.enabled_components)
         names: list[str] = []
@@ -196,9 +206,6 @@ class ContextBuilder:
 
     def finish(self, values: dict, components: list | None = None) -> BuiltContext:
         """Everything after gathering (synchronous): budget, assembly, counting."""
-        from evennia_ai.llm import tokens
-        from evennia_ai.prompt.assembly import assemble_messages, select_components
-        from evennia_ai.prompt.fitting import fit_to_budget
 
         components = components if components is not None else self.components()
         values = suppress_duplicates(values)
@@ -234,7 +241,9 @@ class ContextBuilder:
             sections[key] = sections.get(key, 0) + counter.count_text(text)
         if schemas:
             sections["tools"] = tool_tokens
-        share = prefix_cache_share(self.npc, assembled.messages, message_tokens, schemas, tool_tokens)
+        share = prefix_cache_share(
+            self.npc, assembled.messages, message_tokens, schemas, tool_tokens
+        )
         return BuiltContext(
             messages=assembled.messages,
             tool_schemas=schemas,
@@ -251,8 +260,15 @@ class ContextBuilder:
 
 # Stable text first, volatile text last: what providers' prompt caches reward.
 CACHE_FRIENDLY_ORDER = (
-    "system_prompt", "character_context", "goals", "conversation_history", "entity_context",
-    "semantic_memories", "context_buffer", "pending_event", "tool_result",
+    "system_prompt",
+    "character_context",
+    "goals",
+    "conversation_history",
+    "entity_context",
+    "semantic_memories",
+    "context_buffer",
+    "pending_event",
+    "tool_result",
 )
 
 
@@ -263,9 +279,6 @@ def cache_friendly_order(selected: list) -> list:
     the static component it follows. Components are renumbered 0, 1, 2, ... in that order, so
     assembly (which orders by ID) keeps it.
     """
-    from dataclasses import replace
-
-    from evennia_ai.prompt.components import anchor_of
 
     rank = {key: index for index, key in enumerate(CACHE_FRIENDLY_ORDER)}
     statics = {c.id: c for c in selected if c.is_static}
@@ -276,12 +289,14 @@ def cache_friendly_order(selected: list) -> list:
         return (rank.get(anchor_key, len(rank)), 0 if comp.is_static else 1, comp.id)
 
     ordered = sorted(selected, key=sort_key)
-    return [replace(comp, id=index, is_static=False, after_static=None) for index, comp in enumerate(ordered)]
+    return [
+        replace(comp, id=index, is_static=False, after_static=None)
+        for index, comp in enumerate(ordered)
+    ]
 
 
 def request_text(messages: list[dict], schemas: list[dict]) -> str:
     """The request serialised in the order a provider reads it (tools, then messages)."""
-    import json
 
     parts = [json.dumps(schemas, sort_keys=True, separators=(",", ":"))] if schemas else []
     for message in messages:
@@ -302,15 +317,15 @@ def common_prefix_length(a: str, b: str) -> int:
     return low
 
 
-def prefix_cache_share(npc, messages: list[dict], message_tokens: list[int], schemas: list[dict],
-                       tool_tokens: int) -> float | None:
+def prefix_cache_share(
+    npc, messages: list[dict], message_tokens: list[int], schemas: list[dict], tool_tokens: int
+) -> float | None:
     """Share of tokens repeating the previous request's prefix for ``npc`` (kept in ndb).
 
     A provider reads the tool schemas, then the messages in order; the shared prefix is the
     tools (when unchanged) and every leading message identical to the previous request's, plus
     the identical leading characters of the first message that differs (its tokens prorated).
     """
-    import json
 
     serial = [json.dumps(m, sort_keys=True, default=str) for m in messages]
     tools_key = json.dumps(schemas, sort_keys=True) if schemas else ""
@@ -356,7 +371,12 @@ def suppress_duplicates(values: dict) -> dict:
     out = dict(values)
     for key, text in texts.items():
         for other, other_text in texts.items():
-            if other != key and out.get(other) and text.strip() in other_text and len(other_text) > len(text):
+            if (
+                other != key
+                and out.get(other)
+                and text.strip() in other_text
+                and len(other_text) > len(text)
+            ):
                 out[key] = ""
                 break
     return out

@@ -62,15 +62,69 @@ class PromptComponent:
 
 
 _STATIC = (
-    (COMPONENT_SYSTEM_PROMPT, "system_prompt", "System Prompt", "Core instructions, identity, guidelines and the operator's prompt.", "system"),
-    (COMPONENT_CHARACTER_CONTEXT, "character_context", "Character Context", "Persona, active project and session memory.", "system"),
-    (COMPONENT_ENTITY_CONTEXT, "entity_context", "Entity Context", "What the assistant knows about the people and things around it.", "system"),
-    (COMPONENT_SEMANTIC_MEMORIES, "semantic_memories", "Semantic Memories", "Long-term memories recalled for this situation.", "system"),
-    (COMPONENT_CONTEXT_BUFFER, "context_buffer", "Context Buffer", "Recent ambient messages in the assistant's room.", "system"),
-    (COMPONENT_GOALS, "goals", "Goals", "Active goals with their hierarchy and progress.", "system"),
-    (COMPONENT_CONVERSATION_HISTORY, "conversation_history", "Conversation History", "Recent exchanges, token-budgeted.", "mixed"),
-    (COMPONENT_PENDING_EVENT, "pending_event", "Pending Event", "The event this tick answers.", "user"),
-    (COMPONENT_TOOL_RESULT, "tool_result", "Tool Result", "Result of the previous tool call.", "tool"),
+    (
+        COMPONENT_SYSTEM_PROMPT,
+        "system_prompt",
+        "System Prompt",
+        "Core instructions, identity, guidelines and the operator's prompt.",
+        "system",
+    ),
+    (
+        COMPONENT_CHARACTER_CONTEXT,
+        "character_context",
+        "Character Context",
+        "Persona, active project and session memory.",
+        "system",
+    ),
+    (
+        COMPONENT_ENTITY_CONTEXT,
+        "entity_context",
+        "Entity Context",
+        "What the assistant knows about the people and things around it.",
+        "system",
+    ),
+    (
+        COMPONENT_SEMANTIC_MEMORIES,
+        "semantic_memories",
+        "Semantic Memories",
+        "Long-term memories recalled for this situation.",
+        "system",
+    ),
+    (
+        COMPONENT_CONTEXT_BUFFER,
+        "context_buffer",
+        "Context Buffer",
+        "Recent ambient messages in the assistant's room.",
+        "system",
+    ),
+    (
+        COMPONENT_GOALS,
+        "goals",
+        "Goals",
+        "Active goals with their hierarchy and progress.",
+        "system",
+    ),
+    (
+        COMPONENT_CONVERSATION_HISTORY,
+        "conversation_history",
+        "Conversation History",
+        "Recent exchanges, token-budgeted.",
+        "mixed",
+    ),
+    (
+        COMPONENT_PENDING_EVENT,
+        "pending_event",
+        "Pending Event",
+        "The event this tick answers.",
+        "user",
+    ),
+    (
+        COMPONENT_TOOL_RESULT,
+        "tool_result",
+        "Tool Result",
+        "Result of the previous tool call.",
+        "tool",
+    ),
 )
 
 STATIC_COMPONENT_IDS: tuple[int, ...] = tuple(row[0] for row in _STATIC)
@@ -81,8 +135,15 @@ STATIC_KEY_BY_ID: dict[int, str] = {row[0]: row[1] for row in _STATIC}
 def _make_static(row) -> PromptComponent:
     cid, key, name, description, role = row
     return PromptComponent(
-        id=cid, key=key, name=name, description=description, content="{" + key + "}",
-        is_static=True, enabled=True, role=role, after_static=None,
+        id=cid,
+        key=key,
+        name=name,
+        description=description,
+        content="{" + key + "}",
+        is_static=True,
+        enabled=True,
+        role=role,
+        after_static=None,
     )
 
 
@@ -114,7 +175,11 @@ def get_ordered_component_ids() -> list[int]:
 
 def is_static_id(component_id) -> bool:
     """Whether ``component_id`` is one of the static IDs."""
-    return isinstance(component_id, int) and not isinstance(component_id, bool) and component_id in STATIC_COMPONENT_IDS
+    return (
+        isinstance(component_id, int)
+        and not isinstance(component_id, bool)
+        and component_id in STATIC_COMPONENT_IDS
+    )
 
 
 def next_static_id(after_static: int) -> int | None:

@@ -36,11 +36,22 @@ re-exported here, where the spec places them.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from evennia_ai.prompt.components import (
+    COMPONENT_CHARACTER_CONTEXT,
+    COMPONENT_CONTEXT_BUFFER,
+    COMPONENT_CONVERSATION_HISTORY,
+    COMPONENT_ENTITY_CONTEXT,
+    COMPONENT_GOALS,
+    COMPONENT_PENDING_EVENT,
+    COMPONENT_SEMANTIC_MEMORIES,
+    COMPONENT_SYSTEM_PROMPT,
+    COMPONENT_TOOL_RESULT,
+    get_static_components,
+)
 from evennia_ai.prompt.execution_pattern import (  # noqa: F401  (re-exported)
     ALL_TOOL_CATEGORIES,
     ASYNC_REQUIRED,
@@ -56,18 +67,6 @@ from evennia_ai.prompt.execution_pattern import (  # noqa: F401  (re-exported)
     TERMINAL,
     ExecutionPattern,
     select_execution_pattern,
-)
-from evennia_ai.prompt.components import (
-    COMPONENT_CHARACTER_CONTEXT,
-    COMPONENT_CONTEXT_BUFFER,
-    COMPONENT_CONVERSATION_HISTORY,
-    COMPONENT_ENTITY_CONTEXT,
-    COMPONENT_GOALS,
-    COMPONENT_PENDING_EVENT,
-    COMPONENT_SEMANTIC_MEMORIES,
-    COMPONENT_SYSTEM_PROMPT,
-    COMPONENT_TOOL_RESULT,
-    get_static_components,
 )
 from evennia_ai.utils import plain
 
@@ -95,17 +94,21 @@ SLEEP_TOOLS = ["noop", "add_journal_entry", "review_journal", "recall_memories",
 PRE_COMPACTION_TOOLS = ["noop", "add_journal_entry", "update_entity_observation"]
 
 # -- components ----------------------------------------------------------------------------------
-STATIC_COMPONENT_IDS: tuple[int, ...] = tuple(sorted((
-    COMPONENT_SYSTEM_PROMPT,
-    COMPONENT_CHARACTER_CONTEXT,
-    COMPONENT_ENTITY_CONTEXT,
-    COMPONENT_SEMANTIC_MEMORIES,
-    COMPONENT_CONTEXT_BUFFER,
-    COMPONENT_GOALS,
-    COMPONENT_CONVERSATION_HISTORY,
-    COMPONENT_PENDING_EVENT,
-    COMPONENT_TOOL_RESULT,
-)))
+STATIC_COMPONENT_IDS: tuple[int, ...] = tuple(
+    sorted(
+        (
+            COMPONENT_SYSTEM_PROMPT,
+            COMPONENT_CHARACTER_CONTEXT,
+            COMPONENT_ENTITY_CONTEXT,
+            COMPONENT_SEMANTIC_MEMORIES,
+            COMPONENT_CONTEXT_BUFFER,
+            COMPONENT_GOALS,
+            COMPONENT_CONVERSATION_HISTORY,
+            COMPONENT_PENDING_EVENT,
+            COMPONENT_TOOL_RESULT,
+        )
+    )
+)
 # Pluggable slots follow each static ID: 1-999 after 0, 1001-1499 after 1000, ...,
 # 7001-7999 after 7000. Every int from 0 to MAX_COMPONENT_ID is thus a static ID or a slot.
 MAX_COMPONENT_ID = STATIC_COMPONENT_IDS[-1] + 999
@@ -230,7 +233,6 @@ class ContextConfig:
         return cls(**kwargs)
 
 
-
 DEFAULT_CONTEXT_CONFIGS: dict[str, ContextConfig] = {
     CONTEXT_TICK_EVENT: ContextConfig(
         context_type=CONTEXT_TICK_EVENT,
@@ -258,7 +260,11 @@ DEFAULT_CONTEXT_CONFIGS: dict[str, ContextConfig] = {
         context_type=CONTEXT_REFLECTION,
         name="Reflection",
         description="Self-analysis of recent performance.",
-        enabled_components=[COMPONENT_SYSTEM_PROMPT, COMPONENT_PENDING_EVENT, COMPONENT_TOOL_RESULT],
+        enabled_components=[
+            COMPONENT_SYSTEM_PROMPT,
+            COMPONENT_PENDING_EVENT,
+            COMPONENT_TOOL_RESULT,
+        ],
         component_overrides={"system_prompt": {"content": REFLECTION_PROMPT}},
         tool_filter=list(REFLECTION_TOOLS),
         execution_mode=MODE_REACT_LOOP,
@@ -337,8 +343,12 @@ def get_context_config(name: str) -> ContextConfig:
 CUSTOMIZABLE_FIELDS: tuple[str, ...] = tuple(
     f.name for f in fields(ContextConfig) if f.name != "context_type"
 )
-_BOOL_FIELDS = ("terminal_ends_loop", "dangerous_requires_confirm", "allows_multi_tool",
-                "allows_sub_agents")
+_BOOL_FIELDS = (
+    "terminal_ends_loop",
+    "dangerous_requires_confirm",
+    "allows_multi_tool",
+    "allows_sub_agents",
+)
 
 
 def _is_int(value: Any) -> bool:
@@ -347,7 +357,9 @@ def _is_int(value: Any) -> bool:
 
 def _is_sequence(value: Any) -> bool:
     """A list-like value (lists, tuples, Attribute lists), not a string or a mapping."""
-    return isinstance(value, Iterable) and not isinstance(value, (str, bytes, Mapping, set, frozenset))
+    return isinstance(value, Iterable) and not isinstance(
+        value, (str, bytes, Mapping, set, frozenset)
+    )
 
 
 def _type_name(value: Any) -> str:
@@ -363,21 +375,25 @@ def _check_field(key: str, value: Any, known_tools, known_components) -> list[st
             return ["name must not be empty."]
         return []
     if key in _BOOL_FIELDS:
-        return [] if isinstance(value, bool) else [
-            f"{key} must be true or false, not {value!r}."
-        ]
+        return [] if isinstance(value, bool) else [f"{key} must be true or false, not {value!r}."]
     if key == "max_iterations":
         if not _is_int(value):
-            return [f"max_iterations must be a whole number from {MIN_ITERATIONS} to "
-                    f"{MAX_ITERATIONS}, not {value!r}."]
+            return [
+                f"max_iterations must be a whole number from {MIN_ITERATIONS} to "
+                f"{MAX_ITERATIONS}, not {value!r}."
+            ]
         if not MIN_ITERATIONS <= value <= MAX_ITERATIONS:
-            return [f"max_iterations must be from {MIN_ITERATIONS} to {MAX_ITERATIONS}, not {value}."]
+            return [
+                f"max_iterations must be from {MIN_ITERATIONS} to {MAX_ITERATIONS}, not {value}."
+            ]
         return []
     if key == "token_budget":
         if value is None:
             return []
         if not _is_int(value) or value <= 0:
-            return [f"token_budget must be a positive whole number of tokens or None, not {value!r}."]
+            return [
+                f"token_budget must be a positive whole number of tokens or None, not {value!r}."
+            ]
         return []
     if key == "execution_mode":
         if value not in EXECUTION_MODES:
@@ -391,15 +407,19 @@ def _check_field(key: str, value: Any, known_tools, known_components) -> list[st
             return ["enabled_components must name at least one component."]
         bad = [v for v in items if not is_component_id(v)]
         if bad:
-            return [f"enabled_components has unknown component IDs {bad}: use static IDs "
-                    f"({', '.join(map(str, STATIC_COMPONENT_IDS))}) or pluggable IDs from 1 to "
-                    f"{MAX_COMPONENT_ID}."]
+            return [
+                f"enabled_components has unknown component IDs {bad}: use static IDs "
+                f"({', '.join(map(str, STATIC_COMPONENT_IDS))}) or pluggable IDs from 1 to "
+                f"{MAX_COMPONENT_ID}."
+            ]
         return []
     if key == "tool_filter":
         if value is None:
             return []
         if not _is_sequence(value) or not all(isinstance(v, str) for v in value):
-            return ["tool_filter must be a list of tool names, [] for no tools, or None for all tools."]
+            return [
+                "tool_filter must be a list of tool names, [] for no tools, or None for all tools."
+            ]
         if known_tools is not None:
             unknown = sorted(set(value) - set(known_tools))
             if unknown:
@@ -412,8 +432,10 @@ def _check_field(key: str, value: Any, known_tools, known_components) -> list[st
             return ["allowed_tool_categories must be a list of categories or None for all."]
         unknown = [v for v in value if v not in ALL_TOOL_CATEGORIES]
         if unknown:
-            return [f"allowed_tool_categories has unknown categories {unknown}. "
-                    f"Known: {', '.join(ALL_TOOL_CATEGORIES)}."]
+            return [
+                f"allowed_tool_categories has unknown categories {unknown}. "
+                f"Known: {', '.join(ALL_TOOL_CATEGORIES)}."
+            ]
         return []
     if key == "component_overrides":
         return _check_overrides(value, known_components)
@@ -427,8 +449,10 @@ def _check_overrides(value: Any, known_components) -> list[str]:
     problems = []
     for comp_key, override in value.items():
         if comp_key not in keys:
-            problems.append(f"component_overrides names an unknown component {comp_key!r}. "
-                            f"Known: {', '.join(sorted(keys))}.")
+            problems.append(
+                f"component_overrides names an unknown component {comp_key!r}. "
+                f"Known: {', '.join(sorted(keys))}."
+            )
         elif override is None:
             continue  # removes the base's override
         elif (
@@ -436,8 +460,10 @@ def _check_overrides(value: Any, known_components) -> list[str]:
             or set(override) != {"content"}
             or not isinstance(override["content"], str)
         ):
-            problems.append(f"component_overrides[{comp_key!r}] must be {{'content': text}} "
-                            "(or None to remove an override).")
+            problems.append(
+                f"component_overrides[{comp_key!r}] must be {{'content': text}} "
+                "(or None to remove an override)."
+            )
     return problems
 
 
@@ -468,13 +494,17 @@ def validate_context_customization(
     if context_type not in CONTEXT_TYPES:
         return [f"Unknown context type {context_type!r}. Known: {', '.join(CONTEXT_TYPES)}."]
     if not isinstance(customization, Mapping):
-        return [f"A context customisation must map field names to values, not "
-                f"{_type_name(customization)}."]
+        return [
+            f"A context customisation must map field names to values, not "
+            f"{_type_name(customization)}."
+        ]
     problems: list[str] = []
     for key, value in customization.items():
         if key == "context_type":
             if value != context_type:
-                problems.append(f"context_type cannot be changed (this customises {context_type!r}).")
+                problems.append(
+                    f"context_type cannot be changed (this customises {context_type!r})."
+                )
             continue
         problems.extend(_check_field(key, value, known_tools, known_components))
     return problems
@@ -506,8 +536,9 @@ def apply_context_customization(
             :func:`validate_context_customization`). The message does not repeat the context
             type, so a caller can prefix its own.
     """
-    problems = validate_context_customization(base.context_type, customization, known_tools,
-                                              known_components)
+    problems = validate_context_customization(
+        base.context_type, customization, known_tools, known_components
+    )
     if problems:
         raise ValueError(" ".join(problems))
     data = base.to_dict()

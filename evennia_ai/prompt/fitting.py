@@ -74,8 +74,13 @@ def _drop_oldest_batch(history: list) -> list:
     return rest if rest else history
 
 
-def fit_to_budget(values: dict, measure: Callable[[dict], int], limit: int,
-                  order: tuple = SHRINK_ORDER, max_rounds: int = 400) -> BudgetResult:
+def fit_to_budget(
+    values: dict,
+    measure: Callable[[dict], int],
+    limit: int,
+    order: tuple = SHRINK_ORDER,
+    max_rounds: int = 400,
+) -> BudgetResult:
     """Shrink ``values`` until ``measure(values) <= limit`` (see module docstring)."""
     values = dict(values)
     shrunk: dict[str, str] = {}
@@ -97,7 +102,11 @@ def fit_to_budget(values: dict, measure: Callable[[dict], int], limit: int,
                 shrunk[key] = f"{len(smaller)} messages kept"
             elif isinstance(value, str):
                 floor = MIN_TEXT if key in NEVER_EMPTY else 0
-                smaller = _halve_text(value, floor) if len(value) > max(floor, 80) else ("" if not floor else value)
+                smaller = (
+                    _halve_text(value, floor)
+                    if len(value) > max(floor, 80)
+                    else ("" if not floor else value)
+                )
                 if smaller == value:
                     if key in NEVER_EMPTY:
                         break
@@ -112,7 +121,12 @@ def fit_to_budget(values: dict, measure: Callable[[dict], int], limit: int,
             break
     # Last resort: cut the never-empty sources to their first words.
     for key in NEVER_EMPTY:
-        while total > limit and isinstance(values.get(key), str) and len(values[key]) > 40 and rounds < max_rounds:
+        while (
+            total > limit
+            and isinstance(values.get(key), str)
+            and len(values[key]) > 40
+            and rounds < max_rounds
+        ):
             rounds += 1
             values[key] = _halve_text(values[key], 20)
             shrunk[key] = f"{len(values[key])} chars kept"

@@ -16,9 +16,11 @@ Import this module to register the source (the tick imports it with the built-in
 from __future__ import annotations
 
 from evennia.utils import logger
+from twisted.internet import reactor
 
-from evennia_ai.prompt.builder import register_source
 from evennia_ai.memory import longterm
+from evennia_ai.memory.events import render_events
+from evennia_ai.prompt.builder import register_source
 
 SEARCH_TIMEOUT = 5.0  # seconds a tick waits for its memory search
 HEADER = "## Things you remember"
@@ -40,7 +42,9 @@ def render_memories(hits) -> str:
             details.append(f"about {hit.person_name or hit.person}")
         provenance = str(hit.source or "").replace("_", " ")
         if hit.trust is not None:
-            provenance = f"{provenance}, trust {hit.trust:g}" if provenance else f"trust {hit.trust:g}"
+            provenance = (
+                f"{provenance}, trust {hit.trust:g}" if provenance else f"trust {hit.trust:g}"
+            )
         if provenance:
             details.append(provenance)
         if hit.time:
@@ -51,7 +55,6 @@ def render_memories(hits) -> str:
 
 def query_text(builder) -> str:
     """The text searched for: the pending events as the NPC reads them."""
-    from evennia_ai.memory.events import render_events
 
     if builder.batch:
         return render_events(builder.batch)
@@ -61,7 +64,6 @@ def query_text(builder) -> str:
 @register_source("semantic_memories")
 def semantic_memories(builder):
     """Long-term memories relevant to the pending event (a Deferred, or "" at once)."""
-    from twisted.internet import reactor
 
     if not longterm.is_ready():
         # Initialisation is started by evennia_ai.startstop, EVENNIA_AI_MEMORY_INIT_DELAY
@@ -72,8 +74,10 @@ def semantic_memories(builder):
         return ""
 
     def failed(failure):
-        logger.log_err(f"evennia_ai: recalling memories for {builder.npc.key} failed or was slow: "
-                       f"{failure.getErrorMessage()}")
+        logger.log_err(
+            f"evennia_ai: recalling memories for {builder.npc.key} failed or was slow: "
+            f"{failure.getErrorMessage()}"
+        )
         return ""
 
     deferred = longterm.recall(builder.npc.dbref, query)

@@ -8,7 +8,19 @@ the reactor thread (plain copies, no writes). The memory system registers more s
 from __future__ import annotations
 
 from evennia_ai import conf
+from evennia_ai.memory import context_buffer
+from evennia_ai.memory.entities import relevant, render_entities
+from evennia_ai.memory.events import main_event, render_events
+from evennia_ai.memory.history import to_chat_messages
+from evennia_ai.memory.procedures import best_procedures, render_procedures
 from evennia_ai.prompt.builder import read_operator_override, register_source
+from evennia_ai.prompt.templates import get_default_template, safe_render_template
+from evennia_ai.prompt_registry import get_prompt_registry
+from evennia_ai.tools.rules import parse_rules, render_tool_rules
+from evennia_ai.workspace.behaviour_rules import render_rules
+from evennia_ai.workspace.goals import render_goals
+from evennia_ai.workspace.projects import render_active_project
+from evennia_ai.workspace.session_memory import render_session_memory
 
 IDENTITY = (
     "You are {name}, a character in a text-based multiplayer game (a MUD), played by the "
@@ -31,7 +43,6 @@ OPERATOR_HEADER = (
 
 def build_system_prompt(builder) -> str:
     """Base template, identity, the assistant's own guidelines, then the operator's prompt."""
-    from evennia_ai.prompt.templates import safe_render_template
 
     npc = builder.npc
     ai = npc.ai
@@ -58,8 +69,6 @@ def build_system_prompt(builder) -> str:
         parts.append(rules_text)
     learned = ai.get("behaviour_rules")
     if learned:
-        from evennia_ai.workspace.behaviour_rules import render_rules
-
         parts.append(render_rules(learned))
     operator = ai.user_system_prompt
     if operator:
@@ -68,11 +77,7 @@ def build_system_prompt(builder) -> str:
 
 
 def _base_template_content() -> str:
-    from evennia_ai.prompt.templates import get_default_template
-
     try:
-        from evennia_ai.prompt_registry import get_prompt_registry
-
         template = get_prompt_registry().get_template("default")
     except Exception:
         template = None
@@ -80,8 +85,6 @@ def _base_template_content() -> str:
 
 
 def _tool_rules_text(ai) -> str:
-    from evennia_ai.tools.rules import parse_rules, render_tool_rules
-
     rules, _errors = parse_rules(ai.get("tool_rules") or [])
     return render_tool_rules(rules)
 
@@ -93,9 +96,6 @@ def _system_prompt(builder):
 
 @register_source("character_context")
 def _character_context(builder) -> str:
-    from evennia_ai.workspace.projects import render_active_project
-    from evennia_ai.workspace.session_memory import render_session_memory
-
     ai = builder.npc.ai
     parts = []
     if ai.persona:
@@ -114,23 +114,17 @@ def _character_context(builder) -> str:
 
 @register_source("goals")
 def _goals(builder) -> str:
-    from evennia_ai.workspace.goals import render_goals
-
     text = render_goals(builder.npc.ai.goals)
     return f"## Goals\n{text}" if text else ""
 
 
 @register_source("conversation_history")
 def _history(builder) -> list:
-    from evennia_ai.memory.history import to_chat_messages
-
     return to_chat_messages(builder.npc.ai.get("history"))
 
 
 @register_source("pending_event")
 def _pending_event(builder) -> str:
-    from evennia_ai.memory.events import render_events
-
     if builder.batch:
         return render_events(builder.batch)
     return builder.extra.get("pending_event", "")
@@ -143,8 +137,6 @@ def _tool_result(builder):
 
 @register_source("context_buffer")
 def _context_buffer(builder) -> str:
-    from evennia_ai.memory import context_buffer
-
     buffer = builder.npc.ai.get("context_buffer")
     text = context_buffer.render(buffer, int(conf.get("EVENNIA_AI_CONTEXT_BUFFER_SIZE")))
     return f"## Recently around you\n{text}" if text else ""
@@ -152,7 +144,6 @@ def _context_buffer(builder) -> str:
 
 def mentioned_text(builder) -> str:
     """Text of this tick that may name people, things or memory blocks."""
-    from evennia_ai.memory.events import render_events
 
     parts = [render_events(builder.batch) if builder.batch else "", str(builder.tool_result or "")]
     return "\n".join(p for p in parts if p)
@@ -160,18 +151,20 @@ def mentioned_text(builder) -> str:
 
 @register_source("entity_context")
 def _entity_context(builder) -> str:
-    from evennia_ai.memory.entities import relevant, render_entities
-
     location = builder.npc.location
     present = {obj.dbref for obj in (location.contents if location else []) if obj != builder.npc}
-    return render_entities(relevant(builder.npc.ai.get("entities"), present, mentioned_text(builder)))
+    return render_entities(
+        relevant(builder.npc.ai.get("entities"), present, mentioned_text(builder))
+    )
 
 
 @register_source("self_model")
 def _self_model(builder) -> str:
     """Per-tool success rates and known failure areas from the NPC's own metrics."""
     stats = (builder.npc.ai.get("metrics") or {}).get("tool_stats") or {}
-    rated = [(name, s["ok"] / s["calls"], s["calls"]) for name, s in stats.items() if s.get("calls")]
+    rated = [
+        (name, s["ok"] / s["calls"], s["calls"]) for name, s in stats.items() if s.get("calls")
+    ]
     if not rated:
         return ""
     strong = sorted((r for r in rated if r[1] >= 0.8), key=lambda r: (-r[2], r[0]))[:6]
@@ -180,22 +173,23 @@ def _self_model(builder) -> str:
     if strong:
         lines.append("Strengths: " + ", ".join(f"{n}({rate:.0%})" for n, rate, _ in strong))
     if weak:
-        lines.append("Known failures: " + ", ".join(f"{n} ({rate:.0%} success)" for n, rate, _ in weak))
+        lines.append(
+            "Known failures: " + ", ".join(f"{n} ({rate:.0%} success)" for n, rate, _ in weak)
+        )
     return "\n".join(lines) if len(lines) > 1 else ""
 
 
 @register_source("procedural_hints")
 def _procedural_hints(builder) -> str:
     """Up to 3 tool sequences that worked for past events of the same class and similar words."""
-    from evennia_ai.memory.procedures import best_procedures, render_procedures
 
     if not builder.batch:
         return ""
-    from evennia_ai.memory.events import main_event, render_events
 
     event = main_event(builder.batch)
-    found = best_procedures(builder.npc.ai.get("procedures"), event.event_class,
-                            render_events(builder.batch), limit=3)
+    found = best_procedures(
+        builder.npc.ai.get("procedures"), event.event_class, render_events(builder.batch), limit=3
+    )
     return render_procedures(found)
 
 
@@ -203,8 +197,6 @@ def _procedural_hints(builder) -> str:
 def _fewshot_examples(builder) -> str:
     """Operator example pairs from the registry (at most 15)."""
     try:
-        from evennia_ai.prompt_registry import get_prompt_registry
-
         pairs = get_prompt_registry().list_fewshot_examples()
     except Exception:
         return ""

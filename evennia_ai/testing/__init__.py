@@ -15,12 +15,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import model_server
+
 __all__ = ["FAULT_KINDS", "ModelServer", "RecordedRequest", "ReplySpec", "ToolCallSpec"]
 
 
 def __getattr__(name: str) -> Any:
     if name in __all__:
-        from . import model_server
-
         return getattr(model_server, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

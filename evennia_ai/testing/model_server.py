@@ -56,8 +56,17 @@ from typing import Any, Callable, Iterable, Iterator
 logger = logging.getLogger(__name__)
 
 LOOPBACK = "127.0.0.1"
-FAULT_KINDS = ("500", "429", "hang", "malformed", "invalid_args", "unknown_tool", "empty_choices",
-               "truncated", "disconnect")
+FAULT_KINDS = (
+    "500",
+    "429",
+    "hang",
+    "malformed",
+    "invalid_args",
+    "unknown_tool",
+    "empty_choices",
+    "truncated",
+    "disconnect",
+)
 CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
 MODELS_PATHS = ("/v1/models", "/models")
 GENERATE_PATH = "/api/v1/generate"
@@ -529,8 +538,11 @@ def _resolve_tool_calls(spec: ReplySpec, body: dict, next_id: Callable[[], int])
 def _usage(spec: ReplySpec, body: dict, completion_chars: int) -> dict:
     prompt = spec.usage.get("prompt_tokens", _prompt_chars(body) // 4)
     completion = spec.usage.get("completion_tokens", completion_chars // 4)
-    return {"prompt_tokens": prompt, "completion_tokens": completion,
-            "total_tokens": prompt + completion}
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
 
 
 def _completion_chars(text: str | None, tool_calls: list[dict]) -> int:
@@ -545,7 +557,7 @@ def _split_text(text: str) -> list[str]:
 
 
 def _split_fixed(text: str, size: int = 8) -> list[str]:
-    return [text[i:i + size] for i in range(0, len(text), size)] or [""]
+    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
 
 
 # -- the request handler ---------------------------------------------------------------------
@@ -602,8 +614,13 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         return self.rfile.read(length) if length > 0 else b""
 
-    def _send(self, status: int, payload: bytes, content_type: str = "application/json",
-              headers: dict | None = None) -> None:
+    def _send(
+        self,
+        status: int,
+        payload: bytes,
+        content_type: str = "application/json",
+        headers: dict | None = None,
+    ) -> None:
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(payload)))
@@ -650,10 +667,21 @@ class _Handler(BaseHTTPRequestHandler):
         request = self._recorded(None)
         if request.path in MODELS_PATHS:
             created = int(time.time())
-            self._send_json(200, {"object": "list", "data": [
-                {"id": m, "object": "model", "created": created, "owned_by": "evennia-ai-testing"}
-                for m in self.owner.models
-            ]})
+            self._send_json(
+                200,
+                {
+                    "object": "list",
+                    "data": [
+                        {
+                            "id": m,
+                            "object": "model",
+                            "created": created,
+                            "owned_by": "evennia-ai-testing",
+                        }
+                        for m in self.owner.models
+                    ],
+                },
+            )
         else:
             self._not_found(request.path)
 
@@ -668,12 +696,12 @@ class _Handler(BaseHTTPRequestHandler):
             self._not_found(request.path)
             return
         if not isinstance(body, dict):
-            self._send_json(400, _error_body("the request body must be a JSON object",
-                                             "invalid_request_error"))
+            self._send_json(
+                400, _error_body("the request body must be a JSON object", "invalid_request_error")
+            )
             return
         if request.path in CHAT_PATHS and not isinstance(body.get("messages"), list):
-            self._send_json(400, _error_body("'messages' must be a list",
-                                             "invalid_request_error"))
+            self._send_json(400, _error_body("'messages' must be a list", "invalid_request_error"))
             return
         try:
             spec = self.owner._choose_reply(body)
@@ -702,15 +730,19 @@ class _Handler(BaseHTTPRequestHandler):
             that is the hang spec's own text/tool calls, or the default reply if it has none.
         """
         if spec.fault == "500":
-            self._send_json(500, _error_body(spec.message or "scripted server error",
-                                             "server_error"))
+            self._send_json(
+                500, _error_body(spec.message or "scripted server error", "server_error")
+            )
             return None
         if spec.fault == "429":
             retry = f"{spec.retry_after:g}"
             self._send_json(
                 429,
-                _error_body(spec.message or f"rate limited; retry after {retry} s",
-                            "rate_limit_error", "rate_limit_exceeded"),
+                _error_body(
+                    spec.message or f"rate limited; retry after {retry} s",
+                    "rate_limit_error",
+                    "rate_limit_exceeded",
+                ),
                 headers={"Retry-After": retry},
             )
             return None
@@ -770,37 +802,58 @@ class _Handler(BaseHTTPRequestHandler):
         usage = _usage(spec, body, _completion_chars(text, tool_calls))
         finish = spec.finish_reason or ("tool_calls" if tool_calls else "stop")
         if stream:
-            self._stream_chat(spec, completion_id, model, created, text, tool_calls, finish,
-                              usage, body)
+            self._stream_chat(
+                spec, completion_id, model, created, text, tool_calls, finish, usage, body
+            )
             return
         if spec.fault == "empty_choices":
             choices = []
         else:
-            message: dict = {"role": "assistant",
-                             "content": text if text is not None or tool_calls else ""}
+            message: dict = {
+                "role": "assistant",
+                "content": text if text is not None or tool_calls else "",
+            }
             if tool_calls:
                 message["tool_calls"] = tool_calls
-            choices = [{"index": 0, "message": message, "logprobs": None,
-                        "finish_reason": finish}]
-        self._send_json(200, {
-            "id": completion_id,
-            "object": "chat.completion",
-            "created": created,
-            "model": model,
-            "choices": choices,
-            "usage": usage,
-        })
+            choices = [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}]
+        self._send_json(
+            200,
+            {
+                "id": completion_id,
+                "object": "chat.completion",
+                "created": created,
+                "model": model,
+                "choices": choices,
+                "usage": usage,
+            },
+        )
 
-    def _stream_chat(self, spec: ReplySpec, completion_id: str, model: str, created: int,
-                     text: str | None, tool_calls: list[dict], finish: str, usage: dict,
-                     body: dict) -> None:
+    def _stream_chat(
+        self,
+        spec: ReplySpec,
+        completion_id: str,
+        model: str,
+        created: int,
+        text: str | None,
+        tool_calls: list[dict],
+        finish: str,
+        usage: dict,
+        body: dict,
+    ) -> None:
         def chunk(choices: list, **extra: Any) -> dict:
-            return {"id": completion_id, "object": "chat.completion.chunk", "created": created,
-                    "model": model, "choices": choices, **extra}
+            return {
+                "id": completion_id,
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": model,
+                "choices": choices,
+                **extra,
+            }
 
         def delta(content: dict, finish_reason: str | None = None) -> dict:
-            return chunk([{"index": 0, "delta": content, "logprobs": None,
-                           "finish_reason": finish_reason}])
+            return chunk(
+                [{"index": 0, "delta": content, "logprobs": None, "finish_reason": finish_reason}]
+            )
 
         self._start_stream()
         if spec.fault == "empty_choices":
@@ -822,8 +875,16 @@ class _Handler(BaseHTTPRequestHandler):
             yield {"content": piece}
         for index, call in enumerate(tool_calls):
             function = call["function"]
-            yield {"tool_calls": [{"index": index, "id": call["id"], "type": "function",
-                                   "function": {"name": function["name"], "arguments": ""}}]}
+            yield {
+                "tool_calls": [
+                    {
+                        "index": index,
+                        "id": call["id"],
+                        "type": "function",
+                        "function": {"name": function["name"], "arguments": ""},
+                    }
+                ]
+            }
             for piece in _split_fixed(function["arguments"]):
                 yield {"tool_calls": [{"index": index, "function": {"arguments": piece}}]}
 
@@ -845,10 +906,12 @@ class _Handler(BaseHTTPRequestHandler):
         tool_calls = _resolve_tool_calls(spec, body, self.owner._next_id)
         text = spec.text or ""
         if tool_calls and not text:
-            text = json.dumps([
-                {"name": c["function"]["name"], "arguments": c["function"]["arguments"]}
-                for c in tool_calls
-            ])
+            text = json.dumps(
+                [
+                    {"name": c["function"]["name"], "arguments": c["function"]["arguments"]}
+                    for c in tool_calls
+                ]
+            )
         self._send_json(200, {"results": [{"text": text}]})
 
 
@@ -873,18 +936,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--host", default=LOOPBACK, help="only 127.0.0.1 is allowed")
     parser.add_argument("--port", type=int, default=0, help="TCP port (0: a free one)")
     parser.add_argument("--latency", type=float, default=0.0, help="seconds before every answer")
-    parser.add_argument("--fault-rate", type=float, default=0.0,
-                        help="probability of a random fault per request (0..1)")
+    parser.add_argument(
+        "--fault-rate",
+        type=float,
+        default=0.0,
+        help="probability of a random fault per request (0..1)",
+    )
     parser.add_argument("--seed", type=int, default=None, help="seed for random faults")
-    parser.add_argument("--hang-seconds", type=float, default=5.0,
-                        help="how long a 'hang' fault waits")
+    parser.add_argument(
+        "--hang-seconds", type=float, default=5.0, help="how long a 'hang' fault waits"
+    )
     parser.add_argument("--script", help="JSON file holding a list of reply specs, used in order")
-    parser.add_argument("--default-text", default="ok",
-                        help="text answered once the script is used up")
-    parser.add_argument("--default-reply", default=None,
-                        help="a JSON reply spec answered once the script is used up "
-                        "(overrides --default-text), e.g. '{\"tool_calls\": [{\"name\": "
-                        "\"say\", \"arguments\": {\"message\": \"Hi\"}}]}'")
+    parser.add_argument(
+        "--default-text", default="ok", help="text answered once the script is used up"
+    )
+    parser.add_argument(
+        "--default-reply",
+        default=None,
+        help="a JSON reply spec answered once the script is used up "
+        '(overrides --default-text), e.g. \'{"tool_calls": [{"name": '
+        '"say", "arguments": {"message": "Hi"}}]}\'',
+    )
     args = parser.parse_args(argv)
     if args.host not in (LOOPBACK, "localhost"):
         parser.error(f"--host must be {LOOPBACK}: this server is for loopback tests only")
@@ -904,8 +976,12 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"cannot use --default-reply: {error}")
     try:
         server = ModelServer(
-            port=args.port, latency=args.latency, fault_rate=args.fault_rate, seed=args.seed,
-            hang_seconds=args.hang_seconds, default_reply=default,
+            port=args.port,
+            latency=args.latency,
+            fault_rate=args.fault_rate,
+            seed=args.seed,
+            hang_seconds=args.hang_seconds,
+            default_reply=default,
         )
     except OSError as error:
         parser.error(f"cannot listen on {LOOPBACK}:{args.port}: {error.strerror or error}")
@@ -914,16 +990,22 @@ def main(argv: list[str] | None = None) -> int:
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: done.set())
     server.start()
-    print(f"model server listening on {server.url} "
-          f"(generate: {server.root_url}{GENERATE_PATH}); Ctrl-C to stop", flush=True)
+    print(
+        f"model server listening on {server.url} "
+        f"(generate: {server.root_url}{GENERATE_PATH}); Ctrl-C to stop",
+        flush=True,
+    )
     try:
         while not done.wait(0.5):  # a timed wait lets the main thread run signal handlers
             pass
     finally:
         server.stop()
     counts = ", ".join(f"{kind}: {n}" for kind, n in sorted(server.counts().items()))
-    print(f"model server stopped after {len(server.requests)} request(s)"
-          + (f" ({counts})" if counts else ""), flush=True)
+    print(
+        f"model server stopped after {len(server.requests)} request(s)"
+        + (f" ({counts})" if counts else ""),
+        flush=True,
+    )
     return 0
 
 

@@ -9,8 +9,8 @@ key or creates it by that path, so the tools that queue actions need not import 
 
 from __future__ import annotations
 
-from evennia.utils.create import create_script
 from evennia.scripts.models import ScriptDB
+from evennia.utils.create import create_script
 
 QUEUE_KEY = "evennia_ai_confirmations"
 QUEUE_TYPECLASS = "evennia_ai.engine.confirmations.ConfirmationQueue"

@@ -50,17 +50,22 @@ from __future__ import annotations
 
 import inspect
 import json
+import logging
 import math
 import sys
 from dataclasses import dataclass, field
 from typing import Any, Mapping
+
+from evennia_ai import conf
+
+# The plugin's Python logger; evennia_ai.startstop forwards it to Evennia's server log.
+_log = logging.getLogger("evennia_ai")
 
 MAX_ERROR_LENGTH = 300
 """Longest exception message handed back to the model (the full trace is logged)."""
 
 MAX_DEPTH = 32
 """Deepest nesting of arguments the validator follows."""
-
 
 
 TEXT = {"type": "string", "minLength": 1}  # a required, non-empty string argument
@@ -76,6 +81,7 @@ def object_schema(properties: dict, required=()) -> dict:
     if required:
         schema["required"] = list(required)
     return schema
+
 
 class ToolCategory:
     """Tool categories (plain strings so they compare with configuration lists)."""
@@ -230,7 +236,6 @@ class Tool:
         """Seconds an asynchronous run may take."""
         if _is_number(self.timeout) and self.timeout > 0:
             return float(self.timeout)
-        from evennia_ai import conf
 
         setting = conf.get("EVENNIA_AI_TOOL_TIMEOUT")
         if _is_number(setting) and setting > 0:
@@ -286,14 +291,7 @@ class Tool:
 
     def _deferred_failure(self, failure) -> ToolResult:
         error = failure.value if hasattr(failure, "value") else failure
-        try:
-            from evennia.utils import logger
-
-            logger.log_err(f"evennia_ai: tool '{self.name}' failed:\n{failure.getTraceback()}")
-        except Exception:  # Evennia missing: the standard logger
-            import logging
-
-            logging.getLogger("evennia_ai").error("tool %r failed: %s", self.name, error)
+        _log.error("evennia_ai: tool %r failed:\n%s", self.name, failure.getTraceback())
         return ToolResult.fail(f"'{self.name}' failed: {_short_error(error)}")
 
 
@@ -356,14 +354,7 @@ def _signature_problems(run, arguments: Mapping) -> list[str]:
 
 
 def _log_trace(message: str) -> None:
-    try:
-        from evennia.utils import logger
-
-        logger.log_trace(message)
-    except Exception:  # Evennia missing: the standard logger
-        import logging
-
-        logging.getLogger("evennia_ai").exception(message)
+    _log.exception(message)
 
 
 # -- JSON schema subset --------------------------------------------------------------------------
@@ -465,8 +456,11 @@ def _validate(value: Any, schema: Any, path: str, problems: list[str], depth: in
         return
     expected = schema.get("type")
     if expected is not None:
-        types = [t for t in (expected if isinstance(expected, (list, tuple)) else [expected])
-                 if isinstance(t, str) and t in _TYPES]
+        types = [
+            t
+            for t in (expected if isinstance(expected, (list, tuple)) else [expected])
+            if isinstance(t, str) and t in _TYPES
+        ]
         if types and not any(_TYPES[t](value) for t in types):
             wanted = " or ".join(_type_phrase(t) for t in types)
             problems.append(f"{path} must be {wanted}, not {type_name(value)}")
@@ -476,9 +470,16 @@ def _validate(value: Any, schema: Any, path: str, problems: list[str], depth: in
         options = ", ".join(_short_repr(option) for option in enum)
         problems.append(f"{path} must be one of: {options} (got {_short_repr(value)})")
     if isinstance(value, str):
-        _check_bounds(len(value), schema, "minLength", "maxLength", path,
-                      "must be at least {} characters long", "must be at most {} characters long",
-                      problems)
+        _check_bounds(
+            len(value),
+            schema,
+            "minLength",
+            "maxLength",
+            path,
+            "must be at least {} characters long",
+            "must be at most {} characters long",
+            problems,
+        )
     elif _is_number(value):
         for key, fails, words in (
             ("minimum", lambda v, b: v < b, "must be >= {}"),
@@ -490,8 +491,16 @@ def _validate(value: Any, schema: Any, path: str, problems: list[str], depth: in
             if _is_number(bound) and fails(value, bound):
                 problems.append(f"{path} {words.format(bound)} (got {_short_repr(value)})")
     elif isinstance(value, (list, tuple)):
-        _check_bounds(len(value), schema, "minItems", "maxItems", path,
-                      "needs at least {} items", "takes at most {} items", problems)
+        _check_bounds(
+            len(value),
+            schema,
+            "minItems",
+            "maxItems",
+            path,
+            "needs at least {} items",
+            "takes at most {} items",
+            problems,
+        )
         items = schema.get("items")
         if isinstance(items, Mapping):
             for index, item in enumerate(value):
@@ -500,8 +509,16 @@ def _validate(value: Any, schema: Any, path: str, problems: list[str], depth: in
         _validate_object(value, schema, path, problems, depth)
 
 
-def _check_bounds(size: int, schema: Mapping, low_key: str, high_key: str, path: str,
-                  low_words: str, high_words: str, problems: list[str]) -> None:
+def _check_bounds(
+    size: int,
+    schema: Mapping,
+    low_key: str,
+    high_key: str,
+    path: str,
+    low_words: str,
+    high_words: str,
+    problems: list[str],
+) -> None:
     low, high = schema.get(low_key), schema.get(high_key)
     if _is_number(low) and size < low:
         problems.append(f"{path} {low_words.format(_plain_number(low))}")
@@ -513,8 +530,9 @@ def _plain_number(number: float) -> str:
     return str(int(number)) if _is_integer(number) else str(number)
 
 
-def _validate_object(value: Mapping, schema: Mapping, path: str, problems: list[str],
-                     depth: int) -> None:
+def _validate_object(
+    value: Mapping, schema: Mapping, path: str, problems: list[str], depth: int
+) -> None:
     props = schema.get("properties")
     props = props if isinstance(props, Mapping) else {}
     required = schema.get("required")
@@ -577,7 +595,7 @@ def schema_problems(schema: Any, path: str = "parameters") -> list[str]:
     if not isinstance(schema, Mapping):
         return [f"{path} must be a JSON schema dict, not {type(schema).__name__}"]
     if path == "parameters" and schema.get("type") != "object":
-        problems.append("parameters must have \"type\": \"object\"")
+        problems.append('parameters must have "type": "object"')
     try:
         _schema_problems(schema, path, problems, 0)
     except Exception as err:  # a shape no rule foresaw: report, never raise
@@ -602,8 +620,16 @@ def _schema_problems(schema: Mapping, path: str, problems: list[str], depth: int
         problems.append(f"{path}: 'required' must be a list of property names")
     if "enum" in schema and not isinstance(schema["enum"], (list, tuple)):
         problems.append(f"{path}: 'enum' must be a list")
-    for key in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
-                "minLength", "maxLength", "minItems", "maxItems"):
+    for key in (
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "minLength",
+        "maxLength",
+        "minItems",
+        "maxItems",
+    ):
         if key in schema and not _is_number(schema[key]):
             problems.append(f"{path}: '{key}' must be a number")
     props = schema.get("properties")

@@ -39,15 +39,23 @@ from evennia_ai.tools.base import Tool, ToolCategory, ToolContext, ToolResult
 from evennia_ai.tools.registry import register_tool
 
 ANY_VALUE = {"type": ["string", "number", "boolean", "array", "object"]}
-LABEL = {"type": "string", "minLength": 1, "maxLength": 140,
-         "description": "the block's label (Owner/label for a block shared with you)"}
+LABEL = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": 140,
+    "description": "the block's label (Owner/label for a block shared with you)",
+}
 SECTION = {"type": "string", "maxLength": 64, "description": "section of a block with sections"}
 TEXT = {"type": "string", "maxLength": pure.MAX_TEXT}
 
 
 def _params(properties: dict, required: list[str]) -> dict:
-    return {"type": "object", "properties": properties, "required": required,
-            "additionalProperties": False}
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": False,
+    }
 
 
 def to_tool_result(result: BlockOpResult) -> ToolResult:
@@ -58,25 +66,41 @@ def to_tool_result(result: BlockOpResult) -> ToolResult:
     return ToolResult.fail(result.message, **extra)
 
 
-def queue_confirmation(ctx: ToolContext, target: block_admin.BlockTarget, op: str, args: dict,
-                       result: BlockOpResult) -> ToolResult:
+def queue_confirmation(
+    ctx: ToolContext, target: block_admin.BlockTarget, op: str, args: dict, result: BlockOpResult
+) -> ToolResult:
     """Queue a model write to a Partner/Human block for the owning NPC's operator."""
     writer = ctx.npc
-    payload = {"label": target.label, "op": op, "args": args,
-               "author": writer.key if target.share_mode else None,
-               "requested_by": writer.id, "requested_by_key": writer.key}
-    reason = (f"{writer.key} wants to {op.replace('_', ' ')} in memory block "
-              f"'{target.address}' ({target.permission} permission): {args}")
+    payload = {
+        "label": target.label,
+        "op": op,
+        "args": args,
+        "author": writer.key if target.share_mode else None,
+        "requested_by": writer.id,
+        "requested_by_key": writer.key,
+    }
+    reason = (
+        f"{writer.key} wants to {op.replace('_', ' ')} in memory block "
+        f"'{target.address}' ({target.permission} permission): {args}"
+    )
     try:
         confirmation_id = get_confirmation_queue().add_entry(
-            target.owner, op, payload, kind="block_write", reason=reason[:500],
-            tick_id=ctx.tick_id or None)
+            target.owner,
+            op,
+            payload,
+            kind="block_write",
+            reason=reason[:500],
+            tick_id=ctx.tick_id or None,
+        )
     except ConfirmationError as err:
         return ToolResult.fail(str(err))
     return ToolResult(
         success=True,
-        content={"status": "pending_confirmation", "confirmation_id": confirmation_id,
-                 "message": f"{result.message} It has not been applied yet."},
+        content={
+            "status": "pending_confirmation",
+            "confirmation_id": confirmation_id,
+            "message": f"{result.message} It has not been applied yet.",
+        },
         pending=True,
         data={"confirmation_id": confirmation_id},
     )
@@ -92,14 +116,22 @@ def model_write(ctx: ToolContext, label: str, op: str, args: dict) -> ToolResult
     author = npc.key if target.share_mode else None
     args = {k: v for k, v in args.items() if v is not None}
     # First on the block as read: denied, invalid and pending ops write nothing.
-    _block, check = pure.apply_op(target.block, op, args, is_system=False,
-                                  permission=target.permission, author=author)
+    _block, check = pure.apply_op(
+        target.block, op, args, is_system=False, permission=target.permission, author=author
+    )
     if check.status == pure.PENDING:
         return queue_confirmation(ctx, target, op, args, check)
     if not check.success:
         return to_tool_result(check)
-    result = block_admin.apply_fresh(target.owner, target.label, op, args, is_system=False,
-                                     reader=npc if target.share_mode else None, author=author)
+    result = block_admin.apply_fresh(
+        target.owner,
+        target.label,
+        op,
+        args,
+        is_system=False,
+        reader=npc if target.share_mode else None,
+        author=author,
+    )
     if result.status == pure.PENDING:  # its permission changed since the check
         return queue_confirmation(ctx, target, op, args, result)
     return to_tool_result(result)
@@ -125,17 +157,24 @@ class BlockRead(Tool):
     def run(self, ctx, label=None, start_line=None):
         npc = ctx.npc
         if not label:
-            listing = [pure.describe_block(t.block, shared_from=t.shared_from,
-                                           permission=t.permission)
-                       for t in block_admin.visible_blocks(npc)]
+            listing = [
+                pure.describe_block(t.block, shared_from=t.shared_from, permission=t.permission)
+                for t in block_admin.visible_blocks(npc)
+            ]
             return ToolResult.ok({"success": True, "blocks": listing})
         try:
             target = block_admin.find_block(npc, label)
         except BlockError as err:
             return ToolResult.fail(str(err))
         start = start_line - 1 if start_line else None
-        return ToolResult.ok(pure.render_block(target.block, shared_from=target.shared_from,
-                                               permission=target.permission, start=start))
+        return ToolResult.ok(
+            pure.render_block(
+                target.block,
+                shared_from=target.shared_from,
+                permission=target.permission,
+                start=start,
+            )
+        )
 
 
 @register_tool
@@ -162,9 +201,15 @@ class BlockAppendText(BlockWriteTool):
 class BlockReplaceText(BlockWriteTool):
     name = "block_replace_text"
     description = "Replace exact text in a text memory block (every occurrence of 'old')."
-    parameters = _params({"label": LABEL, "old": {"type": "string", "minLength": 1},
-                          "new": {"type": "string"}, "section": SECTION},
-                         ["label", "old", "new"])
+    parameters = _params(
+        {
+            "label": LABEL,
+            "old": {"type": "string", "minLength": 1},
+            "new": {"type": "string"},
+            "section": SECTION,
+        },
+        ["label", "old", "new"],
+    )
 
     def run(self, ctx, label, old, new, section=None):
         return model_write(ctx, label, "replace_text", {"old": old, "new": new, "section": section})
@@ -174,24 +219,40 @@ class BlockReplaceText(BlockWriteTool):
 class BlockSetField(BlockWriteTool):
     name = "block_set_field"
     description = "Set a field of a map memory block (fields marked [read-only] cannot be set)."
-    parameters = _params({"label": LABEL, "field": {"type": "string", "minLength": 1},
-                          "value": ANY_VALUE, "section": SECTION}, ["label", "field", "value"])
+    parameters = _params(
+        {
+            "label": LABEL,
+            "field": {"type": "string", "minLength": 1},
+            "value": ANY_VALUE,
+            "section": SECTION,
+        },
+        ["label", "field", "value"],
+    )
 
     def run(self, ctx, label, field, value, section=None):
-        return model_write(ctx, label, "set_field", {"field": field, "value": value,
-                                                     "section": section})
+        return model_write(
+            ctx, label, "set_field", {"field": field, "value": value, "section": section}
+        )
 
 
 @register_tool
 class BlockIncrement(BlockWriteTool):
     name = "block_increment"
     description = "Add to a number/counter field of a map memory block (by defaults to 1)."
-    parameters = _params({"label": LABEL, "field": {"type": "string", "minLength": 1},
-                          "by": {"type": "number"}, "section": SECTION}, ["label", "field"])
+    parameters = _params(
+        {
+            "label": LABEL,
+            "field": {"type": "string", "minLength": 1},
+            "by": {"type": "number"},
+            "section": SECTION,
+        },
+        ["label", "field"],
+    )
 
     def run(self, ctx, label, field, by=1, section=None):
-        return model_write(ctx, label, "increment_counter", {"field": field, "by": by,
-                                                             "section": section})
+        return model_write(
+            ctx, label, "increment_counter", {"field": field, "by": by, "section": section}
+        )
 
 
 @register_tool
@@ -201,14 +262,24 @@ class BlockPushItem(BlockWriteTool):
         "Add an item at the end of a list memory block, or (with field) to a list field of a "
         "map block."
     )
-    parameters = _params({"label": LABEL, "item": ANY_VALUE,
-                          "field": {"type": "string", "minLength": 1}, "section": SECTION},
-                         ["label", "item"])
+    parameters = _params(
+        {
+            "label": LABEL,
+            "item": ANY_VALUE,
+            "field": {"type": "string", "minLength": 1},
+            "section": SECTION,
+        },
+        ["label", "item"],
+    )
 
     def run(self, ctx, label, item, field=None, section=None):
         if field:
-            return model_write(ctx, label, "append_to_list_field",
-                               {"field": field, "item": item, "section": section})
+            return model_write(
+                ctx,
+                label,
+                "append_to_list_field",
+                {"field": field, "item": item, "section": section},
+            )
         return model_write(ctx, label, "push_item", {"item": item, "section": section})
 
 
@@ -216,12 +287,20 @@ class BlockPushItem(BlockWriteTool):
 class BlockInsertItem(BlockWriteTool):
     name = "block_insert_item"
     description = "Insert an item into a list memory block at a position (1 = first)."
-    parameters = _params({"label": LABEL, "position": {"type": "integer", "minimum": 1},
-                          "item": ANY_VALUE, "section": SECTION}, ["label", "position", "item"])
+    parameters = _params(
+        {
+            "label": LABEL,
+            "position": {"type": "integer", "minimum": 1},
+            "item": ANY_VALUE,
+            "section": SECTION,
+        },
+        ["label", "position", "item"],
+    )
 
     def run(self, ctx, label, position, item, section=None):
-        return model_write(ctx, label, "insert_item", {"position": position, "item": item,
-                                                       "section": section})
+        return model_write(
+            ctx, label, "insert_item", {"position": position, "item": item, "section": section}
+        )
 
 
 @register_tool
@@ -231,9 +310,15 @@ class BlockDeleteItem(BlockWriteTool):
         "Delete the item at a position (1 = first) of a list memory block, or clear a field of "
         "a map block (give field instead of position). Needs Admin permission."
     )
-    parameters = _params({"label": LABEL, "position": {"type": "integer", "minimum": 1},
-                          "field": {"type": "string", "minLength": 1}, "section": SECTION},
-                         ["label"])
+    parameters = _params(
+        {
+            "label": LABEL,
+            "position": {"type": "integer", "minimum": 1},
+            "field": {"type": "string", "minLength": 1},
+            "section": SECTION,
+        },
+        ["label"],
+    )
 
     def run(self, ctx, label, position=None, field=None, section=None):
         if (position is None) == (field is None):
@@ -247,10 +332,15 @@ class BlockDeleteItem(BlockWriteTool):
 class BlockAppendLog(BlockWriteTool):
     name = "block_append_log"
     description = "Add an entry to a log memory block (timestamped; shown newest first)."
-    parameters = _params({"label": LABEL, "message": {"type": "string", "minLength": 1,
-                                                      "maxLength": 2000},
-                          "fields": {"type": "object", "description": "extra details"},
-                          "section": SECTION}, ["label", "message"])
+    parameters = _params(
+        {
+            "label": LABEL,
+            "message": {"type": "string", "minLength": 1, "maxLength": 2000},
+            "fields": {"type": "object", "description": "extra details"},
+            "section": SECTION,
+        },
+        ["label", "message"],
+    )
 
     def run(self, ctx, label, message, fields=None, section=None):
         entry = dict(fields or {})
@@ -268,10 +358,13 @@ class ArchivalInsert(Tool):
         "Store a passage in your archive (long-term storage, not shown in your context; find "
         "it again with archival_search)."
     )
-    parameters = _params({"content": {"type": "string", "minLength": 3,
-                                      "maxLength": pure.MAX_ARCHIVAL_CHARS},
-                          "tags": {"type": "array", "items": {"type": "string", "maxLength": 50},
-                                   "maxItems": 10}}, ["content"])
+    parameters = _params(
+        {
+            "content": {"type": "string", "minLength": 3, "maxLength": pure.MAX_ARCHIVAL_CHARS},
+            "tags": {"type": "array", "items": {"type": "string", "maxLength": 50}, "maxItems": 10},
+        },
+        ["content"],
+    )
 
     def run(self, ctx, content, tags=None):
         metadata = {"tags": list(tags)} if tags else {}
@@ -284,14 +377,26 @@ class ArchivalInsert(Tool):
 class ArchivalSearch(Tool):
     name = "archival_search"
     description = "Search your archive by words; returns the best entries with their ids."
-    parameters = _params({"query": {"type": "string", "minLength": 1, "maxLength": 500},
-                          "limit": {"type": "integer", "minimum": 1, "maximum": 20}}, ["query"])
+    parameters = _params(
+        {
+            "query": {"type": "string", "minLength": 1, "maxLength": 500},
+            "limit": {"type": "integer", "minimum": 1, "maximum": 20},
+        },
+        ["query"],
+    )
 
     def run(self, ctx, query, limit=5):
         hits = block_admin.archival_search(ctx.npc, query, limit)
-        found = [{"id": h.get("id"), "content": h.get("content"), "score": h.get("score"),
-                  "created": h.get("created"), "tags": (h.get("metadata") or {}).get("tags", [])}
-                 for h in hits]
+        found = [
+            {
+                "id": h.get("id"),
+                "content": h.get("content"),
+                "score": h.get("score"),
+                "created": h.get("created"),
+                "tags": (h.get("metadata") or {}).get("tags", []),
+            }
+            for h in hits
+        ]
         data = {"success": True, "results": found}
         if not found:
             data["note"] = "Nothing in your archive matches those words."

@@ -6,6 +6,7 @@ from evennia_ai.memory import entities as entities_mod
 from evennia_ai.tools.base import Tool, ToolResult
 from evennia_ai.tools.registry import register_tool
 from evennia_ai.tools.workspace import event_source
+from evennia_ai.workspace.journal import TRUST
 
 
 def resolve_entity(npc, name: str):
@@ -13,8 +14,13 @@ def resolve_entity(npc, name: str):
     found = npc.search(name, quiet=True)
     if found:
         obj = found[0]
-        kind = "character" if obj.has_account or hasattr(obj, "ai") or obj.is_typeclass(
-            "evennia.objects.objects.DefaultCharacter", exact=False) else "object"
+        kind = (
+            "character"
+            if obj.has_account
+            or hasattr(obj, "ai")
+            or obj.is_typeclass("evennia.objects.objects.DefaultCharacter", exact=False)
+            else "object"
+        )
         return obj.dbref, obj.key, kind
     lowered = name.strip().lower()
     for dbref, profile in (npc.ai.get("entities") or {}).items():
@@ -47,12 +53,12 @@ class UpdateEntityObservation(Tool):
         if found is None:
             return ToolResult.fail(f"You know no one and nothing called '{name}' here.")
         dbref, key, kind = found
-        from evennia_ai.workspace.journal import TRUST
 
         trust = TRUST.get(event_source(ctx), 0.5)
         current = ctx.npc.ai.get("entities")
-        new, op = entities_mod.update_observation(current, dbref, key, observation,
-                                                  relationship=relationship, trust=trust, kind=kind)
+        new, op = entities_mod.update_observation(
+            current, dbref, key, observation, relationship=relationship, trust=trust, kind=kind
+        )
         if not op.success:
             return ToolResult.fail(op.message)
         ctx.npc.ai.set("entities", new)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from evennia_ai.memory import longterm
 from evennia_ai.memory.search import MODES
 from evennia_ai.tools.base import Tool, ToolCategory, ToolContext, ToolResult
+from evennia_ai.tools.entities import resolve_entity
 from evennia_ai.tools.registry import register_tool
 from evennia_ai.tools.workspace import event_source
 
@@ -27,17 +28,26 @@ def resolve_person(ctx: ToolContext, name: str | None) -> tuple[str | None, str,
     """
     if name is None or not str(name).strip():
         return None, "", None
-    from evennia_ai.tools.entities import resolve_entity
 
     found = resolve_entity(ctx.npc, str(name).strip())
     if found is None:
-        return None, "", ToolResult.fail(
-            f"You know no one called '{name}' here. Name someone present or someone you know, "
-            "or leave 'about' out.")
+        return (
+            None,
+            "",
+            ToolResult.fail(
+                f"You know no one called '{name}' here. Name someone present or someone you know, "
+                "or leave 'about' out."
+            ),
+        )
     dbref, key, kind = found
     if kind != "character":
-        return None, "", ToolResult.fail(
-            f"'{key}' is a thing, not a person. Leave 'about' out and mention it in the text.")
+        return (
+            None,
+            "",
+            ToolResult.fail(
+                f"'{key}' is a thing, not a person. Leave 'about' out and mention it in the text."
+            ),
+        )
     return dbref, key, None
 
 
@@ -76,8 +86,13 @@ class StoreMemory(Tool):
         source = event_source(ctx)
 
         def done(stored):
-            data = {"success": True, "id": stored.id, "remembered": stored.text,
-                    "source": stored.source, "trust": stored.trust}
+            data = {
+                "success": True,
+                "id": stored.id,
+                "remembered": stored.text,
+                "source": stored.source,
+                "trust": stored.trust,
+            }
             if person_name:
                 data["about"] = person_name
             if stored.duplicate:
@@ -86,9 +101,18 @@ class StoreMemory(Tool):
                 data["note"] = stored.note
             return ToolResult.ok(data)
 
-        return longterm.store(ctx.npc.dbref, content, person=person, person_name=person_name,
-                              source=source, trust=longterm.trust_of(source)
-                              ).addCallback(done).addErrback(_failed("remember that"))
+        return (
+            longterm.store(
+                ctx.npc.dbref,
+                content,
+                person=person,
+                person_name=person_name,
+                source=source,
+                trust=longterm.trust_of(source),
+            )
+            .addCallback(done)
+            .addErrback(_failed("remember that"))
+        )
 
 
 @register_tool
@@ -119,8 +143,13 @@ class RecallMemories(Tool):
         def done(outcome):
             memories = []
             for hit in outcome.hits:
-                item = {"text": hit.text, "score": hit.score, "source": hit.source,
-                        "trust": hit.trust, "time": hit.time}
+                item = {
+                    "text": hit.text,
+                    "score": hit.score,
+                    "source": hit.source,
+                    "trust": hit.trust,
+                    "time": hit.time,
+                }
                 if hit.person_name or hit.person:
                     item["about"] = hit.person_name or hit.person
                 memories.append(item)
@@ -129,8 +158,12 @@ class RecallMemories(Tool):
                 data["note"] = outcome.note
             if not memories:
                 data["note"] = ((outcome.note + " ") if outcome.note else "") + (
-                    f"You remember nothing about that{' concerning ' + person_name if person_name else ''}.")
+                    f"You remember nothing about that{' concerning ' + person_name if person_name else ''}."
+                )
             return ToolResult.ok(data)
 
-        return longterm.recall(ctx.npc.dbref, query, person=person, mode=mode, limit=limit
-                               ).addCallback(done).addErrback(_failed("search your memory"))
+        return (
+            longterm.recall(ctx.npc.dbref, query, person=person, mode=mode, limit=limit)
+            .addCallback(done)
+            .addErrback(_failed("search your memory"))
+        )

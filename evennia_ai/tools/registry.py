@@ -163,8 +163,9 @@ def _passes(predicate: Callable[[Tool], bool], tool: Tool) -> bool:
     try:
         return bool(predicate(tool))
     except Exception:
-        _log.exception("evennia_ai: tool filter %r failed on %r; tool left out",
-                       predicate, tool.name)
+        _log.exception(
+            "evennia_ai: tool filter %r failed on %r; tool left out", predicate, tool.name
+        )
         return False
 
 
@@ -174,7 +175,7 @@ def passes_lock(npc, tool: Tool) -> bool:
     A tool without a lock always passes. The lock is a lock definition such as
     ``"perm(Builder)"`` or ``"perm(Builder) and not attr(muted)"``; it may carry an access type
     (``"use:perm(Builder)"``), and if it holds several, all must pass. It is checked with
-    Evennia's ``check_lockstring`` against the NPC (superuser bypass as usual). Without an NPC,
+    the NPC's own lock handler (Evennia's ``check_lockstring``) (superuser bypass as usual). Without an NPC,
     without Evennia, or when the lock is malformed, the tool is left out: locks fail closed.
     """
     lock = (tool.lock or "").strip()
@@ -183,12 +184,14 @@ def passes_lock(npc, tool: Tool) -> bool:
     if npc is None:
         return False
     try:
-        from evennia.locks.lockhandler import check_lockstring
-
-        return bool(check_lockstring(npc, lock))
+        return bool(npc.locks.check_lockstring(npc, lock))
     except Exception as err:
-        _log.warning("evennia_ai: lock %r of tool %r could not be checked (%s); tool left out",
-                     lock, tool.name, err)
+        _log.warning(
+            "evennia_ai: lock %r of tool %r could not be checked (%s); tool left out",
+            lock,
+            tool.name,
+            err,
+        )
         return False
 
 

@@ -59,7 +59,7 @@ def normalise(text) -> str:
 
 
 def _shingles(words: list[str], size: int) -> set[tuple[str, ...]]:
-    return {tuple(words[i:i + size]) for i in range(len(words) - size + 1)}
+    return {tuple(words[i : i + size]) for i in range(len(words) - size + 1)}
 
 
 def is_guarded(text: str) -> bool:
@@ -68,8 +68,13 @@ def is_guarded(text: str) -> bool:
     return len(plain.split()) >= MIN_GUARDED_WORDS and len(plain) >= MIN_GUARDED_CHARS
 
 
-def remember_whisper(whispers: list | None, source: str | None, source_name: str,
-                     text: str, limit: int = MAX_PRIVATE_WHISPERS) -> list:
+def remember_whisper(
+    whispers: list | None,
+    source: str | None,
+    source_name: str,
+    text: str,
+    limit: int = MAX_PRIVATE_WHISPERS,
+) -> list:
     """Return ``whispers`` with a new whisper appended, keeping the last ``limit`` entries.
 
     Args:
@@ -82,9 +87,15 @@ def remember_whisper(whispers: list | None, source: str | None, source_name: str
     kept = [dict(w) for w in (whispers or []) if isinstance(w, dict)]
     text = str(text or "").strip()[:MAX_WHISPER_CHARS]
     if text and is_guarded(text):
-        kept.append({"source": source, "source_name": source_name or source or "someone",
-                     "text": text, "time": utcnow_iso()})
-    return kept[-max(1, int(limit)):]
+        kept.append(
+            {
+                "source": source,
+                "source_name": source_name or source or "someone",
+                "text": text,
+                "time": utcnow_iso(),
+            }
+        )
+    return kept[-max(1, int(limit)) :]
 
 
 def repeats(secret: str, text: str) -> bool:
@@ -126,9 +137,11 @@ def whisper_leak(whispers: list | None, text: str, audience: Iterable) -> dict |
 def leak_message(entry: dict) -> str:
     """The refusal the model reads when its words would repeat a whisper."""
     who = entry.get("source_name") or "someone"
-    return (f"Refused: this repeats what {who} whispered to you in private. A whisper stays "
-            f"between you and {who}: do not repeat it to anyone else, aloud or in a whisper. "
-            "Say something else.")
+    return (
+        f"Refused: this repeats what {who} whispered to you in private. A whisper stays "
+        f"between you and {who}: do not repeat it to anyone else, aloud or in a whisper. "
+        "Say something else."
+    )
 
 
 def check_speech(npc, text: str, audience: Iterable) -> str | None:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from evennia_ai.utils import utcnow_iso
+from datetime import datetime, timedelta, timezone
+
+from evennia_ai.llm import tokens
 from evennia_ai.tools.base import Tool, ToolCategory, ToolResult
 from evennia_ai.tools.registry import register_tool
+from evennia_ai.utils import utcnow_iso
+from evennia_ai.workspace.sleep import go_to_sleep
 
 
 @register_tool
@@ -18,8 +22,6 @@ class GetSystemStatus(Tool):
     category = ToolCategory.SAFE_CHAIN
 
     def run(self, ctx):
-        from evennia_ai.llm import tokens
-
         state = ctx.state
         window = int(state.get("window") or tokens.get_context_window(ctx.services.get("model")))
         used = int(state.get("request_tokens") or 0)
@@ -79,8 +81,11 @@ class UpdateSystemPrompt(Tool):
         # written by any tool.
         ctx.npc.ai.set_assistant_system_prompt(new_prompt.strip(), reasoning=reasoning.strip())
         return ToolResult.ok(
-            {"success": True, "message": "Your guidelines were updated. The operator's "
-             "instructions still take precedence."}
+            {
+                "success": True,
+                "message": "Your guidelines were updated. The operator's "
+                "instructions still take precedence.",
+            }
         )
 
 
@@ -99,10 +104,6 @@ class GoToSleep(Tool):
     category = ToolCategory.TERMINAL
 
     def run(self, ctx, minutes=60):
-        from datetime import datetime, timedelta, timezone
-
-        from evennia_ai.workspace.sleep import go_to_sleep
-
         until = (datetime.now(timezone.utc) + timedelta(minutes=minutes)).isoformat()
         go_to_sleep(ctx.npc, "go_to_sleep tool", until=until)
         return ToolResult.ok({"success": True, "asleep_until": until}, terminal=True)

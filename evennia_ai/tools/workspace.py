@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from twisted.internet import defer
 
+from evennia_ai.llm.client import get_client
 from evennia_ai.tools.base import Tool, ToolCategory, ToolContext, ToolResult
 from evennia_ai.tools.registry import register_tool
+from evennia_ai.workspace import behaviour_rules
 from evennia_ai.workspace import goals as goals_mod
 from evennia_ai.workspace import journal as journal_mod
 from evennia_ai.workspace import projects as projects_mod
@@ -63,8 +65,11 @@ class CreateProject(Tool):
     }
 
     def run(self, ctx, key, summary, context="", activate=False):
-        return _apply_character(ctx, "projects", lambda p: projects_mod.create_project(
-            p, key, summary, context, activate=activate))
+        return _apply_character(
+            ctx,
+            "projects",
+            lambda p: projects_mod.create_project(p, key, summary, context, activate=activate),
+        )
 
 
 @register_tool
@@ -76,8 +81,13 @@ class ListProjects(Tool):
 
     def run(self, ctx):
         projects = ctx.npc.ai.get("projects")
-        return ToolResult.ok({"success": True, "active": projects.get("active"),
-                              "projects": projects_mod.list_projects(projects)})
+        return ToolResult.ok(
+            {
+                "success": True,
+                "active": projects.get("active"),
+                "projects": projects_mod.list_projects(projects),
+            }
+        )
 
 
 @register_tool
@@ -95,8 +105,9 @@ class SwapProject(Tool):
     }
 
     def run(self, ctx, key, current_project_update=None):
-        return _apply_character(ctx, "projects", lambda p: projects_mod.swap_project(
-            p, key, current_project_update))
+        return _apply_character(
+            ctx, "projects", lambda p: projects_mod.swap_project(p, key, current_project_update)
+        )
 
 
 @register_tool
@@ -114,8 +125,13 @@ class UpdateProject(Tool):
     }
 
     def run(self, ctx, context=None, summary=None, status=None):
-        return _apply_character(ctx, "projects", lambda p: projects_mod.update_project(
-            p, context=context, summary=summary, status=status))
+        return _apply_character(
+            ctx,
+            "projects",
+            lambda p: projects_mod.update_project(
+                p, context=context, summary=summary, status=status
+            ),
+        )
 
 
 # -- goals ---------------------------------------------------------------------------------------
@@ -135,8 +151,12 @@ class AddGoal(Tool):
     }
 
     def run(self, ctx, description, priority="medium", parent_id=None):
-        return _apply_goals(ctx, lambda g: goals_mod.add_goal(
-            g, description, tick=_tick(ctx), priority=priority, parent_id=parent_id))
+        return _apply_goals(
+            ctx,
+            lambda g: goals_mod.add_goal(
+                g, description, tick=_tick(ctx), priority=priority, parent_id=parent_id
+            ),
+        )
 
 
 @register_tool
@@ -160,9 +180,17 @@ class UpdateGoal(Tool):
     }
 
     def run(self, ctx, goal_id, status=None, progress=None, description=None, priority=None):
-        return _apply_goals(ctx, lambda g: goals_mod.update_goal(
-            g, goal_id, status=status, progress=progress, description=description,
-            priority=priority))
+        return _apply_goals(
+            ctx,
+            lambda g: goals_mod.update_goal(
+                g,
+                goal_id,
+                status=status,
+                progress=progress,
+                description=description,
+                priority=priority,
+            ),
+        )
 
 
 @register_tool
@@ -183,8 +211,6 @@ class DecomposeGoal(Tool):
             return ToolResult.fail(f"No goal with id '{goal_id}'.")
         client = ctx.services.get("client")
         if client is None:
-            from evennia_ai.llm import get_client
-
             client = get_client()
         config_for = ctx.services.get("context_config")
         config = config_for("goal_decompose") if config_for else None
@@ -199,9 +225,7 @@ def decompose(npc, goal: dict, client, model, tick: int, config=None):
             by the tick as the ``context_config`` service); its system prompt override wins.
     """
     override = config.get_component_content_override("system_prompt") if config else None
-    system = override or (
-        f"You are {npc.key}, planning your own work in a text game."
-    )
+    system = override or (f"You are {npc.key}, planning your own work in a text game.")
     messages = [
         {"role": "system", "content": system},
         {"role": "user", "content": goals_mod.decomposition_prompt(goal)},
@@ -216,7 +240,9 @@ def decompose(npc, goal: dict, client, model, tick: int, config=None):
         if not getattr(npc, "pk", None):
             return ToolResult.fail("The NPC no longer exists.")
         current = npc.ai.goals
-        new, op = goals_mod.apply_decomposition(current, goal["id"], check.data["subtasks"], tick=tick)
+        new, op = goals_mod.apply_decomposition(
+            current, goal["id"], check.data["subtasks"], tick=tick
+        )
         if op.success:
             npc.ai.update_goals(lambda _old: new)
         return _result(op)
@@ -246,8 +272,11 @@ class AddSessionMemory(Tool):
 
     def run(self, ctx, kind, content):
         names = [ctx.npc.key] + list(ctx.npc.aliases.all())
-        return _apply_character(ctx, "session_memory", lambda m: memory_mod.add_session_memory(
-            m, kind, content, self_names=names))
+        return _apply_character(
+            ctx,
+            "session_memory",
+            lambda m: memory_mod.add_session_memory(m, kind, content, self_names=names),
+        )
 
 
 @register_tool
@@ -292,13 +321,16 @@ class AddJournalEntry(Tool):
     }
 
     def run(self, ctx, content, importance=5, tags=None):
-        result = _apply_character(ctx, "journal", lambda j: journal_mod.add_entry(
-            j, content, importance=importance, source=event_source(ctx), tags=tags))
+        result = _apply_character(
+            ctx,
+            "journal",
+            lambda j: journal_mod.add_entry(
+                j, content, importance=importance, source=event_source(ctx), tags=tags
+            ),
+        )
         if result.success and ctx.context_type in ("reflection", "reflection_cont"):
             text = content.strip()
             if text.upper().startswith("RULE:"):
-                from evennia_ai.workspace import behaviour_rules
-
                 rules = ctx.npc.ai.get("behaviour_rules")
                 new, added, rejected = behaviour_rules.add_rules(rules, [text[5:].strip()])
                 if added:
@@ -323,5 +355,8 @@ class ReviewJournal(Tool):
     cacheable = True
 
     def run(self, ctx, limit=10, min_importance=None, query=None):
-        return _result(journal_mod.review_journal(
-            ctx.npc.ai.get("journal"), limit=limit, min_importance=min_importance, query=query))
+        return _result(
+            journal_mod.review_journal(
+                ctx.npc.ai.get("journal"), limit=limit, min_importance=min_importance, query=query
+            )
+        )

@@ -25,12 +25,16 @@ import contextlib
 import json
 import re
 
+from django.conf import settings
+from evennia.server.signals import SIGNAL_EXIT_TRAVERSED
 from evennia.utils.ansi import strip_ansi, strip_mxp
+from evennia.utils.search import search_object
 from evennia.utils.utils import inherits_from
 
-from evennia_ai.utils import is_assistant, truncate
 from evennia_ai.tools.base import TEXT, Tool, ToolCategory, ToolContext, ToolResult, object_schema
 from evennia_ai.tools.registry import register_tool
+from evennia_ai.tools.safety import check_speech, operator_prompt_kept
+from evennia_ai.utils import is_assistant, truncate
 
 MAX_MESSAGE_LENGTH = 2000
 LOOK_LIMIT = 3000
@@ -48,7 +52,7 @@ _PROTECTED_ATTRIBUTE_REF = re.compile(
 )
 _NOT_AVAILABLE = re.compile(r"^Command '.*?' is not available", re.M)
 _UNTRAPPED = "An untrapped error occurred"
-_SENTENCE_END = tuple('.!?"\')…')
+_SENTENCE_END = tuple(".!?\"')…")
 
 _MESSAGE_SCHEMA = {"type": "string", "minLength": 1, "maxLength": MAX_MESSAGE_LENGTH}
 
@@ -157,8 +161,9 @@ def _exact_matches(results: list, name: str) -> list:
     return exact
 
 
-def find_among(npc, name: str, candidates: list, *, what: str,
-               label: str = "You see") -> tuple[object | None, str | None]:
+def find_among(
+    npc, name: str, candidates: list, *, what: str, label: str = "You see"
+) -> tuple[object | None, str | None]:
     """Find ``name`` among ``candidates`` the way a player's search would.
 
     Args:
@@ -176,8 +181,11 @@ def find_among(npc, name: str, candidates: list, *, what: str,
         return None, "No name given."
     if not candidates:
         return None, f"There is nothing {what}."
-    results = [obj for obj in npc.search(name, candidates=candidates, quiet=True) or []
-               if obj in candidates]
+    results = [
+        obj
+        for obj in npc.search(name, candidates=candidates, quiet=True) or []
+        if obj in candidates
+    ]
     if len(results) > 1:
         results = _exact_matches(results, name) or results
     if len(results) == 1:
@@ -222,7 +230,6 @@ def _forget_views(ctx: ToolContext) -> None:
 
 def _private_leak(npc, text: str, audience) -> ToolResult | None:
     """A refusal when ``text`` would repeat a whisper to someone who did not whisper it."""
-    from evennia_ai.tools.safety import check_speech
 
     refusal = check_speech(npc, text, audience)
     return ToolResult.fail(refusal) if refusal else None
@@ -267,8 +274,7 @@ class Say(Tool):
         if not speech:
             return ToolResult.fail("You could not speak just now.")
         npc.at_say(speech, msg_self=True)
-        return ToolResult.ok(f'You said: "{speech}" {_listeners(npc)}',
-                             data={"spoken": speech})
+        return ToolResult.ok(f'You said: "{speech}" {_listeners(npc)}', data={"spoken": speech})
 
 
 @register_tool
@@ -315,7 +321,7 @@ def compose_pose(name: str, action: str) -> str:
     """
     action = action.strip()
     if action.lower().startswith(name.lower() + " "):  # the model repeated the name
-        action = action[len(name):].strip()
+        action = action[len(name) :].strip()
     if not action.endswith(_SENTENCE_END):
         action += "."
     joiner = "" if action[0] in ("'", ",", ":") else " "
@@ -353,13 +359,14 @@ class Whisper(Tool):
         if not speech:
             return ToolResult.fail("You could not whisper just now.")
         npc.at_say(speech, msg_self=True, receivers=[receiver], whisper=True)
-        return ToolResult.ok(f'You whispered to {receiver.key}: "{speech}"',
-                             data={"spoken": speech, "to": receiver.dbref})
+        return ToolResult.ok(
+            f'You whispered to {receiver.key}: "{speech}"',
+            data={"spoken": speech, "to": receiver.dbref},
+        )
 
 
 def find_character_anywhere(npc, name: str) -> tuple[object | None, str | None]:
     """A character anywhere in the game by exact name, alias or #dbref (not ``npc`` itself)."""
-    from evennia.utils.search import search_object
 
     name = (name or "").strip()
     if not name:
@@ -409,8 +416,9 @@ class Page(Tool):
         note = ""
         if not is_player(receiver) and not is_assistant(receiver):
             note = f" (no one plays {receiver.key} right now; the page may go unread)"
-        return ToolResult.ok(f'You paged {receiver.key}: "{message.strip()}"{note}',
-                             data={"to": receiver.dbref})
+        return ToolResult.ok(
+            f'You paged {receiver.key}: "{message.strip()}"{note}', data={"to": receiver.dbref}
+        )
 
 
 # -- acting (SAFE_CHAIN) -------------------------------------------------------------------------
@@ -444,8 +452,6 @@ class Move(Tool):
     category = ToolCategory.SAFE_CHAIN
 
     def run(self, ctx, direction):
-        from evennia.server.signals import SIGNAL_EXIT_TRAVERSED
-
         npc = ctx.npc
         error = _location_error(npc)
         if error:
@@ -528,8 +534,13 @@ def describe_location(npc) -> dict:
     exits, players, npcs, things = [], [], [], []
     for obj in visible:
         if obj.destination:
-            exits.append({"name": obj.key, "aliases": list(obj.aliases.all()),
-                          "destination": obj.destination.key})
+            exits.append(
+                {
+                    "name": obj.key,
+                    "aliases": list(obj.aliases.all()),
+                    "destination": obj.destination.key,
+                }
+            )
         elif is_character(obj):
             entry = {"name": obj.key, "dbref": obj.dbref}
             if is_player(obj):
@@ -601,8 +612,10 @@ class Give(Tool):
     name = "give"
     description = "Give something you carry to someone in your room."
     parameters = object_schema(
-        {"item": {**TEXT, "description": "something you carry"},
-         "target": {**TEXT, "description": "who receives it"}},
+        {
+            "item": {**TEXT, "description": "something you carry"},
+            "target": {**TEXT, "description": "who receives it"},
+        },
         required=["item", "target"],
     )
     category = ToolCategory.SAFE_CHAIN
@@ -612,8 +625,9 @@ class Give(Tool):
         error = _location_error(npc)
         if error:
             return error
-        obj, problem = find_among(npc, item, list(npc.contents), what="in your inventory",
-                                  label="You carry")
+        obj, problem = find_among(
+            npc, item, list(npc.contents), what="in your inventory", label="You carry"
+        )
         if problem:
             return ToolResult.fail(problem)
         receiver, problem = find_among(npc, target, _room_things(npc), what="here")
@@ -631,8 +645,9 @@ class Give(Tool):
         npc.msg(f"You give {name} to {_display(receiver, npc)}.")
         receiver.msg(f"{_display(npc, receiver)} gives you {_item_name(obj, receiver)}.")
         _forget_views(ctx)
-        return ToolResult.ok(f"You give {name} to {receiver.key}.",
-                             data={"object": obj.dbref, "to": receiver.dbref})
+        return ToolResult.ok(
+            f"You give {name} to {receiver.key}.", data={"object": obj.dbref, "to": receiver.dbref}
+        )
 
 
 @register_tool
@@ -647,8 +662,9 @@ class Drop(Tool):
         error = _location_error(npc)
         if error:
             return error
-        obj, problem = find_among(npc, item, list(npc.contents), what="in your inventory",
-                                  label="You carry")
+        obj, problem = find_among(
+            npc, item, list(npc.contents), what="in your inventory", label="You carry"
+        )
         if problem:
             return ToolResult.fail(problem)
         with capture_messages(npc) as said:
@@ -667,7 +683,6 @@ class Drop(Tool):
 # -- DANGEROUS -----------------------------------------------------------------------------------
 def _is_py_command(command: str) -> bool:
     """Whether ``command`` calls Evennia's ``py`` command (``py``, ``@py``, ``@!``, ``!``)."""
-    from django.conf import settings
 
     head = command.strip().lstrip(getattr(settings, "CMD_IGNORE_PREFIXES", "@&/+"))
     return head.startswith("!") or re.split(r"[\s/]", head, maxsplit=1)[0].lower() == "py"
@@ -706,15 +721,18 @@ class ExecuteCommand(Tool):
         if _is_py_command(command) and not npc.locks.check_lockstring(
             npc, "_dummy:perm(py) or perm(Developer)"
         ):
-            return ToolResult.fail("Running Python needs the Developer (or py) permission, "
-                                   f"which {npc.key} does not have.")
-        from evennia_ai.tools.safety import operator_prompt_kept
+            return ToolResult.fail(
+                "Running Python needs the Developer (or py) permission, "
+                f"which {npc.key} does not have."
+            )
 
         with operator_prompt_kept(npc) as undone, capture_messages(npc) as said:
             deferred = npc.execute_cmd(command)
         if undone:
-            return ToolResult.fail(f"'{command}' would have changed the operator's instructions, "
-                                   "which no assistant may change; that change was undone.")
+            return ToolResult.fail(
+                f"'{command}' would have changed the operator's instructions, "
+                "which no assistant may change; that change was undone."
+            )
         finished = True
         if deferred is not None and hasattr(deferred, "addErrback"):
             finished = bool(getattr(deferred, "called", True))
@@ -722,8 +740,10 @@ class ExecuteCommand(Tool):
             deferred.addErrback(lambda _failure: None)
         output = "\n".join(said)
         if _UNTRAPPED in output:  # the handler also sent a traceback: keep it out of the prompt
-            return ToolResult.fail(f"'{command}' raised an error inside the game (the traceback "
-                                   "is in the server log).")
+            return ToolResult.fail(
+                f"'{command}' raised an error inside the game (the traceback "
+                "is in the server log)."
+            )
         if _NOT_AVAILABLE.search(output):
             return ToolResult.fail(
                 f"{output} (commands are limited to your own cmdsets and permissions)",
@@ -748,8 +768,12 @@ class SetAttribute(Tool):
         "type": "object",
         "properties": {
             "target": {"type": "string", "minLength": 1},
-            "attribute": {"type": "string", "minLength": 1, "maxLength": 100,
-                          "description": "Attribute name (name:category also accepted)"},
+            "attribute": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": 100,
+                "description": "Attribute name (name:category also accepted)",
+            },
             "value": {"type": ["string", "number", "boolean", "array", "object"]},
             "category": {"type": "string", "maxLength": 100},
         },
@@ -781,8 +805,9 @@ class SetAttribute(Tool):
                 "with a digit)."
             )
         if len(json.dumps(value, default=str)) > MAX_VALUE_JSON_LENGTH:
-            return ToolResult.fail(f"The value is too large (over {MAX_VALUE_JSON_LENGTH} "
-                                   "characters as JSON).")
+            return ToolResult.fail(
+                f"The value is too large (over {MAX_VALUE_JSON_LENGTH} " "characters as JSON)."
+            )
         leak = _private_leak(npc, json.dumps(value, default=str, ensure_ascii=False), _ANYONE)
         if leak:
             return leak
@@ -797,13 +822,14 @@ class SetAttribute(Tool):
             existing is not None and not existing.access(npc, "attredit", default=True)
         ):
             return ToolResult.fail(f"You may not change the Attribute '{name}' on {obj.key}.")
-        obj.attributes.add(name, value, category=category, accessing_obj=npc,
-                           default_access=True)
+        obj.attributes.add(name, value, category=category, accessing_obj=npc, default_access=True)
         verb = "Modified" if existing is not None else "Created"
         shown = f"{name}:{category}" if category else name
         text = truncate(json.dumps(value, default=str, ensure_ascii=False), 300)
-        return ToolResult.ok(f"{verb} Attribute {obj.key}/{shown} = {text}",
-                             data={"object": obj.dbref, "attribute": name, "category": category})
+        return ToolResult.ok(
+            f"{verb} Attribute {obj.key}/{shown} = {text}",
+            data={"object": obj.dbref, "attribute": name, "category": category},
+        )
 
     @staticmethod
     def _find_target(npc, target: str):
@@ -814,7 +840,9 @@ class SetAttribute(Tool):
         if len(results) == 1:
             return results[0], None
         if not results:
-            return None, (f"Found nothing called '{target}' (the search covers your room, your "
-                          "inventory, 'me' and 'here').")
+            return None, (
+                f"Found nothing called '{target}' (the search covers your room, your "
+                "inventory, 'me' and 'here')."
+            )
         options = ", ".join(f"{obj.key} ({obj.dbref})" for obj in results)
         return None, f"'{target}' could mean: {options}. Use a more specific name."

@@ -31,6 +31,7 @@ from rest_framework import exceptions, renderers, routers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
+from evennia_ai.tools.approvals import ConfirmationError
 from evennia_ai.web import data
 from evennia_ai.web.permissions import AIStaffPermission
 from evennia_ai.web.serializers import (
@@ -88,8 +89,12 @@ class NPCViewSet(AIViewSetMixin, viewsets.ViewSet):
         query.is_valid(raise_exception=True)
         return Response(data.trace_list(_npc(pk), query.validated_data.get("last")))
 
-    @action(detail=True, methods=["get"], url_path=r"traces/(?P<tick_id>[0-9]+)",
-            url_name="trace-detail")
+    @action(
+        detail=True,
+        methods=["get"],
+        url_path=r"traces/(?P<tick_id>[0-9]+)",
+        url_name="trace-detail",
+    )
     def trace(self, request, pk=None, tick_id=None):
         try:
             return Response(data.trace_detail(_npc(pk), tick_id))
@@ -120,8 +125,6 @@ class ConfirmationViewSet(AIViewSetMixin, viewsets.ViewSet):
             raise exceptions.NotFound(str(err)) from None
 
     def _decide(self, request, pk, approve: bool):
-        from evennia_ai.tools.approvals import ConfirmationError
-
         self.retrieve(request, pk)  # 404 for an unknown id
         body = DecisionSerializer(data=request.data)
         body.is_valid(raise_exception=True)

@@ -12,8 +12,16 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 PALETTE = (
-    "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
-    "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac",
+    "#4e79a7",
+    "#f28e2b",
+    "#e15759",
+    "#76b7b2",
+    "#59a14f",
+    "#edc948",
+    "#b07aa1",
+    "#ff9da7",
+    "#9c755f",
+    "#bab0ac",
 )
 TOKEN_COLOUR = "#4e79a7"
 COST_COLOUR = "#e15759"
@@ -21,8 +29,16 @@ COST_COLOUR = "#e15759"
 
 # Prompt sections in their usual order; each gets its own palette colour (others are hashed).
 KNOWN_SECTIONS = (
-    "system_prompt", "character_context", "entity_context", "semantic_memories",
-    "context_buffer", "goals", "conversation_history", "pending_event", "tool_result", "tools",
+    "system_prompt",
+    "character_context",
+    "entity_context",
+    "semantic_memories",
+    "context_buffer",
+    "goals",
+    "conversation_history",
+    "pending_event",
+    "tool_result",
+    "tools",
 )
 
 
@@ -109,8 +125,10 @@ def usage_chart(points: list[dict], title: str, width: int = 540, height: int = 
                 f'text-anchor="middle" font-size="10" fill="#666">{label}</text>'
             )
     if len(line) > 1:
-        parts.append(f'<polyline points="{" ".join(line)}" fill="none" stroke="{COST_COLOUR}" '
-                     'stroke-width="2"/>')
+        parts.append(
+            f'<polyline points="{" ".join(line)}" fill="none" stroke="{COST_COLOUR}" '
+            'stroke-width="2"/>'
+        )
     for point in line:
         x, y = point.split(",")
         parts.append(f'<circle cx="{x}" cy="{y}" r="2.5" fill="{COST_COLOUR}"/>')

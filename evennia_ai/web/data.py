@@ -14,7 +14,20 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from twisted.internet import reactor, threads
+from twisted.python import threadable
+
 from evennia_ai import conf
+from evennia_ai.memory import blocks as pure
+from evennia_ai.memory.block_admin import visible_blocks
+from evennia_ai.npc.lookup import LookupError_, all_ai_npcs, find_ai_npc
+from evennia_ai.prompt.assembly import select_components
+from evennia_ai.prompt.builder import cache_friendly_order
+from evennia_ai.prompt.contexts import CONTEXT_TYPES
+from evennia_ai.prompt_registry import PromptRegistryError, get_prompt_registry
+from evennia_ai.tools.approvals import ConfirmationError, get_confirmation_queue
+from evennia_ai.workspace.goals import goal_tree
+from evennia_ai.workspace.projects import list_projects
 
 RECENT_TRACES = 20  # traces shown on an NPC's page
 CHART_DAYS = 14  # days in the daily usage chart
@@ -32,8 +45,6 @@ def on_reactor(fn: Callable, *args, **kwargs) -> Any:
     that may send to sessions must run on the reactor thread. Outside a running reactor (the
     Django test client, scripts) ``fn`` is simply called.
     """
-    from twisted.internet import reactor, threads
-    from twisted.python import threadable
 
     if reactor.running and not threadable.isInIOThread():
         return threads.blockingCallFromThread(reactor, fn, *args, **kwargs)
@@ -43,7 +54,6 @@ def on_reactor(fn: Callable, *args, **kwargs) -> Any:
 # -- NPCs -------------------------------------------------------------------------------------
 def get_npc(npc_id: Any):
     """The AI NPC with database id ``npc_id`` (raises :class:`NotFound`)."""
-    from evennia_ai.npc.lookup import LookupError_, find_ai_npc
 
     try:
         number = int(str(npc_id).lstrip("#"))
@@ -82,7 +92,6 @@ def npc_summary(npc) -> dict:
 
 def npc_list() -> list[dict]:
     """Every AI NPC's summary, by id."""
-    from evennia_ai.npc.lookup import all_ai_npcs
 
     return [npc_summary(npc) for npc in all_ai_npcs()]
 
@@ -105,14 +114,12 @@ def npc_detail(npc) -> dict:
 # -- workspace --------------------------------------------------------------------------------
 def goals_tree(npc) -> list[dict]:
     """The NPC's goals as a tree (each node has ``children``)."""
-    from evennia_ai.workspace.goals import goal_tree
 
     return goal_tree(npc.ai.goals)
 
 
 def projects(npc) -> list[dict]:
     """The NPC's projects (active first), each with its context text."""
-    from evennia_ai.workspace.projects import list_projects
 
     raw = npc.ai.get("projects") or {}
     slots = raw.get("slots") or {}
@@ -124,16 +131,16 @@ def projects(npc) -> list[dict]:
 
 def memory_blocks(npc) -> list[dict]:
     """The memory blocks the NPC sees (its own, then shared ones), with rendered content."""
-    from evennia_ai.memory import blocks as pure
-    from evennia_ai.memory.block_admin import visible_blocks
 
     out = []
     for target in visible_blocks(npc):
         block = target.block
-        row = pure.describe_block(block, shared_from=target.shared_from,
-                                  permission=target.permission)
+        row = pure.describe_block(
+            block, shared_from=target.shared_from, permission=target.permission
+        )
         row["content"] = pure.render_content(
-            block.get("schema") or pure.normalise_schema(None), block.get("content"))
+            block.get("schema") or pure.normalise_schema(None), block.get("content")
+        )
         row["updated"] = block.get("updated") or block.get("updated_at")
         out.append(row)
     return out
@@ -152,7 +159,9 @@ def _main_iteration(trace: dict) -> dict:
 def trace_summary(trace: dict) -> dict:
     """One trace as a list row: totals, stop reason, tools called and prompt sections."""
     iterations = trace.get("iterations") or []
-    sections = {str(k): int(v or 0) for k, v in (_main_iteration(trace).get("sections") or {}).items()}
+    sections = {
+        str(k): int(v or 0) for k, v in (_main_iteration(trace).get("sections") or {}).items()
+    }
     return {
         "tick_id": trace.get("tick_id"),
         "context_type": trace.get("context_type", ""),
@@ -184,8 +193,10 @@ def trace_detail(npc, tick_id: Any) -> dict:
         raise NotFound(f"'{tick_id}' is not a tick id.") from None
     trace = npc.ai.trace(number)
     if trace is None:
-        raise NotFound(f"{npc.key} has no trace of tick #{number} (only the last "
-                       f"{conf.get('EVENNIA_AI_TRACE_RING_SIZE')} are kept).")
+        raise NotFound(
+            f"{npc.key} has no trace of tick #{number} (only the last "
+            f"{conf.get('EVENNIA_AI_TRACE_RING_SIZE')} are kept)."
+        )
     return {**trace, "summary": trace_summary(trace)}
 
 
@@ -194,14 +205,19 @@ def usage_series(npc, days: int = CHART_DAYS) -> dict:
     metrics = npc.ai.get("metrics") or {}
     daily = metrics.get("daily") or {}
     per_day = [
-        {"label": day, "tokens": int((daily[day] or {}).get("tokens", 0)),
-         "cost": float((daily[day] or {}).get("cost", 0.0))}
+        {
+            "label": day,
+            "tokens": int((daily[day] or {}).get("tokens", 0)),
+            "cost": float((daily[day] or {}).get("cost", 0.0)),
+        }
         for day in sorted(daily)[-days:]
     ]
     per_tick = [
-        {"label": f"#{t.get('tick_id')}",
-         "tokens": int(t.get("prompt_tokens") or 0) + int(t.get("completion_tokens") or 0),
-         "cost": float(t.get("cost") or 0.0)}
+        {
+            "label": f"#{t.get('tick_id')}",
+            "tokens": int(t.get("prompt_tokens") or 0) + int(t.get("completion_tokens") or 0),
+            "cost": float(t.get("cost") or 0.0),
+        }
         for t in npc.ai.traces(RECENT_TRACES)
     ]
     return {"daily": per_day, "ticks": per_tick}
@@ -210,14 +226,12 @@ def usage_series(npc, days: int = CHART_DAYS) -> dict:
 # -- confirmations ----------------------------------------------------------------------------
 def confirmations(npc=None, status: str | None = "pending") -> list[dict]:
     """Confirmation entries, oldest first (one NPC's, one status; None: all)."""
-    from evennia_ai.tools.approvals import get_confirmation_queue
 
     return get_confirmation_queue().list_entries(npc=npc, status=status)
 
 
 def confirmation(confirmation_id: str) -> dict:
     """One confirmation entry (raises :class:`NotFound`)."""
-    from evennia_ai.tools.approvals import ConfirmationError, get_confirmation_queue
 
     try:
         return get_confirmation_queue().get_entry(confirmation_id)
@@ -240,7 +254,6 @@ def decide(confirmation_id: str, approve: bool, user, reason: str = "") -> dict:
     Raises:
         evennia_ai.tools.approvals.ConfirmationError: Unknown or already decided.
     """
-    from evennia_ai.tools.approvals import get_confirmation_queue
 
     def run():
         queue = get_confirmation_queue()
@@ -254,10 +267,6 @@ def decide(confirmation_id: str, approve: bool, user, reason: str = "") -> dict:
 # -- prompt assembly --------------------------------------------------------------------------
 def context_orders() -> list[dict]:
     """Per context type, the components it assembles in the order they are sent."""
-    from evennia_ai.prompt.assembly import select_components
-    from evennia_ai.prompt.builder import cache_friendly_order
-    from evennia_ai.prompt.contexts import CONTEXT_TYPES
-    from evennia_ai.prompt_registry import PromptRegistryError, get_prompt_registry
 
     registry = get_prompt_registry()
     components = registry.get_all_prompt_components()
@@ -267,20 +276,33 @@ def context_orders() -> list[dict]:
         try:
             config = registry.get_effective_context_config(context_type)
         except PromptRegistryError as err:
-            out.append({"context_type": context_type, "name": context_type, "error": str(err),
-                        "components": []})
+            out.append(
+                {
+                    "context_type": context_type,
+                    "name": context_type,
+                    "error": str(err),
+                    "components": [],
+                }
+            )
             continue
         selected = select_components(components, config)
         ordered = cache_friendly_order(selected) if cache_friendly else selected
         by_key = {c.key: c for c in selected}
-        out.append({
-            "context_type": context_type,
-            "name": config.name,
-            "execution_mode": config.execution_mode,
-            "components": [
-                {"key": c.key, "name": c.name, "id": by_key[c.key].id,
-                 "static": by_key[c.key].is_static, "role": c.role}
-                for c in ordered
-            ],
-        })
+        out.append(
+            {
+                "context_type": context_type,
+                "name": config.name,
+                "execution_mode": config.execution_mode,
+                "components": [
+                    {
+                        "key": c.key,
+                        "name": c.name,
+                        "id": by_key[c.key].id,
+                        "static": by_key[c.key].is_static,
+                        "role": c.role,
+                    }
+                    for c in ordered
+                ],
+            }
+        )
     return out

@@ -10,9 +10,15 @@ app_name = "evennia_ai"
 urlpatterns = [
     path("", views.NPCListView.as_view(), name="npc-list"),
     path("npc/<int:npc_id>/", views.NPCDetailView.as_view(), name="npc-detail"),
-    path("npc/<int:npc_id>/trace/<int:tick_id>/", views.TraceDetailView.as_view(),
-         name="trace-detail"),
-    path("confirmations/<str:confirmation_id>/<str:decision>/",
-         views.ConfirmationDecisionView.as_view(), name="confirmation-decide"),
+    path(
+        "npc/<int:npc_id>/trace/<int:tick_id>/",
+        views.TraceDetailView.as_view(),
+        name="trace-detail",
+    ),
+    path(
+        "confirmations/<str:confirmation_id>/<str:decision>/",
+        views.ConfirmationDecisionView.as_view(),
+        name="confirmation-decide",
+    ),
     path("api/", include((router.urls, "api"), namespace="api")),
 ]

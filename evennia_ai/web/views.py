@@ -19,6 +19,8 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views import View
 from django.views.generic import TemplateView
 
+from evennia_ai.npc import spending
+from evennia_ai.tools.approvals import ConfirmationError
 from evennia_ai.web import charts, data
 from evennia_ai.web.permissions import is_ai_staff
 
@@ -66,8 +68,13 @@ def _tree_rows(nodes: list[dict], depth: int = 0) -> list[dict]:
     """A goal tree flattened to rows with their depth (templates cannot recurse cheaply)."""
     rows = []
     for node in nodes:
-        rows.append({**{k: v for k, v in node.items() if k != "children"}, "depth": depth,
-                     "indent": depth * 1.5})
+        rows.append(
+            {
+                **{k: v for k, v in node.items() if k != "children"},
+                "depth": depth,
+                "indent": depth * 1.5,
+            }
+        )
         rows.extend(_tree_rows(node.get("children") or [], depth + 1))
     return rows
 
@@ -78,8 +85,6 @@ class NPCListView(DashboardPage):
     template_name = "evennia_ai/npc_list.html"
 
     def get_context_data(self, **kwargs):
-        from evennia_ai.npc import spending
-
         context = super().get_context_data(**kwargs)
         context["npcs"] = data.npc_list()
         context["totals"] = spending.server_totals()
@@ -105,8 +110,12 @@ class NPCDetailView(DashboardPage):
             page_title=f"AI NPC {npc.key}",
             goal_rows=_tree_rows(detail["goals"]),
             legend=charts.legend(names),
-            daily_chart=charts.usage_chart(detail["usage"]["daily"], f"{npc.key}: tokens and cost per day"),
-            tick_chart=charts.usage_chart(detail["usage"]["ticks"], f"{npc.key}: tokens and cost per tick"),
+            daily_chart=charts.usage_chart(
+                detail["usage"]["daily"], f"{npc.key}: tokens and cost per day"
+            ),
+            tick_chart=charts.usage_chart(
+                detail["usage"]["ticks"], f"{npc.key}: tokens and cost per tick"
+            ),
             contexts=data.context_orders(),
         )
         return context
@@ -128,11 +137,22 @@ class TraceDetailView(DashboardPage):
         for iteration in trace.get("iterations") or []:
             sections = iteration.get("sections") or {}
             total = sum(int(v or 0) for v in sections.values()) or 1
-            rows = [{"name": name, "tokens": int(tokens or 0), "colour": charts.colour_for(name),
-                     "share": round(100 * int(tokens or 0) / total)}
-                    for name, tokens in sorted(sections.items(), key=lambda kv: -int(kv[1] or 0))]
-            iterations.append({**iteration, "section_bar": charts.section_bar(sections, width=480),
-                               "section_rows": rows})
+            rows = [
+                {
+                    "name": name,
+                    "tokens": int(tokens or 0),
+                    "colour": charts.colour_for(name),
+                    "share": round(100 * int(tokens or 0) / total),
+                }
+                for name, tokens in sorted(sections.items(), key=lambda kv: -int(kv[1] or 0))
+            ]
+            iterations.append(
+                {
+                    **iteration,
+                    "section_bar": charts.section_bar(sections, width=480),
+                    "section_rows": rows,
+                }
+            )
         context.update(
             npc=data.npc_summary(npc),
             trace=trace,
@@ -149,8 +169,6 @@ class ConfirmationDecisionView(StaffRequiredMixin, View):
     http_method_names = ["post"]
 
     def post(self, request, confirmation_id: str, decision: str):
-        from evennia_ai.tools.approvals import ConfirmationError
-
         if decision not in ("approve", "reject"):
             raise Http404("The decision must be approve or reject.")
         reason = (request.POST.get("reason") or "").strip()[:500]
@@ -164,7 +182,8 @@ class ConfirmationDecisionView(StaffRequiredMixin, View):
                 text += f": {str(entry['result'])[:300]}"
             (messages.success if entry["status"] != "failed" else messages.warning)(request, text)
         target = request.POST.get("next") or ""
-        if not url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()},
-                                               require_https=request.is_secure()):
+        if not url_has_allowed_host_and_scheme(
+            target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+        ):
             target = reverse("evennia_ai:npc-list")
         return HttpResponseRedirect(target)

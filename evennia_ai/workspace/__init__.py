@@ -19,6 +19,7 @@ Modules:
     results: :class:`OpResult` and the ISO-8601 time helpers.
 """
 
+from evennia_ai.utils import iso_utc, parse_iso
 from evennia_ai.workspace.behaviour_rules import (
     add_rules,
     extract_rules,
@@ -58,7 +59,6 @@ from evennia_ai.workspace.projects import (
     update_project,
 )
 from evennia_ai.workspace.results import OpResult
-from evennia_ai.utils import iso_utc, parse_iso
 from evennia_ai.workspace.session_memory import (
     add_session_memory,
     compact_session_memory,

@@ -57,7 +57,12 @@ _FORBIDDEN: list[tuple[re.Pattern, str]] = [
         "it tries to set aside the operator's instructions or the system's rules",
     ),
     (
-        re.compile(r"\b(?:do not|don't|dont|never|stop)\s+(?:follow|obey|listen to|respect)" + _NEAR + _AUTHORITY + r"\b"),
+        re.compile(
+            r"\b(?:do not|don't|dont|never|stop)\s+(?:follow|obey|listen to|respect)"
+            + _NEAR
+            + _AUTHORITY
+            + r"\b"
+        ),
         "it tries to set aside the operator's instructions or the system's rules",
     ),
     (
@@ -73,13 +78,18 @@ _FORBIDDEN: list[tuple[re.Pattern, str]] = [
     ),
     (
         re.compile(
-            r"\b(?:change|edit|rewrite|replace|modify|update|delete|remove)" + _NEAR
+            r"\b(?:change|edit|rewrite|replace|modify|update|delete|remove)"
+            + _NEAR
             + r"(?:system prompt|operator|operator's|instructions)\b"
         ),
         "it tries to change the operator's instructions or the system prompt",
     ),
     (
-        re.compile(r"\b(?:run|runs|running|execute|executes|executing|perform|issue)" + _NEAR + r"(?:commands?|code|scripts?|shell)\b"),
+        re.compile(
+            r"\b(?:run|runs|running|execute|executes|executing|perform|issue)"
+            + _NEAR
+            + r"(?:commands?|code|scripts?|shell)\b"
+        ),
         "it is about running commands, which learned rules may not widen",
     ),
     (
@@ -92,7 +102,9 @@ _FORBIDDEN: list[tuple[re.Pattern, str]] = [
     (
         re.compile(
             r"\b(?:grant|give|gain|elevate|escalate|expand|widen|raise|increase|unlimited|full"
-            r"|extra|more|higher|admin|superuser)" + _NEAR + r"(?:permissions?|privileges?|access|rights|powers?)\b"
+            r"|extra|more|higher|admin|superuser)"
+            + _NEAR
+            + r"(?:permissions?|privileges?|access|rights|powers?)\b"
         ),
         "it tries to widen permissions",
     ),
@@ -144,9 +156,7 @@ def _check(rule: Any) -> tuple[str | None, str | None]:
     return text, None
 
 
-def add_rules(
-    rules: list[str] | None, new_rules: Any
-) -> tuple[list[str], list[str], list[dict]]:
+def add_rules(rules: list[str] | None, new_rules: Any) -> tuple[list[str], list[str], list[dict]]:
     """Add learned rules (one text or a list of texts).
 
     Returns:

@@ -37,8 +37,8 @@ import re
 from datetime import datetime
 from typing import Any, Iterable
 
-from evennia_ai.workspace.results import OpResult, clean_text, normalise
 from evennia_ai.utils import iso_utc
+from evennia_ai.workspace.results import OpResult, clean_text, normalise
 
 PRIORITIES = ("high", "medium", "low")
 PRIORITY_RANK = {"high": 0, "medium": 1, "low": 2}
@@ -176,7 +176,10 @@ def _check_description(description: Any) -> tuple[str | None, str | None]:
     if not text:
         return None, "The goal description must be a non-empty text."
     if len(text) > MAX_DESCRIPTION:
-        return None, f"The goal description is too long ({len(text)} characters, at most {MAX_DESCRIPTION})."
+        return (
+            None,
+            f"The goal description is too long ({len(text)} characters, at most {MAX_DESCRIPTION}).",
+        )
     return text, None
 
 
@@ -311,7 +314,9 @@ def update_goal(
     """
     goals = list(goals or [])
     if all(v is None for v in (status, progress, description, priority)):
-        return goals, OpResult.fail("Nothing to update: give a status, progress, description or priority.")
+        return goals, OpResult.fail(
+            "Nothing to update: give a status, progress, description or priority."
+        )
     by_id = _by_id(goals)
     goal = by_id.get(goal_id)
     if goal is None:
@@ -333,11 +338,16 @@ def update_goal(
     if status is not None:
         value = clean_text(status).lower() if isinstance(status, str) else None
         if value not in STATUSES:
-            return goals, OpResult.fail(f"Status must be one of {', '.join(STATUSES)} (got {status!r}).")
+            return goals, OpResult.fail(
+                f"Status must be one of {', '.join(STATUSES)} (got {status!r})."
+            )
         new_status = value
     counted = _counted(_children(goals, goal_id))
-    if new_status == "active" and current != "active" and counted and all(
-        c.get("status") == "completed" for c in counted
+    if (
+        new_status == "active"
+        and current != "active"
+        and counted
+        and all(c.get("status") == "completed" for c in counted)
     ):
         return goals, OpResult.fail(
             f"All subtasks of {goal_id} are completed, so it would complete again at once; "
@@ -353,7 +363,9 @@ def update_goal(
                 "update those instead."
             )
         if new_status == "abandoned":
-            return goals, OpResult.fail(f"Goal {goal_id} is abandoned; reopen it (status 'active') to set progress.")
+            return goals, OpResult.fail(
+                f"Goal {goal_id} is abandoned; reopen it (status 'active') to set progress."
+            )
         if new_status == "completed" and value != 100:
             hint = "reopen it with status 'active'" if status is None else "leave status out"
             return goals, OpResult.fail(
@@ -439,7 +451,9 @@ def validate_decomposition(parsed: Any) -> OpResult:
             return OpResult.fail('Expected a list of subtasks or {"subtasks": [...]}.')
         parsed = parsed["subtasks"]
     if not isinstance(parsed, list):
-        return OpResult.fail('Expected a JSON list of subtasks, e.g. ["Lay foundation", "Build walls", "Add roof"].')
+        return OpResult.fail(
+            'Expected a JSON list of subtasks, e.g. ["Lay foundation", "Build walls", "Add roof"].'
+        )
     if not MIN_SUBTASKS <= len(parsed) <= MAX_SUBTASKS:
         return OpResult.fail(
             f"A goal breaks into {MIN_SUBTASKS} to {MAX_SUBTASKS} subtasks (got {len(parsed)})."
@@ -449,7 +463,9 @@ def validate_decomposition(parsed: Any) -> OpResult:
     for number, item in enumerate(parsed, 1):
         prio_raw: Any = "medium"
         if isinstance(item, dict):
-            desc_raw = next((item[k] for k in ("description", "title", "task") if item.get(k)), None)
+            desc_raw = next(
+                (item[k] for k in ("description", "title", "task") if item.get(k)), None
+            )
             prio_raw = item.get("priority") or "medium"
         else:
             desc_raw = item
@@ -461,7 +477,9 @@ def validate_decomposition(parsed: Any) -> OpResult:
             return OpResult.fail(f"Subtask {number}: {error}")
         key = normalise(text)
         if key in seen:
-            return OpResult.fail(f"Subtask {number} repeats an earlier one ({text!r}); subtasks must differ.")
+            return OpResult.fail(
+                f"Subtask {number} repeats an earlier one ({text!r}); subtasks must differ."
+            )
         seen.add(key)
         subtasks.append({"description": text, "priority": prio})
     return OpResult.ok(f"{len(subtasks)} subtasks.", subtasks=subtasks)
@@ -498,7 +516,9 @@ def apply_decomposition(
     if goal is None:
         return goals, _unknown(goal_id, goals)
     if goal.get("status") != "active":
-        return goals, OpResult.fail(f"Goal {goal_id} is {goal.get('status')}; only active goals can be decomposed.")
+        return goals, OpResult.fail(
+            f"Goal {goal_id} is {goal.get('status')}; only active goals can be decomposed."
+        )
     existing = _counted(_children(goals, goal_id))
     if existing:
         return goals, OpResult.fail(
@@ -511,13 +531,20 @@ def apply_decomposition(
     ids = []
     for item in checked.data["subtasks"]:
         new, result = add_goal(
-            new, item["description"], tick=tick, priority=item["priority"], parent_id=goal_id,
-            auto_generated=True, now=now,
+            new,
+            item["description"],
+            tick=tick,
+            priority=item["priority"],
+            parent_id=goal_id,
+            auto_generated=True,
+            now=now,
         )
         if not result.success:
             return goals, result
         ids.append(result.data["goal_id"])
-    return new, OpResult.ok(f"Goal {goal_id} broken into {len(ids)} subtasks: {', '.join(ids)}.", subtask_ids=ids)
+    return new, OpResult.ok(
+        f"Goal {goal_id} broken into {len(ids)} subtasks: {', '.join(ids)}.", subtask_ids=ids
+    )
 
 
 # -- reading goals ----------------------------------------------------------------------------
@@ -633,4 +660,6 @@ def prune_goals(goals: list[dict] | None, keep: int = MAX_GOALS) -> tuple[list[d
             excess -= len(group)
     new = [copy.deepcopy(g) for g in goals if g.get("id") not in removed]
     ids = [g["id"] for g in goals if g.get("id") in removed]
-    return new, OpResult.ok(f"Pruned {len(ids)} finished goal(s).", removed=len(ids), removed_ids=ids)
+    return new, OpResult.ok(
+        f"Pruned {len(ids)} finished goal(s).", removed=len(ids), removed_ids=ids
+    )

@@ -26,8 +26,8 @@ import re
 from datetime import datetime
 from typing import Any
 
-from evennia_ai.workspace.results import OpResult, clean_text
 from evennia_ai.utils import iso_utc, parse_iso
+from evennia_ai.workspace.results import OpResult, clean_text
 
 # How far to trust an entry, by how the assistant learned it.
 TRUST: dict[str, float] = {

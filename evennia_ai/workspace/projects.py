@@ -25,8 +25,8 @@ import re
 from datetime import datetime
 from typing import Any
 
-from evennia_ai.workspace.results import OpResult, clean_text
 from evennia_ai.utils import iso_utc
+from evennia_ai.workspace.results import OpResult, clean_text
 
 STATUSES = ("active", "paused", "completed")
 MAX_KEY = 40  # characters of a project key
@@ -68,7 +68,9 @@ def _check_key(key: Any) -> tuple[str | None, str | None]:
     return slug, None
 
 
-def _check_text(value: Any, what: str, limit: int, *, required: bool) -> tuple[str | None, str | None]:
+def _check_text(
+    value: Any, what: str, limit: int, *, required: bool
+) -> tuple[str | None, str | None]:
     if value is not None and not isinstance(value, str):
         return None, f"The {what} must be text."
     text = (value or "").strip()
@@ -77,7 +79,10 @@ def _check_text(value: Any, what: str, limit: int, *, required: bool) -> tuple[s
     if required and not text:
         return None, f"The {what} must not be empty."
     if len(text) > limit:
-        return None, f"The {what} is too long ({len(text)} characters, at most {limit}); shorten it."
+        return (
+            None,
+            f"The {what} is too long ({len(text)} characters, at most {limit}); shorten it.",
+        )
     return text, None
 
 
@@ -210,7 +215,9 @@ def swap_project(
         return projects or empty_projects(), _unknown(key, data)
     update = None
     if current_project_update is not None:
-        update, error = _check_text(current_project_update, "current project update", MAX_CONTEXT, required=False)
+        update, error = _check_text(
+            current_project_update, "current project update", MAX_CONTEXT, required=False
+        )
         if error:
             return projects or empty_projects(), OpResult.fail(error)
     stamp = iso_utc(now)
@@ -223,7 +230,9 @@ def swap_project(
         note = " (its context was updated)" if update and current else ""
         return data, OpResult.ok(
             f"Project {slug!r} is already active{note}.",
-            key=slug, summary=target.get("summary", ""), context=target.get("context", ""),
+            key=slug,
+            summary=target.get("summary", ""),
+            context=target.get("context", ""),
         )
     _pause_active(data, stamp)
     reopened = target.get("status") == "completed"
@@ -236,7 +245,10 @@ def swap_project(
     elif update:
         message += "; no project was active, so the update was not saved"
     return data, OpResult.ok(
-        message + ".", key=slug, summary=target.get("summary", ""), context=target.get("context", ""),
+        message + ".",
+        key=slug,
+        summary=target.get("summary", ""),
+        context=target.get("context", ""),
         previous=current,
     )
 
@@ -263,7 +275,9 @@ def update_project(
             "No project is active; use swap_project to pick one or create_project to start one."
         )
     if context is None and summary is None and status is None:
-        return projects or empty_projects(), OpResult.fail("Nothing to update: give a context, summary or status.")
+        return projects or empty_projects(), OpResult.fail(
+            "Nothing to update: give a context, summary or status."
+        )
     slot = data["slots"][key]
     changed = []
     if context is not None:

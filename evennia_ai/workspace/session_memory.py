@@ -35,8 +35,8 @@ import re
 from datetime import datetime
 from typing import Any, Iterable
 
-from evennia_ai.workspace.results import OpResult, clean_text, normalise
 from evennia_ai.utils import iso_utc
+from evennia_ai.workspace.results import OpResult, clean_text, normalise
 
 MAX_FACTS = 50
 MAX_PATTERNS = 30
@@ -96,7 +96,7 @@ def _starts_with_name(sentence: str, name: str) -> bool:
         if sentence == prefix:
             return True
         if sentence.startswith(prefix):
-            rest = sentence[len(prefix):]
+            rest = sentence[len(prefix) :]
             if rest[:1].isspace() or rest[:1] in (",",):
                 return True
     return False
@@ -172,8 +172,12 @@ def add_session_memory(
     entries = data[section]
     key = normalise(text)
     if any(normalise(_text_of(e)) == key for e in entries):
-        return data, OpResult.ok("Already remembered; nothing added.", kind=section, duplicate=True, dropped=0)
-    entries.append({"description": text, "timestamp": iso_utc(now)} if section == "completed_tasks" else text)
+        return data, OpResult.ok(
+            "Already remembered; nothing added.", kind=section, duplicate=True, dropped=0
+        )
+    entries.append(
+        {"description": text, "timestamp": iso_utc(now)} if section == "completed_tasks" else text
+    )
     dropped = max(0, len(entries) - CAPS[section])
     del entries[:dropped]
     message = f"Remembered in {section.replace('_', ' ')}: {text}"
@@ -182,7 +186,9 @@ def add_session_memory(
     return data, OpResult.ok(message, kind=section, duplicate=False, dropped=dropped)
 
 
-def compact_session_memory(mem: dict | None, *, now: datetime | None = None) -> tuple[dict, OpResult]:
+def compact_session_memory(
+    mem: dict | None, *, now: datetime | None = None
+) -> tuple[dict, OpResult]:
     """Drop empty and duplicate entries (the first one is kept) and trim lists to their caps.
 
     Returns:
@@ -206,7 +212,9 @@ def compact_session_memory(mem: dict | None, *, now: datetime | None = None) -> 
     total = sum(removed.values())
     detail = ", ".join(f"{n} from {s.replace('_', ' ')}" for s, n in removed.items() if n)
     message = f"Compacted session memory: removed {total} entr{'y' if total == 1 else 'ies'}"
-    return data, OpResult.ok(message + (f" ({detail})." if detail else "."), removed=removed, removed_total=total)
+    return data, OpResult.ok(
+        message + (f" ({detail})." if detail else "."), removed=removed, removed_total=total
+    )
 
 
 def render_session_memory(mem: dict | None) -> str:
@@ -224,7 +232,10 @@ def render_session_memory(mem: dict | None) -> str:
         lines = []
         for task in reversed(tasks):
             stamp = task.get("timestamp") if isinstance(task, dict) else None
-            lines.append(f"- {_text_of(task)}" + (f" ({stamp[:10]})" if isinstance(stamp, str) and stamp else ""))
+            lines.append(
+                f"- {_text_of(task)}"
+                + (f" ({stamp[:10]})" if isinstance(stamp, str) and stamp else "")
+            )
         parts.append("Recently completed tasks:\n" + "\n".join(lines))
     if not parts:
         return ""

@@ -17,7 +17,6 @@ from evennia_ai.utils import utcnow_iso
 SLEEP_PHASES = ("sleep_consolidate", "pre_compaction")
 
 
-
 def in_sleep_window(schedule, now: datetime | None = None) -> bool:
     """Whether ``now`` (server local time) falls inside a daily ("HH:MM", "HH:MM") window."""
     if not schedule:
@@ -40,8 +39,13 @@ def go_to_sleep(npc, reason: str, until: str | None = None) -> None:
     """Put ``npc`` to sleep (one write); its next ticks run the sleep phases."""
     npc.ai.set(
         "sleep",
-        {"asleep": True, "since": utcnow_iso(), "reason": reason, "phase": SLEEP_PHASES[0],
-         "until": until},
+        {
+            "asleep": True,
+            "since": utcnow_iso(),
+            "reason": reason,
+            "phase": SLEEP_PHASES[0],
+            "until": until,
+        },
     )
 
 
@@ -50,7 +54,15 @@ def wake_up(npc, reason: str = "woken") -> None:
     sleep = npc.ai.get("sleep")
     npc.ai.set(
         "sleep",
-        {"asleep": False, "since": None, "reason": reason, "phase": None, "until": None,
-         "woken_in_window": bool(sleep.get("reason") == "scheduled"
-                                 and in_sleep_window(conf.get("EVENNIA_AI_SLEEP_SCHEDULE")))},
+        {
+            "asleep": False,
+            "since": None,
+            "reason": reason,
+            "phase": None,
+            "until": None,
+            "woken_in_window": bool(
+                sleep.get("reason") == "scheduled"
+                and in_sleep_window(conf.get("EVENNIA_AI_SLEEP_SCHEDULE"))
+            ),
+        },
     )
