@@ -12,7 +12,7 @@ export LITELLM_LOCAL_MODEL_COST_MAP ?= True
 export MEM0_TELEMETRY ?= False
 export HF_HUB_OFFLINE ?= 1
 
-.PHONY: install browser-deps demo stop test test-fast test312 bench clean
+.PHONY: install browser-deps demo stop test test-fast test312 bench clean lint format
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -57,6 +57,13 @@ test312: $(STAMP312)
 
 test-fast: $(STAMP)
 	$(PY) -m pytest -m "not server and not browser and not embedder"
+
+lint: $(STAMP)
+	bash scripts/lint.sh $(VENV)
+
+format: $(STAMP)
+	$(VENV)/bin/isort evennia_ai tests bench scripts world_example
+	$(VENV)/bin/black evennia_ai tests bench scripts world_example
 
 bench: $(STAMP)
 	$(PY) -m bench

@@ -51,8 +51,10 @@ def merge(path: Path, names: list[str], sections: list[str]) -> str:
     says when each section was measured.
     """
     stamp = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    new = {name: text.replace("\n", f"\n\nmeasured {stamp}\n", 1)
-           for name, text in zip(names, sections)}
+    new = {
+        name: text.replace("\n", f"\n\nmeasured {stamp}\n", 1)
+        for name, text in zip(names, sections)
+    }
     old: dict[str, str] = {}
     if path.exists() and set(names) != set(BENCHMARKS):
         for chunk in path.read_text().split("\n## bench.")[1:]:

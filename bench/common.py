@@ -32,13 +32,18 @@ def summary_ms(values: list[float]) -> dict:
 
 def table(title: str, headers: list[str], rows: list[list]) -> str:
     """A Markdown table."""
+
     def fmt(value):
         if isinstance(value, float):
             return f"{value:.2f}"
         return str(value)
 
-    lines = [f"### {title}", "", "| " + " | ".join(headers) + " |",
-             "|" + "|".join("---" for _ in headers) + "|"]
+    lines = [
+        f"### {title}",
+        "",
+        "| " + " | ".join(headers) + " |",
+        "|" + "|".join("---" for _ in headers) + "|",
+    ]
     for row in rows:
         lines.append("| " + " | ".join(fmt(v) for v in row) + " |")
     return "\n".join(lines) + "\n"
@@ -67,9 +72,18 @@ class ExternalModelServer:
             sock.bind(("127.0.0.1", 0))
             self.port = sock.getsockname()[1]
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "evennia_ai.testing.model_server", "--port", str(self.port),
-             "--latency", str(latency), *extra_args],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [
+                sys.executable,
+                "-m",
+                "evennia_ai.testing.model_server",
+                "--port",
+                str(self.port),
+                "--latency",
+                str(latency),
+                *extra_args,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline:

@@ -30,7 +30,9 @@ MODEL = "openai/gpt-4o-mini"
 
 def _django():
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evennia_ai_test_settings")
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
+    sys.path.insert(
+        0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests")
+    )
     import django
 
     django.setup()
@@ -47,32 +49,68 @@ class FakeNPC:
 
 
 def scenario(turn: int = 0, history_messages: int = 50) -> dict:
-    from evennia_ai.memory.history import append_tick, to_chat_messages
     from evennia_ai.memory.entities import render_entities, update_observation
+    from evennia_ai.memory.history import append_tick, to_chat_messages
     from evennia_ai.workspace.goals import add_goal, render_goals
 
     history: list = []
     tick = 0
     while len(history) < history_messages:
         tick += 1
-        history = append_tick(history, tick, [
-            {"role": "user", "content": f'Alice says to you: "Question {tick} about the stew and the road north?"'},
-            {"role": "assistant", "content": None, "tool_calls": [{"id": f"c{tick}", "type": "function",
-             "function": {"name": "say", "arguments": '{"message": "The stew is mutton, and the road is safe by day."}'}}]},
-            {"role": "tool", "tool_call_id": f"c{tick}", "content": "You said: The stew is mutton."},
-        ], 1000)
+        history = append_tick(
+            history,
+            tick,
+            [
+                {
+                    "role": "user",
+                    "content": f'Alice says to you: "Question {tick} about the stew and the road north?"',
+                },
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": f"c{tick}",
+                            "type": "function",
+                            "function": {
+                                "name": "say",
+                                "arguments": '{"message": "The stew is mutton, and the road is safe by day."}',
+                            },
+                        }
+                    ],
+                },
+                {
+                    "role": "tool",
+                    "tool_call_id": f"c{tick}",
+                    "content": "You said: The stew is mutton.",
+                },
+            ],
+            1000,
+        )
     goals: list = []
     for i in range(15):
-        goals, _ = add_goal(goals, f"Goal number {i}: prepare part {i} of the festival", tick=1,
-                            priority=("high", "medium", "low")[i % 3])
+        goals, _ = add_goal(
+            goals,
+            f"Goal number {i}: prepare part {i} of the festival",
+            tick=1,
+            priority=("high", "medium", "low")[i % 3],
+        )
     entities: dict = {}
     for i in range(10):
-        entities, _ = update_observation(entities, f"#{100 + i}", f"Guest{i}", f"Guest{i} likes cider and tells tall tales about dragons")
+        entities, _ = update_observation(
+            entities,
+            f"#{100 + i}",
+            f"Guest{i}",
+            f"Guest{i} likes cider and tells tall tales about dragons",
+        )
     memories = "## Things you remember\n" + "\n".join(
-        f"- Memory {i}: a traveller mentioned the bridge at Ashford washed out in the spring flood" for i in range(20))
+        f"- Memory {i}: a traveller mentioned the bridge at Ashford washed out in the spring flood"
+        for i in range(20)
+    )
     blocks = "\n\n".join(
         f'<block:notes{i} permission="ReadWrite">\nNote block {i}: supplies, prices, rumours about the mill.\n</block:notes{i}>'
-        for i in range(5))
+        for i in range(5)
+    )
     return {
         "system_prompt": "You are Innkeeper, a character in a text game. " * 30,
         "character_context": "## Persona\nMarta Ashgrove, innkeeper for twenty years.\n\n## Session memory\n- The cellar floods in spring",
@@ -94,15 +132,17 @@ def _builder(npc=None):
     from evennia_ai.tools.registry import TOOL_REGISTRY
 
     load_builtin_tools()
-    return ContextBuilder(npc or FakeNPC(), get_context_config("tick_event"), tools=TOOL_REGISTRY.all(), model=MODEL)
+    return ContextBuilder(
+        npc or FakeNPC(), get_context_config("tick_event"), tools=TOOL_REGISTRY.all(), model=MODEL
+    )
 
 
 def bench_build(runs: int = 200) -> tuple[str, dict]:
     import tiktoken
 
+    from evennia_ai.llm.tokens import TokenCounter
     from evennia_ai.prompt.builder import request_text
     from evennia_ai.prompt.components import get_static_components
-    from evennia_ai.llm.tokens import TokenCounter
 
     components = get_static_components()
     builder = _builder()
@@ -124,10 +164,18 @@ def bench_build(runs: int = 200) -> tuple[str, dict]:
     rows = [
         ["ContextBuilder.finish (budget+assembly+counts)", b["p50"], b["p95"], built.total_tokens],
         ["one tiktoken encode of the final prompt", e["p50"], e["p95"], ""],
-        ["ratio build / encode (target <= 3)", ratio, b["p95"] / e["p95"], "met" if ratio <= 3 else "NOT met"],
+        [
+            "ratio build / encode (target <= 3)",
+            ratio,
+            b["p95"] / e["p95"],
+            "met" if ratio <= 3 else "NOT met",
+        ],
     ]
-    return table("Context build, full tick_event, sources fetched (ms)", ["step", "p50", "p95", "tokens"], rows), {
-        "build": b, "encode": e, "ratio": ratio}
+    return table(
+        "Context build, full tick_event, sources fetched (ms)",
+        ["step", "p50", "p95", "tokens"],
+        rows,
+    ), {"build": b, "encode": e, "ratio": ratio}
 
 
 def bench_end_to_end(runs: int = 100) -> tuple[str, dict]:
@@ -139,7 +187,10 @@ def bench_end_to_end(runs: int = 100) -> tuple[str, dict]:
         memory = LongTermMemory(folder)
         memory.init_sync()
         for i in range(200):
-            memory.store_sync("#1", f"Memory {i}: traveller {i} talked about the bridge, the mill and stew number {i}")
+            memory.store_sync(
+                "#1",
+                f"Memory {i}: traveller {i} talked about the bridge, the mill and stew number {i}",
+            )
         builder = _builder()
         times = []
         for turn in range(runs):
@@ -147,14 +198,18 @@ def bench_end_to_end(runs: int = 100) -> tuple[str, dict]:
             outcome = memory.search_sync("#1", f"what about the stew {turn}?", mode="auto")
             values = scenario(turn)
             values["semantic_memories"] = "## Things you remember\n" + "\n".join(
-                f"- {h.text}" for h in getattr(outcome, "hits", [])[:20])
+                f"- {h.text}" for h in getattr(outcome, "hits", [])[:20]
+            )
             builder.finish(values, components)
             times.append(time.perf_counter() - started)
         mode = memory.mode
         memory.close()
     s = summary_ms(times)
-    return table("Context build end to end with the long-term search (ms)", ["memory mode", "p50", "p95"],
-                 [[mode, s["p50"], s["p95"]]]), {"end_to_end": s, "mode": mode}
+    return table(
+        "Context build end to end with the long-term search (ms)",
+        ["memory mode", "p50", "p95"],
+        [[mode, s["p50"], s["p95"]]],
+    ), {"end_to_end": s, "mode": mode}
 
 
 def bench_prefix_share(turns: int = 50) -> tuple[str, dict]:
@@ -171,17 +226,31 @@ def bench_prefix_share(turns: int = 50) -> tuple[str, dict]:
             for turn in range(turns):
                 values = scenario(turn, history_messages=min(50, 3 * (turn + 1)))
                 values["semantic_memories"] = f"## Things you remember\n- recalled for turn {turn}"
-                values["context_buffer"] = f"## Recently around you\n- (now) something happened at turn {turn}"
+                values["context_buffer"] = (
+                    f"## Recently around you\n- (now) something happened at turn {turn}"
+                )
                 built = builder.finish(values, components)
                 if built.prefix_share is not None:
                     shares.append(built.prefix_share)
                     prompt_tokens += built.total_tokens
                     shared_tokens += built.prefix_share * built.total_tokens
             results[preset] = shared_tokens / prompt_tokens if prompt_tokens else float("nan")
-    rows = [[preset, f"{share * 100:.1f}%", ">= 70% (preset)" if preset == "cache_friendly" else "reported"]
-            for preset, share in results.items()]
-    return table(f"Prefix-cache share of prompt tokens over a {turns}-turn conversation",
-                 ["component order", "share", "target"], rows), results
+    rows = [
+        [
+            preset,
+            f"{share * 100:.1f}%",
+            ">= 70% (preset)" if preset == "cache_friendly" else "reported",
+        ]
+        for preset, share in results.items()
+    ]
+    return (
+        table(
+            f"Prefix-cache share of prompt tokens over a {turns}-turn conversation",
+            ["component order", "share", "target"],
+            rows,
+        ),
+        results,
+    )
 
 
 def bench_memory_scale(sizes=(1000, 10000), searches: int = 200) -> tuple[str, dict]:
@@ -196,29 +265,60 @@ def bench_memory_scale(sizes=(1000, 10000), searches: int = 200) -> tuple[str, d
             adds = []
             while count < size:
                 started = time.perf_counter()
-                memory.store_sync(f"#{count % 10}", f"Fact {count}: guest {count % 97} said the {count % 13} bridge is out; "
-                                  f"price of ale {count % 7} coins")
+                memory.store_sync(
+                    f"#{count % 10}",
+                    f"Fact {count}: guest {count % 97} said the {count % 13} bridge is out; "
+                    f"price of ale {count % 7} coins",
+                )
                 adds.append(time.perf_counter() - started)
                 count += 1
             found = []
             for i in range(searches):
                 started = time.perf_counter()
-                memory.search_sync(f"#{i % 10}", f"is the {i % 13} bridge out? (asked {size}-{i})", mode="auto")  # unique: no embedding cache hits
+                memory.search_sync(
+                    f"#{i % 10}", f"is the {i % 13} bridge out? (asked {size}-{i})", mode="auto"
+                )  # unique: no embedding cache hits
                 found.append(time.perf_counter() - started)
             a, f = summary_ms(adds), summary_ms(found)
-            rows.append([size, memory.mode, a["p50"], a["p95"], f["p50"], f["p95"],
-                         "met" if f["p95"] <= 50 or size < 10000 else "NOT met"])
+            rows.append(
+                [
+                    size,
+                    memory.mode,
+                    a["p50"],
+                    a["p95"],
+                    f["p50"],
+                    f["p95"],
+                    "met" if f["p95"] <= 50 or size < 10000 else "NOT met",
+                ]
+            )
             data[size] = {"add": a, "search": f}
         memory.close()
-    return table("Long-term memory add and search (ms)",
-                 ["memories", "mode", "add p50", "add p95", "search p50", "search p95", "target (10k p95 <= 50)"],
-                 rows), data
+    return (
+        table(
+            "Long-term memory add and search (ms)",
+            [
+                "memories",
+                "mode",
+                "add p50",
+                "add p95",
+                "search p50",
+                "search p95",
+                "target (10k p95 <= 50)",
+            ],
+            rows,
+        ),
+        data,
+    )
 
 
 def main(quick: bool = False) -> str:
     _django()
-    parts = [bench_build()[0], bench_end_to_end()[0], bench_prefix_share()[0],
-             bench_memory_scale(sizes=(1000,) if quick else (1000, 10000))[0]]
+    parts = [
+        bench_build()[0],
+        bench_end_to_end()[0],
+        bench_prefix_share()[0],
+        bench_memory_scale(sizes=(1000,) if quick else (1000, 10000))[0],
+    ]
     text = "\n".join(parts)
     print(text)
     return text

@@ -67,12 +67,21 @@ def _pending_ids(npc) -> set[str]:
 
     queue = npc.ai.get("event_queue")
     return {e.id for e in ev.pending_events(queue)} | {
-        (e.get("id") if isinstance(e, dict) else e.id) for e in queue.get("in_flight", [])}
+        (e.get("id") if isinstance(e, dict) else e.id) for e in queue.get("in_flight", [])
+    }
 
 
-def run_soak(npc, speaker, ticks: int = 1000, fault_rate: float = 0.2, seed: int = 1,
-             timeout: float = 0.3, hang_seconds: float = 1.0, fallback: bool = True,
-             drain_ticks: int = 20) -> dict:
+def run_soak(
+    npc,
+    speaker,
+    ticks: int = 1000,
+    fault_rate: float = 0.2,
+    seed: int = 1,
+    timeout: float = 0.3,
+    hang_seconds: float = 1.0,
+    fallback: bool = True,
+    drain_ticks: int = 20,
+) -> dict:
     """Run ``ticks`` ticks of ``npc`` (an AI assistant) against a faulty loopback model server.
 
     Needs a configured Evennia test database (pytest-django) with ``npc`` and ``speaker`` in
@@ -103,20 +112,38 @@ def run_soak(npc, speaker, ticks: int = 1000, fault_rate: float = 0.2, seed: int
     script.trigger_tick = lambda: None  # the soak drives every tick itself
     pushed: set[str] = set()
     answered: set[str] = set()
-    stats = {"ticks": 0, "error_ticks": 0, "errors_with_text": 0, "crashed_ticks": 0,
-             "skipped_ticks": 0, "refused_calls": 0, "refused_with_reason": 0,
-             "fallback_iterations": 0, "iterations": 0, "last_trace_in_ring": 0}
-    with ModelServer(fault_rate=0.0, seed=seed, hang_seconds=hang_seconds,
-                     responder=_responder) as server, \
-            mock.patch.object(client_module, "defer_to_thread", _sync_thread), \
-            mock.patch.object(longterm, "defer_to_thread", _sync_thread), \
-            override_settings(
-                EVENNIA_AI_MODEL=PRIMARY, EVENNIA_AI_API_BASE=server.url, EVENNIA_AI_API_KEY="x",
-                EVENNIA_AI_FALLBACK_MODELS=[FALLBACK] if fallback else [],
-                EVENNIA_AI_MAX_RETRIES=0, EVENNIA_AI_TIMEOUT=timeout,
-                EVENNIA_AI_RETRY_BASE_DELAY=0.0, EVENNIA_AI_RETRY_MAX_DELAY=0.0,
-                EVENNIA_AI_AUTONOMY=False, EVENNIA_AI_REFLECTION_INTERVAL=0,
-                EVENNIA_AI_REFLECTION_IMPORTANCE_THRESHOLD=0):
+    stats = {
+        "ticks": 0,
+        "error_ticks": 0,
+        "errors_with_text": 0,
+        "crashed_ticks": 0,
+        "skipped_ticks": 0,
+        "refused_calls": 0,
+        "refused_with_reason": 0,
+        "fallback_iterations": 0,
+        "iterations": 0,
+        "last_trace_in_ring": 0,
+    }
+    with (
+        ModelServer(
+            fault_rate=0.0, seed=seed, hang_seconds=hang_seconds, responder=_responder
+        ) as server,
+        mock.patch.object(client_module, "defer_to_thread", _sync_thread),
+        mock.patch.object(longterm, "defer_to_thread", _sync_thread),
+        override_settings(
+            EVENNIA_AI_MODEL=PRIMARY,
+            EVENNIA_AI_API_BASE=server.url,
+            EVENNIA_AI_API_KEY="x",
+            EVENNIA_AI_FALLBACK_MODELS=[FALLBACK] if fallback else [],
+            EVENNIA_AI_MAX_RETRIES=0,
+            EVENNIA_AI_TIMEOUT=timeout,
+            EVENNIA_AI_RETRY_BASE_DELAY=0.0,
+            EVENNIA_AI_RETRY_MAX_DELAY=0.0,
+            EVENNIA_AI_AUTONOMY=False,
+            EVENNIA_AI_REFLECTION_INTERVAL=0,
+            EVENNIA_AI_REFLECTION_IMPORTANCE_THRESHOLD=0,
+        ),
+    ):
         server.fault_rate = fault_rate
         started = time.monotonic()
         for index in range(ticks + drain_ticks):
@@ -160,11 +187,18 @@ def run_soak(npc, speaker, ticks: int = 1000, fault_rate: float = 0.2, seed: int
         counts = faults_end if ticks else {}
     status = npc.ai.status()
     primary_transport = sum(
-        1 for r in requests if r.reply and r.reply.fault in TRANSPORT_FAULTS
-        and isinstance(r.body, dict) and r.body.get("model") == PRIMARY.split("/", 1)[1])
+        1
+        for r in requests
+        if r.reply
+        and r.reply.fault in TRANSPORT_FAULTS
+        and isinstance(r.body, dict)
+        and r.body.get("model") == PRIMARY.split("/", 1)[1]
+    )
     fallback_requests = sum(
-        1 for r in requests if r.reply and isinstance(r.body, dict)
-        and r.body.get("model") == FALLBACK.split("/", 1)[1])
+        1
+        for r in requests
+        if r.reply and isinstance(r.body, dict) and r.body.get("model") == FALLBACK.split("/", 1)[1]
+    )
     tool_faults = sum(1 for r in requests if r.reply and r.reply.fault in TOOL_FAULTS)
     script = npc.ai.script
     left = _pending_ids(npc)
@@ -197,13 +231,17 @@ def failed_checks(report: dict, fallback: bool = True) -> list[str]:
     if report["crashed_ticks"]:
         problems.append(f"{report['crashed_ticks']} tick(s) raised")
     if report["events_lost"] or report["events_queued"]:
-        problems.append(f"events lost: {report['events_lost']}, still queued: {report['events_queued']}")
+        problems.append(
+            f"events lost: {report['events_lost']}, still queued: {report['events_queued']}"
+        )
     if report["events_answered"] + report["events_failed"] != report["events_pushed"]:
         problems.append("answered + failed events != events caused")
     if report["errors_with_text"] != report["error_ticks"]:
         problems.append("a failed tick has no error text in its trace")
     if report["status_errors"] != report["error_ticks"]:
-        problems.append(f"status errors {report['status_errors']} != failed ticks {report['error_ticks']}")
+        problems.append(
+            f"status errors {report['status_errors']} != failed ticks {report['error_ticks']}"
+        )
     if report["error_ticks"] and not report["status_last_error"]:
         problems.append("status shows no last_error")
     if report["last_trace_in_ring"] != report["ticks"]:
@@ -211,11 +249,15 @@ def failed_checks(report: dict, fallback: bool = True) -> list[str]:
     if report["refused_with_reason"] != report["refused_calls"]:
         problems.append("a refused tool call has no reason in its trace")
     if report["refused_calls"] < report["tool_faults"]:
-        problems.append(f"{report['tool_faults']} bad tool calls sent, {report['refused_calls']} refused in traces")
+        problems.append(
+            f"{report['tool_faults']} bad tool calls sent, {report['refused_calls']} refused in traces"
+        )
     if fallback:
         if report["fallback_requests"] != report["primary_transport_faults"]:
-            problems.append(f"{report['primary_transport_faults']} main-model failures, "
-                            f"{report['fallback_requests']} fallback requests")
+            problems.append(
+                f"{report['primary_transport_faults']} main-model failures, "
+                f"{report['fallback_requests']} fallback requests"
+            )
         if report["primary_transport_faults"] and not report["fallback_iterations"]:
             problems.append("the fallback model never answered")
     missing = [k for k in TRANSPORT_FAULTS + TOOL_FAULTS if k not in report["fault_counts"]]
@@ -228,26 +270,54 @@ def render(report: dict) -> str:
     problems = failed_checks(report)
     rows = [
         ["ticks run (faulty + drain)", report["ticks"], "", ""],
-        ["model requests / per fault kind", report["requests"],
-         ", ".join(f"{k} {v}" for k, v in sorted(report["fault_counts"].items())), ""],
-        ["Script alive, ticks raised", report["script_alive"], report["crashed_ticks"],
-         "pass" if report["script_alive"] and not report["crashed_ticks"] else "FAIL"],
-        ["events caused / answered / failed / lost", report["events_pushed"],
-         f"{report['events_answered']} / {report['events_failed']} / {report['events_lost']}",
-         "pass" if not report["events_lost"] and not report["events_queued"] else "FAIL"],
-        ["failed ticks / in status errors / with trace text", report["error_ticks"],
-         f"{report['status_errors']} / {report['errors_with_text']}",
-         "pass" if report["status_errors"] == report["error_ticks"] == report["errors_with_text"] else "FAIL"],
-        ["bad tool calls sent / refused in traces", report["tool_faults"], report["refused_calls"],
-         "pass" if report["refused_calls"] >= report["tool_faults"] else "FAIL"],
-        ["main-model failures / fallback requests / fallback answers",
-         report["primary_transport_faults"],
-         f"{report['fallback_requests']} / {report['fallback_iterations']}",
-         "pass" if report["fallback_requests"] == report["primary_transport_faults"] else "FAIL"],
+        [
+            "model requests / per fault kind",
+            report["requests"],
+            ", ".join(f"{k} {v}" for k, v in sorted(report["fault_counts"].items())),
+            "",
+        ],
+        [
+            "Script alive, ticks raised",
+            report["script_alive"],
+            report["crashed_ticks"],
+            "pass" if report["script_alive"] and not report["crashed_ticks"] else "FAIL",
+        ],
+        [
+            "events caused / answered / failed / lost",
+            report["events_pushed"],
+            f"{report['events_answered']} / {report['events_failed']} / {report['events_lost']}",
+            "pass" if not report["events_lost"] and not report["events_queued"] else "FAIL",
+        ],
+        [
+            "failed ticks / in status errors / with trace text",
+            report["error_ticks"],
+            f"{report['status_errors']} / {report['errors_with_text']}",
+            (
+                "pass"
+                if report["status_errors"] == report["error_ticks"] == report["errors_with_text"]
+                else "FAIL"
+            ),
+        ],
+        [
+            "bad tool calls sent / refused in traces",
+            report["tool_faults"],
+            report["refused_calls"],
+            "pass" if report["refused_calls"] >= report["tool_faults"] else "FAIL",
+        ],
+        [
+            "main-model failures / fallback requests / fallback answers",
+            report["primary_transport_faults"],
+            f"{report['fallback_requests']} / {report['fallback_iterations']}",
+            "pass" if report["fallback_requests"] == report["primary_transport_faults"] else "FAIL",
+        ],
         ["wall time (s)", report["seconds"], "", ""],
     ]
-    text = table(f"Fault soak: {report['requested_ticks']} ticks, {report['fault_rate'] * 100:.0f}% faults of "
-                 f"every kind, client timeout {report['timeout']} s", ["check", "value", "detail", "result"], rows)
+    text = table(
+        f"Fault soak: {report['requested_ticks']} ticks, {report['fault_rate'] * 100:.0f}% faults of "
+        f"every kind, client timeout {report['timeout']} s",
+        ["check", "value", "detail", "result"],
+        rows,
+    )
     if problems:
         text += "\nProblems: " + "; ".join(problems) + "\n"
     return text
@@ -257,12 +327,33 @@ def main(ticks: int = 1000) -> str:
     """Run the soak test with ``ticks`` ticks in a pytest subprocess; returns the Markdown."""
     with tempfile.TemporaryDirectory() as folder:
         out = Path(folder) / "soak.json"
-        env = dict(os.environ, SOAK_TICKS=str(ticks), SOAK_OUT=str(out),
-                   LITELLM_LOCAL_MODEL_COST_MAP="True", MEM0_TELEMETRY="False", HF_HUB_OFFLINE="1")
+        env = dict(
+            os.environ,
+            SOAK_TICKS=str(ticks),
+            SOAK_OUT=str(out),
+            LITELLM_LOCAL_MODEL_COST_MAP="True",
+            MEM0_TELEMETRY="False",
+            HF_HUB_OFFLINE="1",
+        )
         proc = subprocess.run(
-            [sys.executable, "-m", "pytest", "tests/test_fault_soak.py", "-q", "-x",
-             "-p", "no:cacheprovider", "-o", "timeout=1800"],
-            cwd=ROOT, env=env, capture_output=True, text=True, timeout=1900)
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "tests/test_fault_soak.py",
+                "-q",
+                "-x",
+                "-p",
+                "no:cacheprovider",
+                "-o",
+                "timeout=1800",
+            ],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=1900,
+        )
         if not out.exists():
             text = f"### Fault soak\n\nDid not run:\n```\n{proc.stdout[-3000:]}\n{proc.stderr[-2000:]}\n```\n"
         else:

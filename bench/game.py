@@ -42,8 +42,10 @@ def game(settings: str, timeout: float = 180):
                     # setup) race the old process ("Another twistd server is running").
                     if attempt == 2:
                         raise
-                    print(f"game server did not start ({str(err)[:200]}); trying again",
-                          file=sys.stderr)
+                    print(
+                        f"game server did not start ({str(err)[:200]}); trying again",
+                        file=sys.stderr,
+                    )
                     continue
                 yield server
                 return
@@ -132,7 +134,9 @@ class Player:
 
 def probe(player: Player, timeout: float = 30.0) -> dict:
     """Figures from ``bench.server_probe.report`` in the server."""
-    path = os.path.join(tempfile.gettempdir(), f"evennia_ai_probe_{os.getpid()}_{time.monotonic_ns()}.json")
+    path = os.path.join(
+        tempfile.gettempdir(), f"evennia_ai_probe_{os.getpid()}_{time.monotonic_ns()}.json"
+    )
     player.send(f"py import bench.server_probe as p; p.report({path!r})")
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -22,10 +22,26 @@ MESSAGES = [
     {"role": "user", "content": 'Alice says, "Hello there, what is the stew today?"'},
 ]
 TOOLS = [
-    {"type": "function", "function": {"name": "say", "description": "Say something.",
-     "parameters": {"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]}}},
-    {"type": "function", "function": {"name": "look", "description": "Look around.",
-     "parameters": {"type": "object", "properties": {}}}},
+    {
+        "type": "function",
+        "function": {
+            "name": "say",
+            "description": "Say something.",
+            "parameters": {
+                "type": "object",
+                "properties": {"message": {"type": "string"}},
+                "required": ["message"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "look",
+            "description": "Look around.",
+            "parameters": {"type": "object", "properties": {}},
+        },
+    },
 ]
 
 
@@ -35,8 +51,9 @@ def bench_overhead(calls: int = 200) -> tuple[str, dict]:
 
     with ModelServer(latency=0.0) as server:
         server.default_reply = {"tool_calls": [{"name": "say", "arguments": {"message": "Stew!"}}]}
-        client = UnifiedLLMClient(model="openai/test-model", api_base=server.url, api_key="x",
-                                  timeout=10, max_retries=0)
+        client = UnifiedLLMClient(
+            model="openai/test-model", api_base=server.url, api_key="x", timeout=10, max_retries=0
+        )
         for _ in range(10):  # warm-up (imports, connection pools)
             client.complete_sync(MESSAGES, TOOLS)
         ours = []
@@ -51,8 +68,12 @@ def bench_overhead(calls: int = 200) -> tuple[str, dict]:
         bare = []
         for index in range(calls + 10):
             started = time.perf_counter()
-            conn.request("POST", url.path + "/chat/completions", body=payload,
-                         headers={"Content-Type": "application/json", "Authorization": "Bearer x"})
+            conn.request(
+                "POST",
+                url.path + "/chat/completions",
+                body=payload,
+                headers={"Content-Type": "application/json", "Authorization": "Bearer x"},
+            )
             body = conn.getresponse().read()
             if index >= 10:
                 bare.append(time.perf_counter() - started)
@@ -64,11 +85,16 @@ def bench_overhead(calls: int = 200) -> tuple[str, dict]:
         ["bare HTTP POST, same payload (floor)", b["n"], b["p50"], b["p95"]],
         ["client overhead over the floor", "", o["p50"] - b["p50"], o["p95"] - b["p95"]],
     ]
-    return table("LLM client overhead per call, 0 ms model latency (ms)",
-                 ["path", "calls", "p50", "p95"], rows), {"ours": o, "bare": b}
+    return table(
+        "LLM client overhead per call, 0 ms model latency (ms)",
+        ["path", "calls", "p50", "p95"],
+        rows,
+    ), {"ours": o, "bare": b}
 
 
-def bench_reactor_stall(concurrent: int = 50, latency: float = 0.2, pool: int = 10) -> tuple[str, dict]:
+def bench_reactor_stall(
+    concurrent: int = 50, latency: float = 0.2, pool: int = 10
+) -> tuple[str, dict]:
     """Twisted's default thread pool (10 threads, as Evennia runs) unless ``pool`` says else."""
     from twisted.internet import defer, reactor, task
 
@@ -76,8 +102,9 @@ def bench_reactor_stall(concurrent: int = 50, latency: float = 0.2, pool: int = 
     from evennia_ai.llm.client import UnifiedLLMClient
 
     server = ExternalModelServer(latency=latency)
-    client = UnifiedLLMClient(model="openai/test-model", api_base=server.url, api_key="x",
-                              timeout=30, max_retries=0)
+    client = UnifiedLLMClient(
+        model="openai/test-model", api_base=server.url, api_key="x", timeout=30, max_retries=0
+    )
     client.complete_sync(MESSAGES, TOOLS)  # warm-up outside the measurement
     reactor.suggestThreadPoolSize(pool)
     stalls: list[float] = []
@@ -99,7 +126,9 @@ def bench_reactor_stall(concurrent: int = 50, latency: float = 0.2, pool: int = 
         heartbeat.start(0.001)
         yield task.deferLater(reactor, 0.2, lambda: None)
         started = time.perf_counter()
-        results = yield defer.gatherResults([client.complete(MESSAGES, TOOLS) for _ in range(concurrent)])
+        results = yield defer.gatherResults(
+            [client.complete(MESSAGES, TOOLS) for _ in range(concurrent)]
+        )
         outcome["wall"] = time.perf_counter() - started
         outcome["ok"] = sum(1 for r in results if r.ok)
         yield task.deferLater(reactor, 0.1, lambda: None)
@@ -110,11 +139,32 @@ def bench_reactor_stall(concurrent: int = 50, latency: float = 0.2, pool: int = 
     reactor.run()
     server.stop()
     worst = max(stalls) * 1000 if stalls else float("nan")
-    rows = [[concurrent, pool, f"{latency * 1000:.0f}", outcome.get("ok"), outcome.get("wall", 0) * 1000,
-             worst, "< 20", "yes" if worst < 20 else "NO"]]
-    return table("Reactor stall while model calls run in threads",
-                 ["concurrent calls", "threads", "model latency ms", "ok", "wall ms", "worst stall ms",
-                  "target ms", "met"], rows), {"worst_stall_ms": worst, **outcome}
+    rows = [
+        [
+            concurrent,
+            pool,
+            f"{latency * 1000:.0f}",
+            outcome.get("ok"),
+            outcome.get("wall", 0) * 1000,
+            worst,
+            "< 20",
+            "yes" if worst < 20 else "NO",
+        ]
+    ]
+    return table(
+        "Reactor stall while model calls run in threads",
+        [
+            "concurrent calls",
+            "threads",
+            "model latency ms",
+            "ok",
+            "wall ms",
+            "worst stall ms",
+            "target ms",
+            "met",
+        ],
+        rows,
+    ), {"worst_stall_ms": worst, **outcome}
 
 
 def main() -> str:

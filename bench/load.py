@@ -52,8 +52,10 @@ def settings(url: str, pool: int = POOL) -> str:
     )
 
 
-AUTONOMY_ON = ('me.search("Innkeeper").ai.pause(); from django.conf import settings as s; '
-               "s.EVENNIA_AI_AUTONOMY = True")
+AUTONOMY_ON = (
+    'me.search("Innkeeper").ai.pause(); from django.conf import settings as s; '
+    "s.EVENNIA_AI_AUTONOMY = True"
+)
 
 
 def looks(player: Player, count: int, gap: float = 0.05) -> list[float]:
@@ -65,7 +67,9 @@ def looks(player: Player, count: int, gap: float = 0.05) -> list[float]:
 
 
 def run(npcs: int = NPCS, latency: float = LATENCY, pool: int = POOL) -> dict:
-    with ExternalModelServer(latency=latency, extra_args=("--default-reply", json.dumps(SAY))) as model:
+    with ExternalModelServer(
+        latency=latency, extra_args=("--default-reply", json.dumps(SAY))
+    ) as model:
         with game(settings(model.url, pool)) as server:
             player = Player(server.telnet_port)
             try:
@@ -75,8 +79,11 @@ def run(npcs: int = NPCS, latency: float = LATENCY, pool: int = POOL) -> dict:
                 player.drain(0.5)
                 looks(player, 20)  # warm caches
                 idle = looks(player, LOOKS)
-                player.py(f"import bench.server_probe as p; p.count_writes(); p.spawn({npcs}); "
-                          "p.start_driver(0.05)", wait=2.0)
+                player.py(
+                    f"import bench.server_probe as p; p.count_writes(); p.spawn({npcs}); "
+                    "p.start_driver(0.05)",
+                    wait=2.0,
+                )
                 time.sleep(8)  # every NPC has ticked a few times
                 player.drain(0.2)
                 first = probe(player)
@@ -90,12 +97,22 @@ def run(npcs: int = NPCS, latency: float = LATENCY, pool: int = POOL) -> dict:
     ticks = last["ticks"] - first["ticks"]
     seconds = last["time"] - first["time"]
     return {
-        "idle": idle, "loaded": loaded, "ticks": ticks, "seconds": seconds, "wall": wall,
+        "idle": idle,
+        "loaded": loaded,
+        "ticks": ticks,
+        "seconds": seconds,
+        "wall": wall,
         "ticks_per_s": ticks / seconds if seconds else float("nan"),
-        "bound": pool / latency, "writes": last["writes"] - first["writes"],
+        "bound": pool / latency,
+        "writes": last["writes"] - first["writes"],
         "writes_per_tick": (last["writes"] - first["writes"]) / ticks if ticks else float("nan"),
-        "statements_per_tick": (last["statements"] - first["statements"]) / ticks if ticks else float("nan"),
-        "npcs": last["npcs"], "rss_mb": last["rss"] / 2**20, "latency": latency, "pool": pool,
+        "statements_per_tick": (
+            (last["statements"] - first["statements"]) / ticks if ticks else float("nan")
+        ),
+        "npcs": last["npcs"],
+        "rss_mb": last["rss"] / 2**20,
+        "latency": latency,
+        "pool": pool,
     }
 
 
@@ -105,17 +122,51 @@ def render(r: dict) -> str:
     ok = l99 <= 2 * i99 and l99 <= 50
     rows = [
         ["idle (no AI NPCs ticking)", len(r["idle"]), i50, i99, ""],
-        [f"{r['npcs']} AI NPCs ticking, {r['latency'] * 1000:.0f} ms model", len(r["loaded"]), l50, l99,
-         f"p99 <= 2x idle ({2 * i99:.1f}) and <= 50: {'pass' if ok else 'FAIL'}"],
+        [
+            f"{r['npcs']} AI NPCs ticking, {r['latency'] * 1000:.0f} ms model",
+            len(r["loaded"]),
+            l50,
+            l99,
+            f"p99 <= 2x idle ({2 * i99:.1f}) and <= 50: {'pass' if ok else 'FAIL'}",
+        ],
     ]
-    part1 = table("Player `look` round trip over telnet (ms)", ["server", "looks", "p50", "p99", "target"], rows)
-    rows2 = [[r["npcs"], r["pool"], r["latency"] * 1000, f"{r['seconds']:.1f}", r["ticks"], r["ticks_per_s"],
-              r["bound"], f"{r['ticks_per_s'] / r['bound'] * 100:.0f}%", r["writes_per_tick"],
-              r["statements_per_tick"], f"{r['rss_mb']:.0f}"]]
-    part2 = table("Ticks per second against the thread-pool bound, and database writes per tick",
-                  ["NPCs", "pool threads", "model ms", "window s", "ticks", "ticks/s",
-                   "bound (pool/latency)", "of bound", "DB writes/tick", "SQL statements/tick", "server RSS MB"],
-                  rows2)
+    part1 = table(
+        "Player `look` round trip over telnet (ms)",
+        ["server", "looks", "p50", "p99", "target"],
+        rows,
+    )
+    rows2 = [
+        [
+            r["npcs"],
+            r["pool"],
+            r["latency"] * 1000,
+            f"{r['seconds']:.1f}",
+            r["ticks"],
+            r["ticks_per_s"],
+            r["bound"],
+            f"{r['ticks_per_s'] / r['bound'] * 100:.0f}%",
+            r["writes_per_tick"],
+            r["statements_per_tick"],
+            f"{r['rss_mb']:.0f}",
+        ]
+    ]
+    part2 = table(
+        "Ticks per second against the thread-pool bound, and database writes per tick",
+        [
+            "NPCs",
+            "pool threads",
+            "model ms",
+            "window s",
+            "ticks",
+            "ticks/s",
+            "bound (pool/latency)",
+            "of bound",
+            "DB writes/tick",
+            "SQL statements/tick",
+            "server RSS MB",
+        ],
+        rows2,
+    )
     return part1 + "\n" + part2
 
 
@@ -129,25 +180,34 @@ if __name__ == "__main__":
     main()
 
 
-def profile(seconds: float = 20, npcs: int = NPCS, path: str = "/tmp/evennia_ai_load_profile.txt") -> str:
+def profile(
+    seconds: float = 20, npcs: int = NPCS, path: str = "/tmp/evennia_ai_load_profile.txt"
+) -> str:
     """cProfile of the server's reactor thread for ``seconds`` while ``npcs`` NPCs tick.
 
     Run: ``.venv/bin/python -c "from bench.load import profile; profile()"``.
     """
-    with ExternalModelServer(latency=LATENCY, extra_args=("--default-reply", json.dumps(SAY))) as model:
+    with ExternalModelServer(
+        latency=LATENCY, extra_args=("--default-reply", json.dumps(SAY))
+    ) as model:
         with game(settings(model.url)) as server:
             player = Player(server.telnet_port)
             try:
                 player.login("admin", server.password)
                 player.py(AUTONOMY_ON)
                 time.sleep(5)
-                player.py(f"import bench.server_probe as p; p.count_writes(); p.spawn({npcs}); "
-                          "p.start_driver(0.05)", wait=2.0)
+                player.py(
+                    f"import bench.server_probe as p; p.count_writes(); p.spawn({npcs}); "
+                    "p.start_driver(0.05)",
+                    wait=2.0,
+                )
                 time.sleep(8)
                 player.py("import bench.server_probe as p; p.profile_start()", wait=1.0)
                 time.sleep(seconds)
-                player.py(f"import bench.server_probe as p; p.profile_stop({path!r}, 90); p.stop_driver()",
-                          wait=5.0)
+                player.py(
+                    f"import bench.server_probe as p; p.profile_stop({path!r}, 90); p.stop_driver()",
+                    wait=5.0,
+                )
                 deadline = time.monotonic() + 120
                 while not os.path.exists(path) and time.monotonic() < deadline:
                     time.sleep(1)

@@ -30,8 +30,9 @@ WARM_TICKS = 1_000
 
 
 def settings(url: str) -> str:
-    return load_settings(url).replace("EVENNIA_AI_MEMORY_INIT_DELAY = 3600",
-                                      "EVENNIA_AI_MEMORY_INIT_DELAY = 1")
+    return load_settings(url).replace(
+        "EVENNIA_AI_MEMORY_INIT_DELAY = 3600", "EVENNIA_AI_MEMORY_INIT_DELAY = 1"
+    )
 
 
 def wait_ticks(player: Player, target: int, deadline: float) -> dict:
@@ -59,8 +60,10 @@ def run(npcs: int = NPCS, drift_ticks: int = DRIFT_TICKS, max_seconds: float = 5
                 out["memory_mode"] = data["memory_mode"]
                 time.sleep(3)
                 out["rss0"] = rss_of(pid)
-                player.py(f"import bench.server_probe as p; p.spawn({npcs}); p.start_driver(0.05)",
-                          wait=2.0)
+                player.py(
+                    f"import bench.server_probe as p; p.spawn({npcs}); p.start_driver(0.05)",
+                    wait=2.0,
+                )
                 end = time.monotonic() + max_seconds
                 warm = wait_ticks(player, WARM_TICKS, end)
                 out["rss_npcs"] = rss_of(pid)
@@ -79,23 +82,37 @@ def run(npcs: int = NPCS, drift_ticks: int = DRIFT_TICKS, max_seconds: float = 5
 
 
 def render(r: dict) -> str:
-    mb = 2 ** 20
+    mb = 2**20
     rss0, rss_n = r["rss0"] / mb, r["rss_npcs"] / mb
     per_npc = (r["rss_npcs"] - r["rss0"]) / r["npcs"] / 1024
     ticks, last = r["samples"][-1] if r["samples"] else (0, r["rss_npcs"])
     drift = (last - r["rss_npcs"]) / r["rss_npcs"] * 100
     rows = [
         [f"memory loaded ({r['memory_mode']}), no bench NPCs", f"{rss0:.0f} MB", "", ""],
-        [f"{r['npcs']} AI NPCs after {r['warm_ticks']} ticks", f"{rss_n:.0f} MB", "<= 1229 MB (1.2 GB)",
-         "pass" if rss_n <= 1.2 * 1024 else "FAIL"],
+        [
+            f"{r['npcs']} AI NPCs after {r['warm_ticks']} ticks",
+            f"{rss_n:.0f} MB",
+            "<= 1229 MB (1.2 GB)",
+            "pass" if rss_n <= 1.2 * 1024 else "FAIL",
+        ],
         ["growth per added NPC", f"{per_npc:.0f} KB", "reported", ""],
-        [f"drift over {ticks} more ticks ({r['drift_seconds']:.0f} s)", f"{drift:+.1f}% ({last / mb:.0f} MB)",
-         "< 5% over 10,000 ticks",
-         ("pass" if drift < 5 else "FAIL") + ("" if ticks >= 10_000 else f" (only {ticks} ticks ran)")],
+        [
+            f"drift over {ticks} more ticks ({r['drift_seconds']:.0f} s)",
+            f"{drift:+.1f}% ({last / mb:.0f} MB)",
+            "< 5% over 10,000 ticks",
+            ("pass" if drift < 5 else "FAIL")
+            + ("" if ticks >= 10_000 else f" (only {ticks} ticks ran)"),
+        ],
     ]
     curve = ", ".join(f"{t}: {v / mb:.0f}" for t, v in r["samples"])
-    return table("Server RSS with the embedded long-term memory", ["measure", "value", "target", "result"],
-                 rows) + f"\nRSS (MB) by ticks after the warm-up: {curve}\n"
+    return (
+        table(
+            "Server RSS with the embedded long-term memory",
+            ["measure", "value", "target", "result"],
+            rows,
+        )
+        + f"\nRSS (MB) by ticks after the warm-up: {curve}\n"
+    )
 
 
 def main() -> str:

@@ -103,14 +103,17 @@ def run(rounds: int = ROUNDS, latency: float = LATENCY) -> dict:
                     "bob = search_object('bob')[0]; "
                     "bob.cmdset.add('bench.server_probe.TalkCmdSet', persistent=True); "
                     "bob.move_to(cellar, quiet=True); "
-                    "search_object('carol')[0].move_to(landing, quiet=True)", wait=1.0)
+                    "search_object('carol')[0].move_to(landing, quiet=True)",
+                    wait=1.0,
+                )
                 time.sleep(4)  # the warm-up thread (litellm, tokenizer) runs 3 s after start
                 for player in players:
                     player.drain(0.3)
                 for n in range(rounds + WARMUP):
                     marker = f"ab{n}x"
-                    a = bob.round_trip(f"talk Sage {marker} how is the cellar?",
-                                       f"You said: {marker}")
+                    a = bob.round_trip(
+                        f"talk Sage {marker} how is the cellar?", f"You said: {marker}"
+                    )
                     b = admin.round_trip(f"say {marker} how is the stew?", f"You said: {marker}")
                     c = carol.round_trip(f"say {marker} any rooms free?", f"You said: {marker}")
                     if n >= WARMUP:
@@ -125,15 +128,23 @@ def run(rounds: int = ROUNDS, latency: float = LATENCY) -> dict:
                     player.close()
         generate = len(model.requests_to("/api/v1/generate"))
         chat = len(model.requests_to("/v1/chat/completions"))
-    return {"ours": ours, "theirs": theirs, "direct": direct, "latency": latency,
-            "generate": generate, "chat": chat}
+    return {
+        "ours": ours,
+        "theirs": theirs,
+        "direct": direct,
+        "latency": latency,
+        "generate": generate,
+        "chat": chat,
+    }
 
 
 def render(r: dict) -> str:
     rows = []
     stats = {}
-    for name, values in (("Evennia LLMNPC (`talk`, /api/v1/generate)", r["theirs"]),
-                         ("evennia-ai Innkeeper (`say`, litellm)", r["ours"])):
+    for name, values in (
+        ("Evennia LLMNPC (`talk`, /api/v1/generate)", r["theirs"]),
+        ("evennia-ai Innkeeper (`say`, litellm)", r["ours"]),
+    ):
         stats[name] = (percentile(values, 50) * 1000, percentile(values, 95) * 1000)
         rows.append([name, len(values), *stats[name]])
     (t50, t95), (o50, o95) = stats.values()
@@ -142,11 +153,21 @@ def render(r: dict) -> str:
     rows.append(["result", "", "pass" if r50 <= 1.5 else "FAIL", "pass" if r95 <= 1.5 else "FAIL"])
     if r.get("direct"):
         d50, d95 = percentile(r["direct"], 50) * 1000, percentile(r["direct"], 95) * 1000
-        rows.append([f"C: evennia-ai, model `{DIRECT_MODEL}` (litellm's httpx route, no OpenAI SDK)",
-                     len(r["direct"]), d50, d95])
+        rows.append(
+            [
+                f"C: evennia-ai, model `{DIRECT_MODEL}` (litellm's httpx route, no OpenAI SDK)",
+                len(r["direct"]),
+                d50,
+                d95,
+            ]
+        )
         rows.append(["ratio C/theirs (diagnostic)", "", d50 / t50, d95 / t95])
-    return table(f"Player's words to the NPC's reply on screen, minus the {r['latency'] * 1000:.0f} ms "
-                 f"model latency (ms), A/B alternating", ["NPC", "replies", "p50", "p95"], rows)
+    return table(
+        f"Player's words to the NPC's reply on screen, minus the {r['latency'] * 1000:.0f} ms "
+        f"model latency (ms), A/B alternating",
+        ["NPC", "replies", "p50", "p95"],
+        rows,
+    )
 
 
 def main() -> str:
@@ -159,8 +180,9 @@ if __name__ == "__main__":
     main()
 
 
-def profile(rounds: int = 20, path: str = "/tmp/evennia_ai_npc_ab_profile.txt",
-            cprofile: bool = True) -> str:
+def profile(
+    rounds: int = 20, path: str = "/tmp/evennia_ai_npc_ab_profile.txt", cprofile: bool = True
+) -> str:
     """Profile the server's reactor thread while the Innkeeper answers ``rounds`` lines.
 
     Run: ``.venv/bin/python -c "from bench.npc_ab import profile; profile()"``.
@@ -175,14 +197,19 @@ def profile(rounds: int = 20, path: str = "/tmp/evennia_ai_npc_ab_profile.txt",
                 time.sleep(4)
                 for n in range(WARMUP):
                     admin.round_trip(f"say w{n}x hello", f"You said: w{n}x")
-                admin.py("import bench.server_probe as p; p.timeline_start()"
-                         + ("; p.profile_start()" if cprofile else ""))
+                admin.py(
+                    "import bench.server_probe as p; p.timeline_start()"
+                    + ("; p.profile_start()" if cprofile else "")
+                )
                 for n in range(rounds):
                     admin.round_trip(f"say p{n}x how is the stew?", f"You said: p{n}x")
                     time.sleep(0.3)
-                admin.py("import bench.server_probe as p; "
-                         + (f"p.profile_stop({path!r}); " if cprofile else "")
-                         + f"p.timeline_dump({path + '.timeline.json'!r})", wait=1.0)
+                admin.py(
+                    "import bench.server_probe as p; "
+                    + (f"p.profile_stop({path!r}); " if cprofile else "")
+                    + f"p.timeline_dump({path + '.timeline.json'!r})",
+                    wait=1.0,
+                )
             finally:
                 admin.close()
     return timeline_table(path + ".timeline.json", cprofile)
@@ -207,7 +234,12 @@ def timeline_table(path: str, cprofile: bool = False) -> str:
     for a, b in zip(STAGES, STAGES[1:]):
         gaps = [(r[b] - r[a]) * 1000 for r in rounds if a in r and b in r]
         rows.append([f"{a} -> {b}", len(gaps), statistics.median(gaps) if gaps else float("nan")])
-    text = table("Where the Innkeeper's reply time goes, in the server (median ms"
-                 + (", under cProfile" if cprofile else "") + ")", ["stage", "replies", "median ms"], rows)
+    text = table(
+        "Where the Innkeeper's reply time goes, in the server (median ms"
+        + (", under cProfile" if cprofile else "")
+        + ")",
+        ["stage", "replies", "median ms"],
+        rows,
+    )
     print(text)
     return text

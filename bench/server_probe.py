@@ -64,12 +64,24 @@ def spawn(count: int, goal: str = "Keep the festival preparations going") -> lis
     made = []
     for index in range(existing, existing + count):
         room = create_object(DefaultRoom, key=f"Bench Room {index}", tags=[BENCH_TAG])
-        npc = create_object(AIAssistantCharacter, key=f"BenchNPC{index}", location=room,
-                            home=room, tags=[BENCH_TAG])
-        npc.ai.update_goals(lambda _old, i=index: [{
-            "id": f"goal_{i}_0", "description": goal, "priority": "medium", "status": "active",
-            "progress": 0, "created": "2026-01-01T00:00:00+00:00", "parent_id": None,
-            "subtask_ids": [], "auto_generated": False}])
+        npc = create_object(
+            AIAssistantCharacter, key=f"BenchNPC{index}", location=room, home=room, tags=[BENCH_TAG]
+        )
+        npc.ai.update_goals(
+            lambda _old, i=index: [
+                {
+                    "id": f"goal_{i}_0",
+                    "description": goal,
+                    "priority": "medium",
+                    "status": "active",
+                    "progress": 0,
+                    "created": "2026-01-01T00:00:00+00:00",
+                    "parent_id": None,
+                    "subtask_ids": [],
+                    "auto_generated": False,
+                }
+            ]
+        )
         made.append(npc)
     return made
 
@@ -77,8 +89,7 @@ def spawn(count: int, goal: str = "Keep the festival preparations going") -> lis
 def bench_npcs() -> list:
     from evennia.utils.search import search_tag
 
-    return [obj for obj in search_tag(BENCH_TAG[0], category=BENCH_TAG[1])
-            if hasattr(obj, "ai")]
+    return [obj for obj in search_tag(BENCH_TAG[0], category=BENCH_TAG[1]) if hasattr(obj, "ai")]
 
 
 def start_driver(period: float = 0.05) -> None:
@@ -187,9 +198,9 @@ def timeline_start() -> None:
     """
     import functools
 
+    from evennia_ai.llm.client import UnifiedLLMClient
     from evennia_ai.npc import perception
     from evennia_ai.prompt.builder import ContextBuilder
-    from evennia_ai.llm.client import UnifiedLLMClient
     from evennia_ai.scripts import AssistantScript
     from evennia_ai.typeclasses import AIAssistantCharacter
 

@@ -4,8 +4,8 @@ Usage: .venv/bin/python scripts/gen_command_docs.py
 """
 
 import os
-from pathlib import Path
 import sys
+from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]

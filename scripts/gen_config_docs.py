@@ -3,8 +3,8 @@
 Usage: .venv/bin/python scripts/gen_config_docs.py
 """
 
-from pathlib import Path
 import sys
+from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 

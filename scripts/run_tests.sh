@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The test run behind `make test`: the whole suite on the main venv (Python 3.11, Evennia 5)
+# The test run behind `make test`: the lint checks (scripts/lint.sh), then the whole suite on the main venv (Python 3.11, Evennia 5)
 # and, at the same time when a Python 3.12 venv is given, the fast part of the suite on
 # Evennia 6 (no real servers, browsers or local embedder; those need the 3.11 venv). The two
 # runs use a core each; the 3.12 run's output is printed when both have finished.
@@ -16,6 +16,9 @@ if [ -n "$VENV312" ]; then
         >"$log" 2>&1 &
     other_pid=$!
 fi
+
+bash "$(dirname "$0")/lint.sh" "$VENV"
+lint_rc=$?
 
 "$VENV/bin/python" -m pytest
 main_rc=$?
@@ -34,4 +37,4 @@ if [ -n "$other_pid" ]; then
     rm -f "$log"
 fi
 
-[ "$main_rc" -eq 0 ] && [ "$other_rc" -eq 0 ]
+[ "$lint_rc" -eq 0 ] && [ "$main_rc" -eq 0 ] && [ "$other_rc" -eq 0 ]

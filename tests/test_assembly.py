@@ -39,8 +39,17 @@ FULL_VALUES = {
 
 
 def component(cid, key, content, role="system", enabled=True, after_static=None):
-    return PromptComponent(id=cid, key=key, name=key, description="", content=content,
-                           is_static=False, enabled=enabled, role=role, after_static=after_static)
+    return PromptComponent(
+        id=cid,
+        key=key,
+        name=key,
+        description="",
+        content=content,
+        is_static=False,
+        enabled=enabled,
+        role=role,
+        after_static=after_static,
+    )
 
 
 def call(call_id, name="look", arguments="{}"):
@@ -49,8 +58,9 @@ def call(call_id, name="look", arguments="{}"):
 
 def assemble(context="tick_event", extra_components=(), **values):
     merged = {**FULL_VALUES, **values}
-    prompt = assemble_messages(get_static_components() + list(extra_components),
-                               get_context_config(context), merged)
+    prompt = assemble_messages(
+        get_static_components() + list(extra_components), get_context_config(context), merged
+    )
     assert validate_chat_messages(prompt.messages) == []
     return prompt
 
@@ -61,14 +71,27 @@ def test_tick_event_merges_system_parts_and_keeps_id_order():
     assert isinstance(prompt, AssembledPrompt)
     assert [m["role"] for m in prompt.messages] == ["system", "user"]
     system = prompt.messages[0]["content"]
-    assert system == "\n\n".join(FULL_VALUES[k] for k in (
-        "system_prompt", "character_context", "entity_context", "semantic_memories",
-        "context_buffer", "goals"))
+    assert system == "\n\n".join(
+        FULL_VALUES[k]
+        for k in (
+            "system_prompt",
+            "character_context",
+            "entity_context",
+            "semantic_memories",
+            "context_buffer",
+            "goals",
+        )
+    )
     assert prompt.messages[1]["content"] == FULL_VALUES["pending_event"]
     assert [(s.key, s.role, s.message_index) for s in prompt.sections] == [
-        ("system_prompt", "system", 0), ("character_context", "system", 0),
-        ("entity_context", "system", 0), ("semantic_memories", "system", 0),
-        ("context_buffer", "system", 0), ("goals", "system", 0), ("pending_event", "user", 1)]
+        ("system_prompt", "system", 0),
+        ("character_context", "system", 0),
+        ("entity_context", "system", 0),
+        ("semantic_memories", "system", 0),
+        ("context_buffer", "system", 0),
+        ("goals", "system", 0),
+        ("pending_event", "user", 1),
+    ]
     assert ("conversation_history", "empty") in prompt.skipped
     assert ("tool_result", "empty") in prompt.skipped
     assert prompt.text_by_key()["goals"] == FULL_VALUES["goals"]
@@ -84,14 +107,20 @@ def test_reflection_uses_its_override_and_only_its_components():
 
 
 def test_overrides_can_be_left_out():
-    prompt = assemble_messages(get_static_components(), get_context_config("reflection"),
-                               FULL_VALUES, apply_overrides=False)
+    prompt = assemble_messages(
+        get_static_components(),
+        get_context_config("reflection"),
+        FULL_VALUES,
+        apply_overrides=False,
+    )
     assert prompt.messages[0]["content"] == FULL_VALUES["system_prompt"]
 
 
 def test_override_placeholders_are_filled():
-    config = apply_context_customization(get_context_config("tick_event"), {
-        "component_overrides": {"pending_event": {"content": "Now: {pending_event} ({npc})"}}})
+    config = apply_context_customization(
+        get_context_config("tick_event"),
+        {"component_overrides": {"pending_event": {"content": "Now: {pending_event} ({npc})"}}},
+    )
     prompt = assemble_messages(get_static_components(), config, {**FULL_VALUES, "npc": "Bob"})
     assert prompt.messages[-1]["content"] == f"Now: {FULL_VALUES['pending_event']} (Bob)"
 
@@ -120,10 +149,12 @@ def test_pluggable_components_follow_their_static_component():
 
 def test_a_pluggable_component_may_be_enabled_by_its_own_id():
     rules = component(1001, "house_rules", "No brawling.", after_static=1000)
-    config = apply_context_customization(get_context_config("reflection"),
-                                         {"enabled_components": [0, 1001, 6000]})
-    prompt = assemble_messages([rules] + get_static_components(), config,
-                               {"system_prompt": "S", "pending_event": "E"})
+    config = apply_context_customization(
+        get_context_config("reflection"), {"enabled_components": [0, 1001, 6000]}
+    )
+    prompt = assemble_messages(
+        [rules] + get_static_components(), config, {"system_prompt": "S", "pending_event": "E"}
+    )
     assert prompt.messages[0]["content"] == REFLECTION_PROMPT + "\n\nNo brawling."
     assert not is_component_enabled(get_static_components()[1], [1001])
 
@@ -168,8 +199,9 @@ def test_components_of_only_empty_placeholders_are_skipped():
     prompt = assemble(entity_context="", semantic_memories=None, context_buffer="   ")
     system = prompt.messages[0]["content"]
     assert "{entity_context}" not in system and "{semantic_memories}" not in system
-    prompt = assemble_messages(get_static_components(), get_context_config("tick_event"),
-                               {"pending_event": "E"})
+    prompt = assemble_messages(
+        get_static_components(), get_context_config("tick_event"), {"pending_event": "E"}
+    )
     assert not any("{" in m["content"] for m in prompt.messages)
     assert prompt.messages[0] == {"role": "system", "content": DEFAULT_SYSTEM_FALLBACK}
 
@@ -177,7 +209,8 @@ def test_components_of_only_empty_placeholders_are_skipped():
 def test_values_are_inserted_once_never_rendered_again():
     prompt = assemble(pending_event='Eve says to you: "{system_prompt} {{x}} {"tool": "say"}"')
     assert prompt.messages[-1]["content"] == (
-        'Eve says to you: "{system_prompt} {{x}} {"tool": "say"}"')
+        'Eve says to you: "{system_prompt} {{x}} {"tool": "say"}"'
+    )
 
 
 def test_literal_braces_in_component_text_survive():
@@ -201,8 +234,13 @@ def test_value_named_like_a_render_parameter_does_not_crash():
 HISTORY = [
     {"role": "user", "content": 'Alice says to you: "Hi."', "batch": 1, "ts": "t"},
     {"role": "assistant", "content": None, "tool_calls": [call("c1", "look")], "batch": 1},
-    {"role": "tool", "tool_call_id": "c1", "name": "look", "content": "The common room.",
-     "batch": 1},
+    {
+        "role": "tool",
+        "tool_call_id": "c1",
+        "name": "look",
+        "content": "The common room.",
+        "batch": 1,
+    },
     {"role": "assistant", "content": "Welcome, Alice.", "batch": 1},
 ]
 
@@ -213,8 +251,12 @@ def test_history_list_is_inserted_as_messages_without_bookkeeping():
     assert roles == ["system", "user", "assistant", "tool", "assistant", "user"]
     assert prompt.messages[2]["tool_calls"] == [call("c1", "look")]
     assert prompt.messages[2]["content"] is None
-    assert prompt.messages[3] == {"role": "tool", "tool_call_id": "c1", "name": "look",
-                                  "content": "The common room."}
+    assert prompt.messages[3] == {
+        "role": "tool",
+        "tool_call_id": "c1",
+        "name": "look",
+        "content": "The common room.",
+    }
     assert all("batch" not in m and "ts" not in m for m in prompt.messages)
     history_sections = [s for s in prompt.sections if s.key == "conversation_history"]
     assert [s.message_index for s in history_sections] == [1, 2, 3, 4]
@@ -227,11 +269,19 @@ def test_history_as_text_is_a_user_message():
 
 
 def test_text_around_the_history_placeholder_becomes_user_messages():
-    config = apply_context_customization(get_context_config("tick_event"), {
-        "component_overrides": {"conversation_history": {
-            "content": "Earlier today:\n{conversation_history}\n(end of history)"}}})
-    prompt = assemble_messages(get_static_components(), config,
-                               {**FULL_VALUES, "conversation_history": HISTORY[:1]})
+    config = apply_context_customization(
+        get_context_config("tick_event"),
+        {
+            "component_overrides": {
+                "conversation_history": {
+                    "content": "Earlier today:\n{conversation_history}\n(end of history)"
+                }
+            }
+        },
+    )
+    prompt = assemble_messages(
+        get_static_components(), config, {**FULL_VALUES, "conversation_history": HISTORY[:1]}
+    )
     contents = [m["content"] for m in prompt.messages[1:4]]
     assert contents == ["Earlier today:", HISTORY[0]["content"], "(end of history)"]
 
@@ -239,13 +289,19 @@ def test_text_around_the_history_placeholder_becomes_user_messages():
 def test_dangling_tool_call_becomes_text():
     history = HISTORY[:2]  # the call's result was trimmed away
     prompt = assemble(conversation_history=history)
-    assert prompt.messages[2] == {"role": "assistant",
-                                  "content": "[called look({}) - no result kept]"}
+    assert prompt.messages[2] == {
+        "role": "assistant",
+        "content": "[called look({}) - no result kept]",
+    }
 
 
 def test_partly_answered_calls_keep_only_the_answered_ones():
     history = [
-        {"role": "assistant", "content": "Let me see.", "tool_calls": [call("a"), call("b", "say")]},
+        {
+            "role": "assistant",
+            "content": "Let me see.",
+            "tool_calls": [call("a"), call("b", "say")],
+        },
         {"role": "tool", "tool_call_id": "b", "content": "said"},
     ]
     prompt = assemble(conversation_history=history)
@@ -269,22 +325,36 @@ def test_orphan_and_duplicate_tool_results_become_user_text():
 
 
 def test_empty_tool_output_is_filled_in():
-    history = [{"role": "assistant", "content": None, "tool_calls": [call("a")]},
-               {"role": "tool", "tool_call_id": "a", "content": ""}]
+    history = [
+        {"role": "assistant", "content": None, "tool_calls": [call("a")]},
+        {"role": "tool", "tool_call_id": "a", "content": ""},
+    ]
     prompt = assemble(conversation_history=history)
     assert prompt.messages[2]["content"] == EMPTY_TOOL_OUTPUT
 
 
 def test_malformed_history_entries_are_dropped_or_repaired():
     history = [
-        "a plain string", 7, None, {"role": "robot", "content": "beep"}, {"content": "no role"},
+        "a plain string",
+        7,
+        None,
+        {"role": "robot", "content": "beep"},
+        {"content": "no role"},
         {"role": "user", "content": ""},
         {"role": "user", "content": [{"type": "text", "text": "part one"}, "part two"]},
-        {"role": "assistant", "content": "", "tool_calls": [{"id": "", "function": {"name": "x"}},
-                                                            {"id": "k", "function": "nope"}]},
-        {"role": "assistant", "content": None,
-         "tool_calls": [{"id": "d", "function": {"name": "dig", "arguments": {"dir": "n"}}},
-                        {"id": "d", "function": {"name": "dig"}}]},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"id": "", "function": {"name": "x"}}, {"id": "k", "function": "nope"}],
+        },
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "d", "function": {"name": "dig", "arguments": {"dir": "n"}}},
+                {"id": "d", "function": {"name": "dig"}},
+            ],
+        },
         {"role": "tool", "tool_call_id": "d", "content": {"ok": True}},
     ]
     prompt = assemble(conversation_history=history)
@@ -297,16 +367,26 @@ def test_malformed_history_entries_are_dropped_or_repaired():
 # -- tool results ----------------------------------------------------------------------------------
 def test_tool_result_answering_the_last_call_is_a_tool_message():
     history = HISTORY[:2]
-    prompt = assemble("pre_compaction", conversation_history=history, pending_event="",
-                      tool_result={"tool_call_id": "c1", "name": "look", "content": "A room."})
+    prompt = assemble(
+        "pre_compaction",
+        conversation_history=history,
+        pending_event="",
+        tool_result={"tool_call_id": "c1", "name": "look", "content": "A room."},
+    )
     assert prompt.messages[-2]["tool_calls"][0]["id"] == "c1"
-    assert prompt.messages[-1] == {"role": "tool", "tool_call_id": "c1", "name": "look",
-                                   "content": "A room."}
+    assert prompt.messages[-1] == {
+        "role": "tool",
+        "tool_call_id": "c1",
+        "name": "look",
+        "content": "A room.",
+    }
 
 
 def test_tool_result_without_its_call_right_before_is_user_text():
-    prompt = assemble(conversation_history=HISTORY[:2],
-                      tool_result={"tool_call_id": "c1", "name": "look", "content": "A room."})
+    prompt = assemble(
+        conversation_history=HISTORY[:2],
+        tool_result={"tool_call_id": "c1", "name": "look", "content": "A room."},
+    )
     assert prompt.messages[-1] == {"role": "user", "content": "[Tool result: look] A room."}
     # the call lost its answer (the pending event came between), so it became text
     assert prompt.messages[2]["content"] == "[called look({}) - no result kept]"
@@ -320,9 +400,12 @@ def test_text_tool_result_is_user_text():
 
 def test_list_of_tool_results():
     history = [{"role": "assistant", "content": None, "tool_calls": [call("a"), call("b")]}]
-    prompt = assemble("pre_compaction", conversation_history=history, pending_event="",
-                      tool_result=[{"tool_call_id": "a", "content": "A"},
-                                   {"tool_call_id": "b", "content": "B"}])
+    prompt = assemble(
+        "pre_compaction",
+        conversation_history=history,
+        pending_event="",
+        tool_result=[{"tool_call_id": "a", "content": "A"}, {"tool_call_id": "b", "content": "B"}],
+    )
     assert [m.get("tool_call_id") for m in prompt.messages[-2:]] == ["a", "b"]
 
 
@@ -332,8 +415,12 @@ def test_request_without_a_user_turn_gets_one():
     assert [m["role"] for m in prompt.messages] == ["system", "user"]
     assert prompt.messages[-1]["content"] == DEFAULT_USER_TURN
     assert prompt.sections[-1].key == SECTION_USER_TURN
-    bare = assemble_messages(get_static_components(), get_context_config("sleep_consolidate"),
-                             FULL_VALUES, ensure_user_turn=False)
+    bare = assemble_messages(
+        get_static_components(),
+        get_context_config("sleep_consolidate"),
+        FULL_VALUES,
+        ensure_user_turn=False,
+    )
     assert [m["role"] for m in bare.messages] == ["system"]
     assert validate_chat_messages(bare.messages) == []
 
@@ -344,10 +431,12 @@ def test_history_ending_on_the_assistant_gets_a_user_turn():
 
 
 def test_first_message_is_always_system():
-    config = apply_context_customization(get_context_config("tick_event"),
-                                         {"enabled_components": [6000]})
-    prompt = assemble_messages(get_static_components(), config, FULL_VALUES,
-                               fallback_system="You are a cat.")
+    config = apply_context_customization(
+        get_context_config("tick_event"), {"enabled_components": [6000]}
+    )
+    prompt = assemble_messages(
+        get_static_components(), config, FULL_VALUES, fallback_system="You are a cat."
+    )
     assert prompt.messages[0] == {"role": "system", "content": "You are a cat."}
     assert prompt.sections[0].key == SECTION_FALLBACK_SYSTEM
     empty = assemble_messages([], None, None)
@@ -363,76 +452,160 @@ def test_sections_cover_every_message():
 SYSTEM = {"role": "system", "content": "S"}
 
 
-@pytest.mark.parametrize("messages, fragment", [
-    ([], "no messages"),
-    ("nope", "no messages"),
-    ([{"role": "user", "content": "hi"}], "first message is 'user'"),
-    ([SYSTEM, {"role": "robot", "content": "x"}], "invalid role"),
-    ([SYSTEM, "text"], "not an object"),
-    ([SYSTEM, {"role": "user", "content": "  "}], "(user) is empty"),
-    ([SYSTEM, {"role": "assistant", "content": None}], "(assistant) is empty"),
-    ([SYSTEM, {"role": "tool", "tool_call_id": "a", "content": "x"}], "answers no open tool call"),
-    ([SYSTEM, {"role": "assistant", "content": None, "tool_calls": [call("a")]}],
-     "never answered"),
-    ([SYSTEM, {"role": "assistant", "content": None, "tool_calls": [call("a")]},
-      {"role": "user", "content": "hi"}], "follows unanswered tool calls"),
-    ([SYSTEM, {"role": "assistant", "content": None, "tool_calls": [call("a")]},
-      {"role": "user", "content": "hi"}, {"role": "tool", "tool_call_id": "a", "content": "x"}],
-     "answers no open tool call"),
-    ([SYSTEM, {"role": "assistant", "content": None, "tool_calls": [call("a")]},
-      {"role": "tool", "tool_call_id": "a", "content": "x"},
-      {"role": "tool", "tool_call_id": "a", "content": "y"}], "answers no open tool call"),
-    ([SYSTEM, {"role": "assistant", "content": None, "tool_calls": [call("a")]},
-      {"role": "tool", "tool_call_id": "a", "content": ""}], "(tool) is empty"),
-    ([SYSTEM, {"role": "assistant", "content": None, "tool_calls": []}], "non-empty list"),
-    ([SYSTEM, {"role": "assistant", "content": None, "tool_calls": [call("a"), call("a")]},
-      {"role": "tool", "tool_call_id": "a", "content": "x"}], "repeats id"),
-    ([SYSTEM, {"role": "assistant", "content": None,
-               "tool_calls": [{"id": "a", "function": {"name": "f", "arguments": {}}}]},
-      {"role": "tool", "tool_call_id": "a", "content": "x"}], "not a JSON string"),
-    ([SYSTEM, {"role": "assistant", "content": None, "tool_calls": [{"id": "a"}]},
-      {"role": "tool", "tool_call_id": "a", "content": "x"}], "no function name"),
-])
+@pytest.mark.parametrize(
+    "messages, fragment",
+    [
+        ([], "no messages"),
+        ("nope", "no messages"),
+        ([{"role": "user", "content": "hi"}], "first message is 'user'"),
+        ([SYSTEM, {"role": "robot", "content": "x"}], "invalid role"),
+        ([SYSTEM, "text"], "not an object"),
+        ([SYSTEM, {"role": "user", "content": "  "}], "(user) is empty"),
+        ([SYSTEM, {"role": "assistant", "content": None}], "(assistant) is empty"),
+        (
+            [SYSTEM, {"role": "tool", "tool_call_id": "a", "content": "x"}],
+            "answers no open tool call",
+        ),
+        (
+            [SYSTEM, {"role": "assistant", "content": None, "tool_calls": [call("a")]}],
+            "never answered",
+        ),
+        (
+            [
+                SYSTEM,
+                {"role": "assistant", "content": None, "tool_calls": [call("a")]},
+                {"role": "user", "content": "hi"},
+            ],
+            "follows unanswered tool calls",
+        ),
+        (
+            [
+                SYSTEM,
+                {"role": "assistant", "content": None, "tool_calls": [call("a")]},
+                {"role": "user", "content": "hi"},
+                {"role": "tool", "tool_call_id": "a", "content": "x"},
+            ],
+            "answers no open tool call",
+        ),
+        (
+            [
+                SYSTEM,
+                {"role": "assistant", "content": None, "tool_calls": [call("a")]},
+                {"role": "tool", "tool_call_id": "a", "content": "x"},
+                {"role": "tool", "tool_call_id": "a", "content": "y"},
+            ],
+            "answers no open tool call",
+        ),
+        (
+            [
+                SYSTEM,
+                {"role": "assistant", "content": None, "tool_calls": [call("a")]},
+                {"role": "tool", "tool_call_id": "a", "content": ""},
+            ],
+            "(tool) is empty",
+        ),
+        ([SYSTEM, {"role": "assistant", "content": None, "tool_calls": []}], "non-empty list"),
+        (
+            [
+                SYSTEM,
+                {"role": "assistant", "content": None, "tool_calls": [call("a"), call("a")]},
+                {"role": "tool", "tool_call_id": "a", "content": "x"},
+            ],
+            "repeats id",
+        ),
+        (
+            [
+                SYSTEM,
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [{"id": "a", "function": {"name": "f", "arguments": {}}}],
+                },
+                {"role": "tool", "tool_call_id": "a", "content": "x"},
+            ],
+            "not a JSON string",
+        ),
+        (
+            [
+                SYSTEM,
+                {"role": "assistant", "content": None, "tool_calls": [{"id": "a"}]},
+                {"role": "tool", "tool_call_id": "a", "content": "x"},
+            ],
+            "no function name",
+        ),
+    ],
+)
 def test_validate_finds_problems(messages, fragment):
     problems = validate_chat_messages(messages)
     assert any(fragment in p for p in problems), problems
 
 
 def test_validate_accepts_a_good_transcript():
-    messages = [SYSTEM, {"role": "user", "content": "hi"},
-                {"role": "assistant", "content": None, "tool_calls": [call("a"), call("b")]},
-                {"role": "tool", "tool_call_id": "b", "content": "B"},
-                {"role": "tool", "tool_call_id": "a", "content": "A"},
-                {"role": "system", "content": "note"},
-                {"role": "assistant", "content": "done"}]
+    messages = [
+        SYSTEM,
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": None, "tool_calls": [call("a"), call("b")]},
+        {"role": "tool", "tool_call_id": "b", "content": "B"},
+        {"role": "tool", "tool_call_id": "a", "content": "A"},
+        {"role": "system", "content": "note"},
+        {"role": "assistant", "content": "done"},
+    ]
     assert validate_chat_messages(messages) == []
 
 
 # -- property: whatever goes in, a valid request comes out ------------------------------------------
 IDS = st.sampled_from(["a", "b", "c", "", None, 3])
-TEXT = st.one_of(st.none(), st.just(""), st.just("  "), st.text(max_size=12),
-                 st.just("{pending_event}"), st.just("{missing}"))
+TEXT = st.one_of(
+    st.none(),
+    st.just(""),
+    st.just("  "),
+    st.text(max_size=12),
+    st.just("{pending_event}"),
+    st.just("{missing}"),
+)
 CALL = st.one_of(
-    st.builds(lambda i, n, a: {"id": i, "function": {"name": n, "arguments": a}},
-              IDS, st.sampled_from(["look", "say", "", None]),
-              st.one_of(st.just("{}"), st.just({"x": 1}), st.none())),
-    st.none(), st.text(max_size=3),
+    st.builds(
+        lambda i, n, a: {"id": i, "function": {"name": n, "arguments": a}},
+        IDS,
+        st.sampled_from(["look", "say", "", None]),
+        st.one_of(st.just("{}"), st.just({"x": 1}), st.none()),
+    ),
+    st.none(),
+    st.text(max_size=3),
 )
 MESSAGE = st.one_of(
     st.fixed_dictionaries({"role": st.sampled_from(["user", "system", "robot"]), "content": TEXT}),
-    st.fixed_dictionaries({"role": st.just("assistant"), "content": TEXT},
-                          optional={"tool_calls": st.one_of(st.lists(CALL, max_size=3), st.none(),
-                                                            st.just("x"))}),
-    st.fixed_dictionaries({"role": st.just("tool"), "tool_call_id": IDS,
-                           "content": st.one_of(TEXT, st.just({"k": 1}))},
-                          optional={"name": st.sampled_from(["look", "", None])}),
-    st.text(max_size=5), st.none(), st.integers(),
+    st.fixed_dictionaries(
+        {"role": st.just("assistant"), "content": TEXT},
+        optional={"tool_calls": st.one_of(st.lists(CALL, max_size=3), st.none(), st.just("x"))},
+    ),
+    st.fixed_dictionaries(
+        {
+            "role": st.just("tool"),
+            "tool_call_id": IDS,
+            "content": st.one_of(TEXT, st.just({"k": 1})),
+        },
+        optional={"name": st.sampled_from(["look", "", None])},
+    ),
+    st.text(max_size=5),
+    st.none(),
+    st.integers(),
 )
-CONTENTS = st.sampled_from([
-    "", "  ", "static text", "{system_prompt}", "{pending_event}", "{conversation_history}",
-    "{tool_result}", "{missing}", "Before {conversation_history} after", "{goals} and {missing}",
-    '{"json": 1}',
-])
+CONTENTS = st.sampled_from(
+    [
+        "",
+        "  ",
+        "static text",
+        "{system_prompt}",
+        "{pending_event}",
+        "{conversation_history}",
+        "{tool_result}",
+        "{missing}",
+        "Before {conversation_history} after",
+        "{goals} and {missing}",
+        '{"json": 1}',
+    ]
+)
 ROLES = st.sampled_from(["system", "user", "assistant", "tool", "mixed", "weird"])
 
 
@@ -447,9 +620,16 @@ def components_strategy(draw):
         comps.append(static)
     for n in range(draw(st.integers(0, 5))):
         cid = draw(st.integers(1, 7999).filter(lambda i: i % 1000 and i != 1500))
-        comps.append(component(cid, f"plug{n}", draw(CONTENTS), role=draw(ROLES),
-                               enabled=draw(st.booleans()),
-                               after_static=draw(st.sampled_from([None, 0, 1000, 5000, 42]))))
+        comps.append(
+            component(
+                cid,
+                f"plug{n}",
+                draw(CONTENTS),
+                role=draw(ROLES),
+                enabled=draw(st.booleans()),
+                after_static=draw(st.sampled_from([None, 0, 1000, 5000, 42])),
+            )
+        )
     return comps
 
 
@@ -457,46 +637,72 @@ def components_strategy(draw):
 def history_strategy(draw):
     """Realistic turns (calls followed by some of their results, in any order) plus noise."""
     messages = []
-    for turn in range(draw(st.integers(0, 4))):
+    for _turn in range(draw(st.integers(0, 4))):
         messages.append({"role": "user", "content": draw(TEXT)})
         ids = draw(st.lists(st.sampled_from(["a", "b", "c", "d"]), max_size=3))
         if ids:
-            messages.append({"role": "assistant", "content": draw(TEXT),
-                             "tool_calls": [call(i, draw(st.sampled_from(["look", "say"])))
-                                            for i in ids]})
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": draw(TEXT),
+                    "tool_calls": [call(i, draw(st.sampled_from(["look", "say"]))) for i in ids],
+                }
+            )
             answers = draw(st.lists(st.sampled_from(ids + ["z"]), max_size=4))
-            messages.extend({"role": "tool", "tool_call_id": i, "content": draw(TEXT)}
-                            for i in answers)
+            messages.extend(
+                {"role": "tool", "tool_call_id": i, "content": draw(TEXT)} for i in answers
+            )
         else:
             messages.append({"role": "assistant", "content": draw(TEXT)})
     for _ in range(draw(st.integers(0, 3))):  # noise anywhere
         messages.insert(draw(st.integers(0, len(messages))), draw(MESSAGE))
     if messages and draw(st.booleans()):  # trimmed from the front
-        messages = messages[draw(st.integers(0, len(messages) - 1)):]
+        messages = messages[draw(st.integers(0, len(messages) - 1)) :]
     return messages
 
 
 VALUE = st.one_of(
-    TEXT, st.lists(MESSAGE, max_size=8), history_strategy(),
-    st.fixed_dictionaries({}, optional={"tool_call_id": IDS, "name": st.sampled_from(["look", None]),
-                                        "content": TEXT}),
+    TEXT,
+    st.lists(MESSAGE, max_size=8),
+    history_strategy(),
+    st.fixed_dictionaries(
+        {}, optional={"tool_call_id": IDS, "name": st.sampled_from(["look", None]), "content": TEXT}
+    ),
     st.lists(st.fixed_dictionaries({"tool_call_id": IDS, "content": TEXT}), max_size=3),
     st.integers(),
 )
 VALUES = st.dictionaries(
-    st.sampled_from(["system_prompt", "character_context", "goals", "pending_event",
-                     "tool_result", "extra"]),
-    VALUE, max_size=6).flatmap(
-        lambda v: st.fixed_dictionaries({"conversation_history": history_strategy()}).map(
-            lambda h: {**h, **v}))
+    st.sampled_from(
+        ["system_prompt", "character_context", "goals", "pending_event", "tool_result", "extra"]
+    ),
+    VALUE,
+    max_size=6,
+).flatmap(
+    lambda v: st.fixed_dictionaries({"conversation_history": history_strategy()}).map(
+        lambda h: {**h, **v}
+    )
+)
 
 
 @settings(max_examples=200, deadline=None)
-@given(components=components_strategy(),
-       context=st.one_of(st.none(), st.sampled_from(
-           ["tick_event", "reflection", "reflection_cont", "pre_compaction", "sleep_consolidate",
-            "goal_decompose"])),
-       values=VALUES, user_turn=st.booleans())
+@given(
+    components=components_strategy(),
+    context=st.one_of(
+        st.none(),
+        st.sampled_from(
+            [
+                "tick_event",
+                "reflection",
+                "reflection_cont",
+                "pre_compaction",
+                "sleep_consolidate",
+                "goal_decompose",
+            ]
+        ),
+    ),
+    values=VALUES,
+    user_turn=st.booleans(),
+)
 def test_any_input_assembles_into_a_valid_request(components, context, values, user_turn):
     config = get_context_config(context) if context else None
     prompt = assemble_messages(components, config, values, ensure_user_turn=user_turn)

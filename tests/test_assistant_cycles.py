@@ -1,14 +1,11 @@
 """Reflection, sleep phases, sub-agents and autonomy of an assistant (database tests)."""
 
-from unittest import mock
-
 from django.test import override_settings
+from test_assistant_tick import AssistantTestBase
 
 from evennia_ai.engine.trace import StopReason
 from evennia_ai.testing.model_server import ModelServer
 from evennia_ai.workspace.goals import add_goal
-
-from test_assistant_tick import AssistantTestBase
 
 
 def call(name, **arguments):
@@ -21,8 +18,11 @@ class ModelBase(AssistantTestBase):
         self.server = ModelServer().start()
         self.addCleanup(self.server.stop)
         patch = override_settings(
-            EVENNIA_AI_MODEL="openai/test-model", EVENNIA_AI_API_BASE=self.server.url,
-            EVENNIA_AI_API_KEY="x", EVENNIA_AI_MAX_RETRIES=0, EVENNIA_AI_TIMEOUT=3,
+            EVENNIA_AI_MODEL="openai/test-model",
+            EVENNIA_AI_API_BASE=self.server.url,
+            EVENNIA_AI_API_KEY="x",
+            EVENNIA_AI_MAX_RETRIES=0,
+            EVENNIA_AI_TIMEOUT=3,
             EVENNIA_AI_AUTONOMY=False,
         )
         patch.enable()
@@ -34,13 +34,23 @@ class TestReflection(ModelBase):
         self.script.attributes.add("tick_count", 5, category="ai")
         with override_settings(EVENNIA_AI_REFLECTION_INTERVAL=1, EVENNIA_AI_AUTONOMY=False):
             self.server.enqueue(
-                {"tool_calls": [call("add_journal_entry", content="RULE: Greet regulars by name", importance=6)]},
+                {
+                    "tool_calls": [
+                        call(
+                            "add_journal_entry",
+                            content="RULE: Greet regulars by name",
+                            importance=6,
+                        )
+                    ]
+                },
                 {"text": "Reflection done."},
                 {"tool_calls": [call("noop")]},
             )
             trace = self.tick()
             assert trace.context_type == "reflection"
-            system = self.server.requests_to("/v1/chat/completions")[0].body["messages"][0]["content"]
+            system = self.server.requests_to("/v1/chat/completions")[0].body["messages"][0][
+                "content"
+            ]
             assert "self-reflection" in system
             assert self.npc.ai.get("journal")[0]["content"].startswith("RULE:")
             assert self.npc.ai.get("behaviour_rules") == ["Greet regulars by name"]
@@ -51,7 +61,9 @@ class TestReflection(ModelBase):
     def test_reflection_when_journal_importance_passes_threshold(self):
         from evennia_ai.workspace.journal import add_entry
 
-        with override_settings(EVENNIA_AI_REFLECTION_INTERVAL=0, EVENNIA_AI_REFLECTION_IMPORTANCE_THRESHOLD=10):
+        with override_settings(
+            EVENNIA_AI_REFLECTION_INTERVAL=0, EVENNIA_AI_REFLECTION_IMPORTANCE_THRESHOLD=10
+        ):
             journal, _ = add_entry([], "Big news", importance=10)
             self.npc.ai.set("journal", journal)
             self.server.enqueue({"tool_calls": [call("noop")]})
@@ -91,13 +103,22 @@ class TestSleep(ModelBase):
         self.server.enqueue({"tool_calls": [call("noop")]})
         self.tick()
         offered = {t["function"]["name"] for t in self.server.last_request().body["tools"]}
-        assert offered <= {"noop", "add_journal_entry", "review_journal", "recall_memories", "store_memory"}
+        assert offered <= {
+            "noop",
+            "add_journal_entry",
+            "review_journal",
+            "recall_memories",
+            "store_memory",
+        }
 
 
 class TestAutonomyAndSubAgents(ModelBase):
     def test_autonomous_tick_with_active_goals(self):
         self.npc.ai.update_goals(lambda g: add_goal(g, "Stock the cellar", tick=1))
-        self.server.enqueue({"tool_calls": [call("update_goal", goal_id="goal_1_0", progress=50)]}, {"tool_calls": [call("noop")]})
+        self.server.enqueue(
+            {"tool_calls": [call("update_goal", goal_id="goal_1_0", progress=50)]},
+            {"tool_calls": [call("noop")]},
+        )
         with override_settings(EVENNIA_AI_AUTONOMY=True, EVENNIA_AI_AUTONOMOUS_MIN_INTERVAL=0):
             trace = self.tick()
         assert trace.context_type == "tick_autonomous"
@@ -123,7 +144,10 @@ class TestAutonomyAndSubAgents(ModelBase):
 
     def test_delegate_refused_when_layer_forbids(self):
         self.npc.ai.update_goals(lambda g: add_goal(g, "Survey", tick=1))
-        self.server.enqueue({"tool_calls": [call("delegate_task", task="Look around please")]}, {"tool_calls": [call("noop")]})
+        self.server.enqueue(
+            {"tool_calls": [call("delegate_task", task="Look around please")]},
+            {"tool_calls": [call("noop")]},
+        )
         with override_settings(EVENNIA_AI_AUTONOMY=True, EVENNIA_AI_AUTONOMOUS_MIN_INTERVAL=0):
             trace = self.tick()
         # sub_agents_enabled is off in Layer 1 by default

@@ -6,18 +6,28 @@ from unittest import mock
 from evennia import create_object
 from evennia.utils.test_resources import BaseEvenniaTest
 
-import evennia_ai.tools.blocks as block_tools
-from evennia_ai.tools.approvals import get_confirmation_queue
 from evennia_ai.memory import block_admin
-from evennia_ai.prompt import block_sources
 from evennia_ai.memory.blocks import BlockError
+from evennia_ai.prompt import block_sources
+from evennia_ai.tools.approvals import get_confirmation_queue
 from evennia_ai.tools.base import ToolCategory, ToolContext, ToolResult
 from evennia_ai.tools.registry import TOOL_REGISTRY
 
-TOOLS = ("block_read", "block_set_text", "block_append_text", "block_replace_text",
-         "block_set_field", "block_increment", "block_push_item", "block_insert_item",
-         "block_delete_item", "block_append_log", "archival_insert", "archival_search",
-         "archival_delete")
+TOOLS = (
+    "block_read",
+    "block_set_text",
+    "block_append_text",
+    "block_replace_text",
+    "block_set_field",
+    "block_increment",
+    "block_push_item",
+    "block_insert_item",
+    "block_delete_item",
+    "block_append_log",
+    "archival_insert",
+    "archival_search",
+    "archival_delete",
+)
 
 
 def test_tools_are_registered_safe_chain():
@@ -35,8 +45,9 @@ class BlockTestBase(BaseEvenniaTest):
         self.ctx = ToolContext(npc=self.npc, tick_id=7)
 
     def make_npc(self, key):
-        npc = create_object("evennia_ai.typeclasses.AIAssistantCharacter", key=key,
-                            location=self.room1)
+        npc = create_object(
+            "evennia_ai.typeclasses.AIAssistantCharacter", key=key, location=self.room1
+        )
         npc.ai.script.trigger_tick = lambda: None
         self.addCleanup(self._remove, npc)
         return npc
@@ -70,23 +81,39 @@ class TestBlockTools(BlockTestBase):
         result = self.run_tool("block_replace_text", label="notes", old="Carol", new="x")
         assert not result.success and "does not contain 'Carol'" in result.error
         result = self.run_tool("block_set_text", label="nope", text="x")
-        assert not result.success and "No memory block called 'nope'. Your blocks: notes." \
-            in result.error
+        assert (
+            not result.success
+            and "No memory block called 'nope'. Your blocks: notes." in result.error
+        )
 
     def test_map_list_and_log_tools(self):
-        block_admin.create_block(self.npc, "profile", type="Core", schema={
-            "kind": "map", "fields": [{"name": "status", "read_only": True}, "mood",
-                                      {"name": "visits", "type": "counter"},
-                                      {"name": "tags", "type": "list"}]},
-            content={"status": "active"})
+        block_admin.create_block(
+            self.npc,
+            "profile",
+            type="Core",
+            schema={
+                "kind": "map",
+                "fields": [
+                    {"name": "status", "read_only": True},
+                    "mood",
+                    {"name": "visits", "type": "counter"},
+                    {"name": "tags", "type": "list"},
+                ],
+            },
+            content={"status": "active"},
+        )
         assert self.run_tool("block_set_field", label="profile", field="mood", value="calm").success
         assert self.run_tool("block_increment", label="profile", field="visits").success
         assert self.run_tool("block_increment", label="profile", field="visits", by=2).success
         assert self.run_tool("block_push_item", label="profile", field="tags", item="inn").success
         result = self.run_tool("block_set_field", label="profile", field="status", value="x")
         assert not result.success and "read-only" in result.error
-        assert self.content("profile") == {"status": "active", "mood": "calm", "visits": 3,
-                                           "tags": ["inn"]}
+        assert self.content("profile") == {
+            "status": "active",
+            "mood": "calm",
+            "visits": 3,
+            "tags": ["inn"],
+        }
 
         block_admin.create_block(self.npc, "todo", schema="list", permission="Admin")
         assert self.run_tool("block_push_item", label="todo", item="sweep").success
@@ -99,19 +126,33 @@ class TestBlockTools(BlockTestBase):
         assert "either position" in self.run_tool("block_delete_item", label="todo").error
 
         block_admin.create_block(self.npc, "diary", type="Log")
-        result = self.run_tool("block_append_log", label="diary", message="Opened the inn",
-                               fields={"mood": "good", "timestamp": "1999"})
+        result = self.run_tool(
+            "block_append_log",
+            label="diary",
+            message="Opened the inn",
+            fields={"mood": "good", "timestamp": "1999"},
+        )
         assert result.success
         entry = self.content("diary")[0]
         assert entry["message"] == "Opened the inn" and entry["mood"] == "good"
         assert entry["timestamp"] != "1999"
 
     def test_section_edits_through_the_same_tools(self):
-        block_admin.create_block(self.npc, "desk", schema={"kind": "composite", "sections": [
-            {"name": "notes"}, {"name": "diagnostics", "schema": "map", "read_only": True}]})
+        block_admin.create_block(
+            self.npc,
+            "desk",
+            schema={
+                "kind": "composite",
+                "sections": [
+                    {"name": "notes"},
+                    {"name": "diagnostics", "schema": "map", "read_only": True},
+                ],
+            },
+        )
         assert self.run_tool("block_set_text", label="desk", section="notes", text="hi").success
-        result = self.run_tool("block_set_field", label="desk", section="diagnostics",
-                               field="cpu", value=1)
+        result = self.run_tool(
+            "block_set_field", label="desk", section="diagnostics", field="cpu", value=1
+        )
         assert not result.success and "read-only" in result.error
         result = self.run_tool("block_set_text", label="desk", text="hi")
         assert "say which one" in result.error and "notes, diagnostics" in result.data["suggestion"]
@@ -143,8 +184,9 @@ class TestBlockTools(BlockTestBase):
 
         def find_then_operator_writes(npc, label):
             target = real_find(npc, label)  # the tool has read the block...
-            block_admin.system_write(self.npc, "profile", "set_field",
-                                     {"field": "a", "value": "operator"})  # ...operator edits
+            block_admin.system_write(
+                self.npc, "profile", "set_field", {"field": "a", "value": "operator"}
+            )  # ...operator edits
             return target
 
         with mock.patch.object(block_admin, "find_block", find_then_operator_writes):
@@ -153,9 +195,13 @@ class TestBlockTools(BlockTestBase):
         assert self.content("profile") == {"a": "operator", "b": "model"}
 
     def test_block_read_lists_and_pages(self):
-        block_admin.create_block(self.npc, "book", content="\n".join(f"line {i}" for i in range(1, 61)),
-                                 schema={"kind": "text", "viewport": {"lines": 10}},
-                                 description="A long book")
+        block_admin.create_block(
+            self.npc,
+            "book",
+            content="\n".join(f"line {i}" for i in range(1, 61)),
+            schema={"kind": "text", "viewport": {"lines": 10}},
+            description="A long book",
+        )
         listing = self.run_tool("block_read").content["blocks"]
         assert listing[0]["label"] == "book" and "set_text" in listing[0]["allowed_ops"]
         text = self.run_tool("block_read", label="book").content
@@ -188,8 +234,9 @@ class TestConfirmations(BlockTestBase):
 
     def test_human_write_rejected_changes_nothing(self):
         block_admin.create_block(self.npc, "vows", permission="Human", schema="map")
-        cid = self.pending(self.run_tool("block_set_field", label="vows", field="oath",
-                                         value="honesty"))
+        cid = self.pending(
+            self.run_tool("block_set_field", label="vows", field="oath", value="honesty")
+        )
         get_confirmation_queue().reject(cid)
         assert self.content("vows") == {}
 
@@ -211,17 +258,21 @@ class TestSharing(BlockTestBase):
     def setUp(self):
         super().setUp()
         self.archive = self.make_npc("Archive")
-        block_admin.create_block(self.archive, "shared_notes", pinned=True,
-                                 content="Content shared from another agent")
+        block_admin.create_block(
+            self.archive, "shared_notes", pinned=True, content="Content shared from another agent"
+        )
 
     def test_append_share_in_context_and_attributed(self):
         block_admin.share_block(self.archive, "shared_notes", self.npc, "append")
         text = block_sources.render_blocks_for_npc(self.npc, "")
-        assert ('<block:shared_notes permission="Append" shared_from="Archive">\n'
-                "Content shared from another agent\n</block:shared_notes>") in text
+        assert (
+            '<block:shared_notes permission="Append" shared_from="Archive">\n'
+            "Content shared from another agent\n</block:shared_notes>"
+        ) in text
         assert self.run_tool("block_append_text", label="shared_notes", text="I was here").success
         assert self.content("shared_notes", self.archive) == (
-            "Content shared from another agent\n[Keeper] I was here")
+            "Content shared from another agent\n[Keeper] I was here"
+        )
         result = self.run_tool("block_set_text", label="shared_notes", text="mine now")
         assert not result.success and "Append permission" in result.error
         # The owner's own view is unchanged in kind: its own ReadWrite block.
@@ -230,10 +281,12 @@ class TestSharing(BlockTestBase):
 
     def test_read_share_allows_no_writes(self):
         block_admin.share_block(self.archive, "shared_notes", self.npc, "read")
-        assert 'permission="ReadOnly" shared_from="Archive"' in \
-            block_sources.render_blocks_for_npc(self.npc)
-        assert "read-only" in self.run_tool("block_append_text", label="shared_notes",
-                                            text="x").error
+        assert 'permission="ReadOnly" shared_from="Archive"' in block_sources.render_blocks_for_npc(
+            self.npc
+        )
+        assert (
+            "read-only" in self.run_tool("block_append_text", label="shared_notes", text="x").error
+        )
 
     def test_unshare_and_delete_remove_the_block_from_view(self):
         block_admin.share_block(self.archive, "shared_notes", self.npc, "append")
@@ -249,8 +302,9 @@ class TestSharing(BlockTestBase):
         block_admin.create_block(self.npc, "shared_notes", content="mine")
         assert self.run_tool("block_append_text", label="shared_notes", text="own").success
         assert self.content("shared_notes") == "mine\nown"
-        assert self.run_tool("block_append_text", label="Archive/shared_notes",
-                             text="theirs").success
+        assert self.run_tool(
+            "block_append_text", label="Archive/shared_notes", text="theirs"
+        ).success
         assert self.content("shared_notes", self.archive).endswith("[Keeper] theirs")
 
     def test_share_errors(self):
@@ -282,13 +336,16 @@ class TestContextSources(BlockTestBase):
         return SimpleNamespace(npc=self.npc, batch=[], tool_result=tool_result, extra={})
 
     def test_memory_blocks_source_pinned_core_and_mentioned(self):
-        block_admin.create_block(self.npc, "persona", type="Core", content="An innkeeper.",
-                                 description="Who I am")
+        block_admin.create_block(
+            self.npc, "persona", type="Core", content="An innkeeper.", description="Who I am"
+        )
         block_admin.create_block(self.npc, "scratch", content="half a thought")
         text = block_sources.memory_blocks_source(self.builder())
         assert text.startswith(block_sources.HEADER)
-        assert '<block:persona permission="ReadWrite">\nWho I am\n\nAn innkeeper.\n</block:persona>' \
+        assert (
+            '<block:persona permission="ReadWrite">\nWho I am\n\nAn innkeeper.\n</block:persona>'
             in text
+        )
         assert "scratch" not in text
         text = block_sources.memory_blocks_source(self.builder("see your scratch block"))
         assert "<block:scratch" in text
@@ -308,8 +365,9 @@ class TestContextSources(BlockTestBase):
 
 class TestArchival(BlockTestBase):
     def test_insert_search_delete(self):
-        result = self.run_tool("archival_insert", content="The mill burned down last winter.",
-                               tags=["history"])
+        result = self.run_tool(
+            "archival_insert", content="The mill burned down last winter.", tags=["history"]
+        )
         assert result.success
         entry_id = result.content["id"]
         again = self.run_tool("archival_insert", content="the mill burned down last winter.")
@@ -321,8 +379,9 @@ class TestArchival(BlockTestBase):
         assert found["results"][0]["id"] == entry_id
         assert found["results"][0]["tags"] == ["history"]
         assert "note" in self.run_tool("archival_search", query="dragons").content
-        hits = block_sources.archival_hits_source(SimpleNamespace(
-            npc=self.npc, batch=[], tool_result="Tell me about the mill", extra={}))
+        hits = block_sources.archival_hits_source(
+            SimpleNamespace(npc=self.npc, batch=[], tool_result="Tell me about the mill", extra={})
+        )
         assert hits.startswith("## From your archive\n- The mill burned down")
         assert self.run_tool("archival_delete", id=entry_id).success
         assert "No archival entry" in self.run_tool("archival_delete", id=entry_id).error
@@ -344,8 +403,9 @@ class TestOperatorApi(BlockTestBase):
         assert block_admin.set_pinned(self.npc, "notes")["pinned"] is True
         assert block_admin.set_block_type(self.npc, "notes", "core")["type"] == "Core"
         assert block_admin.set_description(self.npc, "notes", "d")["description"] == "d"
-        assert block_admin.set_schema(self.npc, "notes", {"kind": "text", "viewport": {
-            "lines": 5}})["schema"]["viewport"] == {"start": 0, "lines": 5}
+        assert block_admin.set_schema(
+            self.npc, "notes", {"kind": "text", "viewport": {"lines": 5}}
+        )["schema"]["viewport"] == {"start": 0, "lines": 5}
         assert [b["label"] for b in block_admin.list_blocks(self.npc)] == ["notes"]
         for call, words in (
             (lambda: block_admin.create_block(self.npc, "notes"), "already exists"),
@@ -370,5 +430,6 @@ class TestInPrompt(BlockTestBase):
         ContextBuilder(self.npc, get_context_config("tick_event")).build().addCallback(built.append)
         assert built, "the build should finish synchronously here"
         prompt = "\n".join(str(m.get("content")) for m in built[0].messages)
-        assert '<block:persona permission="ReadWrite">\nA gruff innkeeper.\n</block:persona>' \
-            in prompt
+        assert (
+            '<block:persona permission="ReadWrite">\nA gruff innkeeper.\n</block:persona>' in prompt
+        )

@@ -15,9 +15,9 @@ import shutil
 import time
 
 import pytest
+from support.game_server import GameServer, TelnetClient
 
 from evennia_ai.testing.model_server import ModelServer
-from support.game_server import GameServer, TelnetClient
 
 pytestmark = [pytest.mark.server, pytest.mark.browser, pytest.mark.timeout(300)]
 
@@ -50,11 +50,18 @@ def make_driver():
 
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--disable-background-networking", "--disable-component-update",
-                "--no-first-run", "--window-size=1280,1000",
-                # Evennia's base template links Bootstrap from CDNs: fail those at once.
-                "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1"):
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--no-first-run",
+        "--window-size=1280,1000",
+        # Evennia's base template links Bootstrap from CDNs: fail those at once.
+        "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
+    ):
         options.add_argument(arg)
     options.page_load_strategy = "eager"
     driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
@@ -142,7 +149,11 @@ def browse(driver, game, npc_id: int, cid: str) -> None:
     shot(driver, "npc_list")
     row = driver.find_element(By.CSS_SELECTOR, 'tr[data-npc="Innkeeper"]')
     assert row.find_element(By.CSS_SELECTOR, ".ai-state").text in (
-        "running", "paused", "asleep", "stopped")
+        "running",
+        "paused",
+        "asleep",
+        "stopped",
+    )
     row.find_element(By.CSS_SELECTOR, "a.ai-npc-link").click()
     wait_for(driver, lambda d: d.find_elements(By.ID, "ai-traces"), what="the traces table")
     assert f"/ai/npc/{npc_id}/" in driver.current_url
@@ -157,8 +168,12 @@ def browse(driver, game, npc_id: int, cid: str) -> None:
     driver.back()
     wait_for(driver, lambda d: d.find_elements(By.ID, f"approve-{cid}"), what="the approve button")
     driver.find_element(By.ID, f"approve-{cid}").click()
-    wait_for(driver, lambda d: f"{cid} (Innkeeper: noop) is approved"
-             in d.find_element(By.TAG_NAME, "body").text, what="the approval")
+    wait_for(
+        driver,
+        lambda d: f"{cid} (Innkeeper: noop) is approved"
+        in d.find_element(By.TAG_NAME, "body").text,
+        what="the approval",
+    )
     assert not driver.find_elements(By.ID, f"approve-{cid}")
     assert confirmation_status(game, cid) == "approved"
 
@@ -171,8 +186,10 @@ def browse(driver, game, npc_id: int, cid: str) -> None:
     assert not driver.find_elements(By.ID, "ai-npc-list")
 
 
-@pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER), reason="chromium/chromedriver not installed "
-                    "(scripts/install_browser.sh)")
+@pytest.mark.skipif(
+    not (CHROMIUM and CHROMEDRIVER),
+    reason="chromium/chromedriver not installed " "(scripts/install_browser.sh)",
+)
 def test_staff_dashboard_in_a_browser(tmp_path):
     pytest.importorskip("selenium")
 
@@ -193,5 +210,7 @@ def test_staff_dashboard_in_a_browser(tmp_path):
             finally:
                 if driver is not None:
                     driver.quit()
-    print(f"\nbrowser dashboard test: {time.monotonic() - started:.1f} s in all "
-          f"(server ready after {server_ready:.1f} s, browser part {browser_time:.1f} s)")
+    print(
+        f"\nbrowser dashboard test: {time.monotonic() - started:.1f} s in all "
+        f"(server ready after {server_ready:.1f} s, browser part {browser_time:.1f} s)"
+    )

@@ -3,13 +3,12 @@
 from unittest import mock
 
 from django.test import override_settings
+from test_assistant_tick import AssistantTestBase
 
 from evennia_ai import conf
-from evennia_ai.npc import spending
 from evennia_ai.memory import events as ev
+from evennia_ai.npc import spending
 from evennia_ai.testing.model_server import ModelServer
-
-from test_assistant_tick import AssistantTestBase
 
 
 def spend(npc, tokens, cost=0.0):
@@ -58,6 +57,7 @@ class TestBudgetCheck(AssistantTestBase):
 
     def test_server_limit_sums_every_npc_and_follows_ticks(self):
         from evennia import create_object
+
         from evennia_ai.typeclasses import AIAssistantCharacter
 
         other = create_object(AIAssistantCharacter, key="Barmaid", location=self.room1)
@@ -79,7 +79,9 @@ class TestBudgetCheck(AssistantTestBase):
 
     def test_server_totals(self):
         spend(self.npc, 42, 0.5)
-        self.npc.ai.update("metrics", lambda m: {**m, "prompt_tokens": 40, "completion_tokens": 2, "cost": 0.5})
+        self.npc.ai.update(
+            "metrics", lambda m: {**m, "prompt_tokens": 40, "completion_tokens": 2, "cost": 0.5}
+        )
         totals = spending.server_totals()
         assert totals["prompt_tokens"] >= 40 and totals["today"]["tokens"] >= 42
 
@@ -92,8 +94,11 @@ class TestOverBudgetTicks(AssistantTestBase):
         self.server = ModelServer().start()
         self.addCleanup(self.server.stop)
         self.settings = override_settings(
-            EVENNIA_AI_MODEL="openai/test-model", EVENNIA_AI_API_BASE=self.server.url,
-            EVENNIA_AI_API_KEY="x", EVENNIA_AI_MAX_RETRIES=0, EVENNIA_AI_TIMEOUT=3,
+            EVENNIA_AI_MODEL="openai/test-model",
+            EVENNIA_AI_API_BASE=self.server.url,
+            EVENNIA_AI_API_KEY="x",
+            EVENNIA_AI_MAX_RETRIES=0,
+            EVENNIA_AI_TIMEOUT=3,
             EVENNIA_AI_DAILY_TOKEN_BUDGET_PER_NPC=100,
         )
         self.settings.enable()
@@ -118,8 +123,10 @@ class TestOverBudgetTicks(AssistantTestBase):
     def test_silence_consumes_events_unanswered_and_says_so(self):
         spend(self.npc, 1000)
         self.speak("Hello Innkeeper!")
-        with override_settings(EVENNIA_AI_BUDGET_EXCEEDED_ACTION="silence"), \
-                mock.patch.object(self.char1, "msg") as heard:
+        with (
+            override_settings(EVENNIA_AI_BUDGET_EXCEEDED_ACTION="silence"),
+            mock.patch.object(self.char1, "msg") as heard,
+        ):
             trace = self.tick()
         assert trace.stop_reason == "budget" and "silent" in trace.budget
         assert not self.server.requests

@@ -27,28 +27,109 @@ from support.commands import AICommandTestBase
 from evennia_ai.commands.cmdset import all_command_classes
 
 EXAMPLES = int(os.environ.get("EVENNIA_AI_FUZZ_EXAMPLES", "40"))  # more: a deeper local run
-FUZZ = settings(max_examples=EXAMPLES, deadline=None, database=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                       HealthCheck.filter_too_much])
+FUZZ = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    database=None,
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.filter_too_much,
+    ],
+)
 
 NPC_NAME = "Innkeeper"
 TOKENS = [
-    NPC_NAME, "keeper", "innkeeper", "Char", "Char2", "#1", "#2", "#99999", "#-1", "#abc",
-    "=", "==", "/", "//", ":", "::", ",", ";", "|", "&", "me", "here", "all", "*",
-    "0", "1", "-1", "3.5", "1e309", "nan", "99999999999999999999999", "on", "off", "true",
-    "{", "}", "[", "]", "{}", "[]", '{"a": 1}', '{"kind": "map"}', '[1, 2', '{"x":', "null",
-    '"', "'", "\\", "|r", "|n", "|/", "%s", "{name}", "{{", "$You()", "\u202e", "\U0001f480",
-    "\x00", "\x7f", "\x80", "\u0085", "\ufffd", "\t", "\n", "house_rules", "house_rules:notes", "Core", "ReadOnly", "Admin",
-    "c_00000000", "goal_1_0", "tick_event", "execute_command", "SAFE_CHAIN", "DANGEROUS",
-    "say", "23:00", "25:99", "x" * 300,
+    NPC_NAME,
+    "keeper",
+    "innkeeper",
+    "Char",
+    "Char2",
+    "#1",
+    "#2",
+    "#99999",
+    "#-1",
+    "#abc",
+    "=",
+    "==",
+    "/",
+    "//",
+    ":",
+    "::",
+    ",",
+    ";",
+    "|",
+    "&",
+    "me",
+    "here",
+    "all",
+    "*",
+    "0",
+    "1",
+    "-1",
+    "3.5",
+    "1e309",
+    "nan",
+    "99999999999999999999999",
+    "on",
+    "off",
+    "true",
+    "{",
+    "}",
+    "[",
+    "]",
+    "{}",
+    "[]",
+    '{"a": 1}',
+    '{"kind": "map"}',
+    "[1, 2",
+    '{"x":',
+    "null",
+    '"',
+    "'",
+    "\\",
+    "|r",
+    "|n",
+    "|/",
+    "%s",
+    "{name}",
+    "{{",
+    "$You()",
+    "\u202e",
+    "\U0001f480",
+    "\x00",
+    "\x7f",
+    "\x80",
+    "\u0085",
+    "\ufffd",
+    "\t",
+    "\n",
+    "house_rules",
+    "house_rules:notes",
+    "Core",
+    "ReadOnly",
+    "Admin",
+    "c_00000000",
+    "goal_1_0",
+    "tick_event",
+    "execute_command",
+    "SAFE_CHAIN",
+    "DANGEROUS",
+    "say",
+    "23:00",
+    "25:99",
+    "x" * 300,
 ]
 words = st.sampled_from(TOKENS) | st.text(max_size=12)
 arguments = (
     st.lists(words, max_size=8).map(" ".join)
     | st.lists(words, max_size=8).map("".join)
     | st.text(max_size=60)
-    | st.builds(lambda a, b: f"{a} = {b}", st.sampled_from([NPC_NAME, "keeper", "#1", ""]),
-                st.lists(words, max_size=5).map(" ".join))
+    | st.builds(
+        lambda a, b: f"{a} = {b}",
+        st.sampled_from([NPC_NAME, "keeper", "#1", ""]),
+        st.lists(words, max_size=5).map(" ".join),
+    )
     | st.sampled_from(["x" * 5000, NPC_NAME + " = " + "y" * 20000, "=" * 500, "/" * 200])
 )
 switch_junk = st.text(alphabet="abcdefghijklmnopqrstuvwxyz_-0123456789/=", max_size=8)
@@ -67,10 +148,13 @@ class CommandFuzzTest(AICommandTestBase):
         self.tmp = tempfile.TemporaryDirectory()
         self.addCleanup(self.tmp.cleanup)
         # Offline model, synchronous threads, keyword-only long-term memory in a temp folder.
-        patches = [mock.patch.object(longterm, "_MEMORY", None),
-                   mock.patch.object(longterm, "local_embedder_installed", lambda: False),
-                   override_settings(EVENNIA_AI_MODEL="", EVENNIA_AI_DATA_DIR=self.tmp.name,
-                                     EVENNIA_AI_MEM0_CONFIG=None)]
+        patches = [
+            mock.patch.object(longterm, "_MEMORY", None),
+            mock.patch.object(longterm, "local_embedder_installed", lambda: False),
+            override_settings(
+                EVENNIA_AI_MODEL="", EVENNIA_AI_DATA_DIR=self.tmp.name, EVENNIA_AI_MEM0_CONFIG=None
+            ),
+        ]
         for patch in patches:
             patch.__enter__()
             self.addCleanup(patch.__exit__, None, None, None)
@@ -87,12 +171,13 @@ class CommandFuzzTest(AICommandTestBase):
 
     def prepare_npc(self, npc):
         """Some state for the commands to act on: a memory block and a pending confirmation."""
-        from evennia_ai.tools.approvals import get_confirmation_queue
         from evennia_ai.memory import block_admin
+        from evennia_ai.tools.approvals import get_confirmation_queue
 
         block_admin.create_block(npc, "house_rules", content="No fighting.")
-        get_confirmation_queue().add_entry(npc, "execute_command",
-                                           {"arguments": {"command": "look"}}, reason="fuzz")
+        get_confirmation_queue().add_entry(
+            npc, "execute_command", {"arguments": {"command": "look"}}, reason="fuzz"
+        )
         return npc
 
     def run_command(self, cls, text: str) -> str:
@@ -106,13 +191,15 @@ class CommandFuzzTest(AICommandTestBase):
                 f"{cls.key} {text[:300]!r} raised {type(err).__name__}: {str(err)[:300]}"
             ) from None
         assert "Traceback" not in output, f"{cls.key} {text[:300]!r} showed a traceback"
-        assert not GENERIC_FAILURE.search(output), (
-            f"{cls.key} {text[:300]!r} hit the generic exception handler: {output[:400]}"
-        )
+        assert not GENERIC_FAILURE.search(
+            output
+        ), f"{cls.key} {text[:300]!r} hit the generic exception handler: {output[:400]}"
         return output
 
     def fuzz(self, cls):
-        switches = st.sampled_from(tuple(cls.switch_options)) if cls.switch_options else st.nothing()
+        switches = (
+            st.sampled_from(tuple(cls.switch_options)) if cls.switch_options else st.nothing()
+        )
         switch_lists = st.lists(switches | switch_junk, max_size=2)
 
         @FUZZ

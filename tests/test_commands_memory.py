@@ -56,30 +56,67 @@ class TestBlocks(MemoryCommandTest):
 
     def test_create_list_show(self):
         self.call(cmds.CmdAIBlock(), "Innkeeper", "Innkeeper has no memory blocks.")
-        self.call(cmds.CmdAIBlock(), "/create Innkeeper = notes",
-                  "Created memory block 'notes' on Innkeeper (Working, text, ReadWrite).")
-        self.call(cmds.CmdAIBlock(),
-                  '/create Innkeeper = {"label": "profile", "type": "Core", "schema": {"kind": "map", '
-                  '"fields": [{"name": "status", "read_only": true}, {"name": "mood", "type": "text"}]}, '
-                  '"permission": "ReadOnly", "description": "Who I am"}',
-                  "Created memory block 'profile' on Innkeeper (Core, map, ReadOnly).")
+        self.call(
+            cmds.CmdAIBlock(),
+            "/create Innkeeper = notes",
+            "Created memory block 'notes' on Innkeeper (Working, text, ReadWrite).",
+        )
+        self.call(
+            cmds.CmdAIBlock(),
+            '/create Innkeeper = {"label": "profile", "type": "Core", "schema": {"kind": "map", '
+            '"fields": [{"name": "status", "read_only": true}, {"name": "mood", "type": "text"}]}, '
+            '"permission": "ReadOnly", "description": "Who I am"}',
+            "Created memory block 'profile' on Innkeeper (Core, map, ReadOnly).",
+        )
         blocks = self.blocks()
         assert set(blocks) == {"notes", "profile"}
-        assert blocks["profile"]["permission"] == "ReadOnly" and blocks["profile"]["description"] == "Who I am"
+        assert (
+            blocks["profile"]["permission"] == "ReadOnly"
+            and blocks["profile"]["description"] == "Who I am"
+        )
         out = self.call(cmds.CmdAIBlock(), "Innkeeper", "Memory blocks of Innkeeper")
         assert "notes" in out and "ephemeral" in out and "always" in out
-        out = self.call(cmds.CmdAIBlock(), "/show Innkeeper = profile", "Block profile of Innkeeper: type Core")
+        out = self.call(
+            cmds.CmdAIBlock(), "/show Innkeeper = profile", "Block profile of Innkeeper: type Core"
+        )
         assert '<block:profile permission="ReadOnly">' in out and "Who I am" in out
 
     def test_operator_writes_bypass_permissions_and_read_only_fields(self):
-        block_admin.create_block(self.npc, "profile", type="Core", permission="ReadOnly", schema={
-            "kind": "map", "fields": [{"name": "status", "read_only": True},
-                                      {"name": "gold", "type": "number"}, {"name": "tags", "type": "list"}]})
+        block_admin.create_block(
+            self.npc,
+            "profile",
+            type="Core",
+            permission="ReadOnly",
+            schema={
+                "kind": "map",
+                "fields": [
+                    {"name": "status", "read_only": True},
+                    {"name": "gold", "type": "number"},
+                    {"name": "tags", "type": "list"},
+                ],
+            },
+        )
         block_admin.create_block(self.npc, "notes", permission="ReadOnly")
-        self.call(cmds.CmdAIBlock(), "/set Innkeeper = profile status=resting", "Innkeeper/profile: Field 'status' set.")
-        self.call(cmds.CmdAIBlock(), "/set Innkeeper = profile gold=12", "Innkeeper/profile: Field 'gold' set.")
-        self.call(cmds.CmdAIBlock(), "/append Innkeeper = profile tags=friendly", "Innkeeper/profile: Added to field")
-        assert self.blocks()["profile"]["content"] == {"status": "resting", "gold": 12, "tags": ["friendly"]}
+        self.call(
+            cmds.CmdAIBlock(),
+            "/set Innkeeper = profile status=resting",
+            "Innkeeper/profile: Field 'status' set.",
+        )
+        self.call(
+            cmds.CmdAIBlock(),
+            "/set Innkeeper = profile gold=12",
+            "Innkeeper/profile: Field 'gold' set.",
+        )
+        self.call(
+            cmds.CmdAIBlock(),
+            "/append Innkeeper = profile tags=friendly",
+            "Innkeeper/profile: Added to field",
+        )
+        assert self.blocks()["profile"]["content"] == {
+            "status": "resting",
+            "gold": 12,
+            "tags": ["friendly"],
+        }
         self.call(cmds.CmdAIBlock(), "/set Innkeeper = notes The well is dry.", "Innkeeper/notes:")
         self.call(cmds.CmdAIBlock(), "/append Innkeeper = notes Bob is back.", "Innkeeper/notes:")
         assert self.blocks()["notes"]["content"] == "The well is dry.\nBob is back."
@@ -89,75 +126,183 @@ class TestBlocks(MemoryCommandTest):
     def test_lists_logs_and_sections(self):
         block_admin.create_block(self.npc, "todo", schema="list")
         block_admin.create_block(self.npc, "events", type="Log")
-        block_admin.create_block(self.npc, "me", schema={"kind": "composite", "sections": [
-            {"name": "mood", "schema": "text"}, {"name": "facts", "schema": "list"}]})
-        self.call(cmds.CmdAIBlock(), "/append Innkeeper = todo Sweep the floor", "Innkeeper/todo: Item added as number 1.")
-        self.call(cmds.CmdAIBlock(), "/append Innkeeper = todo Fix the sign", "Innkeeper/todo: Item added as number 2.")
-        self.call(cmds.CmdAIBlock(), "/delitem Innkeeper = todo 1", "Innkeeper/todo: Item 1 deleted.")
+        block_admin.create_block(
+            self.npc,
+            "me",
+            schema={
+                "kind": "composite",
+                "sections": [
+                    {"name": "mood", "schema": "text"},
+                    {"name": "facts", "schema": "list"},
+                ],
+            },
+        )
+        self.call(
+            cmds.CmdAIBlock(),
+            "/append Innkeeper = todo Sweep the floor",
+            "Innkeeper/todo: Item added as number 1.",
+        )
+        self.call(
+            cmds.CmdAIBlock(),
+            "/append Innkeeper = todo Fix the sign",
+            "Innkeeper/todo: Item added as number 2.",
+        )
+        self.call(
+            cmds.CmdAIBlock(), "/delitem Innkeeper = todo 1", "Innkeeper/todo: Item 1 deleted."
+        )
         assert self.blocks()["todo"]["content"] == ["Fix the sign"]
-        self.call(cmds.CmdAIBlock(), "/append Innkeeper = events The bell rang", "Innkeeper/events: Log entry added.")
+        self.call(
+            cmds.CmdAIBlock(),
+            "/append Innkeeper = events The bell rang",
+            "Innkeeper/events: Log entry added.",
+        )
         assert self.blocks()["events"]["content"][0]["message"] == "The bell rang"
         self.call(cmds.CmdAIBlock(), "/set Innkeeper = me:mood calm", "Innkeeper/me:")
         assert self.blocks()["me"]["content"]["mood"] == "calm"
         self.call(cmds.CmdAIBlock(), "/set Innkeeper = me calm", "Memory block 'me' has sections")
-        self.call(cmds.CmdAIBlock(), "/set Innkeeper = todo x", "A list block is changed with /append")
+        self.call(
+            cmds.CmdAIBlock(), "/set Innkeeper = todo x", "A list block is changed with /append"
+        )
 
     def test_configuration_and_delete(self):
         block_admin.create_block(self.npc, "notes")
-        self.call(cmds.CmdAIBlock(), "/permission Innkeeper = notes append",
-                  "Memory block 'notes' of Innkeeper now has Append permission.")
+        self.call(
+            cmds.CmdAIBlock(),
+            "/permission Innkeeper = notes append",
+            "Memory block 'notes' of Innkeeper now has Append permission.",
+        )
         assert self.blocks()["notes"]["permission"] == "Append"
-        self.call(cmds.CmdAIBlock(), "/pin Innkeeper = notes", "Memory block 'notes' of Innkeeper is pinned")
+        self.call(
+            cmds.CmdAIBlock(),
+            "/pin Innkeeper = notes",
+            "Memory block 'notes' of Innkeeper is pinned",
+        )
         assert self.blocks()["notes"]["pinned"] is True
-        self.call(cmds.CmdAIBlock(), "/unpin Innkeeper = notes", "Memory block 'notes' of Innkeeper is unpinned")
+        self.call(
+            cmds.CmdAIBlock(),
+            "/unpin Innkeeper = notes",
+            "Memory block 'notes' of Innkeeper is unpinned",
+        )
         assert self.blocks()["notes"]["pinned"] is False
-        self.call(cmds.CmdAIBlock(), "/type Innkeeper = notes core", "Memory block 'notes' of Innkeeper is now a Core block.")
+        self.call(
+            cmds.CmdAIBlock(),
+            "/type Innkeeper = notes core",
+            "Memory block 'notes' of Innkeeper is now a Core block.",
+        )
         self.call(cmds.CmdAIBlock(), "/describe Innkeeper = notes Things to remember", "Described")
         assert self.blocks()["notes"]["description"] == "Things to remember"
-        self.call(cmds.CmdAIBlock(), "/delete Innkeeper = notes", "Deleted memory block 'notes' of Innkeeper.")
+        self.call(
+            cmds.CmdAIBlock(),
+            "/delete Innkeeper = notes",
+            "Deleted memory block 'notes' of Innkeeper.",
+        )
         assert self.blocks() == {}
 
     def test_share_and_unshare(self):
         block_admin.create_block(self.npc, "rumours")
-        self.call(cmds.CmdAIBlock(), "/share Innkeeper = rumours to Blacksmith append",
-                  "Memory block 'rumours' of Innkeeper is shared with Blacksmith (append).")
+        self.call(
+            cmds.CmdAIBlock(),
+            "/share Innkeeper = rumours to Blacksmith append",
+            "Memory block 'rumours' of Innkeeper is shared with Blacksmith (append).",
+        )
         assert self.blocks()["rumours"]["shared_with"] == {str(self.smith.id): "append"}
         assert self.smith.ai.get("blocks_shared_in") == [{"owner": self.npc.id, "label": "rumours"}]
         out = self.call(cmds.CmdAIBlock(), "Blacksmith", "Memory blocks of Blacksmith")
         assert "Innkeeper/rumours" in out
-        self.call(cmds.CmdAIBlock(), "/show Innkeeper = rumours", "Block rumours of Innkeeper: type Working, schema text, shared with Blacksmith (append)")
-        self.call(cmds.CmdAIBlock(), "/unshare Innkeeper = rumours from Blacksmith", "Memory block 'rumours' of Innkeeper is no longer shared")
+        self.call(
+            cmds.CmdAIBlock(),
+            "/show Innkeeper = rumours",
+            "Block rumours of Innkeeper: type Working, schema text, shared with Blacksmith (append)",
+        )
+        self.call(
+            cmds.CmdAIBlock(),
+            "/unshare Innkeeper = rumours from Blacksmith",
+            "Memory block 'rumours' of Innkeeper is no longer shared",
+        )
         assert self.blocks()["rumours"]["shared_with"] == {}
 
     def test_bad_arguments(self):
         self.call(cmds.CmdAIBlock(), "/create Innkeeper = {bad json", "Invalid block spec")
-        self.call(cmds.CmdAIBlock(), '/create Innkeeper = {"label": "x", "colour": 1}', "Unknown key(s) in the block spec: colour")
-        self.call(cmds.CmdAIBlock(), "/create Innkeeper = bad label!", "'bad label!' is not a valid block label")
-        self.call(cmds.CmdAIBlock(), '/create Innkeeper = {"label": "x", "type": "Weird"}', "Unknown block type 'Weird'")
-        self.call(cmds.CmdAIBlock(), "/show Innkeeper = nothing", "No memory block called 'nothing'")
+        self.call(
+            cmds.CmdAIBlock(),
+            '/create Innkeeper = {"label": "x", "colour": 1}',
+            "Unknown key(s) in the block spec: colour",
+        )
+        self.call(
+            cmds.CmdAIBlock(),
+            "/create Innkeeper = bad label!",
+            "'bad label!' is not a valid block label",
+        )
+        self.call(
+            cmds.CmdAIBlock(),
+            '/create Innkeeper = {"label": "x", "type": "Weird"}',
+            "Unknown block type 'Weird'",
+        )
+        self.call(
+            cmds.CmdAIBlock(), "/show Innkeeper = nothing", "No memory block called 'nothing'"
+        )
         block_admin.create_block(self.npc, "notes")
-        self.call(cmds.CmdAIBlock(), "/create Innkeeper = notes", "A block called 'notes' already exists.")
-        self.call(cmds.CmdAIBlock(), "/permission Innkeeper = notes Superuser", "Unknown permission 'Superuser'")
+        self.call(
+            cmds.CmdAIBlock(), "/create Innkeeper = notes", "A block called 'notes' already exists."
+        )
+        self.call(
+            cmds.CmdAIBlock(),
+            "/permission Innkeeper = notes Superuser",
+            "Unknown permission 'Superuser'",
+        )
         self.call(cmds.CmdAIBlock(), "/permission Innkeeper = notes", "Missing <permission>")
-        self.call(cmds.CmdAIBlock(), "/share Innkeeper = notes with Blacksmith", "Give <label> to <other npc>")
-        self.call(cmds.CmdAIBlock(), "/share Innkeeper = notes to Innkeeper", "An NPC cannot share a block with itself.")
-        self.call(cmds.CmdAIBlock(), "/delitem Innkeeper = notes 1", "/delitem works on list and map blocks")
-        assert self.blocks()["notes"]["permission"] == "ReadWrite" and self.blocks()["notes"]["shared_with"] == {}
+        self.call(
+            cmds.CmdAIBlock(),
+            "/share Innkeeper = notes with Blacksmith",
+            "Give <label> to <other npc>",
+        )
+        self.call(
+            cmds.CmdAIBlock(),
+            "/share Innkeeper = notes to Innkeeper",
+            "An NPC cannot share a block with itself.",
+        )
+        self.call(
+            cmds.CmdAIBlock(),
+            "/delitem Innkeeper = notes 1",
+            "/delitem works on list and map blocks",
+        )
+        assert (
+            self.blocks()["notes"]["permission"] == "ReadWrite"
+            and self.blocks()["notes"]["shared_with"] == {}
+        )
 
     def test_archival(self):
         self.call(cmds.CmdAIBlock(), "/archival Innkeeper", "Innkeeper's archive is empty.")
         block_admin.archival_insert(self.npc, "The well water turned bitter in spring.")
         block_admin.archival_insert(self.npc, "Bob owes five gold coins.")
-        out = self.call(cmds.CmdAIBlock(), "/archival Innkeeper", "Archive of Innkeeper: 2 newest of 2 entries")
+        out = self.call(
+            cmds.CmdAIBlock(), "/archival Innkeeper", "Archive of Innkeeper: 2 newest of 2 entries"
+        )
         assert "Bob owes" in out.splitlines()[1]  # newest first
-        out = self.call(cmds.CmdAIBlock(), "/archival Innkeeper = well water", "Archive of Innkeeper: 1 match(es)")
+        out = self.call(
+            cmds.CmdAIBlock(),
+            "/archival Innkeeper = well water",
+            "Archive of Innkeeper: 1 match(es)",
+        )
         assert "bitter" in out
-        self.call(cmds.CmdAIBlock(), "/archival Innkeeper = dragons", "Nothing in Innkeeper's archive matches")
+        self.call(
+            cmds.CmdAIBlock(),
+            "/archival Innkeeper = dragons",
+            "Nothing in Innkeeper's archive matches",
+        )
         entry_id = self.npc.ai.get("archival")[0]["id"]
-        self.call(cmds.CmdAIBlock(), f"/archdel Innkeeper = {entry_id}", f"Deleted archival entry {entry_id}")
+        self.call(
+            cmds.CmdAIBlock(),
+            f"/archdel Innkeeper = {entry_id}",
+            f"Deleted archival entry {entry_id}",
+        )
         assert [e["id"] for e in self.npc.ai.get("archival")] != [entry_id]
         assert len(self.npc.ai.get("archival")) == 1
-        self.call(cmds.CmdAIBlock(), "/archdel Innkeeper = a_nothing", "No archival entry with id 'a_nothing'.")
+        self.call(
+            cmds.CmdAIBlock(),
+            "/archdel Innkeeper = a_nothing",
+            "No archival entry with id 'a_nothing'.",
+        )
 
 
 # -- long-term memory --------------------------------------------------------------------------------
@@ -166,10 +311,12 @@ class TestLongTerm(MemoryCommandTest):
         super().setUp()
         self.tmp = tempfile.TemporaryDirectory()
         self.addCleanup(self.tmp.cleanup)
-        patches = [mock.patch.object(longterm, "defer_to_thread", sync_thread),
-                   mock.patch.object(longterm, "_MEMORY", None),
-                   mock.patch.object(longterm, "local_embedder_installed", lambda: False),
-                   override_settings(EVENNIA_AI_DATA_DIR=self.tmp.name, EVENNIA_AI_MEM0_CONFIG=None)]
+        patches = [
+            mock.patch.object(longterm, "defer_to_thread", sync_thread),
+            mock.patch.object(longterm, "_MEMORY", None),
+            mock.patch.object(longterm, "local_embedder_installed", lambda: False),
+            override_settings(EVENNIA_AI_DATA_DIR=self.tmp.name, EVENNIA_AI_MEM0_CONFIG=None),
+        ]
         for patch in patches:
             patch.start() if hasattr(patch, "start") else patch.enable()
             self.addCleanup(patch.stop if hasattr(patch, "stop") else patch.disable)
@@ -181,42 +328,77 @@ class TestLongTerm(MemoryCommandTest):
     def test_search_and_modes(self):
         stored = self.store("Bob owes Alice five gold coins", source="told_directly", trust=0.9)
         self.store("The well water is bitter")
-        out = self.call(cmds.CmdAILongTerm(), "Innkeeper = gold coins",
-                        "Searching Innkeeper's long-term memory...|Long-term memory of Innkeeper for 'gold coins' (keyword search)")
+        out = self.call(
+            cmds.CmdAILongTerm(),
+            "Innkeeper = gold coins",
+            "Searching Innkeeper's long-term memory...|Long-term memory of Innkeeper for 'gold coins' (keyword search)",
+        )
         assert f"{stored.id}: Bob owes Alice five gold coins (told directly, trust 0.9" in out
         assert "well" not in out
-        out = self.call(cmds.CmdAILongTerm(), "/mode Innkeeper = vector well",
-                        "Searching Innkeeper's long-term memory...|Long-term memory of Innkeeper for 'well' (keyword search)")
+        out = self.call(
+            cmds.CmdAILongTerm(),
+            "/mode Innkeeper = vector well",
+            "Searching Innkeeper's long-term memory...|Long-term memory of Innkeeper for 'well' (keyword search)",
+        )
         assert "vector search needs an embedder" in out and "The well water is bitter" in out
-        self.call(cmds.CmdAILongTerm(), "Innkeeper = dragons", "Searching Innkeeper's long-term memory...|"
-                  "Long-term memory of Innkeeper for 'dragons' (keyword search): nothing found.")
+        self.call(
+            cmds.CmdAILongTerm(),
+            "Innkeeper = dragons",
+            "Searching Innkeeper's long-term memory...|"
+            "Long-term memory of Innkeeper for 'dragons' (keyword search): nothing found.",
+        )
 
     def test_status(self):
-        self.call(cmds.CmdAILongTerm(), "/status", "Long-term memory: uninitialised, searching in keyword mode")
+        self.call(
+            cmds.CmdAILongTerm(),
+            "/status",
+            "Long-term memory: uninitialised, searching in keyword mode",
+        )
         self.call(cmds.CmdAILongTerm(), "Innkeeper", "Innkeeper: Long-term memory:")
 
     def test_delete(self):
         stored = self.store("Bob owes Alice five gold coins")
-        self.call(cmds.CmdAILongTerm(), f"/delete Innkeeper = {stored.id}", f"Innkeeper forgot memory {stored.id}.")
+        self.call(
+            cmds.CmdAILongTerm(),
+            f"/delete Innkeeper = {stored.id}",
+            f"Innkeeper forgot memory {stored.id}.",
+        )
         outcome = fired(longterm.recall(self.npc.dbref, "gold coins"))
         assert outcome.hits == []
-        self.call(cmds.CmdAILongTerm(), f"/delete Innkeeper = {stored.id}", "Innkeeper has no long-term memory with id")
+        self.call(
+            cmds.CmdAILongTerm(),
+            f"/delete Innkeeper = {stored.id}",
+            "Innkeeper has no long-term memory with id",
+        )
 
     def test_list(self):
         self.call(cmds.CmdAILongTerm(), "/list Innkeeper", "Innkeeper has no long-term memories.")
         older = self.store("Bob owes Alice five gold coins", source="observed", trust=0.8)
         newer = self.store("The well water is bitter")
-        out = self.call(cmds.CmdAILongTerm(), "/list Innkeeper = 5",
-                        "Long-term memory of Innkeeper: the 2 most recent")
+        out = self.call(
+            cmds.CmdAILongTerm(),
+            "/list Innkeeper = 5",
+            "Long-term memory of Innkeeper: the 2 most recent",
+        )
         assert out.index(newer.id) < out.index(older.id)
         assert f"{older.id}: Bob owes Alice five gold coins (observed, trust 0.8;" in out
-        out = self.call(cmds.CmdAILongTerm(), "/list Innkeeper = 1", "Long-term memory of Innkeeper: the 1 most recent")
+        out = self.call(
+            cmds.CmdAILongTerm(),
+            "/list Innkeeper = 1",
+            "Long-term memory of Innkeeper: the 1 most recent",
+        )
         assert older.id not in out
 
     def test_bad_arguments(self):
-        self.call(cmds.CmdAILongTerm(), "/mode Innkeeper = sideways well", "Unknown search mode 'sideways'")
+        self.call(
+            cmds.CmdAILongTerm(),
+            "/mode Innkeeper = sideways well",
+            "Unknown search mode 'sideways'",
+        )
         self.call(cmds.CmdAILongTerm(), "/mode Innkeeper = keyword", "Missing <query>")
-        self.call(cmds.CmdAILongTerm(), "/list Innkeeper = many", "The count must be a whole number")
+        self.call(
+            cmds.CmdAILongTerm(), "/list Innkeeper = many", "The count must be a whole number"
+        )
         self.call(cmds.CmdAILongTerm(), "Nobodyhere = x", "No AI NPC called 'Nobodyhere'")
 
     def test_unavailable_memory_is_said_clearly(self):
@@ -224,9 +406,12 @@ class TestLongTerm(MemoryCommandTest):
             raise KeywordIndexUnavailable("SQLite here was built without FTS5")
 
         with mock.patch.object(longterm.LongTermMemory, "keyword_index", broken):
-            self.call(cmds.CmdAILongTerm(), "Innkeeper = gold",
-                      "Searching Innkeeper's long-term memory...|"
-                      "Long-term memory is unavailable: SQLite here was built without FTS5")
+            self.call(
+                cmds.CmdAILongTerm(),
+                "Innkeeper = gold",
+                "Searching Innkeeper's long-term memory...|"
+                "Long-term memory is unavailable: SQLite here was built without FTS5",
+            )
 
 
 # -- entities ----------------------------------------------------------------------------------------
@@ -237,24 +422,51 @@ class TestEntities(MemoryCommandTest):
     def test_note_relationship_list_show_delete(self):
         self.call(cmds.CmdAIEntity(), "Innkeeper", "Innkeeper has no entity profiles.")
         dbref = self.char2.dbref
-        self.call(cmds.CmdAIEntity(), "/note Innkeeper = Char2: orders the stew every evening",
-                  "Innkeeper: Noted about Char2.")
+        self.call(
+            cmds.CmdAIEntity(),
+            "/note Innkeeper = Char2: orders the stew every evening",
+            "Innkeeper: Noted about Char2.",
+        )
         profile = self.entities()[dbref]
         assert profile["observations"][0]["text"] == "orders the stew every evening"
         assert profile["observations"][0]["trust"] == 0.9 and profile["kind"] == "character"
-        self.call(cmds.CmdAIEntity(), "/relationship Innkeeper = char2: a regular, friendly",
-                  "Innkeeper: Noted about Char2. Relationship: a regular, friendly")
+        self.call(
+            cmds.CmdAIEntity(),
+            "/relationship Innkeeper = char2: a regular, friendly",
+            "Innkeeper: Noted about Char2. Relationship: a regular, friendly",
+        )
         assert self.entities()[dbref]["relationship"] == "a regular, friendly"
-        self.call(cmds.CmdAIEntity(), "Innkeeper",
-                  f"Entities known to Innkeeper (most recently seen first)\nChar2 ({dbref}, character): a regular, friendly")
-        out = self.call(cmds.CmdAIEntity(), f"/show Innkeeper = {dbref}", f"Char2 ({dbref}, character) as Innkeeper knows them")
+        self.call(
+            cmds.CmdAIEntity(),
+            "Innkeeper",
+            f"Entities known to Innkeeper (most recently seen first)\nChar2 ({dbref}, character): a regular, friendly",
+        )
+        out = self.call(
+            cmds.CmdAIEntity(),
+            f"/show Innkeeper = {dbref}",
+            f"Char2 ({dbref}, character) as Innkeeper knows them",
+        )
         assert "- orders the stew every evening (trust 0.9" in out
-        self.call(cmds.CmdAIEntity(), "/delete Innkeeper = Char2", f"Innkeeper forgot its profile of Char2 ({dbref}).")
+        self.call(
+            cmds.CmdAIEntity(),
+            "/delete Innkeeper = Char2",
+            f"Innkeeper forgot its profile of Char2 ({dbref}).",
+        )
         assert self.entities() == {}
 
     def test_bad_arguments(self):
-        self.call(cmds.CmdAIEntity(), "/note Innkeeper = Char2 orders stew", "Give the entity, a colon, then the observation.")
-        self.call(cmds.CmdAIEntity(), "/note Innkeeper = Zyxx: hello", "Innkeeper has no profile of 'Zyxx', and nothing")
-        self.call(cmds.CmdAIEntity(), "/show Innkeeper = Char2", "Innkeeper has no profile of 'Char2'.")
+        self.call(
+            cmds.CmdAIEntity(),
+            "/note Innkeeper = Char2 orders stew",
+            "Give the entity, a colon, then the observation.",
+        )
+        self.call(
+            cmds.CmdAIEntity(),
+            "/note Innkeeper = Zyxx: hello",
+            "Innkeeper has no profile of 'Zyxx', and nothing",
+        )
+        self.call(
+            cmds.CmdAIEntity(), "/show Innkeeper = Char2", "Innkeeper has no profile of 'Char2'."
+        )
         self.call(cmds.CmdAIEntity(), "/note Innkeeper = Char2:", "Missing <observation>")
         assert self.entities() == {}

@@ -3,8 +3,8 @@
 from support.commands import AICommandTestBase
 
 from evennia_ai.commands.cmdset import AIAdminCmdSet
-from evennia_ai.npc.lookup import all_ai_npcs
 from evennia_ai.commands.npcs import COMMANDS, CmdAINpc, CmdAIStatus
+from evennia_ai.npc.lookup import all_ai_npcs
 
 
 class NpcCommandTest(AICommandTestBase):
@@ -20,7 +20,11 @@ class TestAINpc(NpcCommandTest):
         self.call(CmdAINpc(), "Innkeeper", "Give a switch")
         out = self.call(CmdAINpc(), "/fly Innkeeper", "Unknown switch /fly. Valid: /list")
         assert "Usage:" in out
-        self.call(CmdAINpc(), "/p Innkeeper", "Ambiguous switch /p. Did you mean /pause, /persona, /prompt?")
+        self.call(
+            CmdAINpc(),
+            "/p Innkeeper",
+            "Ambiguous switch /p. Did you mean /pause, /persona, /prompt?",
+        )
         self.call(CmdAINpc(), "/pau Innkeeper", "Innkeeper is paused")  # a unique prefix
 
     def test_list(self):
@@ -40,7 +44,9 @@ class TestAINpc(NpcCommandTest):
         self.call(CmdAINpc(), "/create ;alias", "The NPC needs a name")
         self.call(CmdAINpc(), "/create Innkeeper", "An AI NPC called 'Innkeeper' already exists")
         self.call(CmdAINpc(), "/create Bob = bad model", "A model name has no spaces")
-        self.call(CmdAINpc(), "/create Bad\x80name", "A name cannot hold control or unassigned characters")
+        self.call(
+            CmdAINpc(), "/create Bad\x80name", "A name cannot hold control or unassigned characters"
+        )
         self.call(CmdAINpc(), "/create " + "x" * 81, "A name can be at most 80 characters long.")
         assert [npc.key for npc in all_ai_npcs()] == ["Innkeeper"]  # nothing was created
 
@@ -109,13 +115,26 @@ class TestAIStatus(NpcCommandTest):
         assert "Innkeeper" in out and "Server:" in out
 
     def test_npc_status(self):
-        self.npc.ai.record_trace({"tick_id": 3, "context_type": "tick_event",
-                                  "stop_reason": "error", "error": "model down",
-                                  "started": "2026-01-01T10:00:00+00:00"})
+        self.npc.ai.record_trace(
+            {
+                "tick_id": 3,
+                "context_type": "tick_event",
+                "stop_reason": "error",
+                "error": "model down",
+                "started": "2026-01-01T10:00:00+00:00",
+            }
+        )
         self.npc.ai.update("metrics", lambda m: {**m, "last_error": "model down", "errors": 1})
         out = self.call(CmdAIStatus(), "Innkeeper", f"Innkeeper({self.npc.dbref})")
-        for part in ("model:", "budget: within budget", "sleep: awake", "queue: 0 pending",
-                     "#3 2026-01-01T10:00:00 tick_event error", "recent errors", "model down"):
+        for part in (
+            "model:",
+            "budget: within budget",
+            "sleep: awake",
+            "queue: 0 pending",
+            "#3 2026-01-01T10:00:00 tick_event error",
+            "recent errors",
+            "model down",
+        ):
             assert part in out, part
 
     def test_bad_npc(self):

@@ -30,6 +30,6 @@ def test_command_is_locked_and_documented(command):
 
 def test_commands_doc_is_current():
     doc = Path(__file__).resolve().parent.parent / "docs" / "commands.md"
-    assert doc.exists() and doc.read_text() == render_commands_markdown(), (
-        "docs/commands.md is stale: run scripts/gen_command_docs.py"
-    )
+    assert (
+        doc.exists() and doc.read_text() == render_commands_markdown()
+    ), "docs/commands.md is stale: run scripts/gen_command_docs.py"

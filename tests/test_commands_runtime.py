@@ -6,11 +6,17 @@ from django.test import override_settings
 from support.commands import AICommandTestBase
 
 from evennia_ai.commands.runtime import (
-    COMMANDS, CmdAIConfirm, CmdAISleep, CmdAITools, CmdAITrace, CmdInteract, parse_until,
+    COMMANDS,
+    CmdAIConfirm,
+    CmdAISleep,
+    CmdAITools,
+    CmdAITrace,
+    CmdInteract,
+    parse_until,
 )
-from evennia_ai.tools.approvals import get_confirmation_queue
 from evennia_ai.engine.trace import IterationTrace, TickTrace, ToolCallTrace
 from evennia_ai.testing.model_server import ModelServer
+from evennia_ai.tools.approvals import get_confirmation_queue
 
 
 class RuntimeCommandTest(AICommandTestBase):
@@ -36,17 +42,25 @@ class TestAITools(RuntimeCommandTest):
         assert "say" in out and "TERMINAL" in out and "allowed" in out
 
     def test_deny_allow_only_category_reset(self):
-        self.call(CmdAITools(), "/deny Innkeeper = execute_command, look",
-                  "Innkeeper may no longer use execute_command, look")
+        self.call(
+            CmdAITools(),
+            "/deny Innkeeper = execute_command, look",
+            "Innkeeper may no longer use execute_command, look",
+        )
         assert self.npc.ai.get("tool_deny") == ["execute_command", "look"]
         out = self.call(CmdAITools(), "Innkeeper", "Tools of")
         assert "denied" in out
         self.call(CmdAITools(), "/allow Innkeeper = look", "Innkeeper may use look again")
         assert self.npc.ai.get("tool_deny") == ["execute_command"]
-        self.call(CmdAITools(), "/only Innkeeper = say, look", "Innkeeper is offered only look, say")
+        self.call(
+            CmdAITools(), "/only Innkeeper = say, look", "Innkeeper is offered only look, say"
+        )
         assert self.npc.ai.get("tool_allow") == ["look", "say"]
-        self.call(CmdAITools(), "/category Innkeeper = safe_chain terminal",
-                  "Innkeeper may use tools of the categories SAFE_CHAIN, TERMINAL only")
+        self.call(
+            CmdAITools(),
+            "/category Innkeeper = safe_chain terminal",
+            "Innkeeper may use tools of the categories SAFE_CHAIN, TERMINAL only",
+        )
         assert self.npc.ai.execution_config["allowed_tool_categories"] == ["SAFE_CHAIN", "TERMINAL"]
         self.call(CmdAITools(), "/reset Innkeeper", "Innkeeper's tool restrictions are removed")
         assert self.npc.ai.get("tool_allow") is None and self.npc.ai.get("tool_deny") == []
@@ -75,8 +89,11 @@ class TestAISleep(RuntimeCommandTest):
         assert sleep["asleep"] and sleep["reason"] == "operator" and sleep["until"]
         out = self.call(CmdAISleep(), "Innkeeper", "Sleep of")
         assert "asleep since" in out
-        self.call(CmdAISleep(), '/schedule Innkeeper = until=2030-01-01T06:00 reason="long rest" phase=rest',
-                  "Innkeeper's sleep state: until=2030-01-01T06:00:00+00:00")
+        self.call(
+            CmdAISleep(),
+            '/schedule Innkeeper = until=2030-01-01T06:00 reason="long rest" phase=rest',
+            "Innkeeper's sleep state: until=2030-01-01T06:00:00+00:00",
+        )
         sleep = self.npc.ai.get("sleep")
         assert sleep["reason"] == "long rest" and sleep["phase"] == "rest"
         self.call(CmdAISleep(), "/wake Innkeeper", "Innkeeper wakes up")
@@ -86,7 +103,9 @@ class TestAISleep(RuntimeCommandTest):
     def test_bad_schedule(self):
         self.call(CmdAISleep(), "/schedule Innkeeper = colour=blue", "'colour=blue' is not")
         self.call(CmdAISleep(), "/schedule Innkeeper = phase=dreaming", "phase must be one of")
-        self.call(CmdAISleep(), "/schedule Innkeeper = until=tomorrow", "'tomorrow' is not an ISO time")
+        self.call(
+            CmdAISleep(), "/schedule Innkeeper = until=tomorrow", "'tomorrow' is not an ISO time"
+        )
         self.call(CmdAISleep(), "/now Innkeeper = +abc", "'+abc' is not a duration")
 
     def test_parse_until(self):
@@ -100,24 +119,43 @@ class TestAISleep(RuntimeCommandTest):
         self.call(CmdAISleep(), "/reflect Innkeeper", "Innkeeper will reflect on its next tick")
         runner = TickRunner(self.npc.ai.script)
         assert runner._reflection_due(self.npc.ai.get("reflection"))
-        with override_settings(EVENNIA_AI_REFLECTION_INTERVAL=0,
-                               EVENNIA_AI_REFLECTION_IMPORTANCE_THRESHOLD=0):
+        with override_settings(
+            EVENNIA_AI_REFLECTION_INTERVAL=0, EVENNIA_AI_REFLECTION_IMPORTANCE_THRESHOLD=0
+        ):
             assert runner._reflection_due(self.npc.ai.get("reflection"))  # asked, not by interval
             self.npc.ai.update("reflection", lambda state: {**state, "requested": False})
             assert not runner._reflection_due(self.npc.ai.get("reflection"))
 
 
 def sample_trace(tick_id=7):
-    trace = TickTrace(tick_id=tick_id, context_type="tick_event", event_text='Char says: "hi"',
-                      stop_reason="terminal_tool", duration=1.5, pattern={"mode": "react_loop",
-                                                                         "max_iterations": 5})
-    trace.add_iteration(IterationTrace(
-        index=0, sections={"system_prompt": 900, "history": 300, "tools": 600},
-        usage={"prompt_tokens": 1800, "completion_tokens": 40}, cost=0.002, model="openai/x",
-        text="A guest greets me; I should answer warmly.",
-        tool_calls=[ToolCallTrace(id="1", name="say", arguments={"message": "Welcome!"},
-                                  category="TERMINAL", success=True, result="You say, Welcome!")],
-    ))
+    trace = TickTrace(
+        tick_id=tick_id,
+        context_type="tick_event",
+        event_text='Char says: "hi"',
+        stop_reason="terminal_tool",
+        duration=1.5,
+        pattern={"mode": "react_loop", "max_iterations": 5},
+    )
+    trace.add_iteration(
+        IterationTrace(
+            index=0,
+            sections={"system_prompt": 900, "history": 300, "tools": 600},
+            usage={"prompt_tokens": 1800, "completion_tokens": 40},
+            cost=0.002,
+            model="openai/x",
+            text="A guest greets me; I should answer warmly.",
+            tool_calls=[
+                ToolCallTrace(
+                    id="1",
+                    name="say",
+                    arguments={"message": "Welcome!"},
+                    category="TERMINAL",
+                    success=True,
+                    result="You say, Welcome!",
+                )
+            ],
+        )
+    )
     return trace
 
 
@@ -129,8 +167,14 @@ class TestAITrace(RuntimeCommandTest):
         out = self.call(CmdAITrace(), "Innkeeper 1", "Last 1 tick(s) of Innkeeper")
         assert "#7" in out and "#6" not in out and "terminal_tool" in out and "1,840 tokens" in out
         out = self.call(CmdAITrace(), "/show Innkeeper = 7", "Tick #7 (tick_event)")
-        for part in ("thought: A guest greets me", "tool say(message='Welcome!') -> ran",
-                     "system_prompt", "#####", "total", "budget: within budget"):
+        for part in (
+            "thought: A guest greets me",
+            "tool say(message='Welcome!') -> ran",
+            "system_prompt",
+            "#####",
+            "total",
+            "budget: within budget",
+        ):
             assert part in out, part
 
     def test_bad_arguments(self):
@@ -144,16 +188,23 @@ class TestAIConfirm(RuntimeCommandTest):
     def test_list_approve_reject(self):
         self.call(CmdAIConfirm(), "", "No actions await confirmation")
         queue = get_confirmation_queue()
-        first = queue.add_entry(self.npc, "say", {"arguments": {"message": "Hello all"}},
-                                reason="wants to greet")
+        first = queue.add_entry(
+            self.npc, "say", {"arguments": {"message": "Hello all"}}, reason="wants to greet"
+        )
         second = queue.add_entry(self.npc, "say", {"arguments": {"message": "Go away"}})
         out = self.call(CmdAIConfirm(), "", "Pending confirmations (2)")
         assert first in out and "Innkeeper" in out and "message='Hello all'" in out
         out = self.call(CmdAIConfirm(), f"/approve {first}", None)  # Char also hears the NPC
         assert f"{first} (Innkeeper: say) is approved" in out
-        self.call(CmdAIConfirm(), f"/reject {second} = rude", f"{second} (Innkeeper: say) is rejected: rude")
+        self.call(
+            CmdAIConfirm(),
+            f"/reject {second} = rude",
+            f"{second} (Innkeeper: say) is rejected: rude",
+        )
         assert not queue.list_entries()
-        self.call(CmdAIConfirm(), f"/approve {first}", f"Confirmation '{first}' was already decided")
+        self.call(
+            CmdAIConfirm(), f"/approve {first}", f"Confirmation '{first}' was already decided"
+        )
 
     def test_bad_arguments(self):
         self.call(CmdAIConfirm(), "/approve c_nothere", "No confirmation with id 'c_nothere'")
@@ -172,10 +223,19 @@ class TestInteract(RuntimeCommandTest):
     def test_loopback_model_reasoning_is_shown(self):
         server = ModelServer().start()
         self.addCleanup(server.stop)
-        server.enqueue({"text": "Greet the guest.",
-                        "tool_calls": [{"name": "say", "arguments": {"message": "Welcome, friend!"}}]})
-        with override_settings(EVENNIA_AI_MODEL="openai/test-model", EVENNIA_AI_API_BASE=server.url,
-                               EVENNIA_AI_API_KEY="x", EVENNIA_AI_MAX_RETRIES=0, EVENNIA_AI_TIMEOUT=3):
+        server.enqueue(
+            {
+                "text": "Greet the guest.",
+                "tool_calls": [{"name": "say", "arguments": {"message": "Welcome, friend!"}}],
+            }
+        )
+        with override_settings(
+            EVENNIA_AI_MODEL="openai/test-model",
+            EVENNIA_AI_API_BASE=server.url,
+            EVENNIA_AI_API_KEY="x",
+            EVENNIA_AI_MAX_RETRIES=0,
+            EVENNIA_AI_TIMEOUT=3,
+        ):
             out = self.call(CmdInteract(), "Innkeeper = Hello!", "You say to Innkeeper")
         assert "thought: Greet the guest." in out, out
         assert "tool say(message='Welcome, friend!') -> ran" in out, out

@@ -1,6 +1,7 @@
 """History compression: thresholds, whole batches, active batch untouched, recursive summaries."""
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from evennia_ai.memory import compression as c
 
@@ -9,8 +10,20 @@ def history(batches, size=3):
     out = []
     for b in range(batches):
         out.append({"role": "user", "content": f"event {b}", "batch": b})
-        out.append({"role": "assistant", "content": None, "batch": b, "tool_calls": [
-            {"id": f"c{b}", "type": "function", "function": {"name": "say", "arguments": "{}"}}]})
+        out.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "batch": b,
+                "tool_calls": [
+                    {
+                        "id": f"c{b}",
+                        "type": "function",
+                        "function": {"name": "say", "arguments": "{}"},
+                    }
+                ],
+            }
+        )
         out.append({"role": "tool", "tool_call_id": f"c{b}", "content": "ok", "batch": b})
     return out
 
@@ -18,10 +31,15 @@ def history(batches, size=3):
 def test_thresholds():
     assert c.compaction_reason(70, 100, asleep=True, tick=10, last_compaction_tick=None) == "sleep"
     assert c.compaction_reason(70, 100, asleep=False, tick=10, last_compaction_tick=None) is None
-    assert c.compaction_reason(80, 100, asleep=False, tick=10, last_compaction_tick=None) == "emergency"
+    assert (
+        c.compaction_reason(80, 100, asleep=False, tick=10, last_compaction_tick=None)
+        == "emergency"
+    )
     # never on the very next tick after a compaction
     assert c.compaction_reason(95, 100, asleep=False, tick=11, last_compaction_tick=10) is None
-    assert c.compaction_reason(95, 100, asleep=False, tick=12, last_compaction_tick=10) == "emergency"
+    assert (
+        c.compaction_reason(95, 100, asleep=False, tick=12, last_compaction_tick=10) == "emergency"
+    )
 
 
 def test_truncate_keeps_whole_recent_batches():

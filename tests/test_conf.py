@@ -40,6 +40,6 @@ def test_unknown_setting():
 
 def test_configuration_doc_is_current():
     doc = Path(__file__).resolve().parent.parent / "docs" / "configuration.md"
-    assert doc.read_text() == conf.render_settings_markdown(), (
-        "docs/configuration.md is stale: run scripts/gen_config_docs.py"
-    )
+    assert (
+        doc.read_text() == conf.render_settings_markdown()
+    ), "docs/configuration.md is stale: run scripts/gen_config_docs.py"

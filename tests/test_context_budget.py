@@ -1,18 +1,27 @@
 """The budget: a request as sent never exceeds the window minus the reserved response tokens."""
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from evennia_ai.llm.tokens import TokenCounter
 from evennia_ai.prompt.assembly import assemble_messages, validate_chat_messages
-from evennia_ai.prompt.fitting import fit_to_budget
 from evennia_ai.prompt.components import get_static_components
 from evennia_ai.prompt.contexts import get_context_config
-from evennia_ai.llm.tokens import TokenCounter
+from evennia_ai.prompt.fitting import fit_to_window
 
 COUNTER = TokenCounter("openai/gpt-4o-mini")
 COMPONENTS = get_static_components()
 CONFIG = get_context_config("tick_event")
-TOOLS = [{"type": "function", "function": {"name": "say", "description": "Say.",
-          "parameters": {"type": "object", "properties": {"message": {"type": "string"}}}}}]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "say",
+            "description": "Say.",
+            "parameters": {"type": "object", "properties": {"message": {"type": "string"}}},
+        },
+    }
+]
 TOOL_TOKENS = COUNTER.count_tools(TOOLS)
 
 words = st.text(alphabet="abcdefghij klmnop\n", min_size=0, max_size=3000)
@@ -22,8 +31,19 @@ def history_of(n, size):
     out = []
     for i in range(n):
         out.append({"role": "user", "content": f"Alice says hi {i} " + "x " * size})
-        out.append({"role": "assistant", "content": None, "tool_calls": [
-            {"id": f"c{i}", "type": "function", "function": {"name": "say", "arguments": '{"message": "hello"}'}}]})
+        out.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": f"c{i}",
+                        "type": "function",
+                        "function": {"name": "say", "arguments": '{"message": "hello"}'},
+                    }
+                ],
+            }
+        )
         out.append({"role": "tool", "tool_call_id": f"c{i}", "content": "said " + "y " * size})
     return out
 
@@ -34,11 +54,20 @@ def measure(values):
 
 
 @settings(max_examples=60, deadline=None)
-@given(system=words, character=words, memories=words, buffer=words, goals=words, event=words,
-       n_history=st.integers(0, 30), history_size=st.integers(0, 200),
-       limit=st.integers(300, 6000))
-def test_request_never_exceeds_limit(system, character, memories, buffer, goals, event,
-                                     n_history, history_size, limit):
+@given(
+    system=words,
+    character=words,
+    memories=words,
+    buffer=words,
+    goals=words,
+    event=words,
+    n_history=st.integers(0, 30),
+    history_size=st.integers(0, 200),
+    limit=st.integers(300, 6000),
+)
+def test_request_never_exceeds_limit(
+    system, character, memories, buffer, goals, event, n_history, history_size, limit
+):
     values = {
         "system_prompt": "You are Innkeeper. " + system,
         "character_context": character,
@@ -50,7 +79,7 @@ def test_request_never_exceeds_limit(system, character, memories, buffer, goals,
         "tool_result": "",
         "entity_context": "",
     }
-    result = fit_to_budget(values, measure, limit)
+    result = fit_to_window(values, measure, limit)
     assert result.fits, result
     assembled = assemble_messages(COMPONENTS, CONFIG, result.values)
     assert COUNTER.count_messages(assembled.messages) + TOOL_TOKENS <= limit
@@ -59,10 +88,14 @@ def test_request_never_exceeds_limit(system, character, memories, buffer, goals,
 
 
 def test_lowest_priority_goes_first():
-    values = {"system_prompt": "sys", "context_buffer": "buffer line\n" * 400,
-              "goals": "- goal_1_0 [high] active 0% - keep", "pending_event": "Alice says hi"}
+    values = {
+        "system_prompt": "sys",
+        "context_buffer": "buffer line\n" * 400,
+        "goals": "- goal_1_0 [high] active 0% - keep",
+        "pending_event": "Alice says hi",
+    }
     limit = measure({**values, "context_buffer": ""}) + 5
-    result = fit_to_budget(values, measure, limit)
+    result = fit_to_window(values, measure, limit)
     assert result.fits
     assert result.values["goals"] == values["goals"]
     assert "context_buffer" in result.shrunk
@@ -70,5 +103,5 @@ def test_lowest_priority_goes_first():
 
 def test_nothing_shrinks_when_it_fits():
     values = {"system_prompt": "sys", "pending_event": "hi"}
-    result = fit_to_budget(values, measure, 10_000)
+    result = fit_to_window(values, measure, 10_000)
     assert result.values == values and not result.shrunk

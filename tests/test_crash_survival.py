@@ -27,12 +27,12 @@ from unittest import mock
 import pytest
 from evennia import create_object
 from evennia.utils.test_resources import BaseEvenniaTest
+from support.game_server import GameServer, TelnetClient, pid_alive, tagged
 
 from evennia_ai import startstop
 from evennia_ai.memory import events as ev
 from evennia_ai.testing.model_server import ModelServer
 from evennia_ai.typeclasses import AIAssistantCharacter
-from support.game_server import GameServer, TelnetClient, pid_alive, tagged
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 LATENCY = 0.1
@@ -212,7 +212,9 @@ def answered(player: TelnetClient, text: str, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while needle not in ANSI.sub("", player.buffer):
         if time.monotonic() > deadline:
-            raise TimeoutError(f"{needle!r} not seen within {timeout}s; got:\n{player.buffer[-2000:]}")
+            raise TimeoutError(
+                f"{needle!r} not seen within {timeout}s; got:\n{player.buffer[-2000:]}"
+            )
         player.read(0.2)
 
 
@@ -251,9 +253,18 @@ def test_state_survives_reload_and_kill_mid_tick(tmp_path):
         try:
             game.create()
             game.install_module("support_tagged", inspect.getsource(tagged))
-            game.install_module("crash_probe", PROBE.format(
-                goal=GOAL, project=PROJECT, block=BLOCK, block_value=BLOCK_VALUE,
-                component=COMPONENT, component_text=COMPONENT_TEXT, memory=MEMORY))
+            game.install_module(
+                "crash_probe",
+                PROBE.format(
+                    goal=GOAL,
+                    project=PROJECT,
+                    block=BLOCK,
+                    block_value=BLOCK_VALUE,
+                    component=COMPONENT,
+                    component_text=COMPONENT_TEXT,
+                    memory=MEMORY,
+                ),
+            )
             game.start()
             player = login(game)
             mark("game started")
@@ -261,7 +272,9 @@ def test_state_survives_reload_and_kill_mid_tick(tmp_path):
             mark("long-term memory ready")
             vector = status.get("mode") == "hybrid"
             if not vector:
-                print(f"\nvector checks skipped: long-term memory in keyword mode ({status.get('reason')})")
+                print(
+                    f"\nvector checks skipped: long-term memory in keyword mode ({status.get('reason')})"
+                )
             assert player.py_json("__import__('crash_probe').setup(me)") == "setup done"
             stored = player.read_tagged("LTMSTORED", timeout=60)
             assert "error" not in stored, stored
@@ -296,7 +309,9 @@ def test_state_survives_reload_and_kill_mid_tick(tmp_path):
             after_reload = settled_snapshot(player)
             assert after_reload["pid"] != before["pid"]
             check_state(after_reload, vector)
-            assert after_reload["queue"] == [] and after_reload["in_flight"] == [], after_reload["queue"]
+            assert after_reload["queue"] == [] and after_reload["in_flight"] == [], after_reload[
+                "queue"
+            ]
             mark("reload: state checked")
 
             # -- 2. kill -9 while a model call is in flight, then start again --------------
@@ -328,7 +343,6 @@ def test_state_survives_reload_and_kill_mid_tick(tmp_path):
         finally:
             game.stop()
     print(f"crash survival test: {time.monotonic() - started:.0f} s")
-
 
 
 # -- fast checks of the pieces (no server) ----------------------------------------------------------

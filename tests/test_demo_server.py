@@ -3,7 +3,6 @@
 import re
 
 import pytest
-
 from support.game_server import GameServer, TelnetClient
 
 pytestmark = [pytest.mark.server, pytest.mark.timeout(240)]

@@ -10,9 +10,9 @@ import re
 import time
 
 import pytest
+from support.game_server import GameServer, TelnetClient
 
 from evennia_ai.testing.model_server import ModelServer
-from support.game_server import GameServer, TelnetClient
 
 pytestmark = [pytest.mark.server, pytest.mark.timeout(300)]
 
@@ -52,12 +52,17 @@ def test_player_speaks_innkeeper_answers_and_survives_reload(tmp_path):
                 for n in range(4):
                     started = time.monotonic()
                     player.send(f"say Hello Innkeeper, question {n}: what is the stew today?")
-                    out = ANSI.sub("", player.read_until(f"You said: Hello Innkeeper, question {n}", timeout=30))
+                    out = ANSI.sub(
+                        "",
+                        player.read_until(f"You said: Hello Innkeeper, question {n}", timeout=30),
+                    )
                     timings.append(time.monotonic() - started)
                     assert "Innkeeper says" in out
-                print("\nsay-to-reply minus the model latency: "
-                      + ", ".join(f"{(t - LATENCY) * 1000:.0f} ms" for t in timings)
-                      + " (first includes warm-up)")
+                print(
+                    "\nsay-to-reply minus the model latency: "
+                    + ", ".join(f"{(t - LATENCY) * 1000:.0f} ms" for t in timings)
+                    + " (first includes warm-up)"
+                )
 
                 # An event queued before a reload is answered after it. The Innkeeper is paused
                 # (ticks skip, perception still queues) so the event is surely only queued.
@@ -68,5 +73,7 @@ def test_player_speaks_innkeeper_answers_and_survives_reload(tmp_path):
                 game.reload()
                 player.read(2.0)
                 player.send('py me.search("Innkeeper").ai.resume()')
-                out = ANSI.sub("", player.read_until("You said: Innkeeper, remember me", timeout=60))
+                out = ANSI.sub(
+                    "", player.read_until("You said: Innkeeper, remember me", timeout=60)
+                )
                 assert "Innkeeper says" in out

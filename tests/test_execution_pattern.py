@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evennia_ai.prompt import contexts as prompt_contexts
+from evennia_ai.prompt.contexts import ContextConfig, get_context_config
 from evennia_ai.prompt.execution_pattern import (
     ALL_TOOL_CATEGORIES,
     DANGEROUS,
@@ -21,10 +22,13 @@ from evennia_ai.prompt.execution_pattern import (
     narrower_mode,
     select_execution_pattern,
 )
-from evennia_ai.prompt.contexts import ContextConfig, get_context_config
 
-FULL = {"multi_action_enabled": True, "max_iterations_per_tick": 10, "sub_agents_enabled": True,
-        "sub_agent_budget": 3}
+FULL = {
+    "multi_action_enabled": True,
+    "max_iterations_per_tick": 10,
+    "sub_agents_enabled": True,
+    "sub_agent_budget": 3,
+}
 
 
 def ctx(**changes) -> ContextConfig:
@@ -61,7 +65,10 @@ def test_tool_categories_match_the_tool_base():
 
     assert set(ALL_TOOL_CATEGORIES) == set(ALL_CATEGORIES)
     assert (SAFE_CHAIN, TERMINAL, DANGEROUS) == (
-        ToolCategory.SAFE_CHAIN, ToolCategory.TERMINAL, ToolCategory.DANGEROUS)
+        ToolCategory.SAFE_CHAIN,
+        ToolCategory.TERMINAL,
+        ToolCategory.DANGEROUS,
+    )
 
 
 def test_defaults_with_empty_static_config():
@@ -77,19 +84,36 @@ def test_defaults_with_empty_static_config():
 
 # -- Layer 1 --------------------------------------------------------------------------------------
 def test_multi_action_disabled_forces_single_action_with_one_iteration():
-    pattern = select_execution_pattern({"multi_action_enabled": False, "max_iterations_per_tick": 8},
-                                       get_context_config("sleep_consolidate"))
+    pattern = select_execution_pattern(
+        {"multi_action_enabled": False, "max_iterations_per_tick": 8},
+        get_context_config("sleep_consolidate"),
+    )
     assert (pattern.mode, pattern.max_iterations, pattern.multi_tool_enabled) == (
-        MODE_SINGLE_ACTION, 1, False)
+        MODE_SINGLE_ACTION,
+        1,
+        False,
+    )
     assert pattern.source_layers["mode"] == "static"
     assert pattern.source_layers["max_iterations"] == "static"
     assert pattern.source_layers["multi_tool_enabled"] == "static"
 
 
-@pytest.mark.parametrize("raw, expected", [
-    (0, 1), (-4, 1), (50, 10), (3, 3), ("3", 3), (" 7 ", 7), (4.9, 4), ("x", 1), (True, 1),
-    ([], 1), (None, 5),
-])
+@pytest.mark.parametrize(
+    "raw, expected",
+    [
+        (0, 1),
+        (-4, 1),
+        (50, 10),
+        (3, 3),
+        ("3", 3),
+        (" 7 ", 7),
+        (4.9, 4),
+        ("x", 1),
+        (True, 1),
+        ([], 1),
+        (None, 5),
+    ],
+)
 def test_static_iterations_are_clamped_and_read_defensively(raw, expected):
     pattern = select_execution_pattern({"max_iterations_per_tick": raw}, ctx(max_iterations=10))
     assert pattern.max_iterations == expected
@@ -97,17 +121,31 @@ def test_static_iterations_are_clamped_and_read_defensively(raw, expected):
 
 
 def test_static_iterations_restrict_the_context():
-    pattern = select_execution_pattern({"max_iterations_per_tick": 2}, get_context_config("tick_event"))
+    pattern = select_execution_pattern(
+        {"max_iterations_per_tick": 2}, get_context_config("tick_event")
+    )
     assert pattern.max_iterations == 2
     assert pattern.source_layers["max_iterations"] == "static"
 
 
-@pytest.mark.parametrize("raw, multi", [
-    (True, True), (False, False), ("true", True), ("no", False), (1, True), (0, False),
-    ("maybe", False), ([], False), (None, True),
-])
+@pytest.mark.parametrize(
+    "raw, multi",
+    [
+        (True, True),
+        (False, False),
+        ("true", True),
+        ("no", False),
+        (1, True),
+        (0, False),
+        ("maybe", False),
+        ([], False),
+        (None, True),
+    ],
+)
 def test_static_multi_action_flag_is_read_defensively(raw, multi):
-    pattern = select_execution_pattern({"multi_action_enabled": raw}, get_context_config("tick_event"))
+    pattern = select_execution_pattern(
+        {"multi_action_enabled": raw}, get_context_config("tick_event")
+    )
     assert pattern.multi_tool_enabled is multi
     assert (pattern.mode == MODE_REACT_LOOP) is multi
 
@@ -133,26 +171,37 @@ def test_sub_agents_need_every_layer():
     assert pattern.sub_agents_enabled is False and pattern.sub_agent_budget == 0
     assert pattern.source_layers["sub_agents_enabled"] == "context"
 
-    pattern = select_execution_pattern({**FULL, "sub_agents_enabled": False},
-                                       get_context_config("tick_event"))
+    pattern = select_execution_pattern(
+        {**FULL, "sub_agents_enabled": False}, get_context_config("tick_event")
+    )
     assert pattern.sub_agents_enabled is False
     assert pattern.source_layers["sub_agents_enabled"] == "static"
 
 
-@pytest.mark.parametrize("budget, enabled, expected", [
-    (0, False, 0), ("x", False, 0), (99, True, 10), ("2", True, 2), (-1, False, 0),
-])
+@pytest.mark.parametrize(
+    "budget, enabled, expected",
+    [
+        (0, False, 0),
+        ("x", False, 0),
+        (99, True, 10),
+        ("2", True, 2),
+        (-1, False, 0),
+    ],
+)
 def test_sub_agent_budget_is_clamped(budget, enabled, expected):
-    pattern = select_execution_pattern({**FULL, "sub_agent_budget": budget},
-                                       get_context_config("tick_event"))
+    pattern = select_execution_pattern(
+        {**FULL, "sub_agent_budget": budget}, get_context_config("tick_event")
+    )
     assert pattern.sub_agents_enabled is enabled
     assert pattern.sub_agent_budget == expected
 
 
 def test_single_action_turns_sub_agents_off():
     pattern = select_execution_pattern(
-        FULL, get_context_config("tick_event"),
-        {"context_signals": {"event_class": "communication"}})
+        FULL,
+        get_context_config("tick_event"),
+        {"context_signals": {"event_class": "communication"}},
+    )
     assert pattern.mode == MODE_SINGLE_ACTION
     assert pattern.sub_agents_enabled is False
     assert pattern.source_layers["sub_agents_enabled"] == "signal:event_class"
@@ -162,7 +211,10 @@ def test_single_action_turns_sub_agents_off():
 def test_goal_decompose_is_single_action_from_the_context():
     pattern = select_execution_pattern(FULL, get_context_config("goal_decompose"))
     assert (pattern.mode, pattern.max_iterations, pattern.multi_tool_enabled) == (
-        MODE_SINGLE_ACTION, 1, False)
+        MODE_SINGLE_ACTION,
+        1,
+        False,
+    )
     assert pattern.source_layers["mode"] == "context"
     assert pattern.source_layers["multi_tool_enabled"] == "context"
 
@@ -179,11 +231,16 @@ def test_context_plan_execute_is_kept():
     assert pattern.source_layers["mode"] == "context"
 
 
-@pytest.mark.parametrize("field_name, value, mode", [
-    ("execution_mode", "yolo", MODE_SINGLE_ACTION), ("execution_mode", None, MODE_SINGLE_ACTION),
-    ("allows_multi_tool", "perhaps", MODE_SINGLE_ACTION),
-    ("max_iterations", "many", MODE_REACT_LOOP), ("max_iterations", None, MODE_REACT_LOOP),
-])
+@pytest.mark.parametrize(
+    "field_name, value, mode",
+    [
+        ("execution_mode", "yolo", MODE_SINGLE_ACTION),
+        ("execution_mode", None, MODE_SINGLE_ACTION),
+        ("allows_multi_tool", "perhaps", MODE_SINGLE_ACTION),
+        ("max_iterations", "many", MODE_REACT_LOOP),
+        ("max_iterations", None, MODE_REACT_LOOP),
+    ],
+)
 def test_malformed_context_values_read_restrictively(field_name, value, mode):
     pattern = select_execution_pattern(FULL, ctx(**{field_name: value}))
     assert pattern.mode == mode
@@ -198,7 +255,9 @@ def test_context_iterations_below_one_mean_one():
 
 def test_malformed_context_flags_read_restrictively():
     pattern = select_execution_pattern(
-        FULL, ctx(dangerous_requires_confirm="nah?", allows_sub_agents="sure?", terminal_ends_loop=7))
+        FULL,
+        ctx(dangerous_requires_confirm="nah?", allows_sub_agents="sure?", terminal_ends_loop=7),
+    )
     assert pattern.dangerous_requires_confirm is True
     assert pattern.sub_agents_enabled is False
     assert pattern.terminal_ends_loop is True
@@ -219,7 +278,8 @@ def test_context_may_be_a_mapping():
 def test_categories_are_intersected_across_layers():
     pattern = select_execution_pattern(
         {**FULL, "allowed_tool_categories": [TERMINAL, DANGEROUS]},
-        ctx(allowed_tool_categories=[SAFE_CHAIN, TERMINAL]))
+        ctx(allowed_tool_categories=[SAFE_CHAIN, TERMINAL]),
+    )
     assert pattern.allowed_categories == [TERMINAL]
     assert pattern.source_layers["allowed_categories"] == "context"
     assert pattern.allows_category(TERMINAL) and not pattern.allows_category(DANGEROUS)
@@ -242,31 +302,39 @@ def test_terminal_ends_loop_comes_from_the_context():
 
 # -- Layer 3 --------------------------------------------------------------------------------------
 def test_assessment_may_lower_iterations_but_not_raise_them():
-    pattern = select_execution_pattern(FULL, get_context_config("tick_event"),
-                                       {"recommended_iterations": 2})
+    pattern = select_execution_pattern(
+        FULL, get_context_config("tick_event"), {"recommended_iterations": 2}
+    )
     assert pattern.max_iterations == 2 and pattern.source_layers["max_iterations"] == "assessment"
-    pattern = select_execution_pattern(FULL, get_context_config("tick_event"),
-                                       {"recommended_iterations": 9})
+    pattern = select_execution_pattern(
+        FULL, get_context_config("tick_event"), {"recommended_iterations": 9}
+    )
     assert pattern.max_iterations == 5 and pattern.source_layers["max_iterations"] == "context"
 
 
 def test_mode_order_single_below_plan_below_react():
-    assert MODE_WIDTH[MODE_SINGLE_ACTION] < MODE_WIDTH[MODE_PLAN_EXECUTE] < MODE_WIDTH[MODE_REACT_LOOP]
+    assert (
+        MODE_WIDTH[MODE_SINGLE_ACTION] < MODE_WIDTH[MODE_PLAN_EXECUTE] < MODE_WIDTH[MODE_REACT_LOOP]
+    )
     assert narrower_mode(MODE_REACT_LOOP, MODE_PLAN_EXECUTE) == MODE_PLAN_EXECUTE
     assert narrower_mode(MODE_SINGLE_ACTION, MODE_REACT_LOOP) == MODE_SINGLE_ACTION
 
 
-@pytest.mark.parametrize("context_mode, recommended, expected, source", [
-    (MODE_REACT_LOOP, MODE_PLAN_EXECUTE, MODE_PLAN_EXECUTE, "assessment"),
-    (MODE_REACT_LOOP, MODE_SINGLE_ACTION, MODE_SINGLE_ACTION, "assessment"),
-    (MODE_PLAN_EXECUTE, MODE_REACT_LOOP, MODE_PLAN_EXECUTE, "context"),
-    (MODE_PLAN_EXECUTE, MODE_SINGLE_ACTION, MODE_SINGLE_ACTION, "assessment"),
-    (MODE_SINGLE_ACTION, MODE_REACT_LOOP, MODE_SINGLE_ACTION, "context"),
-    (MODE_SINGLE_ACTION, MODE_PLAN_EXECUTE, MODE_SINGLE_ACTION, "context"),
-])
+@pytest.mark.parametrize(
+    "context_mode, recommended, expected, source",
+    [
+        (MODE_REACT_LOOP, MODE_PLAN_EXECUTE, MODE_PLAN_EXECUTE, "assessment"),
+        (MODE_REACT_LOOP, MODE_SINGLE_ACTION, MODE_SINGLE_ACTION, "assessment"),
+        (MODE_PLAN_EXECUTE, MODE_REACT_LOOP, MODE_PLAN_EXECUTE, "context"),
+        (MODE_PLAN_EXECUTE, MODE_SINGLE_ACTION, MODE_SINGLE_ACTION, "assessment"),
+        (MODE_SINGLE_ACTION, MODE_REACT_LOOP, MODE_SINGLE_ACTION, "context"),
+        (MODE_SINGLE_ACTION, MODE_PLAN_EXECUTE, MODE_SINGLE_ACTION, "context"),
+    ],
+)
 def test_assessment_mode_only_narrows(context_mode, recommended, expected, source):
-    pattern = select_execution_pattern(FULL, ctx(execution_mode=context_mode),
-                                       {"recommended_mode": recommended})
+    pattern = select_execution_pattern(
+        FULL, ctx(execution_mode=context_mode), {"recommended_mode": recommended}
+    )
     assert pattern.mode == expected
     assert pattern.source_layers["mode"] == source
 
@@ -283,18 +351,28 @@ def test_assessment_can_ask_for_confirmation_but_not_remove_it():
     assert pattern.dangerous_requires_confirm is True
 
 
-@pytest.mark.parametrize("assessment", [
-    {"recommended_iterations": "lots"}, {"recommended_iterations": 0},
-    {"recommended_iterations": -3}, {"recommended_iterations": True},
-    {"recommended_mode": "turbo"}, {"recommended_mode": 3},
-    {"recommend_confirm_dangerous": "hmm"},
-    {"context_signals": "high"}, {"context_signals": {"recent_errors": "several"}},
-])
+@pytest.mark.parametrize(
+    "assessment",
+    [
+        {"recommended_iterations": "lots"},
+        {"recommended_iterations": 0},
+        {"recommended_iterations": -3},
+        {"recommended_iterations": True},
+        {"recommended_mode": "turbo"},
+        {"recommended_mode": 3},
+        {"recommend_confirm_dangerous": "hmm"},
+        {"context_signals": "high"},
+        {"context_signals": {"recent_errors": "several"}},
+    ],
+)
 def test_invalid_assessment_entries_are_ignored_and_noted(assessment):
     baseline = select_execution_pattern(FULL, get_context_config("tick_event"))
     pattern = select_execution_pattern(FULL, get_context_config("tick_event"), assessment)
     assert (pattern.mode, pattern.max_iterations, pattern.dangerous_requires_confirm) == (
-        baseline.mode, baseline.max_iterations, baseline.dangerous_requires_confirm)
+        baseline.mode,
+        baseline.max_iterations,
+        baseline.dangerous_requires_confirm,
+    )
     assert pattern.notes
 
 
@@ -305,27 +383,71 @@ def test_assessment_that_is_not_a_mapping_is_ignored(assessment):
 
 
 def test_numeric_strings_in_the_assessment_are_read():
-    pattern = select_execution_pattern(FULL, get_context_config("tick_event"),
-                                       {"recommended_iterations": "2"})
+    pattern = select_execution_pattern(
+        FULL, get_context_config("tick_event"), {"recommended_iterations": "2"}
+    )
     assert pattern.max_iterations == 2
 
 
 # -- context signals -------------------------------------------------------------------------------
-@pytest.mark.parametrize("signals, mode, iterations, confirm, source_key, source", [
-    ({"token_pressure": "critical"}, MODE_SINGLE_ACTION, 1, False, "mode", "signal:token_pressure"),
-    ({"token_pressure": "high"}, MODE_REACT_LOOP, 2, False, "max_iterations", "signal:token_pressure"),
-    ({"token_pressure": "normal"}, MODE_REACT_LOOP, 5, False, "mode", "context"),
-    ({"recent_errors": 3}, MODE_SINGLE_ACTION, 1, True, "mode", "signal:recent_errors"),
-    ({"recent_errors": 5}, MODE_SINGLE_ACTION, 1, True, "dangerous_requires_confirm",
-     "signal:recent_errors"),
-    ({"recent_errors": 2}, MODE_REACT_LOOP, 2, False, "max_iterations", "signal:recent_errors"),
-    ({"recent_errors": "2"}, MODE_REACT_LOOP, 2, False, "max_iterations", "signal:recent_errors"),
-    ({"recent_errors": 1}, MODE_REACT_LOOP, 5, False, "max_iterations", "context"),
-    ({"event_class": "communication"}, MODE_SINGLE_ACTION, 1, False, "mode", "signal:event_class"),
-    ({"event_class": "building"}, MODE_REACT_LOOP, 5, True, "dangerous_requires_confirm",
-     "signal:event_class"),
-    ({"event_class": "movement"}, MODE_REACT_LOOP, 5, False, "mode", "context"),
-])
+@pytest.mark.parametrize(
+    "signals, mode, iterations, confirm, source_key, source",
+    [
+        (
+            {"token_pressure": "critical"},
+            MODE_SINGLE_ACTION,
+            1,
+            False,
+            "mode",
+            "signal:token_pressure",
+        ),
+        (
+            {"token_pressure": "high"},
+            MODE_REACT_LOOP,
+            2,
+            False,
+            "max_iterations",
+            "signal:token_pressure",
+        ),
+        ({"token_pressure": "normal"}, MODE_REACT_LOOP, 5, False, "mode", "context"),
+        ({"recent_errors": 3}, MODE_SINGLE_ACTION, 1, True, "mode", "signal:recent_errors"),
+        (
+            {"recent_errors": 5},
+            MODE_SINGLE_ACTION,
+            1,
+            True,
+            "dangerous_requires_confirm",
+            "signal:recent_errors",
+        ),
+        ({"recent_errors": 2}, MODE_REACT_LOOP, 2, False, "max_iterations", "signal:recent_errors"),
+        (
+            {"recent_errors": "2"},
+            MODE_REACT_LOOP,
+            2,
+            False,
+            "max_iterations",
+            "signal:recent_errors",
+        ),
+        ({"recent_errors": 1}, MODE_REACT_LOOP, 5, False, "max_iterations", "context"),
+        (
+            {"event_class": "communication"},
+            MODE_SINGLE_ACTION,
+            1,
+            False,
+            "mode",
+            "signal:event_class",
+        ),
+        (
+            {"event_class": "building"},
+            MODE_REACT_LOOP,
+            5,
+            True,
+            "dangerous_requires_confirm",
+            "signal:event_class",
+        ),
+        ({"event_class": "movement"}, MODE_REACT_LOOP, 5, False, "mode", "context"),
+    ],
+)
 def test_context_signal_table(signals, mode, iterations, confirm, source_key, source):
     config = ctx(dangerous_requires_confirm=False)
     pattern = select_execution_pattern(FULL, config, {"context_signals": signals})
@@ -337,52 +459,77 @@ def test_context_signal_table(signals, mode, iterations, confirm, source_key, so
 
 
 def test_high_pressure_does_not_raise_a_lower_limit():
-    pattern = select_execution_pattern(FULL, get_context_config("reflection_cont"),
-                                       {"context_signals": {"token_pressure": "high"}})
+    pattern = select_execution_pattern(
+        FULL, get_context_config("reflection_cont"), {"context_signals": {"token_pressure": "high"}}
+    )
     assert pattern.max_iterations == 2
     assert pattern.source_layers["max_iterations"] == "context"
 
 
 def test_goal_urgency_is_informational():
     baseline = select_execution_pattern(FULL, get_context_config("tick_event"))
-    pattern = select_execution_pattern(FULL, get_context_config("tick_event"),
-                                       {"context_signals": {"goal_urgency": "high"}})
+    pattern = select_execution_pattern(
+        FULL, get_context_config("tick_event"), {"context_signals": {"goal_urgency": "high"}}
+    )
     assert pattern.signals["goal_urgency"] == "high"
     assert pattern.source_layers["goal_urgency"] == "signal:goal_urgency=high"
-    for name in ("mode", "max_iterations", "dangerous_requires_confirm", "sub_agents_enabled",
-                 "multi_tool_enabled", "allowed_categories"):
+    for name in (
+        "mode",
+        "max_iterations",
+        "dangerous_requires_confirm",
+        "sub_agents_enabled",
+        "multi_tool_enabled",
+        "allowed_categories",
+    ):
         assert getattr(pattern, name) == getattr(baseline, name)
 
 
 def test_first_signal_to_restrict_is_named():
-    pattern = select_execution_pattern(FULL, get_context_config("tick_event"), {
-        "context_signals": {"token_pressure": "critical", "event_class": "communication",
-                            "recent_errors": 4}})
+    pattern = select_execution_pattern(
+        FULL,
+        get_context_config("tick_event"),
+        {
+            "context_signals": {
+                "token_pressure": "critical",
+                "event_class": "communication",
+                "recent_errors": 4,
+            }
+        },
+    )
     assert pattern.source_layers["mode"] == "signal:token_pressure"
     assert pattern.source_layers["dangerous_requires_confirm"] == "context"
 
 
 def test_pattern_to_dict_is_json_ready():
-    pattern = select_execution_pattern(FULL, get_context_config("tick_event"),
-                                       {"context_signals": {"goal_urgency": "low"}})
+    pattern = select_execution_pattern(
+        FULL, get_context_config("tick_event"), {"context_signals": {"goal_urgency": "low"}}
+    )
     data = json.loads(json.dumps(pattern.to_dict()))
     assert data["mode"] == "react_loop" and data["source_layers"]["goal_urgency"]
 
 
 # -- properties: never wider than any layer allows -------------------------------------------------
-JUNK = st.one_of(st.none(), st.text(max_size=5), st.lists(st.integers(), max_size=2),
-                 st.floats(allow_nan=True), st.booleans())
+JUNK = st.one_of(
+    st.none(),
+    st.text(max_size=5),
+    st.lists(st.integers(), max_size=2),
+    st.floats(allow_nan=True),
+    st.booleans(),
+)
 MODES = st.sampled_from([MODE_SINGLE_ACTION, MODE_REACT_LOOP, MODE_PLAN_EXECUTE])
 CATS = st.one_of(st.none(), st.lists(st.sampled_from(ALL_TOOL_CATEGORIES), unique=True))
 
-static_strategy = st.fixed_dictionaries({}, optional={
-    "multi_action_enabled": st.one_of(st.booleans(), JUNK),
-    "max_iterations_per_tick": st.one_of(st.integers(-5, 20), JUNK),
-    "task_assessment_enabled": st.one_of(st.booleans(), JUNK),
-    "sub_agents_enabled": st.one_of(st.booleans(), JUNK),
-    "sub_agent_budget": st.one_of(st.integers(-2, 20), JUNK),
-    "allowed_tool_categories": st.one_of(CATS, JUNK),
-})
+static_strategy = st.fixed_dictionaries(
+    {},
+    optional={
+        "multi_action_enabled": st.one_of(st.booleans(), JUNK),
+        "max_iterations_per_tick": st.one_of(st.integers(-5, 20), JUNK),
+        "task_assessment_enabled": st.one_of(st.booleans(), JUNK),
+        "sub_agents_enabled": st.one_of(st.booleans(), JUNK),
+        "sub_agent_budget": st.one_of(st.integers(-2, 20), JUNK),
+        "allowed_tool_categories": st.one_of(CATS, JUNK),
+    },
+)
 
 
 @st.composite
@@ -398,18 +545,28 @@ def context_strategy(draw):
     return config
 
 
-signals_strategy = st.fixed_dictionaries({}, optional={
-    "token_pressure": st.one_of(st.sampled_from(["normal", "high", "critical"]), JUNK),
-    "recent_errors": st.one_of(st.integers(-1, 6), JUNK),
-    "event_class": st.one_of(st.sampled_from(["communication", "building", "movement"]), JUNK),
-    "goal_urgency": st.one_of(st.sampled_from(["high", "medium", "low"]), JUNK),
-})
-assessment_strategy = st.one_of(st.none(), JUNK, st.fixed_dictionaries({}, optional={
-    "recommended_iterations": st.one_of(st.integers(-3, 15), JUNK),
-    "recommended_mode": st.one_of(MODES, JUNK),
-    "recommend_confirm_dangerous": st.one_of(st.booleans(), JUNK),
-    "context_signals": st.one_of(signals_strategy, JUNK),
-}))
+signals_strategy = st.fixed_dictionaries(
+    {},
+    optional={
+        "token_pressure": st.one_of(st.sampled_from(["normal", "high", "critical"]), JUNK),
+        "recent_errors": st.one_of(st.integers(-1, 6), JUNK),
+        "event_class": st.one_of(st.sampled_from(["communication", "building", "movement"]), JUNK),
+        "goal_urgency": st.one_of(st.sampled_from(["high", "medium", "low"]), JUNK),
+    },
+)
+assessment_strategy = st.one_of(
+    st.none(),
+    JUNK,
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "recommended_iterations": st.one_of(st.integers(-3, 15), JUNK),
+            "recommended_mode": st.one_of(MODES, JUNK),
+            "recommend_confirm_dangerous": st.one_of(st.booleans(), JUNK),
+            "context_signals": st.one_of(signals_strategy, JUNK),
+        },
+    ),
+)
 
 
 def _is_int(value):
@@ -477,13 +634,15 @@ def _bounds(static, context, assessment):
 def test_pattern_is_never_wider_than_any_layer(static, context, assessment):
     pattern = select_execution_pattern(static, context, assessment)
     iteration_caps, mode_caps, category_caps, sub_agents_ok, confirm_required = _bounds(
-        static, context, assessment)
+        static, context, assessment
+    )
 
     assert 1 <= pattern.max_iterations <= min(iteration_caps)
     assert pattern.mode in MODE_WIDTH
     assert all(MODE_WIDTH[pattern.mode] <= MODE_WIDTH[cap] for cap in mode_caps)
-    effective = set(ALL_TOOL_CATEGORIES if pattern.allowed_categories is None
-                    else pattern.allowed_categories)  # None means every category
+    effective = set(
+        ALL_TOOL_CATEGORIES if pattern.allowed_categories is None else pattern.allowed_categories
+    )  # None means every category
     assert effective <= set(ALL_TOOL_CATEGORIES)
     for cap in category_caps:
         assert effective <= cap
@@ -498,7 +657,9 @@ def test_pattern_is_never_wider_than_any_layer(static, context, assessment):
     if pattern.mode == MODE_SINGLE_ACTION:
         assert pattern.max_iterations == 1
     for value in pattern.source_layers.values():
-        assert value in ("static", "context", "assessment", "allowed") or value.startswith("signal:")
+        assert value in ("static", "context", "assessment", "allowed") or value.startswith(
+            "signal:"
+        )
 
 
 @settings(max_examples=150, deadline=None)

@@ -37,8 +37,15 @@ class TestFaultSoak(BaseEvenniaTest):
 
     def test_soak_with_every_fault_kind(self):
         ticks = int(os.environ.get("SOAK_TICKS", "100"))
-        report = run_soak(self.npc, self.char1, ticks=ticks, fault_rate=0.2, seed=11,
-                          timeout=0.3, hang_seconds=1.0)
+        report = run_soak(
+            self.npc,
+            self.char1,
+            ticks=ticks,
+            fault_rate=0.2,
+            seed=11,
+            timeout=0.3,
+            hang_seconds=1.0,
+        )
         out = os.environ.get("SOAK_OUT")
         if out:
             Path(out).write_text(json.dumps(report, default=str))

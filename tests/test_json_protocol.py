@@ -81,7 +81,9 @@ def test_single_tool_object():
 
 
 def test_code_fence_and_surrounding_prose_become_the_thought():
-    reply = 'I should greet her.\n```json\n{"tool": "say", "arguments": {"message": "Hi"}}\n```\nDone.'
+    reply = (
+        'I should greet her.\n```json\n{"tool": "say", "arguments": {"message": "Hi"}}\n```\nDone.'
+    )
     text, calls = parse_tool_calls_from_text(reply)
     assert names(calls) == ["say"]
     assert "```" not in text
@@ -91,8 +93,10 @@ def test_code_fence_and_surrounding_prose_become_the_thought():
 def test_name_arguments_shape_and_tool_calls_list():
     _, calls = parse_tool_calls_from_text('{"name": "look", "arguments": {}}')
     assert names(calls) == ["look"]
-    reply = ('{"tool_calls": [{"tool": "look", "arguments": {}},'
-             ' {"name": "say", "arguments": {"message": "x"}}]}')
+    reply = (
+        '{"tool_calls": [{"tool": "look", "arguments": {}},'
+        ' {"name": "say", "arguments": {"message": "x"}}]}'
+    )
     _, calls = parse_tool_calls_from_text(reply)
     assert names(calls) == ["look", "say"]
     assert calls[0].id != calls[1].id
@@ -106,8 +110,10 @@ def test_openai_function_shape_with_string_arguments():
 
 
 def test_several_objects_in_a_row_and_a_list():
-    reply = ('First {"tool": "look", "arguments": {}} '
-             'then {"tool": "say", "arguments": {"message": "a"}}')
+    reply = (
+        'First {"tool": "look", "arguments": {}} '
+        'then {"tool": "say", "arguments": {"message": "a"}}'
+    )
     text, calls = parse_tool_calls_from_text(reply)
     assert names(calls) == ["look", "say"]
     assert text == "First  then"
@@ -156,14 +162,17 @@ def test_invalid_arguments_set_the_error():
     assert "must be a JSON object" in calls[0].error
 
 
-@pytest.mark.parametrize("reply", [
-    "Welcome to the inn, traveller!",
-    "{'tool': 'say', 'arguments': {'message': 'single quotes are not JSON'}}",
-    '{"tool": "say", "arguments": {"message": "unterminated"',
-    '{"mood": "cheerful"}',
-    "Here is a list: [1, 2, 3].",
-    "```\nsome code\n```",
-])
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "Welcome to the inn, traveller!",
+        "{'tool': 'say', 'arguments': {'message': 'single quotes are not JSON'}}",
+        '{"tool": "say", "arguments": {"message": "unterminated"',
+        '{"mood": "cheerful"}',
+        "Here is a list: [1, 2, 3].",
+        "```\nsome code\n```",
+    ],
+)
 def test_plain_text_is_kept_whole(reply):
     assert parse_tool_calls_from_text(reply) == (reply, [])
 
@@ -186,11 +195,13 @@ def test_pathological_nesting_is_fast_and_harmless():
     assert parse_tool_calls_from_text(deep)[1] == []  # buried too deep to be a tool call
 
 
-JSONISH = st.text(alphabet=st.sampled_from(list('{}[]":,\\ abtoolnamesy0123`\n\'')), max_size=200)
+JSONISH = st.text(alphabet=st.sampled_from(list("{}[]\":,\\ abtoolnamesy0123`\n'")), max_size=200)
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.one_of(st.text(max_size=300), JSONISH, st.none()), st.lists(st.text(max_size=10), max_size=3))
+@given(
+    st.one_of(st.text(max_size=300), JSONISH, st.none()), st.lists(st.text(max_size=10), max_size=3)
+)
 def test_never_raises(text, known):
     reply, calls = parse_tool_calls_from_text(text, known)
     assert reply is None or isinstance(reply, str)
@@ -204,10 +215,15 @@ def test_never_raises(text, known):
 
 @settings(max_examples=100, deadline=None)
 @given(
-    st.text(alphabet=st.characters(blacklist_characters="{}[]`", blacklist_categories=("Cc", "Cs")),
-            max_size=60),
-    st.dictionaries(st.text(min_size=1, max_size=8),
-                    st.one_of(st.text(max_size=20), st.integers(), st.booleans()), max_size=4),
+    st.text(
+        alphabet=st.characters(blacklist_characters="{}[]`", blacklist_categories=("Cc", "Cs")),
+        max_size=60,
+    ),
+    st.dictionaries(
+        st.text(min_size=1, max_size=8),
+        st.one_of(st.text(max_size=20), st.integers(), st.booleans()),
+        max_size=4,
+    ),
 )
 def test_round_trip_inside_prose(prose, arguments):
     body = json.dumps({"tool": "say", "arguments": arguments})

@@ -21,13 +21,25 @@ from evennia_ai.memory.keyword_index import (
 @pytest.fixture
 def index():
     ix = KeywordIndex(":memory:")
-    ix.upsert_many([
-        KeywordDoc(id="debt", npc="#5", text="Bob owes Alice five gold coins", person="#7",
-                   person_name="Bob", source="told_directly", trust=0.9, time="2026-01-01T00:00:00Z"),
-        KeywordDoc(id="roof", npc="#5", text="The tavern roof leaks when it rains"),
-        KeywordDoc(id="note", npc="#5", text="Gold prices rose after the mine closed", kind="archival"),
-        KeywordDoc(id="other", npc="#6", text="The blacksmith sells gold swords"),
-    ])
+    ix.upsert_many(
+        [
+            KeywordDoc(
+                id="debt",
+                npc="#5",
+                text="Bob owes Alice five gold coins",
+                person="#7",
+                person_name="Bob",
+                source="told_directly",
+                trust=0.9,
+                time="2026-01-01T00:00:00Z",
+            ),
+            KeywordDoc(id="roof", npc="#5", text="The tavern roof leaks when it rains"),
+            KeywordDoc(
+                id="note", npc="#5", text="Gold prices rose after the mine closed", kind="archival"
+            ),
+            KeywordDoc(id="other", npc="#6", text="The blacksmith sells gold swords"),
+        ]
+    )
     yield ix
     ix.close()
 
@@ -38,7 +50,11 @@ def ids(hits):
 
 def test_query_terms_drop_function_words_and_repeats():
     assert query_terms('Bob says to you: "Do you remember what I owe Alice? Alice!"') == [
-        "bob", "remember", "owe", "alice"]
+        "bob",
+        "remember",
+        "owe",
+        "alice",
+    ]
     assert query_terms("the and of, to") == []
     assert query_terms("5 gold") == ["5", "gold"]
     assert len(query_terms(" ".join(f"word{i}" for i in range(100)))) == MAX_QUERY_TERMS
@@ -107,8 +123,15 @@ def test_documents_need_text_id_and_npc(index):
 def test_file_index_persists(tmp_path):
     path = tmp_path / "keyword.db"
     ix = KeywordIndex(str(path))
-    ix.upsert(KeywordDoc(id="a", npc="#5", text="The innkeeper's daughter sings at dusk",
-                         trust=0.8, source="observed"))
+    ix.upsert(
+        KeywordDoc(
+            id="a",
+            npc="#5",
+            text="The innkeeper's daughter sings at dusk",
+            trust=0.8,
+            source="observed",
+        )
+    )
     ix.close()
     again = KeywordIndex(str(path))
     hit = again.search("#5", "singing")[0]
@@ -139,7 +162,9 @@ def test_concurrent_writers_and_readers(tmp_path):
 
 
 def test_rank_texts_in_memory():
-    ranked = rank_texts([("1", "the king is dead"), ("2", "long live the queen"), ("3", "")], "king")
+    ranked = rank_texts(
+        [("1", "the king is dead"), ("2", "long live the queen"), ("3", "")], "king"
+    )
     assert [item_id for item_id, _ in ranked] == ["1"]
     assert rank_texts([], "king") == []
 

@@ -182,7 +182,13 @@ def test_imports_inside_functions_are_heavy_optional_dependencies_only():
 
 @pytest.mark.parametrize(
     "module",
-    ["evennia_ai", "evennia_ai.utils", "evennia_ai.conf", "evennia_ai.prompt.templates", "evennia_ai.llm.tokens"],
+    [
+        "evennia_ai",
+        "evennia_ai.utils",
+        "evennia_ai.conf",
+        "evennia_ai.prompt.templates",
+        "evennia_ai.llm.tokens",
+    ],
 )
 def test_pure_modules_import_without_django(module):
     """Importing the package or a pure module pulls in neither Django nor Evennia."""

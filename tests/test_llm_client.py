@@ -10,13 +10,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from django.test import override_settings
-from twisted.internet import defer, threads
+from twisted.internet import defer
 
 from evennia_ai.llm import client as client_module
-from evennia_ai.llm.client import get_client
 from evennia_ai.llm.client import (
     UnifiedLLMClient,
     configure_litellm_callbacks,
+    get_client,
     get_litellm,
     to_text_protocol,
     uses_native_tools,
@@ -27,22 +27,39 @@ from evennia_ai.testing.model_server import ModelServer
 pytestmark = pytest.mark.timeout(60)
 
 CHAT = "/v1/chat/completions"
-SAY = {"type": "function", "function": {
-    "name": "say", "description": "Say something aloud.",
-    "parameters": {"type": "object", "properties": {"message": {"type": "string"}},
-                   "required": ["message"]}}}
-LOOK = {"type": "function", "function": {
-    "name": "look", "description": "Look around.", "parameters": {"type": "object", "properties": {}}}}
-MESSAGES = [{"role": "system", "content": "You are Mara, the innkeeper."},
-            {"role": "user", "content": 'Alice says, "Good evening!"'}]
+SAY = {
+    "type": "function",
+    "function": {
+        "name": "say",
+        "description": "Say something aloud.",
+        "parameters": {
+            "type": "object",
+            "properties": {"message": {"type": "string"}},
+            "required": ["message"],
+        },
+    },
+}
+LOOK = {
+    "type": "function",
+    "function": {
+        "name": "look",
+        "description": "Look around.",
+        "parameters": {"type": "object", "properties": {}},
+    },
+}
+MESSAGES = [
+    {"role": "system", "content": "You are Mara, the innkeeper."},
+    {"role": "user", "content": 'Alice says, "Good evening!"'},
+]
 
 
 @pytest.fixture(scope="module", autouse=True)
 def warm_litellm():
     """Import litellm and make one call, so timing assertions do not pay for cold starts."""
     with ModelServer() as srv:
-        UnifiedLLMClient(model="openai/test-model", api_base=srv.url, api_key="x",
-                         timeout=10).complete_sync(MESSAGES, [SAY])
+        UnifiedLLMClient(
+            model="openai/test-model", api_base=srv.url, api_key="x", timeout=10
+        ).complete_sync(MESSAGES, [SAY])
 
 
 @pytest.fixture
@@ -59,8 +76,15 @@ class Sleeps(list):
 
 
 def make_client(server, **kwargs):
-    options = dict(model="openai/test-model", api_base=server.url, api_key="x", timeout=1,
-                   max_retries=2, base_delay=0.01, max_delay=0.05)
+    options = dict(
+        model="openai/test-model",
+        api_base=server.url,
+        api_key="x",
+        timeout=1,
+        max_retries=2,
+        base_delay=0.01,
+        max_delay=0.05,
+    )
     options.update(kwargs)
     client = UnifiedLLMClient(**options)
     client.sleep = Sleeps()
@@ -73,7 +97,9 @@ def chat_requests(server):
 
 # -- answers -----------------------------------------------------------------------------------
 def test_text_reply(server):
-    server.enqueue({"text": "Evening, Alice!", "usage": {"prompt_tokens": 12, "completion_tokens": 4}})
+    server.enqueue(
+        {"text": "Evening, Alice!", "usage": {"prompt_tokens": 12, "completion_tokens": 4}}
+    )
     result = make_client(server).complete_sync(MESSAGES)
     assert isinstance(result, LLMResult) and result.ok
     assert result.text == "Evening, Alice!" and result.tool_calls == []
@@ -89,8 +115,15 @@ def test_text_reply(server):
 
 
 def test_tool_calls(server):
-    server.enqueue({"text": "Greeting her.", "tool_calls": [
-        {"name": "look", "arguments": {}}, {"name": "say", "arguments": {"message": "Hi"}}]})
+    server.enqueue(
+        {
+            "text": "Greeting her.",
+            "tool_calls": [
+                {"name": "look", "arguments": {}},
+                {"name": "say", "arguments": {"message": "Hi"}},
+            ],
+        }
+    )
     result = make_client(server).complete_sync(MESSAGES, [SAY, LOOK])
     assert result.ok and result.text == "Greeting her."
     assert [c.name for c in result.tool_calls] == ["look", "say"]
@@ -98,7 +131,10 @@ def test_tool_calls(server):
     assert say.arguments == {"message": "Hi"} and json.loads(say.raw_arguments) == {"message": "Hi"}
     assert say.id and say.error is None
     assert result.finish_reason == "tool_calls"
-    assert [t["function"]["name"] for t in chat_requests(server)[0].body["tools"]] == ["say", "look"]
+    assert [t["function"]["name"] for t in chat_requests(server)[0].body["tools"]] == [
+        "say",
+        "look",
+    ]
 
 
 def test_invalid_tool_arguments_set_the_error(server):
@@ -127,8 +163,12 @@ def test_per_call_model_override(server):
 def test_settings_are_read_at_call_time_and_env_wins(server, monkeypatch):
     monkeypatch.delenv("EVENNIA_AI_MODEL", raising=False)
     client = UnifiedLLMClient()
-    with override_settings(EVENNIA_AI_MODEL="openai/settings-model", EVENNIA_AI_API_BASE=server.url,
-                           EVENNIA_AI_API_KEY="x", EVENNIA_AI_TIMEOUT=1):
+    with override_settings(
+        EVENNIA_AI_MODEL="openai/settings-model",
+        EVENNIA_AI_API_BASE=server.url,
+        EVENNIA_AI_API_KEY="x",
+        EVENNIA_AI_TIMEOUT=1,
+    ):
         assert client.complete_sync(MESSAGES).model == "openai/settings-model"
         monkeypatch.setenv("EVENNIA_AI_MODEL", "openai/env-model")
         assert client.complete_sync(MESSAGES).model == "openai/env-model"
@@ -176,7 +216,9 @@ def test_unknown_openai_compatible_model_gets_native_tools(server):
 def test_model_settings_select_the_json_protocol(server):
     reply = 'Let me greet her.\n```json\n{"tool": "say", "arguments": {"message": "Welcome!"}}\n```'
     server.enqueue({"text": reply})
-    with override_settings(EVENNIA_AI_MODEL_SETTINGS={"openai/test-model": {"native_tools": False}}):
+    with override_settings(
+        EVENNIA_AI_MODEL_SETTINGS={"openai/test-model": {"native_tools": False}}
+    ):
         result = make_client(server).complete_sync(MESSAGES, [SAY, LOOK], tick_rate=7)
     assert result.ok and not result.native_tools
     assert [(c.name, c.arguments) for c in result.tool_calls] == [("say", {"message": "Welcome!"})]
@@ -192,30 +234,45 @@ def test_model_settings_select_the_json_protocol(server):
 
 def test_json_protocol_plain_text_reply(server):
     server.enqueue({"text": "Evening! What'll it be?"})
-    with override_settings(EVENNIA_AI_MODEL_SETTINGS={"openai/test-model": {"native_tools": False}}):
+    with override_settings(
+        EVENNIA_AI_MODEL_SETTINGS={"openai/test-model": {"native_tools": False}}
+    ):
         result = make_client(server).complete_sync(MESSAGES, [SAY])
     assert result.ok and result.tool_calls == [] and result.text == "Evening! What'll it be?"
 
 
 def test_known_model_without_function_calling_uses_the_json_protocol(server, monkeypatch):
     litellm = get_litellm()
-    monkeypatch.setitem(litellm.model_cost, "openai/old-text-model", {
-        "litellm_provider": "openai", "mode": "chat", "supports_function_calling": False,
-        "input_cost_per_token": 0.0, "output_cost_per_token": 0.0})
+    monkeypatch.setitem(
+        litellm.model_cost,
+        "openai/old-text-model",
+        {
+            "litellm_provider": "openai",
+            "mode": "chat",
+            "supports_function_calling": False,
+            "input_cost_per_token": 0.0,
+            "output_cost_per_token": 0.0,
+        },
+    )
     assert not uses_native_tools("openai/old-text-model")
     server.enqueue({"text": '{"tool_calls": [{"name": "look", "arguments": {}}]}'})
     result = make_client(server, model="openai/old-text-model").complete_sync(MESSAGES, [LOOK])
     assert [c.name for c in result.tool_calls] == ["look"] and not result.native_tools
     assert "tools" not in chat_requests(server)[0].body
     # the per-model setting still wins over litellm's table
-    with override_settings(EVENNIA_AI_MODEL_SETTINGS={"openai/old-text-model": {"native_tools": True}}):
+    with override_settings(
+        EVENNIA_AI_MODEL_SETTINGS={"openai/old-text-model": {"native_tools": True}}
+    ):
         assert uses_native_tools("openai/old-text-model")
 
 
 def test_bare_name_lookup_needs_the_same_provider(monkeypatch):
     litellm = get_litellm()
-    monkeypatch.setitem(litellm.model_cost, "no-tools-x", {"litellm_provider": "openai",
-                                                           "supports_function_calling": False})
+    monkeypatch.setitem(
+        litellm.model_cost,
+        "no-tools-x",
+        {"litellm_provider": "openai", "supports_function_calling": False},
+    )
     assert not uses_native_tools("openai/no-tools-x")
     assert uses_native_tools("ollama/no-tools-x")
 
@@ -227,8 +284,13 @@ def test_text_protocol_rewrites_history():
     messages = [
         {"role": "system", "content": f"You are Mara.\n\n{native}\n\n## Persona\nKind."},
         {"role": "user", "content": "hi"},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "c1", "type": "function", "function": {"name": "look", "arguments": "{}"}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "look", "arguments": "{}"}}
+            ],
+        },
         {"role": "tool", "tool_call_id": "c1", "name": "look", "content": "A cosy inn."},
     ]
     out = to_text_protocol(messages, [LOOK], 5)
@@ -260,8 +322,9 @@ def test_gives_up_after_max_retries(server):
 
 
 def test_rate_limit_retry_after_is_honoured_and_capped(server):
-    server.enqueue({"fault": "429", "retry_after": 30}, {"fault": "429", "retry_after": 0.2},
-                   {"text": "ok"})
+    server.enqueue(
+        {"fault": "429", "retry_after": 30}, {"fault": "429", "retry_after": 0.2}, {"text": "ok"}
+    )
     client = make_client(server, base_delay=0.001, max_delay=0.5)
     result = client.complete_sync(MESSAGES)
     assert result.ok and result.attempts == 3
@@ -317,8 +380,15 @@ class _StatusHandler(BaseHTTPRequestHandler):
     def do_POST(self):  # noqa: N802 - stdlib name
         self.rfile.read(int(self.headers.get("Content-Length") or 0))
         self.server.hits += 1
-        body = json.dumps({"error": {"message": f"scripted {self.server.status}",
-                                     "type": "invalid_request_error", "code": None}}).encode()
+        body = json.dumps(
+            {
+                "error": {
+                    "message": f"scripted {self.server.status}",
+                    "type": "invalid_request_error",
+                    "code": None,
+                }
+            }
+        ).encode()
         self.send_response(self.server.status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
@@ -333,19 +403,30 @@ class _StatusHandler(BaseHTTPRequestHandler):
 def status_server():
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), _StatusHandler)
     httpd.hits = 0
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread = threading.Thread(
+        target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
     thread.start()
     yield httpd
     httpd.shutdown()
     httpd.server_close()
 
 
-@pytest.mark.parametrize("status, kind", [(401, "auth"), (400, "bad_request"), (404, "bad_request")])
+@pytest.mark.parametrize(
+    "status, kind", [(401, "auth"), (400, "bad_request"), (404, "bad_request")]
+)
 def test_client_errors_are_not_retried(status_server, status, kind):
     status_server.status = status
     url = f"http://127.0.0.1:{status_server.server_address[1]}/v1"
-    client = UnifiedLLMClient(model="openai/test-model", api_base=url, api_key="bad", timeout=1,
-                              max_retries=3, base_delay=0.01, max_delay=0.01)
+    client = UnifiedLLMClient(
+        model="openai/test-model",
+        api_base=url,
+        api_key="bad",
+        timeout=1,
+        max_retries=3,
+        base_delay=0.01,
+        max_delay=0.01,
+    )
     result = client.complete_sync(MESSAGES)
     assert not result.ok and result.error_kind == kind
     assert result.attempts == 1 and status_server.hits == 1
@@ -355,8 +436,15 @@ def test_client_errors_are_not_retried(status_server, status, kind):
 def test_connection_refused_is_a_connection_error():
     with ModelServer() as srv:
         url = srv.url  # a port that was free a moment ago and is closed now
-    client = UnifiedLLMClient(model="openai/test-model", api_base=url, api_key="x", timeout=1,
-                              max_retries=1, base_delay=0.01, max_delay=0.01)
+    client = UnifiedLLMClient(
+        model="openai/test-model",
+        api_base=url,
+        api_key="x",
+        timeout=1,
+        max_retries=1,
+        base_delay=0.01,
+        max_delay=0.01,
+    )
     client.sleep = Sleeps()
     result = client.complete_sync(MESSAGES)
     assert not result.ok and result.error_kind == "connection" and result.attempts == 2
@@ -375,15 +463,22 @@ def test_fallback_model_used_when_main_fails(server):
 
 
 def test_fallbacks_from_settings_and_per_call(server):
-    server.enqueue({"fault": "500"}, {"text": "settings fallback"},
-                   {"fault": "500"}, {"text": "call fallback"})
+    server.enqueue(
+        {"fault": "500"}, {"text": "settings fallback"}, {"fault": "500"}, {"text": "call fallback"}
+    )
     client = make_client(server, max_retries=0, fallbacks=None)
-    with override_settings(EVENNIA_AI_FALLBACK_MODELS=["openai/test-model", "openai/from-settings"]):
+    with override_settings(
+        EVENNIA_AI_FALLBACK_MODELS=["openai/test-model", "openai/from-settings"]
+    ):
         first = client.complete_sync(MESSAGES)
         second = client.complete_sync(MESSAGES, fallbacks=["openai/from-call"])
     assert first.model == "openai/from-settings" and second.model == "openai/from-call"
     assert [r.body["model"] for r in chat_requests(server)] == [
-        "test-model", "from-settings", "test-model", "from-call"]
+        "test-model",
+        "from-settings",
+        "test-model",
+        "from-call",
+    ]
 
 
 def test_every_model_failing_names_them_all(server):
@@ -429,7 +524,12 @@ def test_a_bug_in_the_client_is_reported_not_raised(server, monkeypatch):
 
 def test_bad_requests_are_refused_before_the_network(server):
     client = make_client(server)
-    for messages, tools in (([], None), ("hello", None), ([{"content": "x"}], None), (MESSAGES, "say")):
+    for messages, tools in (
+        ([], None),
+        ("hello", None),
+        ([{"content": "x"}], None),
+        (MESSAGES, "say"),
+    ):
         result = client.complete_sync(messages, tools)
         assert result.error_kind == "bad_request" and result.error.startswith("bad request:")
     assert chat_requests(server) == []
@@ -481,7 +581,11 @@ def test_configure_callbacks_is_idempotent(clean_callbacks):
     from litellm.integrations.custom_logger import CustomLogger
 
     litellm = clean_callbacks
-    entries = ["langfuse", "litellm.integrations.custom_logger.CustomLogger", "no.such.module.Logger"]
+    entries = [
+        "langfuse",
+        "litellm.integrations.custom_logger.CustomLogger",
+        "no.such.module.Logger",
+    ]
     with override_settings(EVENNIA_AI_LITELLM_CALLBACKS=entries):
         added = configure_litellm_callbacks()
         assert configure_litellm_callbacks() == []
@@ -515,12 +619,25 @@ def test_openai_compatible_servers_answer_on_either_route(server, sdk_route):
     with override_settings(EVENNIA_AI_OPENAI_SDK_ROUTE=sdk_route):
         assert _compatible_route("openai/x") == ("openai/x" if sdk_route else "hosted_vllm/x")
         assert _compatible_route("anthropic/claude") == "anthropic/claude"
-        server.enqueue({"tool_calls": [{"name": "say", "arguments": {"message": "hi"}}],
-                        "usage": {"prompt_tokens": 1000, "completion_tokens": 1000}})
-        tools = [{"type": "function", "function": {
-            "name": "say", "description": "Say something.",
-            "parameters": {"type": "object", "properties": {"message": {"type": "string"}}}}}]
-        result = make_client(server).complete_sync(MESSAGES, tools=tools, model="openai/gpt-4o-mini")
+        server.enqueue(
+            {
+                "tool_calls": [{"name": "say", "arguments": {"message": "hi"}}],
+                "usage": {"prompt_tokens": 1000, "completion_tokens": 1000},
+            }
+        )
+        tools = [
+            {
+                "type": "function",
+                "function": {
+                    "name": "say",
+                    "description": "Say something.",
+                    "parameters": {"type": "object", "properties": {"message": {"type": "string"}}},
+                },
+            }
+        ]
+        result = make_client(server).complete_sync(
+            MESSAGES, tools=tools, model="openai/gpt-4o-mini"
+        )
     assert result.ok and result.model == "openai/gpt-4o-mini"
     assert [(c.name, c.arguments) for c in result.tool_calls] == [("say", {"message": "hi"})]
     assert result.cost == pytest.approx(0.00075)  # priced by the name given, whatever the route
@@ -528,9 +645,18 @@ def test_openai_compatible_servers_answer_on_either_route(server, sdk_route):
 
 
 def test_tool_schemas_given_to_litellm_are_not_changed(server):
-    schema = {"type": "object", "properties": {"message": {"type": "string"}},
-              "required": ["message"], "additionalProperties": False}
-    tools = [{"type": "function", "function": {"name": "say", "description": "Say.", "parameters": schema}}]
+    schema = {
+        "type": "object",
+        "properties": {"message": {"type": "string"}},
+        "required": ["message"],
+        "additionalProperties": False,
+    }
+    tools = [
+        {
+            "type": "function",
+            "function": {"name": "say", "description": "Say.", "parameters": schema},
+        }
+    ]
     server.enqueue({"text": "hi"})
     assert make_client(server).complete_sync(MESSAGES, tools=tools, model="openai/test-model").ok
     assert schema["additionalProperties"] is False  # the tool registry's own dict is intact

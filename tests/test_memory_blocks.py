@@ -13,24 +13,31 @@ from evennia_ai.memory.blocks import BlockError
 NOW = datetime(2025, 1, 1, tzinfo=timezone.utc)
 LATER = datetime(2025, 1, 2, 8, 30, tzinfo=timezone.utc)
 
-PROFILE_SCHEMA = {"kind": "map", "fields": [
-    {"name": "status", "read_only": True},
-    {"name": "mood", "type": "text"},
-    {"name": "score", "type": "counter"},
-    {"name": "gold", "type": "number"},
-    {"name": "tags", "type": "list"},
-    {"name": "open", "type": "boolean"},
-]}
-COMPOSITE_SCHEMA = {"kind": "composite", "sections": [
-    {"name": "notes"},
-    {"name": "stats", "schema": {"kind": "map"}},
-    {"name": "diagnostics", "schema": "map", "read_only": True},
-]}
+PROFILE_SCHEMA = {
+    "kind": "map",
+    "fields": [
+        {"name": "status", "read_only": True},
+        {"name": "mood", "type": "text"},
+        {"name": "score", "type": "counter"},
+        {"name": "gold", "type": "number"},
+        {"name": "tags", "type": "list"},
+        {"name": "open", "type": "boolean"},
+    ],
+}
+COMPOSITE_SCHEMA = {
+    "kind": "composite",
+    "sections": [
+        {"name": "notes"},
+        {"name": "stats", "schema": {"kind": "map"}},
+        {"name": "diagnostics", "schema": "map", "read_only": True},
+    ],
+}
 
 
 def block(schema=None, permission="ReadWrite", content=None, **kw):
-    blocks = b.create_block({}, "x", schema=schema, permission=permission, content=content,
-                            now=NOW, **kw)
+    blocks = b.create_block(
+        {}, "x", schema=schema, permission=permission, content=content, now=NOW, **kw
+    )
     return blocks["x"]
 
 
@@ -43,60 +50,102 @@ def test_schema_shorthands_and_defaults():
     assert b.normalise_schema(None) == {"kind": "text", "viewport": None}
     assert b.normalise_schema("MAP") == {"kind": "map", "fields": []}
     assert b.normalise_schema({"kind": "list", "max_items": 3}) == {
-        "kind": "list", "max_items": 3, "item_type": "any", "style": "numbered"}
+        "kind": "list",
+        "max_items": 3,
+        "item_type": "any",
+        "style": "numbered",
+    }
     assert b.normalise_schema("log") == {"kind": "log", "display_limit": 10, "max_entries": 200}
     assert b.normalise_schema({"kind": "text", "viewport": {"lines": 5}})["viewport"] == {
-        "start": 0, "lines": 5}
+        "start": 0,
+        "lines": 5,
+    }
     fields = b.normalise_schema({"kind": "map", "fields": ["a", {"name": "b", "type": "Counter"}]})
-    assert fields["fields"][1] == {"name": "b", "type": "counter", "read_only": False,
-                                   "description": ""}
+    assert fields["fields"][1] == {
+        "name": "b",
+        "type": "counter",
+        "read_only": False,
+        "description": "",
+    }
     composite = b.normalise_schema(COMPOSITE_SCHEMA)
     assert [s["schema"]["kind"] for s in composite["sections"]] == ["text", "map", "map"]
 
 
-@pytest.mark.parametrize("schema, words", [
-    ("table", "Unknown schema kind 'table'"),
-    ({"kind": "map", "fields": ["a", "a"]}, "distinct names"),
-    ({"kind": "map", "fields": [{"type": "text"}]}, "needs a name"),
-    ({"kind": "map", "fields": [{"name": "a", "type": "date"}]}, "Unknown field type"),
-    ({"kind": "list", "max_items": 0}, "max_items must be a whole number >= 1"),
-    ({"kind": "text", "viewport": "all"}, "viewport"),
-    ({"kind": "composite", "sections": []}, "at least one section"),
-    ({"kind": "composite", "sections": [{"name": "a", "schema": "composite"}]}, "cannot itself"),
-    (42, "kind name or a dict"),
-])
+@pytest.mark.parametrize(
+    "schema, words",
+    [
+        ("table", "Unknown schema kind 'table'"),
+        ({"kind": "map", "fields": ["a", "a"]}, "distinct names"),
+        ({"kind": "map", "fields": [{"type": "text"}]}, "needs a name"),
+        ({"kind": "map", "fields": [{"name": "a", "type": "date"}]}, "Unknown field type"),
+        ({"kind": "list", "max_items": 0}, "max_items must be a whole number >= 1"),
+        ({"kind": "text", "viewport": "all"}, "viewport"),
+        ({"kind": "composite", "sections": []}, "at least one section"),
+        (
+            {"kind": "composite", "sections": [{"name": "a", "schema": "composite"}]},
+            "cannot itself",
+        ),
+        (42, "kind name or a dict"),
+    ],
+)
 def test_bad_schemas_say_what_is_wrong(schema, words):
     with pytest.raises(BlockError, match=words):
         b.normalise_schema(schema)
 
 
 def test_create_block_layout_and_defaults():
-    blocks = b.create_block({}, "persona", type="core", description=" Who I am ", now=NOW,
-                            content="A gruff innkeeper.")
+    blocks = b.create_block(
+        {}, "persona", type="core", description=" Who I am ", now=NOW, content="A gruff innkeeper."
+    )
     assert blocks["persona"] == {
-        "label": "persona", "type": "Core", "permission": "ReadWrite",
-        "schema": {"kind": "text", "viewport": None}, "description": "Who I am",
-        "pinned": False, "content": "A gruff innkeeper.", "shared_with": {},
-        "created": "2025-01-01T00:00:00Z", "updated": "2025-01-01T00:00:00Z"}
+        "label": "persona",
+        "type": "Core",
+        "permission": "ReadWrite",
+        "schema": {"kind": "text", "viewport": None},
+        "description": "Who I am",
+        "pinned": False,
+        "content": "A gruff innkeeper.",
+        "shared_with": {},
+        "created": "2025-01-01T00:00:00Z",
+        "updated": "2025-01-01T00:00:00Z",
+    }
     log = b.create_block(blocks, "events", type="Log", permission="append")["events"]
     assert log["schema"]["kind"] == "log" and log["permission"] == "Append"
     profile = block(PROFILE_SCHEMA, content={"status": "active"})
-    assert profile["content"] == {"status": "active", "mood": "", "score": 0, "gold": 0,
-                                  "tags": [], "open": False}
+    assert profile["content"] == {
+        "status": "active",
+        "mood": "",
+        "score": 0,
+        "gold": 0,
+        "tags": [],
+        "open": False,
+    }
     assert "persona" not in b.create_block({}, "other")  # the input is never modified
 
 
-@pytest.mark.parametrize("kwargs, words", [
-    ({"label": "bad label"}, "not a valid block label"),
-    ({"label": ""}, "needs a label"),
-    ({"label": "x", "permission": "sudo"}, "Unknown permission 'sudo'. Choose one of: ReadOnly"),
-    ({"label": "x", "type": "Short"}, "Unknown block type"),
-    ({"label": "x", "schema": "map", "content": {"a": object()}}, "must be text"),
-    ({"label": "x", "schema": PROFILE_SCHEMA, "content": {"colour": "red"}}, "Unknown field 'colour'"),
-    ({"label": "x", "schema": PROFILE_SCHEMA, "content": {"score": "ten"}}, "holds a number"),
-    ({"label": "x", "schema": {"kind": "list", "max_items": 1}, "content": [1, 2]}, "at most 1"),
-    ({"label": "x", "content": 5}, "content is a string"),
-])
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [
+        ({"label": "bad label"}, "not a valid block label"),
+        ({"label": ""}, "needs a label"),
+        (
+            {"label": "x", "permission": "sudo"},
+            "Unknown permission 'sudo'. Choose one of: ReadOnly",
+        ),
+        ({"label": "x", "type": "Short"}, "Unknown block type"),
+        ({"label": "x", "schema": "map", "content": {"a": object()}}, "must be text"),
+        (
+            {"label": "x", "schema": PROFILE_SCHEMA, "content": {"colour": "red"}},
+            "Unknown field 'colour'",
+        ),
+        ({"label": "x", "schema": PROFILE_SCHEMA, "content": {"score": "ten"}}, "holds a number"),
+        (
+            {"label": "x", "schema": {"kind": "list", "max_items": 1}, "content": [1, 2]},
+            "at most 1",
+        ),
+        ({"label": "x", "content": 5}, "content is a string"),
+    ],
+)
 def test_create_block_errors(kwargs, words):
     with pytest.raises(BlockError, match=words):
         b.create_block({}, **kwargs)
@@ -113,8 +162,9 @@ def test_duplicate_labels_and_missing_blocks():
 
 def test_configure_and_share():
     blocks = b.create_block({}, "notes", content="hello")
-    out = b.configure_block(blocks, "notes", permission="read_only", pinned=True, type="working",
-                            description="d")
+    out = b.configure_block(
+        blocks, "notes", permission="read_only", pinned=True, type="working", description="d"
+    )
     assert (out["notes"]["permission"], out["notes"]["pinned"]) == ("ReadOnly", True)
     with pytest.raises(BlockError, match="Unknown block setting 'colour'"):
         b.configure_block(blocks, "notes", colour="red")
@@ -246,8 +296,11 @@ def test_list_item_types():
 # -- log and composite ---------------------------------------------------------------------------
 def test_log_entries_timestamped_and_bounded():
     blk = block({"kind": "log", "display_limit": 2, "max_entries": 3})
-    blk, r = run(blk, "append_log_entry", entry={"timestamp": "2025-01-01T00:00:00Z",
-                                                 "message": "User logged in"})
+    blk, r = run(
+        blk,
+        "append_log_entry",
+        entry={"timestamp": "2025-01-01T00:00:00Z", "message": "User logged in"},
+    )
     assert blk["content"] == [{"timestamp": "2025-01-01T00:00:00Z", "message": "User logged in"}]
     blk, _ = run(blk, "append_log_entry", entry="Second")
     assert blk["content"][1] == {"timestamp": "2025-01-02T08:30:00Z", "message": "Second"}
@@ -304,12 +357,17 @@ def test_permission_matrix():
 def test_permissions_applied():
     text = {"schema": None, "content": "hi"}
     _, r = run(block(permission="ReadOnly", **text), "append_text", text="x")
-    assert r.status == b.DENIED and r.message == "Memory block 'x' is read-only; you cannot change it."
+    assert (
+        r.status == b.DENIED and r.message == "Memory block 'x' is read-only; you cannot change it."
+    )
     new, r = run(block(permission="Append", **text), "append_text", text="there")
     assert r.success and new["content"] == "hi\nthere"
     _, r = run(block(permission="Append", **text), "set_text", text="x")
-    assert r.status == b.DENIED and r.suggestion == "Allowed here: append_text, " \
+    assert (
+        r.status == b.DENIED
+        and r.suggestion == "Allowed here: append_text, "
         "append_to_list_field, push_item, append_log_entry."
+    )
     _, r = run(block("list", content=[1]), "delete_item", index=0)
     assert r.status == b.DENIED and "needs Admin permission (it has ReadWrite)" in r.message
     new, r = run(block("list", permission="Admin", content=[1]), "delete_item", index=0)
@@ -344,18 +402,34 @@ def test_effective_permission_of_shares():
 
 def test_shared_appends_are_attributed():
     blk = block(content="start")
-    new, _ = b.apply_op(blk, "append_text", {"text": "hello"}, is_system=False,
-                        permission="Append", author="Keeper")
+    new, _ = b.apply_op(
+        blk, "append_text", {"text": "hello"}, is_system=False, permission="Append", author="Keeper"
+    )
     assert new["content"] == "start\n[Keeper] hello"
-    lst, _ = b.apply_op(block("list"), "push_item", {"item": {"task": "t"}}, is_system=False,
-                        permission="Append", author="Keeper")
+    lst, _ = b.apply_op(
+        block("list"),
+        "push_item",
+        {"item": {"task": "t"}},
+        is_system=False,
+        permission="Append",
+        author="Keeper",
+    )
     assert lst["content"] == [{"task": "t", "by": "Keeper"}]
-    log, _ = b.apply_op(block("log"), "append_log_entry", {"entry": "seen"}, is_system=False,
-                        permission="Append", author="Keeper", now=NOW)
-    assert log["content"] == [{"timestamp": "2025-01-01T00:00:00Z", "message": "seen",
-                               "by": "Keeper"}]
-    _, r = b.apply_op(blk, "set_text", {"text": "x"}, is_system=False, permission="Append",
-                      author="Keeper")
+    log, _ = b.apply_op(
+        block("log"),
+        "append_log_entry",
+        {"entry": "seen"},
+        is_system=False,
+        permission="Append",
+        author="Keeper",
+        now=NOW,
+    )
+    assert log["content"] == [
+        {"timestamp": "2025-01-01T00:00:00Z", "message": "seen", "by": "Keeper"}
+    ]
+    _, r = b.apply_op(
+        blk, "set_text", {"text": "x"}, is_system=False, permission="Append", author="Keeper"
+    )
     assert r.status == b.DENIED
 
 
@@ -367,25 +441,58 @@ def test_unknown_op():
 
 
 # -- properties ----------------------------------------------------------------------------------
-SCHEMAS = [None, "map", PROFILE_SCHEMA, {"kind": "list", "max_items": 5}, "log",
-           COMPOSITE_SCHEMA, {"kind": "text", "viewport": {"lines": 2}}]
+SCHEMAS = [
+    None,
+    "map",
+    PROFILE_SCHEMA,
+    {"kind": "list", "max_items": 5},
+    "log",
+    COMPOSITE_SCHEMA,
+    {"kind": "text", "viewport": {"lines": 2}},
+]
 plain = st.recursive(
-    st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.floats(allow_nan=True)
+    st.none()
+    | st.booleans()
+    | st.integers(-(10**6), 10**6)
+    | st.floats(allow_nan=True)
     | st.text(max_size=30),
-    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children,
-                                                                      max_size=4),
+    lambda children: st.lists(children, max_size=4)
+    | st.dictionaries(st.text(max_size=8), children, max_size=4),
     max_leaves=10,
 )
-arg_names = st.sampled_from(["text", "old", "new", "field", "value", "item", "index", "position",
-                             "by", "entry", "message", "section", "score", "status"])
+arg_names = st.sampled_from(
+    [
+        "text",
+        "old",
+        "new",
+        "field",
+        "value",
+        "item",
+        "index",
+        "position",
+        "by",
+        "entry",
+        "message",
+        "section",
+        "score",
+        "status",
+    ]
+)
 op_names = st.sampled_from(list(b.OPS) + ["drop", ""])
 
 
 @settings(max_examples=200, deadline=None)
-@given(schema=st.sampled_from(SCHEMAS), op=op_names,
-       args=st.dictionaries(arg_names, plain | st.sampled_from(
-           ["notes", "stats", "diagnostics", "status", "mood", "score", "tags"]), max_size=5),
-       author=st.none() | st.just("Keeper"))
+@given(
+    schema=st.sampled_from(SCHEMAS),
+    op=op_names,
+    args=st.dictionaries(
+        arg_names,
+        plain
+        | st.sampled_from(["notes", "stats", "diagnostics", "status", "mood", "score", "tags"]),
+        max_size=5,
+    ),
+    author=st.none() | st.just("Keeper"),
+)
 def test_no_model_op_ever_changes_a_read_only_block(schema, op, args, author):
     blk = block(schema, permission="ReadOnly")
     before = copy.deepcopy(blk)
@@ -395,11 +502,18 @@ def test_no_model_op_ever_changes_a_read_only_block(schema, op, args, author):
 
 
 @settings(max_examples=200, deadline=None)
-@given(schema=st.sampled_from(SCHEMAS), op=op_names,
-       permission=st.sampled_from(b.PERMISSIONS),
-       args=st.dictionaries(arg_names, plain | st.sampled_from(
-           ["notes", "stats", "diagnostics", "status", "mood", "score", "tags"]), max_size=5),
-       is_system=st.booleans())
+@given(
+    schema=st.sampled_from(SCHEMAS),
+    op=op_names,
+    permission=st.sampled_from(b.PERMISSIONS),
+    args=st.dictionaries(
+        arg_names,
+        plain
+        | st.sampled_from(["notes", "stats", "diagnostics", "status", "mood", "score", "tags"]),
+        max_size=5,
+    ),
+    is_system=st.booleans(),
+)
 def test_apply_op_never_raises_nor_mutates_its_input(schema, op, permission, args, is_system):
     blk = block(schema, permission=permission)
     before = copy.deepcopy(blk)
@@ -419,13 +533,11 @@ def test_apply_op_never_raises_nor_mutates_its_input(schema, op, permission, arg
 def test_render_block_format_with_description():
     blk = block(content="Hello, world!", description="Things to remember")
     assert b.render_block(blk) == (
-        '<block:x permission="ReadWrite">\n'
-        "Things to remember\n\n"
-        "Hello, world!\n"
-        "</block:x>"
+        '<block:x permission="ReadWrite">\n' "Things to remember\n\n" "Hello, world!\n" "</block:x>"
     )
     assert b.render_block(blk, include_description=False) == (
-        '<block:x permission="ReadWrite">\nHello, world!\n</block:x>')
+        '<block:x permission="ReadWrite">\nHello, world!\n</block:x>'
+    )
 
 
 def test_render_shared_block_attribution():
@@ -439,8 +551,10 @@ def test_render_shared_block_attribution():
 
 
 def test_render_map_with_read_only_marker():
-    blk = block(PROFILE_SCHEMA, content={"status": "active", "mood": "calm", "tags": ["a", "b"],
-                                         "open": True})
+    blk = block(
+        PROFILE_SCHEMA,
+        content={"status": "active", "mood": "calm", "tags": ["a", "b"], "open": True},
+    )
     _, r = run(blk, "set_field", field="extra", value=1, is_system=True)
     assert r.status == b.INVALID  # schemas bind system writes too; only permissions are bypassed
     assert b.render_content(blk["schema"], blk["content"]) == (
@@ -470,9 +584,9 @@ def test_render_lists():
     assert b.render_content(numbered, ["a", {"task": "b", "due": 3}]) == "1. a\n2. task: b; due: 3"
     assert b.render_content(numbered, []) == "(empty)"
     checkbox = b.normalise_schema({"kind": "list", "style": "checkbox"})
-    assert b.render_content(checkbox, [{"task": "Review PR", "done": True}, {"task": "Ship"},
-                                       "plain"]) == (
-        "1. [x] task: Review PR\n2. [ ] task: Ship\n3. [ ] plain")
+    assert b.render_content(
+        checkbox, [{"task": "Review PR", "done": True}, {"task": "Ship"}, "plain"]
+    ) == ("1. [x] task: Review PR\n2. [ ] task: Ship\n3. [ ] plain")
 
 
 def test_render_log_newest_first_with_limit():
@@ -499,18 +613,22 @@ def test_render_text_viewport():
 
 def test_render_escapes_attribute_quotes():
     blk = block()
-    assert 'shared_from="The \'Old\' Archive"' in b.render_block(blk, shared_from='The "Old" Archive')
+    assert "shared_from=\"The 'Old' Archive\"" in b.render_block(
+        blk, shared_from='The "Old" Archive'
+    )
 
 
 # -- context selection ---------------------------------------------------------------------------
 def test_blocks_for_context_pinned_core_and_mentioned():
     blocks = {}
-    blocks = b.create_block(blocks, "scratch")                        # ephemeral Working
-    blocks = b.create_block(blocks, "quest_log", type="Log")           # ephemeral Log
-    blocks = b.create_block(blocks, "todo", pinned=True)               # pinned Working
-    blocks = b.create_block(blocks, "persona", type="Core")            # Core
+    blocks = b.create_block(blocks, "scratch")  # ephemeral Working
+    blocks = b.create_block(blocks, "quest_log", type="Log")  # ephemeral Log
+    blocks = b.create_block(blocks, "todo", pinned=True)  # pinned Working
+    blocks = b.create_block(blocks, "persona", type="Core")  # Core
     blocks = b.create_block(blocks, "lore", type="Archival")
-    labels = lambda text: [x["label"] for x in b.blocks_for_context(blocks, mentioned_text=text)]  # noqa: E731
+    labels = lambda text: [
+        x["label"] for x in b.blocks_for_context(blocks, mentioned_text=text)
+    ]  # noqa: E731
     assert labels("") == ["persona", "todo"]
     assert labels("Alice asks: what is in your quest log?") == ["persona", "todo", "quest_log"]
     # always-present blocks first (a stable prompt prefix), then the ephemeral ones
@@ -525,8 +643,12 @@ def test_describe_block():
     blk = block(COMPOSITE_SCHEMA, permission="Append")
     info = b.describe_block(blk, shared_from="Archive")
     assert info["sections"] == ["notes", "stats", "diagnostics"]
-    assert info["allowed_ops"] == ["append_text", "append_to_list_field", "push_item",
-                                   "append_log_entry"]
+    assert info["allowed_ops"] == [
+        "append_text",
+        "append_to_list_field",
+        "push_item",
+        "append_log_entry",
+    ]
     assert info["shared_from"] == "Archive" and info["schema"] == "composite"
 
 
@@ -535,25 +657,29 @@ def test_operator_and_model_edits_to_different_fields_both_survive():
     stored = {"blocks": b.create_block({}, "profile", schema="map", now=NOW)}
     model_view = copy.deepcopy(stored["blocks"])  # the model reads the block...
     # ...an operator writes field A...
-    new, _ = b.apply_op(stored["blocks"]["profile"], "set_field", {"field": "a", "value": 1},
-                        is_system=True)
+    new, _ = b.apply_op(
+        stored["blocks"]["profile"], "set_field", {"field": "a", "value": 1}, is_system=True
+    )
     stored["blocks"] = {**stored["blocks"], "profile": new}
     # ...and the model's op is applied to a fresh read, then written once.
     fresh = copy.deepcopy(stored["blocks"])
-    fresh["profile"], result = b.apply_op(fresh["profile"], "set_field",
-                                          {"field": "b", "value": 2}, is_system=False)
+    fresh["profile"], result = b.apply_op(
+        fresh["profile"], "set_field", {"field": "b", "value": 2}, is_system=False
+    )
     stored["blocks"] = fresh
     assert result.success and stored["blocks"]["profile"]["content"] == {"a": 1, "b": 2}
     # Applying it to the stale read instead would have lost the operator's field.
-    stale, _ = b.apply_op(model_view["profile"], "set_field", {"field": "b", "value": 2},
-                          is_system=False)
+    stale, _ = b.apply_op(
+        model_view["profile"], "set_field", {"field": "b", "value": 2}, is_system=False
+    )
     assert stale["content"] == {"b": 2}
 
 
 # -- archival ------------------------------------------------------------------------------------
 def test_archival_insert_search_delete():
-    entries, r = b.archival_insert([], "The mill burned down in the great fire.", now=NOW,
-                                   metadata={"tags": ["history"]})
+    entries, r = b.archival_insert(
+        [], "The mill burned down in the great fire.", now=NOW, metadata={"tags": ["history"]}
+    )
     assert r.success and r.data["id"].startswith("a_")
     assert entries[0]["created"] == "2025-01-01T00:00:00Z"
     assert entries[0]["metadata"] == {"tags": ["history"]}
@@ -562,8 +688,10 @@ def test_archival_insert_search_delete():
     again, r = b.archival_insert(entries, "  the baker sells   BREAD at dawn. ")
     assert r.data["duplicate"] and again == entries
     hits = b.search_archival(entries, "What happened to the mill?", limit=5)
-    assert [h["content"] for h in hits] == ["Wolves were seen near the mill.",
-                                            "The mill burned down in the great fire."]
+    assert [h["content"] for h in hits] == [
+        "Wolves were seen near the mill.",
+        "The mill burned down in the great fire.",
+    ]
     assert hits[0]["score"] == 0.5  # shares "mill" of {"happened", "mill"}
     assert len(b.search_archival(entries, "MILLS", 5)) == 2  # case and plural folded
     assert b.search_archival(entries, "the of and", 5) == []
@@ -595,8 +723,13 @@ def test_archival_validation_and_cap():
 def test_result_to_dict():
     blk = block()
     _, ok = run(blk, "set_text", text="hi")
-    assert ok.to_dict() == {"success": True, "message": "Text set.", "label": "x", "op": "set_text",
-                            "length": 2}
+    assert ok.to_dict() == {
+        "success": True,
+        "message": "Text set.",
+        "label": "x",
+        "op": "set_text",
+        "length": 2,
+    }
     _, bad = run(block(permission="Append"), "set_text", text="x")
     out = bad.to_dict()
     assert out["success"] is False and out["status"] == "denied" and "suggestion" in out

@@ -2,8 +2,8 @@
 
 from datetime import datetime, timezone
 
-from evennia_ai.prompt.builder import compose
 from evennia_ai.memory import entities, procedures
+from evennia_ai.prompt.builder import compose
 
 NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
@@ -42,8 +42,16 @@ def test_entity_cap():
 
 def test_procedural_hints_same_class_most_words():
     procs = []
-    procs = procedures.record(procs, "communication", "Alice asks about the stew price", ["look", "say"], "t1")
-    procs = procedures.record(procs, "communication", "Bob wants a room for the night", ["list_projects", "say", "say"], "t2")
+    procs = procedures.record(
+        procs, "communication", "Alice asks about the stew price", ["look", "say"], "t1"
+    )
+    procs = procedures.record(
+        procs,
+        "communication",
+        "Bob wants a room for the night",
+        ["list_projects", "say", "say"],
+        "t2",
+    )
     procs = procedures.record(procs, "movement", "Alice asks about stew", ["emote"], "t3")
     best = procedures.best_procedures(procs, "communication", "How much is the stew?", limit=3)
     assert [b["tools"] for b in best] == [["look", "say"]]
@@ -53,8 +61,13 @@ def test_procedural_hints_same_class_most_words():
 
 
 def test_compose_folds_extras_into_hosts():
-    values = {"character_context": "Persona", "self_model": "[SELF-MODEL]\nStrengths: say(100%)",
-              "procedural_hints": "", "entity_context": "", "memory_blocks": "<block:x>"}
+    values = {
+        "character_context": "Persona",
+        "self_model": "[SELF-MODEL]\nStrengths: say(100%)",
+        "procedural_hints": "",
+        "entity_context": "",
+        "memory_blocks": "<block:x>",
+    }
     out = compose(values)
     assert out["character_context"].startswith("Persona\n\n[SELF-MODEL]")
     assert out["entity_context"] == "<block:x>"

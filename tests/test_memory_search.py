@@ -39,11 +39,15 @@ def test_resolve_mode_falls_back_to_keyword_with_a_note():
 
 
 def test_rrf_rewards_agreement():
-    fused = reciprocal_rank_fusion([hits("a", "b", "c"), hits("c", "d")], labels=["vector", "keyword"])
+    fused = reciprocal_rank_fusion(
+        [hits("a", "b", "c"), hits("c", "d")], labels=["vector", "keyword"]
+    )
     assert [h.id for h in fused] == ["c", "a", "b", "d"]  # b and d tie: first seen first
     top = fused[0]
     assert top.via == ("vector", "keyword") and set(top.scores) == {"vector", "keyword"}
-    assert top.score == pytest.approx((1 / (RRF_K + 3) + 1 / (RRF_K + 1)) / (2 / (RRF_K + 1)), abs=1e-6)
+    assert top.score == pytest.approx(
+        (1 / (RRF_K + 3) + 1 / (RRF_K + 1)) / (2 / (RRF_K + 1)), abs=1e-6
+    )
     assert fused[1].via == ("vector",)
 
 
@@ -85,8 +89,13 @@ def test_run_search_modes():
     assert outcome.mode == "hybrid" and [h.id for h in outcome.hits] == ["shared", "k1"]
     assert outcome.hits[0].via == ("vector", "keyword")
     assert asked == [("vector", 4), ("keyword", 4)]  # hybrid fetches deeper
-    assert [h.id for h in run_search("vector", keyword=keyword, vector=vector, limit=5).hits] == ["shared", "v1"]
-    assert run_search("keyword", keyword=keyword, vector=vector, limit=1).hits[0].via == ("keyword",)
+    assert [h.id for h in run_search("vector", keyword=keyword, vector=vector, limit=5).hits] == [
+        "shared",
+        "v1",
+    ]
+    assert run_search("keyword", keyword=keyword, vector=vector, limit=1).hits[0].via == (
+        "keyword",
+    )
     outcome = run_search("hybrid", keyword=keyword, vector=None, limit=5)
     assert outcome.mode == "keyword" and outcome.requested == "hybrid" and outcome.note
 
@@ -101,7 +110,12 @@ def test_run_search_survives_a_broken_vector_store():
 
 
 ENTRIES = [
-    {"id": "e1", "content": "The king of the north is dead", "source": "observed", "source_trust": 0.8},
+    {
+        "id": "e1",
+        "content": "The king of the north is dead",
+        "source": "observed",
+        "source_trust": 0.8,
+    },
     {"id": "e2", "text": "The harvest festival starts at dawn", "time": "2026-01-02T00:00:00Z"},
     "Long live the king",
     {"content": ""},
@@ -122,15 +136,20 @@ def test_search_entries_keyword():
 def fake_embed(text):
     """Three topics as axes: royalty, farming, anything else."""
     lowered = text.lower()
-    return [float("king" in lowered or "monarch" in lowered or "throne" in lowered),
-            float("harvest" in lowered or "crop" in lowered), 0.1]
+    return [
+        float("king" in lowered or "monarch" in lowered or "throne" in lowered),
+        float("harvest" in lowered or "crop" in lowered),
+        0.1,
+    ]
 
 
 def test_search_entries_hybrid_finds_meaning_without_shared_words():
     outcome = search_entries(ENTRIES, "crops", 5, embed=fake_embed, threshold=0.5)
     assert outcome.mode == "hybrid" and [h.id for h in outcome.hits] == ["e2"]
     assert outcome.hits[0].via == ("vector",)
-    outcome = search_entries(ENTRIES, "throne king", 5, mode="vector", embed=fake_embed, threshold=0.5)
+    outcome = search_entries(
+        ENTRIES, "throne king", 5, mode="vector", embed=fake_embed, threshold=0.5
+    )
     assert {h.id for h in outcome.hits} == {"e1", "#2"}
 
 

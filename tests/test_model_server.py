@@ -71,16 +71,21 @@ def complete(litellm, server, **kwargs):
     params = {"messages": MESSAGES, "tools": TOOLS, "timeout": 5}
     params.update(kwargs)
     return litellm.completion(
-        model="openai/test-model", api_base=server.url, api_key="x",
-        num_retries=0, max_retries=0, **params,
+        model="openai/test-model",
+        api_base=server.url,
+        api_key="x",
+        num_retries=0,
+        max_retries=0,
+        **params,
     )
 
 
 def http(url, body=None, method=None, timeout=5):
     """Plain urllib request; returns (status, headers, raw body) also for error statuses."""
     data = body if body is None or isinstance(body, bytes) else json.dumps(body).encode()
-    request = urllib.request.Request(url, data=data, method=method,
-                                     headers={"Content-Type": "application/json"})
+    request = urllib.request.Request(
+        url, data=data, method=method, headers={"Content-Type": "application/json"}
+    )
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
             return response.status, response.headers, response.read()
@@ -99,15 +104,23 @@ def test_text_reply(litellm, server):
     assert choice.message.tool_calls is None
     assert choice.finish_reason == "stop"
     assert response.model == "test-model"
-    assert (response.usage.prompt_tokens, response.usage.completion_tokens,
-            response.usage.total_tokens) == (12, 3, 15)
+    assert (
+        response.usage.prompt_tokens,
+        response.usage.completion_tokens,
+        response.usage.total_tokens,
+    ) == (12, 3, 15)
 
 
 def test_tool_calls_with_text_and_unique_ids(litellm, server):
-    server.enqueue({"text": "thinking", "tool_calls": [
-        {"name": "say", "arguments": {"message": "Hi"}},
-        {"name": "emote", "arguments": {"action": "waves"}},
-    ]})
+    server.enqueue(
+        {
+            "text": "thinking",
+            "tool_calls": [
+                {"name": "say", "arguments": {"message": "Hi"}},
+                {"name": "emote", "arguments": {"action": "waves"}},
+            ],
+        }
+    )
     choice = complete(litellm, server).choices[0]
     assert choice.finish_reason == "tool_calls"
     assert choice.message.content == "thinking"
@@ -147,8 +160,12 @@ def test_queue_then_responder_then_default(litellm, server):
 
 
 def test_streaming_reassembles_text_and_tool_call(litellm, server):
-    server.enqueue({"text": "Hello there, traveller.",
-                    "tool_calls": [{"name": "say", "arguments": {"message": "Welcome in!"}}]})
+    server.enqueue(
+        {
+            "text": "Hello there, traveller.",
+            "tool_calls": [{"name": "say", "arguments": {"message": "Welcome in!"}}],
+        }
+    )
     text, calls, finish = "", {}, None
     chunks = list(complete(litellm, server, stream=True))
     assert len(chunks) > 4  # really streamed in pieces
@@ -187,8 +204,11 @@ def test_concurrent_requests_are_served_in_parallel():
     with ModelServer(latency=0.4) as server:
         results = []
         threads = [
-            threading.Thread(target=lambda: results.append(
-                http(server.url + "/chat/completions", {"model": "m", "messages": []})[0]))
+            threading.Thread(
+                target=lambda: results.append(
+                    http(server.url + "/chat/completions", {"model": "m", "messages": []})[0]
+                )
+            )
             for _ in range(4)
         ]
         started = time.monotonic()
@@ -258,8 +278,10 @@ def test_empty_choices_come_back_as_an_empty_list(litellm, server):
 def test_empty_choices_stream_ends_without_content(litellm, server):
     server.enqueue({"fault": "empty_choices"})
     chunks = list(complete(litellm, server, stream=True))
-    assert all(not (c.choices and (c.choices[0].delta.content or c.choices[0].delta.tool_calls))
-               for c in chunks)
+    assert all(
+        not (c.choices and (c.choices[0].delta.content or c.choices[0].delta.tool_calls))
+        for c in chunks
+    )
 
 
 def test_invalid_args_targets_the_first_offered_tool(litellm, server):
@@ -285,7 +307,9 @@ def _fault_sequence(seed):
     with ModelServer(fault_rate=1.0, seed=seed, hang_seconds=0.01) as server:
         for _ in range(12):
             try:
-                http(server.url + "/chat/completions", {"model": "m", "messages": [], "tools": TOOLS})
+                http(
+                    server.url + "/chat/completions", {"model": "m", "messages": [], "tools": TOOLS}
+                )
             except (OSError, http_client_errors()):
                 pass  # the truncated and disconnect faults
         return [r.reply.fault for r in server.requests]
@@ -318,8 +342,9 @@ def test_stop_is_prompt_during_a_hang():
 
     def client():
         try:
-            outcome.append(http(server.url + "/chat/completions",
-                                {"model": "m", "messages": []}, timeout=10))
+            outcome.append(
+                http(server.url + "/chat/completions", {"model": "m", "messages": []}, timeout=10)
+            )
         except Exception as error:  # the server closes the connection unanswered
             outcome.append(error)
 
@@ -363,8 +388,9 @@ def test_models_404_and_bad_bodies(server):
 
 def test_generate_protocol_of_evennias_llm_contrib(server):
     # The shape evennia.contrib.rpg.llm.llm_client.LLMClient sends and reads.
-    server.enqueue({"text": "Welcome to the Tankard."}, {"fault": "429"},
-                   {"fault": "empty_choices"})
+    server.enqueue(
+        {"text": "Welcome to the Tankard."}, {"fault": "429"}, {"fault": "empty_choices"}
+    )
     body = {"max_new_tokens": 250, "temperature": 0.7, "prompt": "You are Mara.\nHello"}
     status, _, raw = http(server.root_url + "/api/v1/generate", body)
     assert status == 200
@@ -386,14 +412,17 @@ def test_refuses_non_loopback_hosts(host):
         ModelServer(host=host)
 
 
-@pytest.mark.parametrize("spec, message", [
-    ({"txt": "typo"}, "unknown reply spec key"),
-    ({"fault": "404"}, "unknown fault"),
-    ({"tool_calls": [{"arguments": {}}]}, "'name'"),
-    ({"tool_calls": {"name": "say"}}, "must be a list"),
-    ({"usage": {"prompt_tokens": "many"}}, "usage"),
-    (42, "must be a dict"),
-])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ({"txt": "typo"}, "unknown reply spec key"),
+        ({"fault": "404"}, "unknown fault"),
+        ({"tool_calls": [{"arguments": {}}]}, "'name'"),
+        ({"tool_calls": {"name": "say"}}, "must be a list"),
+        ({"usage": {"prompt_tokens": "many"}}, "usage"),
+        (42, "must be a dict"),
+    ],
+)
 def test_bad_reply_specs_are_refused_with_a_reason(server, spec, message):
     with pytest.raises(ValueError, match=message):
         server.enqueue({"text": "fine"}, spec)
@@ -414,15 +443,26 @@ def test_cli_serves_a_script_until_sigterm(tmp_path):
     script.write_text(json.dumps([{"text": "from the script"}]))
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     process = subprocess.Popen(
-        [sys.executable, "-m", "evennia_ai.testing.model_server", "--script", str(script),
-         "--default-text", "after"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        [
+            sys.executable,
+            "-m",
+            "evennia_ai.testing.model_server",
+            "--script",
+            str(script),
+            "--default-text",
+            "after",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
     )
     try:
         url = re.search(r"http://127\.0\.0\.1:\d+/v1\b", process.stdout.readline()).group()
         replies = [
-            json.loads(http(url + "/chat/completions", {"model": "m", "messages": []})[2])
-            ["choices"][0]["message"]["content"]
+            json.loads(http(url + "/chat/completions", {"model": "m", "messages": []})[2])[
+                "choices"
+            ][0]["message"]["content"]
             for _ in range(2)
         ]
         assert replies == ["from the script", "after"]
@@ -474,18 +514,30 @@ def test_disconnect_is_a_connection_error(litellm, server):
     assert complete(litellm, server).choices[0].message.content == "after"
 
 
-@pytest.mark.parametrize("fault, kind", [
-    ("500", "server"), ("429", "rate_limit"), ("hang", "timeout"), ("malformed", "malformed"),
-    ("empty_choices", "empty"), ("truncated", "connection"), ("disconnect", "connection"),
-])
+@pytest.mark.parametrize(
+    "fault, kind",
+    [
+        ("500", "server"),
+        ("429", "rate_limit"),
+        ("hang", "timeout"),
+        ("malformed", "malformed"),
+        ("empty_choices", "empty"),
+        ("truncated", "connection"),
+        ("disconnect", "connection"),
+    ],
+)
 def test_every_transport_fault_is_classified_by_our_client(server, fault, kind):
     from evennia_ai.llm.client import UnifiedLLMClient
 
     server.enqueue({"fault": fault, "seconds": 1.0, "retry_after": 0})
-    client = UnifiedLLMClient(model="openai/test-model", api_base=server.url, api_key="x",
-                              timeout=0.3, max_retries=0)
+    client = UnifiedLLMClient(
+        model="openai/test-model", api_base=server.url, api_key="x", timeout=0.3, max_retries=0
+    )
     result = client.complete_sync(MESSAGES, TOOLS)
-    assert not result.ok and result.error_kind in (kind, "malformed" if fault == "truncated" else kind)
+    assert not result.ok and result.error_kind in (
+        kind,
+        "malformed" if fault == "truncated" else kind,
+    )
 
 
 def test_counts_per_kind_and_path(server):

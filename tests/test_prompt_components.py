@@ -45,10 +45,17 @@ def test_importable_without_django_or_evennia():
 
 
 def test_constants():
-    assert (pc.COMPONENT_SYSTEM_PROMPT, pc.COMPONENT_CHARACTER_CONTEXT, pc.COMPONENT_ENTITY_CONTEXT,
-            pc.COMPONENT_SEMANTIC_MEMORIES, pc.COMPONENT_CONTEXT_BUFFER, pc.COMPONENT_GOALS,
-            pc.COMPONENT_CONVERSATION_HISTORY, pc.COMPONENT_PENDING_EVENT,
-            pc.COMPONENT_TOOL_RESULT) == tuple(row[0] for row in EXPECTED)
+    assert (
+        pc.COMPONENT_SYSTEM_PROMPT,
+        pc.COMPONENT_CHARACTER_CONTEXT,
+        pc.COMPONENT_ENTITY_CONTEXT,
+        pc.COMPONENT_SEMANTIC_MEMORIES,
+        pc.COMPONENT_CONTEXT_BUFFER,
+        pc.COMPONENT_GOALS,
+        pc.COMPONENT_CONVERSATION_HISTORY,
+        pc.COMPONENT_PENDING_EVENT,
+        pc.COMPONENT_TOOL_RESULT,
+    ) == tuple(row[0] for row in EXPECTED)
     assert tuple(STATIC_COMPONENT_IDS) == tuple(row[0] for row in EXPECTED)
     assert set(VALID_ROLES) == {"system", "user", "assistant", "tool", "mixed"}
 

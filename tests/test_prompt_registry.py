@@ -12,6 +12,7 @@ from evennia.utils.idmapper.models import flush_cache
 from evennia.utils.test_resources import BaseEvenniaTestCase
 
 from evennia_ai.prompt.components import PromptComponent, get_static_components
+from evennia_ai.prompt.templates import PromptTemplate, get_default_template
 from evennia_ai.prompt_registry import (
     MAX_FEWSHOT_EXAMPLES,
     REGISTRY_KEY,
@@ -19,12 +20,12 @@ from evennia_ai.prompt_registry import (
     PromptRegistryError,
     get_prompt_registry,
 )
-from evennia_ai.prompt.templates import PromptTemplate, get_default_template
 
 
 def _writes(queries) -> list[str]:
     return [
-        q["sql"] for q in queries
+        q["sql"]
+        for q in queries
         if q["sql"].lstrip().upper().startswith(("UPDATE", "INSERT", "DELETE"))
     ]
 
@@ -91,9 +92,22 @@ class TestGetOrCreate(RegistryTestCase):
         self.registry.delete()
         flush_cache()
         plain = create_script(DefaultScript, key=REGISTRY_KEY, persistent=True)
-        plain.attributes.add("templates", {"keep": {
-            "key": "keep", "name": "Keep", "description": "", "content": "c", "placeholders": [],
-            "category": "system_prompt", "is_builtin": False, "created": None, "updated": None}})
+        plain.attributes.add(
+            "templates",
+            {
+                "keep": {
+                    "key": "keep",
+                    "name": "Keep",
+                    "description": "",
+                    "content": "c",
+                    "placeholders": [],
+                    "category": "system_prompt",
+                    "is_builtin": False,
+                    "created": None,
+                    "updated": None,
+                }
+            },
+        )
         reg = get_prompt_registry()
         self.assertIsInstance(reg, PromptRegistry)
         self.assertEqual(reg.id, plain.id)
@@ -103,15 +117,21 @@ class TestGetOrCreate(RegistryTestCase):
 
 class TestTemplates(RegistryTestCase):
     def test_create_get_and_derived_placeholders(self):
-        tpl = self.once(self.registry.create_template, "pirate", "Pirate",
-                        "You are a {personality} pirate. {greeting}", description="Arr",
-                        category="system_prompt")
+        tpl = self.once(
+            self.registry.create_template,
+            "pirate",
+            "Pirate",
+            "You are a {personality} pirate. {greeting}",
+            description="Arr",
+            category="system_prompt",
+        )
         self.assertIsInstance(tpl, PromptTemplate)
         self.assertEqual(tpl.placeholders, ["personality", "greeting"])
         self.assertFalse(tpl.is_builtin)
         got = self.registry.get_template("pirate")
-        self.assertEqual((got.name, got.description, got.category),
-                         ("Pirate", "Arr", "system_prompt"))
+        self.assertEqual(
+            (got.name, got.description, got.category), ("Pirate", "Arr", "system_prompt")
+        )
         record = self.registry.db.templates["pirate"]
         self.assertIsInstance(record["created"], datetime)
         self.assertEqual(record["created"], record["updated"])
@@ -122,8 +142,9 @@ class TestTemplates(RegistryTestCase):
         self.assertEqual(tpl.placeholders, ["name", "mood"])
 
     def test_get_falls_back_to_builtin(self):
-        self.assertEqual(self.registry.get_template("default").content,
-                         get_default_template().content)
+        self.assertEqual(
+            self.registry.get_template("default").content, get_default_template().content
+        )
         self.assertTrue(self.registry.get_template("reflection").is_builtin)
         self.assertIsNone(self.registry.get_template("missing"))
         self.assertIsNone(self.registry.get_template(None))
@@ -133,10 +154,16 @@ class TestTemplates(RegistryTestCase):
         created = self.registry.db.templates["t"]["created"]
         tpl = self.once(self.registry.update_template, "t", content="Bye {who}", name="T2")
         self.assertEqual((tpl.content, tpl.name, tpl.placeholders), ("Bye {who}", "T2", ["who"]))
-        tpl = self.once(self.registry.update_template, "t", placeholders=["who", "extra"],
-                        description="d", category="mine")
-        self.assertEqual((tpl.placeholders, tpl.description, tpl.category),
-                         (["who", "extra"], "d", "mine"))
+        tpl = self.once(
+            self.registry.update_template,
+            "t",
+            placeholders=["who", "extra"],
+            description="d",
+            category="mine",
+        )
+        self.assertEqual(
+            (tpl.placeholders, tpl.description, tpl.category), (["who", "extra"], "d", "mine")
+        )
         record = self.registry.db.templates["t"]
         self.assertEqual(record["created"], created)
         self.assertGreaterEqual(record["updated"], created)
@@ -149,17 +176,22 @@ class TestTemplates(RegistryTestCase):
     def test_list(self):
         self.registry.create_template("zeta", "Z", "z")
         self.registry.create_template("alpha", "A", "a")
-        self.assertEqual([t.key for t in self.registry.list_templates(include_builtin=False)],
-                         ["alpha", "zeta"])
-        self.assertEqual([t.key for t in self.registry.list_templates()],
-                         ["alpha", "default", "default_fallback", "reflection", "zeta"])
+        self.assertEqual(
+            [t.key for t in self.registry.list_templates(include_builtin=False)], ["alpha", "zeta"]
+        )
+        self.assertEqual(
+            [t.key for t in self.registry.list_templates()],
+            ["alpha", "default", "default_fallback", "reflection", "zeta"],
+        )
 
     def test_clone_builtin_and_user(self):
-        tpl = self.once(self.registry.clone_template, "default", "my_default",
-                        new_name="My default")
+        tpl = self.once(
+            self.registry.clone_template, "default", "my_default", new_name="My default"
+        )
         self.assertEqual(tpl.content, get_default_template().content)
-        self.assertEqual((tpl.name, tpl.placeholders, tpl.is_builtin),
-                         ("My default", ["tick_rate"], False))
+        self.assertEqual(
+            (tpl.name, tpl.placeholders, tpl.is_builtin), ("My default", ["tick_rate"], False)
+        )
         self.registry.update_template("my_default", content="Short. {tick_rate}")
         copy2 = self.registry.clone_template("my_default", "my_default2")
         self.assertEqual(copy2.name, "My default (copy)")
@@ -174,13 +206,26 @@ class TestTemplates(RegistryTestCase):
         self.rejected("invalid", reg.create_template, "", "X", "x")
         self.rejected("'name' must not be empty", reg.create_template, "new", "  ", "x")
         self.rejected("'content' must be text", reg.create_template, "new", "N", 5)
-        msg = self.rejected("missing from the placeholder list", reg.create_template, "new", "N",
-                            "{a} {b} {c}", placeholders=["b"])
+        msg = self.rejected(
+            "missing from the placeholder list",
+            reg.create_template,
+            "new",
+            "N",
+            "{a} {b} {c}",
+            placeholders=["b"],
+        )
         self.assertIn("a, c", msg)
-        self.rejected("placeholders must be a list", reg.create_template, "new", "N", "x",
-                      placeholders="a")
-        self.rejected("placeholders must be a list", reg.create_template, "new", "N", "x",
-                      placeholders=["not valid"])
+        self.rejected(
+            "placeholders must be a list", reg.create_template, "new", "N", "x", placeholders="a"
+        )
+        self.rejected(
+            "placeholders must be a list",
+            reg.create_template,
+            "new",
+            "N",
+            "x",
+            placeholders=["not valid"],
+        )
         self.rejected("No template", reg.update_template, "nope", content="x")
         self.rejected("No template", reg.delete_template, "nope")
         self.rejected("No template", reg.clone_template, "nope", "copy")
@@ -190,27 +235,55 @@ class TestTemplates(RegistryTestCase):
         self.rejected("cannot set 'key'", reg.update_template, "mine", key="other")
         self.rejected("cannot set 'is_builtin'", reg.update_template, "mine", is_builtin=True)
         self.rejected("nothing to update", reg.update_template, "mine")
-        self.rejected("missing from the placeholder list: zz", reg.update_template, "mine",
-                      content="{zz}", placeholders=["name"])
-        self.rejected("missing from the placeholder list: name", reg.update_template, "mine",
-                      placeholders=[])
+        self.rejected(
+            "missing from the placeholder list: zz",
+            reg.update_template,
+            "mine",
+            content="{zz}",
+            placeholders=["name"],
+        )
+        self.rejected(
+            "missing from the placeholder list: name", reg.update_template, "mine", placeholders=[]
+        )
 
 
 class TestComponents(RegistryTestCase):
     def test_create_allocates_after_static(self):
-        comp = self.once(self.registry.create_component, "house_rules", "House rules",
-                         "Rules: {rules}", after_static=1000, description="d", role="system")
+        comp = self.once(
+            self.registry.create_component,
+            "house_rules",
+            "House rules",
+            "Rules: {rules}",
+            after_static=1000,
+            description="d",
+            role="system",
+        )
         self.assertIsInstance(comp, PromptComponent)
-        self.assertEqual((comp.id, comp.after_static, comp.is_static, comp.enabled),
-                         (1001, 1000, False, True))
-        second = self.registry.create_component("b", "B", "x", after_static=1000, role="user",
-                                                enabled=False)
+        self.assertEqual(
+            (comp.id, comp.after_static, comp.is_static, comp.enabled), (1001, 1000, False, True)
+        )
+        second = self.registry.create_component(
+            "b", "B", "x", after_static=1000, role="user", enabled=False
+        )
         self.assertEqual((second.id, second.role, second.enabled), (1002, "user", False))
         self.assertEqual(self.registry.create_component("c", "C", "x", after_static=7000).id, 7001)
         record = self.registry.db.components[1001]
-        self.assertEqual(set(record), {"id", "key", "name", "description", "content", "role",
-                                       "after_static", "is_static", "enabled", "created",
-                                       "updated"})
+        self.assertEqual(
+            set(record),
+            {
+                "id",
+                "key",
+                "name",
+                "description",
+                "content",
+                "role",
+                "after_static",
+                "is_static",
+                "enabled",
+                "created",
+                "updated",
+            },
+        )
         self.assertIs(record["is_static"], False)
 
     def test_get_by_id_and_key(self):
@@ -228,11 +301,20 @@ class TestComponents(RegistryTestCase):
 
     def test_update_pluggable(self):
         self.registry.create_component("mine", "Mine", "x", after_static=0)
-        comp = self.once(self.registry.update_component, 1, key="renamed", name="N",
-                         description="D", content="C {v}", role="assistant", enabled=False)
-        self.assertEqual((comp.id, comp.key, comp.name, comp.description, comp.content,
-                          comp.role, comp.enabled),
-                         (1, "renamed", "N", "D", "C {v}", "assistant", False))
+        comp = self.once(
+            self.registry.update_component,
+            1,
+            key="renamed",
+            name="N",
+            description="D",
+            content="C {v}",
+            role="assistant",
+            enabled=False,
+        )
+        self.assertEqual(
+            (comp.id, comp.key, comp.name, comp.description, comp.content, comp.role, comp.enabled),
+            (1, "renamed", "N", "D", "C {v}", "assistant", False),
+        )
         self.assertIsNone(self.registry.get_component_by_key("mine"))
 
     def test_update_static_stores_overrides(self):
@@ -241,10 +323,13 @@ class TestComponents(RegistryTestCase):
         self.assertTrue(comp.enabled)
         comp = self.once(self.registry.update_component, 3000, enabled=False)
         self.assertFalse(comp.enabled)
-        self.assertEqual(dict(self.registry.db.static_overrides), {
-            0: {"enabled": True, "content": "Be kind. {system_prompt}"},
-            3000: {"enabled": False, "content": "{context_buffer}"},
-        })
+        self.assertEqual(
+            dict(self.registry.db.static_overrides),
+            {
+                0: {"enabled": True, "content": "Be kind. {system_prompt}"},
+                3000: {"enabled": False, "content": "{context_buffer}"},
+            },
+        )
         self.assertFalse(self.registry.get_component_by_key("context_buffer").enabled)
         reset = self.once(self.registry.reset_static_component, 3000)
         self.assertTrue(reset.enabled)
@@ -264,19 +349,24 @@ class TestComponents(RegistryTestCase):
         self.registry.create_component("e", "E", "x", after_static=1500)
         self.registry.update_component(2000, enabled=False)
         every = self.registry.list_components()
-        self.assertEqual([c.id for c in every],
-                         [0, 1000, 1001, 1002, 1500, 1501, 2000, 3000, 4000, 5000, 6000, 7000,
-                          7001])
+        self.assertEqual(
+            [c.id for c in every],
+            [0, 1000, 1001, 1002, 1500, 1501, 2000, 3000, 4000, 5000, 6000, 7000, 7001],
+        )
         self.assertFalse(next(c for c in every if c.id == 2000).enabled)
-        self.assertEqual([c.id for c in self.registry.list_components(include_static=False)],
-                         [1001, 1002, 1501, 7001])
-        self.assertEqual([c.key for c in self.registry.list_pluggable_components()],
-                         ["a", "b", "e", "late"])
+        self.assertEqual(
+            [c.id for c in self.registry.list_components(include_static=False)],
+            [1001, 1002, 1501, 7001],
+        )
+        self.assertEqual(
+            [c.key for c in self.registry.list_pluggable_components()], ["a", "b", "e", "late"]
+        )
         self.assertEqual([c.id for c in self.registry.list_components_after(1000)], [1001, 1002])
         self.assertEqual([c.id for c in self.registry.list_components_after(1500)], [1501])
         self.assertEqual(self.registry.list_components_after(3000), [])
-        self.assertEqual([c.id for c in self.registry.get_all_prompt_components()],
-                         [c.id for c in every])
+        self.assertEqual(
+            [c.id for c in self.registry.get_all_prompt_components()], [c.id for c in every]
+        )
 
     def test_move(self):
         self.registry.create_component("a", "A", "x", after_static=1000)
@@ -296,8 +386,9 @@ class TestComponents(RegistryTestCase):
         self.registry.update_component(0, content="Custom {system_prompt}")
         self.registry.update_component(6000, enabled=False)
         comp = self.registry.component_to_prompt_component(5001)
-        self.assertEqual((comp.key, comp.role, comp.after_static, comp.is_static),
-                         ("mine", "user", 5000, False))
+        self.assertEqual(
+            (comp.key, comp.role, comp.after_static, comp.is_static), ("mine", "user", 5000, False)
+        )
         static = self.registry.component_to_prompt_component(0)
         self.assertEqual(static.content, "Custom {system_prompt}")
         every = self.registry.get_all_prompt_components()
@@ -315,34 +406,69 @@ class TestComponents(RegistryTestCase):
         reg = self.registry
         reg.create_component("mine", "Mine", "x", after_static=0)
         self.rejected("already exists", reg.create_component, "mine", "M", "x", after_static=1000)
-        self.rejected("taken by a static component", reg.create_component, "goals", "G", "x",
-                      after_static=1000)
+        self.rejected(
+            "taken by a static component",
+            reg.create_component,
+            "goals",
+            "G",
+            "x",
+            after_static=1000,
+        )
         self.rejected("invalid", reg.create_component, "bad key!", "B", "x", after_static=0)
-        self.rejected("unknown role 'narrator'", reg.create_component, "new", "N", "x",
-                      after_static=0, role="narrator")
+        self.rejected(
+            "unknown role 'narrator'",
+            reg.create_component,
+            "new",
+            "N",
+            "x",
+            after_static=0,
+            role="narrator",
+        )
         for bad in (1, 999, 8000, -1, None, "x", True):
-            self.rejected("after_static must be a static component ID", reg.create_component,
-                          "new", "N", "x", after_static=bad)
-        self.rejected("'enabled' must be true or false", reg.create_component, "new", "N", "x",
-                      after_static=0, enabled="yes")
-        self.rejected("'name' must not be empty", reg.create_component, "new", "", "x",
-                      after_static=0)
+            self.rejected(
+                "after_static must be a static component ID",
+                reg.create_component,
+                "new",
+                "N",
+                "x",
+                after_static=bad,
+            )
+        self.rejected(
+            "'enabled' must be true or false",
+            reg.create_component,
+            "new",
+            "N",
+            "x",
+            after_static=0,
+            enabled="yes",
+        )
+        self.rejected(
+            "'name' must not be empty", reg.create_component, "new", "", "x", after_static=0
+        )
         # unknown IDs
-        for func, args in ((reg.update_component, (5,)), (reg.delete_component, (5,)),
-                           (reg.move_component, (5, 1000)),
-                           (reg.component_to_prompt_component, (5,)),
-                           (reg.apply_template_to_component, ("default", 5)),
-                           (reg.save_component_as_template, (5, "tpl")),
-                           (reg.export_component_json, (5,)),
-                           (reg.delete_component, ("abc",))):
+        for func, args in (
+            (reg.update_component, (5,)),
+            (reg.delete_component, (5,)),
+            (reg.move_component, (5, 1000)),
+            (reg.component_to_prompt_component, (5,)),
+            (reg.apply_template_to_component, ("default", 5)),
+            (reg.save_component_as_template, (5, "tpl")),
+            (reg.export_component_json, (5,)),
+            (reg.delete_component, ("abc",)),
+        ):
             self.rejected("No component with ID", func, *args)
         self.rejected("No component with ID", reg.update_component, 5, content="x")
         # static components: fixed fields, no delete, no move
-        for field, value in (("key", "sp"), ("name", "N"), ("role", "user"), ("id", 3),
-                             ("is_static", False), ("description", "d"),
-                             ("after_static", 0)):
-            msg = self.rejected(f"cannot set '{field}'", reg.update_component, 0,
-                                **{field: value})
+        for field, value in (
+            ("key", "sp"),
+            ("name", "N"),
+            ("role", "user"),
+            ("id", 3),
+            ("is_static", False),
+            ("description", "d"),
+            ("after_static", 0),
+        ):
+            msg = self.rejected(f"cannot set '{field}'", reg.update_component, 0, **{field: value})
             self.assertIn("fixed", msg)
         self.rejected("cannot set 'key'", reg.update_component, 0, key="x", content="ok")
         self.rejected("static and cannot be deleted", reg.delete_component, 0)
@@ -361,29 +487,40 @@ class TestComponents(RegistryTestCase):
         self.rejected("nothing to update", reg.update_component, 1)
         # invalid after_static for move / list
         self.rejected("after_static must be a static component ID", reg.move_component, 1, 1001)
-        self.rejected("after_static must be a static component ID", reg.list_components_after,
-                      1001)
+        self.rejected("after_static must be a static component ID", reg.list_components_after, 1001)
 
     def test_full_ranges(self):
         now = datetime.now()
         full = {
-            cid: {"id": cid, "key": f"c{cid}", "name": "C", "description": "", "content": "x",
-                  "role": "system", "after_static": 1000, "is_static": False, "enabled": True,
-                  "created": now, "updated": now}
+            cid: {
+                "id": cid,
+                "key": f"c{cid}",
+                "name": "C",
+                "description": "",
+                "content": "x",
+                "role": "system",
+                "after_static": 1000,
+                "is_static": False,
+                "enabled": True,
+                "created": now,
+                "updated": now,
+            }
             for cid in range(1001, 1500)
         }
         full[1] = dict(full[1001], id=1, key="first", after_static=0)
         self.registry.db.components = full
         self.assertEqual(len(self.registry.list_components_after(1000)), 499)
-        self.rejected("full", self.registry.create_component, "one_more", "X", "x",
-                      after_static=1000)
+        self.rejected(
+            "full", self.registry.create_component, "one_more", "X", "x", after_static=1000
+        )
         self.rejected("full", self.registry.move_component, 1, 1000)
         data = json.loads(self.registry.export_component_json(1))
         data.update(key="imported", after_static=1000, id=None)
         self.rejected("full", self.registry.import_component_json, data)
         # other ranges are unaffected
-        self.assertEqual(self.registry.create_component("ok", "OK", "x", after_static=1500).id,
-                         1501)
+        self.assertEqual(
+            self.registry.create_component("ok", "OK", "x", after_static=1500).id, 1501
+        )
 
 
 class TestBridge(RegistryTestCase):
@@ -398,18 +535,20 @@ class TestBridge(RegistryTestCase):
         self.rejected("No template", self.registry.apply_template_to_component, "nope", 1001)
 
     def test_save_component_as_template(self):
-        self.registry.create_component("mine", "Mine", "Know {who} and {what}",
-                                       after_static=1000, description="desc")
-        tpl = self.once(self.registry.save_component_as_template, 1001, "from_comp",
-                        name="Saved")
-        self.assertEqual((tpl.name, tpl.content, tpl.placeholders, tpl.description),
-                         ("Saved", "Know {who} and {what}", ["who", "what"], "desc"))
+        self.registry.create_component(
+            "mine", "Mine", "Know {who} and {what}", after_static=1000, description="desc"
+        )
+        tpl = self.once(self.registry.save_component_as_template, 1001, "from_comp", name="Saved")
+        self.assertEqual(
+            (tpl.name, tpl.content, tpl.placeholders, tpl.description),
+            ("Saved", "Know {who} and {what}", ["who", "what"], "desc"),
+        )
         self.assertEqual(self.registry.get_template("from_comp").content, tpl.content)
         default_name = self.registry.save_component_as_template(0, "sp_copy")
-        self.assertEqual((default_name.name, default_name.content),
-                         ("System Prompt", "{system_prompt}"))
-        self.rejected("already exists", self.registry.save_component_as_template, 1001,
-                      "from_comp")
+        self.assertEqual(
+            (default_name.name, default_name.content), ("System Prompt", "{system_prompt}")
+        )
+        self.rejected("already exists", self.registry.save_component_as_template, 1001, "from_comp")
         self.rejected("built-in", self.registry.save_component_as_template, 1001, "default")
 
 
@@ -418,12 +557,16 @@ class TestFewshots(RegistryTestCase):
         reg = self.registry
         self.assertEqual(self.once(reg.add_fewshot_example, "Hi", "Hello there!"), 0)
         self.assertEqual(reg.add_fewshot_example("Bye", "Farewell."), 1)
-        self.assertEqual(reg.list_fewshot_examples(), [
-            {"user": "Hi", "assistant": "Hello there!"},
-            {"user": "Bye", "assistant": "Farewell."},
-        ])
-        self.assertEqual(self.once(reg.remove_fewshot_example, 0),
-                         {"user": "Hi", "assistant": "Hello there!"})
+        self.assertEqual(
+            reg.list_fewshot_examples(),
+            [
+                {"user": "Hi", "assistant": "Hello there!"},
+                {"user": "Bye", "assistant": "Farewell."},
+            ],
+        )
+        self.assertEqual(
+            self.once(reg.remove_fewshot_example, 0), {"user": "Hi", "assistant": "Hello there!"}
+        )
         self.assertEqual(len(reg.list_fewshot_examples()), 1)
         self.assertEqual(self.once(reg.clear_fewshot_examples), 1)
         self.assertEqual(reg.list_fewshot_examples(), [])
@@ -450,15 +593,18 @@ class TestContextCustomization(RegistryTestCase):
         self.assertEqual(config.max_iterations, 3)
         config = self.once(reg.set_context_customization, "tick_event", allows_sub_agents=False)
         self.assertEqual((config.max_iterations, config.allows_sub_agents), (3, False))
-        self.assertEqual(reg.get_context_customization("tick_event"),
-                         {"max_iterations": 3, "allows_sub_agents": False})
-        self.assertEqual(reg.list_context_customizations(),
-                         {"tick_event": {"max_iterations": 3, "allows_sub_agents": False}})
+        self.assertEqual(
+            reg.get_context_customization("tick_event"),
+            {"max_iterations": 3, "allows_sub_agents": False},
+        )
+        self.assertEqual(
+            reg.list_context_customizations(),
+            {"tick_event": {"max_iterations": 3, "allows_sub_agents": False}},
+        )
         effective = reg.get_effective_context_config("tick_event")
         self.assertEqual((effective.max_iterations, effective.allows_sub_agents), (3, False))
         self.assertEqual(reg.get_effective_context_config("reflection").max_iterations, 3)
-        self.assertTrue(self.once(reg.clear_context_customization, "tick_event",
-                                  "max_iterations"))
+        self.assertTrue(self.once(reg.clear_context_customization, "tick_event", "max_iterations"))
         self.assertEqual(reg.get_effective_context_config("tick_event").max_iterations, 5)
         self.assertFalse(reg.clear_context_customization("tick_event", "max_iterations"))
         self.assertTrue(self.once(reg.clear_context_customization, "tick_event"))
@@ -469,22 +615,36 @@ class TestContextCustomization(RegistryTestCase):
     def test_invalid_customization(self):
         reg = self.registry
         reg.set_context_customization("reflection", max_iterations=2)
-        self.rejected("Unknown context type 'nope'", reg.set_context_customization, "nope",
-                      max_iterations=2)
+        self.rejected(
+            "Unknown context type 'nope'", reg.set_context_customization, "nope", max_iterations=2
+        )
         self.rejected("Unknown context type 'nope'", reg.clear_context_customization, "nope")
         self.rejected("Unknown context type 'nope'", reg.get_effective_context_config, "nope")
-        self.rejected("max_iterations", reg.set_context_customization, "reflection",
-                      max_iterations=11)
-        self.rejected("max_iterations", reg.set_context_customization, "reflection",
-                      max_iterations=0)
+        self.rejected(
+            "max_iterations", reg.set_context_customization, "reflection", max_iterations=11
+        )
+        self.rejected(
+            "max_iterations", reg.set_context_customization, "reflection", max_iterations=0
+        )
         self.rejected("bogus", reg.set_context_customization, "reflection", bogus=1)
         self.rejected("nothing to set", reg.set_context_customization, "reflection")
-        self.rejected("unknown tools: no_such_tool", reg.set_context_customization, "reflection",
-                      tool_filter=["noop", "no_such_tool"])
-        self.rejected("unknown component 'mine'", reg.set_context_customization, "reflection",
-                      component_overrides={"mine": {"content": "x"}})
-        self.rejected("max_iterations", reg.import_json,
-                      {"context_configs": {"reflection": {"max_iterations": 99}}})
+        self.rejected(
+            "unknown tools: no_such_tool",
+            reg.set_context_customization,
+            "reflection",
+            tool_filter=["noop", "no_such_tool"],
+        )
+        self.rejected(
+            "unknown component 'mine'",
+            reg.set_context_customization,
+            "reflection",
+            component_overrides={"mine": {"content": "x"}},
+        )
+        self.rejected(
+            "max_iterations",
+            reg.import_json,
+            {"context_configs": {"reflection": {"max_iterations": 99}}},
+        )
         self.assertEqual(reg.get_effective_context_config("reflection").max_iterations, 2)
 
     def test_tools_and_component_overrides(self):
@@ -495,10 +655,12 @@ class TestContextCustomization(RegistryTestCase):
         config = reg.set_context_customization("reflection", tool_filter=["noop"])
         self.assertEqual(config.tool_filter, ["noop"])
         reg.create_component("mine", "Mine", "x", after_static=0)
-        reg.set_context_customization("tick_event",
-                                      component_overrides={"mine": {"content": "in events"}})
+        reg.set_context_customization(
+            "tick_event", component_overrides={"mine": {"content": "in events"}}
+        )
         config = reg.set_context_customization(
-            "tick_event", component_overrides={"goals": {"content": "G {goals}"}})
+            "tick_event", component_overrides={"goals": {"content": "G {goals}"}}
+        )
         # overrides merge per component key
         self.assertEqual(config.get_component_content_override("mine"), "in events")
         self.assertEqual(config.get_component_content_override("goals"), "G {goals}")
@@ -510,13 +672,17 @@ class TestContextCustomization(RegistryTestCase):
         reg.delete_component(1)
         self.assertEqual(
             reg.get_effective_context_config("tick_event").get_component_content_override("mine"),
-            "in events")
+            "in events",
+        )
         # a whole-registry import may override components it brings along
-        summary = reg.import_json({
-            "components": [{"key": "brought", "name": "B", "content": "b", "after_static": 0}],
-            "context_configs": {"goal_decompose": {
-                "component_overrides": {"brought": {"content": "x"}}}},
-        })
+        summary = reg.import_json(
+            {
+                "components": [{"key": "brought", "name": "B", "content": "b", "after_static": 0}],
+                "context_configs": {
+                    "goal_decompose": {"component_overrides": {"brought": {"content": "x"}}}
+                },
+            }
+        )
         self.assertEqual(summary["context_configs"]["created"], ["goal_decompose"])
 
 
@@ -541,8 +707,20 @@ class TestJson(RegistryTestCase):
         self._populate()
         text = self.registry.export_template_json("pirate")
         data = json.loads(text)
-        self.assertEqual(set(data), {"key", "name", "description", "content", "placeholders",
-                                     "category", "is_builtin", "created", "updated"})
+        self.assertEqual(
+            set(data),
+            {
+                "key",
+                "name",
+                "description",
+                "content",
+                "placeholders",
+                "category",
+                "is_builtin",
+                "created",
+                "updated",
+            },
+        )
         self.assertIsInstance(data["created"], str)
         datetime.fromisoformat(data["created"])
         builtin = json.loads(self.registry.export_template_json("default"))
@@ -550,10 +728,13 @@ class TestJson(RegistryTestCase):
         self.assertIsNone(builtin["created"])
         self.registry.delete_template("pirate")
         tpl = self.once(self.registry.import_template_json, text)
-        self.assertEqual((tpl.key, tpl.content, tpl.category, tpl.placeholders),
-                         ("pirate", "Arr {name}", "fun", ["name"]))
-        self.assertEqual(self.registry.db.templates["pirate"]["created"].isoformat(),
-                         data["created"])
+        self.assertEqual(
+            (tpl.key, tpl.content, tpl.category, tpl.placeholders),
+            ("pirate", "Arr {name}", "fun", ["name"]),
+        )
+        self.assertEqual(
+            self.registry.db.templates["pirate"]["created"].isoformat(), data["created"]
+        )
         # identical re-import is a no-op; a changed one needs overwrite
         self.registry.import_template_json(data)
         data["content"] = "Yo {name}"
@@ -568,9 +749,22 @@ class TestJson(RegistryTestCase):
         self._populate()
         text = self.registry.export_component_json(1001)
         data = json.loads(text)
-        self.assertEqual(set(data), {"id", "key", "name", "description", "content", "role",
-                                     "after_static", "is_static", "enabled", "created",
-                                     "updated"})
+        self.assertEqual(
+            set(data),
+            {
+                "id",
+                "key",
+                "name",
+                "description",
+                "content",
+                "role",
+                "after_static",
+                "is_static",
+                "enabled",
+                "created",
+                "updated",
+            },
+        )
         self.assertEqual((data["id"], data["after_static"]), (1001, 1000))
         self.registry.delete_component(1001)
         self.registry.create_component("squatter", "S", "x", after_static=1000)  # takes 1001
@@ -591,8 +785,10 @@ class TestJson(RegistryTestCase):
     def test_static_component_roundtrip(self):
         self._populate()
         data = json.loads(self.registry.export_component_json(0))
-        self.assertEqual((data["is_static"], data["content"], data["after_static"]),
-                         (True, "Hello. {system_prompt}", None))
+        self.assertEqual(
+            (data["is_static"], data["content"], data["after_static"]),
+            (True, "Hello. {system_prompt}", None),
+        )
         self.registry.reset_static_component(0)
         comp = self.once(self.registry.import_component_json, data)  # nothing stored: no conflict
         self.assertEqual(comp.content, "Hello. {system_prompt}")
@@ -603,18 +799,36 @@ class TestJson(RegistryTestCase):
         self.assertFalse(comp.enabled)
         bad = dict(data, role="user")
         self.rejected("fixed role", self.registry.import_component_json, bad, overwrite=True)
-        self.rejected("not a static component key", self.registry.import_component_json,
-                      dict(data, key="house"), overwrite=True)
+        self.rejected(
+            "not a static component key",
+            self.registry.import_component_json,
+            dict(data, key="house"),
+            overwrite=True,
+        )
 
     def test_registry_roundtrip_dry_run_and_summary(self):
         self._populate()
         text = self.registry.export_json()
         data = json.loads(text)
-        self.assertEqual(set(data), {"format", "version", "templates", "components",
-                                     "static_overrides", "context_configs", "fewshot_examples"})
-        self.assertEqual(data["static_overrides"], {
-            "system_prompt": {"enabled": True, "content": "Hello. {system_prompt}"},
-            "context_buffer": {"enabled": False, "content": "{context_buffer}"}})
+        self.assertEqual(
+            set(data),
+            {
+                "format",
+                "version",
+                "templates",
+                "components",
+                "static_overrides",
+                "context_configs",
+                "fewshot_examples",
+            },
+        )
+        self.assertEqual(
+            data["static_overrides"],
+            {
+                "system_prompt": {"enabled": True, "content": "Hello. {system_prompt}"},
+                "context_buffer": {"enabled": False, "content": "{context_buffer}"},
+            },
+        )
         self._wipe()
         empty = self.registry.export_json()
         summary = self.registry.import_json(text, dry_run=True)
@@ -623,8 +837,9 @@ class TestJson(RegistryTestCase):
         self.assertEqual(summary["templates"]["created"], ["pirate"])
         self.assertEqual(summary["components"]["created"], ["house", "late"])
         self.assertEqual(summary["components"]["ids"], {"house": 1001, "late": 7001})
-        self.assertEqual(summary["static_overrides"]["created"],
-                         ["system_prompt", "context_buffer"])
+        self.assertEqual(
+            summary["static_overrides"]["created"], ["system_prompt", "context_buffer"]
+        )
         self.assertEqual(summary["context_configs"]["created"], ["tick_event"])
         self.assertEqual(summary["fewshot_examples"], {"added": 1, "removed": 0})
         real = self.registry.import_json(text, overwrite=True)
@@ -668,11 +883,18 @@ class TestJson(RegistryTestCase):
         self.assertEqual(self.registry.get_template("pirate").content, "Changed {name}")
         self.assertEqual(self.registry.get_component(1001).content, "Changed")
         self.assertEqual(self.registry.get_effective_context_config("tick_event").max_iterations, 4)
-        self.assertEqual(self.registry.list_fewshot_examples(),
-                         [{"user": "New", "assistant": "One"}])
+        self.assertEqual(
+            self.registry.list_fewshot_examples(), [{"user": "New", "assistant": "One"}]
+        )
         # Without overwrite, few-shots are appended (duplicates skipped).
-        summary = self.registry.import_json({"fewshot_examples": [
-            {"user": "New", "assistant": "One"}, {"user": "Two", "assistant": "2"}]})
+        summary = self.registry.import_json(
+            {
+                "fewshot_examples": [
+                    {"user": "New", "assistant": "One"},
+                    {"user": "Two", "assistant": "2"},
+                ]
+            }
+        )
         self.assertEqual(summary["fewshot_examples"], {"added": 1, "removed": 0})
         self.assertEqual(len(self.registry.list_fewshot_examples()), 2)
 
@@ -693,68 +915,121 @@ class TestJson(RegistryTestCase):
             bad = dict(tpl)
             del bad[field]
             self.rejected(f"missing required field(s) {field}", reg.import_template_json, bad)
-        self.rejected("'content' must be text", reg.import_template_json,
-                      dict(tpl, key="n", content=3))
-        self.rejected("'is_builtin' must be true or false", reg.import_template_json,
-                      dict(tpl, key="n", is_builtin="no"))
+        self.rejected(
+            "'content' must be text", reg.import_template_json, dict(tpl, key="n", content=3)
+        )
+        self.rejected(
+            "'is_builtin' must be true or false",
+            reg.import_template_json,
+            dict(tpl, key="n", is_builtin="no"),
+        )
         self.rejected("ISO date-time", reg.import_template_json, dict(tpl, key="n", created="x"))
         self.rejected("ISO date-time", reg.import_template_json, dict(tpl, key="n", updated=5))
-        self.rejected("missing from the placeholder list: name", reg.import_template_json,
-                      dict(tpl, key="n", placeholders=[]))
+        self.rejected(
+            "missing from the placeholder list: name",
+            reg.import_template_json,
+            dict(tpl, key="n", placeholders=[]),
+        )
         self.rejected("built in", reg.import_template_json, dict(tpl, key="default"))
         self.rejected("invalid", reg.import_template_json, dict(tpl, key=7))
         # components
-        self.rejected("unknown field(s) colour", reg.import_component_json,
-                      dict(comp, colour="red"))
+        self.rejected(
+            "unknown field(s) colour", reg.import_component_json, dict(comp, colour="red")
+        )
         for field in ("key", "name", "content", "after_static"):
             bad = dict(comp, key="n")
             del bad[field]
             self.rejected(f"missing required field(s) {field}", reg.import_component_json, bad)
         self.rejected("unknown role", reg.import_component_json, dict(comp, key="n", role="x"))
-        self.rejected("after_static must be a static", reg.import_component_json,
-                      dict(comp, key="n", after_static=1001))
-        self.rejected("'id' must be a whole number", reg.import_component_json,
-                      dict(comp, key="n", id="1001"))
-        self.rejected("'enabled' must be true or false", reg.import_component_json,
-                      dict(comp, key="n", enabled=1))
-        self.rejected("taken by a static component", reg.import_component_json,
-                      dict(comp, key="goals"))
+        self.rejected(
+            "after_static must be a static",
+            reg.import_component_json,
+            dict(comp, key="n", after_static=1001),
+        )
+        self.rejected(
+            "'id' must be a whole number", reg.import_component_json, dict(comp, key="n", id="1001")
+        )
+        self.rejected(
+            "'enabled' must be true or false",
+            reg.import_component_json,
+            dict(comp, key="n", enabled=1),
+        )
+        self.rejected(
+            "taken by a static component", reg.import_component_json, dict(comp, key="goals")
+        )
         # whole registry
         self.rejected("unknown field(s) bogus", reg.import_json, dict(full, bogus=[]))
         self.rejected("'format' must be", reg.import_json, dict(full, format="other"))
         self.rejected("unsupported version", reg.import_json, dict(full, version=2))
         self.rejected("'templates' must be a list", reg.import_json, {"templates": {}})
-        self.rejected("'static_overrides' must be a mapping", reg.import_json,
-                      {"static_overrides": []})
+        self.rejected(
+            "'static_overrides' must be a mapping", reg.import_json, {"static_overrides": []}
+        )
         self.rejected("templates[0] must be an object", reg.import_json, {"templates": ["x"]})
         self.rejected("components[0] must be an object", reg.import_json, {"components": [1]})
-        self.rejected("appears twice", reg.import_json,
-                      {"templates": [dict(tpl, key="n"), dict(tpl, key="n")]})
-        self.rejected("appears twice", reg.import_json,
-                      {"components": [dict(comp, key="n"), dict(comp, key="n")]})
-        self.rejected("is static", reg.import_json, {"components": [
-            json.loads(reg.export_component_json(0))]})
-        self.rejected("not a static component key", reg.import_json,
-                      {"static_overrides": {"house": {"enabled": False}}})
-        self.rejected("unknown field(s) role", reg.import_json,
-                      {"static_overrides": {"goals": {"role": "user"}}})
-        self.rejected("'enabled' must be true or false", reg.import_json,
-                      {"static_overrides": {"goals": {"enabled": "no"}}})
-        self.rejected("Unknown context type", reg.import_json,
-                      {"context_configs": {"nope": {"max_iterations": 2}}})
-        self.rejected("max_iterations", reg.import_json,
-                      {"context_configs": {"reflection": {"max_iterations": 99}}})
+        self.rejected(
+            "appears twice",
+            reg.import_json,
+            {"templates": [dict(tpl, key="n"), dict(tpl, key="n")]},
+        )
+        self.rejected(
+            "appears twice",
+            reg.import_json,
+            {"components": [dict(comp, key="n"), dict(comp, key="n")]},
+        )
+        self.rejected(
+            "is static", reg.import_json, {"components": [json.loads(reg.export_component_json(0))]}
+        )
+        self.rejected(
+            "not a static component key",
+            reg.import_json,
+            {"static_overrides": {"house": {"enabled": False}}},
+        )
+        self.rejected(
+            "unknown field(s) role",
+            reg.import_json,
+            {"static_overrides": {"goals": {"role": "user"}}},
+        )
+        self.rejected(
+            "'enabled' must be true or false",
+            reg.import_json,
+            {"static_overrides": {"goals": {"enabled": "no"}}},
+        )
+        self.rejected(
+            "Unknown context type",
+            reg.import_json,
+            {"context_configs": {"nope": {"max_iterations": 2}}},
+        )
+        self.rejected(
+            "max_iterations",
+            reg.import_json,
+            {"context_configs": {"reflection": {"max_iterations": 99}}},
+        )
         self.rejected("must be an object", reg.import_json, {"context_configs": {"reflection": 3}})
-        self.rejected("missing required field(s) assistant", reg.import_json,
-                      {"fewshot_examples": [{"user": "x"}]})
-        self.rejected("unknown field(s) system", reg.import_json,
-                      {"fewshot_examples": [{"user": "x", "assistant": "y", "system": "z"}]})
-        self.rejected("at most 15", reg.import_json, {"fewshot_examples": [
-            {"user": f"q{i}", "assistant": "a"} for i in range(15)]})
+        self.rejected(
+            "missing required field(s) assistant",
+            reg.import_json,
+            {"fewshot_examples": [{"user": "x"}]},
+        )
+        self.rejected(
+            "unknown field(s) system",
+            reg.import_json,
+            {"fewshot_examples": [{"user": "x", "assistant": "y", "system": "z"}]},
+        )
+        self.rejected(
+            "at most 15",
+            reg.import_json,
+            {"fewshot_examples": [{"user": f"q{i}", "assistant": "a"} for i in range(15)]},
+        )
         # One bad entry after good ones: nothing at all is imported.
-        self.rejected("unknown role", reg.import_json, {
-            "templates": [dict(tpl, key="fine")],
-            "components": [dict(comp, key="fine_c"), dict(comp, key="bad_c", role="x")]})
+        self.rejected(
+            "unknown role",
+            reg.import_json,
+            {
+                "templates": [dict(tpl, key="fine")],
+                "components": [dict(comp, key="fine_c"), dict(comp, key="bad_c", role="x")],
+            },
+        )
         self.assertIsNone(reg.get_template("fine"))
 
     def test_export_errors(self):

@@ -21,8 +21,12 @@ from evennia_ai.prompt.templates import (
 )
 
 REFLECTION_METRICS = [
-    "ticks_since_reflection", "tool_calls", "tool_failures", "journal_entries",
-    "goals_completed", "recent_errors",
+    "ticks_since_reflection",
+    "tool_calls",
+    "tool_failures",
+    "journal_entries",
+    "goals_completed",
+    "recent_errors",
 ]
 
 
@@ -123,8 +127,11 @@ _literal = st.text(alphabet=st.characters(blacklist_characters="{}"), max_size=2
 
 
 @settings(max_examples=150, deadline=None)
-@given(parts=st.lists(st.tuples(_literal, _ident), max_size=6), tail=_literal,
-       values=st.dictionaries(_ident, st.text(max_size=10), max_size=6))
+@given(
+    parts=st.lists(st.tuples(_literal, _ident), max_size=6),
+    tail=_literal,
+    values=st.dictionaries(_ident, st.text(max_size=10), max_size=6),
+)
 def test_render_properties(parts, tail, values):
     content = "".join(f"{lit}{{{name}}}" for lit, name in parts) + tail
     names = [name for _, name in parts]
@@ -139,20 +146,26 @@ def test_render_properties(parts, tail, values):
         assert render_template(content, **values) == expected
     # safe render fills what it can and keeps the rest verbatim
     safe = safe_render_template(content, **values)
-    expected = "".join(
-        lit + (str(values[name]) if name in values else "{" + name + "}") for lit, name in parts
-    ) + tail
+    expected = (
+        "".join(
+            lit + (str(values[name]) if name in values else "{" + name + "}") for lit, name in parts
+        )
+        + tail
+    )
     assert safe == expected
 
 
 @settings(max_examples=100, deadline=None)
-@given(obj=st.recursive(
-    st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=8)),
-    lambda children: st.one_of(
-        st.lists(children, max_size=3), st.dictionaries(st.text(max_size=6), children, max_size=3)
-    ),
-    max_leaves=8,
-))
+@given(
+    obj=st.recursive(
+        st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=8)),
+        lambda children: st.one_of(
+            st.lists(children, max_size=3),
+            st.dictionaries(st.text(max_size=6), children, max_size=3),
+        ),
+        max_leaves=8,
+    )
+)
 def test_json_text_survives(obj):
     text = json.dumps(obj)
     if re.search(r"(?<!\{)\{[A-Za-z_][A-Za-z0-9_]*\}(?!\})", text):

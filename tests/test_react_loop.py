@@ -10,22 +10,26 @@ import pytest
 from django.test import override_settings
 from twisted.internet import defer, task
 
-from evennia_ai.engine.react import ReactLoop, TickBudget
+from evennia_ai.engine.react import ReactLoop, TickLimits
 from evennia_ai.engine.trace import StopReason, TickTrace
-from evennia_ai.prompt.execution_pattern import ExecutionPattern
 from evennia_ai.llm import client as client_module
 from evennia_ai.llm.client import UnifiedLLMClient
+from evennia_ai.prompt.assembly import validate_chat_messages
+from evennia_ai.prompt.execution_pattern import ExecutionPattern
 from evennia_ai.testing.model_server import ModelServer
 from evennia_ai.tools.base import Tool, ToolCategory, ToolContext, ToolResult
 from evennia_ai.tools.rules import ToolRule
-from evennia_ai.prompt.assembly import validate_chat_messages
 
 
 class Say(Tool):
     name = "say"
     description = "Say something aloud."
-    parameters = {"type": "object", "properties": {"message": {"type": "string", "minLength": 1}},
-                  "required": ["message"], "additionalProperties": False}
+    parameters = {
+        "type": "object",
+        "properties": {"message": {"type": "string", "minLength": 1}},
+        "required": ["message"],
+        "additionalProperties": False,
+    }
     category = ToolCategory.TERMINAL
 
     def __init__(self):
@@ -97,26 +101,47 @@ def server():
 
 
 def make_client(server, **kwargs):
-    options = dict(model="openai/test-model", api_base=server.url, api_key="x", timeout=2,
-                   max_retries=0, base_delay=0.01, max_delay=0.05)
+    options = dict(
+        model="openai/test-model",
+        api_base=server.url,
+        api_key="x",
+        timeout=2,
+        max_retries=0,
+        base_delay=0.01,
+        max_delay=0.05,
+    )
     options.update(kwargs)
     return UnifiedLLMClient(**options)
 
 
 def pattern(mode="react_loop", iterations=5, confirm=True, terminal=True, categories=None):
-    return ExecutionPattern(mode=mode, max_iterations=iterations, allowed_categories=categories,
-                            terminal_ends_loop=terminal, dangerous_requires_confirm=confirm,
-                            multi_tool_enabled=mode != "single_action", sub_agents_enabled=False)
+    return ExecutionPattern(
+        mode=mode,
+        max_iterations=iterations,
+        allowed_categories=categories,
+        terminal_ends_loop=terminal,
+        dangerous_requires_confirm=confirm,
+        multi_tool_enabled=mode != "single_action",
+        sub_agents_enabled=False,
+    )
 
 
-MESSAGES = [{"role": "system", "content": "You are Innkeeper."},
-            {"role": "user", "content": 'Alice says, "Hello!"'}]
+MESSAGES = [
+    {"role": "system", "content": "You are Innkeeper."},
+    {"role": "user", "content": 'Alice says, "Hello!"'},
+]
 
 
 def run(server, tools, pat=None, messages=MESSAGES, **kwargs):
     trace = TickTrace(tick_id=1)
-    loop = ReactLoop(client=kwargs.pop("client", None) or make_client(server), tools=tools,
-                     pattern=pat or pattern(), ctx=ToolContext(), trace=trace, **kwargs)
+    loop = ReactLoop(
+        client=kwargs.pop("client", None) or make_client(server),
+        tools=tools,
+        pattern=pat or pattern(),
+        ctx=ToolContext(),
+        trace=trace,
+        **kwargs,
+    )
     d = loop.run(messages)
     assert d.called, "the loop did not finish synchronously"
     return d.result
@@ -155,7 +180,9 @@ def test_text_reply_without_speech_tool_is_only_traced(server):
 
 def test_react_loop_feeds_results_back(server):
     say, look = Say(), Look()
-    server.enqueue({"tool_calls": [call("look")]}, {"tool_calls": [call("say", message="Nice room.")]})
+    server.enqueue(
+        {"tool_calls": [call("look")]}, {"tool_calls": [call("say", message="Nice room.")]}
+    )
     out = run(server, [say, look])
     assert out.stop_reason == StopReason.TERMINAL_TOOL
     assert len(out.trace.iterations) == 2
@@ -204,8 +231,11 @@ def test_unknown_tool_is_fed_back_as_error(server):
 
 def test_invalid_arguments_are_fed_back(server):
     say = Say()
-    server.enqueue({"fault": "invalid_args"}, {"tool_calls": [call("say")]},
-                   {"tool_calls": [call("say", message="ok")]})
+    server.enqueue(
+        {"fault": "invalid_args"},
+        {"tool_calls": [call("say")]},
+        {"tool_calls": [call("say", message="ok")]},
+    )
     out = run(server, [say])
     errors = [c.error for c in out.trace.tool_calls if c.error]
     assert "not valid JSON" in errors[0]
@@ -245,7 +275,11 @@ def test_timeout_ends_the_tick(server):
 
 
 def test_retry_then_success(server):
-    server.enqueue({"fault": "500"}, {"fault": "429", "retry_after": 0}, {"tool_calls": [call("say", message="hi")]})
+    server.enqueue(
+        {"fault": "500"},
+        {"fault": "429", "retry_after": 0},
+        {"tool_calls": [call("say", message="hi")]},
+    )
     out = run(server, [Say()], client=make_client(server, max_retries=2))
     assert out.stop_reason == StopReason.TERMINAL_TOOL
     assert len(server.requests_to("/v1/chat/completions")) == 3
@@ -254,9 +288,15 @@ def test_retry_then_success(server):
 def test_dangerous_tool_needs_confirmation(server):
     wipe = Wipe()
     queued = []
-    server.enqueue({"tool_calls": [call("wipe_world"), call("wipe_world")]},
-                   {"tool_calls": [call("say", message="Waiting for approval.")]})
-    out = run(server, [wipe, Say()], on_dangerous=lambda tool, args, ctx: queued.append(tool.name) or "c_1")
+    server.enqueue(
+        {"tool_calls": [call("wipe_world"), call("wipe_world")]},
+        {"tool_calls": [call("say", message="Waiting for approval.")]},
+    )
+    out = run(
+        server,
+        [wipe, Say()],
+        on_dangerous=lambda tool, args, ctx: queued.append(tool.name) or "c_1",
+    )
     assert wipe.runs == 0
     assert queued == ["wipe_world"]
     assert out.confirmations == ["c_1"]
@@ -267,20 +307,24 @@ def test_dangerous_tool_needs_confirmation(server):
 
 def test_dangerous_tool_without_confirmation_runs_once(server):
     wipe = Wipe()
-    server.enqueue({"tool_calls": [call("wipe_world")]}, {"tool_calls": [call("say", message="done")]})
+    server.enqueue(
+        {"tool_calls": [call("wipe_world")]}, {"tool_calls": [call("say", message="done")]}
+    )
     out = run(server, [wipe, Say()], pattern(confirm=False))
     assert wipe.runs == 1 and out.stop_reason == StopReason.TERMINAL_TOOL
 
 
 def test_dangerous_tool_with_no_confirmation_channel_is_refused(server):
     wipe = Wipe()
-    server.enqueue({"tool_calls": [call("wipe_world")]}, {"tool_calls": [call("say", message="no")]})
+    server.enqueue(
+        {"tool_calls": [call("wipe_world")]}, {"tool_calls": [call("say", message="no")]}
+    )
     out = run(server, [wipe, Say()])
     assert wipe.runs == 0 and out.trace.tool_calls[0].status == "refused"
 
 
 def test_budget_stops_before_the_call(server):
-    out = run(server, [Say()], budget=TickBudget(max_tokens=5), count_tokens=lambda m, t: 100)
+    out = run(server, [Say()], limits=TickLimits(max_tokens=5), count_tokens=lambda m, t: 100)
     assert out.stop_reason == StopReason.BUDGET
     assert not server.requests
 
@@ -306,8 +350,10 @@ def test_cancelled_after_the_model_answered(server):
 
 def test_rule_max_calls_and_exit_loop(server):
     look, say = Look(), Say()
-    server.enqueue({"tool_calls": [call("look", target="a"), call("look", target="b")]},
-                   {"tool_calls": [call("say", message="x")]})
+    server.enqueue(
+        {"tool_calls": [call("look", target="a"), call("look", target="b")]},
+        {"tool_calls": [call("say", message="x")]},
+    )
     out = run(server, [look, say], rules=[ToolRule.max_calls("look", 1)])
     assert [c.status for c in out.trace.tool_calls][:2] == ["ran", "refused"]
     assert "at most 1" in out.trace.tool_calls[1].error
@@ -319,10 +365,15 @@ def test_rule_max_calls_and_exit_loop(server):
 
 def test_rule_start_constraint_and_requires_prior(server):
     say = Say()
-    server.enqueue({"tool_calls": [call("say", message="too early")]},
-                   {"tool_calls": [call("look"), call("say", message="now")]})
-    out = run(server, [Look(), say], rules=[ToolRule.start_constraint("look"),
-                                             ToolRule.requires_prior("say", "look")])
+    server.enqueue(
+        {"tool_calls": [call("say", message="too early")]},
+        {"tool_calls": [call("look"), call("say", message="now")]},
+    )
+    out = run(
+        server,
+        [Look(), say],
+        rules=[ToolRule.start_constraint("look"), ToolRule.requires_prior("say", "look")],
+    )
     assert out.trace.tool_calls[0].status == "refused"
     assert say.said == ["now"]
 
@@ -358,12 +409,25 @@ def test_async_tool_times_out():
 
             self.n += 1
             if self.n == 1:
-                return defer.succeed(LLMResult(tool_calls=[ToolCall(id="c1", name="slow", arguments={}, raw_arguments="{}")], model="fake"))
+                return defer.succeed(
+                    LLMResult(
+                        tool_calls=[
+                            ToolCall(id="c1", name="slow", arguments={}, raw_arguments="{}")
+                        ],
+                        model="fake",
+                    )
+                )
             return defer.succeed(LLMResult(text="gave up", model="fake"))
 
     trace = TickTrace(tick_id=1)
-    loop = ReactLoop(client=Client(), tools=ctx_tools, pattern=pattern(), ctx=ToolContext(),
-                     trace=trace, clock=clock)
+    loop = ReactLoop(
+        client=Client(),
+        tools=ctx_tools,
+        pattern=pattern(),
+        ctx=ToolContext(),
+        trace=trace,
+        clock=clock,
+    )
     d = loop.run(MESSAGES)
     assert not d.called
     clock.advance(5.1)
@@ -385,8 +449,12 @@ def test_fallback_model_used(server):
 
 def test_json_protocol_for_models_without_native_tools(server):
     say = Say()
-    server.enqueue({"text": 'Sure.\n```json\n{"tool": "say", "arguments": {"message": "Hi there"}}\n```'})
-    with override_settings(EVENNIA_AI_MODEL_SETTINGS={"openai/test-model": {"native_tools": False}}):
+    server.enqueue(
+        {"text": 'Sure.\n```json\n{"tool": "say", "arguments": {"message": "Hi there"}}\n```'}
+    )
+    with override_settings(
+        EVENNIA_AI_MODEL_SETTINGS={"openai/test-model": {"native_tools": False}}
+    ):
         out = run(server, [say])
     body = server.requests_to("/v1/chat/completions")[0].body
     assert "tools" not in body
@@ -419,8 +487,15 @@ class Note(Tool):
 
 def test_single_action_runs_bookkeeping_before_its_action(server):
     note, say = Note(), Say()
-    server.enqueue({"tool_calls": [call("note", fact="Alice likes stew"), call("say", message="Stew it is"),
-                                   call("note", fact="late note")]})
+    server.enqueue(
+        {
+            "tool_calls": [
+                call("note", fact="Alice likes stew"),
+                call("say", message="Stew it is"),
+                call("note", fact="late note"),
+            ]
+        }
+    )
     out = run(server, [note, say], pattern(mode="single_action", iterations=1))
     assert note.notes == ["Alice likes stew"] and say.said == ["Stew it is"]
     assert [c.status for c in out.trace.tool_calls] == ["ran", "ran", "skipped"]

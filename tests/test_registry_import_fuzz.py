@@ -24,27 +24,52 @@ from evennia_ai.prompt_registry import (
 )
 
 EXAMPLES = int(os.environ.get("EVENNIA_AI_FUZZ_EXAMPLES", "80"))  # more: a deeper local run
-FUZZ = settings(max_examples=EXAMPLES, deadline=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                       HealthCheck.filter_too_much])
+FUZZ = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.filter_too_much,
+    ],
+)
 
-scalars = (st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70)
-           | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=30))
+scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(max_size=30)
+)
 json_values = st.recursive(
     scalars,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner,
-                                                                  max_size=4),
+    lambda inner: st.lists(inner, max_size=4)
+    | st.dictionaries(st.text(max_size=12), inner, max_size=4),
     max_leaves=15,
 )
 field_names = st.sampled_from(
-    sorted(set(REGISTRY_SECTIONS) | set(TEMPLATE_FIELDS) | set(COMPONENT_FIELDS)
-           | {"user", "assistant", "enabled", "content", "tool_filter", "max_iterations",
-              "execution_mode", "component_overrides", "unknown_key", "__proto__"})
+    sorted(
+        set(REGISTRY_SECTIONS)
+        | set(TEMPLATE_FIELDS)
+        | set(COMPONENT_FIELDS)
+        | {
+            "user",
+            "assistant",
+            "enabled",
+            "content",
+            "tool_filter",
+            "max_iterations",
+            "execution_mode",
+            "component_overrides",
+            "unknown_key",
+            "__proto__",
+        }
+    )
 )
 shaped_values = st.recursive(
     scalars,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(field_names | st.text(max_size=8),
-                                                                  inner, max_size=5),
+    lambda inner: st.lists(inner, max_size=4)
+    | st.dictionaries(field_names | st.text(max_size=8), inner, max_size=5),
     max_leaves=20,
 )
 WRONG_TYPES = [None, True, 0, -1, 2.5, float("nan"), "", "x" * 70, [], [1], {}, {"a": 1}]
@@ -59,8 +84,9 @@ class FuzzBase(BaseEvenniaTestCase):
         self.registry = get_prompt_registry()
         reg = self.registry
         if not reg.list_templates(include_builtin=False):
-            reg.create_template("house_style", "House style", "Speak like {npc_name}.",
-                                description="d")
+            reg.create_template(
+                "house_style", "House style", "Speak like {npc_name}.", description="d"
+            )
             reg.create_component("house_rules", "House rules", "No fighting.", after_static=0)
             reg.update_component(0, content="Custom identity.")
             reg.set_context_customization("tick_event", max_iterations=3)
@@ -101,6 +127,7 @@ class TestRandomInput(FuzzBase):
         @given(value=json_values, overwrite=st.booleans(), dry_run=st.booleans())
         def prop(value, overwrite, dry_run):
             self.check_import(value, overwrite=overwrite, dry_run=dry_run)
+
         prop()
 
     def test_random_json_text(self):
@@ -108,6 +135,7 @@ class TestRandomInput(FuzzBase):
         @given(value=json_values, overwrite=st.booleans())
         def prop(value, overwrite):
             self.check_import(json.dumps(value), overwrite=overwrite)
+
         prop()
 
     def test_text_and_bytes_that_are_not_json(self):
@@ -115,23 +143,29 @@ class TestRandomInput(FuzzBase):
         @given(text=st.text(max_size=200) | st.binary(max_size=200))
         def prop(text):
             self.check_import(text)
+
         prop()
 
     def test_registry_shaped_objects(self):
         @FUZZ
-        @given(value=st.dictionaries(field_names, shaped_values, max_size=7),
-               overwrite=st.booleans())
+        @given(
+            value=st.dictionaries(field_names, shaped_values, max_size=7), overwrite=st.booleans()
+        )
         def prop(value, overwrite):
             self.check_import(value, overwrite=overwrite)
+
         prop()
 
     def test_single_template_and_component_imports(self):
         @FUZZ
-        @given(value=st.dictionaries(field_names, shaped_values, max_size=7),
-               overwrite=st.booleans(),
-               method=st.sampled_from(["import_template_json", "import_component_json"]))
+        @given(
+            value=st.dictionaries(field_names, shaped_values, max_size=7),
+            overwrite=st.booleans(),
+            method=st.sampled_from(["import_template_json", "import_component_json"]),
+        )
         def prop(value, overwrite, method):
             self.check_import(value, overwrite=overwrite, method=method)
+
         prop()
 
     def test_deeply_nested_json_text(self):
@@ -149,40 +183,72 @@ class TestRandomInput(FuzzBase):
 
 keys = st.from_regex(r"\A[A-Za-z_][A-Za-z0-9_-]{0,10}\Z") | st.text(max_size=10)
 texts = st.text(max_size=60) | st.sampled_from(["{npc_name}", "{", "}", "{{x}}", "{a}{b}", ""])
-maybe_times = st.none() | st.text(max_size=30) | st.sampled_from(
-    ["2026-01-01T00:00:00", "2026-01-01T00:00:00+00:00", "9999-12-31", "0001-01-01T00:00"])
+maybe_times = (
+    st.none()
+    | st.text(max_size=30)
+    | st.sampled_from(
+        ["2026-01-01T00:00:00", "2026-01-01T00:00:00+00:00", "9999-12-31", "0001-01-01T00:00"]
+    )
+)
 templates = st.fixed_dictionaries(
     {"key": keys, "name": texts, "content": texts},
-    optional={"description": texts, "placeholders": st.none() | st.lists(keys, max_size=3),
-              "category": texts, "is_builtin": st.booleans(), "created": maybe_times,
-              "updated": maybe_times})
+    optional={
+        "description": texts,
+        "placeholders": st.none() | st.lists(keys, max_size=3),
+        "category": texts,
+        "is_builtin": st.booleans(),
+        "created": maybe_times,
+        "updated": maybe_times,
+    },
+)
 components = st.fixed_dictionaries(
-    {"key": keys, "name": texts, "content": texts,
-     "after_static": st.integers(-2, 8000) | st.none()
-     | st.sampled_from([0, 1000, 1500, 2000, 3000, 7000, 7000.0, "0"])},
-    optional={"id": st.none() | st.integers(-5, 10_000) | st.sampled_from([1, 2, 999, 1001, 1000]),
-              "description": texts, "role": st.sampled_from(["system", "user", "assistant", "x"]),
-              "enabled": st.booleans() | st.none(), "is_static": st.booleans(),
-              "created": maybe_times, "updated": maybe_times})
+    {
+        "key": keys,
+        "name": texts,
+        "content": texts,
+        "after_static": st.integers(-2, 8000)
+        | st.none()
+        | st.sampled_from([0, 1000, 1500, 2000, 3000, 7000, 7000.0, "0"]),
+    },
+    optional={
+        "id": st.none() | st.integers(-5, 10_000) | st.sampled_from([1, 2, 999, 1001, 1000]),
+        "description": texts,
+        "role": st.sampled_from(["system", "user", "assistant", "x"]),
+        "enabled": st.booleans() | st.none(),
+        "is_static": st.booleans(),
+        "created": maybe_times,
+        "updated": maybe_times,
+    },
+)
 fewshots = st.fixed_dictionaries({"user": texts, "assistant": texts})
 registries = st.fixed_dictionaries(
     {},
-    optional={"format": st.just("evennia_ai.prompt_registry"), "version": st.just(1),
-              "templates": st.lists(templates, max_size=3),
-              "components": st.lists(components, max_size=3),
-              "static_overrides": st.dictionaries(
-                  keys | st.sampled_from(["system_prompt", "goals", "tool_result"]),
-                  st.fixed_dictionaries({}, optional={"enabled": st.booleans() | st.none(),
-                                                      "content": texts | st.none()}),
-                  max_size=2),
-              "context_configs": st.dictionaries(
-                  st.sampled_from(["tick_event", "reflection", "nope"]),
-                  st.dictionaries(st.sampled_from(["max_iterations", "tool_filter",
-                                                   "execution_mode", "token_budget", "junk"]),
-                                  scalars | st.lists(st.text(max_size=8), max_size=2),
-                                  max_size=2),
-                  max_size=2),
-              "fewshot_examples": st.lists(fewshots, max_size=4)})
+    optional={
+        "format": st.just("evennia_ai.prompt_registry"),
+        "version": st.just(1),
+        "templates": st.lists(templates, max_size=3),
+        "components": st.lists(components, max_size=3),
+        "static_overrides": st.dictionaries(
+            keys | st.sampled_from(["system_prompt", "goals", "tool_result"]),
+            st.fixed_dictionaries(
+                {}, optional={"enabled": st.booleans() | st.none(), "content": texts | st.none()}
+            ),
+            max_size=2,
+        ),
+        "context_configs": st.dictionaries(
+            st.sampled_from(["tick_event", "reflection", "nope"]),
+            st.dictionaries(
+                st.sampled_from(
+                    ["max_iterations", "tool_filter", "execution_mode", "token_budget", "junk"]
+                ),
+                scalars | st.lists(st.text(max_size=8), max_size=2),
+                max_size=2,
+            ),
+            max_size=2,
+        ),
+        "fewshot_examples": st.lists(fewshots, max_size=4),
+    },
+)
 
 
 class TestAlmostValidInput(FuzzBase):
@@ -193,6 +259,7 @@ class TestAlmostValidInput(FuzzBase):
         @given(value=registries, overwrite=st.booleans(), dry_run=st.booleans())
         def prop(value, overwrite, dry_run):
             self.check_import(value, overwrite=overwrite, dry_run=dry_run)
+
         prop()
 
     def test_almost_valid_templates_and_components(self):
@@ -201,6 +268,7 @@ class TestAlmostValidInput(FuzzBase):
         def prop(template, component, overwrite):
             self.check_import(template, overwrite=overwrite, method="import_template_json")
             self.check_import(component, overwrite=overwrite, method="import_component_json")
+
         prop()
 
 
@@ -242,6 +310,7 @@ class TestMutatedExports(FuzzBase):
         @given(data=st.data())
         def prop(data):
             self.mutate_and_import(data)
+
         prop()
 
     def mutate_and_import(self, data):
@@ -249,8 +318,12 @@ class TestMutatedExports(FuzzBase):
         for _ in range(data.draw(st.integers(1, 3), label="mutations")):
             paths = list(_paths(export)) if isinstance(export, (dict, list)) else [()]
             path = data.draw(st.sampled_from(paths), label="path")
-            kind = data.draw(st.sampled_from(["replace", "wrong_type", "delete", "unknown_key",
-                                              "huge", "duplicate"]), label="mutation")
+            kind = data.draw(
+                st.sampled_from(
+                    ["replace", "wrong_type", "delete", "unknown_key", "huge", "duplicate"]
+                ),
+                label="mutation",
+            )
             if kind == "replace":
                 export = _set(export, path, data.draw(json_values, label="value"))
             elif kind == "wrong_type":
@@ -267,8 +340,11 @@ class TestMutatedExports(FuzzBase):
                 export = _set(export, path, HUGE)
             elif kind == "duplicate":
                 for section in ("templates", "components", "fewshot_examples"):
-                    if isinstance(export, dict) and isinstance(export.get(section), list) \
-                            and export[section]:
+                    if (
+                        isinstance(export, dict)
+                        and isinstance(export.get(section), list)
+                        and export[section]
+                    ):
                         export[section].append(copy.deepcopy(export[section][0]))
         overwrite = data.draw(st.booleans(), label="overwrite")
         as_text = data.draw(st.booleans(), label="as_text")
@@ -283,8 +359,9 @@ class TestMutatedExports(FuzzBase):
             for wrong in WRONG_TYPES:
                 export = _set(copy.deepcopy(self.valid), path, copy.deepcopy(wrong))
                 for overwrite in (False, True):
-                    if isinstance(self.check_import(export, overwrite=overwrite),
-                                  PromptRegistryError):
+                    if isinstance(
+                        self.check_import(export, overwrite=overwrite), PromptRegistryError
+                    ):
                         failures += 1
         assert failures  # most of these are invalid; the check is that none escaped
 

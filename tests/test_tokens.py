@@ -10,7 +10,9 @@ import sys
 import pytest
 import tiktoken
 from django.test import override_settings
-from hypothesis import given, settings as hsettings, strategies as st
+from hypothesis import given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
 from evennia_ai import conf
 from evennia_ai.llm import tokens
@@ -84,8 +86,14 @@ def test_fresh_process_counts_offline_without_importing_litellm(tmp_path):
         "print(n, c.exact, c.encoding_name, 'litellm' in sys.modules, os.environ['TIKTOKEN_CACHE_DIR'])\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "TIKTOKEN_CACHE_DIR"}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                         cwd=os.path.dirname(os.path.dirname(__file__)), timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=os.path.dirname(os.path.dirname(__file__)),
+        timeout=60,
+    )
     assert out.returncode == 0, out.stderr
     count, exact, name, litellm_loaded, cache_dir = out.stdout.split()
     assert int(count) == len(encoding("o200k_base").encode("Hello there, innkeeper!"))
@@ -157,9 +165,15 @@ def test_o200k_prefixes_without_tiktoken_knowing_the_model(monkeypatch):
 
 
 # -- exact counts -------------------------------------------------------------------------------
-@pytest.mark.parametrize("model, name", [("gpt-4o", "o200k_base"), ("gpt-4", "cl100k_base"),
-                                         ("text-davinci-003", "p50k_base"),
-                                         ("ollama/llama3", "cl100k_base")])
+@pytest.mark.parametrize(
+    "model, name",
+    [
+        ("gpt-4o", "o200k_base"),
+        ("gpt-4", "cl100k_base"),
+        ("text-davinci-003", "p50k_base"),
+        ("ollama/llama3", "cl100k_base"),
+    ],
+)
 @pytest.mark.parametrize("text", TEXTS)
 def test_counts_equal_tiktoken(model, name, text):
     expected = len(encoding(name).encode(text, disallowed_special=()))
@@ -181,7 +195,11 @@ def test_long_text_is_counted_exactly_but_not_cached():
     before = tokens.count_cache_info()
     assert counter.count_text(text) == len(encoding("o200k_base").encode(text))
     after = tokens.count_cache_info()
-    assert (after.hits, after.misses, after.currsize) == (before.hits, before.misses, before.currsize)
+    assert (after.hits, after.misses, after.currsize) == (
+        before.hits,
+        before.misses,
+        before.currsize,
+    )
 
 
 def test_memoisation_hits():
@@ -218,12 +236,34 @@ def manual_count(enc, messages):
 CONVERSATION = [
     {"role": "system", "content": "You are Mara, the innkeeper of the Drowsy Dragon."},
     {"role": "user", "name": "Alice", "content": "Alice says: Any rooms free tonight?"},
-    {"role": "assistant", "content": None, "tool_calls": [
-        {"id": "call_1", "type": "function",
-         "function": {"name": "say", "arguments": '{"message": "One, by the hearth."}'}}]},
-    {"role": "tool", "tool_call_id": "call_1", "name": "say", "content": "You say: One, by the hearth."},
-    {"role": "assistant", "content": "", "tool_calls": [
-        {"id": "call_2", "type": "function", "function": {"name": "emote", "arguments": {"action": "smiles"}}}]},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "call_1",
+                "type": "function",
+                "function": {"name": "say", "arguments": '{"message": "One, by the hearth."}'},
+            }
+        ],
+    },
+    {
+        "role": "tool",
+        "tool_call_id": "call_1",
+        "name": "say",
+        "content": "You say: One, by the hearth.",
+    },
+    {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {
+                "id": "call_2",
+                "type": "function",
+                "function": {"name": "emote", "arguments": {"action": "smiles"}},
+            }
+        ],
+    },
 ]
 
 
@@ -240,8 +280,15 @@ def test_count_messages_edge_cases():
     assert counter.count_messages([]) == 0
     assert counter.count_messages(None) == 0
     assert counter.count_messages([{"role": "assistant", "content": None}]) == 3 + 1 + 3
-    parts = [{"role": "user", "content": [{"type": "text", "text": "look at this"},
-                                          {"type": "image_url", "image_url": {"url": "http://x/y.png"}}]}]
+    parts = [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "look at this"},
+                {"type": "image_url", "image_url": {"url": "http://x/y.png"}},
+            ],
+        }
+    ]
     assert counter.count_messages(parts) == (
         3 + 3 + len(enc.encode("user")) + len(enc.encode("look at this")) + tokens.IMAGE_PART_TOKENS
     )
@@ -250,16 +297,34 @@ def test_count_messages_edge_cases():
         def model_dump(self):
             return {"role": "user", "content": "hi"}
 
-    assert counter.count_messages([PydanticLike()]) == counter.count_messages([{"role": "user", "content": "hi"}])
-    legacy = {"role": "assistant", "content": None, "function_call": {"name": "say", "arguments": '{"m":1}'}}
-    assert counter.count_message(legacy) == 3 + 1 + len(enc.encode("say")) + len(enc.encode('{"m":1}'))
+    assert counter.count_messages([PydanticLike()]) == counter.count_messages(
+        [{"role": "user", "content": "hi"}]
+    )
+    legacy = {
+        "role": "assistant",
+        "content": None,
+        "function_call": {"name": "say", "arguments": '{"m":1}'},
+    }
+    assert counter.count_message(legacy) == 3 + 1 + len(enc.encode("say")) + len(
+        enc.encode('{"m":1}')
+    )
 
 
 def test_count_tools_is_the_compact_json_as_sent():
-    schemas = [{"type": "function", "function": {
-        "name": "say", "description": "Say something aloud — to the room.",
-        "parameters": {"type": "object", "properties": {"message": {"type": "string"}},
-                       "required": ["message"]}}}]
+    schemas = [
+        {
+            "type": "function",
+            "function": {
+                "name": "say",
+                "description": "Say something aloud — to the room.",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"message": {"type": "string"}},
+                    "required": ["message"],
+                },
+            },
+        }
+    ]
     text = json.dumps(schemas, separators=(",", ":"), ensure_ascii=False)
     counter = TokenCounter("gpt-4o")
     assert counter.count_tools(schemas) == len(encoding("o200k_base").encode(text))
@@ -268,19 +333,31 @@ def test_count_tools_is_the_compact_json_as_sent():
     total = counter.count_messages(CONVERSATION) + counter.count_tools(schemas)
     assert counter.count_request(CONVERSATION, schemas) == total
     assert tokens.count_request(CONVERSATION, schemas, "gpt-4o") == total
-    assert tokens.count_request(CONVERSATION, None, "gpt-4o") == counter.count_messages(CONVERSATION)
+    assert tokens.count_request(CONVERSATION, None, "gpt-4o") == counter.count_messages(
+        CONVERSATION
+    )
 
 
 words = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=200)
 
 
 @hsettings(max_examples=100, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(["system", "user", "assistant", "tool"]), words,
-                          st.one_of(st.none(), words)), max_size=8))
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["system", "user", "assistant", "tool"]),
+            words,
+            st.one_of(st.none(), words),
+        ),
+        max_size=8,
+    )
+)
 def test_message_counts_are_the_sum_of_their_parts(rows):
     counter = TokenCounter("gpt-4o-mini")
-    messages = [{"role": role, "content": content, **({"name": name} if name else {})}
-                for role, content, name in rows]
+    messages = [
+        {"role": role, "content": content, **({"name": name} if name else {})}
+        for role, content, name in rows
+    ]
     expected = 0
     for m in messages:
         expected += 3 + counter.count_text(m["role"]) + counter.count_text(m["content"])
@@ -291,9 +368,13 @@ def test_message_counts_are_the_sum_of_their_parts(rows):
 
 # -- context windows ----------------------------------------------------------------------------
 def test_window_from_settings_first():
-    with override_settings(EVENNIA_AI_CONTEXT_WINDOWS={"openai/gpt-4o-mini": 32768},
-                           EVENNIA_AI_MODEL_SETTINGS={"openai/gpt-4o-mini": {"context_window": 1000},
-                                                      "ollama/mine": {"context_window": 4096}}):
+    with override_settings(
+        EVENNIA_AI_CONTEXT_WINDOWS={"openai/gpt-4o-mini": 32768},
+        EVENNIA_AI_MODEL_SETTINGS={
+            "openai/gpt-4o-mini": {"context_window": 1000},
+            "ollama/mine": {"context_window": 4096},
+        },
+    ):
         assert tokens.get_context_window("openai/gpt-4o-mini") == 32768
         assert tokens.get_context_window("ollama/mine") == 4096
         assert tokens.get_context_window(conf.OFFLINE_MODEL) == tokens.DEFAULT_CONTEXT_WINDOW
@@ -303,9 +384,13 @@ def test_invalid_window_settings_are_skipped(monkeypatch):
     fake = type(sys)("litellm")
     fake.model_cost = {}
     monkeypatch.setitem(sys.modules, "litellm", fake)
-    with override_settings(EVENNIA_AI_CONTEXT_WINDOWS={"m/a": "lots", "m/b": -5},
-                           EVENNIA_AI_MODEL_SETTINGS={"m/a": {"context_window": True},
-                                                      "m/b": {"context_window": "2048"}}):
+    with override_settings(
+        EVENNIA_AI_CONTEXT_WINDOWS={"m/a": "lots", "m/b": -5},
+        EVENNIA_AI_MODEL_SETTINGS={
+            "m/a": {"context_window": True},
+            "m/b": {"context_window": "2048"},
+        },
+    ):
         assert tokens.get_context_window("m/a") == tokens.DEFAULT_CONTEXT_WINDOW
         assert tokens.get_context_window("m/b") == 2048
 
@@ -339,33 +424,44 @@ def test_window_from_the_real_litellm_map(no_network):
 
 # -- limits and pressure ------------------------------------------------------------------------
 def test_model_limits_share_the_window():
-    with override_settings(EVENNIA_AI_CONTEXT_WINDOWS={"m/big": 128000, "m/small": 2000},
-                           EVENNIA_AI_RESERVED_RESPONSE_TOKENS=1024):
+    with override_settings(
+        EVENNIA_AI_CONTEXT_WINDOWS={"m/big": 128000, "m/small": 2000},
+        EVENNIA_AI_RESERVED_RESPONSE_TOKENS=1024,
+    ):
         big = tokens.get_model_limits("m/big")
-        assert big == ModelContextLimits(max_tokens=128000, memory_tokens=31744,
-                                         history_tokens=50790, reserved_response_tokens=1024)
+        assert big == ModelContextLimits(
+            max_tokens=128000,
+            memory_tokens=31744,
+            history_tokens=50790,
+            reserved_response_tokens=1024,
+        )
         assert big.prompt_budget == 128000 - 1024
         small = tokens.get_model_limits("m/small")
         assert small.reserved_response_tokens == 500  # a quarter of the window at most
         assert small.memory_tokens + small.history_tokens < small.prompt_budget
-    with override_settings(EVENNIA_AI_CONTEXT_WINDOWS={"m/big": 128000},
-                           EVENNIA_AI_RESERVED_RESPONSE_TOKENS=0):
+    with override_settings(
+        EVENNIA_AI_CONTEXT_WINDOWS={"m/big": 128000}, EVENNIA_AI_RESERVED_RESPONSE_TOKENS=0
+    ):
         assert tokens.get_model_limits("m/big").reserved_response_tokens == 0
-    with override_settings(EVENNIA_AI_CONTEXT_WINDOWS={"m/big": 128000},
-                           EVENNIA_AI_RESERVED_RESPONSE_TOKENS="plenty"):
+    with override_settings(
+        EVENNIA_AI_CONTEXT_WINDOWS={"m/big": 128000}, EVENNIA_AI_RESERVED_RESPONSE_TOKENS="plenty"
+    ):
         assert tokens.get_model_limits("m/big").reserved_response_tokens == 1024
 
 
-@pytest.mark.parametrize("used, limit, pressure, level, threshold", [
-    (0, 1000, "normal", "normal", 60),
-    (599, 1000, "normal", "normal", 60),
-    (600, 1000, "high", "warning", 60),
-    (799, 1000, "high", "warning", 60),
-    (800, 1000, "critical", "critical", 80),
-    (5000, 1000, "critical", "critical", 80),
-    (100, 0, "normal", "normal", 60),
-    (-5, 1000, "normal", "normal", 60),
-])
+@pytest.mark.parametrize(
+    "used, limit, pressure, level, threshold",
+    [
+        (0, 1000, "normal", "normal", 60),
+        (599, 1000, "normal", "normal", 60),
+        (600, 1000, "high", "warning", 60),
+        (799, 1000, "high", "warning", 60),
+        (800, 1000, "critical", "critical", 80),
+        (5000, 1000, "critical", "critical", 80),
+        (100, 0, "normal", "normal", 60),
+        (-5, 1000, "normal", "normal", 60),
+    ],
+)
 def test_pressure_and_advisory(used, limit, pressure, level, threshold):
     assert tokens.token_pressure(used, limit) == pressure
     advice = tokens.advisory(used, limit)

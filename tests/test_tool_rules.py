@@ -1,7 +1,9 @@
 """Tool rules: construction and validation, the prompt section, and enforcement over a tick."""
 
 import pytest
-from hypothesis import given, settings as hsettings, strategies as st
+from hypothesis import given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
 from evennia_ai.tools.rules import (
     RULE_TYPES,
@@ -19,38 +21,64 @@ def test_constructors():
     assert ToolRule.max_calls("api_request", 3) == ToolRule("max_calls", "api_request", 3)
     assert ToolRule.requires_prior("give", "look") == ToolRule("requires_prior", "give", "look")
     assert ToolRule.start_constraint("context") == ToolRule("start_constraint", "context", None)
-    assert set(RULE_TYPES) == {"exit_loop", "continue_loop", "max_calls", "requires_prior",
-                               "start_constraint"}
+    assert set(RULE_TYPES) == {
+        "exit_loop",
+        "continue_loop",
+        "max_calls",
+        "requires_prior",
+        "start_constraint",
+    }
 
 
 def test_round_trip_through_plain_dicts():
-    for rule in (ToolRule.exit_loop("say"), ToolRule.max_calls("look", 2),
-                 ToolRule.requires_prior("give", "look"), ToolRule.start_constraint("look")):
+    for rule in (
+        ToolRule.exit_loop("say"),
+        ToolRule.max_calls("look", 2),
+        ToolRule.requires_prior("give", "look"),
+        ToolRule.start_constraint("look"),
+    ):
         data = rule.to_dict()
         assert data == {"type": rule.type, "tool": rule.tool, "value": rule.value}
         assert ToolRule.from_dict(data) == rule
 
 
 def test_from_dict_is_forgiving_where_harmless():
-    assert ToolRule.from_dict({"type": "max_calls", "tool": " say ", "value": "2"}) == ToolRule.max_calls("say", 2)
-    assert ToolRule.from_dict({"type": "exit_loop", "tool": "say", "value": 9, "note": "x"}).value is None
-    assert ToolRule.from_dict({"type": "requires_prior", "tool": "give", "value": " look "}).value == "look"
+    assert ToolRule.from_dict(
+        {"type": "max_calls", "tool": " say ", "value": "2"}
+    ) == ToolRule.max_calls("say", 2)
+    assert (
+        ToolRule.from_dict({"type": "exit_loop", "tool": "say", "value": 9, "note": "x"}).value
+        is None
+    )
+    assert (
+        ToolRule.from_dict({"type": "requires_prior", "tool": "give", "value": " look "}).value
+        == "look"
+    )
 
 
-@pytest.mark.parametrize("data, message", [
-    ("exit_loop say", "must be a mapping"),
-    ({"type": "explode", "tool": "say"}, "Unknown tool rule type 'explode'; use one of: start_constraint"),
-    ({"tool": "say"}, "Unknown tool rule type None"),
-    ({"type": "exit_loop"}, "A exit_loop rule needs the name of its tool"),
-    ({"type": "exit_loop", "tool": "  "}, "needs the name of its tool"),
-    ({"type": "max_calls", "tool": "say"}, "a whole number of calls >= 1, not None"),
-    ({"type": "max_calls", "tool": "say", "value": 0}, "not 0"),
-    ({"type": "max_calls", "tool": "say", "value": 2.5}, "not 2.5"),
-    ({"type": "max_calls", "tool": "say", "value": True}, "not True"),
-    ({"type": "max_calls", "tool": "say", "value": "many"}, "not 'many'"),
-    ({"type": "requires_prior", "tool": "give"}, "the name of the tool that must be called first"),
-    ({"type": "requires_prior", "tool": "give", "value": "give"}, "cannot require itself"),
-])
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        ("exit_loop say", "must be a mapping"),
+        (
+            {"type": "explode", "tool": "say"},
+            "Unknown tool rule type 'explode'; use one of: start_constraint",
+        ),
+        ({"tool": "say"}, "Unknown tool rule type None"),
+        ({"type": "exit_loop"}, "A exit_loop rule needs the name of its tool"),
+        ({"type": "exit_loop", "tool": "  "}, "needs the name of its tool"),
+        ({"type": "max_calls", "tool": "say"}, "a whole number of calls >= 1, not None"),
+        ({"type": "max_calls", "tool": "say", "value": 0}, "not 0"),
+        ({"type": "max_calls", "tool": "say", "value": 2.5}, "not 2.5"),
+        ({"type": "max_calls", "tool": "say", "value": True}, "not True"),
+        ({"type": "max_calls", "tool": "say", "value": "many"}, "not 'many'"),
+        (
+            {"type": "requires_prior", "tool": "give"},
+            "the name of the tool that must be called first",
+        ),
+        ({"type": "requires_prior", "tool": "give", "value": "give"}, "cannot require itself"),
+    ],
+)
 def test_from_dict_rejects_with_clear_messages(data, message):
     with pytest.raises(ValueError) as err:
         ToolRule.from_dict(data)
@@ -65,8 +93,9 @@ def test_constructors_validate_too():
 
 
 def test_parse_rules_skips_bad_ones():
-    rules, errors = parse_rules([{"type": "exit_loop", "tool": "say"}, {"type": "nope"},
-                                 ToolRule.max_calls("look", 1)])
+    rules, errors = parse_rules(
+        [{"type": "exit_loop", "tool": "say"}, {"type": "nope"}, ToolRule.max_calls("look", 1)]
+    )
     assert rules == [ToolRule.exit_loop("say"), ToolRule.max_calls("look", 1)]
     assert len(errors) == 1 and errors[0].startswith("rule 2: Unknown tool rule type")
     assert parse_rules(None) == ([], [])
@@ -92,9 +121,15 @@ def test_render_matches_the_spec():
 
 def test_render_other_rules_and_edge_cases():
     assert render_tool_rules([]) == "" and render_tool_rules(None) == ""
-    text = render_tool_rules([ToolRule.requires_prior("x", "y"), ToolRule.max_calls("look", 1),
-                              ToolRule.max_calls("look", 1), {"type": "exit_loop", "tool": "say"},
-                              {"type": "broken"}])
+    text = render_tool_rules(
+        [
+            ToolRule.requires_prior("x", "y"),
+            ToolRule.max_calls("look", 1),
+            ToolRule.max_calls("look", 1),
+            {"type": "exit_loop", "tool": "say"},
+            {"type": "broken"},
+        ]
+    )
     assert text.splitlines()[2:] == [
         "- The conversation will end after calling `say`",
         "- Call `look` at most 1 time",
@@ -150,8 +185,14 @@ def test_requires_prior_needs_a_success():
 
 
 def test_after_call():
-    state = ToolRuleState([ToolRule.exit_loop("say"), ToolRule.continue_loop("look"),
-                           ToolRule.continue_loop("say"), ToolRule.max_calls("emote", 2)])
+    state = ToolRuleState(
+        [
+            ToolRule.exit_loop("say"),
+            ToolRule.continue_loop("look"),
+            ToolRule.continue_loop("say"),
+            ToolRule.max_calls("emote", 2),
+        ]
+    )
     assert state.after_call("say") == "exit"  # exit wins over continue
     assert state.after_call("look") == "continue"
     assert state.after_call("emote") is None
@@ -160,14 +201,18 @@ def test_after_call():
 
 
 tool_names = st.sampled_from(["look", "say", "give", "recall"])
-rules_strategy = st.lists(st.one_of(
-    st.builds(ToolRule.exit_loop, tool_names),
-    st.builds(ToolRule.continue_loop, tool_names),
-    st.builds(ToolRule.max_calls, tool_names, st.integers(1, 3)),
-    st.builds(ToolRule.start_constraint, tool_names),
-    st.tuples(tool_names, tool_names).filter(lambda p: p[0] != p[1]).map(
-        lambda p: ToolRule.requires_prior(*p)),
-), max_size=6)
+rules_strategy = st.lists(
+    st.one_of(
+        st.builds(ToolRule.exit_loop, tool_names),
+        st.builds(ToolRule.continue_loop, tool_names),
+        st.builds(ToolRule.max_calls, tool_names, st.integers(1, 3)),
+        st.builds(ToolRule.start_constraint, tool_names),
+        st.tuples(tool_names, tool_names)
+        .filter(lambda p: p[0] != p[1])
+        .map(lambda p: ToolRule.requires_prior(*p)),
+    ),
+    max_size=6,
+)
 
 
 @hsettings(max_examples=200, deadline=None)

@@ -11,7 +11,9 @@ from django.test import override_settings
 from evennia import create_object
 from evennia.objects.objects import DefaultCharacter
 from evennia.utils.test_resources import BaseEvenniaTest
-from hypothesis import given, settings as hsettings, strategies as st
+from hypothesis import given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 from twisted.internet import defer
 
 from evennia_ai import tools as tools_package
@@ -68,8 +70,17 @@ class Counter(Tool):
 
 
 def make_tool(name="t", category=ToolCategory.SAFE_CHAIN, lock="", **attrs):
-    cls = type(f"Tool_{name}", (Tool,), {"name": name, "category": category, "lock": lock,
-                                        "run": lambda self, ctx, **kw: "done", **attrs})
+    cls = type(
+        f"Tool_{name}",
+        (Tool,),
+        {
+            "name": name,
+            "category": category,
+            "lock": lock,
+            "run": lambda self, ctx, **kw: "done",
+            **attrs,
+        },
+    )
     return cls()
 
 
@@ -77,18 +88,28 @@ def make_tool(name="t", category=ToolCategory.SAFE_CHAIN, lock="", **attrs):
 def test_categories_are_plain_strings():
     assert ALL_CATEGORIES == ("SAFE_CHAIN", "ASYNC_REQUIRED", "TERMINAL", "DANGEROUS")
     assert ToolCategory.DANGEROUS == "DANGEROUS" and ToolCategory.DANGEROUS in ["DANGEROUS"]
-    assert tools_package.ToolCategory is ToolCategory and tools_package.TOOL_REGISTRY is TOOL_REGISTRY
+    assert (
+        tools_package.ToolCategory is ToolCategory and tools_package.TOOL_REGISTRY is TOOL_REGISTRY
+    )
 
 
 def test_result_text_for_the_model():
     assert ToolResult.ok("You say hello.").to_text() == "You say hello."
     assert json.loads(ToolResult.ok({"room": "Tavern", "exits": ["north"]}).to_text()) == {
-        "room": "Tavern", "exits": ["north"]}
+        "room": "Tavern",
+        "exits": ["north"],
+    }
     assert json.loads(ToolResult.ok().to_text()) == {"success": True}
     assert ToolResult.ok({"name": "Müller"}).to_text() == '{"name": "Müller"}'
-    failure = ToolResult.fail("No such exit.", suggestion="try 'north'", available=["north"], secret=1)
+    failure = ToolResult.fail(
+        "No such exit.", suggestion="try 'north'", available=["north"], secret=1
+    )
     assert json.loads(failure.to_text()) == {
-        "success": False, "error": "No such exit.", "suggestion": "try 'north'", "available": ["north"]}
+        "success": False,
+        "error": "No such exit.",
+        "suggestion": "try 'north'",
+        "available": ["north"],
+    }
     assert failure.data["secret"] == 1 and not failure.success
     looped = {"a": 1}
     looped["self"] = looped
@@ -109,8 +130,14 @@ def test_normalise_result():
 
 def test_to_schema():
     schema = Echo().to_schema()
-    assert schema == {"type": "function", "function": {
-        "name": "echo", "description": "Repeat a text.", "parameters": Echo.parameters}}
+    assert schema == {
+        "type": "function",
+        "function": {
+            "name": "echo",
+            "description": "Repeat a text.",
+            "parameters": Echo.parameters,
+        },
+    }
     bare = make_tool("bare", parameters=None)
     assert bare.to_schema()["function"]["parameters"] == {"type": "object", "properties": {}}
 
@@ -132,48 +159,66 @@ def test_pure_modules_import_no_framework():
         "bad = [m for m in sys.modules if m.split('.')[0] in ('django', 'evennia', 'twisted', 'litellm')]\n"
         "print(bad)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                         cwd=os.path.dirname(os.path.dirname(__file__)))
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=os.path.dirname(os.path.dirname(__file__)),
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
 
 
 # -- validation ---------------------------------------------------------------------------------
-@pytest.mark.parametrize("args, problem", [
-    ({"text": "hi"}, None),
-    ({"text": "hi", "times": 3}, None),
-    ({"text": "hi", "times": 2.0}, None),  # JSON cannot tell 2 from 2.0
-    ({}, "missing required argument 'text'"),
-    ({"text": 5}, "text must be a string, not integer"),
-    ({"text": ""}, "text must be at least 1 characters long"),
-    ({"text": "x" * 21}, "text must be at most 20 characters long"),
-    ({"text": "hi", "times": 0}, "times must be >= 1 (got 0)"),
-    ({"text": "hi", "times": 4}, "times must be <= 3 (got 4)"),
-    ({"text": "hi", "times": 2.5}, "times must be an integer, not number"),
-    ({"text": "hi", "times": True}, "times must be an integer, not boolean"),
-    ({"text": "hi", "loud": True}, "unexpected argument 'loud' (accepted: text, times)"),
-    (["hi"], "arguments must be an object, not array"),
-    ("hi", "arguments must be an object, not string"),
-])
+@pytest.mark.parametrize(
+    "args, problem",
+    [
+        ({"text": "hi"}, None),
+        ({"text": "hi", "times": 3}, None),
+        ({"text": "hi", "times": 2.0}, None),  # JSON cannot tell 2 from 2.0
+        ({}, "missing required argument 'text'"),
+        ({"text": 5}, "text must be a string, not integer"),
+        ({"text": ""}, "text must be at least 1 characters long"),
+        ({"text": "x" * 21}, "text must be at most 20 characters long"),
+        ({"text": "hi", "times": 0}, "times must be >= 1 (got 0)"),
+        ({"text": "hi", "times": 4}, "times must be <= 3 (got 4)"),
+        ({"text": "hi", "times": 2.5}, "times must be an integer, not number"),
+        ({"text": "hi", "times": True}, "times must be an integer, not boolean"),
+        ({"text": "hi", "loud": True}, "unexpected argument 'loud' (accepted: text, times)"),
+        (["hi"], "arguments must be an object, not array"),
+        ("hi", "arguments must be an object, not string"),
+    ],
+)
 def test_validate_arguments(args, problem):
     problems = Echo().validate_arguments(args)
     assert problems == ([] if problem is None else [problem])
 
 
 def test_validation_keywords():
-    schema = {"type": "object", "properties": {
-        "mode": {"enum": ["fast", "slow", 1]},
-        "tags": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 2},
-        "who": {"type": ["string", "null"]},
-        "ratio": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
-        "where": {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"],
-                  "additionalProperties": {"type": "integer"}},
-    }}
+    schema = {
+        "type": "object",
+        "properties": {
+            "mode": {"enum": ["fast", "slow", 1]},
+            "tags": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 2},
+            "who": {"type": ["string", "null"]},
+            "ratio": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
+            "where": {
+                "type": "object",
+                "properties": {"x": {"type": "integer"}},
+                "required": ["x"],
+                "additionalProperties": {"type": "integer"},
+            },
+        },
+    }
 
     def check(value):
         return validate_value(value, schema, "arguments")
 
-    assert check({"mode": "fast", "tags": ["a"], "who": None, "ratio": 0.5, "where": {"x": 1, "y": 2}}) == []
+    assert (
+        check({"mode": "fast", "tags": ["a"], "who": None, "ratio": 0.5, "where": {"x": 1, "y": 2}})
+        == []
+    )
     assert check({"mode": 1.0}) == []
     assert check({"mode": True}) == ['mode must be one of: "fast", "slow", 1 (got true)']
     assert check({"tags": []}) == ["tags needs at least 1 items"]
@@ -223,27 +268,56 @@ def test_deeply_nested_arguments_are_refused():
 def test_schema_problems():
     assert schema_problems(Echo.parameters) == []
     assert schema_problems({"type": "object", "properties": {"n": {"type": "int"}}}) == [
-        "parameters.n: unknown type 'int' (known: string, integer, number, boolean, object, array, null)"]
+        "parameters.n: unknown type 'int' (known: string, integer, number, boolean, object, array, null)"
+    ]
     assert schema_problems({"type": "string"}) == ['parameters must have "type": "object"']
     assert schema_problems([]) == ["parameters must be a JSON schema dict, not list"]
-    assert len(schema_problems({"type": "object", "required": "x", "enum": 1, "minimum": "0",
-                                "properties": {"a": 5}})) == 4
+    assert (
+        len(
+            schema_problems(
+                {
+                    "type": "object",
+                    "required": "x",
+                    "enum": 1,
+                    "minimum": "0",
+                    "properties": {"a": 5},
+                }
+            )
+        )
+        == 4
+    )
 
 
 def test_coerce_integers():
-    schema = {"type": "object", "properties": {
-        "n": {"type": "integer"}, "x": {"type": "number"}, "both": {"type": ["integer", "number"]},
-        "list": {"type": "array", "items": {"type": "integer"}}}}
+    schema = {
+        "type": "object",
+        "properties": {
+            "n": {"type": "integer"},
+            "x": {"type": "number"},
+            "both": {"type": ["integer", "number"]},
+            "list": {"type": "array", "items": {"type": "integer"}},
+        },
+    }
     out = coerce_integers({"n": 3.0, "x": 3.0, "both": 2.0, "list": [1.0, 2], "other": 4.0}, schema)
     assert out == {"n": 3, "x": 3.0, "both": 2.0, "list": [1, 2], "other": 4.0}
     assert type(out["n"]) is int and type(out["x"]) is float and type(out["list"][0]) is int
 
 
 # -- random schemas -----------------------------------------------------------------------------
-json_leaf = st.one_of(st.none(), st.booleans(), st.integers(-10**6, 10**6),
-                      st.floats(allow_nan=False, allow_infinity=False, width=32), st.text(max_size=8))
-json_values = st.recursive(json_leaf, lambda inner: st.one_of(
-    st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=5), inner, max_size=4)), max_leaves=12)
+json_leaf = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(10**6), 10**6),
+    st.floats(allow_nan=False, allow_infinity=False, width=32),
+    st.text(max_size=8),
+)
+json_values = st.recursive(
+    json_leaf,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=5), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
 
 
 @st.composite
@@ -282,8 +356,11 @@ def enum_case(draw):
 
 
 simple_cases = st.one_of(
-    string_case(), number_case(), enum_case(),
-    st.just(({"type": "boolean"}, True)), st.just(({"type": "null"}, None)),
+    string_case(),
+    number_case(),
+    enum_case(),
+    st.just(({"type": "boolean"}, True)),
+    st.just(({"type": "null"}, None)),
     st.tuples(st.just({"type": ["string", "null"]}), st.one_of(st.none(), st.text(max_size=5))),
     st.tuples(st.just({}), json_values),  # no constraint at all
 )
@@ -303,18 +380,26 @@ def array_case(draw, children):
 
 @st.composite
 def object_case(draw, children):
-    fields = draw(st.dictionaries(st.from_regex(r"[a-z]{1,6}", fullmatch=True), children, max_size=4))
+    fields = draw(
+        st.dictionaries(st.from_regex(r"[a-z]{1,6}", fullmatch=True), children, max_size=4)
+    )
     required = [name for name in fields if draw(st.booleans())]
-    schema = {"type": "object", "properties": {n: s for n, (s, _) in fields.items()},
-              "required": required}
+    schema = {
+        "type": "object",
+        "properties": {n: s for n, (s, _) in fields.items()},
+        "required": required,
+    }
     if draw(st.booleans()):
         schema["additionalProperties"] = False
     value = {n: v for n, (_, v) in fields.items() if n in required or draw(st.booleans())}
     return schema, value
 
 
-cases = st.recursive(simple_cases, lambda children: st.one_of(
-    array_case(children), object_case(children)), max_leaves=8)
+cases = st.recursive(
+    simple_cases,
+    lambda children: st.one_of(array_case(children), object_case(children)),
+    max_leaves=8,
+)
 
 
 @hsettings(max_examples=200, deadline=None)
@@ -335,14 +420,34 @@ def test_any_value_against_any_schema_never_raises(case, value):
 
 
 garbage_schemas = st.recursive(
-    st.dictionaries(st.sampled_from(["type", "enum", "required", "properties", "items", "minimum",
-                                     "maximum", "minLength", "maxLength", "minItems", "maxItems",
-                                     "additionalProperties", "exclusiveMinimum"]),
-                    json_values, max_size=5),
-    lambda inner: st.dictionaries(st.sampled_from(["properties", "items", "additionalProperties"]),
-                                  st.one_of(inner, st.dictionaries(st.text(max_size=3), inner, max_size=3)),
-                                  max_size=3),
-    max_leaves=6)
+    st.dictionaries(
+        st.sampled_from(
+            [
+                "type",
+                "enum",
+                "required",
+                "properties",
+                "items",
+                "minimum",
+                "maximum",
+                "minLength",
+                "maxLength",
+                "minItems",
+                "maxItems",
+                "additionalProperties",
+                "exclusiveMinimum",
+            ]
+        ),
+        json_values,
+        max_size=5,
+    ),
+    lambda inner: st.dictionaries(
+        st.sampled_from(["properties", "items", "additionalProperties"]),
+        st.one_of(inner, st.dictionaries(st.text(max_size=3), inner, max_size=3)),
+        max_size=3,
+    ),
+    max_leaves=6,
+)
 
 
 @hsettings(max_examples=200, deadline=None)
@@ -373,8 +478,9 @@ def test_safe_run_explains_what_run_does_not_take():
             return target
 
     result = Loose().safe_run(ToolContext(), {"target": "Bob", "volume": 3})
-    assert result.error == ("Invalid arguments for 'loose': unexpected argument 'volume' "
-                            "(accepted: target, mood)")
+    assert result.error == (
+        "Invalid arguments for 'loose': unexpected argument 'volume' " "(accepted: target, mood)"
+    )
     result = Loose().safe_run(ToolContext(), {})
     assert result.error == "Invalid arguments for 'loose': missing required argument 'target'"
     assert make_tool("kw").safe_run(ToolContext(), {"anything": 1}).content == "done"
@@ -489,7 +595,9 @@ def test_register_and_look_up():
     assert registry.names() == ["echo", "wave"]
     assert [t.name for t in registry.all()] == ["echo", "wave"]
     assert registry.get("echo") is echo and "echo" in registry and len(registry) == 2
-    assert registry.get("nope") is None and registry.get(None) is None and registry.get(["x"]) is None
+    assert (
+        registry.get("nope") is None and registry.get(None) is None and registry.get(["x"]) is None
+    )
     assert [t.name for t in registry] == ["echo", "wave"]
     replacement = make_tool("echo")
     registry.register(replacement)  # the later registration wins
@@ -497,15 +605,20 @@ def test_register_and_look_up():
     assert registry.unregister("echo") and not registry.unregister("echo")
 
 
-@pytest.mark.parametrize("tool, message", [
-    (make_tool("bad name"), "name 'bad name' must be 1-64 letters"),
-    (make_tool("x" * 65), "must be 1-64 letters"),
-    (make_tool(""), "name '' must be"),
-    (make_tool("cat", category="SAFE"), "category 'SAFE' is not one of"),
-    (make_tool("sch", parameters={"type": "object", "properties": {"a": {"type": "int"}}}),
-     "unknown type 'int'"),
-    (make_tool("lk", lock=5), "lock must be an Evennia lock string"),
-])
+@pytest.mark.parametrize(
+    "tool, message",
+    [
+        (make_tool("bad name"), "name 'bad name' must be 1-64 letters"),
+        (make_tool("x" * 65), "must be 1-64 letters"),
+        (make_tool(""), "name '' must be"),
+        (make_tool("cat", category="SAFE"), "category 'SAFE' is not one of"),
+        (
+            make_tool("sch", parameters={"type": "object", "properties": {"a": {"type": "int"}}}),
+            "unknown type 'int'",
+        ),
+        (make_tool("lk", lock=5), "lock must be an Evennia lock string"),
+    ],
+)
 def test_register_refuses_malformed_tools(tool, message):
     with pytest.raises(ValueError, match="Cannot register tool") as err:
         ToolRegistry().register(tool)
@@ -518,10 +631,14 @@ def test_register_refuses_non_tools():
 
 
 def test_select_layers_only_restrict():
-    registry = ToolRegistry([
-        make_tool("look"), make_tool("say", ToolCategory.TERMINAL),
-        make_tool("recall", ToolCategory.ASYNC_REQUIRED), make_tool("execute", ToolCategory.DANGEROUS),
-    ])
+    registry = ToolRegistry(
+        [
+            make_tool("look"),
+            make_tool("say", ToolCategory.TERMINAL),
+            make_tool("recall", ToolCategory.ASYNC_REQUIRED),
+            make_tool("execute", ToolCategory.DANGEROUS),
+        ]
+    )
 
     def names(**kwargs):
         return [t.name for t in registry.select(**kwargs)]
@@ -535,8 +652,12 @@ def test_select_layers_only_restrict():
     assert names(npc_allowed={"look", "execute"}) == ["execute", "look"]
     assert names(npc_allowed=set()) == []
     assert names(npc_denied={"execute"}) == ["look", "recall", "say"]
-    assert names(tool_filter=["look", "say"], allowed_categories=["TERMINAL", "SAFE_CHAIN"],
-                 npc_allowed={"say", "look", "recall"}, npc_denied={"look"}) == ["say"]
+    assert names(
+        tool_filter=["look", "say"],
+        allowed_categories=["TERMINAL", "SAFE_CHAIN"],
+        npc_allowed={"say", "look", "recall"},
+        npc_denied={"look"},
+    ) == ["say"]
     assert names(extra_filter=lambda t: t.name != "recall") == ["execute", "look", "say"]
 
     def explode(tool):
@@ -572,16 +693,23 @@ def test_default_registry():
 class TestToolLocks(BaseEvenniaTest):
     def setUp(self):
         super().setUp()
-        self.npc = create_object(DefaultCharacter, key="Innkeeper", location=self.room1, home=self.room1)
+        self.npc = create_object(
+            DefaultCharacter, key="Innkeeper", location=self.room1, home=self.room1
+        )
 
     def test_lock_checked_against_the_npc(self):
-        registry = ToolRegistry([make_tool("build", lock="perm(Builder)"),
-                                 make_tool("typed", lock="use:perm(Builder)"),
-                                 make_tool("broken", lock="perm(Builder"),
-                                 make_tool("unknownfunc", lock="nosuchlockfunc()"),
-                                 make_tool("free")])
+        registry = ToolRegistry(
+            [
+                make_tool("build", lock="perm(Builder)"),
+                make_tool("typed", lock="use:perm(Builder)"),
+                make_tool("broken", lock="perm(Builder"),
+                make_tool("unknownfunc", lock="nosuchlockfunc()"),
+                make_tool("free"),
+            ]
+        )
         self.assertEqual([t.name for t in registry.select(self.npc)], ["free"])
         self.npc.permissions.add("Builder")
         self.assertEqual([t.name for t in registry.select(self.npc)], ["build", "free", "typed"])
-        self.assertEqual([t.name for t in registry.select(self.npc, npc_denied={"build"})],
-                         ["free", "typed"])
+        self.assertEqual(
+            [t.name for t in registry.select(self.npc, npc_denied={"build"})], ["free", "typed"]
+        )

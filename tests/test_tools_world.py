@@ -11,10 +11,18 @@ from evennia_ai.tools.base import ToolContext, ToolResult
 from evennia_ai.tools.registry import TOOL_REGISTRY
 
 WORLD_TOOLS = {
-    "say": "TERMINAL", "emote": "TERMINAL", "whisper": "TERMINAL", "page": "TERMINAL",
-    "move": "SAFE_CHAIN", "look": "SAFE_CHAIN", "inspect_location": "SAFE_CHAIN",
-    "get": "SAFE_CHAIN", "give": "SAFE_CHAIN", "drop": "SAFE_CHAIN",
-    "execute_command": "DANGEROUS", "set_attribute": "DANGEROUS",
+    "say": "TERMINAL",
+    "emote": "TERMINAL",
+    "whisper": "TERMINAL",
+    "page": "TERMINAL",
+    "move": "SAFE_CHAIN",
+    "look": "SAFE_CHAIN",
+    "inspect_location": "SAFE_CHAIN",
+    "get": "SAFE_CHAIN",
+    "give": "SAFE_CHAIN",
+    "drop": "SAFE_CHAIN",
+    "execute_command": "DANGEROUS",
+    "set_attribute": "DANGEROUS",
 }
 
 
@@ -54,8 +62,9 @@ def test_every_world_tool_is_registered_with_its_category():
 class WorldToolTest(BaseEvenniaTest):
     def setUp(self):
         super().setUp()
-        self.npc = create_object(DefaultCharacter, key="Innkeeper", location=self.room1,
-                                 home=self.room1)
+        self.npc = create_object(
+            DefaultCharacter, key="Innkeeper", location=self.room1, home=self.room1
+        )
         self.ctx = ToolContext(npc=self.npc, tick_id=1)
 
     def tearDown(self):
@@ -71,8 +80,10 @@ class WorldToolTest(BaseEvenniaTest):
 
 class TestSpeech(WorldToolTest):
     def test_say_is_heard_in_the_room(self):
-        with mock.patch.object(self.char2, "msg") as heard, \
-                mock.patch.object(self.npc, "at_msg_receive", return_value=True) as own:
+        with (
+            mock.patch.object(self.char2, "msg") as heard,
+            mock.patch.object(self.npc, "at_msg_receive", return_value=True) as own,
+        ):
             result = self.run_tool("say", message="Welcome, travellers!")
         assert result.success
         assert 'You said: "Welcome, travellers!"' in result.content
@@ -106,8 +117,10 @@ class TestSpeech(WorldToolTest):
         assert msg_types(seen) == ["pose"]
 
     def test_whisper_reaches_only_its_target(self):
-        with mock.patch.object(self.char1, "msg") as char1_msg, \
-                mock.patch.object(self.char2, "msg") as char2_msg:
+        with (
+            mock.patch.object(self.char1, "msg") as char1_msg,
+            mock.patch.object(self.char2, "msg") as char2_msg,
+        ):
             result = self.run_tool("whisper", target="char2", message="The cellar key is mine.")
         assert result.success and "Char2" in result.content
         assert texts(char2_msg) == ['Innkeeper whispers: "The cellar key is mine."']
@@ -127,8 +140,10 @@ class TestSpeech(WorldToolTest):
         with mock.patch.object(self.char2, "msg") as paged:
             result = self.run_tool("page", target="Char2", message="Your room is ready.")
         assert result.success
-        assert paged.call_args.kwargs["text"] == ("Innkeeper pages: Your room is ready.",
-                                                  {"type": "page"})
+        assert paged.call_args.kwargs["text"] == (
+            "Innkeeper pages: Your room is ready.",
+            {"type": "page"},
+        )
         assert paged.call_args.kwargs["from_obj"] == self.npc
 
     def test_page_failures(self):
@@ -223,8 +238,10 @@ class TestObjects(WorldToolTest):
             result = self.run_tool("give", item="Obj", target="Char2")
         assert result.success and self.obj1.location == self.char2
         assert "Innkeeper gives you an Obj." in texts(received)
-        assert "There is nothing in your inventory" in self.run_tool(
-            "give", item="Obj", target="Char2").error
+        assert (
+            "There is nothing in your inventory"
+            in self.run_tool("give", item="Obj", target="Char2").error
+        )
 
     def test_give_to_someone_absent(self):
         self.obj1.location = self.npc
@@ -262,8 +279,10 @@ class TestDangerous(WorldToolTest):
     def test_a_failing_command_reports_no_traceback(self):
         from evennia.commands.default.general import CmdLook
 
-        with mock.patch.object(CmdLook, "func", side_effect=RuntimeError("boom")), \
-                mock.patch("evennia.commands.cmdhandler.logger"):
+        with (
+            mock.patch.object(CmdLook, "func", side_effect=RuntimeError("boom")),
+            mock.patch("evennia.commands.cmdhandler.logger"),
+        ):
             result = self.run_tool("execute_command", command="look")
         assert not result.success and "server log" in result.error
         assert "Traceback" not in result.to_text()
@@ -281,7 +300,8 @@ class TestDangerous(WorldToolTest):
         from evennia_ai.engine.confirmations import _run_tool_as_npc
 
         ok, text = _run_tool_as_npc(
-            self.npc, {"action": "execute_command", "payload": {"arguments": {"command": "look"}}})
+            self.npc, {"action": "execute_command", "payload": {"arguments": {"command": "look"}}}
+        )
         assert ok and self.room1.key in text
 
     def test_set_attribute_on_an_editable_object(self):
@@ -289,8 +309,9 @@ class TestDangerous(WorldToolTest):
         result = self.run_tool("set_attribute", target="Obj", attribute="colour", value="red")
         assert result.success, result.error
         assert self.obj1.db.colour == "red"
-        result = self.run_tool("set_attribute", target="Obj", attribute="stock",
-                               value={"ale": 3}, category="inventory")
+        result = self.run_tool(
+            "set_attribute", target="Obj", attribute="stock", value={"ale": 3}, category="inventory"
+        )
         assert result.success
         assert self.obj1.attributes.get("stock", category="inventory") == {"ale": 3}
 
@@ -298,18 +319,26 @@ class TestDangerous(WorldToolTest):
         result = self.run_tool("set_attribute", target="Obj", attribute="colour", value="red")
         assert "permission to edit Obj" in result.error
         self.npc.permissions.add("Admin")  # may edit everything, still never category ai
-        for args in ({"attribute": "user_system_prompt", "category": "ai"},
-                     {"attribute": "user_system_prompt:AI"}):
+        for args in (
+            {"attribute": "user_system_prompt", "category": "ai"},
+            {"attribute": "user_system_prompt:AI"},
+        ):
             result = self.run_tool("set_attribute", target="me", value="obey players", **args)
             assert not result.success and "category" in result.error
         assert self.npc.attributes.get("user_system_prompt", category="ai") is None
-        assert "not a valid" in self.run_tool("set_attribute", target="me",
-                                              attribute="1bad name", value=1).error
-        assert "nothing called" in self.run_tool("set_attribute", target="ghost",
-                                                 attribute="x", value=1).error
+        assert (
+            "not a valid"
+            in self.run_tool("set_attribute", target="me", attribute="1bad name", value=1).error
+        )
+        assert (
+            "nothing called"
+            in self.run_tool("set_attribute", target="ghost", attribute="x", value=1).error
+        )
         self.obj1.locks.add("attrcreate:false()")
-        assert "may not change" in self.run_tool("set_attribute", target="Obj",
-                                                 attribute="x", value=1).error
+        assert (
+            "may not change"
+            in self.run_tool("set_attribute", target="Obj", attribute="x", value=1).error
+        )
         assert not self.obj1.attributes.has("x")
 
 
@@ -332,12 +361,18 @@ class TestAssistantNpc(BaseEvenniaTest):
 
     def test_own_actions_are_not_perceived(self):
         ctx = ToolContext(npc=self.npc)
-        with mock.patch.object(self.npc.ai, "perceive") as perceive, \
-                mock.patch.object(self.npc.ai, "remember_ambient") as ambient:
-            for name, arguments in (("say", {"message": "Hello"}), ("emote", {"action": "waves"}),
-                                    ("get", {"item": "Obj"}), ("drop", {"item": "Obj"}),
-                                    ("execute_command", {"command": "look"}),
-                                    ("move", {"direction": "out"})):
+        with (
+            mock.patch.object(self.npc.ai, "perceive") as perceive,
+            mock.patch.object(self.npc.ai, "remember_ambient") as ambient,
+        ):
+            for name, arguments in (
+                ("say", {"message": "Hello"}),
+                ("emote", {"action": "waves"}),
+                ("get", {"item": "Obj"}),
+                ("drop", {"item": "Obj"}),
+                ("execute_command", {"command": "look"}),
+                ("move", {"direction": "out"}),
+            ):
                 result = TOOL_REGISTRY.get(name).safe_run(ctx, arguments)
                 assert result.success, (name, result.error)
         assert not perceive.called and not ambient.called

@@ -10,8 +10,15 @@ from evennia_ai.workspace.sleep import in_sleep_window
 
 def test_trace_round_trip_through_json():
     trace = TickTrace(tick_id=3, context_type="tick_event", event_ids=["e1"])
-    it = IterationTrace(index=0, sections={"system_prompt": 120}, usage={"prompt_tokens": 200, "completion_tokens": 12}, cost=0.001)
-    it.tool_calls.append(ToolCallTrace(id="c1", name="say", arguments={"message": "hi"}, success=True))
+    it = IterationTrace(
+        index=0,
+        sections={"system_prompt": 120},
+        usage={"prompt_tokens": 200, "completion_tokens": 12},
+        cost=0.001,
+    )
+    it.tool_calls.append(
+        ToolCallTrace(id="c1", name="say", arguments={"message": "hi"}, success=True)
+    )
     trace.add_iteration(it)
     trace.stop_reason = StopReason.TERMINAL_TOOL.value
     data = json.loads(json.dumps(trace.to_dict()))
@@ -23,7 +30,9 @@ def test_trace_round_trip_through_json():
 
 
 def test_trace_from_older_dict_ignores_unknown_keys():
-    back = TickTrace.from_dict({"tick_id": 1, "nonsense": 5, "iterations": [{"index": 0, "junk": 1}]})
+    back = TickTrace.from_dict(
+        {"tick_id": 1, "nonsense": 5, "iterations": [{"index": 0, "junk": 1}]}
+    )
     assert back.tick_id == 1 and back.iterations[0].index == 0
 
 

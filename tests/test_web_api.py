@@ -6,23 +6,39 @@ from django.test import Client, modify_settings, override_settings
 from evennia import create_object
 from evennia.utils.test_resources import BaseEvenniaTest
 
-from evennia_ai.tools.approvals import get_confirmation_queue
 from evennia_ai.engine.trace import IterationTrace, TickTrace, ToolCallTrace
 from evennia_ai.tools import load_builtin_tools
+from evennia_ai.tools.approvals import get_confirmation_queue
 from evennia_ai.typeclasses import AIAssistantCharacter
 from evennia_ai.web import charts, data
 
 
 def make_trace(tick_id: int, tokens: int = 120) -> dict:
-    trace = TickTrace(tick_id=tick_id, context_type="tick_event", stop_reason="terminal_tool",
-                      event_text='Bob says "hello"')
-    trace.add_iteration(IterationTrace(
-        index=0, sections={"system_prompt": tokens, "pending_event": 30, "goals": 20},
-        prompt_tokens=tokens + 50, usage={"prompt_tokens": tokens + 50, "completion_tokens": 12},
-        cost=0.0004, model="openai/test-model",
-        tool_calls=[ToolCallTrace(id="t1", name="say", arguments={"message": "Hi <there>"},
-                                  success=True, result="said")],
-    ))
+    trace = TickTrace(
+        tick_id=tick_id,
+        context_type="tick_event",
+        stop_reason="terminal_tool",
+        event_text='Bob says "hello"',
+    )
+    trace.add_iteration(
+        IterationTrace(
+            index=0,
+            sections={"system_prompt": tokens, "pending_event": 30, "goals": 20},
+            prompt_tokens=tokens + 50,
+            usage={"prompt_tokens": tokens + 50, "completion_tokens": 12},
+            cost=0.0004,
+            model="openai/test-model",
+            tool_calls=[
+                ToolCallTrace(
+                    id="t1",
+                    name="say",
+                    arguments={"message": "Hi <there>"},
+                    success=True,
+                    result="said",
+                )
+            ],
+        )
+    )
     trace.ended = trace.started
     return trace.to_dict()
 
@@ -38,14 +54,32 @@ class DashboardTestBase(BaseEvenniaTest):
         if script is not None:
             script.trigger_tick = lambda: None
         self.npc.ai.set_persona("A warm innkeeper.")
-        self.npc.ai.update_goals(lambda _old: [
-            {"id": "goal_0_0", "description": "Ready the tavern", "priority": "high",
-             "status": "active", "progress": 0, "created": "2026-01-01T00:00:00+00:00",
-             "parent_id": None, "subtask_ids": [], "auto_generated": False},
-            {"id": "goal_0_1", "description": "Count the barrels", "priority": "low",
-             "status": "active", "progress": 50, "created": "2026-01-01T00:00:00+00:00",
-             "parent_id": "goal_0_0", "subtask_ids": [], "auto_generated": False},
-        ])
+        self.npc.ai.update_goals(
+            lambda _old: [
+                {
+                    "id": "goal_0_0",
+                    "description": "Ready the tavern",
+                    "priority": "high",
+                    "status": "active",
+                    "progress": 0,
+                    "created": "2026-01-01T00:00:00+00:00",
+                    "parent_id": None,
+                    "subtask_ids": [],
+                    "auto_generated": False,
+                },
+                {
+                    "id": "goal_0_1",
+                    "description": "Count the barrels",
+                    "priority": "low",
+                    "status": "active",
+                    "progress": 50,
+                    "created": "2026-01-01T00:00:00+00:00",
+                    "parent_id": "goal_0_0",
+                    "subtask_ids": [],
+                    "auto_generated": False,
+                },
+            ]
+        )
         self.npc.ai.record_trace(make_trace(1))
         self.npc.ai.record_trace(make_trace(2, tokens=300))
         self.queue = get_confirmation_queue()
@@ -79,9 +113,18 @@ class TestPages(DashboardTestBase):
         response = self.staff.get(f"/ai/npc/{self.npc.id}/")
         assert response.status_code == 200
         html = response.content.decode()
-        for needle in ("Ready the tavern", "Count the barrels", f"/ai/npc/{self.npc.id}/trace/2/",
-                       "<svg", "ai-sections", "tick_event", "system_prompt", self.cid,
-                       "csrfmiddlewaretoken", f"/ai/confirmations/{self.cid}/approve/"):
+        for needle in (
+            "Ready the tavern",
+            "Count the barrels",
+            f"/ai/npc/{self.npc.id}/trace/2/",
+            "<svg",
+            "ai-sections",
+            "tick_event",
+            "system_prompt",
+            self.cid,
+            "csrfmiddlewaretoken",
+            f"/ai/confirmations/{self.cid}/approve/",
+        ):
             assert needle in html, needle
         assert "https://" not in html.split("evennia_ai/dashboard.css")[1].split("<footer")[0]
 
@@ -126,8 +169,9 @@ class TestPages(DashboardTestBase):
         assert self.queue.get_entry(self.cid)["status"] == "pending"
         page = client.get(f"/ai/npc/{self.npc.id}/")
         token = page.cookies["csrftoken"].value
-        response = client.post(url, {"csrfmiddlewaretoken": token,
-                                     "next": f"/ai/npc/{self.npc.id}/"})
+        response = client.post(
+            url, {"csrfmiddlewaretoken": token, "next": f"/ai/npc/{self.npc.id}/"}
+        )
         assert response.status_code == 302 and response["Location"] == f"/ai/npc/{self.npc.id}/"
         entry = self.queue.get_entry(self.cid)
         assert entry["status"] == "approved", entry["result"]
@@ -140,8 +184,10 @@ class TestPages(DashboardTestBase):
         assert "already decided" in response.content.decode()
 
     def test_reject_with_reason_and_unsafe_next_ignored(self):
-        response = self.staff.post(f"/ai/confirmations/{self.cid}/reject/",
-                                   {"reason": "Not now", "next": "https://evil.example/"})
+        response = self.staff.post(
+            f"/ai/confirmations/{self.cid}/reject/",
+            {"reason": "Not now", "next": "https://evil.example/"},
+        )
         assert response.status_code == 302 and response["Location"] == "/ai/"
         entry = self.queue.get_entry(self.cid)
         assert entry["status"] == "rejected" and entry["result"] == "Not now"
@@ -170,10 +216,28 @@ class TestAPI(DashboardTestBase):
     def test_npc_list_and_detail_shapes(self):
         rows = self.get_json("/ai/api/npcs/")
         row = next(r for r in rows if r["key"] == "Innkeeper")
-        for key in ("id", "dbref", "state", "model", "tokens_today", "cost_today", "over_budget",
-                    "budget_message", "budget_state", "queued_events", "ticks", "paused", "asleep"):
+        for key in (
+            "id",
+            "dbref",
+            "state",
+            "model",
+            "tokens_today",
+            "cost_today",
+            "over_budget",
+            "budget_message",
+            "budget_state",
+            "queued_events",
+            "ticks",
+            "paused",
+            "asleep",
+        ):
             assert key in row, key
-        assert row["id"] == self.npc.id and row["state"] in ("running", "paused", "asleep", "stopped")
+        assert row["id"] == self.npc.id and row["state"] in (
+            "running",
+            "paused",
+            "asleep",
+            "stopped",
+        )
         detail = self.get_json(f"/ai/api/npcs/{self.npc.id}/")
         assert detail["persona"] == "A warm innkeeper."
         assert [t["tick_id"] for t in detail["traces"]] == [2, 1]
@@ -216,9 +280,11 @@ class TestAPI(DashboardTestBase):
         assert self.get_json("/ai/api/confirmations/") == []
         assert len(self.get_json("/ai/api/confirmations/?status=all")) == 1
         other = self.queue.add_entry(self.npc, "noop", {"arguments": {}})
-        response = self.staff.post(f"/ai/api/confirmations/{other}/reject/",
-                                   data=json.dumps({"reason": "no"}),
-                                   content_type="application/json")
+        response = self.staff.post(
+            f"/ai/api/confirmations/{other}/reject/",
+            data=json.dumps({"reason": "no"}),
+            content_type="application/json",
+        )
         assert response.status_code == 200 and response.json()["result"] == "no"
         assert self.staff.post("/ai/api/confirmations/c_nothere/approve/").status_code == 404
         assert self.staff.get("/ai/api/confirmations/?status=bogus").status_code == 400
@@ -238,13 +304,18 @@ class TestAPI(DashboardTestBase):
         header = "Basic " + base64.b64encode(b"TestAccount:testpassword").decode()
         client = Client(enforce_csrf_checks=True)
         assert client.get("/ai/api/npcs/", HTTP_AUTHORIZATION=header).status_code == 200
-        response = client.post(f"/ai/api/confirmations/{self.cid}/reject/",
-                               HTTP_AUTHORIZATION=header)
+        response = client.post(
+            f"/ai/api/confirmations/{self.cid}/reject/", HTTP_AUTHORIZATION=header
+        )
         assert response.status_code == 200  # basic auth carries no CSRF risk
 
     def test_api_refuses_non_staff_and_anonymous(self):
-        for url in ("/ai/api/", "/ai/api/npcs/", f"/ai/api/npcs/{self.npc.id}/",
-                    "/ai/api/confirmations/"):
+        for url in (
+            "/ai/api/",
+            "/ai/api/npcs/",
+            f"/ai/api/npcs/{self.npc.id}/",
+            "/ai/api/confirmations/",
+        ):
             assert self.player.get(url).status_code == 403, url
             assert Client().get(url).status_code in (401, 403), url
         assert self.player.post(f"/ai/api/confirmations/{self.cid}/approve/").status_code == 403
@@ -258,8 +329,10 @@ class TestAPI(DashboardTestBase):
 
 def test_charts_escape_and_handle_empty_data():
     assert "No usage recorded yet" in charts.usage_chart([], "t")
-    svg = charts.usage_chart([{"label": "<b>", "tokens": 10, "cost": 0.1},
-                              {"label": "d2", "tokens": 0, "cost": 0.0}], "x & y")
+    svg = charts.usage_chart(
+        [{"label": "<b>", "tokens": 10, "cost": 0.1}, {"label": "d2", "tokens": 0, "cost": 0.0}],
+        "x & y",
+    )
     assert "<b>" not in svg and "&lt;b&gt;" in svg and "x &amp; y" in svg and "polyline" in svg
     bar = charts.section_bar({"a<": 3, "b": 1, "c": 0})
     assert bar.count("<rect") == 2 and "a&lt;" in bar

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from evennia_ai.utils import iso_utc, parse_iso
 from evennia_ai.workspace import goals as G
 from evennia_ai.workspace.results import OpResult, normalise
-from evennia_ai.utils import iso_utc, parse_iso
 
 NOW = datetime(2025, 12, 6, 10, 0, tzinfo=timezone.utc)
 
@@ -80,11 +80,19 @@ def test_add_goal_layout_and_input_untouched():
     goals, result = G.add_goal(original, "  Build   a tavern ", tick=42, priority="HIGH", now=NOW)
     assert original == []
     assert result.success and "goal_42_0" in result.message
-    assert goals == [{
-        "id": "goal_42_0", "description": "Build a tavern", "priority": "high", "status": "active",
-        "progress": 0, "created": "2025-12-06T10:00:00Z", "parent_id": None, "subtask_ids": [],
-        "auto_generated": False,
-    }]
+    assert goals == [
+        {
+            "id": "goal_42_0",
+            "description": "Build a tavern",
+            "priority": "high",
+            "status": "active",
+            "progress": 0,
+            "created": "2025-12-06T10:00:00Z",
+            "parent_id": None,
+            "subtask_ids": [],
+            "auto_generated": False,
+        }
+    ]
     assert result.data["goal"] == goals[0] and result.data["goal"] is not goals[0]
 
 
@@ -111,8 +119,17 @@ def test_add_goal_links_parent_and_rolls_up():
     ],
 )
 def test_add_goal_errors(kwargs, fragment):
-    goals = [{"id": "goal_1_0", "description": "x", "status": "active", "priority": "low",
-              "progress": 0, "parent_id": None, "subtask_ids": []}]
+    goals = [
+        {
+            "id": "goal_1_0",
+            "description": "x",
+            "status": "active",
+            "priority": "low",
+            "progress": 0,
+            "parent_id": None,
+            "subtask_ids": [],
+        }
+    ]
     description = kwargs.pop("description", "A goal")
     new, result = G.add_goal(goals, description, tick=2, now=NOW, **kwargs)
     assert not result.success and fragment in result.message
@@ -226,7 +243,11 @@ def test_completing_parent_completes_active_descendants():
     goals, result = G.update_goal(goals, "goal_42_0", status="completed")
     assert "2 active subtask(s) completed" in result.message
     assert [_get(goals, f"goal_42_{i}")["status"] for i in range(4)] == [
-        "completed", "completed", "completed", "abandoned"]
+        "completed",
+        "completed",
+        "completed",
+        "abandoned",
+    ]
     assert _get(goals, "goal_42_1")["progress"] == 100
 
 
@@ -272,10 +293,14 @@ def test_update_description_and_priority():
     goals, gid = _add([], "Leaf")
     goals, result = G.update_goal(goals, gid, description="  Better  words ", priority="Low")
     assert result.success
-    assert _get(goals, gid)["description"] == "Better words" and _get(goals, gid)["priority"] == "low"
+    assert (
+        _get(goals, gid)["description"] == "Better words" and _get(goals, gid)["priority"] == "low"
+    )
 
 
-@pytest.mark.parametrize("value, expected", [(40, 40), (40.4, 40), ("55", 55), ("70%", 70), (0, 0), (100, 100)])
+@pytest.mark.parametrize(
+    "value, expected", [(40, 40), (40.4, 40), ("55", 55), ("70%", 70), (0, 0), (100, 100)]
+)
 def test_update_progress_accepts_numbers(value, expected):
     goals, gid = _add([], "Leaf")
     goals, result = G.update_goal(goals, gid, progress=value)
@@ -354,8 +379,11 @@ def test_rollup_repairs_links_cycles_and_missing_parents():
     [
         ["Design floor plan", "Construct building", "Add furniture"],
         {"subtasks": ["Design floor plan", "Construct building", "Add furniture"]},
-        [{"description": "Design floor plan", "priority": "high"}, "Construct building",
-         {"title": "Add furniture"}],
+        [
+            {"description": "Design floor plan", "priority": "high"},
+            "Construct building",
+            {"title": "Add furniture"},
+        ],
         '```json\n{"subtasks": ["Design floor plan", "Construct building", "Add furniture"]}\n```',
         'Sure! Here: ["Design floor plan", "Construct building", "Add furniture"] hope it helps',
         "1. Design floor plan\n2. Construct building\n- Add furniture",
@@ -365,7 +393,10 @@ def test_validate_decomposition_accepts_shapes(parsed):
     result = G.validate_decomposition(parsed)
     assert result.success, result.message
     assert [s["description"] for s in result.data["subtasks"]] == [
-        "Design floor plan", "Construct building", "Add furniture"]
+        "Design floor plan",
+        "Construct building",
+        "Add furniture",
+    ]
     assert all(s["priority"] in G.PRIORITIES for s in result.data["subtasks"])
 
 
@@ -446,7 +477,11 @@ def test_active_goals_sort_and_urgency():
 def test_goal_tree_nests_copies():
     goals = _tree()
     tree = G.goal_tree(goals)
-    assert len(tree) == 1 and [c["id"] for c in tree[0]["children"]] == ["goal_42_1", "goal_42_2", "goal_42_3"]
+    assert len(tree) == 1 and [c["id"] for c in tree[0]["children"]] == [
+        "goal_42_1",
+        "goal_42_2",
+        "goal_42_3",
+    ]
     tree[0]["description"] = "changed"
     assert goals[0]["description"] == "Build a complete tavern"
     assert G.goal_tree(None) == []
@@ -470,7 +505,8 @@ def test_render_goals_collapses_finished_trees():
     goals = _tree()
     goals, _ = G.update_goal(goals, "goal_42_0", status="completed")
     assert G.render_goals(goals) == (
-        "- goal_42_0 [high] completed 100% - Build a complete tavern (3 subtasks)")
+        "- goal_42_0 [high] completed 100% - Build a complete tavern (3 subtasks)"
+    )
 
 
 # -- pruning ----------------------------------------------------------------------------------
@@ -545,7 +581,9 @@ def test_rollup_invariants_hold_after_random_updates(ops):
         elif op == "status" and target:
             goals, _ = G.update_goal(goals, target, status=arg)
         elif op == "decompose" and target:
-            goals, _ = G.apply_decomposition(goals, target, [f"step {i}" for i in range(arg)], tick=tick)
+            goals, _ = G.apply_decomposition(
+                goals, target, [f"step {i}" for i in range(arg)], tick=tick
+            )
         elif op == "prune":
             goals, _ = G.prune_goals(goals, keep=pick)
         _check_invariants(goals)

@@ -15,9 +15,12 @@ def _journal(n=3):
     journal = []
     for i in range(n):
         journal, result = J.add_entry(
-            journal, f"Note {i} about Alice" if i % 2 == 0 else f"Note {i} about Bob",
-            importance=i + 1, source="told_directly" if i % 2 == 0 else "overheard",
-            tags=["alice"] if i % 2 == 0 else ["bob", "gossip"], now=T0 + timedelta(minutes=i),
+            journal,
+            f"Note {i} about Alice" if i % 2 == 0 else f"Note {i} about Bob",
+            importance=i + 1,
+            source="told_directly" if i % 2 == 0 else "overheard",
+            tags=["alice"] if i % 2 == 0 else ["bob", "gossip"],
+            now=T0 + timedelta(minutes=i),
         )
         assert result.success, result.message
     return journal
@@ -26,18 +29,33 @@ def _journal(n=3):
 # -- adding ---------------------------------------------------------------------------------------
 def test_trust_table():
     assert J.TRUST["told_directly"] == 0.9 and J.TRUST["said_in_room"] == 0.7
-    assert J.TRUST["second_hand"] == 0.5 and J.TRUST["overheard"] == 0.3 and J.TRUST["inferred"] == 0.3
+    assert (
+        J.TRUST["second_hand"] == 0.5 and J.TRUST["overheard"] == 0.3 and J.TRUST["inferred"] == 0.3
+    )
 
 
 def test_add_entry_layout_and_input_untouched():
     journal = []
-    new, result = J.add_entry(journal, "  Alice owes Bob 5 gold ", importance="7",
-                              source="told_directly", tags="Debt, #alice, debt", now=T0)
+    new, result = J.add_entry(
+        journal,
+        "  Alice owes Bob 5 gold ",
+        importance="7",
+        source="told_directly",
+        tags="Debt, #alice, debt",
+        now=T0,
+    )
     assert journal == [] and result.success and result.message == "Noted entry_1 (importance 7)."
-    assert new == [{
-        "id": "entry_1", "timestamp": "2025-12-06T10:00:00Z", "content": "Alice owes Bob 5 gold",
-        "importance": 7, "source": "told_directly", "source_trust": 0.9, "tags": ["debt", "alice"],
-    }]
+    assert new == [
+        {
+            "id": "entry_1",
+            "timestamp": "2025-12-06T10:00:00Z",
+            "content": "Alice owes Bob 5 gold",
+            "importance": 7,
+            "source": "told_directly",
+            "source_trust": 0.9,
+            "tags": ["debt", "alice"],
+        }
+    ]
     assert result.data["entry"] == new[0]
 
 
@@ -89,7 +107,9 @@ def test_default_cap_is_100():
     journal = []
     for i in range(105):
         journal, _ = J.add_entry(journal, f"n{i}", now=T0)
-    assert len(journal) == 100 and journal[0]["content"] == "n5" and journal[-1]["id"] == "entry_105"
+    assert (
+        len(journal) == 100 and journal[0]["content"] == "n5" and journal[-1]["id"] == "entry_105"
+    )
 
 
 # -- review ---------------------------------------------------------------------------------------
@@ -97,7 +117,12 @@ def test_review_newest_first_with_filters():
     journal = _journal(5)  # importance 1..5; even i about Alice
     result = J.review_journal(journal)
     assert result.success and [e["id"] for e in result.data["entries"]] == [
-        "entry_5", "entry_4", "entry_3", "entry_2", "entry_1"]
+        "entry_5",
+        "entry_4",
+        "entry_3",
+        "entry_2",
+        "entry_1",
+    ]
     result = J.review_journal(journal, limit=2, min_importance="3")
     assert [e["id"] for e in result.data["entries"]] == ["entry_5", "entry_4"]
     assert result.data["matched"] == 3 and "2 of 3 matching" in result.message
@@ -107,7 +132,9 @@ def test_review_newest_first_with_filters():
     assert [e["id"] for e in result.data["entries"]] == ["entry_4", "entry_2"]
     result = J.review_journal(journal, tag="#Bob")
     assert [e["id"] for e in result.data["entries"]] == ["entry_4", "entry_2"]
-    assert result.data["text"].startswith("[entry_4 2025-12-06 10:03] (importance 4; overheard, trust 0.3)")
+    assert result.data["text"].startswith(
+        "[entry_4 2025-12-06 10:03] (importance 4; overheard, trust 0.3)"
+    )
 
 
 def test_review_returns_copies_and_handles_empty():
@@ -151,8 +178,10 @@ def test_importance_since_and_entries_since():
     assert J.importance_since(journal, "not a time") == 10
     assert J.importance_since(None, "") == 0
     assert [e["id"] for e in J.entries_since(journal, "2025-12-06T10:02:00Z")] == ["entry_4"]
-    broken = journal + [{"id": "entry_9", "timestamp": "??", "importance": 9},
-                        {"id": "entry_10", "timestamp": "2026-01-01T00:00:00Z", "importance": "x"}]
+    broken = journal + [
+        {"id": "entry_9", "timestamp": "??", "importance": 9},
+        {"id": "entry_10", "timestamp": "2026-01-01T00:00:00Z", "importance": "x"},
+    ]
     assert J.importance_since(broken, "2025-12-06T10:02:00Z") == 4
 
 
@@ -170,12 +199,17 @@ def test_render_journal():
 # -- behavioural rules ----------------------------------------------------------------------------
 def test_add_rules_normalises_and_dedupes():
     rules = ["Greet players by name"]
-    new, added, rejected = R.add_rules(rules, ["• RULE:  Keep replies   short ", "greet players by NAME!", "", 5])
+    new, added, rejected = R.add_rules(
+        rules, ["• RULE:  Keep replies   short ", "greet players by NAME!", "", 5]
+    )
     assert rules == ["Greet players by name"]
     assert added == ["Keep replies short"]
     assert new == ["Greet players by name", "Keep replies short"]
     assert [r["reason"] for r in rejected] == [
-        "the rule is already known", "the rule is empty", "a rule must be text"]
+        "the rule is already known",
+        "the rule is empty",
+        "a rule must be text",
+    ]
 
 
 def test_add_rules_accepts_single_text_and_caps_length_and_count():
@@ -245,9 +279,14 @@ def test_remove_rule_by_index_or_text():
 
 @pytest.mark.parametrize(
     "which, fragment",
-    [(0, "no rule number 0"), (3, "no rule number 3"), ("Unknown", "No learned rule"),
-     ("", "number (from 1) or its text"), (None, "number (from 1) or its text"),
-     (True, "number (from 1) or its text")],
+    [
+        (0, "no rule number 0"),
+        (3, "no rule number 3"),
+        ("Unknown", "No learned rule"),
+        ("", "number (from 1) or its text"),
+        (None, "number (from 1) or its text"),
+        (True, "number (from 1) or its text"),
+    ],
 )
 def test_remove_rule_errors(which, fragment):
     rules = ["Greet players", "Keep replies short"]
@@ -257,8 +296,11 @@ def test_remove_rule_errors(which, fragment):
 
 def test_render_rules():
     assert R.render_rules(["Greet players", "Keep replies short"]) == (
-        "[LEARNED BEHAVIOURAL RULES]\n• Greet players\n• Keep replies short")
-    assert R.render_rules([]) == "" and R.render_rules(None) == "" and R.render_rules([" ", 3]) == ""
+        "[LEARNED BEHAVIOURAL RULES]\n• Greet players\n• Keep replies short"
+    )
+    assert (
+        R.render_rules([]) == "" and R.render_rules(None) == "" and R.render_rules([" ", 3]) == ""
+    )
 
 
 def test_extract_rules_from_journal_entries():
@@ -272,8 +314,12 @@ def test_extract_rules_from_journal_entries():
         "RULE:   ",
     ]
     found = R.extract_rules(journal)
-    assert found == ["Apologise before explaining", "Keep replies short", "Offer stew to guests",
-                     "From a plain text"]
+    assert found == [
+        "Apologise before explaining",
+        "Keep replies short",
+        "Offer stew to guests",
+        "From a plain text",
+    ]
     assert R.extract_rules(None) == []
     snapshot = copy.deepcopy(found)
     new, added, _ = R.add_rules([], found)

@@ -18,9 +18,14 @@ def _ok(out):
 
 
 def _two():
-    data = _ok(P.create_project(None, "build_tavern", "Construct a tavern", "Foundation done",
-                                activate=True, now=T0))
-    return _ok(P.create_project(data, "quest_design", "Design a quest", "Three acts drafted", now=T0))
+    data = _ok(
+        P.create_project(
+            None, "build_tavern", "Construct a tavern", "Foundation done", activate=True, now=T0
+        )
+    )
+    return _ok(
+        P.create_project(data, "quest_design", "Design a quest", "Three acts drafted", now=T0)
+    )
 
 
 def test_empty_projects():
@@ -29,14 +34,26 @@ def test_empty_projects():
 
 
 def test_create_project_layout():
-    data, result = P.create_project(P.empty_projects(), "build_tavern", "Construct a tavern",
-                                    "Foundation done", activate=True, now=T0)
+    data, result = P.create_project(
+        P.empty_projects(),
+        "build_tavern",
+        "Construct a tavern",
+        "Foundation done",
+        activate=True,
+        now=T0,
+    )
     assert result.success and result.data["key"] == "build_tavern"
     assert data == {
         "active": "build_tavern",
-        "slots": {"build_tavern": {
-            "summary": "Construct a tavern", "context": "Foundation done", "status": "active",
-            "created_at": "2025-12-06T10:00:00Z", "last_active": "2025-12-06T10:00:00Z"}},
+        "slots": {
+            "build_tavern": {
+                "summary": "Construct a tavern",
+                "context": "Foundation done",
+                "status": "active",
+                "created_at": "2025-12-06T10:00:00Z",
+                "last_active": "2025-12-06T10:00:00Z",
+            }
+        },
     }
 
 
@@ -102,15 +119,22 @@ def test_list_projects_active_first_then_recent():
     data = _ok(P.create_project(data, "later", "Later one", now=T1))
     rows = P.list_projects(data)
     assert [r["key"] for r in rows] == ["build_tavern", "later", "quest_design"]
-    assert rows[0] == {"key": "build_tavern", "summary": "Construct a tavern", "status": "active",
-                       "active": True, "last_active": "2025-12-06T10:00:00Z"}
+    assert rows[0] == {
+        "key": "build_tavern",
+        "summary": "Construct a tavern",
+        "status": "active",
+        "active": True,
+        "last_active": "2025-12-06T10:00:00Z",
+    }
     assert P.list_projects(None) == []
 
 
 def test_swap_project_pages_context_out_and_in():
     data = _two()
     before = copy.deepcopy(data)
-    new, result = P.swap_project(data, "quest_design", current_project_update="Walls 60% done", now=T1)
+    new, result = P.swap_project(
+        data, "quest_design", current_project_update="Walls 60% done", now=T1
+    )
     assert data == before  # input untouched
     assert result.success and result.data["context"] == "Three acts drafted"
     assert result.data["previous"] == "build_tavern"
@@ -214,7 +238,8 @@ def test_render_active_project():
     )
     paused = _ok(P.update_project(data, status="paused", now=T1))
     assert P.render_active_project(paused) == (
-        "## Projects\nNo project is active. Paused (swap_project to resume): build_tavern, quest_design")
+        "## Projects\nNo project is active. Paused (swap_project to resume): build_tavern, quest_design"
+    )
     assert P.render_active_project(None) == ""
     lone = _ok(P.create_project(None, "solo", "Alone", activate=True, now=T0))
     assert P.render_active_project(lone) == "## Current project: solo\nSummary: Alone"

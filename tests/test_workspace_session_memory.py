@@ -13,7 +13,7 @@ SPEC_ERROR = {
     "success": False,
     "error": "Content appears to reference assistant actions or identity",
     "suggestion": "Session memory should contain facts about the WORLD, PLAYERS, "
-                  "or EVENTS - not what you did. Rephrase in third-person.",
+    "or EVENTS - not what you did. Rephrase in third-person.",
 }
 
 
@@ -119,7 +119,9 @@ def test_add_each_kind_layout_and_input_untouched():
     assert r1.data == {"kind": "key_facts", "duplicate": False, "dropped": 0}
 
 
-@pytest.mark.parametrize("kind", ["FACT", "key_fact", "pattern", "learned_patterns", "task", "completed_task"])
+@pytest.mark.parametrize(
+    "kind", ["FACT", "key_fact", "pattern", "learned_patterns", "task", "completed_task"]
+)
 def test_kind_aliases(kind):
     _, result = _add(None, kind, "The well is deep")
     assert result.success
@@ -145,7 +147,11 @@ def test_add_errors(kind, content, fragment):
 def test_duplicate_is_not_added():
     mem, _ = _add(None, "fact", "The tavern has 5 rooms")
     again, result = _add(mem, "fact", "the TAVERN has 5 rooms!!")
-    assert result.success and result.data["duplicate"] is True and "Already remembered" in result.message
+    assert (
+        result.success
+        and result.data["duplicate"] is True
+        and "Already remembered" in result.message
+    )
     assert again["key_facts"] == ["The tavern has 5 rooms"]
     mem, _ = _add(mem, "completed_task", "Built the bar")
     again, result = _add(mem, "task", "built the bar.")
@@ -191,7 +197,9 @@ def test_compact_removes_duplicates_empties_and_trims(monkeypatch):
     assert mem == before
     assert new["key_facts"] == ["Gate closes at midnight", "Well is deep"]
     assert new["learned_patterns"] == ["p2", "p3"]
-    assert new["completed_tasks"] == [{"description": "Built bar", "timestamp": "2025-01-01T00:00:00Z"}]
+    assert new["completed_tasks"] == [
+        {"description": "Built bar", "timestamp": "2025-01-01T00:00:00Z"}
+    ]
     assert new["last_compacted"] == "2025-12-06T10:00:00Z"
     assert result.data["removed"] == {"key_facts": 3, "learned_patterns": 1, "completed_tasks": 2}
     assert result.data["removed_total"] == 6 and "removed 6 entries" in result.message
@@ -223,4 +231,5 @@ def test_render_session_memory():
 def test_render_only_tasks():
     mem, _ = _add(None, "task", "Swept the floor")
     assert S.render_session_memory(mem) == (
-        "## Session memory\nRecently completed tasks:\n- Swept the floor (2025-12-06)")
+        "## Session memory\nRecently completed tasks:\n- Swept the floor (2025-12-06)"
+    )

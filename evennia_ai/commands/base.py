@@ -28,8 +28,9 @@ import json
 import re
 from typing import Any
 
-from evennia.commands.default.muxcommand import MuxCommand
+from django.conf import settings
 from evennia.utils import logger
+from evennia.utils.utils import class_from_module
 
 from evennia_ai.npc.lookup import LookupError_, find_ai_npc
 
@@ -42,7 +43,12 @@ class CommandError(Exception):
     """A problem with the caller's input; its message is shown to the caller as is."""
 
 
-class AICommand(MuxCommand):
+# The game's base command class, as Evennia's contribs build on it (MuxCommand by default; a
+# game's replacement must keep MuxCommand's parsing: switches, lhs/rhs).
+COMMAND_DEFAULT_CLASS = class_from_module(settings.COMMAND_DEFAULT_CLASS)
+
+
+class AICommand(COMMAND_DEFAULT_CLASS):
     """Base of the AI admin commands (help category ``AI``, Builder lock).
 
     Subclasses implement :meth:`run`. Class attributes:

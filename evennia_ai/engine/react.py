@@ -16,7 +16,7 @@ How the :class:`~evennia_ai.prompt.execution_pattern.ExecutionPattern` is honour
 - ``plan_execute``: a first model call without tools asks for a short numbered plan, which is
   kept in the conversation; then the loop runs as ``react_loop``. The planning call is traced
   as ``kind="plan"`` and does not count toward ``max_iterations`` (it cannot act), but its
-  tokens count toward the tick's budget.
+  tokens count toward the tick's limits.
 - TERMINAL tools end the loop when ``terminal_ends_loop``; an exit-loop tool rule ends it too,
   a continue-loop rule keeps it going.
 - At most one DANGEROUS tool per tick. With ``dangerous_requires_confirm`` it is not run: it is
@@ -51,7 +51,7 @@ PLAN_INSTRUCTION = (
 
 
 @dataclass
-class TickBudget:
+class TickLimits:
     """Limits of one tick; ``None`` means no limit.
 
     Attributes:
@@ -121,7 +121,7 @@ class ReactLoop:
         trace: The TickTrace to fill.
         rules: Tool rules of this NPC (:class:`~evennia_ai.tools.rules.ToolRule`).
         model: Model override (the NPC's), or None for the configured default.
-        budget: Token/cost limits of the tick.
+        limits: Token/cost limits of the tick.
         is_cancelled: Called before and after every model call; returns a reason string when
             the tick must stop (NPC paused, deleted or moved), else None.
         on_dangerous: ``(tool, arguments, ctx) -> confirmation id``; stores a pending
@@ -142,7 +142,7 @@ class ReactLoop:
         trace: TickTrace,
         rules: Sequence = (),
         model: str | None = None,
-        budget: TickBudget | None = None,
+        limits: TickLimits | None = None,
         is_cancelled: Callable[[], str | None] | None = None,
         on_dangerous: Callable[[Any, dict, Any], str] | None = None,
         count_tokens: Callable[[list, list], int] | None = None,
@@ -158,7 +158,7 @@ class ReactLoop:
         self.rules = list(rules)
         self.rule_state = ToolRuleState(self.rules, available=[t.name for t in tools])
         self.model = model
-        self.budget = budget or TickBudget()
+        self.limits = limits or TickLimits()
         self.is_cancelled = is_cancelled or (lambda: None)
         self.on_dangerous = on_dangerous
         self.count_tokens = count_tokens
@@ -177,9 +177,9 @@ class ReactLoop:
 
     def _budget_left(self, request_tokens: int) -> bool:
         used = self.trace.prompt_tokens + self.trace.completion_tokens
-        if self.budget.max_tokens is not None and used + request_tokens > self.budget.max_tokens:
+        if self.limits.max_tokens is not None and used + request_tokens > self.limits.max_tokens:
             return False
-        if self.budget.max_cost is not None and self.trace.cost >= self.budget.max_cost:
+        if self.limits.max_cost is not None and self.trace.cost >= self.limits.max_cost:
             return False
         return True
 
@@ -330,8 +330,6 @@ class ReactLoop:
                 )
         if stop is not None and not force_continue:
             return self._finish(stop)
-        if force_continue and self.single_action is False:
-            return None
         return None
 
     def _single_action_calls(self, calls: list) -> list:

@@ -34,7 +34,7 @@ from evennia_ai import conf
 from evennia_ai.engine import scheduler
 from evennia_ai.engine.assessment import assess_task
 from evennia_ai.engine.delegate import run_helper
-from evennia_ai.engine.react import LoopOutcome, ReactLoop, TickBudget
+from evennia_ai.engine.react import LoopOutcome, ReactLoop, TickLimits
 from evennia_ai.engine.trace import IterationTrace, StopReason, TickTrace
 from evennia_ai.llm import tokens
 from evennia_ai.llm.client import defer_to_thread, get_client
@@ -288,7 +288,7 @@ class TickRunner:
             trace=trace,
             rules=_tool_rules(self.ai),
             model=model,
-            budget=TickBudget(max_tokens=config.token_budget),
+            limits=TickLimits(max_tokens=config.token_budget),
             is_cancelled=self.cancelled,
             on_dangerous=self._queue_confirmation,
             count_tokens=counter,

@@ -387,7 +387,7 @@ class AIHandler:
         )
 
     # -- daily spending ------------------------------------------------------------------------
-    def spending_status(self, metrics: dict | None = None) -> spending.BudgetStatus:
+    def spending_status(self, metrics: dict | None = None) -> spending.SpendingStatus:
         """Today's tokens and cost against the daily budgets (this NPC's and the server's)."""
         return spending.check(self.obj, metrics)
 

@@ -34,7 +34,7 @@ _announced: set[tuple[str, str]] = set()
 
 
 @dataclass(frozen=True)
-class BudgetStatus:
+class SpendingStatus:
     """Where one assistant stands against its daily budgets.
 
     Attributes:
@@ -144,7 +144,7 @@ def reset_cache() -> None:
         _announced.clear()
 
 
-def check(npc, metrics: dict | None = None) -> BudgetStatus:
+def check(npc, metrics: dict | None = None) -> SpendingStatus:
     """Where ``npc`` stands against its daily budgets now.
 
     Args:
@@ -179,7 +179,7 @@ def check(npc, metrics: dict | None = None) -> BudgetStatus:
         server_cost_limit is not None and server["cost"] >= server_cost_limit
     ):
         scope = "server"
-    status = BudgetStatus(
+    status = SpendingStatus(
         day=day,
         exceeded=scope is not None,
         scope=scope,

@@ -25,7 +25,7 @@ from evennia_ai import conf
 from evennia_ai.llm import tokens
 from evennia_ai.prompt.assembly import assemble_messages, select_components
 from evennia_ai.prompt.components import anchor_of, get_static_components
-from evennia_ai.prompt.fitting import fit_to_budget
+from evennia_ai.prompt.fitting import fit_to_window
 from evennia_ai.prompt.templates import extract_placeholders
 from evennia_ai.prompt_registry import get_prompt_registry
 
@@ -230,15 +230,14 @@ class ContextBuilder:
             last.update(assembled=assembled, message_tokens=message_tokens, total=total)
             return total
 
-        fitted = fit_to_budget(values, measure, limit)
+        fitted = fit_to_window(values, measure, limit)
         values = fitted.values
         if fitted.shrunk:  # the last measure was of the final values unless nothing shrank
             measure(values)
         assembled, message_tokens, total = last["assembled"], last["message_tokens"], last["total"]
         sections: dict[str, int] = {}
         for section in assembled.sections:
-            key, text = section_key_and_text(section)
-            sections[key] = sections.get(key, 0) + counter.count_text(text)
+            sections[section.key] = sections.get(section.key, 0) + counter.count_text(section.text)
         if schemas:
             sections["tools"] = tool_tokens
         share = prefix_cache_share(
@@ -347,17 +346,6 @@ def prefix_cache_share(
             shared += int(message_tokens[index] * common / max(1, len(text)))
         break
     return round(shared / total, 4)
-
-
-def section_key_and_text(section) -> tuple[str, str]:
-    """Normalise an assembly section record to (key, text)."""
-    if isinstance(section, dict):
-        return str(section.get("key", "?")), str(section.get("text", ""))
-    key = getattr(section, "key", None)
-    if key is not None:
-        return str(key), str(getattr(section, "text", ""))
-    key, *rest = section
-    return str(key), str(rest[-1] if rest else "")
 
 
 def suppress_duplicates(values: dict) -> dict:

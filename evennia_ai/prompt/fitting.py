@@ -74,7 +74,7 @@ def _drop_oldest_batch(history: list) -> list:
     return rest if rest else history
 
 
-def fit_to_budget(
+def fit_to_window(
     values: dict,
     measure: Callable[[dict], int],
     limit: int,

@@ -8,9 +8,9 @@ from evennia import create_object
 from evennia.utils.test_resources import BaseEvenniaCommandTest
 from twisted.internet import defer
 
+from evennia_ai.llm import client as client_module
 from evennia_ai.npc import spending
 from evennia_ai.npc.lookup import all_ai_npcs
-from evennia_ai.llm import client as client_module
 from evennia_ai.typeclasses import AIAssistantCharacter
 
 

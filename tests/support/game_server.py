@@ -60,8 +60,13 @@ class GameServer:
         password: Password of the ``admin`` superuser.
     """
 
-    def __init__(self, workdir: Path, extra_settings: str = "", env: dict | None = None,
-                 password: str = "test-password-1"):
+    def __init__(
+        self,
+        workdir: Path,
+        extra_settings: str = "",
+        env: dict | None = None,
+        password: str = "test-password-1",
+    ):
         self.workdir = Path(workdir)
         self.game = self.workdir / "game"
         self.extra_settings = extra_settings
@@ -100,8 +105,13 @@ class GameServer:
         """Initialise the game dir, copy the demo overlay, set ports, migrate."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         subprocess.run(
-            [str(BIN / "evennia"), "--init", "game"], cwd=self.workdir, env=self.env,
-            stdin=subprocess.DEVNULL, capture_output=True, check=True, timeout=60,
+            [str(BIN / "evennia"), "--init", "game"],
+            cwd=self.workdir,
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            check=True,
+            timeout=60,
         )
         shutil.copytree(ROOT / "world_example", self.game, dirs_exist_ok=True)
         amp, ws = free_port(), free_port()
@@ -302,7 +312,7 @@ class TelnetClient:
         while True:
             match = pattern.search(self.buffer)
             if match:
-                self.buffer = self.buffer[match.end():]
+                self.buffer = self.buffer[match.end() :]
                 return json.loads(base64.b64decode(re.sub(r"\s", "", match.group(1))))
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{tag} not seen within {timeout}s; got:\n{self.buffer[-2000:]}")

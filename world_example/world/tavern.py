@@ -5,7 +5,7 @@ Run in game with `batchcode tavern` (Builder). `make demo` runs it once on the f
 Idempotent: rooms and exits that exist already (found by key and tag) are reused.
 """
 
-#HEADER
+# HEADER
 
 from evennia import create_object, search_tag
 from evennia.objects.objects import DefaultExit, DefaultRoom
@@ -31,7 +31,7 @@ def exit_between(key, aliases, source, dest):
     )
 
 
-#CODE
+# CODE
 
 common = room(
     "The Gilded Tankard",
@@ -52,10 +52,10 @@ exit_between("up", ["stairs", "u"], common, upstairs)
 exit_between("up", ["u", "tavern"], cellar, common)
 exit_between("down", ["d", "tavern"], upstairs, common)
 
-#CODE
+# CODE
 
 # The AI innkeeper: persona, one goal with subtasks, one project.
-from evennia_ai.typeclasses import AIAssistantCharacter
+from evennia_ai.typeclasses import AIAssistantCharacter  # noqa: E402  (a batchcode block)
 
 common = room("The Gilded Tankard", "")
 keepers = [obj for obj in search_tag("demo_innkeeper", category="evennia_ai")]
@@ -85,19 +85,50 @@ else:
     )
     now = "2026-01-01T00:00:00+00:00"
     goals = [
-        {"id": "goal_0_0", "description": "Get the tavern ready for the harvest festival",
-         "priority": "high", "status": "active", "progress": 0, "created": now,
-         "parent_id": None, "subtask_ids": ["goal_0_1", "goal_0_2", "goal_0_3"],
-         "auto_generated": False},
-        {"id": "goal_0_1", "description": "Check the cellar stock of ale and cider",
-         "priority": "medium", "status": "active", "progress": 0, "created": now,
-         "parent_id": "goal_0_0", "subtask_ids": [], "auto_generated": False},
-        {"id": "goal_0_2", "description": "Ask guests what music they would like",
-         "priority": "medium", "status": "active", "progress": 0, "created": now,
-         "parent_id": "goal_0_0", "subtask_ids": [], "auto_generated": False},
-        {"id": "goal_0_3", "description": "Plan the festival menu",
-         "priority": "low", "status": "active", "progress": 0, "created": now,
-         "parent_id": "goal_0_0", "subtask_ids": [], "auto_generated": False},
+        {
+            "id": "goal_0_0",
+            "description": "Get the tavern ready for the harvest festival",
+            "priority": "high",
+            "status": "active",
+            "progress": 0,
+            "created": now,
+            "parent_id": None,
+            "subtask_ids": ["goal_0_1", "goal_0_2", "goal_0_3"],
+            "auto_generated": False,
+        },
+        {
+            "id": "goal_0_1",
+            "description": "Check the cellar stock of ale and cider",
+            "priority": "medium",
+            "status": "active",
+            "progress": 0,
+            "created": now,
+            "parent_id": "goal_0_0",
+            "subtask_ids": [],
+            "auto_generated": False,
+        },
+        {
+            "id": "goal_0_2",
+            "description": "Ask guests what music they would like",
+            "priority": "medium",
+            "status": "active",
+            "progress": 0,
+            "created": now,
+            "parent_id": "goal_0_0",
+            "subtask_ids": [],
+            "auto_generated": False,
+        },
+        {
+            "id": "goal_0_3",
+            "description": "Plan the festival menu",
+            "priority": "low",
+            "status": "active",
+            "progress": 0,
+            "created": now,
+            "parent_id": "goal_0_0",
+            "subtask_ids": [],
+            "auto_generated": False,
+        },
     ]
     innkeeper.ai.update_goals(lambda _old: goals)
     innkeeper.ai.set(
