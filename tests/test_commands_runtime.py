@@ -243,7 +243,7 @@ class TestInteract(RuntimeCommandTest):
     def test_busy_npc_answers_after_the_running_tick(self):
         script = self.npc.ai.script
         script.ndb.busy = True
-        with mock.patch("evennia.utils.utils.delay") as delay:
+        with mock.patch("evennia_ai.commands.runtime.delay") as delay:
             out = self.call(CmdInteract(), "Innkeeper = Hi", "You say to Innkeeper")
         assert "thought it over" not in out and delay.called
         script.ndb.busy = False

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -192,9 +194,6 @@ def test_imports_inside_functions_are_heavy_optional_dependencies_only():
 )
 def test_pure_modules_import_without_django(module):
     """Importing the package or a pure module pulls in neither Django nor Evennia."""
-    import subprocess
-    import sys
-
     code = (
         f"import sys, {module}; "
         "bad = [m for m in ('django', 'evennia', 'twisted') if m in sys.modules]; "

@@ -28,7 +28,7 @@ def test_without_a_reactor_a_turn_is_immediate():
 def test_one_waiter_per_reactor_turn_in_order():
     clock = FakeReactor()
     ran = []
-    with mock.patch("twisted.internet.reactor", clock):
+    with mock.patch("evennia_ai.engine.scheduler.reactor", clock):
         for name in "abc":
             scheduler.turn().addCallback(lambda _, n=name: ran.append(n))
         assert ran == [] and scheduler.pending() == 3
@@ -46,7 +46,7 @@ def test_a_failing_waiter_does_not_stall_the_others():
     def boom(_):
         raise RuntimeError("broken tick")
 
-    with mock.patch("twisted.internet.reactor", clock):
+    with mock.patch("evennia_ai.engine.scheduler.reactor", clock):
         scheduler.turn().addCallback(boom).addErrback(lambda f: ran.append("caught"))
         scheduler.call_soon(ran.append, "next")
         clock.advance(0)
@@ -57,7 +57,7 @@ def test_a_failing_waiter_does_not_stall_the_others():
 def test_call_soon_without_a_reactor_waits_for_one():
     clock = FakeReactor(running=False)
     ran = []
-    with mock.patch("twisted.internet.reactor", clock):
+    with mock.patch("evennia_ai.engine.scheduler.reactor", clock):
         scheduler.call_soon(ran.append, 1)
         assert ran == []
         clock.advance(0)

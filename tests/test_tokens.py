@@ -154,12 +154,10 @@ def test_encoding_by_model(model, expected, exact):
 
 
 def test_o200k_prefixes_without_tiktoken_knowing_the_model(monkeypatch):
-    import tiktoken.model
-
     def unknown(name):
         raise KeyError(name)
 
-    monkeypatch.setattr(tiktoken.model, "encoding_name_for_model", unknown)
+    monkeypatch.setattr(tokens, "encoding_name_for_model", unknown)
     assert tokens.encoding_name_for("openai/gpt-5.5-turbo") == ("o200k_base", True)
     assert tokens.encoding_name_for("gpt-4") == ("cl100k_base", False)
 

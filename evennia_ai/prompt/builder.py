@@ -29,25 +29,11 @@ from evennia_ai.prompt.fitting import fit_to_window
 from evennia_ai.prompt.templates import extract_placeholders
 from evennia_ai.prompt_registry import get_prompt_registry
 
-# placeholder name -> (source function, component keys that use it)
+# placeholder name -> the function that fills it (see register_source)
 _SOURCES: dict[str, Callable[["ContextBuilder"], Any]] = {}
 
-# Which placeholder values each static component needs.
-COMPONENT_SOURCES = {
-    "system_prompt": ("system_prompt",),
-    "character_context": ("character_context",),
-    "entity_context": ("entity_context",),
-    "semantic_memories": ("semantic_memories",),
-    "context_buffer": ("context_buffer",),
-    "goals": ("goals",),
-    "conversation_history": ("conversation_history",),
-    "pending_event": ("pending_event",),
-    "tool_result": ("tool_result",),
-}
-
-
 # Sources that have no component of their own render inside a host component's placeholder,
-# after the host's own text. The budget still shrinks each of them separately.
+# after the host's own text. Fitting to the window still shrinks each of them separately.
 COMPOSED_SOURCES: dict[str, tuple[str, ...]] = {
     "system_prompt": ("fewshot_examples",),
     "character_context": ("self_model", "procedural_hints"),
