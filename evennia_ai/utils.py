@@ -5,7 +5,7 @@ Pure module: no Django, Evennia or Twisted import, so anything may import it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence, Set
+from collections.abc import Iterable, Mapping, Set
 from datetime import datetime, timezone
 from typing import Any
 
@@ -59,23 +59,21 @@ def today() -> str:
 
 # -- data ----------------------------------------------------------------------------------------
 def plain(value: Any) -> Any:
-    """A detached copy of ``value`` made of plain dicts, lists, tuples, sets and scalars.
+    """A detached copy of ``value`` made of plain dicts, lists, sets and scalars (JSON's shapes).
 
     Evennia's Attribute containers (``_SaverDict``, ``_SaverList``, ``_SaverSet``) become
-    their plain counterparts, so changing the copy never writes to the database. Other objects
-    (a database object stored by reference) are kept as they are, as Evennia's own
-    ``deserialize`` does.
+    their plain counterparts, and tuples and other sequences become lists, so changing the copy
+    never writes to the database. Other objects (a database object stored by reference) are kept
+    as they are, as Evennia's own ``deserialize`` does.
     """
     if isinstance(value, _SCALARS):
         return value
     if isinstance(value, Mapping):
         return {k: plain(v) for k, v in value.items()}
-    if isinstance(value, tuple):
-        return tuple(plain(v) for v in value)
-    if isinstance(value, Sequence):
-        return [plain(v) for v in value]
     if isinstance(value, Set):
         return {plain(v) for v in value}
+    if isinstance(value, Iterable):
+        return [plain(v) for v in value]
     return value
 
 

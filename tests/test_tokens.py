@@ -79,7 +79,7 @@ def test_fresh_process_counts_offline_without_importing_litellm(tmp_path):
         "def refuse(*a, **k): raise SystemExit('network access attempted')\n"
         "socket.socket.connect = refuse\n"
         "socket.create_connection = refuse\n"
-        "from evennia_ai import tokens\n"
+        "from evennia_ai.llm import tokens\n"
         "c = tokens.TokenCounter('openai/gpt-4o-mini')\n"
         "n = c.count_text('Hello there, innkeeper!')\n"
         "import os\n"

@@ -1,6 +1,7 @@
 """Tool base class, results, argument validation, safe_run, caching, Deferreds and the registry."""
 
 import json
+import logging
 import math
 import os
 import subprocess
@@ -486,11 +487,27 @@ def test_safe_run_explains_what_run_does_not_take():
     assert make_tool("kw").safe_run(ToolContext(), {"anything": 1}).content == "done"
 
 
-def test_safe_run_turns_exceptions_into_results(monkeypatch):
-    logged = []
-    from evennia.utils import logger
+class ListHandler(logging.Handler):
+    """Collects the messages of the plugin's logger."""
 
-    monkeypatch.setattr(logger, "log_trace", lambda msg=None, **kw: logged.append(msg))
+    def __init__(self):
+        super().__init__()
+        self.messages = []
+
+    def emit(self, record):
+        self.messages.append(record.getMessage())
+
+
+@pytest.fixture
+def plugin_log():
+    handler = ListHandler()
+    logging.getLogger("evennia_ai").addHandler(handler)
+    yield handler.messages
+    logging.getLogger("evennia_ai").removeHandler(handler)
+
+
+def test_safe_run_turns_exceptions_into_results(plugin_log):
+    logged = plugin_log
 
     class Broken(Tool):
         name = "broken"
