@@ -32,18 +32,6 @@ from evennia_ai.workspace.projects import empty_projects
 from evennia_ai.workspace.session_memory import empty_session_memory
 
 
-def default_projects() -> dict:
-    return empty_projects()
-
-
-def default_session_memory() -> dict:
-    return empty_session_memory()
-
-
-def default_event_queue() -> dict:
-    return empty_queue()
-
-
 def default_metrics() -> dict:
     return {
         "ticks": 0,
@@ -68,11 +56,11 @@ def default_sleep() -> dict:
 
 # Character-held state: key -> factory of its empty value.
 CHARACTER_DEFAULTS: dict[str, Callable[[], Any]] = {
-    "projects": default_projects,
-    "session_memory": default_session_memory,
+    "projects": empty_projects,
+    "session_memory": empty_session_memory,
     "journal": list,
     "behaviour_rules": list,
-    "event_queue": default_event_queue,
+    "event_queue": empty_queue,
     "history": list,
     "context_buffer": list,
     # The latest whispers to the NPC, private to their senders (evennia_ai.tools.safety).
