@@ -18,7 +18,12 @@ from twisted.internet import reactor
 from evennia_ai import conf
 from evennia_ai.engine import confirmations  # noqa: F401  (registers the approval executors)
 from evennia_ai.llm import threads, tokens
-from evennia_ai.llm.client import configure_litellm_callbacks, get_litellm
+from evennia_ai.llm.client import (
+    LITELLM_REQUIREMENT,
+    configure_litellm_callbacks,
+    get_litellm,
+    litellm_contract_problems,
+)
 from evennia_ai.memory import longterm
 from evennia_ai.npc.lookup import tag_untagged_assistants
 
@@ -95,6 +100,12 @@ def at_server_start():
         model = conf.get("EVENNIA_AI_MODEL")
         if model and model != conf.OFFLINE_MODEL:
             get_litellm()
+            problems = litellm_contract_problems()
+            if problems:
+                logger.log_err(
+                    f"evennia_ai: the installed litellm lacks {', '.join(problems)}; "
+                    f"evennia-ai needs {LITELLM_REQUIREMENT} (docs/troubleshooting.md)"
+                )
         configure_litellm_callbacks()
 
     def start_warm_up():

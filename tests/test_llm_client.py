@@ -6,6 +6,8 @@ are recorded instead of slept, so the file runs in seconds.
 
 import json
 import threading
+from datetime import datetime, timedelta, timezone
+from email.utils import format_datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -18,6 +20,7 @@ from evennia_ai.llm.client import (
     configure_litellm_callbacks,
     get_client,
     get_litellm,
+    parse_retry_after,
     to_text_protocol,
     uses_native_tools,
 )
@@ -330,6 +333,37 @@ def test_rate_limit_retry_after_is_honoured_and_capped(server):
     assert result.ok and result.attempts == 3
     assert client.sleep[0] == 0.5  # 30 s asked for, capped at the max delay
     assert 0.2 <= client.sleep[1] <= 0.5  # honoured although our own backoff was shorter
+
+
+def test_retry_after_as_an_http_date_is_honoured(server):
+    soon = format_datetime(datetime.now(timezone.utc) + timedelta(seconds=0.9), usegmt=True)
+    server.enqueue({"fault": "429", "retry_after": soon}, {"text": "ok"})
+    client = make_client(server, base_delay=0.001, max_delay=5)
+    result = client.complete_sync(MESSAGES)
+    assert result.ok and result.attempts == 2
+    assert 0.0 <= client.sleep[0] <= 1.0 and client.sleep[0] > 0.001  # the date, not our backoff
+
+
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        ("3", 3.0),
+        ("0.25", 0.25),
+        ("-4", 0.0),
+        ("Wed, 21 Oct 2015 07:28:00 GMT", 0.0),  # a date in the past: at once
+        ("soon", None),
+        ("", None),
+        (None, None),
+    ],
+)
+def test_parse_retry_after(value, expected):
+    assert parse_retry_after(value) == expected
+
+
+def test_parse_retry_after_future_date():
+    later = datetime.now(timezone.utc) + timedelta(seconds=120)
+    seconds = parse_retry_after(format_datetime(later, usegmt=True))
+    assert 118 <= seconds <= 120
 
 
 def test_rate_limit_error_when_it_persists(server):

@@ -393,6 +393,22 @@ def test_invalid_window_settings_are_skipped(monkeypatch):
         assert tokens.get_context_window("m/b") == 2048
 
 
+def test_model_info_is_one_lookup_rule(monkeypatch):
+    fake = type(sys)("litellm")
+    fake.model_cost = {
+        "gpt-x": {"litellm_provider": "openai", "max_input_tokens": 1000},
+        "free-x": {"max_tokens": 512},
+    }
+    monkeypatch.setitem(sys.modules, "litellm", fake)
+    assert tokens.model_info("gpt-x")["max_input_tokens"] == 1000
+    assert tokens.model_info("openai/gpt-x")["max_input_tokens"] == 1000
+    assert tokens.model_info("openrouter/openai/gpt-x")["max_input_tokens"] == 1000
+    assert tokens.model_info("ollama/gpt-x") is None  # another provider's entry is not borrowed
+    assert tokens.model_info("ollama/free-x") == {"max_tokens": 512}  # it names no provider
+    assert tokens.get_context_window("ollama/gpt-x") == tokens.DEFAULT_CONTEXT_WINDOW
+    assert tokens.model_info("") is None and tokens.model_info("nobody/none") is None
+
+
 def test_window_lookup_names_in_the_model_map(monkeypatch):
     fake = type(sys)("litellm")
     fake.model_cost = {

@@ -47,13 +47,17 @@ import random
 import re
 import threading
 import time
+from datetime import timezone
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 from evennia_ai import conf
 from evennia_ai.llm.json_protocol import parse_tool_calls_from_text, to_text_protocol
 from evennia_ai.llm.offline import OfflineModel
 from evennia_ai.llm.threads import run_in_thread
+from evennia_ai.llm.tokens import model_info
 from evennia_ai.llm.types import RETRYABLE_KINDS, LLMResult, LLMUsage, ToolCall
+from evennia_ai.utils import utcnow
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +81,60 @@ def get_litellm():
                 litellm.suppress_debug_info = True  # no "Give Feedback" banner in server logs
                 _litellm = litellm
     return _litellm
+
+
+# What the plugin relies on in litellm beyond ``completion`` (pinned in pyproject.toml; checked
+# by tests/test_litellm_contract.py and logged at server start by evennia_ai.startstop).
+LITELLM_REQUIREMENT = "litellm[mcp]>=1.106.2,<1.107"
+LITELLM_ATTRIBUTES = (
+    "completion",
+    "completion_cost",
+    "cost_per_token",
+    "model_cost",
+    "register_model",
+    "callbacks",
+    "success_callback",
+    "failure_callback",
+    "suppress_debug_info",
+    "provider_list",
+)
+# Exception classes classify_exception tells apart by name.
+LITELLM_EXCEPTIONS = (
+    "Timeout",
+    "RateLimitError",
+    "AuthenticationError",
+    "PermissionDeniedError",
+    "APIConnectionError",
+    "BadRequestError",
+    "NotFoundError",
+    "UnprocessableEntityError",
+    "ContextWindowExceededError",
+    "UnsupportedParamsError",
+    "ContentPolicyViolationError",
+    "InternalServerError",
+    "ServiceUnavailableError",
+    "BadGatewayError",
+)
+# Routes the plugin names itself (``openai/`` at a custom api_base goes through ``hosted_vllm/``).
+LITELLM_ROUTES = ("openai", "hosted_vllm", "ollama")
+
+
+def litellm_contract_problems(litellm=None) -> list[str]:
+    """What the installed litellm lacks of what the plugin relies on (empty when nothing).
+
+    Args:
+        litellm: The module to check (default: litellm, imported our way).
+    """
+    litellm = litellm if litellm is not None else get_litellm()
+    problems = [f"litellm.{name}" for name in LITELLM_ATTRIBUTES if not hasattr(litellm, name)]
+    problems += [
+        f"the exception class litellm.{name}"
+        for name in LITELLM_EXCEPTIONS
+        if not isinstance(getattr(litellm, name, None), type)
+    ]
+    routes = {str(getattr(p, "value", p)) for p in getattr(litellm, "provider_list", None) or ()}
+    problems += [f"the '{name}/' route" for name in LITELLM_ROUTES if name not in routes]
+    return problems
 
 
 # -- errors ------------------------------------------------------------------------------------
@@ -144,6 +202,31 @@ def _json_error_message(text: str) -> str:
     return text
 
 
+def parse_retry_after(value: Any) -> float | None:
+    """Seconds to wait from a ``Retry-After`` value: delay-seconds or an HTTP date (RFC 9110).
+
+    A date in the past means at once (0.0); anything unreadable is None (our backoff applies).
+    """
+    if value is None:
+        return None
+    text = str(value).strip()
+    if not text:
+        return None
+    try:
+        return max(0.0, float(text))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when is None:
+        return None
+    if when.tzinfo is None:  # an HTTP date is GMT; a malformed zone-less one is taken as such
+        when = when.replace(tzinfo=timezone.utc)
+    return max(0.0, (when - utcnow()).total_seconds())
+
+
 def _retry_after(err: Exception) -> float | None:
     """Seconds from a ``Retry-After`` (or ``retry-after-ms``) header on a provider error."""
     for holder in (err, getattr(err, "response", None)):
@@ -155,11 +238,13 @@ def _retry_after(err: Exception) -> float | None:
                 millis = headers.get("retry-after-ms")
                 if millis:
                     return float(millis) / 1000.0
-                value = headers.get("retry-after") or headers.get("Retry-After")
-                if value:
-                    return max(0.0, float(value))
+                seconds = parse_retry_after(
+                    headers.get("retry-after") or headers.get("Retry-After")
+                )
             except (TypeError, ValueError, AttributeError):
-                continue  # an HTTP date, or headers of an unexpected type: use our backoff
+                continue  # headers of an unexpected type: use our backoff
+            if seconds is not None:
+                return seconds
     return None
 
 
@@ -242,20 +327,15 @@ def model_settings(model: str) -> dict:
 def uses_native_tools(model: str) -> bool:
     """Whether tools are sent natively to ``model`` (see the module docstring).
 
-    The per-model setting wins. Otherwise only a model litellm *lists*, with
-    ``supports_function_calling`` explicitly False, gets the JSON protocol; a bare name is also
-    looked up (``openai/gpt-4`` as ``gpt-4``) when litellm lists it under the same provider.
+    The per-model setting wins. Otherwise only a model litellm *lists*
+    (:func:`evennia_ai.llm.tokens.model_info`), with ``supports_function_calling`` explicitly
+    False, gets the JSON protocol.
     """
     setting = model_settings(model).get("native_tools")
     if setting is not None:
         return bool(setting)
-    cost_map = get_litellm().model_cost
-    info = cost_map.get(model)
-    if info is None and "/" in model:
-        provider, bare = model.split("/", 1)
-        candidate = cost_map.get(bare)
-        if candidate and candidate.get("litellm_provider") == provider:
-            info = candidate
+    get_litellm()  # imported our way (no cost-map download) before the map is read
+    info = model_info(model)
     if info and info.get("supports_function_calling") is False:
         return False
     return True

@@ -443,34 +443,46 @@ def _configured_window(model: str) -> int | None:
     return None
 
 
-def litellm_context_window(model: str) -> int | None:
-    """``max_input_tokens`` (else ``max_tokens``) from litellm's bundled model map, or None.
+def model_info(model: str | None) -> Mapping | None:
+    """The entry of ``model`` in litellm's bundled model map, or None (the one lookup rule).
 
     litellm is imported here only, with ``LITELLM_LOCAL_MODEL_COST_MAP=True`` set first (unless
     the environment already says otherwise) so the import never fetches the map. The map is read
     directly rather than through ``litellm.get_model_info``, which for some providers (Ollama,
-    Hugging Face) asks the model's server over HTTP. Tried names: ``model``, then without its
-    provider prefix (``openai/gpt-4o`` -> ``gpt-4o``), then its last path segment.
+    Hugging Face) asks the model's server over HTTP.
+
+    Tried names: ``model`` itself, then without its provider prefix (``openai/gpt-4o`` ->
+    ``gpt-4o``), then its last path segment (``openrouter/openai/gpt-4o`` -> ``gpt-4o``). A
+    shorter name counts only when its entry names no provider or one of the prefixes the model
+    was given with, so ``ollama/gpt-4o`` never borrows OpenAI's entry.
     """
     if not model:
         return None
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     try:
         import litellm
-    except Exception:  # litellm missing or broken: the default window applies
+    except Exception:  # litellm missing or broken: nothing is known about any model
         return None
     cost_map = getattr(litellm, "model_cost", None) or {}
-    candidates = [model]
-    if "/" in model:
-        candidates += [model.split("/", 1)[1], model.rsplit("/", 1)[1]]
-    for name in dict.fromkeys(candidates):
+    info = cost_map.get(model)
+    if isinstance(info, Mapping):
+        return info
+    if "/" not in model:
+        return None
+    prefixes = set(model.split("/")[:-1])
+    for name in dict.fromkeys((model.split("/", 1)[1], model.rsplit("/", 1)[1])):
         info = cost_map.get(name)
-        if isinstance(info, Mapping):
-            window = _positive_int(info.get("max_input_tokens"))
-            window = window or _positive_int(info.get("max_tokens"))
-            if window:
-                return window
+        if isinstance(info, Mapping) and info.get("litellm_provider") in (None, *prefixes):
+            return info
     return None
+
+
+def litellm_context_window(model: str) -> int | None:
+    """``max_input_tokens`` (else ``max_tokens``) of ``model`` in litellm's model map, or None."""
+    info = model_info(model)
+    if info is None:
+        return None
+    return _positive_int(info.get("max_input_tokens")) or _positive_int(info.get("max_tokens"))
 
 
 def get_context_window(model: str | None) -> int:

@@ -105,7 +105,8 @@ class ReplySpec:
         text: Assistant text, or None for no content.
         tool_calls: Tool calls to return.
         fault: One of :data:`FAULT_KINDS`, or None for a normal reply.
-        retry_after: Seconds sent in the Retry-After header of a "429" fault.
+        retry_after: The Retry-After header of a "429" fault: seconds, or a text sent as it is
+            (an HTTP date such as ``Wed, 21 Oct 2026 07:28:00 GMT``).
         seconds: How long a "hang" fault waits; None means the server's ``hang_seconds``.
         usage: Token counts overriding the server's estimate (prompt_tokens, completion_tokens).
         finish_reason: Overrides the finish reason ("tool_calls" or "stop" by default).
@@ -115,7 +116,7 @@ class ReplySpec:
     text: str | None = None
     tool_calls: tuple[ToolCallSpec, ...] = ()
     fault: str | None = None
-    retry_after: float = 1
+    retry_after: float | str = 1
     seconds: float | None = None
     usage: dict = field(default_factory=dict)
     finish_reason: str | None = None
@@ -165,11 +166,15 @@ class ReplySpec:
         if finish_reason is not None and not isinstance(finish_reason, str):
             raise ValueError("reply spec 'finish_reason' must be a string")
         seconds = spec.get("seconds")
+        retry_after = spec.get("retry_after", 1)
         try:
-            retry_after = float(spec.get("retry_after", 1))
+            if not isinstance(retry_after, str):
+                retry_after = float(retry_after)
             seconds = None if seconds is None else float(seconds)
         except (TypeError, ValueError):
-            raise ValueError("'retry_after' and 'seconds' must be numbers") from None
+            raise ValueError(
+                "'retry_after' must be a number or a text, 'seconds' a number"
+            ) from None
         return cls(
             text=text,
             tool_calls=tuple(calls),
@@ -735,7 +740,9 @@ class _Handler(BaseHTTPRequestHandler):
             )
             return None
         if spec.fault == "429":
-            retry = f"{spec.retry_after:g}"
+            retry = (
+                spec.retry_after if isinstance(spec.retry_after, str) else f"{spec.retry_after:g}"
+            )
             self._send_json(
                 429,
                 _error_body(
