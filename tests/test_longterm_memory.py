@@ -19,6 +19,7 @@ from evennia_ai.memory import longterm
 from evennia_ai.memory.events import Event
 from evennia_ai.memory.search import MemoryHit
 from evennia_ai.prompt import longterm_sources
+from evennia_ai.testing.model_server import ModelServer
 from evennia_ai.tools.base import ToolContext, ToolResult
 from evennia_ai.tools.registry import TOOL_REGISTRY
 from evennia_ai.typeclasses import AIAssistantCharacter
@@ -592,3 +593,25 @@ def test_server_start_warms_up_long_term_memory(monkeypatch):
     )
     startstop.at_server_start()
     assert started == [1] and 10.0 in scheduled
+
+
+def test_mem0_extraction_keeps_its_json_mode():
+    """mem0 asks for JSON when it extracts facts; the plugin's client sends the request so."""
+    with (
+        ModelServer() as server,
+        override_settings(
+            EVENNIA_AI_MODEL="openai/test-model",
+            EVENNIA_AI_API_BASE=server.url,
+            EVENNIA_AI_API_KEY="x",
+            EVENNIA_AI_MAX_RETRIES=0,
+        ),
+    ):
+        server.enqueue({"text": '{"facts": ["Alice likes stew"]}'})
+        llm = longterm.NpcModelLLM()
+        text = llm.generate_response(
+            [{"role": "user", "content": "Alice: I like stew."}],
+            response_format={"type": "json_object"},
+        )
+        body = server.requests_to("/v1/chat/completions")[0].body
+    assert text == '{"facts": ["Alice likes stew"]}'
+    assert body["response_format"] == {"type": "json_object"}

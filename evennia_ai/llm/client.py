@@ -520,6 +520,7 @@ class UnifiedLLMClient:
         max_tokens=None,
         tick_rate=None,
         fallbacks=None,
+        response_format=None,
     ):
         """Like :meth:`complete_sync`, in a thread. Returns a Deferred firing with LLMResult."""
         return defer_to_thread(
@@ -534,6 +535,7 @@ class UnifiedLLMClient:
             max_tokens=max_tokens,
             tick_rate=tick_rate,
             fallbacks=fallbacks,
+            response_format=response_format,
         )
 
     def complete_sync(
@@ -549,6 +551,7 @@ class UnifiedLLMClient:
         max_tokens=None,
         tick_rate=None,
         fallbacks=None,
+        response_format=None,
     ) -> LLMResult:
         """Call the model, with retries and fallbacks. Blocking; never raises.
 
@@ -564,6 +567,8 @@ class UnifiedLLMClient:
             tick_rate: Seconds between ticks, shown in the JSON-protocol prompt; None reads
                 ``EVENNIA_AI_TICK_INTERVAL``.
             fallbacks: Models to try after this one fails; None uses the client's/settings'.
+            response_format: OpenAI's ``response_format`` (e.g. ``{"type": "json_object"}``),
+                passed on; litellm drops it for providers without it.
 
         Returns:
             The :class:`LLMResult` of the first model that answered, else of the last failure
@@ -583,6 +588,7 @@ class UnifiedLLMClient:
                 temperature=temperature,
                 max_tokens=max_tokens,
                 tick_rate=tick_rate,
+                response_format=response_format,
             )
         finally:
             with self._lock:
@@ -682,6 +688,7 @@ class UnifiedLLMClient:
         temperature=None,
         max_tokens=None,
         tick_rate=None,
+        response_format=None,
     ) -> LLMResult:
         """One HTTP attempt. Raises ProviderError for anything that went wrong."""
         litellm = get_litellm()
@@ -715,6 +722,8 @@ class UnifiedLLMClient:
             kwargs["temperature"] = temperature
         if max_tokens is not None:
             kwargs["max_tokens"] = max_tokens
+        if response_format is not None:
+            kwargs["response_format"] = response_format  # dropped where a provider has none
         json_protocol = bool(tools) and not native
         if json_protocol:
             rate = tick_rate if tick_rate is not None else conf.get("EVENNIA_AI_TICK_INTERVAL")

@@ -258,7 +258,11 @@ class NpcModelLLM:
         model = getattr(_LLM_CONTEXT, "model", None) or conf.get("EVENNIA_AI_MODEL")
         if not model or model == conf.OFFLINE_MODEL:
             raise RuntimeError("no language model is configured for fact extraction")
-        result = get_client().complete_sync(messages, tools or None, model=model)
+        # mem0 asks for JSON (``response_format={"type": "json_object"}``) when it extracts
+        # facts; the request keeps it, as mem0's own providers would send it.
+        result = get_client().complete_sync(
+            messages, tools or None, model=model, response_format=response_format
+        )
         results = getattr(_LLM_CONTEXT, "results", None)
         if results is not None:
             results.append(result)
