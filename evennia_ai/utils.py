@@ -85,6 +85,17 @@ def truncate(text: Any, limit: int = 2000) -> str:
     return text[:limit] + f"... [{len(text) - limit} more characters]"
 
 
+def one_line(text: Any, limit: int = 300) -> str:
+    """``text`` on one line, cut to ``limit`` characters with ``...``.
+
+    An exception with no message reads as its class name (error messages for the model).
+    """
+    line = " ".join(str(text).split())
+    if not line and isinstance(text, BaseException):
+        line = type(text).__name__
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
 # -- identity ------------------------------------------------------------------------------------
 def is_assistant(obj: Any) -> bool:
     """Whether ``obj`` is an AI assistant (its typeclass mixes in ``AIAssistantMixin``).

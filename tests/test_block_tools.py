@@ -3,12 +3,14 @@
 from types import SimpleNamespace
 from unittest import mock
 
+import pytest
 from evennia import create_object
 from evennia.utils.test_resources import BaseEvenniaTest
 
 from evennia_ai.memory import block_admin
 from evennia_ai.memory.blocks import BlockError
 from evennia_ai.prompt import block_sources
+from evennia_ai.tools import load_builtin_tools
 from evennia_ai.tools.approvals import get_confirmation_queue
 from evennia_ai.tools.base import ToolCategory, ToolContext, ToolResult
 from evennia_ai.tools.registry import TOOL_REGISTRY
@@ -28,6 +30,11 @@ TOOLS = (
     "archival_search",
     "archival_delete",
 )
+
+
+@pytest.fixture(autouse=True, scope="module")
+def builtin_tools():
+    load_builtin_tools()  # this module may run alone: the tools register when their modules load
 
 
 def test_tools_are_registered_safe_chain():

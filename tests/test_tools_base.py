@@ -18,17 +18,15 @@ from hypothesis import strategies as st
 from twisted.internet import defer
 
 from evennia_ai import tools as tools_package
+from evennia_ai.tools.arguments import coerce_integers, schema_problems, validate_value
 from evennia_ai.tools.base import (
     ALL_CATEGORIES,
     Tool,
     ToolCategory,
     ToolContext,
     ToolResult,
-    coerce_integers,
-    json_equal,
     normalise_result,
-    schema_problems,
-    validate_value,
+    object_schema,
 )
 from evennia_ai.tools.registry import TOOL_REGISTRY, ToolRegistry, passes_lock, register_tool
 
@@ -228,18 +226,11 @@ def test_validation_keywords():
     assert check({"who": 3}) == ["who must be a string or null, not integer"]
     assert check({"ratio": 0}) == ["ratio must be > 0 (got 0)"]
     assert check({"ratio": 1}) == ["ratio must be < 1 (got 1)"]
-    assert check({"ratio": math.nan}) == ["ratio must be a number, not non-finite number"]
-    assert check({"ratio": math.inf}) == ["ratio must be a number, not non-finite number"]
+    assert check({"ratio": math.nan}) == ["ratio must be a finite number (got NaN)"]
+    assert check({"ratio": -math.inf}) == ["ratio must be a finite number (got -Infinity)"]
     assert check({"where": {}}) == ["where is missing required field 'x'"]
     assert check({"where": {"x": 1, "y": "far"}}) == ["where.y must be an integer, not string"]
     assert len(check({"mode": "x", "tags": [], "who": 1})) == 3  # every problem at once
-
-
-def test_json_equal():
-    assert json_equal(1, 1.0) and json_equal([1, {"a": 2}], [1.0, {"a": 2.0}])
-    assert not json_equal(True, 1) and not json_equal(0, False) and not json_equal("1", 1)
-    assert json_equal(None, None) and not json_equal(None, 0)
-    assert not json_equal({"a": 1}, {"a": 1, "b": 2})
 
 
 def test_malformed_schemas_never_raise():
@@ -286,6 +277,182 @@ def test_schema_problems():
             )
         )
         == 4
+    )
+
+
+def check_args(schema, value):
+    return validate_value(value, {"type": "object", "properties": schema}, "arguments")
+
+
+@pytest.mark.parametrize(
+    "schema, good, bad, problem",
+    [
+        # strings
+        (
+            {"type": "string", "pattern": "^[a-z]+$"},
+            "inn",
+            "Inn",
+            'x must match the pattern "^[a-z]+$" (got "Inn")',
+        ),
+        (
+            {"type": "string", "format": "date"},
+            "2026-11-24",
+            "tomorrow",
+            'x must be a valid date (got "tomorrow")',
+        ),
+        (
+            {"type": "string", "format": "email"},
+            "a@b.c",
+            "nobody",
+            'x must be a valid email (got "nobody")',
+        ),
+        # numbers
+        ({"type": "integer", "multipleOf": 5}, 10, 12, "x must be a multiple of 5 (got 12)"),
+        ({"type": "number", "exclusiveMinimum": 0}, 0.1, 0, "x must be > 0 (got 0)"),
+        # constants
+        ({"const": "north"}, "north", "south", 'x must be "north" (got "south")'),
+        ({"const": 1}, 1.0, True, "x must be 1 (got true)"),
+        # arrays
+        ({"type": "array", "uniqueItems": True}, [1, 2], [1, 1.0], "x must not repeat an item"),
+        (
+            {"type": "array", "contains": {"type": "string"}},
+            [1, "a"],
+            [1, 2],
+            "x must contain an item that matches its item schema",
+        ),
+        (
+            {"type": "array", "prefixItems": [{"type": "string"}], "items": False},
+            ["a"],
+            ["a", 2],
+            "x takes at most 1 items",
+        ),
+        # objects
+        ({"type": "object", "minProperties": 1}, {"a": 1}, {}, "x needs at least 1 fields"),
+        (
+            {"type": "object", "maxProperties": 1},
+            {"a": 1},
+            {"a": 1, "b": 2},
+            "x takes at most 1 fields",
+        ),
+        (
+            {"type": "object", "dependentRequired": {"a": ["b"]}},
+            {"a": 1, "b": 2},
+            {"a": 1},
+            "x needs field 'b' when 'a' is given",
+        ),
+        (
+            {"type": "object", "propertyNames": {"pattern": "^[a-z]+$"}},
+            {"ok": 1},
+            {"Bad": 1},
+            'x has a field name that is not allowed: "Bad"',
+        ),
+        (
+            {
+                "type": "object",
+                "patternProperties": {"^n_": {"type": "integer"}},
+                "additionalProperties": False,
+            },
+            {"n_a": 1},
+            {"m": 1},
+            "unexpected field in x 'm' (accepted: none)",
+        ),
+        # combinators
+        (
+            {"anyOf": [{"type": "string"}, {"type": "integer"}]},
+            3,
+            [3],
+            "x matches none of the allowed forms; closest: x must be a string, not array",
+        ),
+        (
+            {"oneOf": [{"type": "integer"}, {"type": "number"}]},
+            2.5,
+            2,
+            "x matches more than one of the allowed forms",
+        ),
+        ({"not": {"type": "null"}}, 0, None, "x is not allowed in this form (got null)"),
+        ({"allOf": [{"type": "integer"}, {"minimum": 2}]}, 2, 1, "x must be >= 2 (got 1)"),
+        (
+            {"if": {"type": "string"}, "then": {"minLength": 2}},
+            "ab",
+            "a",
+            "x must be at least 2 characters long",
+        ),
+    ],
+)
+def test_every_keyword_class_is_enforced(schema, good, bad, problem):
+    assert schema_problems({"type": "object", "properties": {"x": schema}}) == []
+    assert check_args({"x": schema}, {"x": good}) == []
+    assert check_args({"x": schema}, {"x": bad}) == [problem]
+
+
+def test_references_resolve_inside_the_schema_only():
+    schema = {
+        "type": "object",
+        "$defs": {"count": {"type": "integer", "minimum": 0}},
+        "properties": {"n": {"$ref": "#/$defs/count"}},
+    }
+    assert schema_problems(schema) == []
+    assert validate_value({"n": 2}, schema, "arguments") == []
+    assert validate_value({"n": -1}, schema, "arguments") == ["n must be >= 0 (got -1)"]
+    remote = {"type": "object", "properties": {"n": {"$ref": "https://example.com/n.json"}}}
+    assert schema_problems(remote) == [
+        'parameters.n: $ref "https://example.com/n.json" does not resolve inside the schema;'
+        " remote schemas are never fetched"
+    ]
+    # Used anyway, it fails closed and offline (no network, no traceback).
+    assert validate_value({"n": 1}, remote, "arguments")[0].startswith(
+        "the tool's schema is invalid"
+    )
+    dangling = {"type": "object", "properties": {"n": {"$ref": "#/$defs/missing"}}}
+    assert "does not resolve" in schema_problems(dangling)[0]
+
+
+def test_the_declared_draft_decides():
+    draft4 = {
+        "$schema": "http://json-schema.org/draft-04/schema#",
+        "type": "object",
+        "properties": {"n": {"type": "number", "minimum": 0, "exclusiveMinimum": True}},
+    }
+    assert schema_problems(draft4) == []
+    assert validate_value({"n": 0}, draft4, "arguments") == ["n must be > 0 (got 0)"]
+    assert validate_value({"n": 3.0}, draft4, "arguments") == []
+    unknown = {"$schema": "https://example.com/my-draft", "type": "object"}
+    assert "unknown $schema" in schema_problems(unknown)[0]
+
+
+def test_non_finite_numbers_are_refused_anywhere():
+    schema = {"type": "object"}  # no constraint on the values at all
+    assert validate_value({"a": [1, math.nan]}, schema, "arguments") == [
+        "a[1] must be a finite number (got NaN)"
+    ]
+    assert validate_value({"b": {"c": math.inf}}, schema, "arguments") == [
+        "b.c must be a finite number (got Infinity)"
+    ]
+
+
+def test_an_invalid_schema_fails_closed():
+    bad = {"type": "object", "properties": {"n": {"type": "integer", "minimum": "zero"}}}
+    assert schema_problems(bad) == ["parameters.n: 'minimum' must be a number, not string"]
+    assert validate_value({"n": 1}, bad, "arguments") == [
+        "the tool's schema is invalid: schema.n: 'minimum' must be a number, not string"
+    ]
+    assert schema_problems({"type": "object", "properties": {"s": {"pattern": "("}}}) == [
+        "parameters.s: 'pattern' must be a valid regex"
+    ]
+
+
+def test_a_tool_with_a_pattern_refuses_before_running():
+    class Named(Tool):
+        name = "named"
+        parameters = object_schema({"tag": {"type": "string", "pattern": "^[a-z_]+$"}}, ["tag"])
+
+        def run(self, ctx, tag):  # pragma: no cover - never reached
+            raise AssertionError("ran with a refused argument")
+
+    result = Named().safe_run(ToolContext(npc=None), {"tag": "Drop Tables"})
+    assert not result.success
+    assert result.error == (
+        'Invalid arguments for \'named\': tag must match the pattern "^[a-z_]+$" (got "Drop Tables")'
     )
 
 
@@ -410,7 +577,7 @@ def test_valid_by_construction_passes(case):
     assert validate_value(value, schema) == []
     coerced = coerce_integers(value, schema)
     assert validate_value(coerced, schema) == []
-    assert json_equal(coerced, value)
+    assert coerced == value  # ints for integral floats, nothing else changed
 
 
 @hsettings(max_examples=200, deadline=None)

@@ -19,16 +19,11 @@ Categories (:class:`ToolCategory`, plain strings so they compare with configurat
 - ``DANGEROUS``: at most one per tick, and only after a Builder's confirmation when the
   execution pattern requires it (``execute_command``, ``set_attribute``).
 
-Argument validation (:func:`validate_value`) implements the part of JSON Schema tool schemas
-use: ``type`` (string, integer, number, boolean, object, array, null, or a list of them),
-``required``, ``properties``, ``additionalProperties`` (false, or a schema for the extra
-properties), ``enum``, ``minimum``/``maximum``, ``exclusiveMinimum``/``exclusiveMaximum``,
-``minLength``/``maxLength``, ``items`` (one schema for every item) and
-``minItems``/``maxItems``. Other keywords are ignored. Booleans are never numbers, NaN and
-infinities are never numbers, and ``enum`` compares like JSON (``1`` equals ``1.0``, never
-``true``). Nothing is coerced, with one exception: a float with no fraction (``3.0``) is an
-integer, because JSON does not tell them apart; :meth:`Tool.safe_run` hands it to ``run`` as
-the int ``3`` (:func:`coerce_integers`), so tools can index and count with it.
+Arguments are checked against ``parameters`` by :mod:`evennia_ai.tools.arguments` (jsonschema,
+every keyword of the schema's draft, NaN and infinities refused) before ``run`` is called; the
+model reads the problems as short sentences. A float with no fraction (``3.0``) is an integer,
+because JSON does not tell them apart; :meth:`Tool.safe_run` hands it to ``run`` as the int
+``3`` (:func:`~evennia_ai.tools.arguments.coerce_integers`), so tools can index and count with it.
 
 Example:
     class Wave(Tool):
@@ -51,21 +46,19 @@ from __future__ import annotations
 import inspect
 import json
 import logging
-import math
 import sys
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from evennia_ai import conf
+from evennia_ai.tools.arguments import coerce_integers, is_number, validate_value
+from evennia_ai.utils import one_line
 
 # The plugin's Python logger; evennia_ai.startstop forwards it to Evennia's server log.
 _log = logging.getLogger("evennia_ai")
 
 MAX_ERROR_LENGTH = 300
 """Longest exception message handed back to the model (the full trace is logged)."""
-
-MAX_DEPTH = 32
-"""Deepest nesting of arguments the validator follows."""
 
 
 TEXT = {"type": "string", "minLength": 1}  # a required, non-empty string argument
@@ -234,11 +227,11 @@ class Tool:
 
     def get_timeout(self) -> float:
         """Seconds an asynchronous run may take."""
-        if _is_number(self.timeout) and self.timeout > 0:
+        if is_number(self.timeout) and self.timeout > 0:
             return float(self.timeout)
 
         setting = conf.get("EVENNIA_AI_TOOL_TIMEOUT")
-        if _is_number(setting) and setting > 0:
+        if is_number(setting) and setting > 0:
             return float(setting)
         return float(conf.SETTINGS["EVENNIA_AI_TOOL_TIMEOUT"].default)
 
@@ -277,7 +270,7 @@ class Tool:
             return self._finish(outcome, ctx, cache_key)
         except Exception as err:
             _log_trace(f"evennia_ai: tool '{self.name}' raised")
-            return ToolResult.fail(f"'{self.name}' failed: {_short_error(err)}")
+            return ToolResult.fail(f"'{self.name}' failed: {one_line(err, MAX_ERROR_LENGTH)}")
 
     def cache_key(self, arguments: Mapping) -> tuple[str, str]:
         """The key of a cacheable call in :attr:`ToolContext.cache`."""
@@ -292,7 +285,7 @@ class Tool:
     def _deferred_failure(self, failure) -> ToolResult:
         error = failure.value if hasattr(failure, "value") else failure
         _log.error("evennia_ai: tool %r failed:\n%s", self.name, failure.getTraceback())
-        return ToolResult.fail(f"'{self.name}' failed: {_short_error(error)}")
+        return ToolResult.fail(f"'{self.name}' failed: {one_line(error, MAX_ERROR_LENGTH)}")
 
 
 def normalise_result(outcome: Any) -> ToolResult:
@@ -315,14 +308,6 @@ def _is_deferred(value: Any) -> bool:
     # Only a loaded Twisted can have made a Deferred: no import needed to check.
     defer_module = sys.modules.get("twisted.internet.defer")
     return defer_module is not None and isinstance(value, defer_module.Deferred)
-
-
-def _short_error(err: Any) -> str:
-    text = str(err).strip() or type(err).__name__
-    text = " ".join(text.split())
-    if len(text) > MAX_ERROR_LENGTH:
-        text = text[: MAX_ERROR_LENGTH - 3] + "..."
-    return text
 
 
 def _signature_problems(run, arguments: Mapping) -> list[str]:
@@ -355,294 +340,3 @@ def _signature_problems(run, arguments: Mapping) -> list[str]:
 
 def _log_trace(message: str) -> None:
     _log.exception(message)
-
-
-# -- JSON schema subset --------------------------------------------------------------------------
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _is_integer(value: Any) -> bool:
-    if isinstance(value, bool):
-        return False
-    if isinstance(value, int):
-        return True
-    return isinstance(value, float) and math.isfinite(value) and value.is_integer()
-
-
-_TYPES = {
-    "string": lambda v: isinstance(v, str),
-    "integer": _is_integer,
-    "number": _is_number,
-    "boolean": lambda v: isinstance(v, bool),
-    "object": lambda v: isinstance(v, Mapping),
-    "array": lambda v: isinstance(v, (list, tuple)),
-    "null": lambda v: v is None,
-}
-_ARTICLES = {"integer": "an integer", "object": "an object", "array": "an array", "null": "null"}
-
-
-def _type_phrase(name: str) -> str:
-    return _ARTICLES.get(name, f"a {name}")
-
-
-def type_name(value: Any) -> str:
-    """The JSON type of ``value`` as it is named in messages (``3.0`` is "number")."""
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number" if math.isfinite(value) else "non-finite number"
-    for name in ("string", "object", "array", "null"):
-        if _TYPES[name](value):
-            return name
-    return type(value).__name__
-
-
-def json_equal(a: Any, b: Any) -> bool:
-    """Equality as JSON sees it: ``1 == 1.0``, but ``true`` is not ``1``."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return isinstance(a, bool) and isinstance(b, bool) and a is b
-    if _is_number(a) and _is_number(b):
-        return a == b
-    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b))
-    if isinstance(a, Mapping) and isinstance(b, Mapping):
-        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
-    if type(a) is not type(b) and not (isinstance(a, str) and isinstance(b, str)):
-        return False
-    try:
-        return bool(a == b)
-    except Exception:
-        return False
-
-
-def _short_repr(value: Any, limit: int = 40) -> str:
-    text = _dumps(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _child(path: str, name: str) -> str:
-    return name if path == "arguments" else f"{path}.{name}"
-
-
-def validate_value(value: Any, schema: Any, path: str = "value") -> list[str]:
-    """Problems of ``value`` against ``schema`` (the subset in the module docstring).
-
-    Never raises: a malformed schema constrains nothing where it is malformed.
-
-    Args:
-        value: The value (tool arguments: a dict parsed from JSON).
-        schema: A JSON schema dict.
-        path: Name of ``value`` in messages; ``"arguments"`` names properties bare.
-
-    Returns:
-        Readable problems, empty when ``value`` is valid.
-    """
-    problems: list[str] = []
-    try:
-        _validate(value, schema, path, problems, 0)
-    except Exception as err:  # a schema shape no rule foresaw: report, never raise
-        problems.append(f"could not check {path}: {_short_error(err)}")
-    return problems
-
-
-def _validate(value: Any, schema: Any, path: str, problems: list[str], depth: int) -> None:
-    if not isinstance(schema, Mapping):
-        return
-    if depth > MAX_DEPTH:
-        problems.append(f"{path} is nested too deeply")
-        return
-    expected = schema.get("type")
-    if expected is not None:
-        types = [
-            t
-            for t in (expected if isinstance(expected, (list, tuple)) else [expected])
-            if isinstance(t, str) and t in _TYPES
-        ]
-        if types and not any(_TYPES[t](value) for t in types):
-            wanted = " or ".join(_type_phrase(t) for t in types)
-            problems.append(f"{path} must be {wanted}, not {type_name(value)}")
-            return
-    enum = schema.get("enum")
-    if isinstance(enum, (list, tuple)) and not any(json_equal(value, option) for option in enum):
-        options = ", ".join(_short_repr(option) for option in enum)
-        problems.append(f"{path} must be one of: {options} (got {_short_repr(value)})")
-    if isinstance(value, str):
-        _check_bounds(
-            len(value),
-            schema,
-            "minLength",
-            "maxLength",
-            path,
-            "must be at least {} characters long",
-            "must be at most {} characters long",
-            problems,
-        )
-    elif _is_number(value):
-        for key, fails, words in (
-            ("minimum", lambda v, b: v < b, "must be >= {}"),
-            ("maximum", lambda v, b: v > b, "must be <= {}"),
-            ("exclusiveMinimum", lambda v, b: v <= b, "must be > {}"),
-            ("exclusiveMaximum", lambda v, b: v >= b, "must be < {}"),
-        ):
-            bound = schema.get(key)
-            if _is_number(bound) and fails(value, bound):
-                problems.append(f"{path} {words.format(bound)} (got {_short_repr(value)})")
-    elif isinstance(value, (list, tuple)):
-        _check_bounds(
-            len(value),
-            schema,
-            "minItems",
-            "maxItems",
-            path,
-            "needs at least {} items",
-            "takes at most {} items",
-            problems,
-        )
-        items = schema.get("items")
-        if isinstance(items, Mapping):
-            for index, item in enumerate(value):
-                _validate(item, items, f"{path}[{index}]", problems, depth + 1)
-    elif isinstance(value, Mapping):
-        _validate_object(value, schema, path, problems, depth)
-
-
-def _check_bounds(
-    size: int,
-    schema: Mapping,
-    low_key: str,
-    high_key: str,
-    path: str,
-    low_words: str,
-    high_words: str,
-    problems: list[str],
-) -> None:
-    low, high = schema.get(low_key), schema.get(high_key)
-    if _is_number(low) and size < low:
-        problems.append(f"{path} {low_words.format(_plain_number(low))}")
-    if _is_number(high) and size > high:
-        problems.append(f"{path} {high_words.format(_plain_number(high))}")
-
-
-def _plain_number(number: float) -> str:
-    return str(int(number)) if _is_integer(number) else str(number)
-
-
-def _validate_object(
-    value: Mapping, schema: Mapping, path: str, problems: list[str], depth: int
-) -> None:
-    props = schema.get("properties")
-    props = props if isinstance(props, Mapping) else {}
-    required = schema.get("required")
-    for name in required if isinstance(required, (list, tuple)) else ():
-        if isinstance(name, str) and name not in value:
-            if path == "arguments":
-                problems.append(f"missing required argument '{name}'")
-            else:
-                problems.append(f"{path} is missing required field '{name}'")
-    extra = schema.get("additionalProperties", True)
-    for name, item in value.items():
-        if name in props:
-            _validate(item, props[name], _child(path, str(name)), problems, depth + 1)
-        elif extra is False:
-            accepted = ", ".join(map(str, props)) or "none"
-            what = "argument" if path == "arguments" else f"field in {path}"
-            problems.append(f"unexpected {what} '{name}' (accepted: {accepted})")
-        elif isinstance(extra, Mapping):
-            _validate(item, extra, _child(path, str(name)), problems, depth + 1)
-
-
-def _integer_only(schema: Mapping) -> bool:
-    expected = schema.get("type")
-    types = expected if isinstance(expected, (list, tuple)) else [expected]
-    return "integer" in types and "number" not in types
-
-
-def coerce_integers(value: Any, schema: Any, depth: int = 0) -> Any:
-    """``value`` with integral floats made ints where ``schema`` wants an integer.
-
-    Only floats with no fraction at positions typed ``integer`` (and not ``number``) change;
-    containers are copied, everything else is returned as it is.
-    """
-    if not isinstance(schema, Mapping) or depth > MAX_DEPTH:
-        return value
-    if isinstance(value, float) and _is_integer(value) and _integer_only(schema):
-        return int(value)
-    if isinstance(value, Mapping):
-        props = schema.get("properties")
-        props = props if isinstance(props, Mapping) else {}
-        extra = schema.get("additionalProperties")
-        out = {}
-        for name, item in value.items():
-            sub = props.get(name, extra if isinstance(extra, Mapping) else None)
-            out[name] = coerce_integers(item, sub, depth + 1)
-        return out
-    if isinstance(value, list):
-        items = schema.get("items")
-        return [coerce_integers(item, items, depth + 1) for item in value]
-    return value
-
-
-def schema_problems(schema: Any, path: str = "parameters") -> list[str]:
-    """Mistakes in a tool's own argument schema (checked when a tool is registered).
-
-    Checks that it is an ``object`` schema, that every ``type`` is known, that ``required``,
-    ``properties`` and ``enum`` have the right shapes and that bounds are numbers.
-    """
-    problems: list[str] = []
-    if not isinstance(schema, Mapping):
-        return [f"{path} must be a JSON schema dict, not {type(schema).__name__}"]
-    if path == "parameters" and schema.get("type") != "object":
-        problems.append('parameters must have "type": "object"')
-    try:
-        _schema_problems(schema, path, problems, 0)
-    except Exception as err:  # a shape no rule foresaw: report, never raise
-        problems.append(f"could not check {path}: {_short_error(err)}")
-    return problems
-
-
-def _schema_problems(schema: Mapping, path: str, problems: list[str], depth: int) -> None:
-    if depth > MAX_DEPTH:
-        problems.append(f"{path} is nested too deeply")
-        return
-    expected = schema.get("type")
-    if expected is not None:
-        types = expected if isinstance(expected, (list, tuple)) else [expected]
-        for t in types:
-            if not (isinstance(t, str) and t in _TYPES):
-                problems.append(f"{path}: unknown type {t!r} (known: {', '.join(_TYPES)})")
-    if "required" in schema and not (
-        isinstance(schema["required"], (list, tuple))
-        and all(isinstance(n, str) for n in schema["required"])
-    ):
-        problems.append(f"{path}: 'required' must be a list of property names")
-    if "enum" in schema and not isinstance(schema["enum"], (list, tuple)):
-        problems.append(f"{path}: 'enum' must be a list")
-    for key in (
-        "minimum",
-        "maximum",
-        "exclusiveMinimum",
-        "exclusiveMaximum",
-        "minLength",
-        "maxLength",
-        "minItems",
-        "maxItems",
-    ):
-        if key in schema and not _is_number(schema[key]):
-            problems.append(f"{path}: '{key}' must be a number")
-    props = schema.get("properties")
-    if props is not None:
-        if not isinstance(props, Mapping):
-            problems.append(f"{path}: 'properties' must be a dict")
-        else:
-            for name, sub in props.items():
-                if not isinstance(sub, Mapping):
-                    problems.append(f"{path}.{name} must be a schema dict")
-                else:
-                    _schema_problems(sub, f"{path}.{name}", problems, depth + 1)
-    for key in ("items", "additionalProperties"):
-        sub = schema.get(key)
-        if isinstance(sub, Mapping):
-            _schema_problems(sub, f"{path}.{key}", problems, depth + 1)

@@ -33,7 +33,8 @@ import logging
 import re
 from typing import Callable, Iterable, Iterator
 
-from evennia_ai.tools.base import ALL_CATEGORIES, Tool, schema_problems
+from evennia_ai.tools.arguments import schema_problems
+from evennia_ai.tools.base import ALL_CATEGORIES, Tool
 
 _log = logging.getLogger("evennia_ai")
 
