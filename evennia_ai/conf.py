@@ -189,6 +189,11 @@ SETTINGS: dict[str, Setting] = {
             "Least relevance score for a recalled long-term memory (vector hits; keyword hits are ranked, not thresholded).",
         ),
         Setting(
+            "EVENNIA_AI_EMBEDDING_CACHE_SIZE",
+            20000,
+            "Embeddings of archival entries kept in memory for searches by meaning (about 1.5 KB each with the local embedder); at least the largest archive searched, or each search embeds it again.",
+        ),
+        Setting(
             "EVENNIA_AI_OPENAI_SDK_ROUTE",
             False,
             "Send `openai/<name>` models at a custom EVENNIA_AI_API_BASE through the OpenAI SDK; the default uses litellm's plain OpenAI-compatible HTTP route, 15 ms faster per call for the same request.",

@@ -1,5 +1,6 @@
 """Search modes, reciprocal rank fusion and searches over entries held elsewhere (pure)."""
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -10,11 +11,12 @@ from evennia_ai.memory.search import (
     EmbeddingCache,
     MemoryHit,
     check_mode,
-    cosine,
     reciprocal_rank_fusion,
     resolve_mode,
     run_search,
     search_entries,
+    similarities,
+    top_rows,
 )
 
 
@@ -161,9 +163,45 @@ def test_embedding_cache_embeds_each_text_once():
     assert calls == ["a", "b", "c", "b"]
 
 
-def test_cosine():
-    assert cosine([1, 0], [1, 0]) == 1.0 and cosine([1, 0], [0, 1]) == 0.0
-    assert cosine([0, 0], [1, 1]) == 0.0
+def test_embedding_cache_batches_the_texts_it_has_not_seen():
+    singles, batches = [], []
+
+    def one(text):
+        singles.append(text)
+        return [len(text), 1.0]
+
+    def many(texts):
+        batches.append(list(texts))
+        return [[len(t), 1.0] for t in texts]
+
+    cache = EmbeddingCache(one, size=10, embed_many=many)
+    first = cache.many(["a", "bb", "a", "ccc"])
+    assert batches == [["a", "bb", "ccc"]] and singles == []  # one call, each text once
+    assert first.shape == (4, 2) and np.allclose(np.linalg.norm(first, axis=1), 1.0)
+    cache.many(["bb", "dddd", "eeeee"])
+    assert batches[-1] == ["dddd", "eeeee"]  # only the new ones
+    cache("ffffff")
+    assert singles == ["ffffff"]  # one text: the single call
+
+
+def test_similarities_and_top_rows():
+    matrix = np.array([[1, 0], [0, 1], [0.6, 0.8], [0, 0]], dtype=np.float32)
+    scores = similarities([2, 0], matrix)
+    assert np.allclose(scores, [1.0, 0.0, 0.6, 0.0])
+    assert top_rows(scores, 2, 0.0) == [0, 2]
+    assert top_rows(scores, 5, 0.5) == [0, 2]
+    assert top_rows(scores, 0, 0.0) == []
+    assert not similarities([0, 0], matrix).any()  # a zero query matches nothing
+    assert not similarities([1, 0, 0], matrix).any()  # another embedder's width: nothing
+
+
+def test_zero_and_broken_embeddings_match_nothing():
+    def embed(text):
+        return [0.0, 0.0] if "mill" in text else [1.0, float("nan")] if "nan" in text else [1.0, 0]
+
+    entries = ["the mill burned", "a nan value", "the gate"]
+    outcome = search_entries(entries, "gate", 5, mode="vector", embed=embed, threshold=0.1)
+    assert [h.text for h in outcome.hits] == ["the gate"]
 
 
 def test_hit_to_dict_leaves_the_original_out():

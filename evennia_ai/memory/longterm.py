@@ -911,14 +911,27 @@ class LongTermMemory:
                 found = True
         return found
 
-    def embed(self, text: str):
-        """The embedding of ``text`` through mem0's embedder (cached). Needs mem0."""
+    @property
+    def embedding_cache(self) -> EmbeddingCache:
+        """mem0's embedder behind a cache; new texts go in batches where the embedder has them.
+
+        Raises:
+            RuntimeError: No embedder is available (mem0 is not ready).
+        """
         if not self.vector_ready:
             raise RuntimeError("no embedder is available")
         if self._embed_cache is None:
             model = self.memory.embedding_model
-            self._embed_cache = EmbeddingCache(lambda value: model.embed(value, "search"))
-        return self._embed_cache(text)
+            batch = getattr(model, "embed_batch", None)
+            self._embed_cache = EmbeddingCache(
+                lambda value: model.embed(value, "search"),
+                embed_many=(lambda values: batch(values, "search")) if callable(batch) else None,
+            )
+        return self._embed_cache
+
+    def embed(self, text: str):
+        """The unit embedding of ``text`` through mem0's embedder (cached). Needs mem0."""
+        return self.embedding_cache(text)
 
 
 def _custom_llm() -> bool:
@@ -1206,8 +1219,8 @@ def search_archival_hybrid(
     """Search archival entries held elsewhere (e.g. the NPC's ``archival`` Attribute). Blocking.
 
     Keyword search (a throwaway FTS5 index) always; with ``auto``/``hybrid``/``vector`` and mem0
-    ready, also by meaning through mem0's embedder (each entry is embedded once and cached),
-    fused by reciprocal rank. Call it in a thread when mem0 is ready (embedding new entries
+    ready, also by meaning through mem0's embedder (each entry embedded once, new ones in
+    batches, all scored in one matrix product), fused by reciprocal rank. Call it in a thread when mem0 is ready (embedding new entries
     takes milliseconds each); keyword search alone takes a few milliseconds for hundreds.
 
     Args:
@@ -1221,7 +1234,7 @@ def search_archival_hybrid(
         A :class:`SearchOutcome`; each hit's ``data`` is the original entry.
     """
     memory = _MEMORY if is_ready() else None
-    embed = memory.embed if memory is not None and memory.vector_ready else None
+    embed = memory.embedding_cache if memory is not None and memory.vector_ready else None
     threshold = float(conf.get("EVENNIA_AI_MEMORY_THRESHOLD"))
     return search_entries(entries, query, limit, mode=mode, embed=embed, threshold=threshold)
 

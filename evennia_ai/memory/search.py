@@ -21,13 +21,16 @@ ranked :class:`MemoryHit` lists; :mod:`evennia_ai.memory.longterm` plugs in the 
 from __future__ import annotations
 
 import hashlib
-import math
 import threading
 from collections import OrderedDict
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
+import numpy as np
+
+from evennia_ai import conf
 from evennia_ai.memory.keyword_index import rank_texts
+from evennia_ai.memory.vector_index import unit_vector
 
 MODES = ("auto", "keyword", "vector", "hybrid")
 RRF_K = 60  # the usual constant of reciprocal rank fusion: damps the weight of the top ranks
@@ -244,39 +247,102 @@ def entry_id(entry: Any, position: int) -> str:
     return f"#{position}"
 
 
-def cosine(a: Sequence[float], b: Sequence[float]) -> float:
-    """Cosine similarity of two vectors (0 when either is zero)."""
-    dot = sum(x * y for x, y in zip(a, b))
-    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
-    return dot / norm if norm else 0.0
+EMBED_BATCH = 256
+"""Most texts handed to the embedder in one batch call."""
 
 
 class EmbeddingCache:
-    """A bounded, thread-safe map text -> embedding: repeated searches embed each entry once.
+    """A bounded, thread-safe map text -> unit embedding: each entry is embedded once.
+
+    Vectors are kept as float32 unit vectors (a zero or broken embedding as zeros, which
+    matches nothing), so a search is one matrix product over them.
 
     Args:
-        embed: ``embed(text) -> list[float]``.
-        size: Most embeddings kept (least recently used dropped first).
+        embed: ``embed(text) -> vector``.
+        size: Most embeddings kept (least recently used dropped first); None reads
+            ``EVENNIA_AI_EMBEDDING_CACHE_SIZE``.
+        embed_many: ``embed_many(texts) -> vectors``, one call for many texts (an embedder's
+            batch mode: a sentence model encodes a batch far faster than one text at a time).
+            None embeds the texts one by one.
     """
 
-    def __init__(self, embed: Callable[[str], Sequence[float]], size: int = 4096):
+    def __init__(
+        self,
+        embed: Callable[[str], Sequence[float]],
+        size: int | None = None,
+        embed_many: Callable[[list[str]], Sequence[Sequence[float]]] | None = None,
+    ):
         self.embed = embed
-        self.size = size
-        self._cache: OrderedDict[str, Sequence[float]] = OrderedDict()
+        self.embed_many = embed_many
+        self.size = int(size if size is not None else conf.get("EVENNIA_AI_EMBEDDING_CACHE_SIZE"))
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()  # searches run in several threads at once
+        self._dims: int | None = None
 
-    def __call__(self, text: str) -> Sequence[float]:
-        key = hashlib.sha1(text.encode("utf-8", "replace")).hexdigest()
+    def __call__(self, text: str) -> np.ndarray:
+        """The unit embedding of ``text``."""
+        return self.many([text])[0]
+
+    def many(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit embeddings of ``texts``, one row each; the ones not cached embedded in batches."""
+        keys = [hashlib.sha1(t.encode("utf-8", "replace")).hexdigest() for t in texts]
+        found: dict[str, np.ndarray] = {}
         with self._lock:
-            if key in self._cache:
-                self._cache.move_to_end(key)
-                return self._cache[key]
-        vector = self.embed(text)  # outside the lock: embedding is the slow part
-        with self._lock:
-            self._cache[key] = vector
-            if len(self._cache) > self.size:
-                self._cache.popitem(last=False)
-        return vector
+            for key in keys:
+                vector = self._cache.get(key)
+                if vector is not None:
+                    self._cache.move_to_end(key)
+                    found[key] = vector
+        missing = list({k: t for k, t in zip(keys, texts) if k not in found}.items())
+        for start in range(0, len(missing), EMBED_BATCH):  # outside the lock: the slow part
+            chunk = missing[start : start + EMBED_BATCH]
+            vectors = self._embed_texts([text for _key, text in chunk])
+            with self._lock:
+                for (key, _text), vector in zip(chunk, vectors):
+                    found[key] = self._cache[key] = vector
+                while len(self._cache) > self.size:
+                    self._cache.popitem(last=False)
+        dims = self._dims or 1
+        if not keys:
+            return np.zeros((0, dims), dtype=np.float32)
+        zeros = np.zeros(dims, dtype=np.float32)  # an embedding of another width matches nothing
+        return np.stack([found[k] if found[k].shape[0] == dims else zeros for k in keys])
+
+    def _embed_texts(self, texts: list[str]) -> list[np.ndarray]:
+        if self.embed_many is not None and len(texts) > 1:
+            raw = list(self.embed_many(texts))
+            if len(raw) != len(texts):
+                raise ValueError(f"the embedder returned {len(raw)} vectors for {len(texts)} texts")
+        else:
+            raw = [self.embed(text) for text in texts]
+        out = []
+        for vector in raw:
+            unit = unit_vector(vector)
+            if unit is not None:
+                self._dims = self._dims or unit.shape[0]
+            out.append(unit if unit is not None else np.zeros(self._dims or 1, dtype=np.float32))
+        return out
+
+
+def similarities(query_vector: Any, matrix: np.ndarray) -> np.ndarray:
+    """Cosine similarity of ``query_vector`` to each row of ``matrix`` (unit rows).
+
+    Rows of another width than the query (an embedder changed mid-run) score 0.
+    """
+    unit = unit_vector(query_vector)
+    if unit is None or not matrix.size or matrix.shape[1] != unit.shape[0]:
+        return np.zeros(matrix.shape[0], dtype=np.float32)
+    return matrix @ unit
+
+
+def top_rows(scores: np.ndarray, limit: int, threshold: float) -> list[int]:
+    """Indexes of the ``limit`` best scores at or above ``threshold``, best first."""
+    keep = np.flatnonzero(scores >= threshold)
+    if limit < 1 or not keep.size:
+        return []
+    if keep.size > limit:
+        keep = keep[np.argpartition(-scores[keep], limit - 1)[:limit]]
+    return keep[np.argsort(-scores[keep], kind="stable")].tolist()
 
 
 def search_entries(
@@ -291,8 +357,9 @@ def search_entries(
 ) -> SearchOutcome:
     """Search a list of entries held elsewhere (archival entries, history lines).
 
-    Keyword search uses a throwaway FTS5 index; vector search embeds the query and each entry
-    with ``embed`` (wrap it in an :class:`EmbeddingCache` to embed each entry once).
+    Keyword search uses a throwaway FTS5 index; vector search embeds the query and the entries
+    with ``embed`` and scores them all in one matrix product. Give an :class:`EmbeddingCache`
+    so each entry is embedded once, the new ones in batches.
 
     Args:
         entries: Dicts (``content``/``text`` and optional ``id``, ``source``, ``trust``,
@@ -300,7 +367,8 @@ def search_entries(
         query: Plain text.
         limit: Most hits.
         mode: A search mode (``auto`` uses hybrid when ``embed`` is given).
-        embed: ``embed(text) -> vector``, or None for keyword search only.
+        embed: An :class:`EmbeddingCache`, or any ``embed(text) -> vector``; None for keyword
+            search only.
         threshold: Least cosine similarity of a vector hit.
         kind: The ``kind`` given to the hits.
 
@@ -329,11 +397,14 @@ def search_entries(
     if embed is not None:
 
         def vector(n: int) -> list[MemoryHit]:
-            query_vector = embed(query)
-            scored = [(cosine(query_vector, embed(h.text)), h.id) for h in by_id.values()]
-            scored = [(s, i) for s, i in scored if s >= threshold]
-            scored.sort(key=lambda pair: -pair[0])
-            return [fresh(hit_id, score) for score, hit_id in scored[:n]]
+            ids = list(by_id)
+            texts = [by_id[hit_id].text for hit_id in ids]
+            if isinstance(embed, EmbeddingCache):
+                matrix = embed.many(texts)
+            else:
+                matrix = EmbeddingCache(embed, size=len(texts) + 1).many(texts)
+            scores = similarities(embed(query), matrix)
+            return [fresh(ids[row], float(scores[row])) for row in top_rows(scores, n, threshold)]
 
     if not str(query or "").strip():
         return SearchOutcome(resolve_mode(mode, embed is not None)[0], [], check_mode(mode), "")

@@ -96,7 +96,8 @@ class _Partition:
         return [VectorHit(self.ids[row], float(scores[row]), self.payloads[row]) for row in ordered]
 
 
-def _unit(vector: Any) -> np.ndarray | None:
+def unit_vector(vector: Any) -> np.ndarray | None:
+    """``vector`` as a float32 unit vector; None when it is empty, zero or not finite."""
     array = np.asarray(vector, dtype=np.float32).reshape(-1)
     norm = float(np.linalg.norm(array))
     if not array.size or not np.isfinite(norm) or norm == 0.0:
@@ -130,7 +131,7 @@ class NpcVectorIndex:
         """Add or replace one point; False (ignored) without an NPC, a text or a usable vector."""
         payload = dict(payload or {})
         npc = str(payload.get("agent_id") or "")
-        unit = _unit(vector) if vector is not None else None
+        unit = unit_vector(vector) if vector is not None else None
         if not npc or unit is None or not payload.get("data"):
             return False
         point_id = str(point_id)
@@ -180,7 +181,7 @@ class NpcVectorIndex:
             person: Only points whose ``user_id`` is this dbref.
             threshold: Least cosine similarity.
         """
-        unit = _unit(vector)
+        unit = unit_vector(vector)
         if unit is None or top_k < 1:
             return []
         with self._lock:
