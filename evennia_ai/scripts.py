@@ -27,6 +27,8 @@ from evennia_ai.engine import scheduler
 from evennia_ai.engine.tick import TickRunner
 from evennia_ai.memory import events as ev
 from evennia_ai.npc.handler import SCRIPT_KEY
+from evennia_ai.npc.state import AttributeState
+from evennia_ai.npc.state_keys import SCRIPT_STATE
 
 
 class AssistantScript(DefaultScript):
@@ -40,7 +42,7 @@ class AssistantScript(DefaultScript):
         self.interval = int(conf.get("EVENNIA_AI_TICK_INTERVAL"))
         self.persistent = True
         self.start_delay = True
-        self.attributes.add("tick_count", 0, category="ai")
+        self.state.set("tick_count", 0)
 
     # -- life cycle ----------------------------------------------------------------------------
     def at_start(self, **kwargs):
@@ -78,13 +80,18 @@ class AssistantScript(DefaultScript):
 
     # -- ticking -------------------------------------------------------------------------------
     @property
+    def state(self) -> AttributeState:
+        """The Script's declared state (goals, execution config, tick counter, pause)."""
+        return AttributeState(self, SCRIPT_STATE)
+
+    @property
     def tick_count(self) -> int:
-        return int(self.attributes.get("tick_count", default=0, category="ai") or 0)
+        return self.state.get("tick_count")
 
     def next_tick_id(self) -> int:
         """Advance and return the tick counter (one write)."""
         value = self.tick_count + 1
-        self.attributes.add("tick_count", value, category="ai")
+        self.state.set("tick_count", value)
         return value
 
     def trigger_tick(self) -> None:

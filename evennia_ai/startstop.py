@@ -25,10 +25,10 @@ from evennia_ai.llm.client import (
     litellm_contract_problems,
 )
 from evennia_ai.memory import longterm
-from evennia_ai.npc.lookup import tag_untagged_assistants
+from evennia_ai.npc.lookup import all_ai_npcs, tag_untagged_assistants
 
 # Version of the stored layout; the upgrade steps below run once per game, in order.
-LAYOUT_VERSION = 1
+LAYOUT_VERSION = 2
 LAYOUT_KEY = "evennia_ai_layout_version"
 
 
@@ -72,16 +72,30 @@ def upgrade_stored_layout() -> int:
     """Bring data stored by an older evennia-ai up to :data:`LAYOUT_VERSION`, once per game.
 
     Version 1: every assistant carries the assistants' Tag, so NPCs are found by one Tag query
-    (NPCs created before 0.2 had none). Returns the version found before upgrading.
+    (NPCs created before 0.2 had none). Version 2: tick traces kept in one ``traces`` list move
+    to the ring of one Attribute per slot. Returns the version found before upgrading.
     """
     found = int(ServerConfig.objects.conf(LAYOUT_KEY, default=0) or 0)
     if found < 1:
         tagged = tag_untagged_assistants()
         if tagged:
             logger.log_info(f"evennia_ai: tagged {tagged} AI NPC(s) made by an older version")
+    if found < 2:
+        moved = sum(npc.ai.migrate_trace_ring() for npc in all_ai_npcs())
+        if moved:
+            logger.log_info(f"evennia_ai: moved {moved} tick trace(s) to the trace ring")
     if found < LAYOUT_VERSION:
         ServerConfig.objects.conf(LAYOUT_KEY, LAYOUT_VERSION)
     return found
+
+
+def restore_missing_scripts() -> int:
+    """Recreate the AssistantScript of every enabled AI NPC that lost it (each one logged)."""
+    restored = 0
+    for npc in all_ai_npcs():
+        if npc.ai.enabled and npc.ai.restore_script("at server start") is not None:
+            restored += 1
+    return restored
 
 
 def at_server_start():
@@ -94,6 +108,10 @@ def at_server_start():
         upgrade_stored_layout()
     except Exception:
         logger.log_trace("evennia_ai: upgrading the stored layout failed; it is retried next start")
+    try:
+        restore_missing_scripts()
+    except Exception:
+        logger.log_trace("evennia_ai: could not check the AI NPCs' Scripts")
 
     def warm_up():
         tokens.count_text("warm up", conf.get("EVENNIA_AI_MODEL") or None)

@@ -27,14 +27,18 @@ def to_utc(now: datetime | None = None) -> datetime:
     return now.astimezone(timezone.utc)
 
 
-def utcnow_iso() -> str:
-    """The current UTC time as a full ISO-8601 string (microseconds; traces and events)."""
-    return utcnow().isoformat()
+def iso_utc(now: datetime | None = None, *, precise: bool = False) -> str:
+    """``now`` (default: the current time) as an ISO-8601 UTC string ending in ``Z``.
 
-
-def iso_utc(now: datetime | None = None) -> str:
-    """``now`` (default: the current time) as ``YYYY-MM-DDTHH:MM:SSZ`` (stored workspace times)."""
-    return to_utc(now).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    The plugin's one timestamp format: ``YYYY-MM-DDTHH:MM:SSZ`` for stored times (workspace,
+    sleep, confirmations), or with six digits of microseconds when ``precise`` (traces and events,
+    where order within a second matters). Both sort as text in time order within their form;
+    compare mixed values with :func:`parse_iso`.
+    """
+    moment = to_utc(now)
+    if precise:
+        return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def parse_iso(value: Any) -> datetime | None:

@@ -1,10 +1,89 @@
-"""Shared pytest setup: Evennia initialised once, inside pytest-django's database unblock."""
+"""Shared pytest setup: Evennia initialised once, and test doubles that cannot leak.
 
+- Evennia is initialised inside pytest-django's database unblock.
+- Every ``EVENNIA_AI_*`` setting an environment variable may override is removed from the
+  environment first, so a model or key exported in the developer's shell never wins over the
+  tests' ``override_settings`` (and never reaches a real provider).
+- A socket guard refuses any connection or name lookup outside the loopback interface (mem0,
+  litellm and Hugging Face included) and fails the test that tried, even where the library
+  swallowed the error.
+"""
+
+import ipaddress
 import os
+import socket
 
 import pytest
 
+from evennia_ai import conf
+
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+for _setting in conf.SETTINGS.values():
+    if _setting.env:
+        os.environ.pop(_setting.name, None)
+
+_LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost", ""}
+OUTSIDE_ATTEMPTS: list[str] = []
+
+
+def is_loopback(host) -> bool:
+    """Whether ``host`` (a name, an address or None) stays on this machine."""
+    if host is None:
+        return True
+    if isinstance(host, bytes):
+        host = host.decode(errors="replace")
+    host = str(host).strip("[]").lower()
+    if host in _LOOPBACK_NAMES:
+        return True
+    try:
+        address = ipaddress.ip_address(host.split("%")[0])
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_unspecified
+
+
+def _refuse(what: str) -> None:
+    OUTSIDE_ATTEMPTS.append(what)
+    raise ConnectionRefusedError(f"test socket guard: {what} is outside 127.0.0.1")
+
+
+_real_connect = socket.socket.connect
+_real_connect_ex = socket.socket.connect_ex
+_real_getaddrinfo = socket.getaddrinfo
+
+
+def _guarded_connect(sock, address):
+    if sock.family in (socket.AF_INET, socket.AF_INET6) and not is_loopback(address[0]):
+        _refuse(f"connection to {address[0]}:{address[1]}")
+    return _real_connect(sock, address)
+
+
+def _guarded_connect_ex(sock, address):
+    if sock.family in (socket.AF_INET, socket.AF_INET6) and not is_loopback(address[0]):
+        _refuse(f"connection to {address[0]}:{address[1]}")
+    return _real_connect_ex(sock, address)
+
+
+def _guarded_getaddrinfo(host, *args, **kwargs):
+    if not is_loopback(host):
+        _refuse(f"name lookup of {host!r}")
+    return _real_getaddrinfo(host, *args, **kwargs)
+
+
+socket.socket.connect = _guarded_connect
+socket.socket.connect_ex = _guarded_connect_ex
+socket.getaddrinfo = _guarded_getaddrinfo
+
+
+@pytest.fixture(autouse=True)
+def _no_outside_network():
+    """Fail a test that tried to reach beyond loopback, even if the attempt was swallowed."""
+    OUTSIDE_ATTEMPTS.clear()
+    yield
+    if OUTSIDE_ATTEMPTS:
+        tried = "; ".join(dict.fromkeys(OUTSIDE_ATTEMPTS))
+        OUTSIDE_ATTEMPTS.clear()
+        pytest.fail(f"the test tried to reach outside 127.0.0.1: {tried}")
 
 
 @pytest.hookimpl(trylast=True)

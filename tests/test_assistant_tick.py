@@ -276,9 +276,3 @@ class TestTraceStore(AssistantTestBase):
             )  # same id: replaced
             assert [t["tick_id"] for t in self.npc.ai.traces()] == [3, 4, 5]
             assert self.npc.ai.trace(5)["context_type"] == "reflection"
-
-    def test_ring_of_earlier_versions_is_migrated(self):
-        self.npc.attributes.add("traces", [{"tick_id": 1}, {"tick_id": 2}], category="ai")
-        assert [t["tick_id"] for t in self.npc.ai.traces()] == [1, 2]
-        assert not self.npc.attributes.has("traces", category="ai")
-        assert self.npc.ai.trace(2) == {"tick_id": 2}

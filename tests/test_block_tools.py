@@ -302,7 +302,7 @@ class TestSharing(BlockTestBase):
         assert not self.run_tool("block_append_text", label="shared_notes", text="x").success
         block_admin.share_block(self.archive, "shared_notes", self.npc, "read")
         block_admin.delete_block(self.archive, "shared_notes")
-        assert self.npc.ai.get(block_admin.SHARED_IN_KEY, []) == []
+        assert self.npc.ai.blocks_shared_in == []
 
     def test_own_block_wins_and_owner_prefix_disambiguates(self):
         block_admin.share_block(self.archive, "shared_notes", self.npc, "append")

@@ -92,7 +92,7 @@ class TestAISleep(RuntimeCommandTest):
         self.call(
             CmdAISleep(),
             '/schedule Innkeeper = until=2030-01-01T06:00 reason="long rest" phase=rest',
-            "Innkeeper's sleep state: until=2030-01-01T06:00:00+00:00",
+            "Innkeeper's sleep state: until=2030-01-01T06:00:00Z",
         )
         sleep = self.npc.ai.get("sleep")
         assert sleep["reason"] == "long rest" and sleep["phase"] == "rest"

@@ -47,6 +47,20 @@ class TestOldLayoutNpc(ModelBase):
         texts = " ".join(str(c.kwargs.get("text") or c.args) for c in heard.call_args_list)
         assert "Welcome back, traveller!" in texts
 
+    def test_trace_list_of_0_1_moves_to_the_ring_once(self):
+        self.npc.attributes.add("traces", [{"tick_id": 1}, {"tick_id": 2}], category="ai")
+        lookup.tag_assistant(self.npc)
+        ServerConfig.objects.conf(startstop.LAYOUT_KEY, 1)  # tagged, traces not yet moved
+        assert startstop.upgrade_stored_layout() == 1
+        assert [t["tick_id"] for t in self.npc.ai.traces()] == [1, 2]
+        assert not self.npc.attributes.has("traces", category="ai")
+        assert self.npc.ai.trace(2) == {"tick_id": 2}
+        # reading traces never migrates: a list written now stays where it is
+        self.npc.attributes.add("traces", [{"tick_id": 9}], category="ai")
+        assert startstop.upgrade_stored_layout() == startstop.LAYOUT_VERSION
+        assert [t["tick_id"] for t in self.npc.ai.traces()] == [1, 2]
+        assert self.npc.attributes.has("traces", category="ai")
+
     def test_new_npcs_are_tagged_at_creation(self):
         assert lookup.all_ai_npcs() == []  # lookups query the Tag, not every object
         newer = create_object(AIAssistantCharacter, key="Barmaid", location=self.room1)

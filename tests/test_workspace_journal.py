@@ -172,7 +172,9 @@ def test_review_tolerates_corrupt_importance():
 def test_importance_since_and_entries_since():
     journal = _journal(4)  # 10:00..10:03 with importance 1..4
     assert J.importance_since(journal, "2025-12-06T10:01:00Z") == 3 + 4
-    assert J.importance_since(journal, "2025-12-06T10:01:00.000001+00:00") == 7  # utcnow_iso form
+    assert (
+        J.importance_since(journal, "2025-12-06T10:01:00.000001+00:00") == 7
+    )  # the form stored before 0.2
     assert J.importance_since(journal, "") == 10
     assert J.importance_since(journal, None) == 10
     assert J.importance_since(journal, "not a time") == 10

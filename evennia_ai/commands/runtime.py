@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import shlex
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 
 from evennia.utils import logger
 from evennia.utils.utils import delay
@@ -16,7 +16,7 @@ from evennia_ai.prompt.execution_pattern import ALL_TOOL_CATEGORIES
 from evennia_ai.tools import load_builtin_tools
 from evennia_ai.tools.approvals import ConfirmationError, get_confirmation_queue
 from evennia_ai.tools.registry import TOOL_REGISTRY, passes_lock
-from evennia_ai.utils import truncate
+from evennia_ai.utils import iso_utc, truncate, utcnow
 from evennia_ai.workspace.sleep import SLEEP_PHASES, go_to_sleep, in_sleep_window, wake_up
 
 BAR_WIDTH = 24
@@ -273,14 +273,12 @@ def parse_until(text: str) -> str | None:
         if value <= 0:
             raise ValueError("A duration must be positive.")
         delta = timedelta(hours=value) if unit == "h" else timedelta(minutes=value)
-        return (datetime.now(timezone.utc) + delta).isoformat()
+        return iso_utc(utcnow() + delta)
     try:
         moment = datetime.fromisoformat(text)
     except ValueError:
         raise ValueError(f"'{text}' is not an ISO time (2026-01-01T08:00) or +minutes.") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return moment.astimezone(timezone.utc).isoformat()
+    return iso_utc(moment)
 
 
 class CmdAISleep(AICommand):

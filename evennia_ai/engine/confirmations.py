@@ -21,6 +21,7 @@ action failed or could not run), ``rejected``. Decided entries beyond
 from __future__ import annotations
 
 import uuid
+from datetime import datetime, timezone
 from typing import Any, Callable
 
 from evennia.objects.models import ObjectDB
@@ -31,7 +32,9 @@ from evennia_ai.memory.block_admin import execute_block_write
 from evennia_ai.tools.approvals import QUEUE_KEY, ConfirmationError
 from evennia_ai.tools.base import ToolContext, ToolResult
 from evennia_ai.tools.registry import TOOL_REGISTRY, passes_lock
-from evennia_ai.utils import utcnow_iso
+from evennia_ai.utils import iso_utc, parse_iso
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 MAX_DECIDED = 200
 MAX_PENDING = 500
@@ -101,7 +104,7 @@ class ConfirmationQueue(DefaultScript):
             if status is not None and entry.get("status") != status:
                 continue
             out.append(entry)
-        return sorted(out, key=lambda e: e.get("created") or "")
+        return sorted(out, key=lambda e: parse_iso(e.get("created")) or _EPOCH)
 
     def get_entry(self, confirmation_id: str) -> dict:
         """One entry by id (raises ConfirmationError when unknown)."""
@@ -143,7 +146,7 @@ class ConfirmationQueue(DefaultScript):
             "payload": payload,
             "reason": reason,
             "tick_id": tick_id,
-            "created": utcnow_iso(),
+            "created": iso_utc(),
             "status": "pending",
             "decided_by": None,
             "decided_at": None,
@@ -159,12 +162,12 @@ class ConfirmationQueue(DefaultScript):
             status=status,
             decided_by=getattr(decided_by, "key", None)
             or (str(decided_by) if decided_by else None),
-            decided_at=utcnow_iso(),
+            decided_at=iso_utc(),
             result=result,
         )
         decided = sorted(
             (e for e in entries.values() if e.get("status") != "pending"),
-            key=lambda e: e.get("decided_at") or "",
+            key=lambda e: parse_iso(e.get("decided_at")) or _EPOCH,
         )
         for old in decided[:-MAX_DECIDED]:
             entries.pop(old["id"], None)

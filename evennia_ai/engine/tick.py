@@ -55,7 +55,7 @@ from evennia_ai.tools import select_tools
 from evennia_ai.tools.approvals import get_confirmation_queue
 from evennia_ai.tools.base import ToolContext
 from evennia_ai.tools.rules import parse_rules
-from evennia_ai.utils import truncate, utcnow_iso
+from evennia_ai.utils import iso_utc, parse_iso, today, truncate, utcnow
 from evennia_ai.workspace.goals import goal_urgency
 from evennia_ai.workspace.journal import entries_since, importance_since
 from evennia_ai.workspace.sleep import SLEEP_PHASES, go_to_sleep, in_sleep_window, wake_up
@@ -116,7 +116,7 @@ class TickRunner:
 
     def _should_wake(self, sleep: dict, pending: list) -> bool:
         until = sleep.get("until")
-        if until and utcnow_iso() >= until:
+        if until and (parse_iso(until) or utcnow()) <= utcnow():
             return True
         if sleep.get("reason") == "scheduled" and not in_sleep_window(
             conf.get("EVENNIA_AI_SLEEP_SCHEDULE")
@@ -300,7 +300,7 @@ class TickRunner:
         if context_type == "pre_compaction" and not self.cancelled():
             if (self.ai.get("compaction") or {}).get("pending") or self._history_reason(tick_id):
                 yield self._compact(client, model, tick_id)
-        trace.ended = utcnow_iso()
+        trace.ended = iso_utc(precise=True)
         trace.duration = round(time.monotonic() - self.started, 4)
         # What the tools said is queued for the players' sessions; let the reactor send it
         # before this tick's bookkeeping (history, traces, metrics) takes its turn.
@@ -321,7 +321,7 @@ class TickRunner:
             stop_reason=StopReason.BUDGET.value,
             budget=over_budget.describe(),
         )
-        trace.ended = utcnow_iso()
+        trace.ended = iso_utc(precise=True)
         trace.duration = round(time.monotonic() - self.started, 4)
         self._finish(LoopOutcome(stop_reason=StopReason.BUDGET, trace=trace), trace, None)
         return trace
@@ -403,7 +403,7 @@ class TickRunner:
         trace.completion_tokens += int(usage.get("completion_tokens", 0) or 0)
         trace.cost += float(usage.get("cost", 0.0) or 0.0)
         if getattr(self.npc, "pk", None):
-            self.ai.update("sleep", lambda s: {**s, "last_consolidated": utcnow_iso()})
+            self.ai.update("sleep", lambda s: {**s, "last_consolidated": iso_utc()})
 
     @defer.inlineCallbacks
     def _compact(self, client, model, tick_id: int):
@@ -454,7 +454,7 @@ class TickRunner:
         self.ai.set("history", new_history)
         self.ai.set(
             "compaction",
-            {"pending": False, "last_tick": tick_id, "removed": removed, "time": utcnow_iso()},
+            {"pending": False, "last_tick": tick_id, "removed": removed, "time": iso_utc()},
         )
 
     def _check_history_pressure(self, tick_id: int) -> None:
@@ -511,11 +511,11 @@ class TickRunner:
             self.ai.update("entities", seen)
 
     def _update_metrics(self, outcome, trace: TickTrace) -> None:
-        day = utcnow_iso()[:10]
+        day = today()
 
         def change(m):
             m["ticks"] = m.get("ticks", 0) + 1
-            m.setdefault("session_start", utcnow_iso())
+            m.setdefault("session_start", iso_utc())
             calls = trace.tool_calls
             ran = [c for c in calls if c.status in ("ran", "error", "refused")]
             m["total_tool_calls"] = m.get("total_tool_calls", 0) + len(ran)
@@ -531,9 +531,9 @@ class TickRunner:
             m["completion_tokens"] = m.get("completion_tokens", 0) + trace.completion_tokens
             m["cost"] = round(m.get("cost", 0.0) + trace.cost, 6)
             daily = m.setdefault("daily", {})
-            today = daily.setdefault(day, {"tokens": 0, "cost": 0.0})
-            today["tokens"] += trace.prompt_tokens + trace.completion_tokens
-            today["cost"] = round(today["cost"] + trace.cost, 6)
+            spent = daily.setdefault(day, {"tokens": 0, "cost": 0.0})
+            spent["tokens"] += trace.prompt_tokens + trace.completion_tokens
+            spent["cost"] = round(spent["cost"] + trace.cost, 6)
             for old in sorted(daily)[:-31]:
                 daily.pop(old, None)
             stop_counts = m.setdefault("stop_reasons", {})
@@ -559,9 +559,7 @@ class TickRunner:
             tick = self.script.tick_count
 
             def done(state):
-                state.update(
-                    last_tick=tick, last_time=utcnow_iso(), count=state.get("count", 0) + 1
-                )
+                state.update(last_tick=tick, last_time=iso_utc(), count=state.get("count", 0) + 1)
                 state["continue"] = bool(used_journal)
                 state["requested"] = False
                 state["last_result"] = truncate(outcome.final_text or "", 2000)

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field, fields
 from enum import Enum
 from typing import Any
 
-from evennia_ai.utils import utcnow_iso
+from evennia_ai.utils import iso_utc
 
 
 class StopReason(str, Enum):
@@ -118,7 +118,7 @@ class TickTrace:
 
     tick_id: int
     context_type: str = ""
-    started: str = field(default_factory=utcnow_iso)
+    started: str = field(default_factory=lambda: iso_utc(precise=True))
     ended: str | None = None
     event_ids: list[str] = field(default_factory=list)
     event_text: str = ""

@@ -39,16 +39,8 @@ from evennia_ai.memory.blocks import BlockError, BlockOpResult
 SHARED_IN_KEY = "blocks_shared_in"
 
 
-def setting(name: str, default: Any) -> Any:
-    """``conf.get(name)``, or ``default`` while the setting is not declared in conf.py."""
-    try:
-        return conf.get(name)
-    except KeyError:
-        return default
-
-
 def max_archival_entries() -> int:
-    return int(setting("EVENNIA_AI_ARCHIVAL_MAX_ENTRIES", pure.DEFAULT_MAX_ARCHIVAL))
+    return int(conf.get("EVENNIA_AI_ARCHIVAL_MAX_ENTRIES"))
 
 
 # -- reading -------------------------------------------------------------------------------------
@@ -108,7 +100,7 @@ def _find_object(obj_id):
 def shared_blocks_for(npc) -> list[BlockTarget]:
     """Blocks other NPCs share with ``npc`` (stale references skipped)."""
     out = []
-    for ref in npc.ai.get(SHARED_IN_KEY, []) or []:
+    for ref in npc.ai.get(SHARED_IN_KEY) or []:
         owner = _find_object(ref.get("owner"))
         if owner is None or owner == npc or not hasattr(owner, "ai"):
             continue

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from evennia_ai.utils import utcnow_iso
+from evennia_ai.utils import iso_utc
 
 MAX_LINE = 500  # characters kept of one line
 
@@ -51,7 +51,7 @@ def add(
     if text:
         if len(text) > MAX_LINE:
             text = text[: MAX_LINE - 1] + "\u2026"
-        entries.append({"text": text, "source": source, "ts": ts or utcnow_iso()})
+        entries.append({"text": text, "source": source, "ts": ts or iso_utc(precise=True)})
     return entries[-max_size:]
 
 

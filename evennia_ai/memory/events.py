@@ -50,7 +50,7 @@ import uuid
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Iterable
 
-from evennia_ai.utils import utcnow_iso
+from evennia_ai.utils import iso_utc
 
 EVENT_CLASSES = ("communication", "movement", "building", "combat", "system")
 
@@ -168,7 +168,7 @@ class Event:
     trust_source: str = ""
     data: dict = field(default_factory=dict)
     id: str = field(default_factory=new_event_id)
-    timestamp: str = field(default_factory=utcnow_iso)
+    timestamp: str = field(default_factory=lambda: iso_utc(precise=True))
     attempts: int = 0
 
     def __post_init__(self):
@@ -224,7 +224,7 @@ class Event:
         """
         data = dict(data or {})
         data.setdefault("kind", data.get("event_type") or data.get("type") or "system")
-        data.setdefault("timestamp", data.get("ts") or data.get("time") or utcnow_iso())
+        data.setdefault("timestamp", data.get("ts") or data.get("time") or iso_utc(precise=True))
         names = {f.name for f in fields(cls)}
         values = {k: v for k, v in data.items() if k in names}
         if values.get("event_class") not in EVENT_CLASSES:

@@ -31,7 +31,7 @@ import json
 import re
 from typing import Any, Hashable, Iterable
 
-from evennia_ai.utils import truncate, utcnow_iso
+from evennia_ai.utils import iso_utc, truncate
 
 ROLES = ("system", "user", "assistant", "tool")
 BOOKKEEPING_KEYS = ("batch", "ts")
@@ -175,7 +175,7 @@ def append_tick(
     max_messages = int(max_messages)
     if max_messages < 1:
         raise ValueError(f"The history must keep at least 1 message, not {max_messages}.")
-    ts = ts or utcnow_iso()
+    ts = ts or iso_utc(precise=True)
     new = [_message(m, tick_id, ts) for m in messages or []]
     runs = batches([dict(m) for m in history or [] if isinstance(m, dict)])
     if runs and runs[-1][0] == tick_id:

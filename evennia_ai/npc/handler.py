@@ -23,69 +23,12 @@ from evennia.utils import logger
 from evennia_ai import conf
 from evennia_ai.memory import context_buffer
 from evennia_ai.memory import events as ev
-from evennia_ai.memory.events import Event, empty_queue, pending_events
+from evennia_ai.memory.events import Event, pending_events
 from evennia_ai.npc import spending
 from evennia_ai.npc.state import AttributeState
+from evennia_ai.npc.state_keys import CHARACTER_STATE, SCRIPT_STATE
 from evennia_ai.prompt.execution_pattern import ALL_TOOL_CATEGORIES, DEFAULT_EXECUTION_CONFIG
-from evennia_ai.utils import is_live_instance, plain, utcnow_iso
-from evennia_ai.workspace.projects import empty_projects
-from evennia_ai.workspace.session_memory import empty_session_memory
-
-
-def default_metrics() -> dict:
-    return {
-        "ticks": 0,
-        "errors": 0,
-        "consecutive_errors": 0,
-        "total_tool_calls": 0,
-        "successful_calls": 0,
-        "failed_calls": 0,
-        "tool_stats": {},
-        "prompt_tokens": 0,
-        "completion_tokens": 0,
-        "cost": 0.0,
-        "last_error": None,
-        "session_start": None,
-        "daily": {},
-    }
-
-
-def default_sleep() -> dict:
-    return {"asleep": False, "since": None, "reason": None, "phase": None, "until": None}
-
-
-# Character-held state: key -> factory of its empty value.
-CHARACTER_DEFAULTS: dict[str, Callable[[], Any]] = {
-    "projects": empty_projects,
-    "session_memory": empty_session_memory,
-    "journal": list,
-    "behaviour_rules": list,
-    "event_queue": empty_queue,
-    "history": list,
-    "context_buffer": list,
-    # The latest whispers to the NPC, private to their senders (evennia_ai.tools.safety).
-    "private_whispers": list,
-    "metrics": default_metrics,
-    "tool_rules": list,
-    "tool_allow": lambda: None,
-    "tool_deny": list,
-    "sleep": default_sleep,
-    "prompt_revisions": list,
-    "entities": dict,
-    "blocks": dict,
-    "archival": list,
-    "procedures": list,
-    "blocks_shared_in": list,
-    "compaction": lambda: {"pending": False, "last_tick": None},
-    "reflection": lambda: {"last_tick": 0, "last_time": None, "count": 0},
-    # Per-NPC daily limits, tightening the settings: {"tokens": int, "cost": float}.
-    "budget": dict,
-}
-
-# Script-held state (the spec keeps goals and the execution config on the script).
-SCRIPT_DEFAULTS: dict[str, Callable[[], Any]] = {
-    "current_goals": list,
-}
+from evennia_ai.utils import is_live_instance, iso_utc, plain
 
 PROMPT_REVISIONS_KEPT = 20
 # The NPC's AssistantScript: found by key, created by its typeclass path (the Script's class
@@ -95,6 +38,23 @@ SCRIPT_TYPECLASS = "evennia_ai.scripts.AssistantScript"
 TRACE_CATEGORY = "ai_trace"
 
 
+class _Declared:
+    """A declared piece of character state read as an attribute: ``npc.ai.metrics``.
+
+    Reading returns a plain copy (changing it writes nothing); write with ``npc.ai.set`` or
+    ``npc.ai.update``, once per change.
+    """
+
+    def __set_name__(self, owner, name: str) -> None:
+        self.name = name
+        self.__doc__ = CHARACTER_STATE[name].doc
+
+    def __get__(self, handler, owner=None):
+        if handler is None:
+            return self
+        return handler.state.get(self.name)
+
+
 class AIHandler:
     """State and control of one assistant (``npc.ai``).
 
@@ -102,15 +62,39 @@ class AIHandler:
         obj: The assistant character.
     """
 
+    # Character-held state, declared in evennia_ai.npc.state_keys (plain copies).
+    projects = _Declared()
+    session_memory = _Declared()
+    journal = _Declared()
+    behaviour_rules = _Declared()
+    event_queue = _Declared()
+    history = _Declared()
+    context_buffer = _Declared()
+    private_whispers = _Declared()
+    metrics = _Declared()
+    tool_rules = _Declared()
+    tool_allow = _Declared()
+    tool_deny = _Declared()
+    sleep = _Declared()
+    prompt_revisions = _Declared()
+    entities = _Declared()
+    blocks = _Declared()
+    archival = _Declared()
+    procedures = _Declared()
+    blocks_shared_in = _Declared()
+    compaction = _Declared()
+    reflection = _Declared()
+    budget = _Declared()
+
     def __init__(self, obj):
         self.obj = obj
-        self.state = AttributeState(obj, CHARACTER_DEFAULTS)
+        self.state = AttributeState(obj, CHARACTER_STATE)
         self._script = None  # the AssistantScript found last (kept while it exists)
 
     # -- generic state access ------------------------------------------------------------------
-    def get(self, key: str, default: Any = None) -> Any:
-        """A plain copy of the character-held ``key`` (tick traces: see :meth:`traces`)."""
-        return self.state.get(key, default)
+    def get(self, key: str) -> Any:
+        """A plain copy of the declared character-held ``key`` (tick traces: :meth:`traces`)."""
+        return self.state.get(key)
 
     def set(self, key: str, value: Any) -> None:
         """Write the character-held ``key`` once."""
@@ -133,7 +117,6 @@ class AIHandler:
     def traces(self, last: int | None = None) -> list[dict]:
         """The kept tick traces, oldest first (the newest ``last`` only, if given)."""
 
-        self._migrate_trace_ring()
         size = max(1, int(conf.get("EVENNIA_AI_TRACE_RING_SIZE")))
         stored = self.obj.attributes.get(category=TRACE_CATEGORY, return_list=True, return_obj=True)
         found = [plain(attr.value) for attr in stored or [] if attr is not None]
@@ -155,26 +138,31 @@ class AIHandler:
             return value
         return None
 
-    def _migrate_trace_ring(self) -> None:
-        """Move traces stored by earlier versions (one ``traces`` list) to the slot ring."""
-        if self.state.has("traces"):
-            old = self.state.get("traces", [])
-            self.obj.attributes.remove("traces", category="ai")
-            for trace in old or []:
-                if isinstance(trace, dict):
-                    self.record_trace(trace)
+    def migrate_trace_ring(self) -> int:
+        """Move traces stored by 0.1 (one ``traces`` list) to the slot ring; how many moved.
+
+        Run once per NPC by the layout upgrade at server start (:mod:`evennia_ai.startstop`).
+        """
+        old = self.obj.attributes.get("traces", category="ai")
+        if old is None:
+            return 0
+        self.obj.attributes.remove("traces", category="ai")
+        moved = [trace for trace in plain(old) if isinstance(trace, dict)]
+        for trace in moved:
+            self.record_trace(trace)
+        return len(moved)
 
     # -- simple fields ---------------------------------------------------------------------------
     @property
     def enabled(self) -> bool:
-        return bool(self.state.get("enabled", True))
+        return self.state.get("enabled")
 
     def set_enabled(self, value: bool) -> None:
         self.state.set("enabled", bool(value))
 
     @property
     def persona(self) -> str:
-        return self.state.get("persona", "") or ""
+        return self.state.get("persona")
 
     def set_persona(self, text: str) -> None:
         self.state.set("persona", str(text or "").strip())
@@ -182,7 +170,7 @@ class AIHandler:
     @property
     def model(self) -> str:
         """The NPC's own model override ("" means the server default)."""
-        return self.state.get("model", "") or ""
+        return self.state.get("model")
 
     def set_model(self, model: str) -> None:
         self.state.set("model", str(model or "").strip())
@@ -190,7 +178,7 @@ class AIHandler:
     @property
     def user_system_prompt(self) -> str:
         """The operator's prompt. No tool can write it; see :meth:`set_user_system_prompt`."""
-        return self.state.get("user_system_prompt", "") or ""
+        return self.state.get("user_system_prompt")
 
     def set_user_system_prompt(self, text: str) -> None:
         """Operator-only: set the operator's prompt (admin commands and the web page)."""
@@ -199,7 +187,7 @@ class AIHandler:
     @property
     def assistant_system_prompt(self) -> str:
         """The assistant's own, self-managed guidelines."""
-        return self.state.get("assistant_system_prompt", "") or ""
+        return self.state.get("assistant_system_prompt")
 
     def set_assistant_system_prompt(
         self, text: str, reasoning: str = "", by: str = "assistant"
@@ -210,7 +198,7 @@ class AIHandler:
         self.state.set("assistant_system_prompt", str(text or "").strip())
 
         def log(revisions):
-            revisions.append({"time": utcnow_iso(), "by": by, "reasoning": reasoning, "old": old})
+            revisions.append({"time": iso_utc(), "by": by, "reasoning": reasoning, "old": old})
             return revisions[-PROMPT_REVISIONS_KEPT:]
 
         self.state.update("prompt_revisions", log)
@@ -237,28 +225,40 @@ class AIHandler:
                 script = script[0] if script else self.script
         return script
 
-    def _script_state(self) -> AttributeState | None:
-        script = self.script
-        return AttributeState(script, SCRIPT_DEFAULTS) if script is not None else None
+    def restore_script(self, why: str = "") -> Any:
+        """Recreate a missing AssistantScript (logged); the Script, or None if it exists."""
+        if self.script is not None:
+            return None
+        script = self.ensure_script()
+        logger.log_warn(
+            f"evennia_ai [{self.obj.key}{self.obj.dbref}]: its AssistantScript was missing and "
+            f"has been recreated{' (' + why + ')' if why else ''}; goals and execution settings "
+            "held on the old Script start empty"
+        )
+        return script
+
+    @staticmethod
+    def script_state(script) -> AttributeState:
+        """The declared state held on ``script`` (goals, execution config, counters, pause)."""
+        return AttributeState(script, SCRIPT_STATE)
 
     @property
     def goals(self) -> list[dict]:
         """Plain copy of the goals (held on the script)."""
-        state = self._script_state()
-        return state.get("current_goals", []) if state else []
+        script = self.script
+        return self.script_state(script).get("current_goals") if script is not None else []
 
     def update_goals(self, change: Callable[[list], Any]) -> Any:
         """Change the goals with ``change`` (plain list in, new list or (list, result) out)."""
-        script = self.ensure_script()
-        return AttributeState(script, SCRIPT_DEFAULTS).update("current_goals", change)
+        return self.script_state(self.ensure_script()).update("current_goals", change)
 
     @property
     def execution_config(self) -> dict:
         """Layer 1 of the execution pattern (held on the script), with defaults filled in."""
         config = dict(DEFAULT_EXECUTION_CONFIG)
-        state = self._script_state()
-        if state:
-            config.update(state.get("execution_config", {}) or {})
+        script = self.script
+        if script is not None:
+            config.update(self.script_state(script).get("execution_config"))
         return config
 
     def set_execution_config(self, **values) -> dict:
@@ -286,7 +286,7 @@ class AIHandler:
                     value = lowered in ("true", "on", "yes", "1")
                 value = bool(value)
             config[key] = value
-        self.ensure_script().attributes.add("execution_config", config, category="ai")
+        self.script_state(self.ensure_script()).set("execution_config", config)
         return config
 
     def set_allowed_tool_categories(self, categories: list[str] | None) -> dict:
@@ -308,23 +308,23 @@ class AIHandler:
                     f"Unknown tool categories {unknown}. Known: " + ", ".join(ALL_TOOL_CATEGORIES)
                 )
             config["allowed_tool_categories"] = [c for c in ALL_TOOL_CATEGORIES if c in categories]
-        self.ensure_script().attributes.add("execution_config", config, category="ai")
+        self.script_state(self.ensure_script()).set("execution_config", config)
         return config
 
     # -- control -------------------------------------------------------------------------------
     @property
     def paused(self) -> bool:
         script = self.script
-        return bool(script and script.attributes.get("paused", default=False, category="ai"))
+        return bool(script is not None and self.script_state(script).get("paused"))
 
     def pause(self) -> None:
         """Stop ticking (queued events stay queued)."""
-        self.ensure_script().attributes.add("paused", True, category="ai")
+        self.script_state(self.ensure_script()).set("paused", True)
 
     def resume(self) -> None:
         """Resume ticking, and answer anything queued meanwhile."""
         script = self.ensure_script()
-        script.attributes.add("paused", False, category="ai")
+        self.script_state(script).set("paused", False)
         script.trigger_tick()
 
     def start(self) -> None:
@@ -355,10 +355,11 @@ class AIHandler:
         self.update("event_queue", lambda queue: ev.push(queue, event, max_size))
         if immediate is None:
             immediate = getattr(event, "event_class", "") == "communication"
-        if immediate and self.enabled:
-            script = self.script
-            if script is not None:
-                script.trigger_tick()
+        if not self.enabled:
+            return
+        script = self.script or self.restore_script("on perception")
+        if immediate:
+            script.trigger_tick()
 
     def notify_system(self, text: str) -> None:
         """Queue a system event (operator decisions, tool outcomes that arrive later)."""
@@ -387,11 +388,11 @@ class AIHandler:
     def status(self) -> dict:
         """A summary for admin commands and the dashboard."""
 
-        metrics = self.get("metrics")
+        metrics = self.metrics
         over = self.spending_status(metrics)
-        queue = self.get("event_queue")
+        queue = self.event_queue
         script = self.script
-        sleep = self.get("sleep")
+        sleep = self.sleep
         enabled, paused, running = self.enabled, self.paused, bool(script and script.is_active)
         if not enabled or not running:
             state = "stopped"
@@ -420,7 +421,34 @@ class AIHandler:
             "goals_active": sum(1 for g in self.goals if g.get("status") == "active"),
             "budget_state": over.describe(),
             "budget": over.to_dict(),
+            "quarantined": self.quarantined(),
         }
+
+    # -- values kept aside -----------------------------------------------------------------------
+    def quarantined(self) -> dict[str, dict]:
+        """Stored values that failed their declared shape, kept aside, by key (NPC and Script)."""
+        found = self.state.quarantined()
+        script = self.script
+        if script is not None:
+            found.update(
+                {f"script.{k}": v for k, v in self.script_state(script).quarantined().items()}
+            )
+        return found
+
+    def _state_for(self, key: str) -> tuple[AttributeState, str]:
+        if key.startswith("script."):
+            return self.script_state(self.ensure_script()), key[len("script.") :]
+        return self.state, key
+
+    def restore(self, key: str, value: Any = None) -> Any:
+        """Put a kept-aside value back (``script.<key>`` for the Script's); see AttributeState."""
+        state, name = self._state_for(key)
+        return state.restore(name, value)
+
+    def discard(self, key: str) -> bool:
+        """Forget a kept-aside value (``script.<key>`` for the Script's)."""
+        state, name = self._state_for(key)
+        return state.discard(name)
 
     def log_error(self, message: str) -> None:
         logger.log_err(f"evennia_ai [{self.obj.key}{self.obj.dbref}]: {message}")

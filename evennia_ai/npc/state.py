@@ -1,21 +1,30 @@
 """Plain-data state of an assistant, stored in Attributes with one write per change.
 
 Every piece of an assistant's persistent state is a plain dict or list in an Attribute of
-category ``ai`` (on the character, or on its AssistantScript for goals and execution config).
-:class:`AttributeState` reads a detached plain copy, lets pure code change it, and writes the
-result back once, so a nested edit never re-saves the root once per mutation and a crash
-mid-change leaves the previous value intact.
+category ``ai`` (on the character, or on its AssistantScript for goals and execution config),
+declared once in :mod:`evennia_ai.npc.state_keys`. :class:`AttributeState` reads a detached
+plain copy, lets pure code change it, and writes the result back once, so a nested edit never
+re-saves the root once per mutation and a crash mid-change leaves the previous value intact.
+
+A stored value is checked against its declared shape when it is read from the database. One
+that fails is moved aside (category ``ai_quarantine``, with the problem and the time), logged
+once, and the default is used: the NPC goes on, and an operator can see the value with
+``aistatus`` and put it back (``aistatus/restore``) or drop it (``aistatus/discard``).
 """
 
 from __future__ import annotations
 
-import copy
 import pickle
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
-from evennia_ai.utils import plain
+from evennia.utils import logger
+
+from evennia_ai.npc.state_keys import StateKey
+from evennia_ai.tools.arguments import validate_value
+from evennia_ai.utils import iso_utc, one_line, plain
 
 CATEGORY = "ai"
+QUARANTINE_CATEGORY = "ai_quarantine"
 _SCALARS = (str, int, float, bool, type(None))
 _CACHE = "_evennia_ai_plain"  # where a stored value's plain copy is kept, on its Attribute
 
@@ -49,67 +58,143 @@ def _remember(attr, value: Any) -> None:
 
 
 class AttributeState:
-    """Read, change and write plain values stored in an object's Attributes (category ``ai``).
+    """Read, change and write the declared plain values in an object's Attributes.
 
     Args:
-        obj: Any typeclassed entity with an ``attributes`` handler.
-        defaults: Factories for keys that have a default value.
+        obj: Any typeclassed entity with an ``attributes`` handler (the NPC or its Script).
+        keys: The declared keys of ``obj`` (:data:`~evennia_ai.npc.state_keys.CHARACTER_STATE`
+            or :data:`~evennia_ai.npc.state_keys.SCRIPT_STATE`).
     """
 
-    def __init__(self, obj, defaults: dict[str, Callable[[], Any]] | None = None):
+    def __init__(self, obj, keys: Mapping[str, StateKey]):
         self.obj = obj
-        self.defaults = defaults or {}
+        self.keys = keys
 
-    def _default(self, key: str, default: Any = None) -> Any:
-        factory = self.defaults.get(key)
-        if factory is not None:
-            return factory()
-        return copy.deepcopy(default)
+    def declared(self, key: str) -> StateKey:
+        """The declaration of ``key``.
+
+        Raises:
+            KeyError: ``key`` is not declared (a typo, or state that belongs elsewhere).
+        """
+        try:
+            return self.keys[key]
+        except KeyError:
+            raise KeyError(
+                f"'{key}' is not declared state of {self.obj.key}; declared: "
+                + ", ".join(self.keys)
+            ) from None
 
     def _attribute(self, key: str):
         return self.obj.attributes.get(key, default=None, category=CATEGORY, return_obj=True)
 
-    def get(self, key: str, default: Any = None) -> Any:
-        """Return a plain copy of ``key`` (safe to change; nothing is written)."""
+    def get(self, key: str) -> Any:
+        """Return a plain copy of ``key`` (safe to change; nothing is written).
+
+        A stored value of the wrong shape is moved aside and the default returned.
+        """
+        declared = self.declared(key)
         attr = self._attribute(key)
         if attr is None:
-            return self._default(key, default)
+            return declared.default()
         cached = getattr(attr, _CACHE, None)
         if cached is not None and cached[0] is attr.db_value:
             return pickle.loads(cached[1])
         value = attr.value
         if value is None:
-            return self._default(key, default)
+            return declared.default()
         value = plain(value)
+        problems = validate_value(value, declared.schema, key)
+        if problems:
+            self._keep_aside(key, value, problems[0])
+            return declared.default()
         _remember(attr, value)
         return value
 
     def set(self, key: str, value: Any) -> None:
         """Write ``value`` to ``key`` (one database write)."""
+        self.declared(key)
         self.obj.attributes.add(key, value, category=CATEGORY)
         _remember(self._attribute(key), value)
 
     def has(self, key: str) -> bool:
         """Whether ``key`` is stored."""
-        return self.obj.attributes.has(key, category=CATEGORY)
+        return self.obj.attributes.has(self.declared(key).name, category=CATEGORY)
 
-    def update(self, key: str, change: Callable[[Any], Any], default: Any = None) -> Any:
+    def update(self, key: str, change: Callable[[Any], Any]) -> Any:
         """Apply ``change`` to a plain copy of ``key`` and write the result once.
 
         Args:
-            key: Attribute key.
+            key: A declared key.
             change: Called with the plain copy. It returns either the new value, or a tuple
                 ``(new_value, result)``; in the second form ``result`` is returned.
-            default: Value used when nothing is stored yet (a registered default wins).
 
         Returns:
             The ``result`` part, or the new value.
         """
-        current = self.get(key, default)
-        out = change(current)
+        out = change(self.get(key))
         if isinstance(out, tuple) and len(out) == 2:
             new_value, result = out
         else:
             new_value, result = out, out
         self.set(key, new_value)
         return result
+
+    # -- values kept aside -----------------------------------------------------------------------
+    def _keep_aside(self, key: str, value: Any, problem: str) -> None:
+        """Move an invalid stored value of ``key`` aside (one log line), leaving the default."""
+        self.obj.attributes.add(
+            key,
+            {"value": value, "problem": problem, "time": iso_utc()},
+            category=QUARANTINE_CATEGORY,
+        )
+        self.obj.attributes.remove(key, category=CATEGORY)
+        logger.log_warn(
+            f"evennia_ai [{self.obj.key}{getattr(self.obj, 'dbref', '')}]: stored '{key}' kept "
+            f"aside and replaced by its default: {one_line(problem, 200)} "
+            f"(see it with aistatus; put it back with aistatus/restore)"
+        )
+
+    def quarantined(self) -> dict[str, dict]:
+        """Values kept aside, by key: ``{"value", "problem", "time"}`` (every key checked first)."""
+        for key in self.keys:
+            if self.obj.attributes.has(key, category=CATEGORY):
+                self.get(key)
+        stored = self.obj.attributes.get(
+            category=QUARANTINE_CATEGORY, return_list=True, return_obj=True
+        )
+        return {
+            attr.key: plain(attr.value)
+            for attr in stored or []
+            if attr is not None and isinstance(attr.value, Mapping)
+        }
+
+    def restore(self, key: str, value: Any = None) -> Any:
+        """Put the value kept aside for ``key`` back (or ``value`` instead), if it is valid now.
+
+        Returns:
+            The restored value.
+
+        Raises:
+            KeyError: nothing is kept aside for ``key`` and no ``value`` is given.
+            ValueError: the value still does not fit; the message says why.
+        """
+        declared = self.declared(key)
+        kept = self.obj.attributes.get(key, category=QUARANTINE_CATEGORY)
+        if value is None:
+            if not isinstance(kept, Mapping):
+                raise KeyError(f"Nothing of '{key}' is kept aside.")
+            value = plain(kept.get("value"))
+        problems = validate_value(value, declared.schema, key)
+        if problems:
+            raise ValueError("; ".join(problems[:3]))
+        self.set(key, value)
+        self.obj.attributes.remove(key, category=QUARANTINE_CATEGORY)
+        return value
+
+    def discard(self, key: str) -> bool:
+        """Forget the value kept aside for ``key``; whether there was one."""
+        self.declared(key)
+        if not self.obj.attributes.has(key, category=QUARANTINE_CATEGORY):
+            return False
+        self.obj.attributes.remove(key, category=QUARANTINE_CATEGORY)
+        return True

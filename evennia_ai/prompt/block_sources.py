@@ -27,6 +27,7 @@ them (it also registers the ``block_write`` confirmation executor).
 
 from __future__ import annotations
 
+from evennia_ai import conf
 from evennia_ai.memory import block_admin
 from evennia_ai.memory import blocks as pure
 from evennia_ai.prompt.builder import register_source
@@ -37,7 +38,6 @@ HEADER = (
     "Your own memory, kept between conversations. Change it with the block_* tools, as each "
     "block's permission allows."
 )
-DEFAULT_ARCHIVAL_HITS = 3
 
 
 def render_blocks_for_npc(npc, mentioned_text: str = "", *, header: bool = True) -> str:
@@ -49,7 +49,7 @@ def render_blocks_for_npc(npc, mentioned_text: str = "", *, header: bool = True)
             are included.
         header: Start with the short :data:`HEADER` telling the model what the blocks are.
     """
-    descriptions = bool(block_admin.setting("EVENNIA_AI_BLOCK_DESCRIPTIONS", True))
+    descriptions = bool(conf.get("EVENNIA_AI_BLOCK_DESCRIPTIONS"))
     parts = []
     own = npc.ai.get("blocks") or {}
     for block in pure.blocks_for_context(own, mentioned_text=mentioned_text):
@@ -88,5 +88,5 @@ def archival_hits_source(builder) -> str:
     query = _mentioned_text(builder)
     if not query.strip():
         return ""
-    limit = int(block_admin.setting("EVENNIA_AI_ARCHIVAL_HITS", DEFAULT_ARCHIVAL_HITS))
+    limit = int(conf.get("EVENNIA_AI_ARCHIVAL_HITS"))
     return pure.render_archival_hits(block_admin.archival_search(builder.npc, query, limit))

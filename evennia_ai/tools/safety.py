@@ -33,7 +33,7 @@ import contextlib
 import re
 from typing import Iterable
 
-from evennia_ai.utils import utcnow_iso
+from evennia_ai.utils import iso_utc
 
 STATE_KEY = "private_whispers"
 """The ``npc.ai`` state key holding recent whispers (a plain list of dicts, oldest first)."""
@@ -92,7 +92,7 @@ def remember_whisper(
                 "source": source,
                 "source_name": source_name or source or "someone",
                 "text": text,
-                "time": utcnow_iso(),
+                "time": iso_utc(precise=True),
             }
         )
     return kept[-max(1, int(limit)) :]

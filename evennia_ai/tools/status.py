@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 
 from evennia_ai.llm import tokens
 from evennia_ai.tools.base import Tool, ToolCategory, ToolResult
 from evennia_ai.tools.registry import register_tool
-from evennia_ai.utils import utcnow_iso
+from evennia_ai.utils import iso_utc, utcnow
 from evennia_ai.workspace.sleep import go_to_sleep
 
 
@@ -29,7 +29,7 @@ class GetSystemStatus(Tool):
         return ToolResult.ok(
             {
                 "success": True,
-                "timestamp": utcnow_iso(),
+                "timestamp": iso_utc(precise=True),
                 "token_usage": {
                     "estimated_used": used,
                     "model_limit": window,
@@ -104,7 +104,7 @@ class GoToSleep(Tool):
     category = ToolCategory.TERMINAL
 
     def run(self, ctx, minutes=60):
-        until = (datetime.now(timezone.utc) + timedelta(minutes=minutes)).isoformat()
+        until = iso_utc(utcnow() + timedelta(minutes=minutes))
         go_to_sleep(ctx.npc, "go_to_sleep tool", until=until)
         return ToolResult.ok({"success": True, "asleep_until": until}, terminal=True)
 

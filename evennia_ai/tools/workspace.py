@@ -329,10 +329,9 @@ class AddJournalEntry(Tool):
             ),
         )
         if result.success and ctx.context_type in ("reflection", "reflection_cont"):
-            text = content.strip()
-            if text.upper().startswith("RULE:"):
-                rules = ctx.npc.ai.get("behaviour_rules")
-                new, added, rejected = behaviour_rules.add_rules(rules, [text[5:].strip()])
+            found = behaviour_rules.extract_rules([content])  # every RULE: line, any position
+            if found:
+                new, added, rejected = behaviour_rules.add_rules(ctx.npc.ai.behaviour_rules, found)
                 if added:
                     ctx.npc.ai.set("behaviour_rules", new)
                 result.content = dict(result.content, rules_added=added, rules_rejected=rejected)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from evennia_ai import conf
-from evennia_ai.utils import utcnow_iso
+from evennia_ai.utils import iso_utc
 
 SLEEP_PHASES = ("sleep_consolidate", "pre_compaction")
 
@@ -41,7 +41,7 @@ def go_to_sleep(npc, reason: str, until: str | None = None) -> None:
         "sleep",
         {
             "asleep": True,
-            "since": utcnow_iso(),
+            "since": iso_utc(),
             "reason": reason,
             "phase": SLEEP_PHASES[0],
             "until": until,
