@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import unicodedata
 
+from evennia.utils.ansi import raw
+
 from evennia_ai.commands.base import AICommand, CommandError
 from evennia_ai.engine.trace import TickTrace
 from evennia_ai.npc import spending
 from evennia_ai.npc.lookup import all_ai_npcs
 from evennia_ai.typeclasses import AIAssistantCharacter
+from evennia_ai.utils import truncate
 
 DEVELOPER_CHECK = "dummy:perm(Developer)"
 # Locks of a created NPC: nobody but Developers puppets it; its creator may edit and delete it.
@@ -254,27 +257,64 @@ class CmdAIStatus(AICommand):
     Usage:
       aistatus
       aistatus <npc>
+      aistatus/restore <npc> = <key>
+      aistatus/discard <npc> = <key>
 
     Without an argument: one line per AI NPC and the server's token and cost
     totals. With an NPC: whether it is enabled or paused, its model, tokens and
     cost (today and in total), budget state and limits, its last ticks, recent
     errors, sleep state and event queue.
 
+    A stored value that does not have the shape its key needs (an old layout,
+    a hand edit) is kept aside and the NPC goes on with the key's default; the
+    report lists such values. /restore puts one back once it fits (it says
+    why not otherwise), /discard forgets it. Keys held on the NPC's Script are
+    named script.<key> (script.current_goals).
+
     Examples:
       aistatus
       aistatus Marta
-      aistatus #42
+      aistatus/restore Marta = metrics
+      aistatus/discard #42 = script.current_goals
     """
 
     key = "aistatus"
-    switch_options = ()
+    switch_options = ("restore", "discard")
     needs_args = False
+    # Keys only Developers may write back (the operator's word and the NPC's spending limits).
+    DEVELOPER_KEYS = ("user_system_prompt", "budget")
 
     def run(self):
-        if self.args.strip():
+        if self.switches:
+            self.kept_aside(self.switch())
+        elif self.args.strip():
             self.msg(self.npc_report(self.find_npc(self.args)))
         else:
             self.msg(self.server_report())
+
+    def kept_aside(self, action: str) -> None:
+        if self.rhs is None:
+            raise CommandError("Missing '= <key>'.\n" + self.usage())
+        npc = self.find_npc(self.lhs)
+        key = self.require(self.rhs, "key")
+        kept = npc.ai.quarantined()
+        if key not in kept:
+            listed = ", ".join(kept) or "none"
+            raise CommandError(f"Nothing of '{key}' is kept aside for {npc.key} (kept: {listed}).")
+        if key in self.DEVELOPER_KEYS and not has_perm(self.caller, "Developer"):
+            raise CommandError(f"Only Developers may change an NPC's {key}.")
+        if action == "discard":
+            npc.ai.discard(key)
+            self.msg(f"{npc.key}: the value of '{key}' kept aside is forgotten.")
+            return
+        try:
+            npc.ai.restore(key)
+        except ValueError as err:
+            raise CommandError(
+                f"{npc.key}'s '{key}' still does not fit: {err}. Fix it in place (py) or "
+                f"aistatus/discard {npc.key} = {key}."
+            ) from None
+        self.msg(f"{npc.key}: '{key}' is restored.")
 
     def server_report(self) -> str:
         npcs = all_ai_npcs()
@@ -328,6 +368,12 @@ class CmdAIStatus(AICommand):
             f"  ticks: {status['ticks']}, errors: {status['errors']}, active goals: "
             f"{status['goals_active']}",
         ]
+        for key, kept in status["quarantined"].items():
+            lines.append(
+                f"  |ykept aside|n {key} ({kept.get('time')}): {raw(str(kept.get('problem'))[:200])}; "
+                f"value {raw(truncate(repr(kept.get('value')), 120))} "
+                f"(aistatus/restore or /discard {npc.key} = {key})"
+            )
         traces = [TickTrace.from_dict(t) for t in npc.ai.traces(last=5)]
         if traces:
             lines.append("  last ticks:")
