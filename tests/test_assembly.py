@@ -94,7 +94,7 @@ def test_tick_event_merges_system_parts_and_keeps_id_order():
     ]
     assert ("conversation_history", "empty") in prompt.skipped
     assert ("tool_result", "empty") in prompt.skipped
-    assert prompt.text_by_key()["goals"] == FULL_VALUES["goals"]
+    assert "\n\n".join(s.text for s in prompt.sections if s.key == "goals") == FULL_VALUES["goals"]
 
 
 def test_reflection_uses_its_override_and_only_its_components():

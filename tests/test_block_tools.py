@@ -379,8 +379,8 @@ class TestArchival(BlockTestBase):
         entry_id = result.content["id"]
         again = self.run_tool("archival_insert", content="the mill burned down last winter.")
         assert again.content["duplicate"]
-        assert len(block_admin.list_archival(self.npc)) == 1
-        stored = block_admin.list_archival(self.npc)[0]
+        assert len(self.npc.ai.archival) == 1
+        stored = self.npc.ai.archival[0]
         assert stored["metadata"] == {"tags": ["history"], "tick": 7}
         found = self.run_tool("archival_search", query="what happened to the mill?").content
         assert found["results"][0]["id"] == entry_id
@@ -392,7 +392,7 @@ class TestArchival(BlockTestBase):
         assert hits.startswith("## From your archive\n- The mill burned down")
         assert self.run_tool("archival_delete", id=entry_id).success
         assert "No archival entry" in self.run_tool("archival_delete", id=entry_id).error
-        assert block_admin.list_archival(self.npc) == []
+        assert self.npc.ai.archival == []
 
     def test_search_is_replaceable(self):
         block_admin.archival_insert(self.npc, "anything at all")
@@ -410,8 +410,8 @@ class TestOperatorApi(BlockTestBase):
         assert block_admin.set_pinned(self.npc, "notes")["pinned"] is True
         assert block_admin.set_block_type(self.npc, "notes", "core")["type"] == "Core"
         assert block_admin.set_description(self.npc, "notes", "d")["description"] == "d"
-        assert block_admin.set_schema(
-            self.npc, "notes", {"kind": "text", "viewport": {"lines": 5}}
+        assert block_admin.configure_block(
+            self.npc, "notes", schema={"kind": "text", "viewport": {"lines": 5}}
         )["schema"]["viewport"] == {"start": 0, "lines": 5}
         assert [b["label"] for b in block_admin.list_blocks(self.npc)] == ["notes"]
         for call, words in (

@@ -19,7 +19,6 @@ from evennia_ai.prompt.execution_pattern import (
     SAFE_CHAIN,
     TERMINAL,
     ExecutionPattern,
-    narrower_mode,
     select_execution_pattern,
 )
 
@@ -316,8 +315,6 @@ def test_mode_order_single_below_plan_below_react():
     assert (
         MODE_WIDTH[MODE_SINGLE_ACTION] < MODE_WIDTH[MODE_PLAN_EXECUTE] < MODE_WIDTH[MODE_REACT_LOOP]
     )
-    assert narrower_mode(MODE_REACT_LOOP, MODE_PLAN_EXECUTE) == MODE_PLAN_EXECUTE
-    assert narrower_mode(MODE_SINGLE_ACTION, MODE_REACT_LOOP) == MODE_SINGLE_ACTION
 
 
 @pytest.mark.parametrize(

@@ -9,9 +9,7 @@ from hypothesis import strategies as st
 from evennia_ai.memory.history import (
     append_tick,
     batches,
-    last_n_batches,
     render_text,
-    search_history,
     to_chat_messages,
 )
 
@@ -249,13 +247,11 @@ def test_history_stays_valid_and_bounded(ticks, cap):
 # -- reading -----------------------------------------------------------------------------------
 
 
-def test_batches_and_last_n():
+def test_batches():
     history = []
     for n in range(1, 4):
         history = append_tick(history, n, tick(n), 100)
     assert [b for b, _ in batches(history)] == [1, 2, 3]
-    assert [m["batch"] for m in last_n_batches(history, 2)] == [2] * 4 + [3] * 4
-    assert last_n_batches(history, 0) == []
 
 
 def test_render_text_is_a_readable_transcript():
@@ -282,14 +278,3 @@ def test_render_text_is_a_readable_transcript():
         ]
     )
     assert render_text([]) == ""
-
-
-def test_search_history_finds_overlapping_batches():
-    history = append_tick(
-        [], 1, [user("Alice asks about the cellar key"), reply("It is lost.")], 50
-    )
-    history = append_tick(history, 2, [user("Bob orders ale"), reply("Here you go.")], 50)
-    hits = search_history(history, "where is the cellar key?")
-    assert [h["batch"] for h in hits] == [1]
-    assert hits[0]["score"] > 0
-    assert search_history(history, "") == []

@@ -256,9 +256,7 @@ class TickRunner:
         trace.pattern = _pattern_dict(pattern)
         trace.prefix_cache_share = built.prefix_share
         trace.shrunk = dict(built.shrunk)
-        if pattern.allowed_categories is not None:
-            allowed = set(pattern.allowed_categories)
-            tools = [t for t in tools if t.category in allowed]
+        tools = [t for t in tools if pattern.allows_category(t.category)]
 
         ev_main = main_event(self.batch)
         ctx = ToolContext(

@@ -221,11 +221,6 @@ def set_description(npc, label: str, description: str) -> dict:
     return configure_block(npc, label, description=description)
 
 
-def set_schema(npc, label: str, schema: Any) -> dict:
-    """Change a block's schema; the current content must fit the new one (else BlockError)."""
-    return configure_block(npc, label, schema=schema)
-
-
 # -- sharing -------------------------------------------------------------------------------------
 def _drop_shared_ref(target, owner, label: str) -> None:
     def drop(refs):
@@ -395,8 +390,3 @@ def archival_delete(npc, entry_id: str) -> BlockOpResult:
     if not result.success:
         return result
     return npc.ai.update("archival", lambda fresh: pure.archival_delete(fresh, entry_id))
-
-
-def list_archival(npc) -> list[dict]:
-    """All archival entries of ``npc``, oldest first."""
-    return npc.ai.get("archival") or []

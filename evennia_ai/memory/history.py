@@ -28,7 +28,6 @@ Example:
 from __future__ import annotations
 
 import json
-import re
 from typing import Any, Hashable, Iterable
 
 from evennia_ai.utils import iso_utc, truncate
@@ -138,13 +137,6 @@ def batches(history: Iterable[dict] | None) -> list[tuple[Hashable, list[dict]]]
         else:
             runs.append((batch, [message]))
     return runs
-
-
-def last_n_batches(history: Iterable[dict] | None, n: int) -> list[dict]:
-    """The messages of the newest ``n`` batches, oldest first."""
-    if n <= 0:
-        return []
-    return [m for _, messages in batches(history)[-n:] for m in messages]
 
 
 def append_tick(
@@ -286,30 +278,3 @@ def render_text(
                 lines.append(content)
         blocks.append("\n".join(lines))
     return "\n\n".join(b for b in blocks if b)
-
-
-_WORD = re.compile(r"\w+")
-
-
-def _words(text: str) -> set[str]:
-    return {w for w in _WORD.findall(text.lower()) if len(w) > 2}
-
-
-def search_history(history: Iterable[dict] | None, query: str, limit: int = 3) -> list[dict]:
-    """Batches sharing the most words with ``query`` (a cheap recall for procedural hints).
-
-    Returns:
-        Up to ``limit`` dicts ``{"batch", "score", "text"}``, best first; the score is the
-        share of the query's words (longer than two letters) found in the batch.
-    """
-    wanted = _words(query or "")
-    if not wanted or limit <= 0:
-        return []
-    found = []
-    for batch, messages in batches(history):
-        text = render_text(messages)
-        score = len(wanted & _words(text)) / len(wanted)
-        if score > 0:
-            found.append({"batch": batch, "score": round(score, 3), "text": text})
-    found.sort(key=lambda hit: -hit["score"])  # stable: older first on a tie
-    return found[:limit]

@@ -111,13 +111,6 @@ class AssembledPrompt:
     sections: list[Section] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
 
-    def text_by_key(self) -> dict[str, str]:
-        """All text per section key, joined by blank lines (for counting and debugging)."""
-        out: dict[str, list[str]] = {}
-        for section in self.sections:
-            out.setdefault(section.key, []).append(section.text)
-        return {key: "\n\n".join(texts) for key, texts in out.items()}
-
 
 @dataclass
 class _Part:

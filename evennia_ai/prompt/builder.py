@@ -280,15 +280,6 @@ def cache_friendly_order(selected: list) -> list:
     ]
 
 
-def request_text(messages: list[dict], schemas: list[dict]) -> str:
-    """The request serialised in the order a provider reads it (tools, then messages)."""
-
-    parts = [json.dumps(schemas, sort_keys=True, separators=(",", ":"))] if schemas else []
-    for message in messages:
-        parts.append(json.dumps(message, sort_keys=True, separators=(",", ":"), default=str))
-    return "\n".join(parts)
-
-
 def common_prefix_length(a: str, b: str) -> int:
     """Length of the longest common prefix of two strings."""
     limit = min(len(a), len(b))

@@ -203,10 +203,6 @@ class ContextConfig:
         """The context's replacement for the system prompt's content, if any."""
         return self.get_component_content_override("system_prompt")
 
-    def allows_tool(self, tool_name: str) -> bool:
-        """Whether the tool filter offers ``tool_name``."""
-        return self.tool_filter is None or tool_name in self.tool_filter
-
     def to_dict(self) -> dict:
         """A plain deep copy (for Attributes and JSON)."""
         return asdict(self)

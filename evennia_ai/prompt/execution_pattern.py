@@ -152,11 +152,6 @@ class ExecutionPattern:
         return asdict(self)
 
 
-def narrower_mode(first: str, second: str) -> str:
-    """The narrower of two known modes (see :data:`MODE_WIDTH`)."""
-    return first if MODE_WIDTH[first] <= MODE_WIDTH[second] else second
-
-
 # -- reading possibly malformed input -----------------------------------------------------------
 def _get(source: Any, key: str) -> Any:
     """``source[key]`` for a mapping, ``source.key`` for an object; :data:`_MISSING` if absent."""

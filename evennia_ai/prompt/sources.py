@@ -46,7 +46,7 @@ def build_system_prompt(builder) -> str:
 
     npc = builder.npc
     ai = npc.ai
-    override = builder.config.get_component_content_override("system_prompt")
+    override = builder.config.system_prompt_override
     base = override or _base_template_content()
     values = {
         "tick_rate": conf.get("EVENNIA_AI_TICK_INTERVAL"),

@@ -224,7 +224,7 @@ def decompose(npc, goal: dict, client, model, tick: int, config=None):
         config: The ``goal_decompose`` context config (the operator's customisation, handed in
             by the tick as the ``context_config`` service); its system prompt override wins.
     """
-    override = config.get_component_content_override("system_prompt") if config else None
+    override = config.system_prompt_override if config else None
     system = override or (f"You are {npc.key}, planning your own work in a text game.")
     messages = [
         {"role": "system", "content": system},
