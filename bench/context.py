@@ -230,6 +230,7 @@ def bench_prefix_share(turns: int = 50) -> tuple[str, dict]:
                     f"## Recently around you\n- (now) something happened at turn {turn}"
                 )
                 built = builder.finish(values, components)
+                builder.npc.ndb.ai_last_request = built.request_key  # as the tick does once sent
                 if built.prefix_share is not None:
                     shares.append(built.prefix_share)
                     prompt_tokens += built.total_tokens

@@ -16,7 +16,7 @@ from twisted.internet import defer
 
 import evennia_ai.tools.longterm  # noqa: F401  (registers the tools)
 from evennia_ai.memory import longterm
-from evennia_ai.memory.events import Event
+from evennia_ai.memory.events import Event, render_events
 from evennia_ai.memory.search import MemoryHit
 from evennia_ai.prompt import longterm_sources
 from evennia_ai.testing.model_server import ModelServer
@@ -260,6 +260,7 @@ class FakeBuilder:
     def __init__(self, npc, batch=(), extra=None):
         self.npc = npc
         self.batch = list(batch)
+        self.batch_text = render_events(self.batch)
         self.extra = dict(extra or {})
 
 

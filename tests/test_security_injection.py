@@ -280,7 +280,7 @@ class TestOperatorPromptIsOutOfReach(InjectionBase):
             if tool.category == ToolCategory.ASYNC_REQUIRED:
                 continue  # network tools (memory, sub-agents); covered by the source check
             ctx = ToolContext(npc=self.npc, tick_id=1, context_type="confirmation")
-            ctx.state["confirmed"] = True
+            ctx.state.confirmed = True
             outcome = tool.safe_run(ctx, _adversarial_arguments(tool))
             assert isinstance(outcome, ToolResult), tool.name
             ran.append(tool.name)
@@ -366,7 +366,7 @@ class TestOperatorPromptIsOutOfReach(InjectionBase):
                     if name in required or data.draw(st.booleans(), label=f"give {name}"):
                         arguments[name] = data.draw(shaped(sub or {}), label=name)
             ctx = ToolContext(npc=self.npc, tick_id=1, context_type="confirmation")
-            ctx.state["confirmed"] = data.draw(st.booleans(), label="confirmed")
+            ctx.state.confirmed = data.draw(st.booleans(), label="confirmed")
             try:
                 with mock.patch("evennia_ai.tools.base._log_trace") as crashed:
                     outcome = tool.safe_run(ctx, arguments)
@@ -475,7 +475,7 @@ class TestReadOnlyBlocks(InjectionBase):
     def test_set_attribute_cannot_reach_the_blocks(self):
         self.npc.permissions.add("Developer")
         ctx = ToolContext(npc=self.npc, context_type="confirmation")
-        ctx.state["confirmed"] = True
+        ctx.state.confirmed = True
         result = TOOL_REGISTRY.get("set_attribute").safe_run(
             ctx, {"target": "me", "attribute": "blocks:ai", "value": {}}
         )

@@ -29,12 +29,12 @@ from evennia_ai.commands.base import (
     CommandError,
     SwitchedCommand,
 )
+from evennia_ai.engine.tick import TickState, prepare
 from evennia_ai.memory import events as ev
 from evennia_ai.prompt import block_sources  # noqa: F401  (registers the memory-block sources)
 from evennia_ai.prompt import longterm_sources  # noqa: F401
 from evennia_ai.prompt import sources  # noqa: F401  (registers the built-in sources)
 from evennia_ai.prompt.assembly import is_component_enabled, select_components
-from evennia_ai.prompt.builder import ContextBuilder
 from evennia_ai.prompt.components import STATIC_COMPONENT_IDS, get_static_component, is_static_id
 from evennia_ai.prompt.contexts import CONTEXT_TYPES, CUSTOMIZABLE_FIELDS
 from evennia_ai.prompt.execution_pattern import (
@@ -47,7 +47,6 @@ from evennia_ai.prompt_registry import (
     effective_context_config,
     get_prompt_registry,
 )
-from evennia_ai.tools import select_tools
 
 MAX_IMPORT_BYTES = 5_000_000
 PREVIEW_CHARS = 70
@@ -319,38 +318,25 @@ class CmdAIPrompt(SwitchedCommand):
     def show_for_npc(self, context_type: str, npc) -> None:
         """Build the request of ``npc``'s next ``context_type`` tick, as the tick does."""
 
-        config = effective_context_config(context_type)
         batch: list = []
         if context_type == "tick_event":  # the events the next tick would answer (not taken)
-            _queue, taken = ev.take_batch(npc.ai.get("event_queue"))
-            batch = [ev.Event.from_dict(e) if isinstance(e, dict) else e for e in taken]
-        tool_result = None
-        if context_type == "reflection_cont":
-            tool_result = (npc.ai.get("reflection") or {}).get("last_result", "")
-        builder = ContextBuilder(
-            npc,
-            config,
-            batch=batch,
-            tools=select_tools(npc, config),
-            model=npc.ai.model or None,
-            tool_result=tool_result,
-        )
+            _queue, batch = ev.take_batch(npc.ai.event_queue)
+        script = npc.ai.script
+        next_tick = (script.tick_count if script is not None else 0) + 1
+        state = TickState.read(npc, context_type, batch, next_tick)
         caller, name = self.caller, npc.key
-        previous = npc.ndb.ai_last_request  # a preview must not count as the last request
 
         def done(built):
-            npc.ndb.ai_last_request = previous
             caller.msg(render_built(name, context_type, built, len(batch)))
 
         def failed(failure):
-            npc.ndb.ai_last_request = previous
             caller.msg(
                 f"|rCould not build {name}'s {context_type} prompt: "
                 f"{esc(failure.getErrorMessage())}|n"
             )
 
         self.msg(f"Building {name}'s {context_type} request...")
-        builder.build().addCallbacks(done, failed)
+        prepare(npc, state).addCallbacks(done, failed)
 
     # -- changing --------------------------------------------------------------------------------
     def do_add(self):

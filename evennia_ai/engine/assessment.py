@@ -58,10 +58,15 @@ def parse_assessment(text: str | None) -> dict:
 
 
 @defer.inlineCallbacks
-def assess_task(client, messages: list[dict], model: str | None = None):
-    """Ask the model for Layer-3 advice; fires with (advice dict, LLMResult)."""
+def assess_task(client, messages: list[dict], model: str | None = None, usage=None):
+    """Ask the model for Layer-3 advice; fires with (advice dict, LLMResult).
+
+    ``usage``: the tick's UsageAccountant, where the call is recorded (kind ``assessment``).
+    """
     request = list(messages) + [{"role": "user", "content": ASSESSMENT_PROMPT}]
     result = yield client.complete(request, tools=None, model=model)
+    if usage is not None:
+        usage.record_result(result, "assessment")
     if result.error:
         return {}, result
     return parse_assessment(result.text), result

@@ -68,7 +68,7 @@ def _run_tool_as_npc(npc, entry: dict) -> tuple[bool, str]:
     if not passes_lock(npc, tool):
         return False, f"{npc.key} no longer passes the lock of '{tool.name}'"
     ctx = ToolContext(npc=npc, tick_id=entry.get("tick_id") or 0, context_type="confirmation")
-    ctx.state["confirmed"] = True
+    ctx.state.confirmed = True
     outcome = tool.safe_run(ctx, dict(entry.get("payload", {}).get("arguments", {})))
     if not isinstance(outcome, ToolResult):
         return False, "the tool answered asynchronously; run it again from the NPC"

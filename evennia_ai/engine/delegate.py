@@ -11,12 +11,14 @@ through the same client (a thread each); its trace is attached to the parent's r
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from twisted.internet import defer
 
 from evennia_ai.engine.react import ReactLoop
 from evennia_ai.engine.trace import TickTrace
 from evennia_ai.prompt.execution_pattern import ExecutionPattern
-from evennia_ai.tools.base import ToolCategory, ToolContext, ToolResult
+from evennia_ai.tools.base import LoopState, ToolCategory, ToolContext, ToolResult
 
 CHILD_ITERATIONS = 3
 
@@ -29,10 +31,11 @@ CHILD_PROMPT = (
 
 def run_helper(ctx: ToolContext, task: str):
     """Run a helper on ``task`` for the NPC of ``ctx``; returns a ToolResult or a Deferred of one."""
-    pattern = ctx.services.get("pattern")
+    services = ctx.services
+    pattern = services.pattern
     if pattern is None or not getattr(pattern, "sub_agents_enabled", False):
         return ToolResult.fail("Sub-agents are not allowed here.")
-    if int(ctx.state.get("depth", 0)) >= 1:
+    if ctx.state.depth >= 1:
         return ToolResult.fail("A helper cannot start helpers of its own.")
     npc = ctx.npc
     running = int(npc.ndb.ai_sub_agents or 0)
@@ -41,12 +44,12 @@ def run_helper(ctx: ToolContext, task: str):
         return ToolResult.fail(
             f"Already {running} helpers running (budget {budget}); wait for them."
         )
-    client = ctx.services.get("client")
+    client = services.client
     if client is None:
         return ToolResult.fail("No model client available for a helper.")
     tools = [
         t
-        for t in ctx.services.get("tools", [])
+        for t in services.tools
         if t.category != ToolCategory.DANGEROUS
         and t.name != "delegate_task"
         and t.category != ToolCategory.TERMINAL
@@ -66,9 +69,9 @@ def run_helper(ctx: ToolContext, task: str):
         tick_id=ctx.tick_id,
         context_type=ctx.context_type,
         event=ctx.event,
+        state=LoopState(depth=ctx.state.depth + 1),
+        services=replace(services, tools=tools, pattern=child_pattern),
     )
-    child_ctx.state["depth"] = int(ctx.state.get("depth", 0)) + 1
-    child_ctx.services = dict(ctx.services)
     trace = TickTrace(tick_id=ctx.tick_id, context_type="sub_agent")
     messages = [
         {
@@ -83,7 +86,9 @@ def run_helper(ctx: ToolContext, task: str):
         pattern=child_pattern,
         ctx=child_ctx,
         trace=trace,
-        model=ctx.services.get("model"),
+        model=services.model,
+        usage=services.usage,
+        record_as="delegate",
     )
     npc.ndb.ai_sub_agents = running + 1
 

@@ -38,6 +38,7 @@ from twisted.python.failure import Failure
 
 from evennia_ai.engine import scheduler
 from evennia_ai.engine.trace import IterationTrace, StopReason, TickTrace, ToolCallTrace
+from evennia_ai.llm.usage import UsageAccountant
 from evennia_ai.tools.base import ToolResult
 from evennia_ai.tools.rules import ToolRuleState
 from evennia_ai.utils import truncate
@@ -128,6 +129,16 @@ class ReactLoop:
             confirmation. Required for DANGEROUS tools to be runnable under confirmation.
         count_tokens: ``(messages, tool_schemas) -> int`` counting a request exactly as sent.
         sections: Token count per prompt section of the initial request, for the trace.
+        usage: The tick's :class:`~evennia_ai.llm.usage.UsageAccountant`: every model call is
+            recorded there, and the token limit counts every call of the tick (assessment and
+            helpers included), not only this loop's.
+        record_as: Record this loop's calls under this kind and leave them out of ``trace``'s
+            totals (a ``delegate_task`` helper: the tick adds them to its own trace); None
+            records them as ``act``/``plan`` calls already in ``trace``.
+        schemas: The tool schemas as the request was built with them (built once per tick);
+            None builds them from ``tools``.
+        first_request_tokens: Tokens of ``messages`` with ``schemas`` as the builder counted
+            them, so the first call is not counted again.
         max_consecutive_failures: Failed tool calls in a row that end the tick with ERROR.
         clock: The reactor (or a ``task.Clock`` in tests) for tool timeouts.
     """
@@ -149,6 +160,10 @@ class ReactLoop:
         sections: dict | None = None,
         max_consecutive_failures: int = 3,
         clock=None,
+        usage: UsageAccountant | None = None,
+        record_as: str | None = None,
+        schemas: list[dict] | None = None,
+        first_request_tokens: int | None = None,
     ):
         self.client = client
         self.tools = {tool.name: tool for tool in tools}
@@ -165,7 +180,14 @@ class ReactLoop:
         self.sections = dict(sections or {})
         self.max_consecutive_failures = max(1, int(max_consecutive_failures))
         self.clock = clock
-        self.schemas = [tool.to_schema() for tool in self.tools.values()]
+        self.schemas = (
+            list(schemas)
+            if schemas is not None
+            else [tool.to_schema() for tool in self.tools.values()]
+        )
+        self.usage = usage
+        self.record_as = record_as
+        self._first_request_tokens = first_request_tokens
         self.dangerous_used = False
         self.outcome = LoopOutcome(stop_reason=StopReason.ERROR, trace=trace)
         self._consecutive_failures = 0
@@ -176,10 +198,13 @@ class ReactLoop:
         return self.pattern.mode == "single_action" or not self.pattern.multi_tool_enabled
 
     def _budget_left(self, request_tokens: int) -> bool:
-        used = self.trace.prompt_tokens + self.trace.completion_tokens
+        if self.usage is not None:
+            used, cost = self.usage.tokens, self.usage.cost
+        else:
+            used, cost = self.trace.prompt_tokens + self.trace.completion_tokens, self.trace.cost
         if self.limits.max_tokens is not None and used + request_tokens > self.limits.max_tokens:
             return False
-        if self.limits.max_cost is not None and self.trace.cost >= self.limits.max_cost:
+        if self.limits.max_cost is not None and cost >= self.limits.max_cost:
             return False
         return True
 
@@ -192,14 +217,12 @@ class ReactLoop:
             return 0
 
     def _set_loop_state(self, iteration: int, pending: list[str]) -> None:
-        state = getattr(self.ctx, "state", None)
-        if isinstance(state, dict):
-            state["iteration"] = iteration + 1
-            state["max_iterations"] = self.pattern.max_iterations
-            state["tools_this_cycle"] = list(self.outcome.tool_names)
-            state["tool_count_this_cycle"] = len(self.outcome.tool_names)
-            state["pending_tools"] = list(pending)
-            state["in_chain"] = not self.single_action
+        state = self.ctx.state
+        state.iteration = iteration + 1
+        state.max_iterations = self.pattern.max_iterations
+        state.tools_this_cycle = list(self.outcome.tool_names)
+        state.pending_tools = list(pending)
+        state.in_chain = not self.single_action
 
     def _finish(self, reason: StopReason, error: str | None = None) -> LoopOutcome:
         self.outcome.stop_reason = reason
@@ -234,7 +257,11 @@ class ReactLoop:
         reason = self.is_cancelled()
         if reason:
             return self._finish(StopReason.CANCELLED, reason), None
-        request_tokens = self._count(messages, schemas)
+        known, self._first_request_tokens = self._first_request_tokens, None
+        if known is not None and kind == "act" and schemas == self.schemas:
+            request_tokens = int(known)  # the builder counted this very request
+        else:
+            request_tokens = self._count(messages, schemas)
         if not self._budget_left(request_tokens):
             return self._finish(StopReason.BUDGET, "tick token or cost budget exhausted"), None
         sections = dict(self.sections) if index <= 0 else {}
@@ -243,6 +270,10 @@ class ReactLoop:
         it = IterationTrace(index=index, kind=kind, sections=sections, prompt_tokens=request_tokens)
         started = time.monotonic()
         result = yield self.client.complete(messages, tools=schemas or None, model=self.model)
+        if self.usage is not None:
+            self.usage.record_result(
+                result, self.record_as or kind, in_trace=self.record_as is None
+            )
         yield scheduler.turn()  # many replies come back at once: continue in this NPC's turn
         it.latency = round(time.monotonic() - started, 4)
         it.model = getattr(result, "model", "") or ""
@@ -457,7 +488,7 @@ class ReactLoop:
                 return self._queue_confirmation(tool, call)
 
         started = time.monotonic()
-        result = yield self._execute(tool, call.arguments or {})
+        result = yield self._execute(tool, call.arguments or {}, checked=True)
         self.rule_state.record(call.name, success=bool(result.success))
         latency = round(time.monotonic() - started, 4)
         if result.success:
@@ -530,9 +561,12 @@ class ReactLoop:
         return call_trace, text, None
 
     @defer.inlineCallbacks
-    def _execute(self, tool, arguments: dict):
-        """Run a tool (safe_run never raises); Deferred results get the tool's timeout."""
-        outcome = tool.safe_run(self.ctx, arguments)
+    def _execute(self, tool, arguments: dict, checked: bool = False):
+        """Run a tool (safe_run never raises); Deferred results get the tool's timeout.
+
+        ``checked``: the arguments were validated already (a model's call, see ``_run_call``).
+        """
+        outcome = tool.safe_run(self.ctx, arguments, checked=checked)
         if isinstance(outcome, defer.Deferred):
             clock = self.clock or reactor
             timeout = float(tool.get_timeout() if hasattr(tool, "get_timeout") else 30.0)

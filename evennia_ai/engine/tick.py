@@ -25,19 +25,21 @@ was (a late result for a deleted or moved NPC is dropped safely).
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, is_dataclass
+from dataclasses import asdict, dataclass, is_dataclass
+from typing import Any
 
 from evennia.utils import logger
-from twisted.internet import defer
+from twisted.internet import defer, reactor
 
 from evennia_ai import conf
 from evennia_ai.engine import scheduler
 from evennia_ai.engine.assessment import assess_task
 from evennia_ai.engine.delegate import run_helper
 from evennia_ai.engine.react import LoopOutcome, ReactLoop, TickLimits
-from evennia_ai.engine.trace import IterationTrace, StopReason, TickTrace
+from evennia_ai.engine.trace import StopReason, TickTrace
 from evennia_ai.llm import tokens
 from evennia_ai.llm.client import defer_to_thread, get_client
+from evennia_ai.llm.usage import UsageAccountant
 from evennia_ai.memory import compression, entities
 from evennia_ai.memory import events as ev
 from evennia_ai.memory import history as hist
@@ -53,7 +55,7 @@ from evennia_ai.prompt.execution_pattern import select_execution_pattern
 from evennia_ai.prompt_registry import effective_context_config
 from evennia_ai.tools import select_tools
 from evennia_ai.tools.approvals import get_confirmation_queue
-from evennia_ai.tools.base import ToolContext
+from evennia_ai.tools.base import LoopState, TickServices, ToolContext
 from evennia_ai.tools.rules import parse_rules
 from evennia_ai.utils import iso_utc, parse_iso, today, truncate, utcnow
 from evennia_ai.workspace.goals import goal_urgency
@@ -61,8 +63,100 @@ from evennia_ai.workspace.journal import entries_since, importance_since
 from evennia_ai.workspace.sleep import SLEEP_PHASES, go_to_sleep, in_sleep_window, wake_up
 
 
+@dataclass
+class TickState:
+    """What one tick reads of its NPC, read once when the tick starts.
+
+    Every step of the tick (the sources, the window check, the loop, the recording) takes its
+    state from here instead of reading the NPC again.
+
+    Attributes:
+        tick_id: The tick's number (the Script's counter).
+        context_type: ``tick_event``, ``reflection``, a sleep phase, ...
+        batch: The events the tick answers (empty for other context types).
+        batch_text: The batch rendered once (``Alice says to you: "..."``).
+        config: The context type's effective ContextConfig.
+        model: The model of this tick: the NPC's own, None for the server default, or the
+            offline model past a daily budget in ``offline`` mode.
+        spending: Where the NPC stands against its daily budgets.
+        metrics: The NPC's counters.
+        goals: The NPC's goals.
+        execution_config: Layer 1 of the execution pattern.
+        tools: The tools the context offers this NPC (before the pattern narrows them).
+        tool_result: The tool result a ``reflection_cont`` tick shows, else None.
+    """
+
+    tick_id: int
+    context_type: str
+    batch: list[Event]
+    batch_text: str
+    config: Any
+    model: str | None
+    spending: Any  # evennia_ai.npc.spending.SpendingStatus (a higher layer)
+    metrics: dict
+    goals: list[dict]
+    execution_config: dict
+    tools: list
+    tool_result: str | None = None
+
+    @property
+    def silenced(self) -> bool:
+        """Past a daily budget in ``silence`` mode: no model call at all."""
+        return self.spending.exceeded and self.spending.action == "silence"
+
+    @classmethod
+    def read(cls, npc, context_type: str, batch: list[Event], tick_id: int) -> "TickState":
+        """Read the state of ``npc``'s tick (reads only: nothing is written)."""
+        ai = npc.ai
+        metrics = ai.metrics
+        spending = ai.spending_status(metrics)
+        model = ai.model or None
+        if spending.exceeded and spending.action != "silence":
+            model = conf.OFFLINE_MODEL
+        config = effective_context_config(context_type)
+        return cls(
+            tick_id=tick_id,
+            context_type=context_type,
+            batch=list(batch),
+            batch_text=render_events(batch) if batch else "",
+            config=config,
+            model=model,
+            spending=spending,
+            metrics=metrics,
+            goals=ai.goals,
+            execution_config=ai.execution_config,
+            tools=select_tools(npc, config),
+            tool_result=(
+                ai.reflection.get("last_result", "") if context_type == "reflection_cont" else None
+            ),
+        )
+
+
+def prepare(npc, state: TickState) -> defer.Deferred:
+    """Build the request of ``npc``'s tick from ``state``; fires with a BuiltContext.
+
+    No side effect: ``aiprompt/show <context> = <npc>`` calls it to show the request the next
+    tick would send.
+    """
+    return ContextBuilder(
+        npc,
+        state.config,
+        batch=state.batch,
+        batch_text=state.batch_text,
+        tools=state.tools,
+        model=state.model,
+        tool_result=state.tool_result,
+        metrics=state.metrics,
+    ).build()
+
+
 class TickRunner:
-    """Run one tick for the NPC of ``script``."""
+    """Run one tick for the NPC of ``script``: prepare, think, record.
+
+    Every model call of the tick (its loop, the assessment, helpers, summaries, memory
+    extraction) is recorded in :attr:`usage`; the trace, the metrics and the daily budgets take
+    their figures from there.
+    """
 
     def __init__(self, script):
         self.script = script
@@ -71,16 +165,18 @@ class TickRunner:
         self.location = self.npc.location
         self.batch: list = []
         self.started = time.monotonic()
+        self.usage = UsageAccountant()
 
     # -- decisions -----------------------------------------------------------------------------
     def _choose(self) -> tuple[str | None, list]:
         """Pick the context type of this tick and the events it answers."""
 
-        sleep = self.ai.get("sleep")
-        queue = self.ai.get("event_queue")
-        pending = ev.pending_events(queue)
+        sleep = self.ai.sleep
+        stored = self.ai.event_queue
+        queue, batch = ev.take_batch(stored)  # written back only if this tick answers it
 
         if sleep.get("asleep"):
+            pending = ev.pending_events(stored) if batch else []
             if self._should_wake(sleep, pending):
                 self.wake("addressed" if pending else "window ended")
             else:
@@ -94,15 +190,12 @@ class TickRunner:
             self.go_to_sleep("scheduled")
             return SLEEP_PHASES[0], []
 
-        compaction = self.ai.get("compaction") or {}
-        if compaction.get("pending") and not pending:
+        if self.ai.compaction.get("pending") and not batch:
             return "pre_compaction", []
 
-        if pending:
-            queue, batch = ev.take_batch(queue)
-            if batch:
-                self.ai.set("event_queue", queue)
-                return "tick_event", batch
+        if batch:
+            self.ai.set("event_queue", queue)
+            return "tick_event", batch
 
         reflection = self.ai.get("reflection")
         if reflection.get("continue"):
@@ -186,16 +279,17 @@ class TickRunner:
     @defer.inlineCallbacks
     def run(self):
         """Run the tick. Fires with the TickTrace, or None when there was nothing to do."""
-        context_type, batch_dicts = self._choose()
+        context_type, batch = self._choose()
         if context_type is None:
             return None
-
-        self.batch = [Event.from_dict(e) if isinstance(e, dict) else e for e in batch_dicts]
+        self.batch = batch
         try:
-            trace = yield self._run(context_type, batch_dicts)
+            trace = yield self._run(context_type)
         except Exception:
             self.release_batch()
             raise
+        finally:
+            self.usage.close(late=self._late_usage)
         return trace
 
     def release_batch(self) -> None:
@@ -206,98 +300,23 @@ class TickRunner:
             self.ai.update("event_queue", lambda q: ev.release(q, ids))
 
     @defer.inlineCallbacks
-    def _run(self, context_type, batch_dicts):
-        tick_id = self.script.next_tick_id()
-        config = effective_context_config(context_type)
-        model = self.ai.model or None
-        client = get_client()
-        over_budget = self.ai.spending_status()
-        if over_budget.exceeded:
-            if over_budget.action == "silence":
-                return self._silent_tick(tick_id, context_type, over_budget)
-            model = conf.OFFLINE_MODEL
-
-        tools = select_tools(self.npc, config)
-        builder = ContextBuilder(
-            self.npc,
-            config,
-            batch=self.batch,
-            tools=tools,
-            model=model,
-            tool_result=self._tool_result_for(context_type),
-        )
-        built = yield builder.build()
-
-        metrics = self.ai.get("metrics")
-        signals = {
-            "token_pressure": built.token_pressure,
-            "recent_errors": int(metrics.get("consecutive_errors", 0)),
-            "event_class": event_signal(self.batch) if self.batch else None,
-            "goal_urgency": goal_urgency(self.ai.goals),
-        }
-        assessment = {"context_signals": signals}
+    def _run(self, context_type: str):
+        state = TickState.read(self.npc, context_type, self.batch, self.script.next_tick_id())
+        if state.silenced:
+            return self._silent_tick(state)
+        built = yield prepare(self.npc, state)
         trace = TickTrace(
-            tick_id=tick_id,
+            tick_id=state.tick_id,
             context_type=context_type,
-            event_ids=[e.id for e in self.batch],
-            event_text=truncate(built.values.get("pending_event", ""), 2000),
+            event_ids=[e.id for e in state.batch],
+            event_text=truncate(state.batch_text, 2000),
+            budget=state.spending.describe() if state.spending.exceeded else None,
+            prefix_cache_share=built.prefix_share,
+            shrunk=dict(built.shrunk),
         )
-        if over_budget.exceeded:
-            trace.budget = over_budget.describe()
-        static = self.ai.execution_config
-        if static.get("task_assessment_enabled") and context_type in (
-            "tick_event",
-            "tick_autonomous",
-        ):
-            advice, result = yield assess_task(client, built.messages, model=model)
-            assessment.update(advice)
-            _trace_call(trace, result, kind="assessment")
-        pattern = select_execution_pattern(static, config, assessment)
-        trace.pattern = _pattern_dict(pattern)
-        trace.prefix_cache_share = built.prefix_share
-        trace.shrunk = dict(built.shrunk)
-        tools = [t for t in tools if pattern.allows_category(t.category)]
-
-        ev_main = main_event(self.batch)
-        ctx = ToolContext(
-            npc=self.npc,
-            script=self.script,
-            tick_id=tick_id,
-            context_type=context_type,
-            event=ev_main.to_dict() if ev_main else None,
-        )
-        ctx.services["client"] = client
-        ctx.services["model"] = model
-        ctx.services["context_config"] = effective_context_config
-        ctx.services["run_helper"] = run_helper
-        ctx.services["tools"] = tools
-        ctx.services["pattern"] = pattern
-        ctx.state["depth"] = 0
-        ctx.state["metrics"] = metrics
-        ctx.state["window"] = built.window
-        ctx.state["request_tokens"] = built.total_tokens
-
-        counter = _request_counter(built, model)
-        loop = ReactLoop(
-            client=client,
-            tools=tools,
-            pattern=pattern,
-            ctx=ctx,
-            trace=trace,
-            rules=_tool_rules(self.ai),
-            model=model,
-            limits=TickLimits(max_tokens=config.token_budget),
-            is_cancelled=self.cancelled,
-            on_dangerous=self._queue_confirmation,
-            count_tokens=counter,
-            sections=built.sections,
-        )
-        outcome = yield loop.run(built.messages)
-        if context_type == "sleep_consolidate" and not self.cancelled():
-            yield self._consolidate(model, trace)
-        if context_type == "pre_compaction" and not self.cancelled():
-            if (self.ai.get("compaction") or {}).get("pending") or self._history_reason(tick_id):
-                yield self._compact(client, model, tick_id)
+        outcome = yield self._think(state, built, trace)
+        yield self._maintain(state, trace)
+        trace.add_records(self.usage.take_new())
         trace.ended = iso_utc(precise=True)
         trace.duration = round(time.monotonic() - self.started, 4)
         # What the tools said is queued for the players' sessions; let the reactor send it
@@ -305,29 +324,124 @@ class TickRunner:
         yield scheduler.turn()
         if not getattr(self.npc, "pk", None):
             return trace
-        self._finish(outcome, trace, built)
+        self.npc.ndb.ai_last_request = built.request_key  # the next request's prefix-cache base
+        self._record(state, outcome, trace)
         return trace
 
-    def _silent_tick(self, tick_id: int, context_type: str, over_budget) -> TickTrace:
+    @defer.inlineCallbacks
+    def _think(self, state: TickState, built, trace: TickTrace):
+        """Assess (when enabled), compose the execution pattern and run the ReAct loop."""
+        client = get_client()
+        assessment = {
+            "context_signals": {
+                "token_pressure": built.token_pressure,
+                "recent_errors": int(state.metrics.get("consecutive_errors", 0)),
+                "event_class": event_signal(state.batch) if state.batch else None,
+                "goal_urgency": goal_urgency(state.goals),
+            }
+        }
+        static = state.execution_config
+        if static.get("task_assessment_enabled") and state.context_type in (
+            "tick_event",
+            "tick_autonomous",
+        ):
+            advice, _result = yield assess_task(
+                client, built.messages, model=state.model, usage=self.usage
+            )
+            assessment.update(advice)
+            trace.add_records(self.usage.take_new())
+        pattern = select_execution_pattern(static, state.config, assessment)
+        trace.pattern = _pattern_dict(pattern)
+        tools = [t for t in state.tools if pattern.allows_category(t.category)]
+        offered = {t.name for t in tools}
+        schemas = [s for s in built.tool_schemas if _schema_name(s) in offered]
+
+        main = main_event(state.batch)
+        ctx = ToolContext(
+            npc=self.npc,
+            script=self.script,
+            tick_id=state.tick_id,
+            context_type=state.context_type,
+            event=main.to_dict() if main else None,
+            state=LoopState(
+                window=built.window, request_tokens=built.total_tokens, metrics=state.metrics
+            ),
+            services=TickServices(
+                client=client,
+                model=state.model,
+                usage=self.usage,
+                pattern=pattern,
+                tools=tools,
+                context_config=effective_context_config,
+                run_helper=run_helper,
+            ),
+        )
+        loop = ReactLoop(
+            client=client,
+            tools=tools,
+            pattern=pattern,
+            ctx=ctx,
+            trace=trace,
+            rules=_tool_rules(self.ai),
+            model=state.model,
+            limits=TickLimits(max_tokens=state.config.token_budget),
+            is_cancelled=self.cancelled,
+            on_dangerous=self._queue_confirmation,
+            count_tokens=_request_counter(state.model),
+            sections=built.sections,
+            usage=self.usage,
+            schemas=schemas,
+            first_request_tokens=built.total_tokens,
+        )
+        outcome = yield loop.run(built.messages)
+        trace.add_records(self.usage.take_new())  # helpers' and tools' own model calls
+        return outcome
+
+    @defer.inlineCallbacks
+    def _maintain(self, state: TickState, trace: TickTrace):
+        """The sleep phases' own work: memory consolidation, history compaction."""
+        if self.cancelled():
+            return
+        if state.context_type == "sleep_consolidate":
+            yield self._consolidate(state.model)
+        elif state.context_type == "pre_compaction":
+            if self.ai.compaction.get("pending") or self._history_reason(state):
+                yield self._compact(get_client(), state.model, state.tick_id)
+
+    def _late_usage(self, record) -> None:
+        """A model call of this tick that finished after it (a helper that timed out, say).
+
+        Called from any thread; counted on the reactor in the NPC's metrics and the budgets.
+        """
+        reactor.callFromThread(self._count_late, record)
+
+    def _count_late(self, record) -> None:
+        if not getattr(self.npc, "pk", None):
+            return
+        day = today()
+
+        def change(m):
+            _add_usage(m, day, record.prompt_tokens, record.completion_tokens, record.cost)
+            return m
+
+        self.ai.update("metrics", change)
+        self.ai.record_spending(record.tokens, record.cost, day)
+
+    def _silent_tick(self, state: TickState) -> TickTrace:
         """Past the daily budget in ``silence`` mode: consume the batch unanswered, call no model."""
 
         trace = TickTrace(
-            tick_id=tick_id,
-            context_type=context_type,
-            event_ids=[e.id for e in self.batch],
-            event_text=truncate(render_events(self.batch), 2000) if self.batch else "",
+            tick_id=state.tick_id,
+            context_type=state.context_type,
+            event_ids=[e.id for e in state.batch],
+            event_text=truncate(state.batch_text, 2000),
             stop_reason=StopReason.BUDGET.value,
-            budget=over_budget.describe(),
+            budget=state.spending.describe(),
         )
         trace.ended = iso_utc(precise=True)
         trace.duration = round(time.monotonic() - self.started, 4)
-        self._finish(LoopOutcome(stop_reason=StopReason.BUDGET, trace=trace), trace, None)
+        self._record(state, LoopOutcome(stop_reason=StopReason.BUDGET, trace=trace), trace)
         return trace
-
-    def _tool_result_for(self, context_type: str):
-        if context_type == "reflection_cont":
-            return self.ai.get("reflection").get("last_result", "")
-        return None
 
     def _queue_confirmation(self, tool, arguments: dict, ctx) -> str:
         reason = ""
@@ -344,7 +458,8 @@ class TickRunner:
         )
 
     # -- writing the results -------------------------------------------------------------------
-    def _finish(self, outcome, trace: TickTrace, built) -> None:
+    def _record(self, state: TickState, outcome, trace: TickTrace) -> None:
+        """Write what the tick did: queue, history, procedures, trace, metrics, follow-ups."""
         npc = self.npc
         if not getattr(npc, "pk", None):
             logger.log_info("evennia_ai: tick result dropped: the NPC was deleted")
@@ -362,29 +477,27 @@ class TickRunner:
                 self.ai.update("event_queue", lambda q: ev.ack(q, ids))
 
         if outcome.new_messages and outcome.stop_reason != StopReason.CANCELLED:
-            event_text = render_events(self.batch) if self.batch else f"[{trace.context_type}]"
+            event_text = state.batch_text or f"[{trace.context_type}]"
             tick_messages = [{"role": "user", "content": event_text}] + outcome.new_messages
             max_messages = int(conf.get("EVENNIA_AI_HISTORY_MAX_MESSAGES"))
             self.ai.update(
                 "history", lambda h: hist.append_tick(h, trace.tick_id, tick_messages, max_messages)
             )
 
-        self._learn(outcome, trace)
+        self._learn(state, outcome, trace)
         self.ai.record_trace(trace.to_dict())
         self._update_metrics(outcome, trace)
         self._after_context(trace.context_type, outcome)
-        self._check_history_pressure(trace.tick_id)
+        self._check_history_pressure(state)
 
     @defer.inlineCallbacks
-    def _consolidate(self, model, trace: TickTrace):
+    def _consolidate(self, model):
         """Sleep: journal entries and recent history since the last sleep go to long-term memory."""
 
-        sleep = self.ai.get("sleep")
-        since = sleep.get("last_consolidated") or ""
-        texts: list = list(
-            entries_since(self.ai.get("journal"), since) if since else self.ai.get("journal")
-        )
-        recent = render_text(self.ai.get("history")[-40:], assistant_name=self.npc.key)
+        since = self.ai.sleep.get("last_consolidated") or ""
+        journal = self.ai.journal
+        texts: list = list(entries_since(journal, since) if since else journal)
+        recent = render_text(self.ai.history[-40:], assistant_name=self.npc.key)
         if recent:
             texts.append(
                 {"content": f"Recent conversation:\n{recent[:4000]}", "source": "observed"}
@@ -392,14 +505,10 @@ class TickRunner:
         if not texts:
             return
         try:
-            result = yield longterm.consolidate(self.npc.dbref, texts, model=model)
+            yield longterm.consolidate(self.npc.dbref, texts, model=model, usage=self.usage)
         except Exception as err:
             logger.log_err(f"evennia_ai: consolidating memory failed: {err}")
             return
-        usage = getattr(result, "usage", None) or {}
-        trace.prompt_tokens += int(usage.get("prompt_tokens", 0) or 0)
-        trace.completion_tokens += int(usage.get("completion_tokens", 0) or 0)
-        trace.cost += float(usage.get("cost", 0.0) or 0.0)
         if getattr(self.npc, "pk", None):
             self.ai.update("sleep", lambda s: {**s, "last_consolidated": iso_utc()})
 
@@ -408,7 +517,7 @@ class TickRunner:
         """Compress old history batches (truncate or summarise in a thread); one write."""
 
         keep = int(conf.get("EVENNIA_AI_COMPACTION_KEEP_RECENT"))
-        history = self.ai.get("history")
+        history = self.ai.history
         summary_model = conf.get("EVENNIA_AI_SUMMARY_MODEL") or model
         resolved = client.resolve_model(summary_model)
         if (
@@ -429,6 +538,7 @@ class TickRunner:
                     ],
                     model=summary_model,
                 )
+                self.usage.record_result(result, "summarise")
                 if result.error:
                     raise RuntimeError(result.error)
                 return (result.text or "").strip()
@@ -455,50 +565,47 @@ class TickRunner:
             {"pending": False, "last_tick": tick_id, "removed": removed, "time": iso_utc()},
         )
 
-    def _check_history_pressure(self, tick_id: int) -> None:
+    def _check_history_pressure(self, state: TickState) -> None:
         """Schedule a compaction when history passes its thresholds (never two ticks running)."""
-        reason = self._history_reason(tick_id)
-        state = self.ai.get("compaction") or {}
-        if reason and not state.get("pending"):
-            self.ai.set("compaction", {**state, "pending": True, "reason": reason})
+        reason = self._history_reason(state)
+        compaction = self.ai.compaction
+        if reason and not compaction.get("pending"):
+            self.ai.set("compaction", {**compaction, "pending": True, "reason": reason})
 
-    def _history_reason(self, tick_id: int) -> str | None:
+    def _history_reason(self, state: TickState) -> str | None:
         """ "sleep"/"emergency" when the history passes its threshold, else None."""
 
-        history = self.ai.get("history")
+        history = self.ai.history
         if not history:
             return None
-        counter = tokens.TokenCounter(self.ai.model or conf.get("EVENNIA_AI_MODEL"))
-        used = counter.count_messages(history)
-        budget = tokens.get_model_limits(
-            self.ai.model or conf.get("EVENNIA_AI_MODEL")
-        ).history_tokens
-        state = self.ai.get("compaction") or {}
+        model = _model_name(state.model)
+        used = tokens.TokenCounter(model).count_messages(history)
+        budget = tokens.get_model_limits(model).history_tokens
         return compaction_reason(
             used,
             budget,
-            asleep=bool(self.ai.get("sleep").get("asleep")),
-            tick=tick_id,
-            last_compaction_tick=state.get("last_tick"),
+            asleep=bool(self.ai.sleep.get("asleep")),
+            tick=state.tick_id,
+            last_compaction_tick=self.ai.compaction.get("last_tick"),
             sleep_ratio=float(conf.get("EVENNIA_AI_COMPACTION_SLEEP_RATIO")),
             emergency_ratio=float(conf.get("EVENNIA_AI_COMPACTION_EMERGENCY_RATIO")),
         )
 
-    def _learn(self, outcome, trace: TickTrace) -> None:
+    def _learn(self, state: TickState, outcome, trace: TickTrace) -> None:
         """Remember a tool sequence that worked, and when the speakers were last seen."""
 
-        if not self.batch:
+        if not state.batch:
             return
-        event = main_event(self.batch)
+        event = main_event(state.batch)
         if trace.context_type == "tick_event" and outcome.tool_names and not outcome.failures:
-            text = render_events(self.batch)
+            text = state.batch_text
             self.ai.update(
                 "procedures",
                 lambda p: procedures.record(
                     p, event.event_class, text, outcome.tool_names, trace.started
                 ),
             )
-        speakers = {(e.source, e.source_name) for e in self.batch if e.source}
+        speakers = {(e.source, e.source_name) for e in state.batch if e.source}
         if speakers:
 
             def seen(profiles):
@@ -525,15 +632,7 @@ class TickRunner:
                 s = stats.setdefault(c.name, {"calls": 0, "ok": 0})
                 s["calls"] += 1
                 s["ok"] += 1 if c.success else 0
-            m["prompt_tokens"] = m.get("prompt_tokens", 0) + trace.prompt_tokens
-            m["completion_tokens"] = m.get("completion_tokens", 0) + trace.completion_tokens
-            m["cost"] = round(m.get("cost", 0.0) + trace.cost, 6)
-            daily = m.setdefault("daily", {})
-            spent = daily.setdefault(day, {"tokens": 0, "cost": 0.0})
-            spent["tokens"] += trace.prompt_tokens + trace.completion_tokens
-            spent["cost"] = round(spent["cost"] + trace.cost, 6)
-            for old in sorted(daily)[:-31]:
-                daily.pop(old, None)
+            _add_usage(m, day, trace.prompt_tokens, trace.completion_tokens, trace.cost)
             stop_counts = m.setdefault("stop_reasons", {})
             stop_counts[trace.stop_reason] = stop_counts.get(trace.stop_reason, 0) + 1
             if trace.stop_reason == StopReason.ERROR.value:
@@ -576,10 +675,13 @@ def _tool_rules(ai) -> list:
     return rules
 
 
-def _request_counter(built, model):
-    counter = tokens.TokenCounter(
-        model or built.values.get("model") or conf.get("EVENNIA_AI_MODEL") or conf.OFFLINE_MODEL
-    )
+def _model_name(model: str | None) -> str:
+    """The model a call with ``model`` goes to (None: the server default)."""
+    return model or conf.get("EVENNIA_AI_MODEL") or conf.OFFLINE_MODEL
+
+
+def _request_counter(model: str | None):
+    counter = tokens.TokenCounter(_model_name(model))
 
     def count(messages, schemas):
         return counter.count_messages(messages) + (counter.count_tools(schemas) if schemas else 0)
@@ -587,26 +689,22 @@ def _request_counter(built, model):
     return count
 
 
+def _schema_name(schema: dict) -> str:
+    return str((schema.get("function") or {}).get("name") or schema.get("name") or "")
+
+
+def _add_usage(metrics: dict, day: str, prompt: int, completion: int, cost: float) -> None:
+    """Add one call's (or one tick's) tokens and cost to ``metrics``, in total and for ``day``."""
+    metrics["prompt_tokens"] = metrics.get("prompt_tokens", 0) + prompt
+    metrics["completion_tokens"] = metrics.get("completion_tokens", 0) + completion
+    metrics["cost"] = round(metrics.get("cost", 0.0) + cost, 6)
+    daily = metrics.setdefault("daily", {})
+    spent = daily.setdefault(day, {"tokens": 0, "cost": 0.0})
+    spent["tokens"] += prompt + completion
+    spent["cost"] = round(spent["cost"] + cost, 6)
+    for old in sorted(daily)[:-31]:
+        daily.pop(old, None)
+
+
 def _pattern_dict(pattern) -> dict:
     return asdict(pattern) if is_dataclass(pattern) else dict(vars(pattern))
-
-
-def _trace_call(trace: TickTrace, result, kind: str) -> None:
-    if result is None:
-        return
-    usage = getattr(result, "usage", None)
-    trace.add_iteration(
-        IterationTrace(
-            index=-1,
-            kind=kind,
-            usage={
-                "prompt_tokens": int(getattr(usage, "prompt_tokens", 0) or 0),
-                "completion_tokens": int(getattr(usage, "completion_tokens", 0) or 0),
-            },
-            cost=getattr(result, "cost", None),
-            latency=getattr(result, "latency", 0.0),
-            model=getattr(result, "model", ""),
-            text=truncate(result.text or "", 1000),
-            error=result.error,
-        )
-    )

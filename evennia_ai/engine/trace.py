@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
 from enum import Enum
-from typing import Any
+from typing import Any, Iterable
 
+from evennia_ai.llm.usage import UsageRecord
 from evennia_ai.utils import iso_utc
 
 
@@ -66,8 +67,8 @@ class IterationTrace:
     """One model call inside the loop.
 
     Attributes:
-        index: 0-based iteration number ("plan" and "assessment" calls use -1).
-        kind: "act", "plan" or "assessment".
+        index: 0-based iteration number (calls outside the loop's iterations use -1).
+        kind: What the call was for (:data:`~evennia_ai.llm.usage.CALL_KINDS`).
         sections: Token count per prompt section of the request exactly as sent.
         prompt_tokens: Tokens of the whole request as counted locally.
         usage: Token usage as the provider reported it.
@@ -140,6 +141,31 @@ class TickTrace:
         self.prompt_tokens += int(iteration.usage.get("prompt_tokens") or 0)
         self.completion_tokens += int(iteration.usage.get("completion_tokens") or 0)
         self.cost += float(iteration.cost or 0.0)
+
+    def add_records(self, records: Iterable[UsageRecord]) -> None:
+        """Add model calls made outside the tick's own loop (assessment, helpers, memory...).
+
+        Records the loop already put in the trace (``in_trace``) are skipped, so each call is
+        in the trace, and in its totals, exactly once.
+        """
+        for record in records:
+            if record.in_trace:
+                continue
+            self.add_iteration(
+                IterationTrace(
+                    index=-1,
+                    kind=record.kind,
+                    usage={
+                        "prompt_tokens": record.prompt_tokens,
+                        "completion_tokens": record.completion_tokens,
+                    },
+                    cost=record.cost,
+                    latency=record.latency,
+                    model=record.model,
+                    text=record.text,
+                    error=record.error,
+                )
+            )
 
     @property
     def tool_calls(self) -> list[ToolCallTrace]:

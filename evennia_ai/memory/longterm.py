@@ -54,6 +54,7 @@ from twisted.internet import defer
 from evennia_ai import conf
 from evennia_ai.llm.client import get_client, get_litellm
 from evennia_ai.llm.threads import run_in_thread
+from evennia_ai.llm.usage import UsageAccountant, UsageRecord
 from evennia_ai.memory.keyword_index import KeywordDoc, KeywordIndex, KeywordIndexUnavailable
 from evennia_ai.memory.search import (
     EmbeddingCache,
@@ -263,9 +264,13 @@ class NpcModelLLM:
         result = get_client().complete_sync(
             messages, tools or None, model=model, response_format=response_format
         )
+        record = UsageRecord.of(result, "memory_extraction")
         results = getattr(_LLM_CONTEXT, "results", None)
         if results is not None:
-            results.append(result)
+            results.append(record)
+        usage = getattr(_LLM_CONTEXT, "usage", None)
+        if usage is not None:
+            usage.record(record)
         if result.error:
             raise RuntimeError(result.error)
         if tools:
@@ -721,6 +726,7 @@ class LongTermMemory:
         person_name: str = "",
         model: str | None = None,
         infer: bool | None = None,
+        usage: UsageAccountant | None = None,
     ) -> ConsolidationResult:
         """Keep what matters of ``texts`` in long-term memory (blocking; the sleep tick's call).
 
@@ -733,6 +739,8 @@ class LongTermMemory:
             model: The NPC's model for fact extraction (None: ``EVENNIA_AI_MODEL``).
             infer: Force (True) or forbid (False) fact extraction; None extracts when mem0 is
                 ready and a real model is configured.
+            usage: The tick's UsageAccountant; every extraction call is recorded there
+                (kind ``memory_extraction``).
 
         Returns:
             A :class:`ConsolidationResult`. Items of one source are extracted in one LLM call;
@@ -764,6 +772,7 @@ class LongTermMemory:
             )
             if infer:
                 _LLM_CONTEXT.results = calls
+                _LLM_CONTEXT.usage = usage
                 try:
                     result.stored += self._add_to_mem0(
                         base, [i["text"] for i in group], infer=True, model=chosen_model
@@ -776,6 +785,7 @@ class LongTermMemory:
                     )
                 finally:
                     _LLM_CONTEXT.results = None
+                    _LLM_CONTEXT.usage = None
             for item in group:
                 try:
                     result.stored += self.store_sync(
@@ -1045,13 +1055,13 @@ def _consolidation_item(value: Any) -> dict | None:
     return {"text": text[:MAX_TEXT], "source": source, "trust": trust, "time": time}
 
 
-def _usage(results: list) -> dict:
-    usage = {"calls": len(results), "prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0}
-    for result in results:
-        usage["prompt_tokens"] += int(getattr(result.usage, "prompt_tokens", 0) or 0)
-        usage["completion_tokens"] += int(getattr(result.usage, "completion_tokens", 0) or 0)
-        usage["cost"] += float(result.cost or 0.0)
-    return usage
+def _usage(records: list[UsageRecord]) -> dict:
+    return {
+        "calls": len(records),
+        "prompt_tokens": sum(r.prompt_tokens for r in records),
+        "completion_tokens": sum(r.completion_tokens for r in records),
+        "cost": sum(r.cost for r in records),
+    }
 
 
 # -- the game's instance ---------------------------------------------------------------------------
@@ -1185,6 +1195,7 @@ def consolidate(
     person_name: str = "",
     model: str | None = None,
     infer: bool | None = None,
+    usage: UsageAccountant | None = None,
 ) -> defer.Deferred:
     """Consolidate texts (journal entries, session facts) into long-term memory, in a thread.
 
@@ -1200,6 +1211,7 @@ def consolidate(
         person_name=person_name,
         model=model,
         infer=infer,
+        usage=usage,
     )
 
 

@@ -23,6 +23,7 @@ from twisted.internet import defer
 
 from evennia_ai import conf
 from evennia_ai.llm import tokens
+from evennia_ai.memory.events import render_events
 from evennia_ai.prompt.assembly import assemble_messages, select_components
 from evennia_ai.prompt.components import anchor_of, get_static_components
 from evennia_ai.prompt.fitting import fit_to_window
@@ -86,6 +87,8 @@ class BuiltContext:
         shrunk: Sources the budget shrank, and how.
         prefix_share: Share of this request's tokens that repeat the previous request's prefix
             for the same NPC (what a provider's prompt cache can reuse); None on the first.
+        request_key: What the next request of the NPC is compared with for ``prefix_share``;
+            the tick keeps it (``npc.ndb.ai_last_request``) once the request is sent.
     """
 
     messages: list[dict]
@@ -98,6 +101,7 @@ class BuiltContext:
     limit: int = 0
     shrunk: dict[str, str] = field(default_factory=dict)
     prefix_share: float | None = None
+    request_key: tuple | None = None
 
 
 class ContextBuilder:
@@ -107,10 +111,15 @@ class ContextBuilder:
         npc: The assistant.
         context_config: The effective ContextConfig of the tick.
         batch: Events the tick answers (Event objects), or empty.
+        batch_text: The batch rendered (the tick renders it once); None renders it here.
         tools: Tools offered this tick.
         tool_result: A tool result to show (reflection_cont and similar), or None.
         extra: Additional placeholder values (they win over sources).
         model: The model the request goes to (for token counting and the window).
+        metrics: The NPC's metrics as the tick read them; None reads them when a source needs
+            them.
+
+    Building has no side effect: the same NPC can be built for again (``aiprompt/show``).
     """
 
     def __init__(
@@ -119,18 +128,31 @@ class ContextBuilder:
         context_config,
         *,
         batch=(),
+        batch_text: str | None = None,
         tools=(),
         tool_result=None,
         extra: dict | None = None,
         model: str | None = None,
+        metrics: dict | None = None,
     ):
         self.npc = npc
         self.config = context_config
         self.batch = list(batch)
+        if batch_text is None:
+            batch_text = render_events(self.batch) if self.batch else ""
+        self.batch_text = batch_text
+        self._metrics = metrics
         self.tools = list(tools)
         self.tool_result = tool_result
         self.extra = dict(extra or {})
         self.model = model or npc.ai.model or conf.get("EVENNIA_AI_MODEL") or conf.OFFLINE_MODEL
+
+    @property
+    def metrics(self) -> dict:
+        """The NPC's metrics (read once)."""
+        if self._metrics is None:
+            self._metrics = self.npc.ai.metrics
+        return self._metrics
 
     # -- components ----------------------------------------------------------------------------
     def components(self) -> list:
@@ -226,8 +248,12 @@ class ContextBuilder:
             sections[section.key] = sections.get(section.key, 0) + counter.count_text(section.text)
         if schemas:
             sections["tools"] = tool_tokens
+        request_key = request_key_of(assembled.messages, schemas)
         share = prefix_cache_share(
-            self.npc, assembled.messages, message_tokens, schemas, tool_tokens
+            getattr(self.npc.ndb, "ai_last_request", None),
+            request_key,
+            message_tokens,
+            tool_tokens,
         )
         return BuiltContext(
             messages=assembled.messages,
@@ -240,6 +266,7 @@ class ContextBuilder:
             limit=limit,
             shrunk=fitted.shrunk,
             prefix_share=share,
+            request_key=request_key,
         )
 
 
@@ -293,20 +320,24 @@ def common_prefix_length(a: str, b: str) -> int:
     return low
 
 
+def request_key_of(messages: list[dict], schemas: list[dict]) -> tuple[str, list[str]]:
+    """A request as a provider's prompt cache sees it: the tools, then each message, serialised."""
+    serial = [json.dumps(m, sort_keys=True, default=str) for m in messages]
+    return (json.dumps(schemas, sort_keys=True) if schemas else "", serial)
+
+
 def prefix_cache_share(
-    npc, messages: list[dict], message_tokens: list[int], schemas: list[dict], tool_tokens: int
+    previous: tuple | None, current: tuple, message_tokens: list[int], tool_tokens: int
 ) -> float | None:
-    """Share of tokens repeating the previous request's prefix for ``npc`` (kept in ndb).
+    """Share of ``current``'s tokens repeating the prefix of the ``previous`` request.
 
     A provider reads the tool schemas, then the messages in order; the shared prefix is the
     tools (when unchanged) and every leading message identical to the previous request's, plus
     the identical leading characters of the first message that differs (its tokens prorated).
+    Both requests are :func:`request_key_of` tuples; None when there is no previous one.
     """
 
-    serial = [json.dumps(m, sort_keys=True, default=str) for m in messages]
-    tools_key = json.dumps(schemas, sort_keys=True) if schemas else ""
-    previous = npc.ndb.ai_last_request
-    npc.ndb.ai_last_request = (tools_key, serial)
+    tools_key, serial = current
     total = tool_tokens + sum(message_tokens)
     if not previous or not total:
         return None

@@ -19,7 +19,6 @@ from evennia.utils import logger
 from twisted.internet import reactor
 
 from evennia_ai.memory import longterm
-from evennia_ai.memory.events import render_events
 from evennia_ai.prompt.builder import register_source
 
 SEARCH_TIMEOUT = 5.0  # seconds a tick waits for its memory search
@@ -57,7 +56,7 @@ def query_text(builder) -> str:
     """The text searched for: the pending events as the NPC reads them."""
 
     if builder.batch:
-        return render_events(builder.batch)
+        return builder.batch_text
     return str(builder.extra.get("pending_event", "") or "")
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from evennia_ai import conf
 from evennia_ai.memory import context_buffer
 from evennia_ai.memory.entities import relevant, render_entities
-from evennia_ai.memory.events import main_event, render_events
+from evennia_ai.memory.events import main_event
 from evennia_ai.memory.history import to_chat_messages
 from evennia_ai.memory.procedures import best_procedures, render_procedures
 from evennia_ai.prompt.builder import read_operator_override, register_source
@@ -126,7 +126,7 @@ def _history(builder) -> list:
 @register_source("pending_event")
 def _pending_event(builder) -> str:
     if builder.batch:
-        return render_events(builder.batch)
+        return builder.batch_text
     return builder.extra.get("pending_event", "")
 
 
@@ -145,7 +145,7 @@ def _context_buffer(builder) -> str:
 def mentioned_text(builder) -> str:
     """Text of this tick that may name people, things or memory blocks."""
 
-    parts = [render_events(builder.batch) if builder.batch else "", str(builder.tool_result or "")]
+    parts = [builder.batch_text, str(builder.tool_result or "")]
     return "\n".join(p for p in parts if p)
 
 
@@ -161,7 +161,7 @@ def _entity_context(builder) -> str:
 @register_source("self_model")
 def _self_model(builder) -> str:
     """Per-tool success rates and known failure areas from the NPC's own metrics."""
-    stats = (builder.npc.ai.get("metrics") or {}).get("tool_stats") or {}
+    stats = builder.metrics.get("tool_stats") or {}
     rated = [
         (name, s["ok"] / s["calls"], s["calls"]) for name, s in stats.items() if s.get("calls")
     ]
@@ -188,7 +188,7 @@ def _procedural_hints(builder) -> str:
 
     event = main_event(builder.batch)
     found = best_procedures(
-        builder.npc.ai.get("procedures"), event.event_class, render_events(builder.batch), limit=3
+        builder.npc.ai.procedures, event.event_class, builder.batch_text, limit=3
     )
     return render_procedures(found)
 

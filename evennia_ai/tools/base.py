@@ -48,9 +48,10 @@ import json
 import logging
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from evennia_ai import conf
+from evennia_ai.llm.usage import UsageAccountant
 from evennia_ai.tools.arguments import coerce_integers, is_number, validate_value
 from evennia_ai.utils import one_line
 
@@ -148,6 +149,63 @@ def _dumps(value: Any) -> str:
 
 
 @dataclass
+class LoopState:
+    """Where the tick's loop is, for tools that report on it (``get_system_status``).
+
+    Attributes:
+        iteration: The current iteration (1-based).
+        max_iterations: Iterations the pattern allows.
+        tools_this_cycle: Tools that ran successfully so far, in order.
+        pending_tools: Tool calls of the current answer not yet run.
+        in_chain: Whether the loop may call several tools (not single-action).
+        depth: 0 in a tick, 1 in a ``delegate_task`` helper.
+        window: The model's context window (tokens), 0 when unknown.
+        request_tokens: Tokens of the tick's first request.
+        metrics: The NPC's metrics as the tick read them.
+        confirmed: The call runs because staff approved it (a DANGEROUS tool).
+    """
+
+    iteration: int = 1
+    max_iterations: int = 1
+    tools_this_cycle: list[str] = field(default_factory=list)
+    pending_tools: list[str] = field(default_factory=list)
+    in_chain: bool = False
+    depth: int = 0
+    window: int = 0
+    request_tokens: int = 0
+    metrics: dict | None = None
+    confirmed: bool = False
+
+    @property
+    def tool_count_this_cycle(self) -> int:
+        return len(self.tools_this_cycle)
+
+
+@dataclass
+class TickServices:
+    """What the tick lends its tools: the model client, the model, the tick's accountant.
+
+    Attributes:
+        client: The LLM client (``complete(messages, tools, model=...)``), or None.
+        model: The NPC's model for this tick (None: the server default).
+        usage: The tick's :class:`~evennia_ai.llm.usage.UsageAccountant`; every model call a
+            tool makes hands its record to it.
+        pattern: The tick's ExecutionPattern.
+        tools: The tools this tick offers.
+        context_config: ``context type -> effective ContextConfig`` (operator customisations).
+        run_helper: Starts a ``delegate_task`` helper (``(ctx, task) -> ToolResult``).
+    """
+
+    client: Any = None
+    model: str | None = None
+    usage: UsageAccountant | None = None
+    pattern: Any = None
+    tools: list = field(default_factory=list)
+    context_config: Callable[[str], Any] | None = None
+    run_helper: Callable[..., Any] | None = None
+
+
+@dataclass
 class ToolContext:
     """Everything a tool may need about the tick it runs in.
 
@@ -158,9 +216,8 @@ class ToolContext:
         context_type: Context type of the tick (``tick_event``, ``reflection``, ...).
         event: The event the tick answers, as a dict, if any.
         cache: Per-tick cache of cacheable tool results, keyed ``(tool name, arguments JSON)``.
-        state: Loop state (iteration, max_iterations, tools_this_cycle, pending_tools, depth,
-            ...), read by ``get_system_status``.
-        services: Shared services (the LLM client, the model name, memory, ...).
+        state: Where the loop is (:class:`LoopState`).
+        services: What the tick lends its tools (:class:`TickServices`).
     """
 
     npc: Any = None
@@ -169,8 +226,8 @@ class ToolContext:
     context_type: str = "tick_event"
     event: dict | None = None
     cache: dict = field(default_factory=dict)
-    state: dict = field(default_factory=dict)
-    services: dict = field(default_factory=dict)
+    state: LoopState = field(default_factory=LoopState)
+    services: TickServices = field(default_factory=TickServices)
 
     def invalidate(self, *tool_names: str) -> None:
         """Drop cached results of ``tool_names`` (all cached results when none are given)."""
@@ -239,12 +296,14 @@ class Tool:
         """Problems with ``arguments`` against :attr:`parameters` (empty when valid)."""
         return validate_value(arguments, self.parameters or {"type": "object"}, "arguments")
 
-    def safe_run(self, ctx: ToolContext, arguments: Mapping | None = None):
+    def safe_run(self, ctx: ToolContext, arguments: Mapping | None = None, *, checked=False):
         """Validate, serve from the tick's cache, run; never raises.
 
         Args:
             ctx: The tick's context.
             arguments: The arguments the model gave (None means none).
+            checked: The caller already validated ``arguments`` against :attr:`parameters`
+                (the ReAct loop does, to refuse a bad call before counting it).
 
         Returns:
             A :class:`ToolResult`; or, when ``run`` returned a Deferred, that Deferred, firing
@@ -252,7 +311,7 @@ class Tool:
         """
         if arguments is None:
             arguments = {}
-        problems = self.validate_arguments(arguments)
+        problems = [] if checked else self.validate_arguments(arguments)
         if not problems:
             problems = _signature_problems(self.run, arguments)
         if problems:

@@ -26,7 +26,7 @@ class DelegateTask(Tool):
     category = ToolCategory.ASYNC_REQUIRED
 
     def run(self, ctx: ToolContext, task: str):
-        run_helper = ctx.services.get("run_helper")
+        run_helper = ctx.services.run_helper
         if run_helper is None:
             return ToolResult.fail("No helper can run here.")
         return run_helper(ctx, task)

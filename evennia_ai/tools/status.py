@@ -23,9 +23,9 @@ class GetSystemStatus(Tool):
 
     def run(self, ctx):
         state = ctx.state
-        window = int(state.get("window") or tokens.get_context_window(ctx.services.get("model")))
-        used = int(state.get("request_tokens") or 0)
-        metrics = state.get("metrics") or (ctx.npc.ai.get("metrics") if ctx.npc else {}) or {}
+        window = state.window or tokens.get_context_window(ctx.services.model)
+        used = state.request_tokens
+        metrics = state.metrics or (ctx.npc.ai.metrics if ctx.npc else {}) or {}
         return ToolResult.ok(
             {
                 "success": True,
@@ -38,10 +38,10 @@ class GetSystemStatus(Tool):
                 },
                 "token_advisory": tokens.advisory(used, window),
                 "loop_state": {
-                    "iteration": state.get("iteration", 1),
-                    "max_iterations": state.get("max_iterations", 1),
-                    "tools_this_cycle": list(state.get("tools_this_cycle", [])),
-                    "tool_count_this_cycle": state.get("tool_count_this_cycle", 0),
+                    "iteration": state.iteration,
+                    "max_iterations": state.max_iterations,
+                    "tools_this_cycle": list(state.tools_this_cycle),
+                    "tool_count_this_cycle": state.tool_count_this_cycle,
                 },
                 "session_metrics": {
                     "total_tool_calls": metrics.get("total_tool_calls", 0),
@@ -50,9 +50,9 @@ class GetSystemStatus(Tool):
                     "session_start": metrics.get("session_start"),
                 },
                 "chain_state": {
-                    "in_chain": bool(state.get("in_chain")),
-                    "chain_depth": int(state.get("depth", 0)),
-                    "pending_tools": list(state.get("pending_tools", [])),
+                    "in_chain": state.in_chain,
+                    "chain_depth": state.depth,
+                    "pending_tools": list(state.pending_tools),
                 },
             }
         )

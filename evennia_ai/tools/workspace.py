@@ -209,20 +209,26 @@ class DecomposeGoal(Tool):
         goal = next((g for g in ctx.npc.ai.goals if g.get("id") == goal_id), None)
         if goal is None:
             return ToolResult.fail(f"No goal with id '{goal_id}'.")
-        client = ctx.services.get("client")
-        if client is None:
-            client = get_client()
-        config_for = ctx.services.get("context_config")
-        config = config_for("goal_decompose") if config_for else None
-        return decompose(ctx.npc, goal, client, ctx.services.get("model"), _tick(ctx), config)
+        services = ctx.services
+        config = services.context_config("goal_decompose") if services.context_config else None
+        return decompose(
+            ctx.npc,
+            goal,
+            services.client or get_client(),
+            services.model,
+            _tick(ctx),
+            config,
+            usage=services.usage,
+        )
 
 
-def decompose(npc, goal: dict, client, model, tick: int, config=None):
+def decompose(npc, goal: dict, client, model, tick: int, config=None, usage=None):
     """One ``goal_decompose`` call (no tools); validated subtasks are added. Fires ToolResult.
 
     Args:
         config: The ``goal_decompose`` context config (the operator's customisation, handed in
             by the tick as the ``context_config`` service); its system prompt override wins.
+        usage: The tick's UsageAccountant; the planning call's tokens are counted there.
     """
     override = config.system_prompt_override if config else None
     system = override or (f"You are {npc.key}, planning your own work in a text game.")
@@ -232,6 +238,8 @@ def decompose(npc, goal: dict, client, model, tick: int, config=None):
     ]
 
     def parsed(result):
+        if usage is not None:
+            usage.record_result(result, "decompose_goal")
         if result.error:
             return ToolResult.fail(f"The planning call failed: {result.error}")
         check = goals_mod.validate_decomposition(result.text or "")
