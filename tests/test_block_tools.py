@@ -340,7 +340,9 @@ class TestSharing(BlockTestBase):
 
 class TestContextSources(BlockTestBase):
     def builder(self, tool_result=None):
-        return SimpleNamespace(npc=self.npc, batch=[], batch_text="", tool_result=tool_result, extra={})
+        return SimpleNamespace(
+            npc=self.npc, batch=[], batch_text="", tool_result=tool_result, extra={}
+        )
 
     def test_memory_blocks_source_pinned_core_and_mentioned(self):
         block_admin.create_block(
@@ -387,7 +389,13 @@ class TestArchival(BlockTestBase):
         assert found["results"][0]["tags"] == ["history"]
         assert "note" in self.run_tool("archival_search", query="dragons").content
         hits = block_sources.archival_hits_source(
-            SimpleNamespace(npc=self.npc, batch=[], batch_text="", tool_result="Tell me about the mill", extra={})
+            SimpleNamespace(
+                npc=self.npc,
+                batch=[],
+                batch_text="",
+                tool_result="Tell me about the mill",
+                extra={},
+            )
         )
         assert hits.startswith("## From your archive\n- The mill burned down")
         assert self.run_tool("archival_delete", id=entry_id).success
