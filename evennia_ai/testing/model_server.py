@@ -281,6 +281,7 @@ class ModelServer:
         self._queue: deque[ReplySpec] = deque()
         self._requests: list[RecordedRequest] = []
         self._counts: dict[str, int] = {}
+        self._usage = {"answers": 0, "prompt_tokens": 0, "completion_tokens": 0}
         self._counter = 0
         self._rng = random.Random(seed)
         self._seed = seed
@@ -395,6 +396,21 @@ class ModelServer:
         """Requests whose path is exactly ``path`` (e.g. "/v1/chat/completions")."""
         with self._lock:
             return [r for r in self._requests if r.path == path]
+
+    def usage_totals(self) -> dict[str, int]:
+        """Tokens the server reported over every chat completion it answered.
+
+        ``{"answers", "prompt_tokens", "completion_tokens"}``: the server's own count, to
+        compare with what the plugin accounted.
+        """
+        with self._lock:
+            return dict(self._usage)
+
+    def _count_usage(self, usage: dict) -> None:
+        with self._lock:
+            self._usage["answers"] += 1
+            self._usage["prompt_tokens"] += int(usage.get("prompt_tokens") or 0)
+            self._usage["completion_tokens"] += int(usage.get("completion_tokens") or 0)
 
     def counts(self, path: str | None = None) -> dict[str, int]:
         """How many requests were answered per kind: ``"ok"`` or a fault kind.
@@ -807,6 +823,7 @@ class _Handler(BaseHTTPRequestHandler):
             text = spec.text
             tool_calls = _resolve_tool_calls(spec, body, self.owner._next_id)
         usage = _usage(spec, body, _completion_chars(text, tool_calls))
+        self.owner._count_usage(usage)
         finish = spec.finish_reason or ("tool_calls" if tool_calls else "stop")
         if stream:
             self._stream_chat(
