@@ -1,7 +1,7 @@
-"""The ReAct loop against the loopback model server, through litellm and the real client.
+"""The ReAct loop: its logic against the in-process scripted model, and the real client path
+(HTTP, litellm, faults, retries, fallbacks, the JSON protocol) against the loopback model server.
 
-The client's thread hop is made synchronous, so each loop runs to completion inside the test;
-everything else (HTTP, litellm, parsing, tools, rules, traces) is the real path.
+The client's thread hop is made synchronous, so each loop runs to completion inside the test.
 """
 
 import json
@@ -17,6 +17,7 @@ from evennia_ai.llm.client import UnifiedLLMClient
 from evennia_ai.prompt.assembly import validate_chat_messages
 from evennia_ai.prompt.execution_pattern import ExecutionPattern
 from evennia_ai.testing.model_server import ModelServer
+from evennia_ai.testing.scripted_model import ScriptedModel
 from evennia_ai.tools.base import Tool, ToolCategory, ToolContext, ToolResult
 from evennia_ai.tools.rules import ToolRule
 
@@ -96,8 +97,15 @@ def synchronous_client(monkeypatch):
 
 @pytest.fixture
 def server():
+    """The loopback model server, for tests of the real client path (HTTP, litellm)."""
     with ModelServer() as srv:
         yield srv
+
+
+@pytest.fixture
+def model():
+    """The in-process scripted model, for tests of the loop's own logic."""
+    return ScriptedModel()
 
 
 def make_client(server, **kwargs):
@@ -132,10 +140,14 @@ MESSAGES = [
 ]
 
 
-def run(server, tools, pat=None, messages=MESSAGES, **kwargs):
+def run(model, tools, pat=None, messages=MESSAGES, **kwargs):
+    """Run a loop against ``model``: a ScriptedModel, or the HTTP model server (real client)."""
     trace = TickTrace(tick_id=1)
+    client = kwargs.pop("client", None)
+    if client is None:
+        client = model if isinstance(model, ScriptedModel) else make_client(model)
     loop = ReactLoop(
-        client=kwargs.pop("client", None) or make_client(server),
+        client=client,
         tools=tools,
         pattern=pat or pattern(),
         ctx=ToolContext(),
@@ -151,10 +163,10 @@ def call(name, **arguments):
     return {"name": name, "arguments": arguments}
 
 
-def test_terminal_tool_ends_loop(server):
+def test_terminal_tool_ends_loop(model):
     say = Say()
-    server.enqueue({"tool_calls": [call("say", message="Welcome!")]})
-    out = run(server, [say, Look()])
+    model.enqueue({"tool_calls": [call("say", message="Welcome!")]})
+    out = run(model, [say, Look()])
     assert out.stop_reason == StopReason.TERMINAL_TOOL
     assert say.said == ["Welcome!"]
     assert out.trace.stop_reason == "terminal_tool"
@@ -162,56 +174,56 @@ def test_terminal_tool_ends_loop(server):
     assert out.trace.prompt_tokens > 0
 
 
-def test_text_reply_is_spoken_through_the_speech_tool(server):
+def test_text_reply_is_spoken_through_the_speech_tool(model):
     say = Say()
-    server.enqueue({"text": "Evening, Alice."})
-    out = run(server, [say])
+    model.enqueue({"text": "Evening, Alice."})
+    out = run(model, [say])
     assert out.stop_reason == StopReason.TEXT_REPLY
     assert say.said == ["Evening, Alice."]
 
 
-def test_text_reply_without_speech_tool_is_only_traced(server):
-    server.enqueue({"text": "Just thinking."})
-    out = run(server, [Look()])
+def test_text_reply_without_speech_tool_is_only_traced(model):
+    model.enqueue({"text": "Just thinking."})
+    out = run(model, [Look()])
     assert out.stop_reason == StopReason.TEXT_REPLY
     assert out.trace.iterations[0].text == "Just thinking."
     assert out.final_text == "Just thinking."
 
 
-def test_react_loop_feeds_results_back(server):
+def test_react_loop_feeds_results_back(model):
     say, look = Say(), Look()
-    server.enqueue(
+    model.enqueue(
         {"tool_calls": [call("look")]}, {"tool_calls": [call("say", message="Nice room.")]}
     )
-    out = run(server, [say, look])
+    out = run(model, [say, look])
     assert out.stop_reason == StopReason.TERMINAL_TOOL
     assert len(out.trace.iterations) == 2
-    second = server.requests_to("/v1/chat/completions")[1].body["messages"]
+    second = model.requests[1]["messages"]
     assert second[-1]["role"] == "tool" and "Gilded Tankard" in second[-1]["content"]
     assert not validate_chat_messages([MESSAGES[0]] + out.new_messages[:0] + second[1:])
 
 
-def test_several_calls_in_one_response_run_in_order(server):
+def test_several_calls_in_one_response_run_in_order(model):
     say, look = Say(), Look()
-    server.enqueue({"tool_calls": [call("look"), call("say", message="Hi")]})
-    out = run(server, [say, look])
+    model.enqueue({"tool_calls": [call("look"), call("say", message="Hi")]})
+    out = run(model, [say, look])
     assert [c.name for c in out.trace.tool_calls] == ["look", "say"]
     assert out.stop_reason == StopReason.TERMINAL_TOOL
 
 
-def test_max_iterations(server):
+def test_max_iterations(model):
     look = Look()
-    server.default_reply = {"tool_calls": [call("look", target="bar")]}
-    out = run(server, [look, Say()], pattern(iterations=3))
+    model.default_reply = {"tool_calls": [call("look", target="bar")]}
+    out = run(model, [look, Say()], pattern(iterations=3))
     assert out.stop_reason == StopReason.MAX_ITERATIONS
     assert len(out.trace.iterations) == 3
     assert look.runs == 1  # cacheable: same arguments within the tick ran once
 
 
-def test_single_action_runs_only_the_first_call(server):
+def test_single_action_runs_only_the_first_call(model):
     say, look = Say(), Look()
-    server.enqueue({"tool_calls": [call("look"), call("say", message="Hi")]})
-    out = run(server, [say, look], pattern(mode="single_action", iterations=1))
+    model.enqueue({"tool_calls": [call("look"), call("say", message="Hi")]})
+    out = run(model, [say, look], pattern(mode="single_action", iterations=1))
     assert [c.status for c in out.trace.tool_calls] == ["ran", "skipped"]
     assert say.said == []
     assert out.stop_reason == StopReason.MAX_ITERATIONS
@@ -243,17 +255,17 @@ def test_invalid_arguments_are_fed_back(server):
     assert say.said == ["ok"]
 
 
-def test_repeated_failures_end_the_tick(server):
-    server.default_reply = {"tool_calls": [call("nonexistent")]}
-    out = run(server, [Say()], pattern(iterations=10))
+def test_repeated_failures_end_the_tick(model):
+    model.default_reply = {"tool_calls": [call("nonexistent")]}
+    out = run(model, [Say()], pattern(iterations=10))
     assert out.stop_reason == StopReason.ERROR
     assert len(out.trace.iterations) == 3
     assert "failed in a row" in out.trace.error
 
 
-def test_tool_exception_becomes_error_result(server):
-    server.enqueue({"tool_calls": [call("broken")]}, {"tool_calls": [call("say", message="oops")]})
-    out = run(server, [Broken(), Say()])
+def test_tool_exception_becomes_error_result(model):
+    model.enqueue({"tool_calls": [call("broken")]}, {"tool_calls": [call("say", message="oops")]})
+    out = run(model, [Broken(), Say()])
     assert "kaboom" in out.trace.tool_calls[0].error
     assert out.stop_reason == StopReason.TERMINAL_TOOL
 
@@ -285,15 +297,15 @@ def test_retry_then_success(server):
     assert len(server.requests_to("/v1/chat/completions")) == 3
 
 
-def test_dangerous_tool_needs_confirmation(server):
+def test_dangerous_tool_needs_confirmation(model):
     wipe = Wipe()
     queued = []
-    server.enqueue(
+    model.enqueue(
         {"tool_calls": [call("wipe_world"), call("wipe_world")]},
         {"tool_calls": [call("say", message="Waiting for approval.")]},
     )
     out = run(
-        server,
+        model,
         [wipe, Say()],
         on_dangerous=lambda tool, args, ctx: queued.append(tool.name) or "c_1",
     )
@@ -305,37 +317,35 @@ def test_dangerous_tool_needs_confirmation(server):
     assert "pending_confirmation" in out.trace.tool_calls[0].result
 
 
-def test_dangerous_tool_without_confirmation_runs_once(server):
+def test_dangerous_tool_without_confirmation_runs_once(model):
     wipe = Wipe()
-    server.enqueue(
+    model.enqueue(
         {"tool_calls": [call("wipe_world")]}, {"tool_calls": [call("say", message="done")]}
     )
-    out = run(server, [wipe, Say()], pattern(confirm=False))
+    out = run(model, [wipe, Say()], pattern(confirm=False))
     assert wipe.runs == 1 and out.stop_reason == StopReason.TERMINAL_TOOL
 
 
-def test_dangerous_tool_with_no_confirmation_channel_is_refused(server):
+def test_dangerous_tool_with_no_confirmation_channel_is_refused(model):
     wipe = Wipe()
-    server.enqueue(
-        {"tool_calls": [call("wipe_world")]}, {"tool_calls": [call("say", message="no")]}
-    )
-    out = run(server, [wipe, Say()])
+    model.enqueue({"tool_calls": [call("wipe_world")]}, {"tool_calls": [call("say", message="no")]})
+    out = run(model, [wipe, Say()])
     assert wipe.runs == 0 and out.trace.tool_calls[0].status == "refused"
 
 
-def test_budget_stops_before_the_call(server):
-    out = run(server, [Say()], limits=TickLimits(max_tokens=5), count_tokens=lambda m, t: 100)
+def test_budget_stops_before_the_call(model):
+    out = run(model, [Say()], limits=TickLimits(max_tokens=5), count_tokens=lambda m, t: 100)
     assert out.stop_reason == StopReason.BUDGET
-    assert not server.requests
+    assert not model.requests
 
 
-def test_cancelled(server):
-    out = run(server, [Say()], is_cancelled=lambda: "the NPC was paused")
+def test_cancelled(model):
+    out = run(model, [Say()], is_cancelled=lambda: "the NPC was paused")
     assert out.stop_reason == StopReason.CANCELLED
     assert out.trace.error == "the NPC was paused"
 
 
-def test_cancelled_after_the_model_answered(server):
+def test_cancelled_after_the_model_answered(model):
     state = {"calls": 0}
 
     def cancelled():
@@ -343,34 +353,34 @@ def test_cancelled_after_the_model_answered(server):
         return "the NPC moved away" if state["calls"] > 1 else None
 
     say = Say()
-    server.enqueue({"tool_calls": [call("say", message="hi")]})
-    out = run(server, [say], is_cancelled=cancelled)
+    model.enqueue({"tool_calls": [call("say", message="hi")]})
+    out = run(model, [say], is_cancelled=cancelled)
     assert out.stop_reason == StopReason.CANCELLED and say.said == []
 
 
-def test_rule_max_calls_and_exit_loop(server):
+def test_rule_max_calls_and_exit_loop(model):
     look, say = Look(), Say()
-    server.enqueue(
+    model.enqueue(
         {"tool_calls": [call("look", target="a"), call("look", target="b")]},
         {"tool_calls": [call("say", message="x")]},
     )
-    out = run(server, [look, say], rules=[ToolRule.max_calls("look", 1)])
+    out = run(model, [look, say], rules=[ToolRule.max_calls("look", 1)])
     assert [c.status for c in out.trace.tool_calls][:2] == ["ran", "refused"]
     assert "at most 1" in out.trace.tool_calls[1].error
 
-    server.enqueue({"tool_calls": [call("look")]})
-    out = run(server, [Look(), say], rules=[ToolRule.exit_loop("look")])
+    model.enqueue({"tool_calls": [call("look")]})
+    out = run(model, [Look(), say], rules=[ToolRule.exit_loop("look")])
     assert out.stop_reason == StopReason.TERMINAL_TOOL and len(out.trace.iterations) == 1
 
 
-def test_rule_start_constraint_and_requires_prior(server):
+def test_rule_start_constraint_and_requires_prior(model):
     say = Say()
-    server.enqueue(
+    model.enqueue(
         {"tool_calls": [call("say", message="too early")]},
         {"tool_calls": [call("look"), call("say", message="now")]},
     )
     out = run(
-        server,
+        model,
         [Look(), say],
         rules=[ToolRule.start_constraint("look"), ToolRule.requires_prior("say", "look")],
     )
@@ -378,21 +388,21 @@ def test_rule_start_constraint_and_requires_prior(server):
     assert say.said == ["now"]
 
 
-def test_rule_continue_loop_keeps_going_after_terminal(server):
+def test_rule_continue_loop_keeps_going_after_terminal(model):
     say = Say()
-    server.enqueue({"tool_calls": [call("say", message="one")]}, {"text": "done thinking"})
-    out = run(server, [say], rules=[ToolRule.continue_loop("say")])
+    model.enqueue({"tool_calls": [call("say", message="one")]}, {"text": "done thinking"})
+    out = run(model, [say], rules=[ToolRule.continue_loop("say")])
     assert len(out.trace.iterations) == 2 and say.said[0] == "one"
 
 
-def test_plan_execute_plans_first(server):
+def test_plan_execute_plans_first(model):
     say = Say()
-    server.enqueue({"text": "1. greet"}, {"tool_calls": [call("say", message="Hello")]})
-    out = run(server, [say], pattern(mode="plan_execute"))
-    reqs = server.requests_to("/v1/chat/completions")
-    assert "tools" not in reqs[0].body
+    model.enqueue({"text": "1. greet"}, {"tool_calls": [call("say", message="Hello")]})
+    out = run(model, [say], pattern(mode="plan_execute"))
+    reqs = model.requests
+    assert not reqs[0]["tools"]
     assert out.trace.iterations[0].kind == "plan"
-    assert any("Plan:" in (m.get("content") or "") for m in reqs[1].body["messages"])
+    assert any("Plan:" in (m.get("content") or "") for m in reqs[1]["messages"])
     assert say.said == ["Hello"]
 
 
@@ -485,9 +495,9 @@ class Note(Tool):
         return ToolResult.ok("noted")
 
 
-def test_single_action_runs_bookkeeping_before_its_action(server):
+def test_single_action_runs_bookkeeping_before_its_action(model):
     note, say = Note(), Say()
-    server.enqueue(
+    model.enqueue(
         {
             "tool_calls": [
                 call("note", fact="Alice likes stew"),
@@ -496,7 +506,24 @@ def test_single_action_runs_bookkeeping_before_its_action(server):
             ]
         }
     )
-    out = run(server, [note, say], pattern(mode="single_action", iterations=1))
+    out = run(model, [note, say], pattern(mode="single_action", iterations=1))
     assert note.notes == ["Alice likes stew"] and say.said == ["Stew it is"]
     assert [c.status for c in out.trace.tool_calls] == ["ran", "ran", "skipped"]
     assert out.stop_reason == StopReason.TERMINAL_TOOL
+
+
+def test_scripted_model_stands_for_faults_and_bad_arguments(model):
+    say = Say()
+    model.enqueue(
+        {"fault": "invalid_args"},
+        {"fault": "unknown_tool"},
+        {"tool_calls": [call("say", message="ok")]},
+    )
+    out = run(model, [say])
+    calls = out.trace.tool_calls
+    assert "not valid JSON" in calls[0].error and calls[1].name.startswith("no_such_tool")
+    assert say.said == ["ok"]
+    model.enqueue({"fault": "500"})
+    out = run(model, [Say()])
+    assert out.stop_reason == StopReason.ERROR and "500" in out.trace.error
+    assert model.requests[-1]["tools"][0]["function"]["name"] == "say"

@@ -52,7 +52,11 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 
 from evennia_ai import conf
-from evennia_ai.llm.json_protocol import parse_tool_calls_from_text, to_text_protocol
+from evennia_ai.llm.json_protocol import (
+    decode_arguments,
+    parse_tool_calls_from_text,
+    to_text_protocol,
+)
 from evennia_ai.llm.offline import OfflineModel
 from evennia_ai.llm.threads import run_in_thread
 from evennia_ai.llm.tokens import model_info
@@ -347,21 +351,7 @@ def _native_calls(message) -> list[ToolCall]:
     for index, call in enumerate(getattr(message, "tool_calls", None) or []):
         function = getattr(call, "function", None)
         name = getattr(function, "name", None) or ""
-        raw = getattr(function, "arguments", None)
-        if raw is None:
-            raw = "{}"
-        elif not isinstance(raw, str):
-            raw = json.dumps(raw)
-        arguments: Any = {}
-        error = None
-        try:
-            arguments = json.loads(raw) if raw.strip() else {}
-        except ValueError as err:
-            error = f"arguments are not valid JSON ({err})"
-            arguments = {}
-        if error is None and not isinstance(arguments, dict):
-            error = f"arguments must be a JSON object, not {type(arguments).__name__}"
-            arguments = {}
+        arguments, raw, error = decode_arguments(getattr(function, "arguments", None))
         calls.append(
             ToolCall(
                 id=getattr(call, "id", None) or f"call_{index}",

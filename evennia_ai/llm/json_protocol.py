@@ -119,8 +119,12 @@ def _json_values(text: str) -> Iterator[tuple[int, int, object]]:
         position = end
 
 
-def _decode_arguments(value) -> tuple[dict, str, str | None]:
-    """``(arguments, raw_arguments, error)`` for an arguments value as the model wrote it."""
+def decode_arguments(value) -> tuple[dict, str, str | None]:
+    """``(arguments, raw_arguments, error)`` for an arguments value as the model wrote it.
+
+    Native tool calls and the JSON protocol read arguments alike: a JSON object string or a
+    dict; anything else yields ``{}`` and an error the loop feeds back to the model.
+    """
     if value is None:
         return {}, "{}", None
     if isinstance(value, str):
@@ -216,7 +220,7 @@ def parse_tool_calls_from_text(
     seed = hashlib.sha1(text.encode("utf-8", "replace")).hexdigest()[:8]
     tool_calls = []
     for index, (name, value) in enumerate(found):
-        arguments, raw, error = _decode_arguments(value)
+        arguments, raw, error = decode_arguments(value)
         tool_calls.append(
             ToolCall(
                 id=f"call_{seed}_{index}",

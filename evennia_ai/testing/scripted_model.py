@@ -1,0 +1,132 @@
+"""An in-process scripted model for tests of the loop's logic (no HTTP, no litellm).
+
+It answers ``complete(messages, tools, model=...)`` as :class:`~evennia_ai.llm.client.
+UnifiedLLMClient` does (a Deferred firing with an :class:`~evennia_ai.llm.types.LLMResult`),
+from the same reply specs as the loopback :class:`~evennia_ai.testing.model_server.ModelServer`
+(``{"text": ..., "tool_calls": [{"name", "arguments"}], "usage": {...}}``), and records what it
+was sent. Use it where a test is about what the loop, the tick or a tool does with answers;
+keep the model server for the client's own tests and end-to-end ones (retries, faults,
+fallbacks, the JSON protocol), which need the real HTTP path.
+
+Example:
+    model = ScriptedModel()
+    model.enqueue({"tool_calls": [{"name": "say", "arguments": {"message": "Hi"}}]})
+    loop = ReactLoop(client=model, ...)
+    model.requests[0]["messages"]  # what the loop sent
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections import deque
+
+from twisted.internet import defer
+
+from evennia_ai.llm.json_protocol import decode_arguments
+from evennia_ai.llm.types import LLMResult, LLMUsage, ToolCall
+from evennia_ai.testing.model_server import ReplySpec, ToolCallSpec
+
+# Faults a scripted model can stand for: the error the client would return for them.
+_FAULTS = {
+    "500": ("server", "the model server failed (500)"),
+    "429": ("rate_limit", "rate limited (429)"),
+    "hang": ("timeout", "the model did not answer in time"),
+    "malformed": ("malformed", "the model's answer could not be read"),
+    "empty_choices": ("empty", "the model returned no answer"),
+    "truncated": ("malformed", "the model's answer was cut off"),
+    "disconnect": ("connection", "the connection to the model was lost"),
+}
+
+
+class ScriptedModel:
+    """Answers model calls from a queue of reply specs, in process.
+
+    Args:
+        default_reply: The answer when the queue is empty (a spec dict or text).
+        model: The model name results carry.
+    """
+
+    def __init__(self, default_reply: dict | str = "ok", model: str = "scripted/test-model"):
+        self.model = model
+        self.default_reply = default_reply
+        self.requests: list[dict] = []
+        self._queue: deque[ReplySpec] = deque()
+        self._ids = itertools.count(1)
+
+    @property
+    def default_reply(self) -> ReplySpec:
+        return self._default
+
+    @default_reply.setter
+    def default_reply(self, spec) -> None:
+        self._default = ReplySpec.from_dict(spec)
+
+    def enqueue(self, *specs) -> None:
+        """Queue answers, in order (validated now, so a typo fails the test at once)."""
+        self._queue.extend(ReplySpec.from_dict(spec) for spec in specs)
+
+    def complete(self, messages, tools=None, *, model=None, **options) -> defer.Deferred:
+        """The next scripted answer, as the client gives it (a Deferred of an LLMResult)."""
+        return defer.succeed(self.complete_sync(messages, tools, model=model, **options))
+
+    def complete_sync(self, messages, tools=None, *, model=None, **options) -> LLMResult:
+        self.requests.append(
+            {
+                "messages": json.loads(json.dumps(messages, default=str)),
+                "tools": tools,
+                "model": model or self.model,
+                "options": options,
+            }
+        )
+        spec = self._queue.popleft() if self._queue else self._default
+        usage = LLMUsage(
+            prompt_tokens=spec.usage.get("prompt_tokens", _chars(messages, tools) // 4),
+            completion_tokens=spec.usage.get("completion_tokens", 0),
+        )
+        usage.total_tokens = usage.prompt_tokens + usage.completion_tokens
+        name = model or self.model
+        if spec.fault in _FAULTS:
+            kind, error = _FAULTS[spec.fault]
+            return LLMResult(model=name, attempts=1, error=spec.message or error, error_kind=kind)
+        calls = []
+        offered = [(t.get("function") or t).get("name") for t in tools or []]
+        specs = list(spec.tool_calls)
+        if spec.fault == "unknown_tool":
+            specs = [_unknown(offered)]
+        elif spec.fault == "invalid_args":
+            specs = [ToolCallSpec(offered[0] if offered else "say", '{"message": "unterminated')]
+        for call in specs:
+            arguments, raw, error = decode_arguments(call.arguments)
+            calls.append(
+                ToolCall(
+                    id=call.id or f"call_{next(self._ids)}",
+                    name=call.name,
+                    arguments=arguments,
+                    raw_arguments=raw,
+                    error=error,
+                )
+            )
+        if not spec.usage.get("completion_tokens"):
+            usage.completion_tokens = len(spec.text or "") // 4 + 10 * len(calls)
+            usage.total_tokens = usage.prompt_tokens + usage.completion_tokens
+        return LLMResult(
+            text=spec.text,
+            tool_calls=calls,
+            usage=usage,
+            cost=0.0,
+            model=name,
+            attempts=1,
+            finish_reason=spec.finish_reason or ("tool_calls" if calls else "stop"),
+        )
+
+
+def _chars(messages, tools) -> int:
+    return len(json.dumps(messages, default=str)) + len(json.dumps(tools or [], default=str))
+
+
+def _unknown(offered) -> ToolCallSpec:
+    name = "no_such_tool"
+    while name in offered:
+        name += "_x"
+    return ToolCallSpec(name, {})
