@@ -19,7 +19,16 @@ from pathlib import Path
 
 from bench.common import machine
 
-BENCHMARKS = ["llm_client", "context", "archival", "fault_soak", "npc_ab", "load", "memory_rss"]
+BENCHMARKS = [
+    "llm_client",
+    "context",
+    "archival",
+    "tick",
+    "fault_soak",
+    "npc_ab",
+    "load",
+    "memory_rss",
+]
 
 
 def _version(name: str) -> str:
