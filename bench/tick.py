@@ -41,8 +41,8 @@ def _database():
     import django
 
     django.setup()
-    from django.test.utils import setup_test_environment
     from django.test.runner import DiscoverRunner
+    from django.test.utils import setup_test_environment
 
     setup_test_environment()
     runner = DiscoverRunner(verbosity=0, interactive=False)
