@@ -65,7 +65,7 @@ def _responder(body: dict) -> dict:
 def _pending_ids(npc) -> set[str]:
     from evennia_ai.memory import events as ev
 
-    queue = npc.ai.get("event_queue")
+    queue = npc.ai.event_queue
     return {e.id for e in ev.pending_events(queue)} | {
         (e.get("id") if isinstance(e, dict) else e.id) for e in queue.get("in_flight", [])
     }

@@ -52,11 +52,11 @@ class TestReflection(ModelBase):
                 "content"
             ]
             assert "self-reflection" in system
-            assert self.npc.ai.get("journal")[0]["content"].startswith("RULE:")
-            assert self.npc.ai.get("behaviour_rules") == ["Greet regulars by name"]
+            assert self.npc.ai.journal[0]["content"].startswith("RULE:")
+            assert self.npc.ai.behaviour_rules == ["Greet regulars by name"]
             trace2 = self.tick()
             assert trace2.context_type == "reflection_cont"
-            assert not self.npc.ai.get("reflection").get("continue")
+            assert not self.npc.ai.reflection.get("continue")
 
     def test_reflection_when_journal_importance_passes_threshold(self):
         from evennia_ai.workspace.journal import add_entry
@@ -84,7 +84,7 @@ class TestSleep(ModelBase):
         self.speak("Innkeeper, you look tired")
         trace = self.tick()
         assert trace.stop_reason == StopReason.TERMINAL_TOOL.value
-        assert self.npc.ai.get("sleep")["asleep"]
+        assert self.npc.ai.sleep["asleep"]
         self.server.enqueue({"tool_calls": [call("noop")]}, {"tool_calls": [call("noop")]})
         assert self.tick().context_type == "sleep_consolidate"
         assert self.tick().context_type == "pre_compaction"
@@ -94,7 +94,7 @@ class TestSleep(ModelBase):
         with override_settings(EVENNIA_AI_WAKE_WHEN_ADDRESSED=True):
             trace = self.tick()
         assert trace.context_type == "tick_event"
-        assert not self.npc.ai.get("sleep")["asleep"]
+        assert not self.npc.ai.sleep["asleep"]
 
     def test_sleep_tools_only_in_sleep_context(self):
         from evennia_ai.workspace.sleep import go_to_sleep

@@ -60,7 +60,7 @@ class AssistantTestBase(BaseEvenniaTest):
 class TestPerception(AssistantTestBase):
     def test_say_in_room_becomes_an_addressed_event(self):
         self.speak("Hello Innkeeper!")
-        queue = self.npc.ai.get("event_queue")
+        queue = self.npc.ai.event_queue
         events = ev.pending_events(queue)
         assert len(events) == 1
         event = events[0]
@@ -71,14 +71,14 @@ class TestPerception(AssistantTestBase):
     def test_whisper_to_npc_is_perceived_and_to_others_is_not(self):
         self.char1.at_say("psst", whisper=True, receivers=[self.npc])
         self.char1.at_say("secret for char2", whisper=True, receivers=[self.char2])
-        events = ev.pending_events(self.npc.ai.get("event_queue"))
+        events = ev.pending_events(self.npc.ai.event_queue)
         assert [e.kind for e in events] == ["whisper"]
         assert events[0].text == "psst"
 
     def test_other_rooms_are_not_perceived(self):
         self.char2.location = self.room2
         self.char2.at_say("Hello from afar")
-        assert not ev.pending_events(self.npc.ai.get("event_queue"))
+        assert not ev.pending_events(self.npc.ai.event_queue)
 
     def test_pose_arrival_departure_and_gift(self):
         self.room1.msg_contents(text=("Char waves.", {"type": "pose"}), from_obj=self.char1)
@@ -86,13 +86,13 @@ class TestPerception(AssistantTestBase):
         self.char2.move_to(self.room1, quiet=False)
         self.obj1.location = self.char1
         self.obj1.move_to(self.npc, quiet=True, move_type="give")
-        kinds = [e.kind for e in ev.pending_events(self.npc.ai.get("event_queue"))]
+        kinds = [e.kind for e in ev.pending_events(self.npc.ai.event_queue)]
         assert "pose" in kinds and "depart" in kinds and "arrive" in kinds and "give" in kinds
 
     def test_disabled_npc_perceives_nothing(self):
         self.npc.ai.set_enabled(False)
         self.speak("hello?")
-        assert not ev.pending_events(self.npc.ai.get("event_queue"))
+        assert not ev.pending_events(self.npc.ai.event_queue)
 
 
 class TestOfflineTick(AssistantTestBase):
@@ -100,18 +100,18 @@ class TestOfflineTick(AssistantTestBase):
         self.speak("Hello Innkeeper! My name is Alice.")
         with mock.patch.object(self.char1, "msg") as heard:
             trace = self.tick()
-        assert trace is not None and trace.context_type == "tick_event", self.npc.ai.get("metrics")[
+        assert trace is not None and trace.context_type == "tick_event", self.npc.ai.metrics[
             "last_error"
         ]
         texts = " ".join(str(c.kwargs.get("text") or c.args) for c in heard.call_args_list)
         assert "Innkeeper says" in texts
         assert trace.stop_reason in ("terminal_tool", "max_iterations")
         # the event left the queue only after the tick finished
-        assert not self.npc.ai.get("event_queue")["events"]
-        history = self.npc.ai.get("history")
+        assert not self.npc.ai.event_queue["events"]
+        history = self.npc.ai.history
         assert history and history[0]["role"] == "user"
         assert self.npc.ai.traces()[-1]["tick_id"] == trace.tick_id
-        metrics = self.npc.ai.get("metrics")
+        metrics = self.npc.ai.metrics
         assert metrics["ticks"] == 1 and metrics["successful_calls"] >= 1
 
     def test_nothing_to_do_is_not_a_tick(self):
@@ -127,7 +127,7 @@ class TestOfflineTick(AssistantTestBase):
         self.npc.ai.pause()
         self.speak("anyone there?")
         assert self.tick() is None
-        assert len(self.npc.ai.get("event_queue")["events"]) == 1
+        assert len(self.npc.ai.event_queue["events"]) == 1
         self.npc.ai.resume()
         assert self.tick() is not None
 
@@ -135,20 +135,20 @@ class TestOfflineTick(AssistantTestBase):
         self.speak("Hello")
         with mock.patch("evennia_ai.engine.tick.select_tools", side_effect=RuntimeError("boom")):
             self.tick()
-        assert self.npc.ai.get("metrics")["errors"] == 1
+        assert self.npc.ai.metrics["errors"] == 1
         assert not self.script.ndb.busy
         # the event was put back and is answered next time
-        queue = self.npc.ai.get("event_queue")
+        queue = self.npc.ai.event_queue
         assert ev.pending_events(queue)
-        assert self.tick() is not None, self.npc.ai.get("metrics")["last_error"]
+        assert self.tick() is not None, self.npc.ai.metrics["last_error"]
 
     def test_reload_mid_tick_replays_in_flight_events(self):
         self.speak("Hello")
-        queue, batch = ev.take_batch(self.npc.ai.get("event_queue"))
+        queue, batch = ev.take_batch(self.npc.ai.event_queue)
         self.npc.ai.set("event_queue", queue)  # as a tick would, then the server "reloads"
-        assert not ev.pending_events(self.npc.ai.get("event_queue"))
+        assert not ev.pending_events(self.npc.ai.event_queue)
         self.script.at_start()
-        assert [e.id for e in ev.pending_events(self.npc.ai.get("event_queue"))] == [batch[0].id]
+        assert [e.id for e in ev.pending_events(self.npc.ai.event_queue)] == [batch[0].id]
 
     def test_goals_and_state_survive_a_reload(self):
         from evennia.utils.idmapper.models import flush_cache
@@ -168,7 +168,7 @@ class TestOfflineTick(AssistantTestBase):
         flush_cache()
         npc = AIAssistantCharacter.objects.get(id=self.npc.id)
         assert npc.ai.goals[0]["description"] == "Stock the cellar"
-        assert npc.ai.get("session_memory")["key_facts"] == ["The cellar floods in spring"]
+        assert npc.ai.session_memory["key_facts"] == ["The cellar floods in spring"]
 
 
 class TestModelDrivenTick(AssistantTestBase):

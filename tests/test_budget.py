@@ -109,7 +109,7 @@ class TestOverBudgetTicks(AssistantTestBase):
         self.speak("Hello Innkeeper!")
         trace = self.tick()
         assert len(self.server.requests) >= 1 and trace.budget is None
-        spent = self.npc.ai.get("metrics")["daily"][spending.today()]["tokens"]
+        spent = self.npc.ai.metrics["daily"][spending.today()]["tokens"]
         assert spent > 100  # the test model's usage pushed it past the limit
         before = len(self.server.requests)
         self.speak("Hello again!")
@@ -131,7 +131,7 @@ class TestOverBudgetTicks(AssistantTestBase):
         assert trace.stop_reason == "budget" and "silent" in trace.budget
         assert not self.server.requests
         assert "says" not in " ".join(str(c) for c in heard.call_args_list)
-        assert not ev.pending_events(self.npc.ai.get("event_queue"))
+        assert not ev.pending_events(self.npc.ai.event_queue)
         assert self.npc.ai.traces()[-1]["budget"] == trace.budget
-        assert self.npc.ai.get("metrics")["errors"] == 0
+        assert self.npc.ai.metrics["errors"] == 0
         assert conf.get("EVENNIA_AI_BUDGET_EXCEEDED_ACTION") == "offline"

@@ -52,7 +52,7 @@ class TestCommon(MemoryCommandTest):
 # -- memory blocks -----------------------------------------------------------------------------------
 class TestBlocks(MemoryCommandTest):
     def blocks(self, npc=None):
-        return (npc or self.npc).ai.get("blocks")
+        return (npc or self.npc).ai.blocks
 
     def test_create_list_show(self):
         self.call(cmds.CmdAIBlock(), "Innkeeper", "Innkeeper has no memory blocks.")
@@ -206,7 +206,7 @@ class TestBlocks(MemoryCommandTest):
             "Memory block 'rumours' of Innkeeper is shared with Blacksmith (append).",
         )
         assert self.blocks()["rumours"]["shared_with"] == {str(self.smith.id): "append"}
-        assert self.smith.ai.get("blocks_shared_in") == [{"owner": self.npc.id, "label": "rumours"}]
+        assert self.smith.ai.blocks_shared_in == [{"owner": self.npc.id, "label": "rumours"}]
         out = self.call(cmds.CmdAIBlock(), "Blacksmith", "Memory blocks of Blacksmith")
         assert "Innkeeper/rumours" in out
         self.call(
@@ -290,14 +290,14 @@ class TestBlocks(MemoryCommandTest):
             "/archival Innkeeper = dragons",
             "Nothing in Innkeeper's archive matches",
         )
-        entry_id = self.npc.ai.get("archival")[0]["id"]
+        entry_id = self.npc.ai.archival[0]["id"]
         self.call(
             cmds.CmdAIBlock(),
             f"/archdel Innkeeper = {entry_id}",
             f"Deleted archival entry {entry_id}",
         )
-        assert [e["id"] for e in self.npc.ai.get("archival")] != [entry_id]
-        assert len(self.npc.ai.get("archival")) == 1
+        assert [e["id"] for e in self.npc.ai.archival] != [entry_id]
+        assert len(self.npc.ai.archival) == 1
         self.call(
             cmds.CmdAIBlock(),
             "/archdel Innkeeper = a_nothing",
@@ -417,7 +417,7 @@ class TestLongTerm(MemoryCommandTest):
 # -- entities ----------------------------------------------------------------------------------------
 class TestEntities(MemoryCommandTest):
     def entities(self):
-        return self.npc.ai.get("entities")
+        return self.npc.ai.entities
 
     def test_note_relationship_list_show_delete(self):
         self.call(cmds.CmdAIEntity(), "Innkeeper", "Innkeeper has no entity profiles.")

@@ -47,15 +47,15 @@ class TestAITools(RuntimeCommandTest):
             "/deny Innkeeper = execute_command, look",
             "Innkeeper may no longer use execute_command, look",
         )
-        assert self.npc.ai.get("tool_deny") == ["execute_command", "look"]
+        assert self.npc.ai.tool_deny == ["execute_command", "look"]
         out = self.call(CmdAITools(), "Innkeeper", "Tools of")
         assert "denied" in out
         self.call(CmdAITools(), "/allow Innkeeper = look", "Innkeeper may use look again")
-        assert self.npc.ai.get("tool_deny") == ["execute_command"]
+        assert self.npc.ai.tool_deny == ["execute_command"]
         self.call(
             CmdAITools(), "/only Innkeeper = say, look", "Innkeeper is offered only look, say"
         )
-        assert self.npc.ai.get("tool_allow") == ["look", "say"]
+        assert self.npc.ai.tool_allow == ["look", "say"]
         self.call(
             CmdAITools(),
             "/category Innkeeper = safe_chain terminal",
@@ -63,7 +63,7 @@ class TestAITools(RuntimeCommandTest):
         )
         assert self.npc.ai.execution_config["allowed_tool_categories"] == ["SAFE_CHAIN", "TERMINAL"]
         self.call(CmdAITools(), "/reset Innkeeper", "Innkeeper's tool restrictions are removed")
-        assert self.npc.ai.get("tool_allow") is None and self.npc.ai.get("tool_deny") == []
+        assert self.npc.ai.tool_allow is None and self.npc.ai.tool_deny == []
         assert "allowed_tool_categories" not in self.npc.ai.execution_config
 
     def test_restrictions_reach_tool_selection(self):
@@ -85,7 +85,7 @@ class TestAISleep(RuntimeCommandTest):
     def test_show_now_schedule_wake(self):
         self.call(CmdAISleep(), "Innkeeper", "Sleep of Innkeeper")
         self.call(CmdAISleep(), "/now Innkeeper = +2h", "Innkeeper falls asleep until")
-        sleep = self.npc.ai.get("sleep")
+        sleep = self.npc.ai.sleep
         assert sleep["asleep"] and sleep["reason"] == "operator" and sleep["until"]
         out = self.call(CmdAISleep(), "Innkeeper", "Sleep of")
         assert "asleep since" in out
@@ -94,10 +94,10 @@ class TestAISleep(RuntimeCommandTest):
             '/schedule Innkeeper = until=2030-01-01T06:00 reason="long rest" phase=rest',
             "Innkeeper's sleep state: until=2030-01-01T06:00:00Z",
         )
-        sleep = self.npc.ai.get("sleep")
+        sleep = self.npc.ai.sleep
         assert sleep["reason"] == "long rest" and sleep["phase"] == "rest"
         self.call(CmdAISleep(), "/wake Innkeeper", "Innkeeper wakes up")
-        assert not self.npc.ai.get("sleep")["asleep"]
+        assert not self.npc.ai.sleep["asleep"]
         self.call(CmdAISleep(), "/wake Innkeeper", "Innkeeper is awake already")
 
     def test_bad_schedule(self):
@@ -118,13 +118,13 @@ class TestAISleep(RuntimeCommandTest):
 
         self.call(CmdAISleep(), "/reflect Innkeeper", "Innkeeper will reflect on its next tick")
         runner = TickRunner(self.npc.ai.script)
-        assert runner._reflection_due(self.npc.ai.get("reflection"))
+        assert runner._reflection_due(self.npc.ai.reflection)
         with override_settings(
             EVENNIA_AI_REFLECTION_INTERVAL=0, EVENNIA_AI_REFLECTION_IMPORTANCE_THRESHOLD=0
         ):
-            assert runner._reflection_due(self.npc.ai.get("reflection"))  # asked, not by interval
+            assert runner._reflection_due(self.npc.ai.reflection)  # asked, not by interval
             self.npc.ai.update("reflection", lambda state: {**state, "requested": False})
-            assert not runner._reflection_due(self.npc.ai.get("reflection"))
+            assert not runner._reflection_due(self.npc.ai.reflection)
 
 
 def sample_trace(tick_id=7):

@@ -127,22 +127,21 @@ class TestProjects(WorkspaceCommandTest):
             "/create Innkeeper = build_tavern: Build a tavern | Need timber.",
             "Created project 'build_tavern' (paused).",
         )
-        slot = self.npc.ai.get("projects")["slots"]["build_tavern"]
+        slot = self.npc.ai.projects["slots"]["build_tavern"]
         assert slot["summary"] == "Build a tavern" and slot["context"] == "Need timber."
         self.call(
             cmds.CmdAIProject(),
             "/activate Innkeeper = build_tavern",
             "Now working on 'build_tavern'",
         )
-        assert self.npc.ai.get("projects")["active"] == "build_tavern"
+        assert self.npc.ai.projects["active"] == "build_tavern"
         self.call(
             cmds.CmdAIProject(),
             "/update Innkeeper = context=Walls are up; roof next.",
             "Updated the context of project 'build_tavern'",
         )
         assert (
-            self.npc.ai.get("projects")["slots"]["build_tavern"]["context"]
-            == "Walls are up; roof next."
+            self.npc.ai.projects["slots"]["build_tavern"]["context"] == "Walls are up; roof next."
         )
         self.call(
             cmds.CmdAIProject(),
@@ -160,7 +159,7 @@ class TestProjects(WorkspaceCommandTest):
             "/complete Innkeeper",
             "Updated the status of project 'build_tavern'",
         )
-        projects = self.npc.ai.get("projects")
+        projects = self.npc.ai.projects
         assert (
             projects["active"] is None
             and projects["slots"]["build_tavern"]["status"] == "completed"
@@ -182,7 +181,7 @@ class TestProjects(WorkspaceCommandTest):
         self.call(
             cmds.CmdAIProject(), "/show Innkeeper = nothing", "Innkeeper has no project 'nothing'"
         )
-        assert self.npc.ai.get("projects")["slots"] == {}
+        assert self.npc.ai.projects["slots"] == {}
 
 
 class TestSession(WorkspaceCommandTest):
@@ -206,7 +205,7 @@ class TestSession(WorkspaceCommandTest):
             "/set Innkeeper = task=Served the feast",
             "Remembered in completed tasks",
         )
-        mem = self.npc.ai.get("session_memory")
+        mem = self.npc.ai.session_memory
         assert mem["key_facts"] == ["Alice prefers formal address"]
         assert mem["completed_tasks"][0]["description"] == "Served the feast"
         out = self.call(cmds.CmdAISession(), "Innkeeper", "Session memory of Innkeeper")
@@ -214,11 +213,11 @@ class TestSession(WorkspaceCommandTest):
         self.call(
             cmds.CmdAISession(), "/clear Innkeeper = patterns", "Cleared the learned patterns"
         )
-        mem = self.npc.ai.get("session_memory")
+        mem = self.npc.ai.session_memory
         assert mem["learned_patterns"] == [] and mem["key_facts"]
         self.call(cmds.CmdAISession(), "/compact Innkeeper", "Compacted session memory")
         self.call(cmds.CmdAISession(), "/clear Innkeeper", "Cleared Innkeeper's session memory.")
-        assert self.npc.ai.get("session_memory")["key_facts"] == []
+        assert self.npc.ai.session_memory["key_facts"] == []
 
     def test_bad_arguments(self):
         self.call(
@@ -236,7 +235,7 @@ class TestSession(WorkspaceCommandTest):
             "/set Innkeeper = fact=I like stew",
             "Content appears to reference assistant actions or identity",
         )
-        assert self.npc.ai.get("session_memory")["key_facts"] == []
+        assert self.npc.ai.session_memory["key_facts"] == []
 
 
 class TestJournal(WorkspaceCommandTest):
@@ -255,7 +254,7 @@ class TestJournal(WorkspaceCommandTest):
             "/add Innkeeper = Bob paid his tab.",
             "Noted entry_2 (importance 5).",
         )
-        journal = self.npc.ai.get("journal")
+        journal = self.npc.ai.journal
         assert (
             journal[0]["content"] == "The well was poisoned."
             and journal[0]["source"] == "told_directly"
@@ -277,7 +276,7 @@ class TestJournal(WorkspaceCommandTest):
             "Importance must be a whole number from 1 to 10",
         )
         self.call(cmds.CmdAIJournal(), "Innkeeper 500", "The count must be at most 50.")
-        assert self.npc.ai.get("journal") == []
+        assert self.npc.ai.journal == []
 
 
 class TestRules(WorkspaceCommandTest):
@@ -294,7 +293,7 @@ class TestRules(WorkspaceCommandTest):
         self.call(
             cmds.CmdAIRule(), "/add Innkeeper = Offer stew on cold days.", "Innkeeper now follows"
         )
-        assert self.npc.ai.get("behaviour_rules") == [
+        assert self.npc.ai.behaviour_rules == [
             "Greet regulars by name.",
             "Offer stew on cold days.",
         ]
@@ -307,7 +306,7 @@ class TestRules(WorkspaceCommandTest):
         self.call(
             cmds.CmdAIRule(), "/delete Innkeeper = offer stew on cold days", "Removed the rule"
         )
-        assert self.npc.ai.get("behaviour_rules") == []
+        assert self.npc.ai.behaviour_rules == []
 
     def test_bad_arguments(self):
         self.call(
@@ -316,4 +315,4 @@ class TestRules(WorkspaceCommandTest):
             "Rule refused: it tries",
         )
         self.call(cmds.CmdAIRule(), "/delete Innkeeper = 3", "There is no rule number 3")
-        assert self.npc.ai.get("behaviour_rules") == []
+        assert self.npc.ai.behaviour_rules == []

@@ -79,7 +79,7 @@ def setup(caller):
     new_goals, op = goals.add_goal(npc.ai.goals, GOAL, tick=0, priority="high")
     assert op.success, op.message
     npc.ai.update_goals(lambda _old: new_goals)
-    new_projects, op = projects.create_project(npc.ai.get("projects"), PROJECT,
+    new_projects, op = projects.create_project(npc.ai.projects, PROJECT,
                                                "Restock the cellar before the storm")
     assert op.success, op.message
     npc.ai.set("projects", new_projects)
@@ -117,16 +117,16 @@ def snapshot(caller):
         block = block_admin.get_block(npc, BLOCK).get("content")
     except Exception as err:
         block = f"missing: {{err}}"
-    queue = npc.ai.get("event_queue") or {{}}
+    queue = npc.ai.event_queue or {{}}
     state = {{
         "pid": os.getpid(),
         "goals": [g.get("description") for g in npc.ai.goals],
-        "projects": sorted((npc.ai.get("projects") or {{}}).get("slots") or {{}}),
+        "projects": sorted((npc.ai.projects or {{}}).get("slots") or {{}}),
         "block": block,
         "component": component.content if component else None,
         "queue": [e.get("text") for e in queue.get("events") or []],
         "in_flight": list(queue.get("in_flight") or []),
-        "history": str((npc.ai.get("history") or [])[-6:]),
+        "history": str((npc.ai.history or [])[-6:]),
         "ltm_status": longterm.status(),
     }}
 
@@ -371,13 +371,13 @@ class TestRestartAfterCrash(BaseEvenniaTest):
             task.stop()
         self.script.ndb._task = None
         self.triggered.clear()
-        assert self.script.is_active and self.npc.ai.get("event_queue")["in_flight"]
+        assert self.script.is_active and self.npc.ai.event_queue["in_flight"]
 
     def test_crashed_script_restarts_and_recovers_its_in_flight_events(self):
         self.crash()
         self.script.at_server_start()
         assert self.script.ndb._task is not None and self.script.ndb._task.running
-        queue = self.npc.ai.get("event_queue")
+        queue = self.npc.ai.event_queue
         assert queue["in_flight"] == []
         assert [e.text for e in ev.pending_events(queue)] == ["Hello Innkeeper, CRASH-TEST!"]
         assert self.triggered
@@ -386,7 +386,7 @@ class TestRestartAfterCrash(BaseEvenniaTest):
         self.triggered.clear()
         self.script.at_server_start()
         assert not self.triggered
-        assert self.npc.ai.get("event_queue")["in_flight"]
+        assert self.npc.ai.event_queue["in_flight"]
 
     def test_script_paused_by_hand_stays_paused(self):
         self.crash()

@@ -66,7 +66,7 @@ class InjectionBase(AssistantTestBase):
         else:
             speaker.at_say(text)
         trace = self.tick()
-        assert trace is not None, self.npc.ai.get("metrics")["last_error"]
+        assert trace is not None, self.npc.ai.metrics["last_error"]
         return trace
 
     def autonomous(self, *calls):
@@ -807,7 +807,7 @@ class TestHostileMessagesArePerceivedSafely(InjectionBase):
         @given(message=messages, speaker=st.sampled_from(["char1", "char2"]))
         def prop(message, speaker):
             perception.perceive_message(self.npc, message, getattr(self, speaker), {})
-            queue = self.npc.ai.get("event_queue")
+            queue = self.npc.ai.event_queue
             assert len(queue["events"]) <= 50
             assert all(
                 len(e["text"]) <= ev.MAX_TEXT and "\n" not in e["text"]

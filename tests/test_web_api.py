@@ -194,7 +194,7 @@ class TestPages(DashboardTestBase):
 
     def test_over_budget_message(self):
         with override_settings(EVENNIA_AI_DAILY_TOKEN_BUDGET_PER_NPC=10):
-            metrics = self.npc.ai.get("metrics")
+            metrics = self.npc.ai.metrics
             metrics["daily"] = {data_today(): {"tokens": 50, "cost": 0.0}}
             self.npc.ai.set("metrics", metrics)
             html = self.staff.get("/ai/").content.decode()

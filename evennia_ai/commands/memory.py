@@ -356,7 +356,7 @@ class CmdAIBlock(SwitchedCommand):
     # -- archival ------------------------------------------------------------------------------
     def do_archival(self):
         npc = self.find_npc(self.lhs)
-        entries = npc.ai.get("archival") or []
+        entries = npc.ai.archival or []
         if self.rhs:
             found = block_admin.archival_search(npc, self.rhs, ARCHIVAL_SHOWN)
             if not found:
@@ -567,7 +567,7 @@ class CmdAIEntity(SwitchedCommand):
     def do_default(self):
         npc = self.find_npc(self.args)
         profiles = sorted(
-            (npc.ai.get("entities") or {}).values(),
+            (npc.ai.entities or {}).values(),
             key=lambda p: p.get("last_seen") or "",
             reverse=True,
         )
@@ -585,7 +585,7 @@ class CmdAIEntity(SwitchedCommand):
         self.msg("\n".join(lines))
 
     def profile(self, npc, name: str) -> tuple[str, dict]:
-        found = find_profile(npc.ai.get("entities"), name)
+        found = find_profile(npc.ai.entities, name)
         if found is None:
             raise CommandError(
                 f"{npc.key} has no profile of '{name}'. |waientity {npc.key}|n lists them."
@@ -610,7 +610,7 @@ class CmdAIEntity(SwitchedCommand):
 
     def resolve(self, npc, name: str) -> tuple[str, str, str]:
         """``(dbref, name, kind)`` of a known profile, else of a game object called ``name``."""
-        found = find_profile(npc.ai.get("entities"), name)
+        found = find_profile(npc.ai.entities, name)
         if found is not None:
             dbref, profile = found
             return dbref, profile.get("name") or name, profile.get("kind", "character")

@@ -193,8 +193,8 @@ class CmdAITools(AICommand):
         return names
 
     def do_allow(self, npc, names):
-        npc.ai.set("tool_deny", [n for n in npc.ai.get("tool_deny") or [] if n not in names])
-        allowed = npc.ai.get("tool_allow")
+        npc.ai.set("tool_deny", [n for n in npc.ai.tool_deny or [] if n not in names])
+        allowed = npc.ai.tool_allow
         if allowed is not None:
             npc.ai.set("tool_allow", sorted(set(allowed) | set(names)))
         self.msg(
@@ -203,7 +203,7 @@ class CmdAITools(AICommand):
         )
 
     def do_deny(self, npc, names):
-        npc.ai.set("tool_deny", sorted(set(npc.ai.get("tool_deny") or []) | set(names)))
+        npc.ai.set("tool_deny", sorted(set(npc.ai.tool_deny or []) | set(names)))
         self.msg(f"{npc.key} may no longer use {', '.join(names)}.")
 
     def do_only(self, npc, names):
@@ -229,8 +229,8 @@ class CmdAITools(AICommand):
 
     def tool_list(self, npc) -> str:
         load_builtin_tools()
-        allowed = npc.ai.get("tool_allow")
-        denied = set(npc.ai.get("tool_deny") or [])
+        allowed = npc.ai.tool_allow
+        denied = set(npc.ai.tool_deny or [])
         categories = npc.ai.execution_config.get("allowed_tool_categories")
         table = self.styled_table("Tool", "Category", "For this NPC")
         usable = 0
@@ -336,7 +336,7 @@ class CmdAISleep(AICommand):
         self.msg(f"{npc.key} falls asleep" + (f" until {until[:16]} UTC." if until else "."))
 
     def do_wake(self, npc):
-        if not npc.ai.get("sleep").get("asleep"):
+        if not npc.ai.sleep.get("asleep"):
             raise CommandError(f"{npc.key} is awake already.")
         wake_up(npc, "woken by an operator")
         self.msg(f"{npc.key} wakes up.")
@@ -377,9 +377,7 @@ class CmdAISleep(AICommand):
 
     def do_reflect(self, npc):
         npc.ai.update("reflection", lambda state: {**state, "requested": True})
-        note = (
-            " (it is asleep: it reflects once awake)" if npc.ai.get("sleep").get("asleep") else ""
-        )
+        note = " (it is asleep: it reflects once awake)" if npc.ai.sleep.get("asleep") else ""
         script = npc.ai.script
         if script is not None and npc.ai.enabled and not npc.ai.paused:
             script.trigger_tick()
@@ -388,8 +386,8 @@ class CmdAISleep(AICommand):
         self.msg(f"{npc.key} will reflect on its next tick{note}.")
 
     def report(self, npc) -> str:
-        sleep = npc.ai.get("sleep")
-        reflection = npc.ai.get("reflection")
+        sleep = npc.ai.sleep
+        reflection = npc.ai.reflection
         schedule = conf.get("EVENNIA_AI_SLEEP_SCHEDULE")
         interval = int(conf.get("EVENNIA_AI_REFLECTION_INTERVAL") or 0)
         threshold = int(conf.get("EVENNIA_AI_REFLECTION_IMPORTANCE_THRESHOLD") or 0)

@@ -212,7 +212,7 @@ class CmdAIProject(SwitchedCommand):
 
     def do_default(self):
         npc = self.find_npc(self.args)
-        rows = projects_mod.list_projects(npc.ai.get("projects"))
+        rows = projects_mod.list_projects(npc.ai.projects)
         if not rows:
             self.msg(f"{npc.key} has no projects.")
             return
@@ -224,7 +224,7 @@ class CmdAIProject(SwitchedCommand):
 
     def do_show(self):
         npc, name = self.npc_and_rhs("<project>")
-        projects = npc.ai.get("projects")
+        projects = npc.ai.projects
         key = projects_mod.normalise_key(name)
         slot = (projects.get("slots") or {}).get(key)
         if slot is None:
@@ -308,7 +308,7 @@ class CmdAISession(SwitchedCommand):
 
     def do_default(self):
         npc = self.find_npc(self.args)
-        text = memory_mod.render_session_memory(npc.ai.get("session_memory"))
+        text = memory_mod.render_session_memory(npc.ai.session_memory)
         self.msg(
             text.replace("## Session memory", f"|wSession memory of {npc.key}|n", 1)
             if text
@@ -388,15 +388,13 @@ class CmdAIJournal(SwitchedCommand):
             name = head
             count = self.parse_int(last, "The count", 1, journal_mod.MAX_REVIEW)
         npc = self.find_npc(name)
-        self.show(npc, journal_mod.review_journal(npc.ai.get("journal"), limit=count))
+        self.show(npc, journal_mod.review_journal(npc.ai.journal, limit=count))
 
     def do_search(self):
         npc, words = self.npc_and_rhs("<words>")
         self.show(
             npc,
-            journal_mod.review_journal(
-                npc.ai.get("journal"), limit=journal_mod.MAX_REVIEW, query=words
-            ),
+            journal_mod.review_journal(npc.ai.journal, limit=journal_mod.MAX_REVIEW, query=words),
         )
 
     def show(self, npc, op):
@@ -456,7 +454,7 @@ class CmdAIRule(SwitchedCommand):
 
     def do_default(self):
         npc = self.find_npc(self.args)
-        rules = [r for r in npc.ai.get("behaviour_rules") or [] if isinstance(r, str)]
+        rules = [r for r in npc.ai.behaviour_rules or [] if isinstance(r, str)]
         if not rules:
             self.msg(f"{npc.key} has learned no behavioural rules.")
             return
@@ -466,7 +464,7 @@ class CmdAIRule(SwitchedCommand):
 
     def do_add(self):
         npc, text = self.npc_and_rhs("<rule>")
-        new, added, rejected = rules_mod.add_rules(npc.ai.get("behaviour_rules"), [text])
+        new, added, rejected = rules_mod.add_rules(npc.ai.behaviour_rules, [text])
         if rejected:
             raise CommandError(f"Rule refused: {rejected[0]['reason']}.")
         npc.ai.set("behaviour_rules", new)

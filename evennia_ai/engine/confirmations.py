@@ -61,8 +61,8 @@ def _run_tool_as_npc(npc, entry: dict) -> tuple[bool, str]:
         return False, f"tool '{entry['action']}' no longer exists"
     # Still bounded by the NPC's tool set and the tool's lock as they are now, not when queued.
     ai = getattr(npc, "ai", None)
-    allowed = ai.get("tool_allow") if ai is not None else None
-    denied = (ai.get("tool_deny") if ai is not None else None) or []
+    allowed = ai.tool_allow if ai is not None else None
+    denied = (ai.tool_deny if ai is not None else None) or []
     if tool.name in denied or (allowed is not None and tool.name not in allowed):
         return False, f"'{tool.name}' is no longer in {npc.key}'s tool set"
     if not passes_lock(npc, tool):

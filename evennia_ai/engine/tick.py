@@ -197,7 +197,7 @@ class TickRunner:
             self.ai.set("event_queue", queue)
             return "tick_event", batch
 
-        reflection = self.ai.get("reflection")
+        reflection = self.ai.reflection
         if reflection.get("continue"):
             return "reflection_cont", []
         if self._reflection_due(reflection):
@@ -229,7 +229,7 @@ class TickRunner:
         threshold = int(conf.get("EVENNIA_AI_REFLECTION_IMPORTANCE_THRESHOLD") or 0)
         if threshold:
             since = reflection.get("last_time") or ""
-            return importance_since(self.ai.get("journal"), since) >= threshold
+            return importance_since(self.ai.journal, since) >= threshold
         return False
 
     def _autonomy_due(self) -> bool:
@@ -669,7 +669,7 @@ class TickRunner:
 
 # -- helpers shared with commands and tools ------------------------------------------------------
 def _tool_rules(ai) -> list:
-    rules, errors = parse_rules(ai.get("tool_rules") or [])
+    rules, errors = parse_rules(ai.tool_rules or [])
     for error in errors:
         ai.log_error(f"ignoring a stored tool rule: {error}")
     return rules

@@ -45,7 +45,7 @@ def max_archival_entries() -> int:
 
 # -- reading -------------------------------------------------------------------------------------
 def _blocks(npc) -> dict:
-    return npc.ai.get("blocks") or {}
+    return npc.ai.blocks or {}
 
 
 def list_blocks(npc) -> list[dict]:
@@ -364,7 +364,7 @@ def archival_insert(npc, content: str, metadata: dict | None = None) -> BlockOpR
     limit = max_archival_entries()
     # Check on a plain read first, so a rejected or duplicate entry costs no write.
     _new, result = pure.archival_insert(
-        npc.ai.get("archival") or [], content, metadata=metadata, max_entries=limit
+        npc.ai.archival or [], content, metadata=metadata, max_entries=limit
     )
     if not result.success or result.data.get("duplicate"):
         return result
@@ -381,12 +381,12 @@ search_archival = pure.search_archival
 
 def archival_search(npc, query: str, limit: int = 5) -> list[dict]:
     """The NPC's archival entries best matching ``query``, through :data:`search_archival`."""
-    return search_archival(npc.ai.get("archival") or [], query, limit)
+    return search_archival(npc.ai.archival or [], query, limit)
 
 
 def archival_delete(npc, entry_id: str) -> BlockOpResult:
     """Delete an archival entry by id."""
-    _new, result = pure.archival_delete(npc.ai.get("archival") or [], entry_id)
+    _new, result = pure.archival_delete(npc.ai.archival or [], entry_id)
     if not result.success:
         return result
     return npc.ai.update("archival", lambda fresh: pure.archival_delete(fresh, entry_id))

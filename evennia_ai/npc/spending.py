@@ -116,7 +116,7 @@ def server_usage(day: str | None = None) -> dict:
 
     tokens, cost = 0, 0.0
     for npc in all_ai_npcs():
-        t, c = usage_on(npc.ai.get("metrics"), day)
+        t, c = usage_on(npc.ai.metrics, day)
         tokens, cost = tokens + t, cost + c
     with _lock:
         # Keep only today's figure: yesterday's can always be recomputed.
@@ -152,9 +152,9 @@ def check(npc, metrics: dict | None = None) -> SpendingStatus:
         metrics: Its metrics if the caller already read them (saves a read).
     """
     day = today()
-    metrics = metrics if metrics is not None else npc.ai.get("metrics")
+    metrics = metrics if metrics is not None else npc.ai.metrics
     npc_tokens, npc_cost = usage_on(metrics, day)
-    override = npc.ai.get("budget") or {}
+    override = npc.ai.budget or {}
     npc_token_limit = _tightest(
         conf.get("EVENNIA_AI_DAILY_TOKEN_BUDGET_PER_NPC"), override.get("tokens"), int
     )
@@ -206,7 +206,7 @@ def server_totals() -> dict:
 
     totals = {"npcs": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0, "ticks": 0}
     for npc in all_ai_npcs():
-        m = npc.ai.get("metrics")
+        m = npc.ai.metrics
         totals["npcs"] += 1
         totals["prompt_tokens"] += int(m.get("prompt_tokens", 0))
         totals["completion_tokens"] += int(m.get("completion_tokens", 0))

@@ -51,7 +51,7 @@ def render_blocks_for_npc(npc, mentioned_text: str = "", *, header: bool = True)
     """
     descriptions = bool(conf.get("EVENNIA_AI_BLOCK_DESCRIPTIONS"))
     parts = []
-    own = npc.ai.get("blocks") or {}
+    own = npc.ai.blocks or {}
     for block in pure.blocks_for_context(own, mentioned_text=mentioned_text):
         parts.append(pure.render_block(block, include_description=descriptions))
     shared = block_admin.shared_blocks_for(npc)

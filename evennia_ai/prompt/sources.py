@@ -67,7 +67,7 @@ def build_system_prompt(builder) -> str:
     rules_text = _tool_rules_text(ai)
     if rules_text:
         parts.append(rules_text)
-    learned = ai.get("behaviour_rules")
+    learned = ai.behaviour_rules
     if learned:
         parts.append(render_rules(learned))
     operator = ai.user_system_prompt
@@ -85,7 +85,7 @@ def _base_template_content() -> str:
 
 
 def _tool_rules_text(ai) -> str:
-    rules, _errors = parse_rules(ai.get("tool_rules") or [])
+    rules, _errors = parse_rules(ai.tool_rules or [])
     return render_tool_rules(rules)
 
 
@@ -103,10 +103,10 @@ def _character_context(builder) -> str:
     location = builder.npc.location
     if location is not None:
         parts.append(f"You are in: {location.key}")
-    project = render_active_project(ai.get("projects"))
+    project = render_active_project(ai.projects)
     if project:
         parts.append(project)
-    memory = render_session_memory(ai.get("session_memory"))
+    memory = render_session_memory(ai.session_memory)
     if memory:
         parts.append(memory)
     return "\n\n".join(parts)
@@ -120,7 +120,7 @@ def _goals(builder) -> str:
 
 @register_source("conversation_history")
 def _history(builder) -> list:
-    return to_chat_messages(builder.npc.ai.get("history"))
+    return to_chat_messages(builder.npc.ai.history)
 
 
 @register_source("pending_event")
@@ -137,7 +137,7 @@ def _tool_result(builder):
 
 @register_source("context_buffer")
 def _context_buffer(builder) -> str:
-    buffer = builder.npc.ai.get("context_buffer")
+    buffer = builder.npc.ai.context_buffer
     text = context_buffer.render(buffer, int(conf.get("EVENNIA_AI_CONTEXT_BUFFER_SIZE")))
     return f"## Recently around you\n{text}" if text else ""
 
@@ -153,9 +153,7 @@ def mentioned_text(builder) -> str:
 def _entity_context(builder) -> str:
     location = builder.npc.location
     present = {obj.dbref for obj in (location.contents if location else []) if obj != builder.npc}
-    return render_entities(
-        relevant(builder.npc.ai.get("entities"), present, mentioned_text(builder))
-    )
+    return render_entities(relevant(builder.npc.ai.entities, present, mentioned_text(builder)))
 
 
 @register_source("self_model")

@@ -60,8 +60,8 @@ def select_tools(npc, config) -> list:
         config: The context's config (its ``tool_filter`` and ``allowed_tool_categories``).
     """
     load_builtin_tools()
-    allowed = npc.ai.get("tool_allow")
-    denied = npc.ai.get("tool_deny") or []
+    allowed = npc.ai.tool_allow
+    denied = npc.ai.tool_deny or []
     return TOOL_REGISTRY.select(
         npc=npc,
         tool_filter=config.tool_filter,

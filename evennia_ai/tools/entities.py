@@ -23,7 +23,7 @@ def resolve_entity(npc, name: str):
         )
         return obj.dbref, obj.key, kind
     lowered = name.strip().lower()
-    for dbref, profile in (npc.ai.get("entities") or {}).items():
+    for dbref, profile in (npc.ai.entities or {}).items():
         if (profile.get("name") or "").lower() == lowered or dbref == name.strip():
             return dbref, profile.get("name"), profile.get("kind", "character")
     return None
@@ -55,7 +55,7 @@ class UpdateEntityObservation(Tool):
         dbref, key, kind = found
 
         trust = TRUST.get(event_source(ctx), 0.5)
-        current = ctx.npc.ai.get("entities")
+        current = ctx.npc.ai.entities
         new, op = entities_mod.update_observation(
             current, dbref, key, observation, relationship=relationship, trust=trust, kind=kind
         )

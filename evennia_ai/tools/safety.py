@@ -114,7 +114,7 @@ def whisper_leak(whispers: list | None, text: str, audience: Iterable) -> dict |
     """The first remembered whisper ``text`` would repeat to someone who did not whisper it.
 
     Args:
-        whispers: The remembered whispers (``npc.ai.get("private_whispers")``).
+        whispers: The remembered whispers (``npc.ai.private_whispers``).
         text: What the assistant is about to say, pose, whisper or page.
         audience: Dbrefs of everyone who would receive ``text`` (the assistant excluded).
 

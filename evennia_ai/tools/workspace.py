@@ -80,7 +80,7 @@ class ListProjects(Tool):
     cacheable = True
 
     def run(self, ctx):
-        projects = ctx.npc.ai.get("projects")
+        projects = ctx.npc.ai.projects
         return ToolResult.ok(
             {
                 "success": True,
@@ -364,6 +364,6 @@ class ReviewJournal(Tool):
     def run(self, ctx, limit=10, min_importance=None, query=None):
         return _result(
             journal_mod.review_journal(
-                ctx.npc.ai.get("journal"), limit=limit, min_importance=min_importance, query=query
+                ctx.npc.ai.journal, limit=limit, min_importance=min_importance, query=query
             )
         )

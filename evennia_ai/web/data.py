@@ -121,7 +121,7 @@ def goals_tree(npc) -> list[dict]:
 def projects(npc) -> list[dict]:
     """The NPC's projects (active first), each with its context text."""
 
-    raw = npc.ai.get("projects") or {}
+    raw = npc.ai.projects or {}
     slots = raw.get("slots") or {}
     rows = list_projects(raw)
     for row in rows:
@@ -202,7 +202,7 @@ def trace_detail(npc, tick_id: Any) -> dict:
 
 def usage_series(npc, days: int = CHART_DAYS) -> dict:
     """Tokens and cost over time: per UTC day (last ``days`` with use) and per kept tick."""
-    metrics = npc.ai.get("metrics") or {}
+    metrics = npc.ai.metrics or {}
     daily = metrics.get("daily") or {}
     per_day = [
         {

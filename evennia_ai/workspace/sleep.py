@@ -51,7 +51,7 @@ def go_to_sleep(npc, reason: str, until: str | None = None) -> None:
 
 def wake_up(npc, reason: str = "woken") -> None:
     """Wake ``npc`` (one write). A scheduled sleep stays woken until its window ends."""
-    sleep = npc.ai.get("sleep")
+    sleep = npc.ai.sleep
     npc.ai.set(
         "sleep",
         {
