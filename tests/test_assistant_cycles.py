@@ -1,5 +1,7 @@
 """Reflection, sleep phases, sub-agents and autonomy of an assistant (database tests)."""
 
+from unittest import mock
+
 from django.test import override_settings
 from test_assistant_tick import AssistantTestBase
 
@@ -78,7 +80,46 @@ class TestReflection(ModelBase):
         assert "Offer stew to tired travellers" in system
 
 
+class TestEmergencyCompaction(ModelBase):
+    def test_not_postponed_while_events_keep_coming(self):
+        self.npc.ai.set("compaction", {"pending": True, "reason": "emergency", "last_tick": None})
+        self.speak("Innkeeper, another ale!")
+        self.server.default_reply = {"tool_calls": [call("noop")]}
+        assert self.tick().context_type == "pre_compaction"
+        assert self.npc.ai.compaction["pending"] is False
+        assert self.tick().context_type == "tick_event"  # the line waited one tick, not lost
+
+    def test_a_sleep_compaction_waits_for_a_quiet_moment(self):
+        self.npc.ai.set("compaction", {"pending": True, "reason": "sleep", "last_tick": None})
+        self.speak("Innkeeper, another ale!")
+        self.server.default_reply = {"tool_calls": [call("noop")]}
+        assert self.tick().context_type == "tick_event"
+        assert self.tick().context_type == "pre_compaction"
+
+
 class TestSleep(ModelBase):
+    def test_scheduled_sleep_recurs_every_night_after_a_wake_up(self):
+        night = {"now": True}
+        with (
+            mock.patch("evennia_ai.engine.tick.in_sleep_window", lambda _s: night["now"]),
+            mock.patch("evennia_ai.workspace.sleep.in_sleep_window", lambda _s: night["now"]),
+            override_settings(EVENNIA_AI_SLEEP_SCHEDULE=("22:00", "06:00")),
+        ):
+            self.server.default_reply = {"tool_calls": [call("noop")]}
+            assert self.tick().context_type == "sleep_consolidate"
+            self.npc.ai.update("sleep", lambda s: {**s, "phase": "rest"})
+            self.speak("Wake up, Innkeeper!")
+            with override_settings(EVENNIA_AI_WAKE_WHEN_ADDRESSED=True):
+                assert self.tick().context_type == "tick_event"  # woken for the rest of the night
+            assert self.npc.ai.sleep["woken_in_window"] is True
+            assert self.tick() is None  # still the same night: stays awake
+            night["now"] = False
+            assert self.tick() is None  # morning: the wake-up is forgotten
+            assert self.npc.ai.sleep["woken_in_window"] is False
+            night["now"] = True
+            assert self.tick().context_type == "sleep_consolidate"  # the next night
+            assert self.npc.ai.sleep["asleep"] and self.npc.ai.sleep["reason"] == "scheduled"
+
     def test_go_to_sleep_runs_phases_then_rests_and_wakes_when_addressed(self):
         self.server.enqueue({"tool_calls": [call("go_to_sleep", minutes=60)]})
         self.speak("Innkeeper, you look tired")

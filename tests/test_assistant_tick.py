@@ -75,6 +75,17 @@ class TestPerception(AssistantTestBase):
         assert [e.kind for e in events] == ["whisper"]
         assert events[0].text == "psst"
 
+    def test_a_page_from_anywhere_is_perceived(self):
+        self.char2.location = self.room2
+        self.npc.msg(
+            text=("Char2 pages: the cellar key is under the mat", {"type": "page"}),
+            from_obj=self.char2,
+        )
+        events = ev.pending_events(self.npc.ai.event_queue)
+        assert [e.kind for e in events] == ["page"]
+        assert events[0].text == "the cellar key is under the mat" and events[0].addressed
+        assert ev.render_events(events) == 'Char2 pages you: "the cellar key is under the mat"'
+
     def test_other_rooms_are_not_perceived(self):
         self.char2.location = self.room2
         self.char2.at_say("Hello from afar")

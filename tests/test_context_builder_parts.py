@@ -1,7 +1,6 @@
 """Context builder parts: operator override file, duplicate suppression, cache-friendly order."""
 
 import os
-import time
 
 from django.test import override_settings
 
@@ -21,9 +20,9 @@ def test_operator_override_file_is_reread_when_it_changes(tmp_path):
     path.write_text("Always answer in English.")
     with override_settings(EVENNIA_AI_OPERATOR_OVERRIDE=str(path)):
         assert read_operator_override() == "Always answer in English."
-        time.sleep(0.01)
+        stamp = path.stat().st_mtime
         path.write_text("Speak like a pirate.")
-        os.utime(path, (time.time() + 5, time.time() + 5))
+        os.utime(path, (stamp, stamp))  # same modification time: an edit within a clock tick
         assert read_operator_override() == "Speak like a pirate."
         path.unlink()
         assert read_operator_override() == ""

@@ -527,3 +527,22 @@ def test_scripted_model_stands_for_faults_and_bad_arguments(model):
     out = run(model, [Say()])
     assert out.stop_reason == StopReason.ERROR and "500" in out.trace.error
     assert model.requests[-1]["tools"][0]["function"]["name"] == "say"
+
+
+def test_system_status_reports_the_current_request_size(model):
+    from evennia_ai.tools.status import GetSystemStatus
+
+    model.enqueue(
+        {"tool_calls": [call("get_system_status")]},
+        {"tool_calls": [call("get_system_status")]},
+        {"text": "done"},
+    )
+    out = run(
+        model,
+        [GetSystemStatus()],
+        count_tokens=lambda messages, schemas: len(json.dumps(messages)) // 4,
+    )
+    used = [
+        json.loads(c.result)["token_usage"]["estimated_used"] for c in out.trace.tool_calls
+    ]
+    assert used[0] > 0 and used[1] > used[0]  # the second request carries the first result

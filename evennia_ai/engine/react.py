@@ -264,6 +264,7 @@ class ReactLoop:
             request_tokens = self._count(messages, schemas)
         if not self._budget_left(request_tokens):
             return self._finish(StopReason.BUDGET, "tick token or cost budget exhausted"), None
+        self.ctx.state.request_tokens = request_tokens  # what get_system_status reports now
         sections = dict(self.sections) if index <= 0 else {}
         if index > 0 or kind != "act":
             sections = {"request": request_tokens}

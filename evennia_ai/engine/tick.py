@@ -184,13 +184,17 @@ class TickRunner:
                 if phase in SLEEP_PHASES:
                     return phase, []
                 return None, []
-        elif in_sleep_window(conf.get("EVENNIA_AI_SLEEP_SCHEDULE")) and not sleep.get(
-            "woken_in_window"
-        ):
-            self.go_to_sleep("scheduled")
-            return SLEEP_PHASES[0], []
+        elif in_sleep_window(conf.get("EVENNIA_AI_SLEEP_SCHEDULE")):
+            if not sleep.get("woken_in_window"):
+                self.go_to_sleep("scheduled")
+                return SLEEP_PHASES[0], []
+        elif sleep.get("woken_in_window"):
+            # the window a wake-up cut short has ended: the next night is slept again
+            self.ai.set("sleep", {**sleep, "woken_in_window": False})
 
-        if self.ai.compaction.get("pending") and not batch:
+        compaction = self.ai.compaction
+        if compaction.get("pending") and (not batch or compaction.get("reason") == "emergency"):
+            # an emergency compaction does not wait for a quiet moment: the events stay queued
             return "pre_compaction", []
 
         if batch:

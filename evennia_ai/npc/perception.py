@@ -27,7 +27,17 @@ from evennia_ai.tools import safety
 from evennia_ai.utils import is_assistant
 
 MOVE_TYPES = {"move", "traverse", "teleport", "follow", "flee", "portal"}
-SPEECH_TYPES = {"say": "say", "whisper": "whisper", "pose": "pose", "emote": "pose"}
+SPEECH_TYPES = {
+    "say": "say",
+    "whisper": "whisper",
+    "page": "page",
+    "tell": "page",
+    "pose": "pose",
+    "emote": "pose",
+}
+# Private kinds reach the NPC wherever the sender is.
+PRIVATE_KINDS = ("whisper", "page")
+_PAGE_PREFIX = re.compile(r"^\s*[^:]{0,80}?\bpages(?: you)?\s*:\s*", re.I)
 
 _QUOTED = re.compile(r'"(.+)"', re.S)
 
@@ -145,12 +155,15 @@ def perceive_message(npc, text, from_obj, kwargs: dict) -> None:
         return
 
     kind = SPEECH_TYPES.get(msg_type or "")
-    if kind == "whisper":
-        content = one_line(_speech_content(plain))
+    if kind in PRIVATE_KINDS:
+        if kind == "whisper":
+            content = one_line(_speech_content(plain))
+        else:  # "Mira pages: the cellar key is under the mat"
+            content = one_line(_PAGE_PREFIX.sub("", plain, count=1))
         _remember_whisper(npc, source, name, content)
         npc.ai.perceive(
             Event.create(
-                kind="whisper",
+                kind=kind,
                 text=content,
                 source=source,
                 source_name=name,

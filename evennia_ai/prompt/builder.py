@@ -14,7 +14,6 @@ fails the tick.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
@@ -379,25 +378,18 @@ def suppress_duplicates(values: dict) -> dict:
 
 
 # -- operator override file ------------------------------------------------------------------
-_OVERRIDE_CACHE: dict[str, tuple[float, str]] = {}
-
-
 def read_operator_override() -> str:
-    """The operator override file's text (``EVENNIA_AI_OPERATOR_OVERRIDE``), re-read on change."""
+    """The operator override file's text (``EVENNIA_AI_OPERATOR_OVERRIDE``), read at every build.
+
+    Read each time rather than cached by modification time: an edit within the clock's
+    resolution, or a file replaced by one with an older time, still takes effect at once. The
+    file is small; reading it costs tens of microseconds.
+    """
     path = conf.get("EVENNIA_AI_OPERATOR_OVERRIDE")
     if not path:
         return ""
     try:
-        mtime = os.path.getmtime(path)
-    except OSError:
-        return ""
-    cached = _OVERRIDE_CACHE.get(path)
-    if cached and cached[0] == mtime:
-        return cached[1]
-    try:
         with open(path, encoding="utf-8") as fh:
-            text = fh.read().strip()
-    except OSError:
+            return fh.read().strip()
+    except (OSError, UnicodeDecodeError):
         return ""
-    _OVERRIDE_CACHE[path] = (mtime, text)
-    return text
