@@ -542,7 +542,5 @@ def test_system_status_reports_the_current_request_size(model):
         [GetSystemStatus()],
         count_tokens=lambda messages, schemas: len(json.dumps(messages)) // 4,
     )
-    used = [
-        json.loads(c.result)["token_usage"]["estimated_used"] for c in out.trace.tool_calls
-    ]
+    used = [json.loads(c.result)["token_usage"]["estimated_used"] for c in out.trace.tool_calls]
     assert used[0] > 0 and used[1] > used[0]  # the second request carries the first result
