@@ -17,6 +17,7 @@ Run: ``.venv/bin/python -m bench.context`` (``--quick`` for 1k only).
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import tempfile
@@ -137,11 +138,18 @@ def _builder(npc=None):
     )
 
 
+def request_text(messages: list[dict], schemas: list[dict]) -> str:
+    """The request serialised in the order a provider reads it (tools, then messages)."""
+    parts = [json.dumps(schemas, sort_keys=True, separators=(",", ":"))] if schemas else []
+    for message in messages:
+        parts.append(json.dumps(message, sort_keys=True, separators=(",", ":"), default=str))
+    return "\n".join(parts)
+
+
 def bench_build(runs: int = 200) -> tuple[str, dict]:
     import tiktoken
 
     from evennia_ai.llm.tokens import TokenCounter
-    from evennia_ai.prompt.builder import request_text
     from evennia_ai.prompt.components import get_static_components
 
     components = get_static_components()
