@@ -130,6 +130,11 @@ SETTINGS: dict[str, Setting] = {
             "EVENNIA_AI_CONTEXT_BUFFER_SIZE", 20, "Recent room messages kept as ambient context."
         ),
         Setting("EVENNIA_AI_TOOL_TIMEOUT", 30.0, "Seconds an ASYNC_REQUIRED tool may run."),
+        Setting(
+            "EVENNIA_AI_MAX_TOOL_CALLS_PER_REPLY",
+            8,
+            "Most tool calls run from one model answer; the rest are refused in the trace.",
+        ),
         Setting("EVENNIA_AI_REFLECTION_INTERVAL", 50, "Ticks between reflections."),
         Setting(
             "EVENNIA_AI_REFLECTION_IMPORTANCE_THRESHOLD",

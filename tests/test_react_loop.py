@@ -544,3 +544,22 @@ def test_system_status_reports_the_current_request_size(model):
     )
     used = [json.loads(c.result)["token_usage"]["estimated_used"] for c in out.trace.tool_calls]
     assert used[0] > 0 and used[1] > used[0]  # the second request carries the first result
+
+
+def test_tool_calls_from_one_answer_are_capped(model):
+    look = Look()
+    model.enqueue({"tool_calls": [call("look", target=f"t{i}") for i in range(12)]}, {"text": "ok"})
+    out = run(model, [look], max_calls_per_reply=3)
+    calls = out.trace.tool_calls
+    assert look.runs == 3 and len(calls) == 12
+    assert all(c.status == "skipped" and "at most 3 tool calls" in c.error for c in calls[3:])
+    # the model is told about every call it made (each call gets its result message)
+    assert sum(1 for m in model.requests[1]["messages"] if m["role"] == "tool") == 12
+
+
+def test_the_cap_of_calls_per_answer_is_a_setting(model):
+    with override_settings(EVENNIA_AI_MAX_TOOL_CALLS_PER_REPLY=2):
+        look = Look()
+        model.enqueue({"tool_calls": [call("look", target=f"t{i}") for i in range(5)]})
+        run(model, [look])
+    assert look.runs == 2

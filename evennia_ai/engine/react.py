@@ -36,6 +36,7 @@ from evennia.utils import logger
 from twisted.internet import defer, reactor
 from twisted.python.failure import Failure
 
+from evennia_ai import conf
 from evennia_ai.engine import scheduler
 from evennia_ai.engine.trace import IterationTrace, StopReason, TickTrace, ToolCallTrace
 from evennia_ai.llm.usage import UsageAccountant
@@ -139,6 +140,9 @@ class ReactLoop:
             None builds them from ``tools``.
         first_request_tokens: Tokens of ``messages`` with ``schemas`` as the builder counted
             them, so the first call is not counted again.
+        max_calls_per_reply: Most tool calls run from one model answer (the rest are refused
+            in the trace and told to the model); None reads
+            ``EVENNIA_AI_MAX_TOOL_CALLS_PER_REPLY``.
         max_consecutive_failures: Failed tool calls in a row that end the tick with ERROR.
         clock: The reactor (or a ``task.Clock`` in tests) for tool timeouts.
     """
@@ -164,6 +168,7 @@ class ReactLoop:
         record_as: str | None = None,
         schemas: list[dict] | None = None,
         first_request_tokens: int | None = None,
+        max_calls_per_reply: int | None = None,
     ):
         self.client = client
         self.tools = {tool.name: tool for tool in tools}
@@ -188,6 +193,9 @@ class ReactLoop:
         self.usage = usage
         self.record_as = record_as
         self._first_request_tokens = first_request_tokens
+        if max_calls_per_reply is None:
+            max_calls_per_reply = conf.get("EVENNIA_AI_MAX_TOOL_CALLS_PER_REPLY")
+        self.max_calls_per_reply = max(1, int(max_calls_per_reply))
         self.dangerous_used = False
         self.outcome = LoopOutcome(stop_reason=StopReason.ERROR, trace=trace)
         self._consecutive_failures = 0
@@ -324,6 +332,7 @@ class ReactLoop:
 
         native = getattr(result, "native_tools", True)
         run_calls = self._single_action_calls(calls) if self.single_action else calls
+        run_calls = run_calls[: self.max_calls_per_reply]
         assistant = self._assistant_message(result.text, calls, native)
         messages.append(assistant)
         self.outcome.new_messages.append(assistant)
@@ -334,11 +343,15 @@ class ReactLoop:
             pending = [c.name for c in run_calls[position + 1 :]]
             self._set_loop_state(iteration, pending)
             if stop is not None or call not in run_calls:
-                why = (
-                    "not run: only one action per tick in this situation"
-                    if call not in run_calls
-                    else "not run: the loop ended before this call"
-                )
+                if call in run_calls:
+                    why = "not run: the loop ended before this call"
+                elif self.single_action:
+                    why = "not run: only one action per tick in this situation"
+                else:
+                    why = (
+                        f"not run: at most {self.max_calls_per_reply} tool calls are run from "
+                        "one answer; ask again for the rest if they are still needed"
+                    )
                 call_trace = ToolCallTrace(
                     id=call.id,
                     name=call.name,
