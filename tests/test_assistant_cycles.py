@@ -191,5 +191,7 @@ class TestAutonomyAndSubAgents(ModelBase):
         )
         with override_settings(EVENNIA_AI_AUTONOMY=True, EVENNIA_AI_AUTONOMOUS_MIN_INTERVAL=0):
             trace = self.tick()
-        # sub_agents_enabled is off in Layer 1 by default
-        assert "not allowed" in (trace.tool_calls[0].error or trace.tool_calls[0].result)
+        # sub_agents_enabled is off in Layer 1 by default: the tool is not even offered
+        offered = {t["function"]["name"] for t in self.server.requests[0].body["tools"]}
+        assert "delegate_task" not in offered
+        assert "Unknown tool 'delegate_task'" in trace.tool_calls[0].error

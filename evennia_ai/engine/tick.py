@@ -356,7 +356,12 @@ class TickRunner:
             trace.add_records(self.usage.take_new())
         pattern = select_execution_pattern(static, state.config, assessment)
         trace.pattern = _pattern_dict(pattern)
-        tools = [t for t in state.tools if pattern.allows_category(t.category)]
+        tools = [
+            t
+            for t in state.tools
+            if pattern.allows_category(t.category)
+            and (pattern.sub_agents_enabled or not t.needs_sub_agents)
+        ]
         offered = {t.name for t in tools}
         schemas = [s for s in built.tool_schemas if _schema_name(s) in offered]
 
@@ -395,7 +400,10 @@ class TickRunner:
             sections=built.sections,
             usage=self.usage,
             schemas=schemas,
-            first_request_tokens=built.total_tokens,
+            # the builder's count holds while the pattern left every tool in the request
+            first_request_tokens=(
+                built.total_tokens if len(schemas) == len(built.tool_schemas) else None
+            ),
         )
         outcome = yield loop.run(built.messages)
         trace.add_records(self.usage.take_new())  # helpers' and tools' own model calls

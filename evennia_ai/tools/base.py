@@ -253,6 +253,8 @@ class Tool:
             ``EVENNIA_AI_TOOL_TIMEOUT``.
         contexts: Context types the tool is meant for (informational; context tool filters
             decide what is offered).
+        needs_sub_agents: Offered only where the execution pattern enables sub-agents
+            (``delegate_task``).
     """
 
     name: str = ""
@@ -263,6 +265,7 @@ class Tool:
     cacheable: bool = False
     timeout: float | None = None
     contexts: frozenset[str] | None = None
+    needs_sub_agents: bool = False
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r} ({self.category})>"

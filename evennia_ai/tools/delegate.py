@@ -24,6 +24,7 @@ class DelegateTask(Tool):
         "additionalProperties": False,
     }
     category = ToolCategory.ASYNC_REQUIRED
+    needs_sub_agents = True  # offered only where a layer enables sub-agents
 
     def run(self, ctx: ToolContext, task: str):
         run_helper = ctx.services.run_helper
