@@ -114,6 +114,10 @@ class TickState:
         if spending.exceeded and spending.action != "silence":
             model = conf.OFFLINE_MODEL
         config = effective_context_config(context_type)
+        execution_config = ai.execution_config
+        tools = select_tools(npc, config)
+        if not execution_config.get("sub_agents_enabled"):  # no later layer can widen it
+            tools = [t for t in tools if not t.needs_sub_agents]
         return cls(
             tick_id=tick_id,
             context_type=context_type,
@@ -124,8 +128,8 @@ class TickState:
             spending=spending,
             metrics=metrics,
             goals=ai.goals,
-            execution_config=ai.execution_config,
-            tools=select_tools(npc, config),
+            execution_config=execution_config,
+            tools=tools,
             tool_result=(
                 ai.reflection.get("last_result", "") if context_type == "reflection_cont" else None
             ),
