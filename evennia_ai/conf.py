@@ -131,6 +131,17 @@ SETTINGS: dict[str, Setting] = {
         ),
         Setting("EVENNIA_AI_TOOL_TIMEOUT", 30.0, "Seconds an ASYNC_REQUIRED tool may run."),
         Setting(
+            "EVENNIA_AI_HELPERS_PER_TICK",
+            2,
+            "Most `delegate_task` helpers started in one tick (`sub_agent_budget` caps how many "
+            "run at once).",
+        ),
+        Setting(
+            "EVENNIA_AI_HELPER_TOKEN_BUDGET",
+            20000,
+            "Most prompt plus completion tokens one `delegate_task` helper may use.",
+        ),
+        Setting(
             "EVENNIA_AI_MAX_TOOL_CALLS_PER_REPLY",
             8,
             "Most tool calls run from one model answer; the rest are refused in the trace.",

@@ -195,3 +195,46 @@ class TestAutonomyAndSubAgents(ModelBase):
         offered = {t["function"]["name"] for t in self.server.requests[0].body["tools"]}
         assert "delegate_task" not in offered
         assert "Unknown tool 'delegate_task'" in trace.tool_calls[0].error
+
+
+class TestHelperLimits(ModelBase):
+    def setUp(self):
+        super().setUp()
+        self.npc.ai.set_execution_config(sub_agents_enabled=True, sub_agent_budget=5)
+        self.npc.ai.update_goals(lambda g: add_goal(g, "Survey the inn", tick=1))
+
+    def autonomous_tick(self):
+        with override_settings(EVENNIA_AI_AUTONOMY=True, EVENNIA_AI_AUTONOMOUS_MIN_INTERVAL=0):
+            return self.tick()
+
+    def test_helpers_started_per_tick_are_capped(self):
+        self.server.default_reply = {"text": "report"}
+        self.server.enqueue(
+            {"tool_calls": [call("delegate_task", task=f"Look at corner {i}") for i in range(4)]},
+            {"text": "report 1"},
+            {"text": "report 2"},
+        )
+        with override_settings(EVENNIA_AI_HELPERS_PER_TICK=2):
+            trace = self.autonomous_tick()
+        results = [c for c in trace.tool_calls if c.name == "delegate_task"]
+        assert [c.success for c in results] == [True, True, False, False]
+        assert "At most 2 helpers" in (results[2].error or results[2].result)
+
+    def test_a_helper_stops_at_its_token_cap_and_obeys_tool_rules(self):
+        self.npc.ai.set("tool_rules", [{"type": "max_calls", "tool": "look", "value": 1}])
+        self.server.enqueue(
+            {"tool_calls": [call("delegate_task", task="Look around twice")]},
+            {"tool_calls": [call("look"), call("look")], "usage": {"prompt_tokens": 50}},
+            {"text": "enough", "usage": {"prompt_tokens": 5000}},
+            {"text": "never asked"},
+            {"tool_calls": [call("noop")]},
+        )
+        with override_settings(EVENNIA_AI_HELPER_TOKEN_BUDGET=5000):
+            trace = self.autonomous_tick()
+        helper = next(c for c in trace.tool_calls if c.name == "delegate_task")
+        assert helper.success, helper
+        child = [it for it in trace.iterations if it.kind == "delegate"]
+        assert len(child) == 2  # the third helper call would pass its 5,000-token cap
+        after_looks = self.server.requests_to("/v1/chat/completions")[2].body["messages"]
+        results = [m["content"] for m in after_looks if m["role"] == "tool"]
+        assert len(results) == 2 and "Rule:" in results[1]  # the NPC's max_calls rule held

@@ -15,8 +15,10 @@ from dataclasses import replace
 
 from twisted.internet import defer
 
-from evennia_ai.engine.react import ReactLoop
+from evennia_ai import conf
+from evennia_ai.engine.react import ReactLoop, TickLimits
 from evennia_ai.engine.trace import TickTrace
+from evennia_ai.llm.usage import UsageAccountant
 from evennia_ai.prompt.execution_pattern import ExecutionPattern
 from evennia_ai.tools.base import LoopState, ToolCategory, ToolContext, ToolResult
 
@@ -43,6 +45,12 @@ def run_helper(ctx: ToolContext, task: str):
     if running >= budget:
         return ToolResult.fail(
             f"Already {running} helpers running (budget {budget}); wait for them."
+        )
+    per_tick = int(conf.get("EVENNIA_AI_HELPERS_PER_TICK"))
+    if ctx.state.helpers_started >= per_tick:
+        return ToolResult.fail(
+            f"At most {per_tick} helpers may be started in one turn; do the rest yourself or "
+            "next turn."
         )
     client = services.client
     if client is None:
@@ -80,16 +88,22 @@ def run_helper(ctx: ToolContext, task: str):
         },
         {"role": "user", "content": f"Task: {task}"},
     ]
+    # The helper's own accountant caps the helper and hands every record on to the tick's.
+    usage = UsageAccountant(parent=services.usage) if services.usage is not None else None
+    available = {t.name for t in tools}
     loop = ReactLoop(
         client=client,
         tools=tools,
         pattern=child_pattern,
         ctx=child_ctx,
         trace=trace,
+        rules=[rule for rule in services.rules if rule.tool in available],
         model=services.model,
-        usage=services.usage,
+        limits=TickLimits(max_tokens=int(conf.get("EVENNIA_AI_HELPER_TOKEN_BUDGET"))),
+        usage=usage,
         record_as="delegate",
     )
+    ctx.state.helpers_started += 1
     npc.ndb.ai_sub_agents = running + 1
 
     def finished(outcome):

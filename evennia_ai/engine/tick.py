@@ -370,6 +370,7 @@ class TickRunner:
         schemas = [s for s in built.tool_schemas if _schema_name(s) in offered]
 
         main = main_event(state.batch)
+        rules = _tool_rules(self.ai)
         ctx = ToolContext(
             npc=self.npc,
             script=self.script,
@@ -387,6 +388,7 @@ class TickRunner:
                 tools=tools,
                 context_config=effective_context_config,
                 run_helper=run_helper,
+                rules=rules,
             ),
         )
         loop = ReactLoop(
@@ -395,7 +397,7 @@ class TickRunner:
             pattern=pattern,
             ctx=ctx,
             trace=trace,
-            rules=_tool_rules(self.ai),
+            rules=rules,
             model=state.model,
             limits=TickLimits(max_tokens=state.config.token_budget),
             is_cancelled=self.cancelled,

@@ -88,9 +88,15 @@ class UsageRecord:
 
 
 class UsageAccountant:
-    """Adds up the model calls of one piece of work (a tick); safe to feed from any thread."""
+    """Adds up the model calls of one piece of work (a tick); safe to feed from any thread.
 
-    def __init__(self) -> None:
+    Args:
+        parent: An accountant every record is also handed to (a helper's own accountant, whose
+            totals cap the helper, forwards to its tick's).
+    """
+
+    def __init__(self, parent: "UsageAccountant | None" = None) -> None:
+        self.parent = parent
         self._lock = threading.Lock()
         self._records: list[UsageRecord] = []
         self._taken = 0
@@ -122,6 +128,8 @@ class UsageAccountant:
                 self.cost += record.cost
         if late is not None:
             late(record)
+        if self.parent is not None:
+            self.parent.record(record)
 
     def record_result(self, result: Any, kind: str, *, in_trace: bool = False) -> UsageRecord:
         """Count the call that produced ``result``; returns its record."""

@@ -163,6 +163,7 @@ class LoopState:
         request_tokens: Tokens of the tick's first request.
         metrics: The NPC's metrics as the tick read them.
         confirmed: The call runs because staff approved it (a DANGEROUS tool).
+        helpers_started: ``delegate_task`` helpers this tick has started.
     """
 
     iteration: int = 1
@@ -175,6 +176,7 @@ class LoopState:
     request_tokens: int = 0
     metrics: dict | None = None
     confirmed: bool = False
+    helpers_started: int = 0
 
     @property
     def tool_count_this_cycle(self) -> int:
@@ -194,6 +196,7 @@ class TickServices:
         tools: The tools this tick offers.
         context_config: ``context type -> effective ContextConfig`` (operator customisations).
         run_helper: Starts a ``delegate_task`` helper (``(ctx, task) -> ToolResult``).
+        rules: The NPC's tool rules (``ToolRule``); helpers run under them too.
     """
 
     client: Any = None
@@ -203,6 +206,7 @@ class TickServices:
     tools: list = field(default_factory=list)
     context_config: Callable[[str], Any] | None = None
     run_helper: Callable[..., Any] | None = None
+    rules: list = field(default_factory=list)
 
 
 @dataclass
