@@ -563,3 +563,38 @@ def test_the_cap_of_calls_per_answer_is_a_setting(model):
         model.enqueue({"tool_calls": [call("look", target=f"t{i}") for i in range(5)]})
         run(model, [look])
     assert look.runs == 2
+
+
+def test_single_action_notes_then_still_answers(model):
+    say, noted = Say(), []
+
+    class Remember(Tool):
+        name = "store_memory"
+        description = "Remember a fact."
+        parameters = {"type": "object", "properties": {"content": {"type": "string"}}}
+        bookkeeping = True
+
+        def run(self, ctx, content=""):
+            noted.append(content)
+            return ToolResult.ok("remembered")
+
+    model.enqueue(
+        {"tool_calls": [call("store_memory", content="Alice likes stew")]},  # notes only
+        {"tool_calls": [call("say", message="Stew it is, Alice!")]},  # the answer
+    )
+    out = run(model, [say, Remember()], pattern(mode="single_action", iterations=1))
+    assert noted == ["Alice likes stew"] and say.said == ["Stew it is, Alice!"]
+    assert out.stop_reason == StopReason.TERMINAL_TOOL
+    model.enqueue(*[{"tool_calls": [call("store_memory", content="x")]}] * 3)
+    out = run(model, [say, Remember()], pattern(mode="single_action", iterations=1))
+    assert out.stop_reason == StopReason.MAX_ITERATIONS  # one extra call at most
+    assert len([it for it in out.trace.iterations if it.kind == "act"]) == 2
+
+
+def test_tool_rules_hold_for_spoken_text(model):
+    say = Say()
+    model.enqueue({"text": "Hello there."})
+    out = run(model, [say, Look()], rules=[ToolRule.requires_prior("say", "look")])
+    assert say.said == []
+    spoken = out.trace.tool_calls[0]
+    assert spoken.status == "refused" and "Rule" in spoken.error

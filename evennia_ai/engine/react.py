@@ -199,6 +199,7 @@ class ReactLoop:
         self.dangerous_used = False
         self.outcome = LoopOutcome(stop_reason=StopReason.ERROR, trace=trace)
         self._consecutive_failures = 0
+        self._only_bookkeeping = False  # the last answer's calls were all note-taking
 
     # -- helpers -------------------------------------------------------------------------------
     @property
@@ -250,10 +251,20 @@ class ReactLoop:
                 if stopped is not None:
                     return stopped
             max_iterations = 1 if self.single_action else max(1, int(self.pattern.max_iterations))
-            for iteration in range(max_iterations):
+            iteration, extended = 0, False
+            while iteration < max_iterations:
+                self._only_bookkeeping = False
                 stopped = yield self._iterate(iteration, messages)
                 if stopped is not None:
                     return stopped
+                iteration += 1
+                if (
+                    self.single_action
+                    and self._only_bookkeeping
+                    and iteration == max_iterations
+                    and not extended
+                ):  # notes are not the one action: one more call, for the answer itself
+                    max_iterations, extended = max_iterations + 1, True
             return self._finish(StopReason.MAX_ITERATIONS)
         except Exception as err:  # a bug of ours: end the tick cleanly, keep the Script alive
             logger.log_trace("evennia_ai: ReAct loop failed")
@@ -333,6 +344,9 @@ class ReactLoop:
         native = getattr(result, "native_tools", True)
         run_calls = self._single_action_calls(calls) if self.single_action else calls
         run_calls = run_calls[: self.max_calls_per_reply]
+        self._only_bookkeeping = all(
+            getattr(self.tools.get(c.name), "bookkeeping", False) for c in run_calls
+        )
         assistant = self._assistant_message(result.text, calls, native)
         messages.append(assistant)
         self.outcome.new_messages.append(assistant)
@@ -400,8 +414,22 @@ class ReactLoop:
         messages.append(message)
         self.outcome.new_messages.append(message)
         speech = _speech_tool(self.tools)
-        if text and speech is not None:
+        refusal = self.rule_state.check(speech.name) if text and speech is not None else None
+        if refusal:  # the NPC's tool rules hold for spoken text as for tool calls
+            self.trace.iterations[-1].tool_calls.append(
+                ToolCallTrace(
+                    id="text_reply",
+                    name=speech.name,
+                    arguments=_speech_arguments(speech, text),
+                    category=_category(speech),
+                    success=False,
+                    error=refusal,
+                    status="refused",
+                )
+            )
+        elif text and speech is not None:
             result = yield self._execute(speech, _speech_arguments(speech, text))
+            self.rule_state.record(speech.name, success=bool(result.success))
             call_trace = ToolCallTrace(
                 id="text_reply",
                 name=speech.name,

@@ -259,6 +259,9 @@ class Tool:
             decide what is offered).
         needs_sub_agents: Offered only where the execution pattern enables sub-agents
             (``delegate_task``).
+        bookkeeping: Note-taking that changes nothing in the world (a fact, a journal entry,
+            a memory): in a single-action tick it runs before the one action, and a reply of
+            bookkeeping only is followed by one more call for the answer.
     """
 
     name: str = ""
@@ -270,6 +273,7 @@ class Tool:
     timeout: float | None = None
     contexts: frozenset[str] | None = None
     needs_sub_agents: bool = False
+    bookkeeping: bool = False
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r} ({self.category})>"

@@ -60,6 +60,7 @@ def _failed(action: str):
 
 @register_tool
 class StoreMemory(Tool):
+    bookkeeping = True
     name = "store_memory"
     description = (
         "Remember something for the long term (weeks, not just this session): a fact about the "
