@@ -193,3 +193,54 @@ class TestMemoryExtractionIsAccounted(ModelBase):
         served = self.server.usage_totals()
         assert trace.prompt_tokens == served["prompt_tokens"]
         assert self.npc.ai.metrics["completion_tokens"] == served["completion_tokens"]
+
+
+class TestDailyBudgetStopsEveryKindOfCall(ModelBase):
+    def setUp(self):
+        super().setUp()
+        spending.reset_cache()
+        self.addCleanup(spending.reset_cache)
+        window = override_settings(EVENNIA_AI_CONTEXT_WINDOWS={"openai/test-model": 128000})
+        window.enable()
+        self.addCleanup(window.disable)
+        self.npc.ai.set_execution_config(sub_agents_enabled=True, sub_agent_budget=2)
+        self.npc.ai.update_goals(lambda g: add_goal(g, "Stock the cellar", tick=1))
+        self.npc.ai.set("budget", {"tokens": 1000})  # this NPC's daily limit
+
+    def test_the_budget_reached_mid_tick_stops_helpers_decomposition_and_the_loop(self):
+        goal_id = self.npc.ai.goals[0]["id"]
+        self.server.enqueue(
+            {
+                "tool_calls": [call("delegate_task", task="Count the barrels")],
+                "usage": {"prompt_tokens": 400, "completion_tokens": 10},
+            },
+            {"tool_calls": [call("look")], "usage": {"prompt_tokens": 700}},  # helper: over now
+            {
+                "tool_calls": [
+                    call("decompose_goal", goal_id=goal_id),
+                    call("delegate_task", task="Sweep the floor"),
+                ],
+                "usage": {"prompt_tokens": 10},
+            },
+        )
+        patch, autonomy = autonomous_loop()
+        with patch, autonomy:
+            trace = self.tick()
+        served = self.server.usage_totals()
+        assert served["answers"] == 2  # the helper's second call and the loop's next one: none
+        assert trace.stop_reason == "budget", trace.stop_reason
+        helper = trace.tool_calls[0]
+        assert helper.name == "delegate_task" and helper.success  # it reported what it had
+        assert self.npc.ai.metrics["prompt_tokens"] == served["prompt_tokens"]
+
+    def test_tools_refuse_paid_calls_once_the_budget_is_reached(self):
+        from evennia_ai.tools import load_builtin_tools
+        from evennia_ai.tools.base import TickServices, ToolContext
+        from evennia_ai.tools.registry import TOOL_REGISTRY
+
+        load_builtin_tools()
+        ctx = ToolContext(npc=self.npc, services=TickServices(budget_reached=lambda: True))
+        goal_id = self.npc.ai.goals[0]["id"]
+        refused = TOOL_REGISTRY.get("decompose_goal").safe_run(ctx, {"goal_id": goal_id})
+        assert not refused.success and "budget is reached" in refused.error
+        assert not self.server.requests

@@ -46,6 +46,8 @@ def run_helper(ctx: ToolContext, task: str):
         return ToolResult.fail(
             f"Already {running} helpers running (budget {budget}); wait for them."
         )
+    if services.over_budget():
+        return ToolResult.fail("Today's budget is reached: no helper can be started.")
     per_tick = int(conf.get("EVENNIA_AI_HELPERS_PER_TICK"))
     if ctx.state.helpers_started >= per_tick:
         return ToolResult.fail(
@@ -102,6 +104,7 @@ def run_helper(ctx: ToolContext, task: str):
         limits=TickLimits(max_tokens=int(conf.get("EVENNIA_AI_HELPER_TOKEN_BUDGET"))),
         usage=usage,
         record_as="delegate",
+        budget_reached=services.budget_reached,
     )
     ctx.state.helpers_started += 1
     npc.ndb.ai_sub_agents = running + 1

@@ -143,6 +143,8 @@ class ReactLoop:
         max_calls_per_reply: Most tool calls run from one model answer (the rest are refused
             in the trace and told to the model); None reads
             ``EVENNIA_AI_MAX_TOOL_CALLS_PER_REPLY``.
+        budget_reached: Called before every model call; True stops the loop with ``budget``
+            (today's budgets, counting the tick's calls so far).
         max_consecutive_failures: Failed tool calls in a row that end the tick with ERROR.
         clock: The reactor (or a ``task.Clock`` in tests) for tool timeouts.
     """
@@ -169,6 +171,7 @@ class ReactLoop:
         schemas: list[dict] | None = None,
         first_request_tokens: int | None = None,
         max_calls_per_reply: int | None = None,
+        budget_reached: Callable[[], bool] | None = None,
     ):
         self.client = client
         self.tools = {tool.name: tool for tool in tools}
@@ -193,6 +196,7 @@ class ReactLoop:
         self.usage = usage
         self.record_as = record_as
         self._first_request_tokens = first_request_tokens
+        self.budget_reached = budget_reached
         if max_calls_per_reply is None:
             max_calls_per_reply = conf.get("EVENNIA_AI_MAX_TOOL_CALLS_PER_REPLY")
         self.max_calls_per_reply = max(1, int(max_calls_per_reply))
@@ -207,6 +211,8 @@ class ReactLoop:
         return self.pattern.mode == "single_action" or not self.pattern.multi_tool_enabled
 
     def _budget_left(self, request_tokens: int) -> bool:
+        if self.budget_reached is not None and self.budget_reached():
+            return False
         if self.usage is not None:
             used, cost = self.usage.tokens, self.usage.cost
         else:

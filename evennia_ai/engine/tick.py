@@ -170,6 +170,29 @@ class TickRunner:
         self.batch: list = []
         self.started = time.monotonic()
         self.usage = UsageAccountant()
+        self.state: TickState | None = None
+
+    def budget_reached(self) -> bool:
+        """Whether today's budgets are reached counting this tick's calls so far.
+
+        Every kind of paid call checks it before it is made (the loop's, helpers', goal
+        decomposition, assessment, summaries, memory extraction). In ``offline`` mode the tick
+        already answers with the offline model, which costs nothing: nothing more to stop.
+        """
+        state = self.state
+        if state is None or state.model == conf.OFFLINE_MODEL:
+            return False
+        spent, tokens_used, cost = state.spending, self.usage.tokens, self.usage.cost
+
+        def over(used, limit) -> bool:
+            return limit is not None and used >= limit
+
+        return (
+            over(spent.npc_tokens + tokens_used, spent.npc_token_limit)
+            or over(spent.npc_cost + cost, spent.npc_cost_limit)
+            or over(spent.server_tokens + tokens_used, spent.server_token_limit)
+            or over(spent.server_cost + cost, spent.server_cost_limit)
+        )
 
     # -- decisions -----------------------------------------------------------------------------
     def _choose(self) -> tuple[str | None, list]:
@@ -310,6 +333,7 @@ class TickRunner:
     @defer.inlineCallbacks
     def _run(self, context_type: str):
         state = TickState.read(self.npc, context_type, self.batch, self.script.next_tick_id())
+        self.state = state
         if state.silenced:
             return self._silent_tick(state)
         built = yield prepare(self.npc, state)
@@ -349,9 +373,10 @@ class TickRunner:
             }
         }
         static = state.execution_config
-        if static.get("task_assessment_enabled") and state.context_type in (
-            "tick_event",
-            "tick_autonomous",
+        if (
+            static.get("task_assessment_enabled")
+            and state.context_type in ("tick_event", "tick_autonomous")
+            and not self.budget_reached()
         ):
             advice, _result = yield assess_task(
                 client, built.messages, model=state.model, usage=self.usage
@@ -389,6 +414,7 @@ class TickRunner:
                 context_config=effective_context_config,
                 run_helper=run_helper,
                 rules=rules,
+                budget_reached=self.budget_reached,
             ),
         )
         loop = ReactLoop(
@@ -405,6 +431,7 @@ class TickRunner:
             count_tokens=_request_counter(state.model),
             sections=built.sections,
             usage=self.usage,
+            budget_reached=self.budget_reached,
             schemas=schemas,
             # the builder's count holds while the pattern left every tool in the request
             first_request_tokens=(
@@ -523,7 +550,13 @@ class TickRunner:
         if not texts:
             return
         try:
-            yield longterm.consolidate(self.npc.dbref, texts, model=model, usage=self.usage)
+            yield longterm.consolidate(
+                self.npc.dbref,
+                texts,
+                model=model,
+                usage=self.usage,
+                infer=False if self.budget_reached() else None,  # stored as given: no model call
+            )
         except Exception as err:
             logger.log_err(f"evennia_ai: consolidating memory failed: {err}")
             return
@@ -541,6 +574,8 @@ class TickRunner:
         if (
             conf.get("EVENNIA_AI_COMPACTION_STRATEGY") == "summarize"
             and resolved != conf.OFFLINE_MODEL
+            and model != conf.OFFLINE_MODEL  # past a daily budget: no paid summary model either
+            and not self.budget_reached()
         ):
             chunk_chars = max(2000, (tokens.get_context_window(resolved) - 1500) * 3)
 

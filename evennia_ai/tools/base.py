@@ -197,6 +197,8 @@ class TickServices:
         context_config: ``context type -> effective ContextConfig`` (operator customisations).
         run_helper: Starts a ``delegate_task`` helper (``(ctx, task) -> ToolResult``).
         rules: The NPC's tool rules (``ToolRule``); helpers run under them too.
+        budget_reached: ``() -> bool``: today's budgets are reached (counting this tick's
+            calls); a tool that would make a paid model call checks it first.
     """
 
     client: Any = None
@@ -207,6 +209,11 @@ class TickServices:
     context_config: Callable[[str], Any] | None = None
     run_helper: Callable[..., Any] | None = None
     rules: list = field(default_factory=list)
+    budget_reached: Callable[[], bool] | None = None
+
+    def over_budget(self) -> bool:
+        """Whether a paid model call must not be made now (see ``budget_reached``)."""
+        return bool(self.budget_reached and self.budget_reached())
 
 
 @dataclass

@@ -210,6 +210,8 @@ class DecomposeGoal(Tool):
         if goal is None:
             return ToolResult.fail(f"No goal with id '{goal_id}'.")
         services = ctx.services
+        if services.over_budget():
+            return ToolResult.fail("Today's budget is reached: plan the subtasks yourself.")
         config = services.context_config("goal_decompose") if services.context_config else None
         return decompose(
             ctx.npc,
