@@ -244,3 +244,30 @@ class TestDailyBudgetStopsEveryKindOfCall(ModelBase):
         refused = TOOL_REGISTRY.get("decompose_goal").safe_run(ctx, {"goal_id": goal_id})
         assert not refused.success and "budget is reached" in refused.error
         assert not self.server.requests
+
+
+class TestSummaryThatFails(ModelBase):
+    def compact_with(self, summary_reply):
+        history = hist.append_tick(
+            [], 1, [{"role": "user", "content": f"Line {i}."} for i in range(30)], 200
+        )
+        self.npc.ai.set("history", history)
+        self.npc.ai.set("compaction", {"pending": True, "last_tick": None})
+        self.server.enqueue({"tool_calls": [call("noop")]}, summary_reply)
+        with override_settings(
+            EVENNIA_AI_COMPACTION_STRATEGY="summarize", EVENNIA_AI_COMPACTION_KEEP_RECENT=0
+        ):
+            trace = self.tick()
+        return history, trace
+
+    def test_an_empty_summary_leaves_the_history_untouched_and_is_in_the_trace(self):
+        history, trace = self.compact_with({"text": "   "})
+        assert self.npc.ai.history[: len(history)] == history  # then the tick's own lines
+        assert "empty summary" in trace.error and "left as it was" in trace.error
+        assert self.npc.ai.compaction["pending"] is False
+        assert "empty summary" in self.npc.ai.compaction["error"]
+
+    def test_a_failed_summary_call_leaves_the_history_untouched(self):
+        history, trace = self.compact_with({"fault": "500"})
+        assert self.npc.ai.history[: len(history)] == history  # then the tick's own lines
+        assert "summarising history failed" in trace.error

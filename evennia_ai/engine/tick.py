@@ -57,7 +57,7 @@ from evennia_ai.tools import select_tools
 from evennia_ai.tools.approvals import get_confirmation_queue
 from evennia_ai.tools.base import LoopState, TickServices, ToolContext
 from evennia_ai.tools.rules import parse_rules
-from evennia_ai.utils import iso_utc, parse_iso, today, truncate, utcnow
+from evennia_ai.utils import iso_utc, one_line, parse_iso, today, truncate, utcnow
 from evennia_ai.workspace.goals import goal_urgency
 from evennia_ai.workspace.journal import entries_since, importance_since
 from evennia_ai.workspace.sleep import SLEEP_PHASES, go_to_sleep, in_sleep_window, wake_up
@@ -451,7 +451,7 @@ class TickRunner:
             yield self._consolidate(state.model)
         elif state.context_type == "pre_compaction":
             if self.ai.compaction.get("pending") or self._history_reason(state):
-                yield self._compact(get_client(), state.model, state.tick_id)
+                yield self._compact(get_client(), state.model, state.tick_id, trace)
 
     def _late_usage(self, record) -> None:
         """A model call of this tick that finished after it (a helper that timed out, say).
@@ -564,7 +564,7 @@ class TickRunner:
             self.ai.update("sleep", lambda s: {**s, "last_consolidated": iso_utc()})
 
     @defer.inlineCallbacks
-    def _compact(self, client, model, tick_id: int):
+    def _compact(self, client, model, tick_id: int, trace: TickTrace):
         """Compress old history batches (truncate or summarise in a thread); one write."""
 
         keep = int(conf.get("EVENNIA_AI_COMPACTION_KEEP_RECENT"))
@@ -594,7 +594,10 @@ class TickRunner:
                 self.usage.record_result(result, "summarise")
                 if result.error:
                     raise RuntimeError(result.error)
-                return (result.text or "").strip()
+                summary = (result.text or "").strip()
+                if not summary:
+                    raise RuntimeError("the model returned an empty summary")
+                return summary
 
             try:
                 new_history, removed = yield defer_to_thread(
@@ -605,8 +608,17 @@ class TickRunner:
                     chunk_chars=chunk_chars,
                 )
             except Exception as err:
-                logger.log_err(f"evennia_ai: summarising history failed ({err}); truncating")
-                new_history, removed = compression.truncate(history, keep)
+                # Nothing is erased on a failed summary: the history stays as it was, the
+                # error is in the trace, and compaction is tried again when it is next due.
+                error = f"summarising history failed ({one_line(err, 300)}); history left as it was"
+                logger.log_err(f"evennia_ai [{self.npc.key}{self.npc.dbref}]: {error}")
+                trace.error = error
+                if getattr(self.npc, "pk", None):
+                    self.ai.set(
+                        "compaction",
+                        {"pending": False, "last_tick": tick_id, "error": error, "time": iso_utc()},
+                    )
+                return
         else:
             new_history, removed = compression.truncate(history, keep)
         if not getattr(self.npc, "pk", None):
