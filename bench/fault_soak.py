@@ -103,6 +103,7 @@ def run_soak(
     """
     from django.test import override_settings
 
+    from evennia_ai.engine import tick as tick_module
     from evennia_ai.llm import client as client_module
     from evennia_ai.memory import longterm
     from evennia_ai.testing.model_server import ModelServer
@@ -130,6 +131,7 @@ def run_soak(
         ) as server,
         mock.patch.object(client_module, "defer_to_thread", _sync_thread),
         mock.patch.object(longterm, "defer_to_thread", _sync_thread),
+        mock.patch.object(tick_module, "defer_to_thread", _sync_thread),
         override_settings(
             EVENNIA_AI_MODEL=PRIMARY,
             EVENNIA_AI_API_BASE=server.url,

@@ -151,6 +151,11 @@ def bench_tick(ticks: int = TICKS) -> tuple[str, dict]:
                 if counting:
                     profile.disable()
                 assert d is not None and d.called, "the tick did not finish synchronously"
+                trace = d.result
+                if i >= 5 and trace.context_type == "tick_event":  # it really answered
+                    assert trace.error is None and any(
+                        c.name == "say" and c.success for c in trace.tool_calls
+                    ), f"tick {i} did not answer: {trace.stop_reason} {trace.error}"
                 if 5 <= i < ticks + 5:  # the first ticks warm caches (tokenizer, registry)
                     durations.append(total - off_reactor[0])
         stats = pstats.Stats(profile)

@@ -61,6 +61,40 @@ def test_defaults_fit_their_own_schemas():
         assert validate_value(declared.default(), declared.schema, declared.name) == []
 
 
+class TestWrittenStateFitsItsDeclaration(AssistantTestBase):
+    """What the plugin itself writes, in every state a tick leaves it, passes its schema."""
+
+    def stored_problems(self):
+        from evennia_ai.tools.arguments import validate_value
+        from evennia_ai.utils import plain
+
+        problems = {}
+        for obj, keys in ((self.npc, CHARACTER_STATE), (self.npc.ai.script, SCRIPT_STATE)):
+            for key, declared in keys.items():
+                value = obj.attributes.get(key, category="ai")
+                if value is not None:
+                    found = validate_value(plain(value), declared.schema, key)
+                    if found:
+                        problems[key] = found
+        return problems
+
+    def test_a_tick_mid_flight_and_after_leaves_only_valid_state(self):
+        from evennia_ai.memory import events as ev
+
+        self.speak("Hello Innkeeper, an ale please?")
+        queue, batch = ev.take_batch(self.npc.ai.event_queue)
+        assert batch and queue["in_flight"]
+        self.npc.ai.set("event_queue", queue)  # as a tick leaves it while the model answers
+        assert self.stored_problems() == {}
+        self.npc.ai.set("event_queue", ev.recover(queue))
+        self.speak("And some stew?")
+        assert self.tick() is not None
+        self.npc.ai.pause()
+        self.npc.ai.set_execution_config(sub_agents_enabled=True)
+        assert self.stored_problems() == {}
+        assert self.npc.ai.quarantined() == {}
+
+
 class TestCorruptState(AssistantTestBase):
     """The offline model answers: the tick's logic runs, no HTTP server is needed."""
 

@@ -135,7 +135,7 @@ _DECLARED: tuple[StateKey, ...] = (
         "event_queue",
         empty_queue,
         _object(
-            {"events": _DICTS, "in_flight": _DICTS, "dropped": _COUNT, "failed": _COUNT},
+            {"events": _DICTS, "in_flight": _TEXTS, "dropped": _COUNT, "failed": _COUNT},
             required=["events"],
         ),
         "Perceived events waiting for a tick, and those a tick is answering.",
