@@ -368,7 +368,7 @@ class CmdAIStatus(AICommand):
             f"  ticks: {status['ticks']}, errors: {status['errors']}, active goals: "
             f"{status['goals_active']}",
         ]
-        for key, kept in status["quarantined"].items():
+        for key, kept in npc.ai.quarantined().items():
             lines.append(
                 f"  |ykept aside|n {key} ({kept.get('time')}): {raw(str(kept.get('problem'))[:200])}; "
                 f"value {raw(truncate(repr(kept.get('value')), 120))} "

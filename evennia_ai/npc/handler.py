@@ -421,18 +421,20 @@ class AIHandler:
             "goals_active": sum(1 for g in self.goals if g.get("status") == "active"),
             "budget_state": over.describe(),
             "budget": over.to_dict(),
-            "quarantined": self.quarantined(),
+            "quarantined": self.quarantined(check=False),
         }
 
     # -- values kept aside -----------------------------------------------------------------------
-    def quarantined(self) -> dict[str, dict]:
-        """Stored values that failed their declared shape, kept aside, by key (NPC and Script)."""
-        found = self.state.quarantined()
+    def quarantined(self, check: bool = True) -> dict[str, dict]:
+        """Stored values that failed their declared shape, kept aside, by key (NPC and Script).
+
+        ``check``: read every stored key first (see ``AttributeState.quarantined``).
+        """
+        found = self.state.quarantined(check)
         script = self.script
         if script is not None:
-            found.update(
-                {f"script.{k}": v for k, v in self.script_state(script).quarantined().items()}
-            )
+            kept = self.script_state(script).quarantined(check)
+            found.update({f"script.{k}": v for k, v in kept.items()})
         return found
 
     def _state_for(self, key: str) -> tuple[AttributeState, str]:

@@ -154,9 +154,15 @@ class AttributeState:
             f"(see it with aistatus; put it back with aistatus/restore)"
         )
 
-    def quarantined(self) -> dict[str, dict]:
-        """Values kept aside, by key: ``{"value", "problem", "time"}`` (every key checked first)."""
-        for key in self.keys:
+    def quarantined(self, check: bool = True) -> dict[str, dict]:
+        """Values kept aside, by key: ``{"value", "problem", "time"}``.
+
+        Args:
+            check: Read every stored key first, so a bad value not read yet is found too
+                (``aistatus <npc>``); False lists what is already kept aside (status
+                summaries of many NPCs, where reading every key of each would cost).
+        """
+        for key in self.keys if check else ():
             if self.obj.attributes.has(key, category=CATEGORY):
                 self.get(key)
         stored = self.obj.attributes.get(
