@@ -530,7 +530,7 @@ def _prompt_chars(body: dict) -> int:
     return total
 
 
-def _resolve_tool_calls(spec: ReplySpec, body: dict, next_id: Callable[[], int]) -> list[dict]:
+def resolve_tool_calls(spec: ReplySpec, body: dict, next_id: Callable[[], int]) -> list[dict]:
     """OpenAI ``tool_calls`` for a spec, including the invalid_args / unknown_tool faults."""
     calls = list(spec.tool_calls)
     offered = _offered_tool_names(body)
@@ -556,9 +556,10 @@ def _resolve_tool_calls(spec: ReplySpec, body: dict, next_id: Callable[[], int])
     return result
 
 
-def _usage(spec: ReplySpec, body: dict, completion_chars: int) -> dict:
+def estimate_usage(spec: ReplySpec, body: dict, completion_length: int) -> dict:
+    """Token counts of an answer: the spec's own, else about four characters a token."""
     prompt = spec.usage.get("prompt_tokens", _prompt_chars(body) // 4)
-    completion = spec.usage.get("completion_tokens", completion_chars // 4)
+    completion = spec.usage.get("completion_tokens", completion_length // 4)
     return {
         "prompt_tokens": prompt,
         "completion_tokens": completion,
@@ -566,7 +567,8 @@ def _usage(spec: ReplySpec, body: dict, completion_chars: int) -> dict:
     }
 
 
-def _completion_chars(text: str | None, tool_calls: list[dict]) -> int:
+def completion_chars(text: str | None, tool_calls: list[dict]) -> int:
+    """Characters of an answer's text and tool calls (for :func:`estimate_usage`)."""
     return len(text or "") + sum(
         len(c["function"]["name"]) + len(c["function"]["arguments"]) for c in tool_calls
     )
@@ -821,8 +823,8 @@ class _Handler(BaseHTTPRequestHandler):
             text, tool_calls = None, []
         else:
             text = spec.text
-            tool_calls = _resolve_tool_calls(spec, body, self.owner._next_id)
-        usage = _usage(spec, body, _completion_chars(text, tool_calls))
+            tool_calls = resolve_tool_calls(spec, body, self.owner._next_id)
+        usage = estimate_usage(spec, body, completion_chars(text, tool_calls))
         self.owner._count_usage(usage)
         finish = spec.finish_reason or ("tool_calls" if tool_calls else "stop")
         if stream:
@@ -927,7 +929,7 @@ class _Handler(BaseHTTPRequestHandler):
         if spec.fault == "empty_choices":
             self._send_json(200, {"results": []})
             return
-        tool_calls = _resolve_tool_calls(spec, body, self.owner._next_id)
+        tool_calls = resolve_tool_calls(spec, body, self.owner._next_id)
         text = spec.text or ""
         if tool_calls and not text:
             text = json.dumps(

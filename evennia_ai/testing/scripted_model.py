@@ -25,7 +25,12 @@ from twisted.internet import defer
 
 from evennia_ai.llm.json_protocol import decode_arguments
 from evennia_ai.llm.types import LLMResult, LLMUsage, ToolCall
-from evennia_ai.testing.model_server import ReplySpec, ToolCallSpec
+from evennia_ai.testing.model_server import (
+    ReplySpec,
+    completion_chars,
+    estimate_usage,
+    resolve_tool_calls,
+)
 
 # Faults a scripted model can stand for: the error the client would return for them.
 _FAULTS = {
@@ -80,53 +85,32 @@ class ScriptedModel:
             }
         )
         spec = self._queue.popleft() if self._queue else self._default
-        usage = LLMUsage(
-            prompt_tokens=spec.usage.get("prompt_tokens", _chars(messages, tools) // 4),
-            completion_tokens=spec.usage.get("completion_tokens", 0),
-        )
-        usage.total_tokens = usage.prompt_tokens + usage.completion_tokens
         name = model or self.model
         if spec.fault in _FAULTS:
             kind, error = _FAULTS[spec.fault]
             return LLMResult(model=name, attempts=1, error=spec.message or error, error_kind=kind)
+        # The loopback server's own rules: fault calls, ids, and the token estimate.
+        body = {"messages": messages, "tools": tools or []}
+        wire_calls = resolve_tool_calls(spec, body, lambda: next(self._ids))
+        counts = estimate_usage(spec, body, completion_chars(spec.text, wire_calls))
         calls = []
-        offered = [(t.get("function") or t).get("name") for t in tools or []]
-        specs = list(spec.tool_calls)
-        if spec.fault == "unknown_tool":
-            specs = [_unknown(offered)]
-        elif spec.fault == "invalid_args":
-            specs = [ToolCallSpec(offered[0] if offered else "say", '{"message": "unterminated')]
-        for call in specs:
-            arguments, raw, error = decode_arguments(call.arguments)
+        for wire in wire_calls:
+            arguments, raw, error = decode_arguments(wire["function"]["arguments"])
             calls.append(
                 ToolCall(
-                    id=call.id or f"call_{next(self._ids)}",
-                    name=call.name,
+                    id=wire["id"],
+                    name=wire["function"]["name"],
                     arguments=arguments,
                     raw_arguments=raw,
                     error=error,
                 )
             )
-        if not spec.usage.get("completion_tokens"):
-            usage.completion_tokens = len(spec.text or "") // 4 + 10 * len(calls)
-            usage.total_tokens = usage.prompt_tokens + usage.completion_tokens
         return LLMResult(
             text=spec.text,
             tool_calls=calls,
-            usage=usage,
+            usage=LLMUsage(**counts),
             cost=0.0,
             model=name,
             attempts=1,
             finish_reason=spec.finish_reason or ("tool_calls" if calls else "stop"),
         )
-
-
-def _chars(messages, tools) -> int:
-    return len(json.dumps(messages, default=str)) + len(json.dumps(tools or [], default=str))
-
-
-def _unknown(offered) -> ToolCallSpec:
-    name = "no_such_tool"
-    while name in offered:
-        name += "_x"
-    return ToolCallSpec(name, {})
