@@ -146,6 +146,23 @@ SETTINGS: dict[str, Setting] = {
             8,
             "Most tool calls run from one model answer; the rest are refused in the trace.",
         ),
+        Setting(
+            "EVENNIA_AI_STRICT_CONTRACTS",
+            False,
+            "Raise ContractViolation when a request lacks its task or inputs (tests); off, it "
+            "is logged and counted (see docs/prompts.md).",
+        ),
+        Setting(
+            "EVENNIA_AI_TASK_JOURNAL_ENTRIES",
+            30,
+            "Most journal entries a reflection or sleep-consolidation request carries (latest).",
+        ),
+        Setting(
+            "EVENNIA_AI_TOOL_RESULT_SHARE",
+            0.25,
+            "Largest share of the model's prompt budget one tool result may take; longer "
+            "results are cut with a marker saying how to read the rest.",
+        ),
         Setting("EVENNIA_AI_REFLECTION_INTERVAL", 50, "Ticks between reflections."),
         Setting(
             "EVENNIA_AI_REFLECTION_IMPORTANCE_THRESHOLD",

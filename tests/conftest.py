@@ -86,6 +86,26 @@ def _no_outside_network():
         pytest.fail(f"the test tried to reach outside 127.0.0.1: {tried}")
 
 
+@pytest.fixture(autouse=True)
+def _contracts_hold():
+    """Fail a test whose code sent a request that breaks its kind's contract.
+
+    The gate raises in strict mode, but a raise inside a tick only ends that tick; counting
+    here makes the test that caused it fail. Tests of a deliberate violation take theirs with
+    ``contracts.take_violations()``.
+    """
+    from evennia_ai.llm import contracts
+
+    contracts.take_violations()
+    yield
+    broken = contracts.take_violations()
+    if broken:
+        pytest.fail(
+            "requests broke their contracts: "
+            + "; ".join(f"{kind}: {', '.join(problems)}" for kind, problems in broken[:5])
+        )
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config):
     from pytest_django.plugin import blocking_manager_key
@@ -96,7 +116,16 @@ def pytest_configure(config):
             import evennia
 
             evennia._init()
+            _strict_contracts()
     else:  # pragma: no cover - pytest-django not active
         import evennia
 
         evennia._init()
+        _strict_contracts()
+
+
+def _strict_contracts() -> None:
+    """Requests that break their contract raise in tests (EVENNIA_AI_STRICT_CONTRACTS)."""
+    from django.conf import settings
+
+    settings.EVENNIA_AI_STRICT_CONTRACTS = True

@@ -20,12 +20,9 @@ import re
 
 from twisted.internet import defer
 
-ASSESSMENT_PROMPT = (
-    "Assess the situation above before acting. Answer with ONE JSON object and nothing else: "
-    '{"recommended_iterations": <1-10, how many tool-using steps this needs>, '
-    '"recommended_mode": "single_action" or "react_loop" or "plan_execute", '
-    '"recommend_confirm_dangerous": true or false}'
-)
+from evennia_ai.llm.contracts import ASSESSMENT_INSTRUCTION, render_task
+
+ASSESSMENT_PROMPT = render_task("assessment", ASSESSMENT_INSTRUCTION)
 
 _MODES = {"single_action", "react_loop", "plan_execute"}
 _OBJECT = re.compile(r"\{.*\}", re.S)
@@ -64,7 +61,7 @@ def assess_task(client, messages: list[dict], model: str | None = None, usage=No
     ``usage``: the tick's UsageAccountant, where the call is recorded (kind ``assessment``).
     """
     request = list(messages) + [{"role": "user", "content": ASSESSMENT_PROMPT}]
-    result = yield client.complete(request, tools=None, model=model)
+    result = yield client.complete(request, tools=None, model=model, kind="assessment")
     if usage is not None:
         usage.record_result(result, "assessment")
     if result.error:

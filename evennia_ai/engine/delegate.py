@@ -18,6 +18,7 @@ from twisted.internet import defer
 from evennia_ai import conf
 from evennia_ai.engine.react import ReactLoop, TickLimits
 from evennia_ai.engine.trace import TickTrace
+from evennia_ai.llm.contracts import DELEGATE_INSTRUCTION, render_task
 from evennia_ai.llm.usage import UsageAccountant
 from evennia_ai.prompt.execution_pattern import ExecutionPattern
 from evennia_ai.tools.base import LoopState, ToolCategory, ToolContext, ToolResult
@@ -25,9 +26,8 @@ from evennia_ai.tools.base import LoopState, ToolCategory, ToolContext, ToolResu
 CHILD_ITERATIONS = 3
 
 CHILD_PROMPT = (
-    "You are a helper working for {name}, a character in a text game. Complete this task with "
-    "the tools you have, then answer with a short plain-text report of what you found or did. "
-    "Do not speak to anyone; your report goes back to {name}.\n\nPersona of {name}: {persona}"
+    "You are a helper working for {name}, a character in a text game.\n\nPersona of {name}: "
+    "{persona}"
 )
 
 
@@ -88,7 +88,10 @@ def run_helper(ctx: ToolContext, task: str):
             "role": "system",
             "content": CHILD_PROMPT.format(name=npc.key, persona=npc.ai.persona or "-"),
         },
-        {"role": "user", "content": f"Task: {task}"},
+        {
+            "role": "user",
+            "content": render_task("delegate", DELEGATE_INSTRUCTION, {"task": task}),
+        },
     ]
     # The helper's own accountant caps the helper and hands every record on to the tick's.
     usage = UsageAccountant(parent=services.usage) if services.usage is not None else None

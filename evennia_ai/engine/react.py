@@ -39,12 +39,14 @@ from twisted.python.failure import Failure
 from evennia_ai import conf
 from evennia_ai.engine import scheduler
 from evennia_ai.engine.trace import IterationTrace, StopReason, TickTrace, ToolCallTrace
+from evennia_ai.llm import tokens
 from evennia_ai.llm.usage import UsageAccountant
 from evennia_ai.tools.base import ToolResult
 from evennia_ai.tools.rules import ToolRuleState
 from evennia_ai.utils import truncate
 
 SPEECH_TOOL_NAMES = ("say", "reply", "respond", "speak")
+CHARS_PER_TOKEN = 3  # a cautious characters-per-token ratio for cutting tool results
 
 PLAN_INSTRUCTION = (
     "Before acting, write a short numbered plan (at most {steps} steps) of the tool calls you "
@@ -145,6 +147,10 @@ class ReactLoop:
             ``EVENNIA_AI_MAX_TOOL_CALLS_PER_REPLY``.
         budget_reached: Called before every model call; True stops the loop with ``budget``
             (today's budgets, counting the tick's calls so far).
+        request_limit: Most prompt tokens one request may have (the model's window minus the
+            reserved reply, or the context's ``token_budget`` when smaller); None reads the
+            model's window. Before each call the loop collapses this tick's older tool results
+            to stay under it; a request still over it is not sent (``context_overflow``).
         max_consecutive_failures: Failed tool calls in a row that end the tick with ERROR.
         clock: The reactor (or a ``task.Clock`` in tests) for tool timeouts.
     """
@@ -172,6 +178,7 @@ class ReactLoop:
         first_request_tokens: int | None = None,
         max_calls_per_reply: int | None = None,
         budget_reached: Callable[[], bool] | None = None,
+        request_limit: int | None = None,
     ):
         self.client = client
         self.tools = {tool.name: tool for tool in tools}
@@ -200,6 +207,17 @@ class ReactLoop:
         if max_calls_per_reply is None:
             max_calls_per_reply = conf.get("EVENNIA_AI_MAX_TOOL_CALLS_PER_REPLY")
         self.max_calls_per_reply = max(1, int(max_calls_per_reply))
+        self.kind = record_as or getattr(ctx, "context_type", None)  # the call's contract
+        model_limits = tokens.get_model_limits(
+            model or conf.get("EVENNIA_AI_MODEL") or conf.OFFLINE_MODEL
+        )
+        self.request_limit = int(request_limit or model_limits.prompt_budget)
+        self.result_chars = max(
+            400,
+            int(model_limits.prompt_budget * float(conf.get("EVENNIA_AI_TOOL_RESULT_SHARE")))
+            * CHARS_PER_TOKEN,
+        )
+        self._tick_start = None  # index of the first message this loop added
         self.dangerous_used = False
         self.outcome = LoopOutcome(stop_reason=StopReason.ERROR, trace=trace)
         self._consecutive_failures = 0
@@ -251,6 +269,7 @@ class ReactLoop:
     def run(self, messages: list[dict]):
         """Run the loop on ``messages`` (the assembled request). Fires with a LoopOutcome."""
         messages = list(messages)
+        self._tick_start = len(messages)
         try:
             if self.pattern.mode == "plan_execute" and not self.single_action:
                 stopped = yield self._plan(messages)
@@ -287,6 +306,17 @@ class ReactLoop:
             request_tokens = int(known)  # the builder counted this very request
         else:
             request_tokens = self._count(messages, schemas)
+        if request_tokens > self.request_limit:
+            request_tokens = self._collapse(messages, schemas, request_tokens)
+        if request_tokens > self.request_limit:
+            return (
+                self._finish(
+                    StopReason.CONTEXT_OVERFLOW,
+                    f"context_overflow: the request needs {request_tokens} tokens, over the "
+                    f"{self.request_limit} a request may use; it was not sent",
+                ),
+                None,
+            )
         if not self._budget_left(request_tokens):
             return self._finish(StopReason.BUDGET, "tick token or cost budget exhausted"), None
         self.ctx.state.request_tokens = request_tokens  # what get_system_status reports now
@@ -295,7 +325,13 @@ class ReactLoop:
             sections = {"request": request_tokens}
         it = IterationTrace(index=index, kind=kind, sections=sections, prompt_tokens=request_tokens)
         started = time.monotonic()
-        result = yield self.client.complete(messages, tools=schemas or None, model=self.model)
+        options = {
+            "kind": self.kind,
+            "prompt_tokens": request_tokens if self.count_tokens else None,
+        }
+        result = yield self.client.complete(
+            messages, tools=schemas or None, model=self.model, **options
+        )
         if self.usage is not None:
             self.usage.record_result(
                 result, self.record_as or kind, in_trace=self.record_as is None
@@ -314,6 +350,8 @@ class ReactLoop:
         it.error = result.error
         self.trace.add_iteration(it)
         if result.error:
+            if getattr(result, "error_kind", None) == "context_overflow":
+                return self._finish(StopReason.CONTEXT_OVERFLOW, result.error), None
             return self._finish(StopReason.ERROR, f"model call failed: {result.error}"), None
         reason = self.is_cancelled()
         if reason:
@@ -478,7 +516,49 @@ class ReactLoop:
             ],
         }
 
+    def _collapse(self, messages: list, schemas: list, request_tokens: int) -> int:
+        """Collapse this tick's tool results, oldest first, until the request fits; its tokens.
+
+        Only what this loop added is touched (the built request was fitted by the builder);
+        each collapsed result keeps its first line and says it was collapsed.
+        """
+        start = self._tick_start if self._tick_start is not None else len(messages)
+        for index in range(start, len(messages)):
+            if request_tokens <= self.request_limit:
+                break
+            message = messages[index]
+            content = message.get("content")
+            is_result = message.get("role") == "tool" or (
+                isinstance(content, str) and content.startswith("[Tool result:")
+            )
+            if not is_result or not isinstance(content, str) or len(content) <= 300:
+                continue
+            first = content.splitlines()[0][:200] if content else ""
+            messages[index] = {
+                **message,
+                "content": f"{first}\n[collapsed to make room: {len(content)} characters; call "
+                "the tool again if you need it]",
+            }
+            request_tokens = self._count(messages, schemas)
+        return request_tokens
+
+    def _cut_result(self, call, text: str) -> str:
+        """A tool result cut to its share of the window, saying how much was cut and why."""
+        if len(text) <= self.result_chars:
+            return text
+        tool = self.tools.get(call.name)
+        properties = ((getattr(tool, "parameters", None) or {}).get("properties")) or {}
+        if "offset" in properties:
+            how = f"call {call.name} again with offset and limit to read the rest"
+        elif "start_line" in properties:
+            how = f"call {call.name} again with a later start_line to read the rest"
+        else:
+            how = "ask for less at a time if you need the rest"
+        kept = text[: self.result_chars]
+        return f"{kept}\n[cut: {len(text) - len(kept)} of {len(text)} characters not shown; {how}]"
+
     def _append_result(self, messages: list, call, text: str, native: bool) -> None:
+        text = self._cut_result(call, text)
         if native:
             message = {"role": "tool", "tool_call_id": call.id, "name": call.name, "content": text}
         else:

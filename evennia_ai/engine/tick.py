@@ -35,10 +35,11 @@ from evennia_ai import conf
 from evennia_ai.engine import scheduler
 from evennia_ai.engine.assessment import assess_task
 from evennia_ai.engine.delegate import run_helper
-from evennia_ai.engine.react import LoopOutcome, ReactLoop, TickLimits
+from evennia_ai.engine.react import LoopOutcome, ReactLoop
 from evennia_ai.engine.trace import StopReason, TickTrace
 from evennia_ai.llm import tokens
 from evennia_ai.llm.client import defer_to_thread, get_client
+from evennia_ai.llm.contracts import SUMMARY_INSTRUCTION, render_task
 from evennia_ai.llm.usage import UsageAccountant
 from evennia_ai.memory import compression, entities
 from evennia_ai.memory import events as ev
@@ -52,6 +53,7 @@ from evennia_ai.prompt import longterm_sources  # noqa: F401  (sources)
 from evennia_ai.prompt import sources  # noqa: F401  (registers the built-in sources)
 from evennia_ai.prompt.builder import ContextBuilder
 from evennia_ai.prompt.execution_pattern import select_execution_pattern
+from evennia_ai.prompt.tasks import reflection_done
 from evennia_ai.prompt_registry import effective_context_config
 from evennia_ai.tools import select_tools
 from evennia_ai.tools.approvals import get_confirmation_queue
@@ -61,6 +63,8 @@ from evennia_ai.utils import iso_utc, one_line, parse_iso, today, truncate, utcn
 from evennia_ai.workspace.goals import goal_urgency
 from evennia_ai.workspace.journal import entries_since, importance_since
 from evennia_ai.workspace.sleep import SLEEP_PHASES, go_to_sleep, in_sleep_window, wake_up
+
+SUMMARY_SYSTEM = "You write short, factual summaries of a text-game character's conversation logs."
 
 
 @dataclass
@@ -193,6 +197,22 @@ class TickRunner:
             or over(spent.server_tokens + tokens_used, spent.server_token_limit)
             or over(spent.server_cost + cost, spent.server_cost_limit)
         )
+
+    def build_request(self, context_type: str, task: str) -> defer.Deferred:
+        """The messages of a ``context_type`` request with ``task`` as its pending event.
+
+        For calls a tool makes inside the tick (``decompose_goal``): the request follows the
+        operator's customisation of that context type, as a tick's own would.
+        """
+        state = self.state
+        builder = ContextBuilder(
+            self.npc,
+            effective_context_config(context_type),
+            model=state.model if state else None,
+            metrics=state.metrics if state else None,
+            extra={"pending_event": task},
+        )
+        return builder.build().addCallback(lambda built: built.messages)
 
     # -- decisions -----------------------------------------------------------------------------
     def _choose(self) -> tuple[str | None, list]:
@@ -415,6 +435,7 @@ class TickRunner:
                 run_helper=run_helper,
                 rules=rules,
                 budget_reached=self.budget_reached,
+                build_request=self.build_request,
             ),
         )
         loop = ReactLoop(
@@ -425,7 +446,7 @@ class TickRunner:
             trace=trace,
             rules=rules,
             model=state.model,
-            limits=TickLimits(max_tokens=state.config.token_budget),
+            request_limit=built.limit,  # token_budget: the most prompt tokens of one request
             is_cancelled=self.cancelled,
             on_dangerous=self._queue_confirmation,
             count_tokens=_request_counter(state.model),
@@ -510,9 +531,9 @@ class TickRunner:
             logger.log_info("evennia_ai: tick result dropped: the NPC was deleted")
             return
         ids = [e.id for e in self.batch]
-        provider_failed = outcome.stop_reason == StopReason.ERROR and any(
-            it.error for it in trace.iterations
-        )
+        provider_failed = (
+            outcome.stop_reason == StopReason.ERROR and any(it.error for it in trace.iterations)
+        ) or outcome.stop_reason == StopReason.CONTEXT_OVERFLOW  # answered by a later tick
         if ids:
             if outcome.stop_reason == StopReason.CANCELLED:
                 self.ai.update("event_queue", lambda q: ev.release(q, ids, count_attempt=False))
@@ -582,14 +603,14 @@ class TickRunner:
             def summarize(text: str) -> str:
                 result = client.complete_sync(
                     [
+                        {"role": "system", "content": SUMMARY_SYSTEM},
                         {
-                            "role": "system",
-                            "content": "Summarise this part of a character's conversation "
-                            "log in a few short factual lines: who said or did what, and anything promised.",
+                            "role": "user",
+                            "content": render_task("summarise", SUMMARY_INSTRUCTION, {"log": text}),
                         },
-                        {"role": "user", "content": text},
                     ],
                     model=summary_model,
+                    kind="summarise",
                 )
                 self.usage.record_result(result, "summarise")
                 if result.error:
@@ -719,12 +740,19 @@ class TickRunner:
                 n in ("add_journal_entry", "review_journal") for n in outcome.tool_names
             )
             tick = self.script.tick_count
+            metrics, goals = self.ai.metrics, self.ai.goals
+            # what reflection_cont continues from: the journal tools' results, as a transcript
+            results = render_text(
+                [m for m in outcome.new_messages if m.get("role") == "tool"],
+                assistant_name=self.npc.key,
+                max_chars=1500,
+            )
 
             def done(state):
-                state.update(last_tick=tick, last_time=iso_utc(), count=state.get("count", 0) + 1)
+                state = reflection_done(state, metrics, goals, tick)
                 state["continue"] = bool(used_journal)
                 state["requested"] = False
-                state["last_result"] = truncate(outcome.final_text or "", 2000)
+                state["last_result"] = truncate(results, 4000)
                 return state
 
             self.ai.update("reflection", done)

@@ -23,6 +23,7 @@ class StopReason(str, Enum):
     ERROR = "error"  # the model failed after retries, or tool calls kept failing
     BUDGET = "budget"  # the tick's token or cost budget ran out
     CANCELLED = "cancelled"  # the NPC was paused, deleted or moved away mid-tick
+    CONTEXT_OVERFLOW = "context_overflow"  # a request did not fit the window: it was not sent
 
 
 def _from_dict(cls, data: dict):

@@ -52,6 +52,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 
 from evennia_ai import conf
+from evennia_ai.llm.gate import check_contract, check_window
 from evennia_ai.llm.json_protocol import (
     decode_arguments,
     parse_tool_calls_from_text,
@@ -165,6 +166,7 @@ _KIND_LABELS = {
     "bad_request": "request refused",
     "empty": "empty answer",
     "connection": "could not connect",
+    "context_overflow": "request over the window",
     "unknown": "call failed",
 }
 _PREFIX = re.compile(r"^(?:litellm\.)?[A-Za-z]*(?:Error|Exception|Timeout)\s*[:-]\s*")
@@ -511,6 +513,8 @@ class UnifiedLLMClient:
         tick_rate=None,
         fallbacks=None,
         response_format=None,
+        kind=None,
+        prompt_tokens=None,
     ):
         """Like :meth:`complete_sync`, in a thread. Returns a Deferred firing with LLMResult."""
         return defer_to_thread(
@@ -526,6 +530,8 @@ class UnifiedLLMClient:
             tick_rate=tick_rate,
             fallbacks=fallbacks,
             response_format=response_format,
+            kind=kind,
+            prompt_tokens=prompt_tokens,
         )
 
     def complete_sync(
@@ -542,8 +548,14 @@ class UnifiedLLMClient:
         tick_rate=None,
         fallbacks=None,
         response_format=None,
+        kind=None,
+        prompt_tokens=None,
     ) -> LLMResult:
-        """Call the model, with retries and fallbacks. Blocking; never raises.
+        """Call the model, with retries and fallbacks. Blocking; never raises (but see ``kind``).
+
+        Every request passes the gate (:mod:`evennia_ai.llm.gate`) first: one that does not fit
+        a model's window with the reply reserved is not sent to that model
+        (``error_kind="context_overflow"``).
 
         Args:
             messages: OpenAI-format chat messages.
@@ -559,11 +571,18 @@ class UnifiedLLMClient:
             fallbacks: Models to try after this one fails; None uses the client's/settings'.
             response_format: OpenAI's ``response_format`` (e.g. ``{"type": "json_object"}``),
                 passed on; litellm drops it for providers without it.
+            kind: The kind of call (a key of
+                :data:`~evennia_ai.llm.contracts.CALL_CONTRACTS`): the request is checked
+                against its contract. A violation is logged and counted, and with
+                ``EVENNIA_AI_STRICT_CONTRACTS`` raises ContractViolation.
+            prompt_tokens: The request's tokens when the caller already counted them
+                (messages and tools as sent); None counts them here.
 
         Returns:
             The :class:`LLMResult` of the first model that answered, else of the last failure
             (its ``error`` then names every model that failed).
         """
+        check_contract(kind, messages)
         with self._lock:
             self.in_flight += 1
         try:
@@ -579,6 +598,7 @@ class UnifiedLLMClient:
                 max_tokens=max_tokens,
                 tick_rate=tick_rate,
                 response_format=response_format,
+                prompt_tokens=prompt_tokens,
             )
         finally:
             with self._lock:
@@ -604,8 +624,10 @@ class UnifiedLLMClient:
         result.latency = round(time.monotonic() - started, 4)
         return result
 
-    def _complete(self, messages, tools, *, model, fallbacks, **options) -> LLMResult:
-        """The main model, then each fallback, until one answers."""
+    def _complete(
+        self, messages, tools, *, model, fallbacks, prompt_tokens=None, **options
+    ) -> LLMResult:
+        """The main model, then each fallback that the request fits, until one answers."""
         primary = self.resolve_model(model)
         problem = _check_request(messages, tools)
         if problem:
@@ -617,7 +639,24 @@ class UnifiedLLMClient:
         failures: list[str] = []
         result = LLMResult()
         for position, name in enumerate(chain):
-            result = self._call_model(name, messages, tools, **options)
+            window = None
+            if name != conf.OFFLINE_MODEL:
+                window = check_window(
+                    name,
+                    messages,
+                    tools,
+                    max_tokens=options.get("max_tokens"),
+                    prompt_tokens=prompt_tokens if position == 0 else None,
+                )
+            if window is not None and not window.fits:
+                result = LLMResult(
+                    error=window.describe(),
+                    error_kind="context_overflow",
+                    model=name,
+                    attempts=0,
+                )
+            else:
+                result = self._call_model(name, messages, tools, **options)
             attempts += result.attempts
             result.fallback_used = position > 0
             if result.ok:

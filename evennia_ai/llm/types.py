@@ -21,6 +21,7 @@ ERROR_KINDS = (
     "bad_request",
     "empty",
     "connection",
+    "context_overflow",
     "unknown",
 )
 #: Kinds worth another attempt at the same model: the next try may well succeed. An empty or

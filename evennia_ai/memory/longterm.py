@@ -262,7 +262,11 @@ class NpcModelLLM:
         # mem0 asks for JSON (``response_format={"type": "json_object"}``) when it extracts
         # facts; the request keeps it, as mem0's own providers would send it.
         result = get_client().complete_sync(
-            messages, tools or None, model=model, response_format=response_format
+            messages,
+            tools or None,
+            model=model,
+            response_format=response_format,
+            kind="memory_extraction",
         )
         record = UsageRecord.of(result, "memory_extraction")
         results = getattr(_LLM_CONTEXT, "results", None)

@@ -69,6 +69,8 @@ DEFAULT_SYSTEM_FALLBACK = "You are a character in a text game. Stay in character
 DEFAULT_USER_TURN = "Continue."
 SECTION_FALLBACK_SYSTEM = "_fallback_system"
 SECTION_USER_TURN = "_user_turn"
+SECTION_TASK = "_task"
+TASK_PLACEHOLDER = "pending_event"
 EMPTY_TOOL_OUTPUT = "(no output)"
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -453,6 +455,7 @@ def assemble_messages(
     apply_overrides: bool = True,
     fallback_system: str = DEFAULT_SYSTEM_FALLBACK,
     ensure_user_turn: bool = True,
+    task: str | None = None,
 ) -> AssembledPrompt:
     """Render a context's components into a valid chat-completions request.
 
@@ -465,6 +468,9 @@ def assemble_messages(
         fallback_system: The system message used when no system text was produced.
         ensure_user_turn: Append :data:`DEFAULT_USER_TURN` when the request would otherwise
             end on a system or assistant message.
+        task: The task message of a context type without an event (see
+            :mod:`evennia_ai.prompt.tasks`). No component rendering ``{pending_event}``: it is
+            appended as the last user message (section :data:`SECTION_TASK`).
 
     Returns:
         An :class:`AssembledPrompt` whose messages pass :func:`validate_chat_messages`.
@@ -495,6 +501,8 @@ def assemble_messages(
             skipped.append((comp.key, "empty"))
         parts.extend(produced)
 
+    if task and not any(TASK_PLACEHOLDER in _PLACEHOLDER.findall(c.content) for c in chosen):
+        parts.append(_Part(SECTION_TASK, "user", task))
     parts = _make_valid(parts)
     if not parts or parts[0].role != "system":
         fallback = fallback_system.strip() if isinstance(fallback_system, str) else ""

@@ -26,6 +26,7 @@ from evennia_ai.memory.events import render_events
 from evennia_ai.prompt.assembly import assemble_messages, select_components
 from evennia_ai.prompt.components import anchor_of, get_static_components
 from evennia_ai.prompt.fitting import fit_to_window
+from evennia_ai.prompt.tasks import TaskBuilder
 from evennia_ai.prompt.templates import extract_placeholders
 from evennia_ai.prompt_registry import get_prompt_registry
 
@@ -145,6 +146,14 @@ class ContextBuilder:
         self.tool_result = tool_result
         self.extra = dict(extra or {})
         self.model = model or npc.ai.model or conf.get("EVENNIA_AI_MODEL") or conf.OFFLINE_MODEL
+        self._task: str | None | bool = False  # not rendered yet
+
+    @property
+    def task(self) -> str | None:
+        """The task message of this request (None for ``tick_event``: its event is the task)."""
+        if self._task is False:
+            self._task = None if self.batch else TaskBuilder(self).render()
+        return self._task
 
     @property
     def metrics(self) -> dict:
@@ -215,6 +224,9 @@ class ContextBuilder:
         """Everything after gathering (synchronous): budget, assembly, counting."""
 
         components = components if components is not None else self.components()
+        task = self.task
+        if task and not values.get("pending_event"):
+            values = {**values, "pending_event": task}  # appended when no component shows it
         values = suppress_duplicates(values)
         config = self.config
         if conf.get("EVENNIA_AI_COMPONENT_ORDER") == "cache_friendly":
@@ -231,7 +243,12 @@ class ContextBuilder:
         last: dict = {}
 
         def measure(candidate: dict) -> int:
-            assembled = assemble_messages(components, config, compose(candidate))
+            assembled = assemble_messages(
+                components,
+                config,
+                compose(candidate),
+                task=candidate.get("pending_event") if task else None,
+            )
             message_tokens = [counter.count_message(m) for m in assembled.messages]
             total = sum(message_tokens) + tokens.REPLY_PRIMING + tool_tokens
             last.update(assembled=assembled, message_tokens=message_tokens, total=total)

@@ -165,7 +165,8 @@ class ContextConfig:
             included when the static component it follows is enabled).
         component_overrides: Per component key, ``{"content": text}`` replacing its content.
         tool_filter: Tool names offered; None means every tool, ``[]`` none.
-        token_budget: Most prompt tokens; None means the model's window decides.
+        token_budget: Most prompt tokens of any one request in this context (the first and
+            every later iteration); None means the model's window minus the reserved reply.
         execution_mode: "single_action", "react_loop" or "plan_execute".
         max_iterations: Most acting model calls per tick (1-10).
         allowed_tool_categories: Tool categories allowed; None means all.

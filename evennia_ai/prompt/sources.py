@@ -14,6 +14,7 @@ from evennia_ai.memory.events import main_event
 from evennia_ai.memory.history import to_chat_messages
 from evennia_ai.memory.procedures import best_procedures, render_procedures
 from evennia_ai.prompt.builder import read_operator_override, register_source
+from evennia_ai.prompt.tasks import compaction_batch, reflection_results
 from evennia_ai.prompt.templates import get_default_template, safe_render_template
 from evennia_ai.prompt_registry import get_prompt_registry
 from evennia_ai.tools.rules import parse_rules, render_tool_rules
@@ -120,18 +121,26 @@ def _goals(builder) -> str:
 
 @register_source("conversation_history")
 def _history(builder) -> list:
-    return to_chat_messages(builder.npc.ai.history)
+    history = builder.npc.ai.history
+    if builder.config.context_type == "pre_compaction":
+        # the batch about to be compacted is the task's input: only the kept part is shown here
+        batch = {id(m) for m in compaction_batch(history)}
+        history = [m for m in history if id(m) not in batch]
+    return to_chat_messages(history)
 
 
 @register_source("pending_event")
 def _pending_event(builder) -> str:
+    """The tick's events, else the task of the context type (see :mod:`.tasks`)."""
     if builder.batch:
         return builder.batch_text
-    return builder.extra.get("pending_event", "")
+    return builder.task or builder.extra.get("pending_event", "")
 
 
 @register_source("tool_result")
 def _tool_result(builder):
+    if builder.config.context_type == "reflection_cont":
+        return reflection_results(builder.tool_result or "")
     return builder.tool_result or ""
 
 

@@ -23,6 +23,7 @@ from collections import deque
 
 from twisted.internet import defer
 
+from evennia_ai.llm.gate import check_contract, check_window
 from evennia_ai.llm.json_protocol import decode_arguments
 from evennia_ai.llm.types import LLMResult, LLMUsage, ToolCall
 from evennia_ai.testing.model_server import (
@@ -52,9 +53,15 @@ class ScriptedModel:
         model: The model name results carry.
     """
 
-    def __init__(self, default_reply: dict | str = "ok", model: str = "scripted/test-model"):
+    def __init__(
+        self,
+        default_reply: dict | str = "ok",
+        model: str = "scripted/test-model",
+        responder=None,
+    ):
         self.model = model
         self.default_reply = default_reply
+        self.responder = responder
         self.requests: list[dict] = []
         self._queue: deque[ReplySpec] = deque()
         self._ids = itertools.count(1)
@@ -76,6 +83,11 @@ class ScriptedModel:
         return defer.succeed(self.complete_sync(messages, tools, model=model, **options))
 
     def complete_sync(self, messages, tools=None, *, model=None, **options) -> LLMResult:
+        """The next answer: the queue's, else the responder's, else the default.
+
+        The request passes the client's gate first (its kind's contract, the model's window).
+        """
+        check_contract(options.get("kind"), messages)
         self.requests.append(
             {
                 "messages": json.loads(json.dumps(messages, default=str)),
@@ -84,8 +96,23 @@ class ScriptedModel:
                 "options": options,
             }
         )
-        spec = self._queue.popleft() if self._queue else self._default
         name = model or self.model
+        window = check_window(
+            name,
+            messages,
+            tools,
+            max_tokens=options.get("max_tokens"),
+            prompt_tokens=options.get("prompt_tokens"),
+        )
+        if not window.fits:
+            return LLMResult(
+                model=name, attempts=0, error=window.describe(), error_kind="context_overflow"
+            )
+        spec = self._queue.popleft() if self._queue else None
+        if spec is None and self.responder is not None:
+            answer = self.responder({"messages": messages, "tools": tools or [], "model": name})
+            spec = ReplySpec.from_dict(answer) if answer is not None else None
+        spec = spec or self._default
         if spec.fault in _FAULTS:
             kind, error = _FAULTS[spec.fault]
             return LLMResult(model=name, attempts=1, error=spec.message or error, error_kind=kind)

@@ -199,6 +199,9 @@ class TickServices:
         rules: The NPC's tool rules (``ToolRule``); helpers run under them too.
         budget_reached: ``() -> bool``: today's budgets are reached (counting this tick's
             calls); a tool that would make a paid model call checks it first.
+        build_request: ``(context type, task text) -> Deferred`` firing with the messages of
+            a request built through that context type (its components, the operator's
+            customisation, the window), the task as its pending event.
     """
 
     client: Any = None
@@ -210,6 +213,7 @@ class TickServices:
     run_helper: Callable[..., Any] | None = None
     rules: list = field(default_factory=list)
     budget_reached: Callable[[], bool] | None = None
+    build_request: Callable[[str, str], Any] | None = None
 
     def over_budget(self) -> bool:
         """Whether a paid model call must not be made now (see ``budget_reached``)."""

@@ -381,12 +381,13 @@ class ArchivalSearch(Tool):
         {
             "query": {"type": "string", "minLength": 1, "maxLength": 500},
             "limit": {"type": "integer", "minimum": 1, "maximum": 20},
+            "offset": {"type": "integer", "minimum": 0, "maximum": 80},
         },
         ["query"],
     )
 
-    def run(self, ctx, query, limit=5):
-        hits = block_admin.archival_search(ctx.npc, query, limit)
+    def run(self, ctx, query, limit=5, offset=0):
+        hits = block_admin.archival_search(ctx.npc, query, limit + offset)[offset:]
         found = [
             {
                 "id": h.get("id"),

@@ -11,6 +11,7 @@ sleep consolidation is where facts are extracted by the model.
 
 from __future__ import annotations
 
+from evennia_ai import conf
 from evennia_ai.memory import longterm
 from evennia_ai.memory.search import MODES
 from evennia_ai.tools.base import Tool, ToolCategory, ToolContext, ToolResult
@@ -130,20 +131,21 @@ class RecallMemories(Tool):
             "about": {"type": "string", "description": "name of a person"},
             "mode": {"type": "string", "enum": list(MODES)},
             "limit": {"type": "integer", "minimum": 1, "maximum": 20},
+            "offset": {"type": "integer", "minimum": 0, "maximum": 80},
         },
         "required": ["query"],
         "additionalProperties": False,
     }
     category = ToolCategory.ASYNC_REQUIRED
 
-    def run(self, ctx, query, about=None, mode="auto", limit=None):
+    def run(self, ctx, query, about=None, mode="auto", limit=None, offset=0):
         person, person_name, problem = resolve_person(ctx, about)
         if problem is not None:
             return problem
 
         def done(outcome):
             memories = []
-            for hit in outcome.hits:
+            for hit in outcome.hits[offset:]:
                 item = {
                     "text": hit.text,
                     "score": hit.score,
@@ -164,7 +166,17 @@ class RecallMemories(Tool):
             return ToolResult.ok(data)
 
         return (
-            longterm.recall(ctx.npc.dbref, query, person=person, mode=mode, limit=limit)
+            longterm.recall(
+                ctx.npc.dbref,
+                query,
+                person=person,
+                mode=mode,
+                limit=(
+                    (limit or int(conf.get("EVENNIA_AI_MEMORY_TOP_K"))) + offset
+                    if offset
+                    else limit
+                ),
+            )
             .addCallback(done)
             .addErrback(_failed("search your memory"))
         )

@@ -212,32 +212,34 @@ class DecomposeGoal(Tool):
         services = ctx.services
         if services.over_budget():
             return ToolResult.fail("Today's budget is reached: plan the subtasks yourself.")
-        config = services.context_config("goal_decompose") if services.context_config else None
         return decompose(
             ctx.npc,
             goal,
             services.client or get_client(),
             services.model,
             _tick(ctx),
-            config,
+            build_request=services.build_request,
             usage=services.usage,
         )
 
 
-def decompose(npc, goal: dict, client, model, tick: int, config=None, usage=None):
+def decompose(npc, goal: dict, client, model, tick: int, build_request=None, usage=None):
     """One ``goal_decompose`` call (no tools); validated subtasks are added. Fires ToolResult.
 
     Args:
-        config: The ``goal_decompose`` context config (the operator's customisation, handed in
-            by the tick as the ``context_config`` service); its system prompt override wins.
+        build_request: ``(context type, task) -> Deferred of messages``: the tick's builder, so
+            the request follows the operator's ``goal_decompose`` customisation (components,
+            overrides, budget). None sends a plain system prompt and the task.
         usage: The tick's UsageAccountant; the planning call's tokens are counted there.
     """
-    override = config.system_prompt_override if config else None
-    system = override or (f"You are {npc.key}, planning your own work in a text game.")
-    messages = [
-        {"role": "system", "content": system},
-        {"role": "user", "content": goals_mod.decomposition_prompt(goal)},
-    ]
+    task = goals_mod.decomposition_prompt(goal)
+    if build_request is not None:
+        request = defer.maybeDeferred(build_request, "goal_decompose", task)
+    else:
+        system = f"You are {npc.key}, planning your own work in a text game."
+        request = defer.succeed(
+            [{"role": "system", "content": system}, {"role": "user", "content": task}]
+        )
 
     def parsed(result):
         if usage is not None:
@@ -257,7 +259,10 @@ def decompose(npc, goal: dict, client, model, tick: int, config=None, usage=None
             npc.ai.update_goals(lambda _old: new)
         return _result(op)
 
-    return defer.maybeDeferred(client.complete, messages, None, model=model).addCallback(parsed)
+    def send(messages):
+        return client.complete(messages, None, model=model, kind="goal_decompose")
+
+    return request.addCallback(send).addCallback(parsed)
 
 
 # -- session memory ------------------------------------------------------------------------------
@@ -351,11 +356,15 @@ class AddJournalEntry(Tool):
 @register_tool
 class ReviewJournal(Tool):
     name = "review_journal"
-    description = "Read your journal, newest first (optionally filtered)."
+    description = (
+        "Read your journal, newest first (optionally filtered); offset skips that many "
+        "matching entries, to read on."
+    )
     parameters = {
         "type": "object",
         "properties": {
             "limit": {"type": "integer", "minimum": 1, "maximum": 50},
+            "offset": {"type": "integer", "minimum": 0},
             "min_importance": {"type": "integer", "minimum": 1, "maximum": 10},
             "query": {"type": "string"},
         },
@@ -363,9 +372,13 @@ class ReviewJournal(Tool):
     }
     cacheable = True
 
-    def run(self, ctx, limit=10, min_importance=None, query=None):
+    def run(self, ctx, limit=10, min_importance=None, query=None, offset=0):
         return _result(
             journal_mod.review_journal(
-                ctx.npc.ai.journal, limit=limit, min_importance=min_importance, query=query
+                ctx.npc.ai.journal,
+                limit=limit,
+                min_importance=min_importance,
+                query=query,
+                offset=offset,
             )
         )

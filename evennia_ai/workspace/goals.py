@@ -37,6 +37,7 @@ import re
 from datetime import datetime
 from typing import Any, Iterable
 
+from evennia_ai.llm.contracts import DECOMPOSE_INSTRUCTION, render_task
 from evennia_ai.utils import iso_utc
 from evennia_ai.workspace.results import OpResult, clean_text, normalise
 
@@ -486,13 +487,10 @@ def validate_decomposition(parsed: Any) -> OpResult:
 
 
 def decomposition_prompt(goal: dict) -> str:
-    """The instruction sent to the model to break ``goal`` into subtasks."""
-    return (
-        f"Break this goal into {MIN_SUBTASKS} to {MAX_SUBTASKS} concrete, distinct subtasks, in the "
-        "order they should be done.\n"
-        f"Goal: {goal.get('description', '')}\n"
-        'Answer with JSON only: {"subtasks": [{"description": "...", "priority": "high|medium|low"}, ...]}'
-    )
+    """The task sent to the model to break ``goal`` into subtasks (its contract's shape)."""
+    instruction = DECOMPOSE_INSTRUCTION.format(min_subtasks=MIN_SUBTASKS, max_subtasks=MAX_SUBTASKS)
+    described = f"{goal.get('id', '?')}: {goal.get('description', '')}"
+    return render_task("goal_decompose", instruction, {"goal": described})
 
 
 def apply_decomposition(

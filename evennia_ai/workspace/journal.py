@@ -159,6 +159,7 @@ def review_journal(
     min_importance: Any = None,
     query: Any = None,
     tag: Any = None,
+    offset: Any = 0,
 ) -> OpResult:
     """Find journal entries, newest first.
 
@@ -168,6 +169,7 @@ def review_journal(
         min_importance: Only entries at least this important (1-10).
         query: Only entries whose content or tags contain every word of it (any case).
         tag: Only entries with this tag.
+        offset: How many matching entries to skip first (to read on after a cut result).
 
     Returns:
         ``data["entries"]`` (copies), ``data["matched"]`` (how many matched before the limit)
@@ -181,6 +183,9 @@ def review_journal(
         floor, error = _int_in(min_importance, 1, 10, "Minimum importance")
         if error:
             return OpResult.fail(error)
+    skip, error = _int_in(offset or 0, 0, 100000, "Offset")
+    if error:
+        return OpResult.fail(error)
     if query is not None and not isinstance(query, str):
         return OpResult.fail("The query must be text.")
     if tag is not None and not isinstance(tag, str):
@@ -200,10 +205,14 @@ def review_journal(
         if any(word not in haystack for word in words):
             continue
         found.append(copy.deepcopy(entry))
-    shown = found[:count]
+    shown = found[skip : skip + count]
     if not shown:
-        return OpResult.ok("No journal entries match.", entries=[], matched=0, text="")
-    message = f"{len(shown)} of {len(found)} matching journal entr{'y' if len(found) == 1 else 'ies'}, newest first."
+        return OpResult.ok("No journal entries match.", entries=[], matched=len(found), text="")
+    plural = "y" if len(found) == 1 else "ies"
+    message = f"{len(shown)} of {len(found)} matching journal entr{plural}, newest first"
+    message += f", from number {skip + 1}." if skip else "."
+    if skip + len(shown) < len(found):
+        message += f" Use offset={skip + len(shown)} for the next ones."
     return OpResult.ok(message, entries=shown, matched=len(found), text=render_journal(shown))
 
 

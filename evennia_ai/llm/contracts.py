@@ -1,0 +1,472 @@
+"""What every kind of model call must carry: its task instruction and the inputs the task needs.
+
+Pure module (no Django, Evennia or Twisted). One :class:`CallContract` per kind of call the
+plugin makes: the seven context types of a tick, a ``delegate_task`` helper, the task
+assessment, a history summary and mem0's fact extraction. The request builders render each
+task with :func:`render_task` (a ``## Task: <kind>`` heading, the instruction, then one heading
+per input), and the client's gate checks every request against its kind's contract with
+:func:`contract_problems` before anything is sent.
+
+A contract is checked by what a reader of the request can see: the instruction heading with
+some text under it, and the heading of every input (an input may be empty, shown as
+:data:`NOTHING`, but never missing). ``docs/prompts.md`` is generated from
+:data:`CALL_CONTRACTS` (``python -m evennia_ai.llm.contracts > docs/prompts.md``; a test keeps
+the two equal).
+
+Violations are counted per kind (:func:`violation_counts`), logged by the client, and in tests
+(``EVENNIA_AI_STRICT_CONTRACTS``) raised as :class:`ContractViolation`.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+TASK_HEADING = "## Task: "
+NOTHING = "(nothing)"
+FILLER_TURNS = frozenset({"Continue.", ""})
+
+
+@dataclass(frozen=True)
+class TaskInput:
+    """One input a task needs.
+
+    Attributes:
+        name: Short name (``journal``, ``metrics``, ...).
+        heading: The heading that introduces it in the request (``## Your journal ...``), or
+            None for "a user message that is not filler" (a tick's event).
+        description: What it holds, for ``docs/prompts.md``.
+        source: Where the request builder takes it from, for ``docs/prompts.md``.
+        in_task: Whether :func:`render_task` writes it into the task message (False: another
+            part of the request carries it, such as the goals component).
+    """
+
+    name: str
+    heading: str | None
+    description: str
+    source: str
+    in_task: bool = True
+
+
+@dataclass(frozen=True)
+class CallContract:
+    """What one kind of model call must carry.
+
+    Attributes:
+        kind: The kind of call (a context type, ``delegate``, ``assessment``, ``summarise``,
+            ``memory_extraction``).
+        purpose: What the call is for.
+        instruction: The task instruction, as the request builder writes it by default
+            (operators may customise some; the heading stays).
+        instruction_marker: Text the request must contain to carry its instruction (the
+            ``## Task: <kind>`` heading for the plugin's own tasks).
+        inputs: The inputs the task needs.
+        reply: What the reply must be.
+        tools: Which tools the call offers.
+        made_by: Where the request is built.
+    """
+
+    kind: str
+    purpose: str
+    instruction: str
+    instruction_marker: str | None
+    inputs: tuple[TaskInput, ...]
+    reply: str
+    tools: str
+    made_by: str
+
+
+def task_marker(kind: str) -> str:
+    """The heading that opens the task of ``kind`` in a request."""
+    return f"{TASK_HEADING}{kind}"
+
+
+# -- the instructions ---------------------------------------------------------------------------
+AUTONOMOUS_INSTRUCTION = (
+    "Nothing around you needs an answer right now. Choose the next step of your most urgent "
+    "active goal (your goals are listed above) and take it with your tools. Update the goal's progress when a "
+    "step is done; call noop if there is truly nothing useful to do."
+)
+REFLECTION_CONT_INSTRUCTION = (
+    "You have just reflected. Below are the results of the journal tools you used. If they "
+    "show a lasting lesson you have not written down yet, write it with add_journal_entry as a "
+    'line starting with "RULE:" (one short line per rule). Otherwise call noop.'
+)
+SLEEP_INSTRUCTION = (
+    "You are asleep, consolidating your memory. Below are your journal since you last slept "
+    "and the recent conversation that is about to be folded into long-term memory. Store each "
+    "lasting fact about people, places, things and promises with store_memory (one fact per "
+    "call, third person, with its source). Write any lesson about your own conduct with "
+    'add_journal_entry as a line starting with "RULE:". Then call noop.'
+)
+PRE_COMPACTION_INSTRUCTION = (
+    "The older part of your conversation history, shown below, is about to be replaced by a "
+    "short summary. Before it is, save every lasting fact it holds: update_entity_observation "
+    "for what you learned about a person or thing (one call each), add_journal_entry for any "
+    "other fact or promise. Save only what the batch below says. Then call noop."
+)
+DECOMPOSE_INSTRUCTION = (
+    "Break the goal below into {min_subtasks} to {max_subtasks} concrete, distinct subtasks, "
+    'in the order they should be done. Answer with JSON only: {{"subtasks": [{{"description": '
+    '"...", "priority": "high|medium|low"}}, ...]}}'
+)
+DELEGATE_INSTRUCTION = (
+    "Complete the task below with the tools you have, then answer with a short plain-text "
+    "report of what you found or did. Do not speak to anyone; your report goes back to the "
+    "character who asked."
+)
+ASSESSMENT_INSTRUCTION = (
+    "Assess the situation above before acting. Answer with ONE JSON object and nothing else: "
+    '{"recommended_iterations": <1-10, how many tool-using steps this needs>, '
+    '"recommended_mode": "single_action" or "react_loop" or "plan_execute", '
+    '"recommend_confirm_dangerous": true or false}'
+)
+SUMMARY_INSTRUCTION = (
+    "Summarise the part of a character's conversation log below in a few short factual lines: "
+    "who said or did what, every fact a player told, and anything promised. Use only what the "
+    "log says."
+)
+
+# -- the inputs ---------------------------------------------------------------------------------
+EVENT = TaskInput(
+    "event",
+    None,
+    'The events the tick answers, rendered (``Alice says to you: "..."``).',
+    "pending_event component (the tick's batch)",
+    in_task=False,
+)
+GOALS = TaskInput(
+    "goals", "## Goals", "The NPC's goals with their progress.", "goals component", in_task=False
+)
+METRICS = TaskInput(
+    "metrics",
+    "Since your last reflection:",
+    "Six figures since the last reflection: ticks, tool calls and failures, journal entries, "
+    "goals completed, recent errors.",
+    "the registry's ``reflection`` template, rendered",
+)
+JOURNAL_SINCE_REFLECTION = TaskInput(
+    "journal",
+    "## Your journal since your last reflection",
+    "The journal entries written since the last reflection (the latest "
+    "``EVENNIA_AI_TASK_JOURNAL_ENTRIES``).",
+    "the NPC's journal",
+)
+REFLECTION_RESULTS = TaskInput(
+    "tool_results",
+    "## Results of your reflection's tools",
+    "What the reflection's journal tools returned.",
+    "tool_result component (stored by the reflection tick)",
+    in_task=False,
+)
+JOURNAL_SINCE_SLEEP = TaskInput(
+    "journal",
+    "## Your journal since you last slept",
+    "Journal entries written since the last consolidation.",
+    "the NPC's journal",
+)
+HISTORY_TO_FOLD = TaskInput(
+    "history",
+    "## Conversation to fold into long-term memory",
+    "The recent conversation, as a transcript.",
+    "the NPC's history",
+)
+COMPACTION_BATCH = TaskInput(
+    "batch",
+    "## Conversation about to be compacted",
+    "The history messages older than the ``EVENNIA_AI_COMPACTION_KEEP_RECENT`` kept ones, as a "
+    "transcript.",
+    "the NPC's history",
+)
+GOAL = TaskInput(
+    "goal", "## Goal to decompose", "The goal's id and description.", "the decompose_goal call"
+)
+DELEGATED = TaskInput(
+    "task", "## Delegated task", "The task the parent handed over.", "the delegate_task call"
+)
+SITUATION = TaskInput(
+    "situation",
+    None,
+    "The tick's own request (system prompt, event), which the assessment judges.",
+    "the tick's built request",
+    in_task=False,
+)
+LOG = TaskInput(
+    "log", "## Conversation log", "One chunk of old history, as a transcript.", "the NPC's history"
+)
+NEW_MESSAGES = TaskInput(
+    "messages",
+    "## New Messages",
+    "The journal entries and transcript being consolidated (mem0 writes this heading).",
+    "the sleep consolidation's texts",
+    in_task=False,
+)
+
+
+def _contract(kind, purpose, instruction, inputs, reply, tools, made_by, marker=True):
+    return CallContract(
+        kind=kind,
+        purpose=purpose,
+        instruction=instruction,
+        instruction_marker=task_marker(kind) if marker is True else marker,
+        inputs=tuple(inputs),
+        reply=reply,
+        tools=tools,
+        made_by=made_by,
+    )
+
+
+CALL_CONTRACTS: dict[str, CallContract] = {
+    c.kind: c
+    for c in (
+        _contract(
+            "tick_event",
+            "Answer what happened around the NPC.",
+            "The system prompt (identity, the base template's guidelines, the operator's "
+            "section) tells the NPC how to act; the event is the task.",
+            [EVENT],
+            "Tool calls (say, emote, ...) or text spoken aloud.",
+            "Every tool the NPC may use (the context's filter, categories, Layer 1).",
+            "engine.tick via prompt.builder",
+            marker=None,
+        ),
+        _contract(
+            "tick_autonomous",
+            "Work on goals when nothing needs an answer.",
+            AUTONOMOUS_INSTRUCTION,
+            [GOALS],
+            "Tool calls that advance a goal, or noop.",
+            "Every tool the NPC may use.",
+            "engine.tick via prompt.builder",
+        ),
+        _contract(
+            "reflection",
+            "Turn recent experience into lessons and behavioural rules.",
+            "The registry's ``reflection`` template (operators may edit it): the six metrics, "
+            'what to consider, and to write lasting lessons as lines starting with "RULE:".',
+            [METRICS, JOURNAL_SINCE_REFLECTION],
+            'add_journal_entry calls; lines starting with "RULE:" become behavioural rules.',
+            "noop, add_journal_entry, review_journal.",
+            "engine.tick via prompt.builder",
+        ),
+        _contract(
+            "reflection_cont",
+            "Act on what the reflection's journal tools returned.",
+            REFLECTION_CONT_INSTRUCTION,
+            [REFLECTION_RESULTS],
+            'add_journal_entry with "RULE:" lines, or noop.',
+            "noop, add_journal_entry, review_journal.",
+            "engine.tick via prompt.builder",
+        ),
+        _contract(
+            "sleep_consolidate",
+            "Move the journal's and the conversation's facts into long-term memory.",
+            SLEEP_INSTRUCTION,
+            [JOURNAL_SINCE_SLEEP, HISTORY_TO_FOLD],
+            "store_memory calls (one fact each), journal entries, then noop.",
+            "noop, add_journal_entry, review_journal, recall_memories, store_memory.",
+            "engine.tick via prompt.builder",
+        ),
+        _contract(
+            "goal_decompose",
+            "Break one goal into 3-7 subtasks.",
+            DECOMPOSE_INSTRUCTION.format(min_subtasks=3, max_subtasks=7),
+            [GOAL],
+            'JSON: {"subtasks": [{"description", "priority"}, ...]}.',
+            "None.",
+            "tools.workspace.decompose through the goal_decompose context",
+        ),
+        _contract(
+            "pre_compaction",
+            "Save the facts of the history batch about to be compacted.",
+            PRE_COMPACTION_INSTRUCTION,
+            [COMPACTION_BATCH],
+            "update_entity_observation and add_journal_entry calls, then noop.",
+            "noop, add_journal_entry, update_entity_observation.",
+            "engine.tick via prompt.builder",
+        ),
+        _contract(
+            "delegate",
+            "A helper does one delegated task and reports back.",
+            DELEGATE_INSTRUCTION,
+            [DELEGATED],
+            "Tool calls, then a plain-text report.",
+            "The parent's tools minus DANGEROUS, TERMINAL and delegate_task.",
+            "engine.delegate.run_helper",
+        ),
+        _contract(
+            "assessment",
+            "Advise how much work the tick needs (restrict-only).",
+            ASSESSMENT_INSTRUCTION,
+            [SITUATION],
+            "One JSON object (recommended_iterations, recommended_mode, "
+            "recommend_confirm_dangerous).",
+            "None.",
+            "engine.assessment.assess_task",
+        ),
+        _contract(
+            "summarise",
+            "Fold old history into a short factual summary.",
+            SUMMARY_INSTRUCTION,
+            [LOG],
+            "A few short factual lines (empty is rejected: the history stays).",
+            "None.",
+            "engine.tick (compaction, strategy summarize)",
+        ),
+        _contract(
+            "memory_extraction",
+            "mem0 extracts lasting facts from what sleep consolidates.",
+            "mem0's own extraction prompt (its system message).",
+            [NEW_MESSAGES],
+            "mem0's JSON.",
+            "None (mem0 may pass its own).",
+            "memory.longterm.NpcModelLLM (inside mem0)",
+            marker=None,
+        ),
+    )
+}
+
+
+class ContractViolation(AssertionError):
+    """A request that does not carry what its kind of call needs (raised in strict mode)."""
+
+
+# -- rendering ----------------------------------------------------------------------------------
+def render_task(kind: str, instruction: str, inputs: Mapping[str, str] | None = None) -> str:
+    """The task message of ``kind``: its heading, the instruction, then each input's section.
+
+    Args:
+        kind: A key of :data:`CALL_CONTRACTS`.
+        instruction: The instruction text (the default or an operator's).
+        inputs: Input name -> text; a missing or empty input reads :data:`NOTHING`.
+    """
+    contract = CALL_CONTRACTS[kind]
+    inputs = dict(inputs or {})
+    parts = [f"{task_marker(kind)}\n{instruction.strip()}"]
+    for item in contract.inputs:
+        if not item.in_task or item.heading in instruction:
+            continue
+        text = str(inputs.get(item.name) or "").strip()
+        parts.append(f"{item.heading}\n{text or NOTHING}")
+    return "\n\n".join(parts)
+
+
+def request_text(messages: Iterable[Mapping]) -> str:
+    """Every text of a request, joined (contents and tool-call arguments)."""
+    parts = []
+    for message in messages or ():
+        content = message.get("content")
+        if isinstance(content, str):
+            parts.append(content)
+        elif isinstance(content, list):  # content parts
+            parts.extend(str(p.get("text", "")) for p in content if isinstance(p, Mapping))
+    return "\n".join(parts)
+
+
+def _has_real_user_turn(messages) -> bool:
+    return any(
+        m.get("role") in ("user", "tool")
+        and isinstance(m.get("content"), str)
+        and m["content"].strip() not in FILLER_TURNS
+        for m in messages
+    )
+
+
+def contract_problems(kind: str | None, messages: list[Mapping]) -> list[str]:
+    """What a request of ``kind`` lacks (empty when it carries its task; unknown kinds pass)."""
+    contract = CALL_CONTRACTS.get(kind or "")
+    if contract is None or not isinstance(messages, list):
+        return []
+    if not all(isinstance(m, Mapping) for m in messages):
+        return []  # a malformed request: the client refuses it as a bad request
+    problems = []
+    if not any(m.get("role") == "system" and (m.get("content") or "").strip() for m in messages):
+        problems.append("no system message")
+    text = request_text(messages)
+    marker = contract.instruction_marker
+    if marker is not None:
+        at = text.find(marker)
+        body = text[at + len(marker) :].lstrip().split("\n## ", 1)[0].strip() if at >= 0 else ""
+        if at < 0:
+            problems.append(f"no task instruction ({marker!r} missing)")
+        elif not body:
+            problems.append(f"the task instruction under {marker!r} is empty")
+    for item in contract.inputs:
+        if item.heading is None:
+            if not _has_real_user_turn(messages):
+                problems.append(f"no {item.name}: no user message carries it")
+        elif item.heading not in text:
+            problems.append(f"no {item.name} ({item.heading!r} missing)")
+    return problems
+
+
+# -- counting -----------------------------------------------------------------------------------
+_lock = threading.Lock()
+_counts: dict[str, int] = {}
+_recent: list[tuple[str, list[str]]] = []
+
+
+def record_violation(kind: str, problems: list[str]) -> None:
+    """Count one violation of ``kind`` (thread-safe); the latest 50 are kept for tests."""
+    with _lock:
+        _counts[kind] = _counts.get(kind, 0) + 1
+        _recent.append((kind, list(problems)))
+        del _recent[:-50]
+
+
+def violation_counts() -> dict[str, int]:
+    """Violations counted since the server started, per kind of call."""
+    with _lock:
+        return dict(_counts)
+
+
+def take_violations() -> list[tuple[str, list[str]]]:
+    """The violations recorded since the last call (and forget them): for tests."""
+    with _lock:
+        taken = list(_recent)
+        _recent.clear()
+        return taken
+
+
+# -- docs/prompts.md ----------------------------------------------------------------------------
+def render_markdown() -> str:
+    """``docs/prompts.md``: every kind of call, what it must carry."""
+    lines = [
+        "# What every model call carries",
+        "",
+        "<!-- Generated from evennia_ai/llm/contracts.py: "
+        "python -m evennia_ai.llm.contracts > docs/prompts.md -->",
+        "",
+        "Every request the plugin sends is checked before it leaves: it must carry its task "
+        f"instruction (the `{TASK_HEADING}<kind>` heading with text under it) and every input "
+        f"its task needs (an input may be empty, shown as `{NOTHING}`, but never missing), and "
+        "it must fit the model's window with the reply reserved. A request that does not is "
+        "logged and counted (`violation_counts()`); in tests "
+        "(`EVENNIA_AI_STRICT_CONTRACTS = True`) it fails the test. Operators customise the "
+        "instructions through the PromptRegistry (`aicontext`, the `reflection` template); the "
+        "headings stay.",
+        "",
+    ]
+    for contract in CALL_CONTRACTS.values():
+        lines += [
+            f"## `{contract.kind}`",
+            "",
+            contract.purpose,
+            "",
+            f"- **Instruction:** {contract.instruction}",
+            f"- **Reply:** {contract.reply}",
+            f"- **Tools:** {contract.tools}",
+            f"- **Built by:** `{contract.made_by}`",
+            "- **Inputs:**",
+        ]
+        for item in contract.inputs:
+            where = f"under `{item.heading}`" if item.heading else "a user message"
+            lines.append(f"  - `{item.name}` ({where}, from {item.source}): {item.description}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":  # pragma: no cover - the docs generator
+    sys.stdout.write(render_markdown())

@@ -1,0 +1,235 @@
+"""A reading model: a deterministic test double that can do each task only from what it is sent.
+
+The scripted model and the loopback server answer whatever they were told to, so a request
+with no instruction or no input passes unnoticed. :func:`read_and_answer` is a responder for
+either (``ModelServer(responder=read_and_answer)``, ``ScriptedModel(responder=...)``) that does
+each kind of task the way a careful model would, using nothing but the request:
+
+- **An event** (no task heading): a question ``What is my <thing>?`` is answered only when
+  ``<thing> is <value>`` appears somewhere else in the request (history, summary, memories,
+  notes); otherwise it says it does not know. A statement is acknowledged.
+- **reflection / reflection_cont**: every journal line it was sent that holds ``Lesson: <text>``
+  becomes a rule, all in one journal entry, each on its own ``RULE:`` line after an opening
+  line (several rules per entry, not at its start) - but only when the instruction it was sent
+  explains the ``RULE:`` convention. Without it the lessons are written as plain prose.
+- **sleep_consolidate**: each fact (``<x> is <y>``) in the journal and conversation sections it
+  was sent is stored with ``store_memory``, when the instruction names that tool.
+- **pre_compaction**: each fact told in the batch about to be compacted is saved with
+  ``update_entity_observation`` (the speaker) when the instruction names that tool.
+- **goal_decompose**: the goal under ``## Goal to decompose`` is split into as many subtasks as
+  the request asks for (``exactly N subtasks`` anywhere, else the instruction's minimum).
+- **summarise**: one line per fact in the log it was sent; nothing when the log is empty.
+- **assessment**: a JSON assessment. **delegate**: a report naming the task.
+
+After its tool calls have answered, it ends the task with ``noop`` (or text when no tool is
+offered). Standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+TASK_RE = re.compile(r"^## Task: (\w+)", re.M)
+FACT_RE = re.compile(
+    r"\b(?:[Mm]y|([A-Z][a-z]+)'s)\s+([a-z][a-z ]{1,40}?) is ([A-Za-z0-9][\w'-]*)"
+)
+QUESTION_RE = re.compile(r"[Ww]hat is my ([a-z][a-z ]{1,40}?)\?")
+SPEAKER_RE = re.compile(r"^([A-Z][\w-]*) (?:says|asks|whispers|pages)")
+LESSON_RE = re.compile(r"[Ll]esson:\s*(.+?)\s*(?:#\w+\s*)*$")
+EXACTLY_RE = re.compile(r"exactly (\d+) subtasks")
+RANGE_RE = re.compile(r"into (\d+) to (\d+) ")
+
+
+def _text(message: dict) -> str:
+    content = message.get("content")
+    if isinstance(content, list):
+        return "\n".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return content if isinstance(content, str) else ""
+
+
+def section(text: str, heading: str) -> str | None:
+    """The text under ``heading`` up to the next ``## `` heading; None when it is absent."""
+    at = text.find(heading)
+    if at < 0:
+        return None
+    body = text[at + len(heading) :]
+    end = body.find("\n## ")
+    body = body if end < 0 else body[:end]
+    body = body.strip()
+    return "" if body == "(nothing)" else body
+
+
+def _call(tool: str, /, **arguments) -> dict:
+    return {"name": tool, "arguments": arguments}
+
+
+def _offered(body: dict) -> set[str]:
+    names = set()
+    for tool in body.get("tools") or []:
+        fn = tool.get("function", tool) if isinstance(tool, dict) else {}
+        if isinstance(fn, dict) and fn.get("name"):
+            names.add(fn["name"])
+    return names
+
+
+def _finish(body: dict, text: str = "Done.") -> dict:
+    return {"tool_calls": [_call("noop")]} if "noop" in _offered(body) else {"text": text}
+
+
+def facts_in(text: str) -> list[tuple[str, str, str]]:
+    """``(whose, thing, value)`` for every fact told in ``text``, in order, once each.
+
+    ``whose`` is the owner named (``Bob's sister``), else the speaker of the line (``My ...``),
+    else "".
+    """
+    found, seen = [], set()
+    for line in (text or "").splitlines():
+        speaker = SPEAKER_RE.match(line.strip())
+        for match in FACT_RE.finditer(line):
+            who = match.group(1) or (speaker.group(1) if speaker else "")
+            key = (who, match.group(2).strip(), match.group(3).strip())
+            if key not in seen:
+                seen.add(key)
+                found.append(key)
+    return found
+
+
+def _fact_sentence(who: str, thing: str, value: str) -> str:
+    return f"{who}'s {thing} is {value}" if who else f"The {thing} is {value}"
+
+
+def read_and_answer(body: dict) -> dict:
+    """Answer one chat-completions request body (``messages``, ``tools``) by reading it."""
+    messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
+    whole = "\n".join(_text(m) for m in messages)
+    if messages and messages[-1].get("role") == "tool":
+        return _finish(body)  # its calls were answered: the task is done
+    tasks = TASK_RE.findall(whole)
+    kind = tasks[-1] if tasks else "tick_event"
+    task_text = whole[whole.rfind(f"## Task: {kind}") :] if tasks else ""
+    instruction = section(task_text, f"## Task: {kind}") or ""
+    handler = _HANDLERS.get(kind, _event)
+    return handler(body, messages, whole, task_text, instruction)
+
+
+def _event(body, messages, whole, task_text, instruction) -> dict:
+    users = [_text(m) for m in messages if m.get("role") == "user"]
+    event = users[-1] if users else ""
+    question = QUESTION_RE.search(event)
+    if question:
+        thing = question.group(1).strip()
+        elsewhere = whole.replace(event, "")
+        answer = re.search(rf"{re.escape(thing)} is ([A-Za-z0-9][\w'-]*)", elsewhere)
+        text = f"Your {thing} is {answer.group(1)}." if answer else f"I don't know your {thing}."
+    elif event:
+        text = "I will remember that." if FACT_RE.search(event) else "Hello."
+    else:
+        return _finish(body)
+    if "say" in _offered(body):
+        return {"tool_calls": [_call("say", message=text)]}
+    return {"text": text}
+
+
+def _lessons(text: str | None) -> list[str]:
+    out = []
+    for line in (text or "").splitlines():
+        match = LESSON_RE.search(line)
+        if match and match.group(1) not in out:
+            out.append(match.group(1).rstrip("."))
+    return out
+
+
+def _write_lessons(body, lessons: list[str], instruction: str) -> dict:
+    if not lessons or "add_journal_entry" not in _offered(body):
+        return _finish(body, "Nothing to learn.")
+    if "RULE:" in instruction:
+        content = "What I learned today.\n" + "\n".join(f"RULE: {text}" for text in lessons)
+    else:
+        content = "Today I noticed that " + "; ".join(lessons) + "."
+    return {"tool_calls": [_call("add_journal_entry", content=content, importance=6)]}
+
+
+def _reflection(body, messages, whole, task_text, instruction) -> dict:
+    journal = section(task_text, "## Your journal since your last reflection")
+    return _write_lessons(body, _lessons(journal), instruction)
+
+
+def _reflection_cont(body, messages, whole, task_text, instruction) -> dict:
+    results = section(whole, "## Results of your reflection's tools")
+    written = {line.split("RULE:", 1)[1].strip() for line in whole.splitlines() if "RULE:" in line}
+    lessons = [text for text in _lessons(results) if text not in written]
+    return _write_lessons(body, lessons, instruction)
+
+
+def _sleep(body, messages, whole, task_text, instruction) -> dict:
+    sent = "\n".join(
+        section(task_text, heading) or ""
+        for heading in (
+            "## Your journal since you last slept",
+            "## Conversation to fold into long-term memory",
+        )
+    )
+    facts = facts_in(sent)
+    if not facts or "store_memory" not in instruction or "store_memory" not in _offered(body):
+        return _finish(body)
+    calls = [_call("store_memory", content=_fact_sentence(*fact)) for fact in facts]
+    return {"tool_calls": calls}
+
+
+def _pre_compaction(body, messages, whole, task_text, instruction) -> dict:
+    batch = section(task_text, "## Conversation about to be compacted")
+    facts = [fact for fact in facts_in(batch or "") if fact[0]]
+    tool = "update_entity_observation"
+    if not facts or tool not in instruction or tool not in _offered(body):
+        return _finish(body)
+    calls = [
+        _call(tool, name=who, observation=_fact_sentence(who, thing, value))
+        for who, thing, value in facts
+    ]
+    return {"tool_calls": calls}
+
+
+def _decompose(body, messages, whole, task_text, instruction) -> dict:
+    goal = section(task_text, "## Goal to decompose")
+    if not goal:
+        return {"text": "Which goal? I was not told."}
+    exactly = EXACTLY_RE.search(whole)
+    bounds = RANGE_RE.search(instruction)
+    count = int(exactly.group(1)) if exactly else int(bounds.group(1)) if bounds else 1
+    description = goal.split(":", 1)[-1].strip()
+    subtasks = [
+        {"description": f"Step {n} of {count}: {description}", "priority": "medium"}
+        for n in range(1, count + 1)
+    ]
+    return {"text": json.dumps({"subtasks": subtasks})}
+
+
+def _summarise(body, messages, whole, task_text, instruction) -> dict:
+    log = section(task_text, "## Conversation log") or ""
+    lines = [_fact_sentence(*fact) + "." for fact in facts_in(log)]
+    if not lines and log:
+        lines = [f"{len(log.splitlines())} lines of small talk."]
+    return {"text": "\n".join(lines)}
+
+
+def _assessment(body, messages, whole, task_text, instruction) -> dict:
+    return {"text": json.dumps({"recommended_iterations": 2, "recommended_mode": "react_loop"})}
+
+
+def _delegate(body, messages, whole, task_text, instruction) -> dict:
+    task = section(task_text, "## Delegated task") or "nothing"
+    return {"text": f"Report: I looked into {task}."}
+
+
+_HANDLERS = {
+    "tick_autonomous": lambda body, *rest: _finish(body),
+    "reflection": _reflection,
+    "reflection_cont": _reflection_cont,
+    "sleep_consolidate": _sleep,
+    "pre_compaction": _pre_compaction,
+    "goal_decompose": _decompose,
+    "summarise": _summarise,
+    "assessment": _assessment,
+    "delegate": _delegate,
+}
