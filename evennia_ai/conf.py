@@ -163,6 +163,28 @@ SETTINGS: dict[str, Setting] = {
             "Largest share of the model's prompt budget one tool result may take; longer "
             "results are cut with a marker saying how to read the rest.",
         ),
+        Setting(
+            "EVENNIA_AI_CORE_TOOLS",
+            [
+                "say",
+                "emote",
+                "whisper",
+                "page",
+                "noop",
+                "look",
+                "move",
+                "add_journal_entry",
+                "review_journal",
+                "add_session_memory",
+                "store_memory",
+                "recall_memories",
+                "update_entity_observation",
+                "update_goal",
+                "go_to_sleep",
+            ],
+            "Tools whose schemas stay in a request that does not fit the window; the others "
+            "are left out before the NPC's own system prompt is cut.",
+        ),
         Setting("EVENNIA_AI_REFLECTION_INTERVAL", 50, "Ticks between reflections."),
         Setting(
             "EVENNIA_AI_REFLECTION_IMPORTANCE_THRESHOLD",

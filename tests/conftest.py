@@ -95,9 +95,14 @@ def _contracts_hold():
     ``contracts.take_violations()``.
     """
     from evennia_ai.llm import contracts
+    from evennia_ai.testing import model_server
 
     contracts.take_violations()
+    model_server.take_violations()
     yield
+    refused = model_server.take_violations()
+    if refused:
+        pytest.fail("the loopback model server refused requests: " + " | ".join(refused[:5]))
     broken = contracts.take_violations()
     if broken:
         pytest.fail(
@@ -125,7 +130,16 @@ def pytest_configure(config):
 
 
 def _strict_contracts() -> None:
-    """Requests that break their contract raise in tests (EVENNIA_AI_STRICT_CONTRACTS)."""
+    """Requests that break their contract raise in tests (EVENNIA_AI_STRICT_CONTRACTS), and the
+    loopback model server checks every request against the window the project configures."""
     from django.conf import settings
 
+    from evennia_ai.llm import tokens
+    from evennia_ai.testing.model_server import ModelServer
+
     settings.EVENNIA_AI_STRICT_CONTRACTS = True
+
+    def window_of(model: str) -> int:
+        return tokens.get_context_window(model if "/" in model else f"openai/{model}")
+
+    ModelServer.default_window_of = staticmethod(window_of)

@@ -368,6 +368,12 @@ class CmdAIStatus(AICommand):
             f"  ticks: {status['ticks']}, errors: {status['errors']}, active goals: "
             f"{status['goals_active']}",
         ]
+        if status["context_overflows"]:
+            lines.append(
+                f"  |ycontext overflow|n: {status['context_overflows']} tick(s) stopped unsent: "
+                "the request did not fit the model's window (shorten the operator prompt or "
+                "the override file, or give the NPC a model with a larger window)"
+            )
         for key, kept in npc.ai.quarantined().items():
             lines.append(
                 f"  |ykept aside|n {key} ({kept.get('time')}): {raw(str(kept.get('problem'))[:200])}; "

@@ -51,9 +51,9 @@ from evennia_ai.memory.history import render_text
 from evennia_ai.prompt import block_sources  # noqa: F401  (registers the memory-block sources)
 from evennia_ai.prompt import longterm_sources  # noqa: F401  (sources)
 from evennia_ai.prompt import sources  # noqa: F401  (registers the built-in sources)
-from evennia_ai.prompt.builder import ContextBuilder
+from evennia_ai.prompt.builder import ContextBuilder, schema_name
 from evennia_ai.prompt.execution_pattern import select_execution_pattern
-from evennia_ai.prompt.tasks import reflection_done
+from evennia_ai.prompt.tasks import compaction_batch, reflection_done
 from evennia_ai.prompt_registry import effective_context_config
 from evennia_ai.tools import select_tools
 from evennia_ai.tools.approvals import get_confirmation_queue
@@ -366,6 +366,8 @@ class TickRunner:
             prefix_cache_share=built.prefix_share,
             shrunk=dict(built.shrunk),
         )
+        if built.history_cut:
+            self._fold_history_soon()
         outcome = yield self._think(state, built, trace)
         yield self._maintain(state, trace)
         trace.add_records(self.usage.take_new())
@@ -411,8 +413,10 @@ class TickRunner:
             if pattern.allows_category(t.category)
             and (pattern.sub_agents_enabled or not t.needs_sub_agents)
         ]
+        sent = {schema_name(s) for s in built.tool_schemas}  # fitting may have left some out
+        tools = [t for t in tools if t.name in sent]
         offered = {t.name for t in tools}
-        schemas = [s for s in built.tool_schemas if _schema_name(s) in offered]
+        schemas = [s for s in built.tool_schemas if schema_name(s) in offered]
 
         main = main_event(state.batch)
         rules = _tool_rules(self.ai)
@@ -651,6 +655,18 @@ class TickRunner:
             {"pending": False, "last_tick": tick_id, "removed": removed, "time": iso_utc()},
         )
 
+    def _fold_history_soon(self) -> None:
+        """History no longer fits the request: compact it at the next tick, events or not.
+
+        Only when a compaction would fold a batch worth a model call (at least half as many
+        messages as it keeps), so a window too small even for the kept ones does not compact
+        on every tick.
+        """
+        compaction = self.ai.compaction
+        worth = max(4, int(conf.get("EVENNIA_AI_COMPACTION_KEEP_RECENT")) // 2)
+        if not compaction.get("pending") and len(compaction_batch(self.ai.history)) >= worth:
+            self.ai.set("compaction", {**compaction, "pending": True, "reason": "emergency"})
+
     def _check_history_pressure(self, state: TickState) -> None:
         """Schedule a compaction when history passes its thresholds (never two ticks running)."""
         reason = self._history_reason(state)
@@ -780,10 +796,6 @@ def _request_counter(model: str | None):
         return counter.count_messages(messages) + (counter.count_tools(schemas) if schemas else 0)
 
     return count
-
-
-def _schema_name(schema: dict) -> str:
-    return str((schema.get("function") or {}).get("name") or schema.get("name") or "")
 
 
 def _add_usage(metrics: dict, day: str, prompt: int, completion: int, cost: float) -> None:

@@ -413,6 +413,7 @@ class AIHandler:
             "ticks": metrics.get("ticks", 0),
             "errors": metrics.get("errors", 0),
             "last_error": metrics.get("last_error"),
+            "context_overflows": (metrics.get("stop_reasons") or {}).get("context_overflow", 0),
             "prompt_tokens": metrics.get("prompt_tokens", 0),
             "completion_tokens": metrics.get("completion_tokens", 0),
             "cost": metrics.get("cost", 0.0),

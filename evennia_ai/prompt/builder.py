@@ -36,23 +36,31 @@ _SOURCES: dict[str, Callable[["ContextBuilder"], Any]] = {}
 # Sources that have no component of their own render inside a host component's placeholder,
 # after the host's own text. Fitting to the window still shrinks each of them separately.
 COMPOSED_SOURCES: dict[str, tuple[str, ...]] = {
-    "system_prompt": ("fewshot_examples",),
+    "system_prompt": ("fewshot_examples", "operator_prompt"),
     "character_context": ("self_model", "procedural_hints"),
     "entity_context": ("memory_blocks",),
     "semantic_memories": ("archival_hits",),
 }
+# Sources rendered inside a host placeholder *before* the host's own text.
+LEADING_SOURCES: dict[str, tuple[str, ...]] = {"system_prompt": ("operator_override",)}
+
+
+def _texts(values: dict, names: tuple[str, ...]) -> list[str]:
+    found = [values.pop(name, None) for name in names]
+    return [text.strip() for text in found if isinstance(text, str) and text.strip()]
 
 
 def compose(values: dict) -> dict:
-    """Fold composed sources into their host placeholders (see :data:`COMPOSED_SOURCES`)."""
+    """Fold composed sources into their host placeholders (:data:`COMPOSED_SOURCES` after the
+    host's own text, :data:`LEADING_SOURCES` before it)."""
     out = dict(values)
-    for host, extras in COMPOSED_SOURCES.items():
-        added = [out.pop(extra, None) for extra in extras]
-        added = [text.strip() for text in added if isinstance(text, str) and text.strip()]
-        if added:
+    for host in dict.fromkeys(list(LEADING_SOURCES) + list(COMPOSED_SOURCES)):
+        before = _texts(out, LEADING_SOURCES.get(host, ()))
+        after = _texts(out, COMPOSED_SOURCES.get(host, ()))
+        if before or after:
             own = out.get(host)
             own = [own.strip()] if isinstance(own, str) and own.strip() else []
-            out[host] = "\n\n".join(own + added)
+            out[host] = "\n\n".join(before + own + after)
     return out
 
 
@@ -85,6 +93,8 @@ class BuiltContext:
         values: The source values used (for debugging and the trace).
         limit: The token limit the request was fitted to.
         shrunk: Sources the budget shrank, and how.
+        history_cut: Whether history had to be left out to fit (a compaction should fold it).
+        fits: Whether the request fits its limit (when not, it must not be sent).
         prefix_share: Share of this request's tokens that repeat the previous request's prefix
             for the same NPC (what a provider's prompt cache can reuse); None on the first.
         request_key: What the next request of the NPC is compared with for ``prefix_share``;
@@ -102,6 +112,8 @@ class BuiltContext:
     shrunk: dict[str, str] = field(default_factory=dict)
     prefix_share: float | None = None
     request_key: tuple | None = None
+    history_cut: bool = False
+    fits: bool = True
 
 
 class ContextBuilder:
@@ -182,7 +194,8 @@ class ContextBuilder:
                 continue
             content = self.config.get_component_content_override(comp.key) or comp.content
             for name in extract_placeholders(content):
-                for needed in (name,) + COMPOSED_SOURCES.get(name, ()):
+                extras = LEADING_SOURCES.get(name, ()) + COMPOSED_SOURCES.get(name, ())
+                for needed in (name,) + extras:
                     if needed not in names:
                         names.append(needed)
         return names
@@ -232,9 +245,8 @@ class ContextBuilder:
         if conf.get("EVENNIA_AI_COMPONENT_ORDER") == "cache_friendly":
             components = cache_friendly_order(select_components(components, config))
             config = None  # already selected, overrides applied
-        schemas = [tool.to_schema() for tool in self.tools]
         counter = tokens.TokenCounter(self.model)
-        tool_tokens = counter.count_tools(schemas) if schemas else 0
+        offered = OfferedTools(counter, [tool.to_schema() for tool in self.tools])
         limits = tokens.get_model_limits(self.model)
         limit = limits.prompt_budget
         if self.config.token_budget:
@@ -250,11 +262,12 @@ class ContextBuilder:
                 task=candidate.get("pending_event") if task else None,
             )
             message_tokens = [counter.count_message(m) for m in assembled.messages]
-            total = sum(message_tokens) + tokens.REPLY_PRIMING + tool_tokens
+            total = sum(message_tokens) + tokens.REPLY_PRIMING + offered.tokens
             last.update(assembled=assembled, message_tokens=message_tokens, total=total)
             return total
 
-        fitted = fit_to_window(values, measure, limit)
+        fitted = fit_to_window(values, measure, limit, drop_tools=offered.drop_optional)
+        schemas, tool_tokens = offered.schemas, offered.tokens
         values = fitted.values
         if fitted.shrunk:  # the last measure was of the final values unless nothing shrank
             measure(values)
@@ -283,7 +296,37 @@ class ContextBuilder:
             shrunk=fitted.shrunk,
             prefix_share=share,
             request_key=request_key,
+            history_cut=fitted.history_cut,
+            fits=fitted.fits,
         )
+
+
+class OfferedTools:
+    """The tool schemas of a request, and their tokens; the fitter may leave optional ones out.
+
+    Optional: every tool not in ``EVENNIA_AI_CORE_TOOLS``.
+    """
+
+    def __init__(self, counter, schemas: list[dict]):
+        self.counter = counter
+        self.schemas = schemas
+        self.tokens = counter.count_tools(schemas) if schemas else 0
+
+    def drop_optional(self) -> str | None:
+        """Leave out the optional schemas; what was done, or None when there were none."""
+        core = set(conf.get("EVENNIA_AI_CORE_TOOLS") or ())
+        kept = [s for s in self.schemas if schema_name(s) in core]
+        if len(kept) == len(self.schemas):
+            return None
+        dropped = len(self.schemas) - len(kept)
+        self.schemas = kept
+        self.tokens = self.counter.count_tools(kept) if kept else 0
+        return f"{dropped} tool schemas left out, {len(kept)} kept"
+
+
+def schema_name(schema: dict) -> str:
+    """The tool name of an OpenAI-format tool schema."""
+    return str((schema.get("function") or {}).get("name") or schema.get("name") or "")
 
 
 # Stable text first, volatile text last: what providers' prompt caches reward.

@@ -1,13 +1,23 @@
-"""Fit a request into the model's window, shrinking the lowest-priority sources first.
+"""Fit a request into the model's window, shrinking what matters least first.
 
 Pure module. The budget is enforced on the request **exactly as sent**: the caller supplies a
 ``measure(values) -> tokens`` that assembles the messages from the source values and counts
 them together with the tool schemas. While the total exceeds the limit (the context window
 minus the reserved response tokens, or the context type's ``token_budget`` if smaller), the
-next source in :data:`SHRINK_ORDER` is shrunk: lists (the conversation history) lose their
-oldest tick batch at a time, keeping at least the newest one; texts are halved at a line
-boundary, then dropped. The system prompt and the pending event are shrunk last and never
-dropped entirely.
+next step of :data:`SHRINK_ORDER` runs:
+
+1. **Optional sections** (:data:`OPTIONAL`): examples, the room's chatter, hints, memories,
+   memory blocks. Texts are halved at a line boundary, then dropped.
+2. **Raw history**, oldest tick batch first, down to the newest batch. The
+   ``[Summary of earlier conversation]`` is kept (the caller schedules a compaction to fold what
+   was left out; see ``BudgetResult.history_cut``).
+3. **Tool schemas** the context can do without (``drop_tools``, when the caller gives it).
+4. **The people present and the goals**, then the summary and the newest batch of history,
+   then the character, the tool result, the task or event and the NPC's own system prompt
+   (the last two never below :data:`MIN_TEXT` characters, then to their first words).
+
+The operator's sources (:data:`NEVER_SHRUNK`) are never touched: when nothing else is left to
+shrink, the request does not fit and the caller must not send it.
 """
 
 from __future__ import annotations
@@ -15,25 +25,34 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-# Lowest priority first.
-SHRINK_ORDER = (
+from evennia_ai.memory.compression import SUMMARY_BATCH, SUMMARY_PREFIX
+
+OPTIONAL = (
     "fewshot_examples",
     "context_buffer",
     "procedural_hints",
     "self_model",
     "semantic_memories",
-    "entity_context",
     "archival_hits",
     "memory_blocks",
+)
+RAW_HISTORY = "conversation_history"  # step 2: raw batches only
+TOOLS = "_tools"  # step 3: the caller's drop_tools
+ALL_HISTORY = "conversation_history!"  # step 4: the summary and the newest batch too
+ESSENTIAL = (
+    "entity_context",
     "goals",
-    "conversation_history",
+    ALL_HISTORY,
     "character_context",
     "behaviour_rules",
     "tool_result",
     "pending_event",
     "system_prompt",
 )
+# Lowest priority first.
+SHRINK_ORDER = OPTIONAL + (RAW_HISTORY, TOOLS) + ESSENTIAL
 NEVER_EMPTY = ("system_prompt", "pending_event")
+NEVER_SHRUNK = ("operator_override", "operator_prompt")
 MIN_TEXT = 200  # characters a never-empty source keeps at least
 
 
@@ -47,6 +66,11 @@ class BudgetResult:
     fits: bool
     shrunk: dict[str, str] = field(default_factory=dict)
 
+    @property
+    def history_cut(self) -> bool:
+        """Whether history had to be left out of the request (a compaction should fold it)."""
+        return RAW_HISTORY in self.shrunk
+
 
 def _halve_text(text: str, floor: int) -> str:
     if len(text) <= floor:
@@ -59,19 +83,55 @@ def _halve_text(text: str, floor: int) -> str:
     return head.rstrip() + "\n[...]"
 
 
-def _drop_oldest_batch(history: list) -> list:
-    """Drop the oldest tick batch (messages sharing the first message's 'batch')."""
-    if len(history) <= 1:
+def _is_summary(message: Any) -> bool:
+    """The summary of earlier conversation (by its batch, or its text once batches are gone)."""
+    if not isinstance(message, dict):
+        return False
+    content = message.get("content")
+    return message.get("batch") == SUMMARY_BATCH or (
+        isinstance(content, str) and content.startswith(SUMMARY_PREFIX)
+    )
+
+
+def _drop_oldest_batch(history: list, keep_summary: bool) -> list:
+    """Drop the oldest tick batch (messages sharing a 'batch'), the summary kept if asked."""
+    head = [m for m in history[:1] if keep_summary and _is_summary(m)]
+    rest = history[len(head) :]
+    if len(rest) <= 1:
         return history
-    first = history[0].get("batch") if isinstance(history[0], dict) else None
+    first = rest[0].get("batch") if isinstance(rest[0], dict) else None
     if first is None:
         # No batch marks: drop up to the next user message so tool pairs stay together.
-        for index in range(1, len(history)):
-            if history[index].get("role") == "user":
-                return history[index:]
-        return history[-1:]
-    rest = [m for m in history if m.get("batch") != first]
-    return rest if rest else history
+        for index in range(1, len(rest)):
+            if rest[index].get("role") == "user":
+                return head + rest[index:]
+        return head + rest[-1:]
+    kept = [m for m in rest if m.get("batch") != first]
+    return head + kept if kept else history
+
+
+def _shrink(key: str, value: Any, keep_summary: bool) -> tuple[Any, str]:
+    """One shrinking step of one source: (smaller value, how) or (value, "") if it cannot."""
+    if isinstance(value, list):
+        smaller = _drop_oldest_batch(value, keep_summary)
+        if len(smaller) == len(value):
+            if key in NEVER_EMPTY or keep_summary:
+                return value, ""
+            smaller = []
+        return smaller, f"{len(smaller)} messages kept"
+    if isinstance(value, str):
+        floor = MIN_TEXT if key in NEVER_EMPTY else 0
+        smaller = (
+            _halve_text(value, floor)
+            if len(value) > max(floor, 80)
+            else ("" if not floor else value)
+        )
+        if smaller == value:
+            if key in NEVER_EMPTY:
+                return value, ""
+            smaller = ""
+        return smaller, "dropped" if not smaller else f"{len(smaller)} chars kept"
+    return "", "dropped"
 
 
 def fit_to_window(
@@ -80,45 +140,43 @@ def fit_to_window(
     limit: int,
     order: tuple = SHRINK_ORDER,
     max_rounds: int = 400,
+    drop_tools: Callable[[], str | None] | None = None,
 ) -> BudgetResult:
-    """Shrink ``values`` until ``measure(values) <= limit`` (see module docstring)."""
+    """Shrink ``values`` until ``measure(values) <= limit`` (see module docstring).
+
+    Args:
+        drop_tools: Called once at the tool-schema step; it removes the schemas the request can
+            do without (``measure`` must count them no more) and says what it did, or returns
+            None when there was nothing to drop.
+    """
     values = dict(values)
     shrunk: dict[str, str] = {}
     total = measure(values)
     rounds = 0
-    for key in order:
+    for step in order:
+        if total <= limit:
+            break
+        if step == TOOLS:
+            done = drop_tools() if drop_tools is not None else None
+            if done:
+                shrunk["tools"] = done
+                total = measure(values)
+            continue
+        key = RAW_HISTORY if step == ALL_HISTORY else step
+        if key in NEVER_SHRUNK:
+            continue
+        keep_summary = step == RAW_HISTORY
         while total > limit and rounds < max_rounds:
             rounds += 1
             value: Any = values.get(key)
             if not value:
                 break
-            if isinstance(value, list):
-                smaller = _drop_oldest_batch(value)
-                if len(smaller) == len(value):
-                    if key in NEVER_EMPTY:
-                        break
-                    smaller = []
-                values[key] = smaller
-                shrunk[key] = f"{len(smaller)} messages kept"
-            elif isinstance(value, str):
-                floor = MIN_TEXT if key in NEVER_EMPTY else 0
-                smaller = (
-                    _halve_text(value, floor)
-                    if len(value) > max(floor, 80)
-                    else ("" if not floor else value)
-                )
-                if smaller == value:
-                    if key in NEVER_EMPTY:
-                        break
-                    smaller = ""
-                values[key] = smaller
-                shrunk[key] = "dropped" if not smaller else f"{len(smaller)} chars kept"
-            else:
-                values[key] = ""
-                shrunk[key] = "dropped"
+            smaller, how = _shrink(key, value, keep_summary)
+            if not how:
+                break
+            values[key] = smaller
+            shrunk[key] = how
             total = measure(values)
-        if total <= limit:
-            break
     # Last resort: cut the never-empty sources to their first words.
     for key in NEVER_EMPTY:
         while (

@@ -43,7 +43,25 @@ OPERATOR_HEADER = (
 
 
 def build_system_prompt(builder) -> str:
-    """Base template, identity, the assistant's own guidelines, then the operator's prompt."""
+    """The system prompt: the operator's override file, the NPC's own part, the operator's prompt.
+
+    The three are separate sources (``operator_override``, ``system_prompt``,
+    ``operator_prompt``) composed into the one system message, so fitting a request to the
+    window may shrink the NPC's own part but never the operator's.
+    """
+    return "\n\n".join(
+        part
+        for part in (
+            _operator_override(builder),
+            own_system_prompt(builder),
+            _operator_prompt(builder),
+        )
+        if part
+    )
+
+
+def own_system_prompt(builder) -> str:
+    """Identity, the base template, the assistant's own guidelines, tool and learned rules."""
 
     npc = builder.npc
     ai = npc.ai
@@ -55,9 +73,6 @@ def build_system_prompt(builder) -> str:
         "model": builder.model,
     }
     parts = []
-    top = read_operator_override()
-    if top:
-        parts.append(top)
     parts.append(IDENTITY.format(name=npc.key, model=builder.model))
     parts.append(safe_render_template(base, **values))
     if not override:
@@ -71,10 +86,20 @@ def build_system_prompt(builder) -> str:
     learned = ai.behaviour_rules
     if learned:
         parts.append(render_rules(learned))
-    operator = ai.user_system_prompt
-    if operator:
-        parts.append(OPERATOR_HEADER + "\n" + operator)
     return "\n\n".join(p.strip() for p in parts if p and p.strip())
+
+
+@register_source("operator_override")
+def _operator_override(builder) -> str:
+    """The operator override file (``EVENNIA_AI_OPERATOR_OVERRIDE``), first in the system prompt."""
+    return read_operator_override()
+
+
+@register_source("operator_prompt")
+def _operator_prompt(builder) -> str:
+    """The operator's prompt for this NPC, last in the system prompt: it has the last word."""
+    operator = (builder.npc.ai.user_system_prompt or "").strip()
+    return f"{OPERATOR_HEADER}\n{operator}" if operator else ""
 
 
 def _base_template_content() -> str:
@@ -92,7 +117,7 @@ def _tool_rules_text(ai) -> str:
 
 @register_source("system_prompt")
 def _system_prompt(builder):
-    return build_system_prompt(builder)
+    return own_system_prompt(builder)
 
 
 @register_source("character_context")

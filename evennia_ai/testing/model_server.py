@@ -25,6 +25,14 @@ Replies come, in order of preference, from the queue (:meth:`ModelServer.enqueue
 Every answered request is counted by kind (:meth:`ModelServer.counts`: "ok" or the fault), so a
 soak run can check that each fault kind really happened.
 
+Every chat request is also **validated** as a strict provider would (:func:`request_problems`):
+its messages in a valid order (each tool result answers a tool call of the assistant message
+before it, every tool call is answered before the conversation goes on) and its prompt within
+the model's window (``window_of(model)``, by default :data:`ModelServer.default_window_of`,
+which the test suite points at the project's own window settings). A request that fails is
+answered ``400`` like a provider's refusal and recorded in :attr:`ModelServer.violations` and
+the module's :data:`VIOLATIONS`, which the test suite checks after every test.
+
 Example:
     with ModelServer() as server:
         server.enqueue({"text": "Hello there"})
@@ -77,6 +85,59 @@ SPEC_KEYS = frozenset(
 _DISCONNECTS = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, socket.timeout)
 
 Responder = Callable[[dict], "dict | ReplySpec | None"]
+VALID_ROLES = ("system", "developer", "user", "assistant", "tool")
+VIOLATIONS: list[str] = []  # every server's rejected requests (the test suite checks it)
+_VIOLATIONS_LOCK = threading.Lock()
+
+
+def request_problems(body: dict, window: int | None) -> list[str]:
+    """Why a provider would refuse this chat request (empty when it is valid).
+
+    Args:
+        body: The request's JSON body.
+        window: The model's context window in tokens, or None not to check the size (the size
+            is estimated at four characters a token, messages and tool schemas together).
+    """
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return ["'messages' must be a non-empty list"]
+    problems: list[str] = []
+    open_calls: set | None = None
+    for index, message in enumerate(messages):
+        if not isinstance(message, dict) or message.get("role") not in VALID_ROLES:
+            problems.append(f"message {index} has no valid role")
+            continue
+        role = message["role"]
+        if role == "tool":
+            call_id = message.get("tool_call_id")
+            if open_calls is None or call_id not in open_calls:
+                problems.append(f"message {index} is a tool result that answers no open tool call")
+            else:
+                open_calls.discard(call_id)
+            continue
+        if open_calls:
+            problems.append(f"message {index}: tool calls {sorted(open_calls)} were never answered")
+        open_calls = None
+        if role == "assistant" and message.get("tool_calls"):
+            open_calls = {c.get("id") for c in message["tool_calls"] if isinstance(c, dict)}
+    if open_calls:
+        problems.append(f"the request ends with unanswered tool calls {sorted(open_calls)}")
+    if window:
+        used = (_prompt_chars(body) + len(json.dumps(body.get("tools") or []))) // 4
+        if used > window:
+            problems.append(
+                f"about {used} prompt tokens, over the {window}-token window of "
+                f"{body.get('model')!r}"
+            )
+    return problems
+
+
+def take_violations() -> list[str]:
+    """The rejected requests of every server since the last call (and forget them)."""
+    with _VIOLATIONS_LOCK:
+        taken = list(VIOLATIONS)
+        VIOLATIONS.clear()
+        return taken
 
 
 # -- reply specs -----------------------------------------------------------------------------
@@ -249,6 +310,12 @@ class ModelServer:
             reply spec, or None to fall back to ``default_reply``. It runs on the request's
             thread, possibly several at once.
         models: Model ids listed by ``GET /v1/models``.
+        window_of: ``model -> window in tokens or None``; None uses
+            :attr:`default_window_of` (None there too: sizes are not checked).
+
+    Attributes:
+        violations: Why each rejected request was rejected.
+        default_window_of: The class-wide ``window_of`` (the test suite sets it).
 
     Raises:
         ValueError: for a non-loopback host or a bad default reply.
@@ -266,6 +333,7 @@ class ModelServer:
         default_reply: dict | str | ReplySpec | None = None,
         responder: Responder | None = None,
         models: Iterable[str] = ("test-model",),
+        window_of: Callable[[str], int | None] | None = None,
     ):
         if host not in (LOOPBACK, "localhost"):
             raise ValueError(f"the model server binds {LOOPBACK} only, not {host!r}")
@@ -274,6 +342,8 @@ class ModelServer:
         self.hang_seconds = float(hang_seconds)
         self.responder = responder
         self.models = list(models)
+        self.window_of = window_of
+        self.violations: list[str] = []
         self._default_reply = ReplySpec(text="ok")
         if default_reply is not None:
             self.default_reply = default_reply
@@ -289,6 +359,26 @@ class ModelServer:
         self._connections: set[socket.socket] = set()
         self._thread: threading.Thread | None = None
         self._httpd = _HTTPServer((LOOPBACK, int(port)), _Handler, self)
+
+    default_window_of: Callable[[str], int | None] | None = None
+
+    def _violated(self, body: dict) -> list[str]:
+        """Check one chat request; record and return its problems."""
+        window_of = self.window_of or ModelServer.default_window_of
+        model = str(body.get("model") or "")
+        try:
+            window = window_of(model) if window_of and model else None
+        except Exception:  # a broken window lookup must not hide the request
+            logger.exception("model server: window lookup failed")
+            window = None
+        problems = request_problems(body, window)
+        if problems:
+            text = f"{model or 'a model'}: " + "; ".join(problems)
+            with self._lock:
+                self.violations.append(text)
+            with _VIOLATIONS_LOCK:
+                VIOLATIONS.append(text)
+        return problems
 
     # -- lifecycle -------------------------------------------------------------------------
     @property
@@ -726,6 +816,11 @@ class _Handler(BaseHTTPRequestHandler):
         if request.path in CHAT_PATHS and not isinstance(body.get("messages"), list):
             self._send_json(400, _error_body("'messages' must be a list", "invalid_request_error"))
             return
+        if request.path in CHAT_PATHS:
+            problems = self.owner._violated(body)
+            if problems:
+                self._send_json(400, _error_body("; ".join(problems), "invalid_request_error"))
+                return
         try:
             spec = self.owner._choose_reply(body)
         except Exception as error:  # a broken responder must show up in the test, not hang it

@@ -7,7 +7,8 @@ each kind of task the way a careful model would, using nothing but the request:
 
 - **An event** (no task heading): a question ``What is my <thing>?`` is answered only when
   ``<thing> is <value>`` appears somewhere else in the request (history, summary, memories,
-  notes); otherwise it says it does not know. A statement is acknowledged.
+  notes); otherwise it says it does not know. A statement is acknowledged. An event that
+  mentions the journal is first looked up with ``review_journal`` (a long tool result).
 - **reflection / reflection_cont**: every journal line it was sent that holds ``Lesson: <text>``
   becomes a rule, all in one journal entry, each on its own ``RULE:`` line after an opening
   line (several rules per entry, not at its start) - but only when the instruction it was sent
@@ -19,7 +20,10 @@ each kind of task the way a careful model would, using nothing but the request:
 - **goal_decompose**: the goal under ``## Goal to decompose`` is split into as many subtasks as
   the request asks for (``exactly N subtasks`` anywhere, else the instruction's minimum).
 - **summarise**: one line per fact in the log it was sent; nothing when the log is empty.
+- **tick_autonomous**: the first active goal under ``## Goals`` gets 10 % more progress.
 - **assessment**: a JSON assessment. **delegate**: a report naming the task.
+- **mem0's extraction** (its own prompt, ``## New Messages``): mem0's JSON, one memory per
+  fact in the new messages.
 
 After its tool calls have answered, it ends the task with ``noop`` (or text when no tool is
 offered). Standard library only.
@@ -31,9 +35,7 @@ import json
 import re
 
 TASK_RE = re.compile(r"^## Task: (\w+)", re.M)
-FACT_RE = re.compile(
-    r"\b(?:[Mm]y|([A-Z][a-z]+)'s)\s+([a-z][a-z ]{1,40}?) is ([A-Za-z0-9][\w'-]*)"
-)
+FACT_RE = re.compile(r"\b(?:[Mm]y|([A-Z][a-z]+)'s)\s+([a-z][a-z ]{1,40}?) is ([A-Za-z0-9][\w'-]*)")
 QUESTION_RE = re.compile(r"[Ww]hat is my ([a-z][a-z ]{1,40}?)\?")
 SPEAKER_RE = re.compile(r"^([A-Z][\w-]*) (?:says|asks|whispers|pages)")
 LESSON_RE = re.compile(r"[Ll]esson:\s*(.+?)\s*(?:#\w+\s*)*$")
@@ -103,19 +105,42 @@ def read_and_answer(body: dict) -> dict:
     """Answer one chat-completions request body (``messages``, ``tools``) by reading it."""
     messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
     whole = "\n".join(_text(m) for m in messages)
-    if messages and messages[-1].get("role") == "tool":
-        return _finish(body)  # its calls were answered: the task is done
+    memory = read_memory_request(body)
+    if memory is not None:
+        return memory
     tasks = TASK_RE.findall(whole)
     kind = tasks[-1] if tasks else "tick_event"
+    if messages and messages[-1].get("role") == "tool":
+        if kind == "tick_event" and not _called_since_user(messages, "say"):
+            return _event(body, messages, whole, "", "")  # its look-up done: now answer
+        return _finish(body)  # its calls were answered: the task is done
     task_text = whole[whole.rfind(f"## Task: {kind}") :] if tasks else ""
     instruction = section(task_text, f"## Task: {kind}") or ""
     handler = _HANDLERS.get(kind, _event)
     return handler(body, messages, whole, task_text, instruction)
 
 
+def _last_user(messages: list[dict]) -> int:
+    for index in range(len(messages) - 1, -1, -1):
+        if messages[index].get("role") == "user":
+            return index
+    return -1
+
+
+def _called_since_user(messages: list[dict], tool: str) -> bool:
+    for message in messages[_last_user(messages) + 1 :]:
+        for call in message.get("tool_calls") or []:
+            if (call.get("function") or {}).get("name") == tool:
+                return True
+    return False
+
+
 def _event(body, messages, whole, task_text, instruction) -> dict:
     users = [_text(m) for m in messages if m.get("role") == "user"]
     event = users[-1] if users else ""
+    offered = _offered(body)
+    if "journal" in event and "review_journal" in offered and messages[-1].get("role") == "user":
+        return {"tool_calls": [_call("review_journal", limit=50)]}
     question = QUESTION_RE.search(event)
     if question:
         thing = question.group(1).strip()
@@ -222,8 +247,35 @@ def _delegate(body, messages, whole, task_text, instruction) -> dict:
     return {"text": f"Report: I looked into {task}."}
 
 
+GOAL_LINE_RE = re.compile(r"- (goal_\d+_\d+) \[\w+\] active (\d+)%")
+
+
+def _autonomous(body, messages, whole, task_text, instruction) -> dict:
+    goal = GOAL_LINE_RE.search(section(whole, "## Goals") or "")
+    if not goal or "update_goal" not in _offered(body) or "goal" not in instruction:
+        return _finish(body, "Nothing to do.")
+    progress = min(100, int(goal.group(2)) + 10)
+    return {"tool_calls": [_call("update_goal", goal_id=goal.group(1), progress=progress)]}
+
+
+def _memory_extraction(body, messages, whole, task_text, instruction) -> dict:
+    new = section(whole, "## New Messages") or ""
+    memories = [
+        {"id": str(n), "text": _fact_sentence(*fact)} for n, fact in enumerate(facts_in(new))
+    ]
+    return {"text": json.dumps({"memory": memories})}
+
+
+def read_memory_request(body: dict) -> dict | None:
+    """mem0's extraction request (its own prompt, no task heading), or None for another."""
+    whole = "\n".join(_text(m) for m in body.get("messages") or [] if isinstance(m, dict))
+    if "## New Messages" in whole and "## Task: " not in whole:
+        return _memory_extraction(body, [], whole, "", "")
+    return None
+
+
 _HANDLERS = {
-    "tick_autonomous": lambda body, *rest: _finish(body),
+    "tick_autonomous": _autonomous,
     "reflection": _reflection,
     "reflection_cont": _reflection_cont,
     "sleep_consolidate": _sleep,

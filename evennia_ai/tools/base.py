@@ -270,9 +270,10 @@ class Tool:
             decide what is offered).
         needs_sub_agents: Offered only where the execution pattern enables sub-agents
             (``delegate_task``).
-        bookkeeping: Note-taking that changes nothing in the world (a fact, a journal entry,
-            a memory): in a single-action tick it runs before the one action, and a reply of
-            bookkeeping only is followed by one more call for the answer.
+        bookkeeping: Note-taking or looking up one's own notes, which changes nothing in the
+            world (a fact, a journal entry, a memory, reading the journal): in a
+            single-action tick it runs before the one action, and a reply of bookkeeping only
+            is followed by one more call for the answer.
     """
 
     name: str = ""

@@ -146,6 +146,7 @@ class BlockWriteTool(Tool):
 
 @register_tool
 class BlockRead(Tool):
+    bookkeeping = True  # a look-up: the answer still comes in a single-action tick
     name = "block_read"
     description = (
         "Read one of your memory blocks in full (blocks not shown in your context appear only "
@@ -375,6 +376,7 @@ class ArchivalInsert(Tool):
 
 @register_tool
 class ArchivalSearch(Tool):
+    bookkeeping = True  # a look-up: the answer still comes in a single-action tick
     name = "archival_search"
     description = "Search your archive by words; returns the best entries with their ids."
     parameters = _params(

@@ -119,6 +119,7 @@ class StoreMemory(Tool):
 
 @register_tool
 class RecallMemories(Tool):
+    bookkeeping = True  # a look-up: the answer still comes in a single-action tick
     name = "recall_memories"
     description = (
         "Search your long-term memory. 'about' limits it to memories about one person. Modes: "

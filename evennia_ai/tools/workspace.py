@@ -355,6 +355,7 @@ class AddJournalEntry(Tool):
 
 @register_tool
 class ReviewJournal(Tool):
+    bookkeeping = True  # a look-up: the answer still comes in a single-action tick
     name = "review_journal"
     description = (
         "Read your journal, newest first (optionally filtered); offset skips that many "
