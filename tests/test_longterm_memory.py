@@ -610,7 +610,10 @@ def test_mem0_extraction_keeps_its_json_mode():
         server.enqueue({"text": '{"facts": ["Alice likes stew"]}'})
         llm = longterm.NpcModelLLM()
         text = llm.generate_response(
-            [{"role": "user", "content": "Alice: I like stew."}],
+            [  # the shape of mem0's extraction request (its contract: see docs/prompts.md)
+                {"role": "system", "content": "Extract memories as JSON."},
+                {"role": "user", "content": "## New Messages\nAlice: I like stew."},
+            ],
             response_format={"type": "json_object"},
         )
         body = server.requests_to("/v1/chat/completions")[0].body

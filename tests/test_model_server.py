@@ -80,6 +80,9 @@ def complete(litellm, server, **kwargs):
     )
 
 
+HI = [{"role": "user", "content": "hi"}]  # the smallest valid request
+
+
 def http(url, body=None, method=None, timeout=5):
     """Plain urllib request; returns (status, headers, raw body) also for error statuses."""
     data = body if body is None or isinstance(body, bytes) else json.dumps(body).encode()
@@ -206,7 +209,7 @@ def test_concurrent_requests_are_served_in_parallel():
         threads = [
             threading.Thread(
                 target=lambda: results.append(
-                    http(server.url + "/chat/completions", {"model": "m", "messages": []})[0]
+                    http(server.url + "/chat/completions", {"model": "m", "messages": HI})[0]
                 )
             )
             for _ in range(4)
@@ -308,7 +311,7 @@ def _fault_sequence(seed):
         for _ in range(12):
             try:
                 http(
-                    server.url + "/chat/completions", {"model": "m", "messages": [], "tools": TOOLS}
+                    server.url + "/chat/completions", {"model": "m", "messages": HI, "tools": TOOLS}
                 )
             except (OSError, http_client_errors()):
                 pass  # the truncated and disconnect faults
@@ -326,11 +329,11 @@ def test_random_fault_keeps_the_queued_reply_for_the_retry():
     with ModelServer(fault_rate=1.0, seed=1, hang_seconds=0.01) as server:
         server.enqueue({"text": "scripted"})
         try:
-            http(server.url + "/chat/completions", {"model": "m", "messages": []})
+            http(server.url + "/chat/completions", {"model": "m", "messages": HI})
         except (OSError, http_client_errors()):
             pass
         server.fault_rate = 0.0
-        status, _, raw = http(server.url + "/chat/completions", {"model": "m", "messages": []})
+        status, _, raw = http(server.url + "/chat/completions", {"model": "m", "messages": HI})
         assert status == 200
         assert json.loads(raw)["choices"][0]["message"]["content"] == "scripted"
 
@@ -343,7 +346,7 @@ def test_stop_is_prompt_during_a_hang():
     def client():
         try:
             outcome.append(
-                http(server.url + "/chat/completions", {"model": "m", "messages": []}, timeout=10)
+                http(server.url + "/chat/completions", {"model": "m", "messages": HI}, timeout=10)
             )
         except Exception as error:  # the server closes the connection unanswered
             outcome.append(error)
@@ -366,7 +369,7 @@ def test_client_giving_up_on_a_hang_prints_nothing(capfd):
     with ModelServer() as server:
         server.enqueue({"fault": "hang", "seconds": 0.4})
         with pytest.raises(OSError):  # socket timeout / URLError
-            http(server.url + "/chat/completions", {"model": "m", "messages": []}, timeout=0.1)
+            http(server.url + "/chat/completions", {"model": "m", "messages": HI}, timeout=0.1)
         time.sleep(0.6)  # the handler wakes and writes to the closed connection
         assert http(server.url + "/models")[0] == 200
     captured = capfd.readouterr()
@@ -460,9 +463,12 @@ def test_cli_serves_a_script_until_sigterm(tmp_path):
     try:
         url = re.search(r"http://127\.0\.0\.1:\d+/v1\b", process.stdout.readline()).group()
         replies = [
-            json.loads(http(url + "/chat/completions", {"model": "m", "messages": []})[2])[
-                "choices"
-            ][0]["message"]["content"]
+            json.loads(
+                http(
+                    url + "/chat/completions",
+                    {"model": "m", "messages": [{"role": "user", "content": "hi"}]},
+                )[2]
+            )["choices"][0]["message"]["content"]
             for _ in range(2)
         ]
         assert replies == ["from the script", "after"]
@@ -543,7 +549,7 @@ def test_every_transport_fault_is_classified_by_our_client(server, fault, kind):
 def test_counts_per_kind_and_path(server):
     server.enqueue({"fault": "500"}, "fine", {"fault": "empty_choices"})
     for path in ("/chat/completions", "/chat/completions"):
-        http(server.url + path, {"model": "m", "messages": []})
+        http(server.url + path, {"model": "m", "messages": HI})
     http(server.root_url + "/api/v1/generate", {"prompt": "hi"})
     http(server.url + "/models")  # GETs are not counted
     assert server.counts() == {"500": 1, "ok": 1, "empty_choices": 1}
@@ -582,3 +588,39 @@ def test_cli_default_reply_spec(capsys):
     with pytest.raises(SystemExit):
         main(["--default-reply", '{"fault": "teapot"}'])
     assert "cannot use --default-reply" in capsys.readouterr().err
+
+
+def test_every_request_is_validated_like_a_strict_provider():
+    """Tool results out of order, calls left unanswered and oversized prompts are refused."""
+    from evennia_ai.testing import model_server
+
+    call = {"id": "c1", "type": "function", "function": {"name": "look", "arguments": "{}"}}
+    bad = [
+        [{"role": "tool", "tool_call_id": "c1", "content": "x"}],
+        [
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "user", "content": "and?"},
+        ],
+        [{"role": "user", "content": "word " * 4000}],
+    ]
+    with ModelServer(window_of=lambda model: 1000) as server:
+        for messages in bad:
+            status, _headers, text = http(
+                server.url + "/chat/completions", {"model": "m", "messages": messages}
+            )
+            assert status == 400, text
+        ok = [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "c1", "content": "a room"},
+        ]
+        status, _headers, _text = http(
+            server.url + "/chat/completions", {"model": "m", "messages": ok}
+        )
+        assert status == 200
+        problems = server.violations
+    assert len(problems) == 3
+    assert "answers no open tool call" in problems[0]
+    assert "never answered" in problems[1]
+    assert "window" in problems[2]
+    assert len(model_server.take_violations()) == 3  # what the suite's check would fail on

@@ -414,7 +414,7 @@ def test_async_tool_times_out():
         def __init__(self):
             self.n = 0
 
-        def complete(self, messages, tools=None, model=None):
+        def complete(self, messages, tools=None, model=None, **options):
             from evennia_ai.llm.types import LLMResult, ToolCall
 
             self.n += 1

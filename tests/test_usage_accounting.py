@@ -143,7 +143,7 @@ class TestEveryCallIsAccounted(ModelBase):
         )
 
     def test_budget_of_the_tick_counts_its_helpers(self):
-        """The tick's token limit sees the helper's calls, not only the loop's own."""
+        """The daily budget sees the helper's calls of this very tick, not only the loop's own."""
         self.npc.ai.set_execution_config(sub_agents_enabled=True, sub_agent_budget=1)
         self.server.enqueue(
             {
@@ -155,7 +155,8 @@ class TestEveryCallIsAccounted(ModelBase):
             {"tool_calls": [call("noop")]},  # would be the loop's next call
         )
         self.npc.ai.update_goals(lambda g: add_goal(g, "Survey the inn", tick=1))
-        patch, autonomy = autonomous_loop(token_budget=9000)
+        self.npc.ai.set("budget", {"tokens": 9000})
+        patch, autonomy = autonomous_loop()
         with patch, autonomy:
             trace = self.tick()
         assert trace.stop_reason == "budget", trace.stop_reason

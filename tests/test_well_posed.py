@@ -10,6 +10,7 @@ from unittest import mock
 
 import pytest
 from django.test import override_settings
+from test_assistant_cycles import ModelBase, call
 
 from evennia_ai.engine.trace import StopReason
 from evennia_ai.llm import contracts, gate
@@ -19,7 +20,6 @@ from evennia_ai.prompt_registry import get_prompt_registry
 from evennia_ai.testing.reading_model import facts_in, read_and_answer, section
 from evennia_ai.workspace.goals import add_goal
 from evennia_ai.workspace.journal import add_entry
-from test_assistant_cycles import ModelBase, call
 
 
 class ReadingBase(ModelBase):
@@ -299,3 +299,145 @@ class TestContextOverflow(ReadingBase):
         assert trace.stop_reason == StopReason.CONTEXT_OVERFLOW.value
         assert "context_overflow" in trace.error
         assert self.requests() == []  # nothing was sent
+
+
+class TestWindowAtEveryStep(ReadingBase):
+    def long_journal(self, entries=150):
+        text = "Guest {i} praised the stew and asked about the festival rooms. " * 6
+        self.npc.ai.set(
+            "journal",
+            [
+                {"id": f"entry_{i}", "content": text.format(i=i), "importance": 5}
+                for i in range(entries)
+            ],
+        )
+
+    def test_a_long_tool_result_is_cut_and_every_request_fits(self):
+        from evennia_ai.llm import tokens
+
+        self.long_journal()
+        self.speak("Innkeeper, look in your journal: what did the guests like?")
+        with override_settings(EVENNIA_AI_CONTEXT_WINDOWS={"openai/test-model": 8192}):
+            trace = self.tick()
+            limits = tokens.get_model_limits("openai/test-model")
+        assert trace.stop_reason == StopReason.TERMINAL_TOOL.value, trace.error
+        assert [c.name for c in trace.tool_calls] == ["review_journal", "say"]
+        counter = tokens.TokenCounter("openai/test-model")
+        requests = self.requests()
+        for body in requests:
+            used = counter.count_messages(body["messages"]) + counter.count_tools(body["tools"])
+            assert used <= limits.prompt_budget
+        result = requests[-1]["messages"][-1]["content"]
+        assert "[cut:" in result and "review_journal again with offset and limit" in result
+
+    def test_later_iterations_collapse_old_results_under_the_token_budget(self):
+        from evennia_ai.llm import tokens
+
+        self.long_journal()
+        self.npc.ai.update_goals(lambda g: add_goal(g, "Read the journal", tick=1))
+        self.server.enqueue(
+            {"tool_calls": [call("review_journal", limit=50)]},
+            {"tool_calls": [call("review_journal", limit=50, offset=50)]},
+            {"tool_calls": [call("review_journal", limit=50, offset=100)]},
+            {"tool_calls": [call("noop")]},
+        )
+        config = get_prompt_registry()
+        config.set_context_customization(
+            "tick_autonomous", token_budget=12000, execution_mode="react_loop"
+        )
+        self.addCleanup(config.clear_context_customization, "tick_autonomous")
+        with override_settings(
+            EVENNIA_AI_CONTEXT_WINDOWS={"openai/test-model": 128000},
+            EVENNIA_AI_AUTONOMY=True,
+            EVENNIA_AI_AUTONOMOUS_MIN_INTERVAL=0,
+            EVENNIA_AI_REFLECTION_INTERVAL=0,
+            EVENNIA_AI_REFLECTION_IMPORTANCE_THRESHOLD=0,
+            EVENNIA_AI_TOOL_RESULT_SHARE=0.45,  # results big enough that three do not fit
+        ):
+            trace = self.tick()
+        assert trace.context_type == "tick_autonomous"
+        counter = tokens.TokenCounter("openai/test-model")
+        sizes = [
+            counter.count_messages(b["messages"]) + counter.count_tools(b["tools"])
+            for b in self.requests()
+        ]
+        assert len(sizes) == 4 and max(sizes) <= 12000, (sizes, trace.stop_reason, trace.error)
+        assert "collapsed to make room" in contracts.request_text(self.requests()[-1]["messages"])
+        assert trace.stop_reason != StopReason.CONTEXT_OVERFLOW.value
+
+
+class TestShrinkOrder:
+    def measure_of(self, schemas):
+        def measure(values):
+            total = sum(len(str(v)) for v in values.values()) // 4
+            return total + sum(len(s) for s in schemas) // 4
+
+        return measure
+
+    def test_raw_history_then_tools_go_before_summary_goals_and_people(self):
+        from evennia_ai.memory.compression import SUMMARY_PREFIX
+        from evennia_ai.prompt.fitting import fit_to_window
+
+        history = [{"role": "user", "content": f"{SUMMARY_PREFIX}\nBob's dog is Rex."}]
+        for i in range(30):
+            history += [
+                {"role": "user", "content": f"small talk {i} " * 20},
+                {"role": "assistant", "content": "Indeed."},
+            ]
+        schemas = ["x" * 4000]
+        values = {
+            "system_prompt": "You are the innkeeper. " * 10,
+            "operator_prompt": "## Operator instructions\nBe kind. " * 40,
+            "entity_context": "Bob (#2): likes ale",
+            "goals": "## Goals\n- goal_1_0 [high] active 0% - Fix the roof",
+            "conversation_history": history,
+            "pending_event": 'Bob says to you: "What is my dog?"',
+        }
+        dropped = []
+
+        def drop_tools():
+            schemas.clear()
+            dropped.append(True)
+            return "1 tool schema left out"
+
+        result = fit_to_window(values, self.measure_of(schemas), 800, drop_tools=drop_tools)
+        assert result.fits and dropped
+        kept = result.values["conversation_history"]
+        assert kept[0]["content"].startswith(SUMMARY_PREFIX)  # the summary survived
+        assert len(kept) < len(history)
+        assert result.values["goals"] == values["goals"]
+        assert result.values["entity_context"] == values["entity_context"]
+        assert result.values["operator_prompt"] == values["operator_prompt"]
+        assert result.history_cut
+
+    def test_the_operators_section_is_never_cut(self):
+        from evennia_ai.prompt.fitting import fit_to_window
+
+        values = {
+            "system_prompt": "You are the innkeeper. " * 50,
+            "operator_prompt": "## Operator instructions\nBe kind. " * 400,
+            "pending_event": "hello",
+        }
+        result = fit_to_window(values, self.measure_of([]), 500)
+        assert not result.fits  # nothing else to cut: the caller must not send it
+        assert result.values["operator_prompt"] == values["operator_prompt"]
+
+
+class TestReviewJournalOffset:
+    def test_offset_reads_on(self):
+        from evennia_ai.workspace.journal import review_journal
+
+        journal = [{"id": f"entry_{i}", "content": f"note {i}", "importance": 5} for i in range(30)]
+        first = review_journal(journal, limit=10)
+        second = review_journal(journal, limit=10, offset=10)
+        assert "offset=10" in first.message
+        assert [e["id"] for e in second.data["entries"]] == [f"entry_{i}" for i in range(19, 9, -1)]
+
+
+def test_prompts_doc_is_generated_from_the_contracts():
+    from pathlib import Path
+
+    doc = Path(__file__).resolve().parent.parent / "docs" / "prompts.md"
+    assert (
+        doc.read_text() == contracts.render_markdown()
+    ), "docs/prompts.md is stale: python -m evennia_ai.llm.contracts > docs/prompts.md"

@@ -214,7 +214,7 @@ class ReactLoop:
         self.request_limit = int(request_limit or model_limits.prompt_budget)
         self.result_chars = max(
             400,
-            int(model_limits.prompt_budget * float(conf.get("EVENNIA_AI_TOOL_RESULT_SHARE")))
+            int(self.request_limit * float(conf.get("EVENNIA_AI_TOOL_RESULT_SHARE")))
             * CHARS_PER_TOKEN,
         )
         self._tick_start = None  # index of the first message this loop added
