@@ -24,6 +24,7 @@ BENCHMARKS = [
     "context",
     "archival",
     "tick",
+    "calls",
     "fault_soak",
     "npc_ab",
     "load",

@@ -19,6 +19,7 @@ what its request carries.
 from __future__ import annotations
 
 import sys
+import tempfile
 from unittest import mock
 
 from bench.common import table
@@ -197,7 +198,7 @@ def each_kind() -> list[list]:
     from django.test import override_settings
 
     from evennia_ai.llm import contracts, tokens
-    from evennia_ai.memory.longterm import StoredMemory
+    from evennia_ai.memory import longterm
     from evennia_ai.testing.model_server import ModelServer
     from evennia_ai.testing.reading_model import read_and_answer
     from evennia_ai.workspace.journal import add_entry
@@ -206,15 +207,15 @@ def each_kind() -> list[list]:
     rows: list[list] = []
     counter = tokens.TokenCounter(MODEL)
     stored: list[str] = []
+    real_store = longterm.store
 
-    def store(npc_id, text, **kwargs):
-        from twisted.internet import defer
-
+    def store(npc_id, text, **kwargs):  # the real store, and a note of what was asked
         stored.append(text)
-        return defer.succeed(StoredMemory(id=f"m{len(stored)}", text=text, npc=npc_id))
+        return real_store(npc_id, text, **kwargs)
 
     with (
         ModelServer(responder=read_and_answer) as server,
+        tempfile.TemporaryDirectory() as folder,
         override_settings(
             EVENNIA_AI_MODEL=MODEL,
             EVENNIA_AI_API_BASE=server.url,
@@ -225,11 +226,12 @@ def each_kind() -> list[list]:
             EVENNIA_AI_REFLECTION_INTERVAL=0,
             EVENNIA_AI_REFLECTION_IMPORTANCE_THRESHOLD=0,
             EVENNIA_AI_COMPACTION_KEEP_RECENT=10,
+            EVENNIA_AI_DATA_DIR=folder,
         ),
-        # long-term memory's own store is measured in bench.archival; here: what was asked
         mock.patch("evennia_ai.tools.longterm.longterm.store", store),
-        mock.patch("evennia_ai.engine.tick.longterm.consolidate"),
     ):
+        longterm.close()
+        longterm.get_memory().init_sync()  # start-up work done before the calls are counted
         npc, player = _innkeeper()
         script = npc.ai.script
         script.trigger_tick = lambda: None
@@ -319,8 +321,42 @@ def each_kind() -> list[list]:
             compaction_due,
             lambda: "horse is Thunder" in str(npc.ai.entities),
         )
+        kinds_seen = _assess_and_delegate(npc, player, script, server)
+        metrics = npc.ai.metrics
+        accounted = int(metrics.get("prompt_tokens", 0)) + int(metrics.get("completion_tokens", 0))
+        served = server.usage_totals()
         npc.delete()
-    return rows
+        longterm.close()
+    totals = {
+        "served": served.get("prompt_tokens", 0) + served.get("completion_tokens", 0),
+        "accounted": accounted,
+        "kinds": kinds_seen,
+    }
+    return rows, totals
+
+
+def _assess_and_delegate(npc, player, script, server) -> list[str]:
+    """One autonomous tick with task assessment and a helper; every kind of call the NPC made."""
+    from django.test import override_settings
+
+    from evennia_ai.engine.trace import TickTrace
+
+    npc.ai.update("sleep", lambda s: {**s, "asleep": False, "phase": None})
+    npc.ai.set_execution_config(
+        task_assessment_enabled=True, sub_agents_enabled=True, sub_agent_budget=1
+    )
+    server.enqueue(
+        {"text": '{"recommended_iterations": 3}'},  # the assessment
+        {"tool_calls": [{"name": "delegate_task", "arguments": {"task": "the cellar stock"}}]},
+    )
+    with override_settings(EVENNIA_AI_AUTONOMY=True, EVENNIA_AI_AUTONOMOUS_MIN_INTERVAL=0):
+        _run_until_idle(script, 1)  # goal work: a ReAct loop that may start a helper
+    kinds: set[str] = set()
+    for data in npc.ai.traces(last=50):
+        trace = TickTrace.from_dict(data)
+        kinds.add(trace.context_type)
+        kinds.update(it.kind for it in trace.iterations if it.kind not in ("act", "plan"))
+    return sorted(k for k in kinds if k and k != "None")
 
 
 def _yes(value) -> str:
@@ -360,7 +396,7 @@ def main(quick: bool = False) -> str:
             mock.patch.object(longterm, "defer_to_thread", _in_this_thread),
             mock.patch.object(tick_module, "defer_to_thread", _in_this_thread),
         ):
-            kinds = each_kind()
+            kinds, every_kind = each_kind()
             ticks = 60 if quick else 200
             talks = [talk(window, ticks) for window in WINDOWS]
     finally:
@@ -401,10 +437,18 @@ def main(quick: bool = False) -> str:
     )
     text += "\n\n" + table(
         "Tokens: the loopback server's count against the NPC's accounted total",
-        ["window", "server", "accounted", "difference"],
+        ["scenario", "server", "accounted", "difference"],
         [
             [
-                f"{t['window']:,}",
+                f"every kind ({', '.join(every_kind['kinds'])})",
+                f"{every_kind['served']:,}",
+                f"{every_kind['accounted']:,}",
+                f"{every_kind['accounted'] - every_kind['served']:+,}",
+            ]
+        ]
+        + [
+            [
+                f"talk at {t['window']:,}",
                 f"{t['served_tokens']:,}",
                 f"{t['accounted_tokens']:,}",
                 f"{t['accounted_tokens'] - t['served_tokens']:+,}",
