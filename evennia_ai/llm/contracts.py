@@ -9,9 +9,9 @@ per input), and the client's gate checks every request against its kind's contra
 
 A contract is checked by what a reader of the request can see: the instruction heading with
 some text under it, and the heading of every input (an input may be empty, shown as
-:data:`NOTHING`, but never missing). ``docs/prompts.md`` is generated from
-:data:`CALL_CONTRACTS` (``python -m evennia_ai.llm.contracts > docs/prompts.md``; a test keeps
-the two equal).
+:data:`NOTHING`, but never missing). The contracts section of ``docs/prompts.md`` is
+generated from :data:`CALL_CONTRACTS` (``python -m evennia_ai.llm.contracts docs/prompts.md``
+rewrites it between its markers; a test keeps the two equal).
 
 Violations are counted per kind (:func:`violation_counts`), logged by the client, and in tests
 (``EVENNIA_AI_STRICT_CONTRACTS``) raised as :class:`ContractViolation`.
@@ -431,13 +431,17 @@ def take_violations() -> list[tuple[str, list[str]]]:
 
 
 # -- docs/prompts.md ----------------------------------------------------------------------------
+DOC_BEGIN = "<!-- contracts:begin -->"
+DOC_END = "<!-- contracts:end -->"
+
+
 def render_markdown() -> str:
-    """``docs/prompts.md``: every kind of call, what it must carry."""
+    """The contracts section of ``docs/prompts.md``: every kind of call, what it must carry."""
     lines = [
-        "# What every model call carries",
+        "## What every model call carries",
         "",
         "<!-- Generated from evennia_ai/llm/contracts.py: "
-        "python -m evennia_ai.llm.contracts > docs/prompts.md -->",
+        "python -m evennia_ai.llm.contracts docs/prompts.md -->",
         "",
         "Every request the plugin sends is checked before it leaves: it must carry its task "
         f"instruction (the `{TASK_HEADING}<kind>` heading with text under it) and every input "
@@ -451,7 +455,7 @@ def render_markdown() -> str:
     ]
     for contract in CALL_CONTRACTS.values():
         lines += [
-            f"## `{contract.kind}`",
+            f"### `{contract.kind}`",
             "",
             contract.purpose,
             "",
@@ -465,8 +469,18 @@ def render_markdown() -> str:
             where = f"under `{item.heading}`" if item.heading else "a user message"
             lines.append(f"  - `{item.name}` ({where}, from {item.source}): {item.description}")
         lines.append("")
-    return "\n".join(lines)
+    return "\n".join(lines).rstrip("\n")
+
+
+def with_contracts(document: str) -> str:
+    """``document`` with the text between its contract markers replaced by :func:`render_markdown`."""
+    start, end = document.index(DOC_BEGIN) + len(DOC_BEGIN), document.index(DOC_END)
+    return f"{document[:start]}\n{render_markdown()}\n{document[end:]}"
 
 
 if __name__ == "__main__":  # pragma: no cover - the docs generator
-    sys.stdout.write(render_markdown())
+    path = sys.argv[1]
+    with open(path, encoding="utf-8") as fh:
+        text = fh.read()
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(with_contracts(text))
