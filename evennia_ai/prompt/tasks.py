@@ -20,22 +20,13 @@ from evennia_ai import conf
 from evennia_ai.llm import contracts, tokens
 from evennia_ai.memory.compression import plan as compaction_plan
 from evennia_ai.memory.history import render_text
-from evennia_ai.prompt.templates import get_template, safe_render_template
+from evennia_ai.prompt.templates import REFLECTION_METRICS, get_template, safe_render_template
 from evennia_ai.prompt_registry import get_prompt_registry
 from evennia_ai.utils import iso_utc
 from evennia_ai.workspace.journal import entries_since, render_journal
 
 TASK_SHARE = 0.4
 """Share of the model's prompt budget a task's inputs may take together."""
-
-METRIC_NAMES = (
-    "ticks_since_reflection",
-    "tool_calls",
-    "tool_failures",
-    "journal_entries",
-    "goals_completed",
-    "recent_errors",
-)
 
 
 def reflection_baseline(metrics: dict, goals: list[dict]) -> dict:
@@ -134,7 +125,7 @@ class TaskBuilder:
     def _reflection(self) -> str:
         figures = reflection_metrics(self.ai, self.builder.metrics)
         instruction = safe_render_template(_reflection_template(), **figures)
-        metrics_text = "\n".join(f"- {name}: {figures[name]}" for name in METRIC_NAMES)
+        metrics_text = "\n".join(f"- {name}: {figures[name]}" for name in REFLECTION_METRICS)
         since = self.ai.reflection.get("last_time") or ""
         return contracts.render_task(
             "reflection",

@@ -96,6 +96,16 @@ def safe_render_template(template_or_content, **values) -> str:
     )
 
 
+REFLECTION_METRICS = (
+    "ticks_since_reflection",
+    "tool_calls",
+    "tool_failures",
+    "journal_entries",
+    "goals_completed",
+    "recent_errors",
+)
+"""The six figures the ``reflection`` template shows (since the last reflection)."""
+
 REFLECTION_CONTENT = """\
 Time to reflect on your recent performance.
 
@@ -133,14 +143,7 @@ _BUILTINS = {
         name="Reflection",
         description="Periodic self-reflection with six metrics.",
         content=REFLECTION_CONTENT,
-        placeholders=[
-            "ticks_since_reflection",
-            "tool_calls",
-            "tool_failures",
-            "journal_entries",
-            "goals_completed",
-            "recent_errors",
-        ],
+        placeholders=list(REFLECTION_METRICS),
         is_builtin=True,
         category="reflection",
     ),
