@@ -620,8 +620,9 @@ class TickRunner:
                 if result.error:
                     raise RuntimeError(result.error)
                 summary = (result.text or "").strip()
-                if not summary:
-                    raise RuntimeError("the model returned an empty summary")
+                problem = compression.summary_problem(summary, text)
+                if problem:
+                    raise RuntimeError(problem)
                 return summary
 
             try:

@@ -145,6 +145,23 @@ def chunk_text(text: str, chunk_chars: int) -> list[str]:
     return chunks
 
 
+def summary_problem(summary: str, text: str) -> str | None:
+    """Why ``summary`` cannot replace ``text`` in history, or None when it can.
+
+    Empty, or longer than what it summarises (past a few hundred characters: a short chunk's
+    summary may run a little longer), or a reply that opens a prompt section (``## ...``) or
+    carries a task heading is not a summary.
+    """
+    summary = (summary or "").strip()
+    if not summary:
+        return "the model returned an empty summary"
+    if len(summary) > max(400, len(text)):
+        return f"the summary ({len(summary)} characters) is longer than the log ({len(text)})"
+    if any(line.lstrip().startswith("## ") for line in summary.splitlines()):
+        return "the summary opens a prompt section (a line starting with '## ')"
+    return None
+
+
 def recursive_summary(
     text: str, summarize: Callable[[str], str], chunk_chars: int, max_rounds: int = 5
 ) -> str:
