@@ -488,6 +488,14 @@ def test_embedder_hybrid_fuses_by_shared_ids(embedded_memory):
 
 
 @pytest.mark.embedder
+def test_embedder_extraction_needs_a_window_that_takes_mem0s_prompt(embedded_memory):
+    """An 8k model cannot take mem0's extraction prompt: the texts are stored as given."""
+    assert not embedded_memory._can_infer("openai/test-model")  # the 8,192 default
+    with override_settings(EVENNIA_AI_CONTEXT_WINDOWS={"openai/test-model": 32000}):
+        assert embedded_memory._can_infer("openai/test-model")
+
+
+@pytest.mark.embedder
 def test_embedder_consolidation_extracts_facts_through_the_npc_model(embedded_memory):
     from evennia_ai.llm import client as client_module
     from evennia_ai.testing.model_server import ModelServer
@@ -495,7 +503,12 @@ def test_embedder_consolidation_extracts_facts_through_the_npc_model(embedded_me
     with (
         ModelServer() as server,
         mock.patch.object(client_module, "defer_to_thread", sync_thread),
-        override_settings(EVENNIA_AI_API_BASE=server.url, EVENNIA_AI_API_KEY="x"),
+        override_settings(
+            EVENNIA_AI_API_BASE=server.url,
+            EVENNIA_AI_API_KEY="x",
+            # mem0's extraction prompt alone is ~7,700 tokens: it needs a larger window
+            EVENNIA_AI_CONTEXT_WINDOWS={"openai/test-model": 32000},
+        ),
     ):
         server.enqueue({"text": '{"memory": [{"text": "Carol prefers red wine"}]}'})
         result = embedded_memory.consolidate_sync(

@@ -52,6 +52,7 @@ from django.conf import settings
 from twisted.internet import defer
 
 from evennia_ai import conf
+from evennia_ai.llm import tokens
 from evennia_ai.llm.client import get_client, get_litellm
 from evennia_ai.llm.threads import run_in_thread
 from evennia_ai.llm.usage import UsageAccountant, UsageRecord
@@ -68,6 +69,11 @@ from evennia_ai.memory.search import (
 from evennia_ai.memory.vector_index import NpcVectorIndex, VectorHit
 from evennia_ai.utils import iso_utc
 from evennia_ai.workspace.journal import TRUST
+
+EXTRACTION_MIN_WINDOW = 12000
+"""Smallest context window that takes mem0's fact extraction: its own prompt (about 7,700
+tokens with mem0 2.x), the texts consolidated and the reply. Smaller models store the texts as
+given."""
 
 logger = logging.getLogger(__name__)
 
@@ -811,7 +817,11 @@ class LongTermMemory:
             return False
         if _custom_llm():
             return True  # the operator configured mem0's own LLM
-        return bool(model) and model != conf.OFFLINE_MODEL
+        if not model or model == conf.OFFLINE_MODEL:
+            return False
+        # mem0's extraction prompt alone is about 7,700 tokens: a smaller window cannot take
+        # it (the client would refuse the request); the texts are then stored as given.
+        return tokens.get_context_window(model) >= EXTRACTION_MIN_WINDOW
 
     # -- reading ---------------------------------------------------------------------------
     def search_sync(
