@@ -171,7 +171,10 @@ class TestMemoryExtractionIsAccounted(ModelBase):
         from evennia_ai.memory import longterm
 
         folder = tempfile.mkdtemp()
-        with override_settings(EVENNIA_AI_DATA_DIR=folder):
+        # mem0's extraction prompt alone is ~7,700 tokens: it needs a window past 12,000
+        with override_settings(
+            EVENNIA_AI_DATA_DIR=folder, EVENNIA_AI_CONTEXT_WINDOWS={"openai/test-model": 32000}
+        ):
             longterm.close()
             memory = longterm.get_memory()
             memory.init_sync()
