@@ -1,10 +1,12 @@
-"""Small pure helpers every layer uses: the clock, plain copies, text clipping, identity checks.
+"""Small pure helpers every layer uses: the clock, plain copies, text clipping, untrusted text,
+identity checks.
 
 Pure module: no Django, Evennia or Twisted import, so anything may import it.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Set
 from datetime import datetime, timezone
 from typing import Any
@@ -98,6 +100,73 @@ def one_line(text: Any, limit: int = 300) -> str:
     if not line and isinstance(text, BaseException):
         line = type(text).__name__
     return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+# -- untrusted text --------------------------------------------------------------------------------
+# Terminal escape sequences (CSI, OSC, two-character), then every other control character but
+# tab and newline, then characters that are invisible or reorder text.
+_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]")
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_INVISIBLE = re.compile(
+    r"[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e\u200b-\u200f"
+    r"\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0]"
+)
+_LINE_BREAKS = re.compile(r"\r\n?|[\u2028\u2029\x85\x0b\x0c]")
+FENCE_TAG = "untrusted"
+OPERATOR_TAG = "operator"
+
+
+def clean_text(text: Any) -> str:
+    """``text`` without escape sequences, control characters or invisible characters.
+
+    Line breaks of every kind become ``\n``; tabs stay. What a player, an object or a model
+    wrote passes through here before it is stored for the prompt or rendered into it.
+    """
+    text = _LINE_BREAKS.sub("\n", "" if text is None else str(text))
+    text = _ESCAPES.sub("", text)
+    return _INVISIBLE.sub("", _CONTROLS.sub("", text))
+
+
+def clean_name(name: Any, limit: int = 80) -> str:
+    """A name as the prompt shows it: clean, on one line, starting with a letter or digit."""
+    line = one_line(clean_text(name), limit)
+    return line.lstrip("#<>|`*-=_~ ") or "someone"
+
+
+def fence(text: Any, source: str) -> str:
+    """Untrusted ``text`` as an element it cannot close and in which no line can open a section.
+
+    Every line is prefixed with ``| `` (nothing inside starts with ``#`` or a tag), angle
+    brackets become ``‹ ›`` (no ``</untrusted>`` or ``<operator>`` can be written), escape and
+    control characters are removed. The system prompt tells the model that fenced text is
+    information, never instructions.
+    """
+    body = clean_text(text).replace("<", "\u2039").replace(">", "\u203a")
+    lines = body.strip("\n").split("\n")
+    inner = "\n".join(f"| {line}".rstrip() for line in lines)
+    label = one_line(clean_text(source), 60).replace('"', "'").replace("<", "").replace(">", "")
+    return f'<{FENCE_TAG} source="{label}">\n{inner}\n</{FENCE_TAG}>'
+
+
+def fence_section(text: Any, source: str) -> str:
+    """:func:`fence` the body of a rendered section, keeping its own ``## heading`` line."""
+    text = "" if text is None else str(text)
+    if not text.strip():
+        return ""
+    if text.startswith("## ") and "\n" in text:
+        heading, body = text.split("\n", 1)
+        return f"{heading}\n{fence(body, source)}" if body.strip() else heading
+    return fence(text, source)
+
+
+def unfence(text: str) -> str:
+    """The text inside fences (for tools that show a fenced value back, and for tests)."""
+    out = []
+    for line in (text or "").split("\n"):
+        if line.startswith(f"<{FENCE_TAG} ") or line == f"</{FENCE_TAG}>":
+            continue
+        out.append(line[2:] if line.startswith("| ") else ("" if line == "|" else line))
+    return "\n".join(out)
 
 
 # -- identity ------------------------------------------------------------------------------------

@@ -2,10 +2,12 @@
 
 import os
 
+import pytest
 from django.test import override_settings
 
 from evennia_ai.prompt.assembly import assemble_messages, select_components, validate_chat_messages
 from evennia_ai.prompt.builder import (
+    OperatorSourceError,
     cache_friendly_order,
     common_prefix_length,
     read_operator_override,
@@ -25,7 +27,8 @@ def test_operator_override_file_is_reread_when_it_changes(tmp_path):
         os.utime(path, (stamp, stamp))  # same modification time: an edit within a clock tick
         assert read_operator_override() == "Speak like a pirate."
         path.unlink()
-        assert read_operator_override() == ""
+        with pytest.raises(OperatorSourceError, match="cannot be read"):
+            read_operator_override()  # configured but gone: fail closed
     assert read_operator_override() == ""
 
 

@@ -357,6 +357,8 @@ class TickRunner:
         if state.silenced:
             return self._silent_tick(state)
         built = yield prepare(self.npc, state)
+        if built.blocked:
+            return self._blocked_tick(state, built.blocked)
         trace = TickTrace(
             tick_id=state.tick_id,
             context_type=context_type,
@@ -513,6 +515,26 @@ class TickRunner:
         self._record(state, LoopOutcome(stop_reason=StopReason.BUDGET, trace=trace), trace)
         return trace
 
+    def _blocked_tick(self, state: TickState, why: str) -> TickTrace:
+        """The request cannot be built with the operator's instructions: fail closed.
+
+        No model call; the error is in the trace, the metrics (``aistatus``) and the log; the
+        events go back to the queue (each counts an attempt).
+        """
+        logger.log_err(f"evennia_ai [{self.npc.key}{self.npc.dbref}]: {why}")
+        trace = TickTrace(
+            tick_id=state.tick_id,
+            context_type=state.context_type,
+            event_ids=[e.id for e in state.batch],
+            event_text=truncate(state.batch_text, 2000),
+            stop_reason=StopReason.ERROR.value,
+            error=why,
+        )
+        trace.ended = iso_utc(precise=True)
+        trace.duration = round(time.monotonic() - self.started, 4)
+        self._record(state, LoopOutcome(stop_reason=StopReason.ERROR, trace=trace), trace)
+        return trace
+
     def _queue_confirmation(self, tool, arguments: dict, ctx) -> str:
         reason = ""
         if self.batch:
@@ -536,7 +558,8 @@ class TickRunner:
             return
         ids = [e.id for e in self.batch]
         provider_failed = (
-            outcome.stop_reason == StopReason.ERROR and any(it.error for it in trace.iterations)
+            outcome.stop_reason == StopReason.ERROR
+            and (any(it.error for it in trace.iterations) or not trace.iterations)
         ) or outcome.stop_reason == StopReason.CONTEXT_OVERFLOW  # answered by a later tick
         if ids:
             if outcome.stop_reason == StopReason.CANCELLED:

@@ -24,6 +24,8 @@ import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from evennia_ai.utils import fence
+
 TASK_HEADING = "## Task: "
 NOTHING = "(nothing)"
 FILLER_TURNS = frozenset({"Continue.", ""})
@@ -340,7 +342,9 @@ def render_task(kind: str, instruction: str, inputs: Mapping[str, str] | None = 
     Args:
         kind: A key of :data:`CALL_CONTRACTS`.
         instruction: The instruction text (the default or an operator's).
-        inputs: Input name -> text; a missing or empty input reads :data:`NOTHING`.
+        inputs: Input name -> text; a missing or empty input reads :data:`NOTHING`. Each is
+            fenced (:func:`~evennia_ai.utils.fence`): what players and models wrote is data
+            under its heading, never a section or an instruction of its own.
     """
     contract = CALL_CONTRACTS[kind]
     inputs = dict(inputs or {})
@@ -349,7 +353,7 @@ def render_task(kind: str, instruction: str, inputs: Mapping[str, str] | None = 
         if not item.in_task or item.heading in instruction:
             continue
         text = str(inputs.get(item.name) or "").strip()
-        parts.append(f"{item.heading}\n{text or NOTHING}")
+        parts.append(f"{item.heading}\n{fence(text, item.name) if text else NOTHING}")
     return "\n\n".join(parts)
 
 

@@ -50,7 +50,7 @@ import uuid
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Iterable
 
-from evennia_ai.utils import iso_utc
+from evennia_ai.utils import clean_name, clean_text, iso_utc
 
 EVENT_CLASSES = ("communication", "movement", "building", "combat", "system")
 
@@ -476,10 +476,20 @@ def _quoted(text: str) -> str:
 
 
 def render_event(event: Event | dict) -> str:
-    """One event as the line the assistant reads, e.g. ``Alice says to you: "Hi."``."""
-    event = _as_event(event)
-    name = event.source_name or "Someone"
-    text = event.text
+    """One event as the line the assistant reads, e.g. ``Alice says to you: "Hi."``.
+
+    What players and objects wrote cannot shape the prompt: names are cleaned
+    (:func:`~evennia_ai.utils.clean_name`: one line, no escape or control characters, starting
+    with a letter or digit), text is cleaned and kept on one line, and a room line that would
+    start with anything but a letter or digit (``## Operator ...``) is marked as the room's.
+    """
+    line = _render_event(_as_event(event))
+    return line if line[:1].isalnum() or line.startswith("[") else f"(in the room) {line}"
+
+
+def _render_event(event: Event) -> str:
+    name = clean_name(event.source_name) if event.source_name else "Someone"
+    text = " ".join(clean_text(event.text).split())
     kind = event.kind
     if kind == "say":
         return (

@@ -32,6 +32,7 @@ from evennia_ai.memory import block_admin
 from evennia_ai.memory import blocks as pure
 from evennia_ai.prompt.builder import register_source
 from evennia_ai.prompt.sources import mentioned_text
+from evennia_ai.utils import fence, fence_section
 
 HEADER = (
     "## Memory blocks\n"
@@ -79,7 +80,8 @@ def _mentioned_text(builder) -> str:
 @register_source("memory_blocks")
 def memory_blocks_source(builder) -> str:
     """The ``memory_blocks`` source: :func:`render_blocks_for_npc` for the builder's tick."""
-    return render_blocks_for_npc(builder.npc, _mentioned_text(builder))
+    blocks = render_blocks_for_npc(builder.npc, _mentioned_text(builder), header=False)
+    return f"{HEADER}\n{fence(blocks, 'memory blocks')}" if blocks else ""
 
 
 @register_source("archival_hits")
@@ -89,4 +91,5 @@ def archival_hits_source(builder) -> str:
     if not query.strip():
         return ""
     limit = int(conf.get("EVENNIA_AI_ARCHIVAL_HITS"))
-    return pure.render_archival_hits(block_admin.archival_search(builder.npc, query, limit))
+    hits = pure.render_archival_hits(block_admin.archival_search(builder.npc, query, limit))
+    return fence_section(hits, "archive")

@@ -41,6 +41,9 @@ COMPOSED_SOURCES: dict[str, tuple[str, ...]] = {
     "entity_context": ("memory_blocks",),
     "semantic_memories": ("archival_hits",),
 }
+# Sources the operator's instructions depend on: when one fails, the request is not sent (the
+# model is never called without them). The system prompt carries the tool rules too.
+OPERATOR_SOURCES = frozenset({"system_prompt", "operator_prompt", "operator_override"})
 # Sources rendered inside a host placeholder *before* the host's own text.
 LEADING_SOURCES: dict[str, tuple[str, ...]] = {"system_prompt": ("operator_override",)}
 
@@ -95,6 +98,8 @@ class BuiltContext:
         shrunk: Sources the budget shrank, and how.
         history_cut: Whether history had to be left out to fit (a compaction should fold it).
         fits: Whether the request fits its limit (when not, it must not be sent).
+        blocked: Why the request must not be sent at all: a source the operator's instructions
+            depend on failed (:data:`OPERATOR_SOURCES`). None when it may be sent.
         prefix_share: Share of this request's tokens that repeat the previous request's prefix
             for the same NPC (what a provider's prompt cache can reuse); None on the first.
         request_key: What the next request of the NPC is compared with for ``prefix_share``;
@@ -114,6 +119,7 @@ class BuiltContext:
     request_key: tuple | None = None
     history_cut: bool = False
     fits: bool = True
+    blocked: str | None = None
 
 
 class ContextBuilder:
@@ -159,6 +165,7 @@ class ContextBuilder:
         self.extra = dict(extra or {})
         self.model = model or npc.ai.model or conf.get("EVENNIA_AI_MODEL") or conf.OFFLINE_MODEL
         self._task: str | None | bool = False  # not rendered yet
+        self.blocked: list[str] = []  # failed sources the operator's instructions depend on
 
     @property
     def task(self) -> str | None:
@@ -192,7 +199,8 @@ class ContextBuilder:
             static_anchor = comp.id if comp.is_static else (comp.after_static or 0)
             if static_anchor not in enabled or not comp.enabled:
                 continue
-            content = self.config.get_component_content_override(comp.key) or comp.content
+            content = assembly_config(self.config).get_component_content_override(comp.key)
+            content = content or comp.content
             for name in extract_placeholders(content):
                 extras = LEADING_SOURCES.get(name, ()) + COMPOSED_SOURCES.get(name, ())
                 for needed in (name,) + extras:
@@ -218,10 +226,11 @@ class ContextBuilder:
                 if ok:
                     values[name] = value if value is not None else ""
                 else:
-                    logger.log_err(
-                        f"evennia_ai: context source '{name}' failed: {value.getErrorMessage()}"
-                    )
+                    message = value.getErrorMessage()
+                    logger.log_err(f"evennia_ai: context source '{name}' failed: {message}")
                     values[name] = ""
+                    if name in OPERATOR_SOURCES:
+                        self.blocked.append(f"{name}: {message}")
             return values
 
         return defer.DeferredList(deferreds, consumeErrors=True).addCallback(combine)
@@ -241,7 +250,7 @@ class ContextBuilder:
         if task and not values.get("pending_event"):
             values = {**values, "pending_event": task}  # appended when no component shows it
         values = suppress_duplicates(values)
-        config = self.config
+        config = assembly_config(self.config)
         if conf.get("EVENNIA_AI_COMPONENT_ORDER") == "cache_friendly":
             components = cache_friendly_order(select_components(components, config))
             config = None  # already selected, overrides applied
@@ -298,7 +307,31 @@ class ContextBuilder:
             request_key=request_key,
             history_cut=fitted.history_cut,
             fits=fitted.fits,
+            blocked=(
+                (
+                    "the operator's instructions could not be read ("
+                    + "; ".join(self.blocked)
+                    + "); the model was not called without them"
+                )
+                if self.blocked
+                else None
+            ),
         )
+
+
+def assembly_config(config):
+    """``config`` as assembly applies it: without a ``system_prompt`` content override.
+
+    A context's system prompt override (reflection's) is the *base template* of the system
+    prompt source (:func:`~evennia_ai.prompt.sources.build_system_prompt`), which keeps the
+    identity, the NPC's guidelines and the operator's section around it. Replacing the whole
+    component with it would drop the operator's instructions from that context's requests.
+    """
+    overrides = dict(getattr(config, "component_overrides", None) or {})
+    if "system_prompt" not in overrides:
+        return config
+    overrides.pop("system_prompt")
+    return replace(config, component_overrides=overrides)
 
 
 class OfferedTools:
@@ -438,12 +471,21 @@ def suppress_duplicates(values: dict) -> dict:
 
 
 # -- operator override file ------------------------------------------------------------------
+class OperatorSourceError(RuntimeError):
+    """The operator's instructions are configured but cannot be read."""
+
+
 def read_operator_override() -> str:
     """The operator override file's text (``EVENNIA_AI_OPERATOR_OVERRIDE``), read at every build.
 
     Read each time rather than cached by modification time: an edit within the clock's
     resolution, or a file replaced by one with an older time, still takes effect at once. The
     file is small; reading it costs tens of microseconds.
+
+    Raises:
+        OperatorSourceError: The setting names a file that cannot be read (missing, no
+            permission, not UTF-8). The tick then fails closed: no model call without the
+            operator's instructions. Remove the setting to run without the file.
     """
     path = conf.get("EVENNIA_AI_OPERATOR_OVERRIDE")
     if not path:
@@ -451,5 +493,8 @@ def read_operator_override() -> str:
     try:
         with open(path, encoding="utf-8") as fh:
             return fh.read().strip()
-    except (OSError, UnicodeDecodeError):
-        return ""
+    except (OSError, UnicodeDecodeError) as err:
+        raise OperatorSourceError(
+            f"EVENNIA_AI_OPERATOR_OVERRIDE names {path}, which cannot be read "
+            f"({type(err).__name__}: {err}); fix the file or remove the setting"
+        ) from None

@@ -20,6 +20,7 @@ from twisted.internet import reactor
 
 from evennia_ai.memory import longterm
 from evennia_ai.prompt.builder import register_source
+from evennia_ai.utils import fence_section
 
 SEARCH_TIMEOUT = 5.0  # seconds a tick waits for its memory search
 HEADER = "## Things you remember"
@@ -81,4 +82,6 @@ def semantic_memories(builder):
 
     deferred = longterm.recall(builder.npc.dbref, query)
     deferred.addTimeout(SEARCH_TIMEOUT, reactor)
-    return deferred.addCallback(lambda outcome: render_memories(outcome.hits)).addErrback(failed)
+    return deferred.addCallback(
+        lambda outcome: fence_section(render_memories(outcome.hits), "long-term memory")
+    ).addErrback(failed)

@@ -22,7 +22,7 @@ from evennia_ai.memory.compression import plan as compaction_plan
 from evennia_ai.memory.history import render_text
 from evennia_ai.prompt.templates import REFLECTION_METRICS, get_template, safe_render_template
 from evennia_ai.prompt_registry import get_prompt_registry
-from evennia_ai.utils import iso_utc
+from evennia_ai.utils import fence, iso_utc
 from evennia_ai.workspace.journal import entries_since, render_journal
 
 TASK_SHARE = 0.4
@@ -167,7 +167,8 @@ def compaction_batch(history: list[dict]) -> list[dict]:
 def reflection_results(text: str) -> str:
     """The ``tool_result`` of a ``reflection_cont`` request: the reflection tools' results."""
     heading = contracts.REFLECTION_RESULTS.heading
-    return f"{heading}\n{(text or '').strip() or contracts.NOTHING}"
+    text = (text or "").strip()
+    return f"{heading}\n{fence(text, 'tool results') if text else contracts.NOTHING}"
 
 
 def reflection_done(state: dict, metrics: dict, goals: list[dict], tick: int) -> dict:

@@ -26,13 +26,15 @@ each kind of task the way a careful model would, using nothing but the request:
   fact in the new messages.
 
 After its tool calls have answered, it ends the task with ``noop`` (or text when no tool is
-offered). Standard library only.
+offered). It reads fenced data (see ``evennia_ai.utils.fence``) as the text inside.
 """
 
 from __future__ import annotations
 
 import json
 import re
+
+from evennia_ai.utils import unfence
 
 TASK_RE = re.compile(r"^## Task: (\w+)", re.M)
 FACT_RE = re.compile(r"\b(?:[Mm]y|([A-Z][a-z]+)'s)\s+([a-z][a-z ]{1,40}?) is ([A-Za-z0-9][\w'-]*)")
@@ -46,8 +48,8 @@ RANGE_RE = re.compile(r"into (\d+) to (\d+) ")
 def _text(message: dict) -> str:
     content = message.get("content")
     if isinstance(content, list):
-        return "\n".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-    return content if isinstance(content, str) else ""
+        content = "\n".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return unfence(content) if isinstance(content, str) else ""
 
 
 def section(text: str, heading: str) -> str | None:
@@ -104,7 +106,7 @@ def _fact_sentence(who: str, thing: str, value: str) -> str:
 def read_and_answer(body: dict) -> dict:
     """Answer one chat-completions request body (``messages``, ``tools``) by reading it."""
     messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
-    whole = "\n".join(_text(m) for m in messages)
+    whole = unfence("\n".join(_text(m) for m in messages))  # it reads fenced data as data
     memory = read_memory_request(body)
     if memory is not None:
         return memory
