@@ -185,6 +185,16 @@ SETTINGS: dict[str, Setting] = {
             "Tools whose schemas stay in a request that does not fit the window; the others "
             "are left out before the NPC's own system prompt is cut.",
         ),
+        Setting(
+            "EVENNIA_AI_MAX_OUTPUT_CHARS",
+            1000,
+            "Most characters of one thing an NPC says, emotes, whispers or pages.",
+        ),
+        Setting(
+            "EVENNIA_AI_OUTPUT_STRIP_COLOUR",
+            False,
+            "Strip colour codes from what NPCs say and emote (other markup is always removed).",
+        ),
         Setting("EVENNIA_AI_REFLECTION_INTERVAL", 50, "Ticks between reflections."),
         Setting(
             "EVENNIA_AI_REFLECTION_IMPORTANCE_THRESHOLD",

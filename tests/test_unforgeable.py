@@ -161,3 +161,47 @@ class TestCleaning:
         inner = fenced.split("\n")[1:-1]
         assert all(line.startswith("|") for line in inner)
         assert "</untrusted>" not in "\n".join(inner) and "<operator>" not in fenced
+
+
+class TestOutputIsInert(AssistantTestBase):
+    def heard(self, tool, **arguments):
+        from evennia_ai.tools import load_builtin_tools
+        from evennia_ai.tools.base import ToolContext
+        from evennia_ai.tools.registry import TOOL_REGISTRY
+
+        load_builtin_tools()
+
+        seen = []
+        with mock.patch.object(
+            type(self.char1), "msg", lambda obj, text=None, **kw: seen.append(text)
+        ):
+            result = TOOL_REGISTRY.get(tool).run(ToolContext(npc=self.npc), **arguments)
+        assert result.success, result
+        self.messages = [str(t[0] if isinstance(t, tuple) else t) for t in seen]
+        return " ".join(self.messages)
+
+    def test_an_emote_runs_no_inline_function(self):
+        heard = self.heard("emote", action="waves $space(300000) and $randint(1,1)")
+        assert "$space(300000)" in heard and "$randint(1,1)" in heard
+        assert len(heard) < 200
+
+    def test_links_escape_codes_and_line_breaks_are_removed(self):
+        heard = self.heard("say", message="|lclook|ltclick me|le \x1b[31mred\x1b[0m|/next\nline")
+        assert "|lc" not in heard and "|le" not in heard and "\x1b" not in heard
+        assert "|/" not in heard and "\n" not in heard
+        assert "click me" in heard and "red" in heard
+
+    def test_what_an_npc_says_is_capped(self):
+        self.heard("say", message="word " * 2000)
+        assert max(len(m) for m in self.messages) < 1100
+
+    def test_with_outgoing_parsing_on_a_dollar_is_escaped(self):
+        with override_settings(FUNCPARSER_PARSE_OUTGOING_MESSAGES_ENABLED=True):
+            heard = self.heard("say", message="I roll $randint(1,6)")
+        assert "\\$randint(1,6)" in heard  # the session's parser shows it as written
+
+    def test_an_object_name_runs_no_inline_function(self):
+        thing = create_object("evennia.objects.objects.DefaultObject", key="$randint(7,7) coin")
+        thing.location = self.room1
+        heard = self.heard("get", item="coin")
+        assert "$randint(7,7) coin" in heard

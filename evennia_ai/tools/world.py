@@ -31,10 +31,11 @@ from evennia.utils.ansi import strip_ansi, strip_mxp
 from evennia.utils.search import search_object
 from evennia.utils.utils import inherits_from
 
+from evennia_ai import conf
 from evennia_ai.tools.base import TEXT, Tool, ToolCategory, ToolContext, ToolResult, object_schema
 from evennia_ai.tools.registry import register_tool
 from evennia_ai.tools.safety import check_speech, operator_prompt_kept
-from evennia_ai.utils import is_assistant, truncate
+from evennia_ai.utils import clean_text, is_assistant, truncate
 
 MAX_MESSAGE_LENGTH = 2000
 LOOK_LIMIT = 3000
@@ -131,6 +132,30 @@ def _check_message(text: str, what: str = "message") -> str | None:
     if not isinstance(text, str) or not text.strip():
         return f"The {what} is empty; say something."
     return None
+
+
+_LAYOUT_CODES = re.compile(r"\|[/\-_>]")  # Evennia's line break, tab, space and indent codes
+
+
+def inert(text: str) -> str:
+    """Model-written text made safe to show players: it can only be read, never run.
+
+    Escape and control characters, MXP links and Evennia's line-break and tab codes are
+    removed and the text is kept on one line; colour codes stay unless
+    ``EVENNIA_AI_OUTPUT_STRIP_COLOUR``. When the game parses outgoing text for inline functions
+    (``FUNCPARSER_PARSE_OUTGOING_MESSAGES_ENABLED``), every ``$`` is escaped so no ``$func()``
+    in it runs. At most ``EVENNIA_AI_MAX_OUTPUT_CHARS`` characters.
+    """
+    text = strip_mxp(clean_text(text))
+    text = " ".join(_LAYOUT_CODES.sub(" ", text).split())
+    if conf.get("EVENNIA_AI_OUTPUT_STRIP_COLOUR"):
+        text = strip_ansi(text)
+    limit = int(conf.get("EVENNIA_AI_MAX_OUTPUT_CHARS"))
+    if len(text) > limit:
+        text = text[: limit - 1].rstrip() + "\u2026"
+    if getattr(settings, "FUNCPARSER_PARSE_OUTGOING_MESSAGES_ENABLED", False):
+        text = text.replace("$", "\\$")
+    return text
 
 
 def _location_error(npc) -> ToolResult | None:
@@ -270,7 +295,7 @@ class Say(Tool):
         leak = _private_leak(npc, message, _characters_here(npc))
         if leak:
             return leak
-        speech = npc.at_pre_say(message.strip())
+        speech = npc.at_pre_say(inert(message))
         if not speech:
             return ToolResult.fail("You could not speak just now.")
         npc.at_say(speech, msg_self=True)
@@ -302,11 +327,15 @@ class Emote(Tool):
         problem = _check_message(action, "action")
         if problem:
             return ToolResult.fail(problem)
-        pose = compose_pose(npc.key, action)
+        pose = compose_pose(npc.key, inert(action))
         leak = _private_leak(npc, pose, _characters_here(npc))
         if leak:
             return leak
-        npc.location.msg_contents(text=(_escape_braces(pose), {"type": "pose"}), from_obj=npc)
+        # The pose goes in as a mapping value: msg_contents' inline-function parser reads the
+        # template, never the model's text.
+        npc.location.msg_contents(
+            text=("{pose}", {"type": "pose"}), mapping={"pose": pose}, from_obj=npc
+        )
         return ToolResult.ok(f"Everyone here sees: {pose}", data={"pose": pose})
 
 
@@ -355,7 +384,7 @@ class Whisper(Tool):
         leak = _private_leak(npc, message, [receiver])
         if leak:
             return leak
-        speech = npc.at_pre_say(message.strip(), whisper=True, receivers=[receiver])
+        speech = npc.at_pre_say(inert(message), whisper=True, receivers=[receiver])
         if not speech:
             return ToolResult.fail("You could not whisper just now.")
         npc.at_say(speech, msg_self=True, receivers=[receiver], whisper=True)
@@ -411,7 +440,8 @@ class Page(Tool):
         leak = _private_leak(npc, message, [receiver])
         if leak:
             return leak
-        text = f"{npc.key} pages: {message.strip()}"
+        message = inert(message)
+        text = f"{npc.key} pages: {message}"
         receiver.msg(text=(text, {"type": "page"}), from_obj=npc)
         note = ""
         if not is_player(receiver) and not is_assistant(receiver):
@@ -602,7 +632,9 @@ class Get(Tool):
         if not moved:
             return ToolResult.fail(" ".join(said) or f"{obj.key} can't be picked up.")
         name = _item_name(obj, npc)
-        npc.location.msg_contents(f"$You() $conj(pick) up {_escape_braces(name)}.", from_obj=npc)
+        npc.location.msg_contents(
+            "$You() $conj(pick) up {item}.", mapping={"item": name}, from_obj=npc
+        )  # the name as a mapping value: no inline function in it runs
         _forget_views(ctx)
         return ToolResult.ok(f"You pick up {name}.", data={"object": obj.dbref})
 
@@ -675,7 +707,9 @@ class Drop(Tool):
         if not moved:
             return ToolResult.fail(" ".join(said) or f"You can't drop {obj.key}.")
         name = _item_name(obj, npc)
-        npc.location.msg_contents(f"$You() $conj(drop) {_escape_braces(name)}.", from_obj=npc)
+        npc.location.msg_contents(
+            "$You() $conj(drop) {item}.", mapping={"item": name}, from_obj=npc
+        )
         _forget_views(ctx)
         return ToolResult.ok(f"You drop {name}.", data={"object": obj.dbref})
 
