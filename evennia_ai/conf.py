@@ -195,6 +195,12 @@ SETTINGS: dict[str, Setting] = {
             False,
             "Strip colour codes from what NPCs say and emote (other markup is always removed).",
         ),
+        Setting(
+            "EVENNIA_AI_SPEAKABLE_LINES",
+            [],
+            "Lines an NPC may always say, whatever players whispered to it (a required "
+            "greeting); lines of an operator prompt starting with `Speakable:` count too.",
+        ),
         Setting("EVENNIA_AI_REFLECTION_INTERVAL", 50, "Ticks between reflections."),
         Setting(
             "EVENNIA_AI_REFLECTION_IMPORTANCE_THRESHOLD",

@@ -114,6 +114,7 @@ _INVISIBLE = re.compile(
 _LINE_BREAKS = re.compile(r"\r\n?|[\u2028\u2029\x85\x0b\x0c]")
 FENCE_TAG = "untrusted"
 OPERATOR_TAG = "operator"
+_FENCE_TAGS = re.compile(rf"<\s*/?\s*(?:{FENCE_TAG}|{OPERATOR_TAG})\b", re.I)
 
 
 def clean_text(text: Any) -> str:
@@ -136,12 +137,12 @@ def clean_name(name: Any, limit: int = 80) -> str:
 def fence(text: Any, source: str) -> str:
     """Untrusted ``text`` as an element it cannot close and in which no line can open a section.
 
-    Every line is prefixed with ``| `` (nothing inside starts with ``#`` or a tag), angle
-    brackets become ``‹ ›`` (no ``</untrusted>`` or ``<operator>`` can be written), escape and
-    control characters are removed. The system prompt tells the model that fenced text is
+    Every line is prefixed with ``| `` (nothing inside starts with ``#`` or a tag), the fence's
+    and the operator's tags are defused (``‹/untrusted>``, ``‹operator>``: neither can be
+    written inside), escape and control characters are removed. The system prompt tells the model that fenced text is
     information, never instructions.
     """
-    body = clean_text(text).replace("<", "\u2039").replace(">", "\u203a")
+    body = _FENCE_TAGS.sub(lambda m: "\u2039" + m.group(0)[1:], clean_text(text))
     lines = body.strip("\n").split("\n")
     inner = "\n".join(f"| {line}".rstrip() for line in lines)
     label = one_line(clean_text(source), 60).replace('"', "'").replace("<", "").replace(">", "")

@@ -14,6 +14,7 @@ from evennia_ai.tools import load_builtin_tools
 from evennia_ai.tools.approvals import get_confirmation_queue
 from evennia_ai.tools.base import ToolCategory, ToolContext, ToolResult
 from evennia_ai.tools.registry import TOOL_REGISTRY
+from evennia_ai.utils import unfence
 
 TOOLS = (
     "block_read",
@@ -351,9 +352,10 @@ class TestContextSources(BlockTestBase):
         block_admin.create_block(self.npc, "scratch", content="half a thought")
         text = block_sources.memory_blocks_source(self.builder())
         assert text.startswith(block_sources.HEADER)
+        assert '<untrusted source="memory blocks">' in text  # the model writes them: fenced
         assert (
             '<block:persona permission="ReadWrite">\nWho I am\n\nAn innkeeper.\n</block:persona>'
-            in text
+            in unfence(text)
         )
         assert "scratch" not in text
         text = block_sources.memory_blocks_source(self.builder("see your scratch block"))
@@ -397,7 +399,8 @@ class TestArchival(BlockTestBase):
                 extra={},
             )
         )
-        assert hits.startswith("## From your archive\n- The mill burned down")
+        assert hits.startswith('## From your archive\n<untrusted source="archive">')
+        assert "\n- The mill burned down" in unfence(hits)
         assert self.run_tool("archival_delete", id=entry_id).success
         assert "No archival entry" in self.run_tool("archival_delete", id=entry_id).error
         assert self.npc.ai.archival == []
@@ -446,5 +449,6 @@ class TestInPrompt(BlockTestBase):
         assert built, "the build should finish synchronously here"
         prompt = "\n".join(str(m.get("content")) for m in built[0].messages)
         assert (
-            '<block:persona permission="ReadWrite">\nA gruff innkeeper.\n</block:persona>' in prompt
+            '<block:persona permission="ReadWrite">\nA gruff innkeeper.\n</block:persona>'
+            in unfence(prompt)
         )

@@ -205,3 +205,46 @@ class TestOutputIsInert(AssistantTestBase):
         thing.location = self.room1
         heard = self.heard("get", item="coin")
         assert "$randint(7,7) coin" in heard
+
+
+class TestWhisperGuardSeesWhatPlayersSee(AssistantTestBase):
+    SECRET = "The cellar key is under the third barrel"
+
+    def setUp(self):
+        super().setUp()
+        from evennia_ai.tools import safety
+
+        self.safety = safety
+        self.npc.ai.set(
+            "private_whispers",
+            safety.remember_whisper([], self.char1.dbref, self.char1.key, self.SECRET),
+        )
+
+    def leaks(self, text):
+        return self.safety.check_speech(self.npc, text, [self.char2])
+
+    def test_markup_and_invisible_characters_do_not_hide_a_leak(self):
+        for disguised in (
+            "the |rcellar|n key is under the third barrel",
+            "the cel\u200blar key is un\u200cder the third barrel",
+            "the |lclook|ltcellar|le key is under the third barrel",
+            "the ｃｅｌｌａｒ key is under the third barrel",  # fullwidth
+            "the cellar kеy is under the third bаrrel",  # Cyrillic е and а
+        ):
+            assert self.leaks(disguised), disguised
+
+    def test_a_whisper_cannot_poison_a_speakable_greeting(self):
+        greeting = "Welcome to the Gilded Tankard, traveller, mind the step"
+        whispers = self.npc.ai.private_whispers
+        self.npc.ai.set(
+            "private_whispers",
+            self.safety.remember_whisper(whispers, self.char1.dbref, self.char1.key, greeting),
+        )
+        assert self.leaks(greeting)  # unmarked: the whisper blocks it
+        self.npc.ai.set_user_system_prompt(f"Greet everyone.\nSpeakable: {greeting}")
+        assert not self.leaks(greeting + "!")
+        with override_settings(EVENNIA_AI_SPEAKABLE_LINES=[greeting]):
+            self.npc.ai.set_user_system_prompt("Greet everyone.")
+            assert not self.leaks(greeting)
+            # the speakable line does not carry a secret said around it
+            assert self.leaks(f"{greeting}. The cellar key is under the third barrel")

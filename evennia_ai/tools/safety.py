@@ -10,9 +10,16 @@ whisper to anyone other than the one who whispered it, and refuse if so. A game 
 (``execute_command``) or an Attribute value (``set_attribute``) may reach anyone, so one
 repeating any remembered whisper is refused too.
 
-Matching is on normalised text (lowercase, letters and digits only, single spaces): a leak is
-a run of :data:`SHINGLE_WORDS` consecutive words of a whisper (all of it when shorter)
-appearing in the outgoing text. Whispers shorter than :data:`MIN_GUARDED_WORDS` words or
+Matching is on the text players would see, normalised (:func:`normalise`: Evennia's colour,
+link and layout codes rendered away, escape, control and zero-width characters removed,
+look-alike letters folded to their Latin twins by NFKC and a confusables table, then
+lowercase, letters and digits only, single spaces): a leak is a run of :data:`SHINGLE_WORDS`
+consecutive words of a whisper (all of it when shorter) appearing in the outgoing text.
+
+Lines the operator marks **speakable** can never be blocked by what players whispered (a
+player cannot poison a required greeting by whispering it): ``EVENNIA_AI_SPEAKABLE_LINES``,
+and every line of the NPC's operator prompt that starts with ``Speakable:``. Their words are
+taken out of the outgoing text before it is matched. Whispers shorter than :data:`MIN_GUARDED_WORDS` words or
 :data:`MIN_GUARDED_CHARS` characters ("hi", "psst") are not guarded, so greetings stay
 sayable. A paraphrase is not caught: the guard stops verbatim repetition, the model's own
 instructions cover the rest.
@@ -31,9 +38,11 @@ from __future__ import annotations
 
 import contextlib
 import re
+import unicodedata
 from typing import Iterable
 
-from evennia_ai.utils import iso_utc
+from evennia_ai import conf
+from evennia_ai.utils import clean_text, iso_utc
 
 STATE_KEY = "private_whispers"
 """The ``npc.ai`` state key holding recent whispers (a plain list of dicts, oldest first)."""
@@ -51,11 +60,50 @@ MIN_GUARDED_WORDS = 3
 MIN_GUARDED_CHARS = 12
 
 _NON_WORD = re.compile(r"[^\w]+", re.UNICODE)
+# Evennia markup as a client renders it away: MXP links (the link text stays), colour codes
+# (ANSI, xterm256, greyscale, hex), and the layout codes; "||" is a literal bar.
+_MXP_LINK = re.compile(r"\|l[cu].*?\|lt|\|le")
+_MARKUP = re.compile(
+    r"\|\[?(?:[0-5]{3}|=[a-z]|#[0-9a-fA-F]{6}|[rgybmcwxRGYBMCWX])|\|[nuUhHiI*^/\-_>]"
+)
+# Letters of other scripts that look like Latin ones (NFKC does not fold them).
+_CONFUSABLES = str.maketrans(
+    "аеорсухіјѕԁɡһӏոԛᴠԝАВЕКМНОРСТХУІЈЅΑΒΕΖΗΙΚΜΝΟΡΤΥΧαορνιτ",
+    "aeopcyxijsdghlnqvwABEKMHOPCTXYIJSABEZHIKMNOPTYXaopvit",
+)
+
+
+def rendered(text) -> str:
+    """``text`` as a player's client shows it: markup rendered away, invisible characters gone."""
+    text = clean_text(text)
+    text = _MXP_LINK.sub("", text).replace("||", "\x00")
+    return _MARKUP.sub("", text).replace("\x00", "|")
 
 
 def normalise(text) -> str:
-    """``text`` lowercased, with everything but letters and digits turned into single spaces."""
-    return " ".join(_NON_WORD.sub(" ", str(text or "").lower().replace("_", " ")).split())
+    """The words of ``text`` as seen (see the module docstring): for matching only."""
+    seen = unicodedata.normalize("NFKC", rendered(text)).translate(_CONFUSABLES)
+    return " ".join(_NON_WORD.sub(" ", seen.lower().replace("_", " ")).split())
+
+
+def speakable_lines(operator_prompt: str | None = None) -> list[str]:
+    """Lines no whisper can block: the setting's, and the operator prompt's ``Speakable:`` ones."""
+    lines = [str(line) for line in (conf.get("EVENNIA_AI_SPEAKABLE_LINES") or ()) if line]
+    for line in str(operator_prompt or "").splitlines():
+        marked = re.match(r"\s*speakable\s*:\s*(.+)", line, re.I)
+        if marked:
+            lines.append(marked.group(1).strip().strip('"'))
+    return [line for line in lines if normalise(line)]
+
+
+def without_speakable(text: str, speakable: Iterable[str]) -> str:
+    """The normalised words of ``text`` with every speakable line in it taken out."""
+    words = normalise(text)
+    for line in speakable:
+        phrase = normalise(line)
+        if phrase:
+            words = f" {words} ".replace(f" {phrase} ", " | ").strip()
+    return words
 
 
 def _shingles(words: list[str], size: int) -> set[tuple[str, ...]]:
@@ -98,25 +146,33 @@ def remember_whisper(
     return kept[-max(1, int(limit)) :]
 
 
-def repeats(secret: str, text: str) -> bool:
-    """Whether ``text`` repeats ``secret`` (a shared run of words; see module docstring)."""
+def repeats(secret: str, text: str, speakable: Iterable[str] = ()) -> bool:
+    """Whether ``text`` repeats ``secret`` (a shared run of words; see module docstring).
+
+    Words of ``speakable`` lines in ``text`` do not count (nor do runs across them).
+    """
     secret_words = normalise(secret).split()
-    text_words = normalise(text).split()
-    if not secret_words or not text_words or not is_guarded(secret):
+    if not secret_words or not is_guarded(secret):
         return False
     size = min(SHINGLE_WORDS, len(secret_words))
-    if len(text_words) < size:
-        return False
-    return not _shingles(secret_words, size).isdisjoint(_shingles(text_words, size))
+    secret_runs = _shingles(secret_words, size)
+    for part in without_speakable(text, speakable).split("|"):
+        words = part.split()
+        if len(words) >= size and not secret_runs.isdisjoint(_shingles(words, size)):
+            return True
+    return False
 
 
-def whisper_leak(whispers: list | None, text: str, audience: Iterable) -> dict | None:
+def whisper_leak(
+    whispers: list | None, text: str, audience: Iterable, speakable: Iterable[str] = ()
+) -> dict | None:
     """The first remembered whisper ``text`` would repeat to someone who did not whisper it.
 
     Args:
         whispers: The remembered whispers (``npc.ai.private_whispers``).
         text: What the assistant is about to say, pose, whisper or page.
         audience: Dbrefs of everyone who would receive ``text`` (the assistant excluded).
+        speakable: Lines no whisper can block (:func:`speakable_lines`).
 
     Returns:
         The whisper's entry, or None when nothing private would reach anyone new.
@@ -129,7 +185,7 @@ def whisper_leak(whispers: list | None, text: str, audience: Iterable) -> dict |
             continue
         if not listeners - {str(entry.get("source"))}:
             continue  # only the whisperer would hear it back
-        if repeats(entry.get("text", ""), text):
+        if repeats(entry.get("text", ""), text, speakable):
             return entry
     return None
 
@@ -160,7 +216,8 @@ def check_speech(npc, text: str, audience: Iterable) -> str | None:
         return None
     own = getattr(npc, "dbref", None)
     dbrefs = [getattr(who, "dbref", who) for who in audience]
-    entry = whisper_leak(whispers, text, [d for d in dbrefs if d and d != own])
+    speakable = speakable_lines(ai.get("user_system_prompt"))
+    entry = whisper_leak(whispers, text, [d for d in dbrefs if d and d != own], speakable)
     return leak_message(entry) if entry else None
 
 
