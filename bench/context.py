@@ -52,6 +52,7 @@ class FakeNPC:
 def scenario(turn: int = 0, history_messages: int = 50) -> dict:
     from evennia_ai.memory.entities import render_entities, update_observation
     from evennia_ai.memory.history import append_tick, to_chat_messages
+    from evennia_ai.utils import fence, fence_section
     from evennia_ai.workspace.goals import add_goal, render_goals
 
     history: list = []
@@ -112,14 +113,19 @@ def scenario(turn: int = 0, history_messages: int = 50) -> dict:
         f'<block:notes{i} permission="ReadWrite">\nNote block {i}: supplies, prices, rumours about the mill.\n</block:notes{i}>'
         for i in range(5)
     )
+    # model- and player-written text is fenced as the sources fence it (evennia_ai.utils.fence)
     return {
         "system_prompt": "You are Innkeeper, a character in a text game. " * 30,
-        "character_context": "## Persona\nMarta Ashgrove, innkeeper for twenty years.\n\n## Session memory\n- The cellar floods in spring",
-        "entity_context": render_entities(list(entities.values())),
-        "memory_blocks": blocks,
-        "semantic_memories": memories,
-        "context_buffer": "## Recently around you\n- (1m ago) Bob lights the fire.",
-        "goals": "## Goals\n" + render_goals(goals),
+        "character_context": "## Persona\nMarta Ashgrove, innkeeper for twenty years.\n\n"
+        + fence_section("## Session memory\n- The cellar floods in spring", "your session memory"),
+        "entity_context": fence_section(
+            render_entities(list(entities.values())), "what you noted about them"
+        ),
+        "memory_blocks": fence(blocks, "memory blocks"),
+        "semantic_memories": fence_section(memories, "long-term memory"),
+        "context_buffer": "## Recently around you\n"
+        + fence("- (1m ago) Bob lights the fire.", "the room"),
+        "goals": "## Goals\n" + fence(render_goals(goals), "your goals"),
         "conversation_history": to_chat_messages(history),
         "pending_event": f'Alice says to you: "Turn {turn}: could I get a room for the night?"',
         "tool_result": "",
@@ -224,6 +230,7 @@ def bench_prefix_share(turns: int = 50) -> tuple[str, dict]:
     from django.test import override_settings
 
     from evennia_ai.prompt.components import get_static_components
+    from evennia_ai.utils import fence, fence_section
 
     components = get_static_components()
     results = {}
@@ -233,9 +240,11 @@ def bench_prefix_share(turns: int = 50) -> tuple[str, dict]:
             shares, prompt_tokens, shared_tokens = [], 0, 0
             for turn in range(turns):
                 values = scenario(turn, history_messages=min(50, 3 * (turn + 1)))
-                values["semantic_memories"] = f"## Things you remember\n- recalled for turn {turn}"
-                values["context_buffer"] = (
-                    f"## Recently around you\n- (now) something happened at turn {turn}"
+                values["semantic_memories"] = fence_section(
+                    f"## Things you remember\n- recalled for turn {turn}", "long-term memory"
+                )
+                values["context_buffer"] = "## Recently around you\n" + fence(
+                    f"- (now) something happened at turn {turn}", "the room"
                 )
                 built = builder.finish(values, components)
                 builder.npc.ndb.ai_last_request = built.request_key  # as the tick does once sent
