@@ -24,8 +24,9 @@ taken out of the outgoing text before it is matched. Whispers shorter than :data
 sayable. A paraphrase is not caught: the guard stops verbatim repetition, the model's own
 instructions cover the rest.
 
-The operator-prompt guard (:func:`operator_prompt_kept`) undoes any change a game command
-run by the assistant made to its own operator prompt (``execute_command`` runs ``wipe me``).
+The state guard (:func:`ai_state_kept`) puts back any change a game command run by the
+assistant made to its own AI state (``execute_command`` runs ``wipe me``), and says exactly
+what it put back and what else changed.
 
 Example:
     whispers = remember_whisper([], "#5", "Alice", "The cellar key is under the third barrel.")
@@ -37,12 +38,14 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import copy
 import re
 import unicodedata
+from dataclasses import dataclass, field
 from typing import Iterable
 
 from evennia_ai import conf
-from evennia_ai.utils import clean_text, iso_utc
+from evennia_ai.utils import clean_text, iso_utc, plain
 
 STATE_KEY = "private_whispers"
 """The ``npc.ai`` state key holding recent whispers (a plain list of dicts, oldest first)."""
@@ -225,29 +228,83 @@ OPERATOR_PROMPT_KEY = "user_system_prompt"
 """The ``npc.ai`` state key of the operator's prompt, which nothing the model does may change."""
 
 
-@contextlib.contextmanager
-def operator_prompt_kept(npc):
-    """Undo, on leaving the block, any change made inside it to ``npc``'s operator prompt.
+AI_CATEGORY = "ai"
+"""The Attribute category of an assistant's own state (operator-set and its own)."""
 
-    Yields a list that holds ``True`` once a change was undone, so the caller can say so.
 
-    Example:
-        with operator_prompt_kept(npc) as undone:
-            npc.execute_cmd("wipe me")
-        if undone: ...
+@dataclass
+class StateKept:
+    """What :func:`ai_state_kept` found a game command did to the assistant.
+
+    Attributes:
+        restored: Keys of the assistant's own state the command changed, put back as they were.
+        other: Keys of the assistant's other Attributes the command changed (left as they are).
     """
-    undone: list = []
-    ai = getattr(npc, "ai", None)
-    if ai is None:  # not an assistant: it has no operator prompt
-        yield undone
+
+    restored: list = field(default_factory=list)
+    other: list = field(default_factory=list)
+
+    @property
+    def operator_prompt(self) -> bool:
+        return OPERATOR_PROMPT_KEY in self.restored
+
+    def describe(self, command: str, name: str) -> str:
+        """The exact account for the approver and the model (empty when nothing was restored)."""
+        if not self.restored:
+            return ""
+        keys = ", ".join(sorted(self.restored))
+        operator = " (the operator's instructions among them)" if self.operator_prompt else ""
+        rest = (
+            f" Its other changes to {name} stand: {', '.join(sorted(self.other))}."
+            if self.other
+            else ""
+        )
+        return (
+            f"'{command}' ran, but it also changed {name}'s own AI state ({keys}){operator}, "
+            "which no command run by an assistant may change: all of it was put back as it "
+            f"was.{rest}"
+        )
+
+
+def _snapshot(npc) -> dict:
+    return {
+        (attr.key, attr.category): copy.deepcopy(plain(attr.value)) for attr in npc.attributes.all()
+    }
+
+
+@contextlib.contextmanager
+def ai_state_kept(npc):
+    """Put back, on leaving the block, every change made inside it to ``npc``'s own AI state.
+
+    All of it (category ``ai``: the operator's prompt, tool rules and denials, budgets, memory
+    blocks ReadOnly ones included, goals and the rest), so an approved ``wipe me`` leaves the
+    assistant as the operators set it up. Yields a :class:`StateKept` saying what was put back
+    and which other Attributes of the NPC changed.
+    """
+    kept = StateKept()
+    if getattr(npc, "ai", None) is None or getattr(npc, "attributes", None) is None:
+        yield kept  # not an assistant
         return
-    before = ai.get(OPERATOR_PROMPT_KEY)
+    before = _snapshot(npc)
     try:
-        yield undone
+        yield kept
     finally:
-        if getattr(npc, "pk", None) and ai.get(OPERATOR_PROMPT_KEY) != before:
-            if before is None:
-                npc.attributes.remove(OPERATOR_PROMPT_KEY, category="ai")
-            else:
-                ai.set(OPERATOR_PROMPT_KEY, before)
-            undone.append(True)
+        if getattr(npc, "pk", None):
+            after = _snapshot(npc)
+            for key, category in set(before) | set(after):
+                old, new = before.get((key, category), _MISSING), after.get(
+                    (key, category), _MISSING
+                )
+                if old == new:
+                    continue
+                if category != AI_CATEGORY:
+                    kept.other.append(key)
+                    continue
+                if old is _MISSING:
+                    npc.attributes.remove(key, category=AI_CATEGORY)
+                else:
+                    npc.attributes.add(key, old, category=AI_CATEGORY)
+                kept.restored.append(key)
+
+
+_MISSING = object()

@@ -34,7 +34,7 @@ from evennia.utils.utils import inherits_from
 from evennia_ai import conf
 from evennia_ai.tools.base import TEXT, Tool, ToolCategory, ToolContext, ToolResult, object_schema
 from evennia_ai.tools.registry import register_tool
-from evennia_ai.tools.safety import check_speech, operator_prompt_kept
+from evennia_ai.tools.safety import ai_state_kept, check_speech
 from evennia_ai.utils import clean_text, is_assistant, truncate
 
 MAX_MESSAGE_LENGTH = 2000
@@ -760,13 +760,10 @@ class ExecuteCommand(Tool):
                 f"which {npc.key} does not have."
             )
 
-        with operator_prompt_kept(npc) as undone, capture_messages(npc) as said:
+        with ai_state_kept(npc) as kept, capture_messages(npc) as said:
             deferred = npc.execute_cmd(command)
-        if undone:
-            return ToolResult.fail(
-                f"'{command}' would have changed the operator's instructions, "
-                "which no assistant may change; that change was undone."
-            )
+        if kept.restored:
+            return ToolResult.fail(kept.describe(command, npc.key))
         finished = True
         if deferred is not None and hasattr(deferred, "addErrback"):
             finished = bool(getattr(deferred, "called", True))
