@@ -201,6 +201,18 @@ SETTINGS: dict[str, Setting] = {
             "Lines an NPC may always say, whatever players whispered to it (a required "
             "greeting); lines of an operator prompt starting with `Speakable:` count too.",
         ),
+        Setting(
+            "EVENNIA_AI_SECRETS",
+            [],
+            "Texts no NPC ever says, emotes, whispers or pages (5 words in a row of one, or all "
+            "of a shorter one); lines of an operator prompt starting with `Secret:` count too.",
+        ),
+        Setting(
+            "EVENNIA_AI_OPERATOR_QUOTE_WORDS",
+            12,
+            "Most consecutive words of its operator prompt an NPC may repeat to anyone "
+            "(speakable lines exempt); 0 turns the check off.",
+        ),
         Setting("EVENNIA_AI_REFLECTION_INTERVAL", 50, "Ticks between reflections."),
         Setting(
             "EVENNIA_AI_REFLECTION_IMPORTANCE_THRESHOLD",

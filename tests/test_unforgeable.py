@@ -248,3 +248,61 @@ class TestWhisperGuardSeesWhatPlayersSee(AssistantTestBase):
             assert not self.leaks(greeting)
             # the speakable line does not carry a secret said around it
             assert self.leaks(f"{greeting}. The cellar key is under the third barrel")
+
+
+class TestSecretsStaySecret(AssistantTestBase):
+    PROMPT = (
+        "You run the Gilded Tankard and keep it friendly for every guest who comes in.\n"
+        "Secret: the smugglers meet in the cellar at midnight\n"
+        "Speakable: Welcome to the Gilded Tankard, where every guest is a friend"
+    )
+
+    def setUp(self):
+        super().setUp()
+        from evennia_ai.tools import safety
+
+        self.safety = safety
+        self.npc.ai.set_user_system_prompt(self.PROMPT)
+
+    def refused(self, text):
+        return self.safety.check_speech(self.npc, text, [self.char1])
+
+    def test_a_marked_secret_is_never_said(self):
+        assert "secret" in self.refused("Psst: the smugglers meet in the cellar at midnight!")
+        assert "secret" in self.refused("the |rsmugglers meet in the cellar|n, they say")
+        assert self.refused("The cellar is cold tonight.") is None
+
+    def test_a_setting_secret_is_never_said(self):
+        with override_settings(EVENNIA_AI_SECRETS=["The vault code is 4471"]):
+            assert "secret" in self.refused("Sure: the vault code is 4471.")
+
+    def test_the_operator_prompt_is_not_recited(self):
+        recital = "My orders: you run the Gilded Tankard and keep it friendly for every guest"
+        assert "recites your operator's instructions" in self.refused(recital)
+        assert self.refused("I keep the Tankard friendly.") is None  # a paraphrase
+
+    def test_speakable_lines_are_exempt(self):
+        assert self.refused("Welcome to the Gilded Tankard, where every guest is a friend!") is None
+
+    def test_the_refusal_shows_in_the_trace(self):
+        from test_assistant_tick import sync_thread  # noqa: F401  (the base patches the client)
+
+        from evennia_ai.testing.scripted_model import ScriptedModel
+
+        model = ScriptedModel()
+        model.enqueue(
+            {
+                "tool_calls": [
+                    {
+                        "name": "say",
+                        "arguments": {"message": "The smugglers meet in the cellar at midnight."},
+                    }
+                ]
+            },
+            {"tool_calls": [{"name": "say", "arguments": {"message": "Nothing to tell."}}]},
+        )
+        self.speak("Innkeeper, where do the smugglers meet?")
+        with mock.patch("evennia_ai.engine.tick.get_client", return_value=model):
+            trace = self.tick()
+        refused = [c for c in trace.tool_calls if c.name == "say" and not c.success]
+        assert refused and "secret" in refused[0].error
