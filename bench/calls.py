@@ -145,6 +145,7 @@ def talk(window: int, ticks: int) -> dict:
             EVENNIA_AI_CONTEXT_WINDOWS={MODEL: window},
             EVENNIA_AI_RESERVED_RESPONSE_TOKENS=min(1024, window // 8),
             EVENNIA_AI_AUTONOMY=False,
+            EVENNIA_AI_SPEAKER_EVENTS_PER_MINUTE=0,  # one scripted player talks fast
             EVENNIA_AI_REFLECTION_INTERVAL=0,
             EVENNIA_AI_REFLECTION_IMPORTANCE_THRESHOLD=0,
         ):
@@ -223,6 +224,7 @@ def each_kind() -> list[list]:
             EVENNIA_AI_MAX_RETRIES=0,
             EVENNIA_AI_CONTEXT_WINDOWS={MODEL: 128000},
             EVENNIA_AI_AUTONOMY=False,
+            EVENNIA_AI_SPEAKER_EVENTS_PER_MINUTE=0,  # one scripted player talks fast
             EVENNIA_AI_REFLECTION_INTERVAL=0,
             EVENNIA_AI_REFLECTION_IMPORTANCE_THRESHOLD=0,
             EVENNIA_AI_COMPACTION_KEEP_RECENT=10,

@@ -142,6 +142,7 @@ def run_soak(
             EVENNIA_AI_RETRY_BASE_DELAY=0.0,
             EVENNIA_AI_RETRY_MAX_DELAY=0.0,
             EVENNIA_AI_AUTONOMY=False,
+            EVENNIA_AI_SPEAKER_EVENTS_PER_MINUTE=0,  # one scripted player talks fast
             EVENNIA_AI_REFLECTION_INTERVAL=0,
             EVENNIA_AI_REFLECTION_IMPORTANCE_THRESHOLD=0,
         ),

@@ -55,6 +55,7 @@ def settings(model) -> str:
         'EVENNIA_AI_API_KEY = "x"\n'
         "EVENNIA_AI_TICK_INTERVAL = 60\n"
         "EVENNIA_AI_AUTONOMY = False\n"
+        "EVENNIA_AI_SPEAKER_EVENTS_PER_MINUTE = 0\n"  # one scripted player talks fast
         "EVENNIA_AI_MAX_RETRIES = 0\n"
         "EVENNIA_AI_MEMORY_INIT_DELAY = 3600\n"
         f'LLM_HOST = "{model.root_url}"\n'

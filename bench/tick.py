@@ -129,7 +129,11 @@ def bench_tick(ticks: int = TICKS) -> tuple[str, dict]:
     runner, old = _database()
     try:
         with (
-            override_settings(EVENNIA_AI_MODEL="", EVENNIA_AI_AUTONOMY=False),
+            override_settings(
+                EVENNIA_AI_MODEL="",
+                EVENNIA_AI_AUTONOMY=False,
+                EVENNIA_AI_SPEAKER_EVENTS_PER_MINUTE=0,  # one scripted player talks fast
+            ),
             mock.patch.object(client_module, "defer_to_thread", timed_thread),
             mock.patch.object(longterm, "defer_to_thread", timed_thread),
         ):

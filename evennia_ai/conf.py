@@ -213,6 +213,27 @@ SETTINGS: dict[str, Setting] = {
             "Most consecutive words of its operator prompt an NPC may repeat to anyone "
             "(speakable lines exempt); 0 turns the check off.",
         ),
+        Setting(
+            "EVENNIA_AI_HISTORY_MAX_CHARS",
+            120000,
+            "Most characters of content an NPC's history holds; older ticks go first.",
+        ),
+        Setting(
+            "EVENNIA_AI_HISTORY_MESSAGE_CHARS",
+            6000,
+            "Most characters of one message kept in history (a long tool result is cut).",
+        ),
+        Setting(
+            "EVENNIA_AI_TRACE_MAX_CHARS",
+            60000,
+            "Most characters of JSON one stored tick trace takes (texts are cut to fit).",
+        ),
+        Setting(
+            "EVENNIA_AI_SPEAKER_EVENTS_PER_MINUTE",
+            20,
+            "Most events one speaker can queue for an NPC in a minute; the rest are dropped "
+            "(noted in the next trace). 0 turns the limit off.",
+        ),
         Setting("EVENNIA_AI_REFLECTION_INTERVAL", 50, "Ticks between reflections."),
         Setting(
             "EVENNIA_AI_REFLECTION_IMPORTANCE_THRESHOLD",

@@ -138,6 +138,8 @@ def _strict_contracts() -> None:
     from evennia_ai.testing.model_server import ModelServer
 
     settings.EVENNIA_AI_STRICT_CONTRACTS = True
+    # tests talk faster than players; the flood limit has tests of its own
+    settings.EVENNIA_AI_SPEAKER_EVENTS_PER_MINUTE = 0
 
     def window_of(model: str) -> int:
         return tokens.get_context_window(model if "/" in model else f"openai/{model}")

@@ -306,3 +306,74 @@ class TestSecretsStaySecret(AssistantTestBase):
             trace = self.tick()
         refused = [c for c in trace.tool_calls if c.name == "say" and not c.success]
         assert refused and "secret" in refused[0].error
+
+
+class TestEverythingIsBounded:
+    def test_a_huge_tool_call_is_refused_and_not_stored_whole(self):
+        from evennia_ai.llm.types import MAX_TOOL_ARGUMENTS, MAX_TOOL_NAME, ToolCall
+
+        call = ToolCall(id="c1", name="x" * 1_000_000, raw_arguments='{"m": "' + "a" * 10**6 + '"}')
+        assert len(call.name) == MAX_TOOL_NAME
+        assert call.error and "too long" in call.error and call.arguments == {}
+        assert len(call.raw_arguments) < 300 < MAX_TOOL_ARGUMENTS
+
+    def test_history_is_bounded_in_characters(self):
+        from evennia_ai.memory.history import append_tick
+
+        history = []
+        for tick in range(50):
+            history = append_tick(
+                history,
+                tick,
+                [{"role": "user", "content": "x" * 50_000}],
+                1000,
+                max_chars=120_000,
+                message_chars=6000,
+            )
+        assert sum(len(m["content"]) for m in history) <= 120_000
+        assert all(len(m["content"]) < 6100 for m in history)
+
+    def test_a_trace_is_bounded_before_it_is_stored(self):
+        import json
+
+        from evennia_ai.engine.trace import IterationTrace, TickTrace, ToolCallTrace, bounded_trace
+
+        trace = TickTrace(tick_id=1, event_text="e" * 10**5)
+        it = IterationTrace(index=0, text="t" * 10**5)
+        it.tool_calls.append(
+            ToolCallTrace(id="c", name="say", arguments={"m": "a" * 10**5}, result="r" * 10**5)
+        )
+        trace.add_iteration(it)
+        stored = bounded_trace(trace.to_dict(), 60_000)
+        assert len(json.dumps(stored)) <= 60_000
+        assert stored["tick_id"] == 1 and stored["iterations"][0]["tool_calls"][0]["name"] == "say"
+
+    def test_block_numbers_stay_finite(self):
+        import pytest
+
+        from evennia_ai.memory import blocks
+
+        schema = {"fields": {}}
+        content, _, _ = blocks._increment_counter(
+            schema, {"n": 1}, {"field": "n", "by": 2}, False, "m", None
+        )
+        assert content == {"n": 3}
+        with pytest.raises(blocks._OpError, match="largest number"):
+            blocks._increment_counter(
+                schema, {"n": 9e14}, {"field": "n", "by": 9e14}, False, "m", None
+            )
+
+
+class TestFloodsAreDropped(AssistantTestBase):
+    def test_one_speaker_cannot_bury_the_npc(self):
+        from evennia_ai.memory.events import pending_events
+
+        with override_settings(EVENNIA_AI_SPEAKER_EVENTS_PER_MINUTE=5):
+            for i in range(12):
+                self.speak(f"Innkeeper, spam {i}")
+            self.char2.at_say("Innkeeper, may I have a room?")
+        queued = pending_events(self.npc.ai.event_queue)
+        assert sum(1 for e in queued if e.source == self.char1.dbref) == 5
+        assert any(e.source == self.char2.dbref for e in queued)  # others still heard
+        trace = self.tick()
+        assert any("dropped 7 event(s) from Char" in note for note in trace.notes)

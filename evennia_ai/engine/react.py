@@ -592,9 +592,11 @@ class ReactLoop:
             return self._refuse(call, f"Unknown tool '{call.name}'. Available tools: {available}.")
         category = _category(tool)
         if call.error:
-            return self._refuse(
-                call, f"Arguments for '{call.name}' are not valid JSON: {call.error}", category
-            )
+            if call.error.startswith("the arguments are too long"):
+                message = f"Refused '{call.name}': {call.error}."
+            else:
+                message = f"Arguments for '{call.name}' are not valid JSON: {call.error}"
+            return self._refuse(call, message, category)
         problems = tool.validate_arguments(call.arguments or {})
         if problems:
             return self._refuse(

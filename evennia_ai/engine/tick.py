@@ -36,7 +36,7 @@ from evennia_ai.engine import scheduler
 from evennia_ai.engine.assessment import assess_task
 from evennia_ai.engine.delegate import run_helper
 from evennia_ai.engine.react import LoopOutcome, ReactLoop
-from evennia_ai.engine.trace import StopReason, TickTrace
+from evennia_ai.engine.trace import StopReason, TickTrace, bounded_trace
 from evennia_ai.llm import tokens
 from evennia_ai.llm.client import defer_to_thread, get_client
 from evennia_ai.llm.contracts import SUMMARY_INSTRUCTION, render_task
@@ -367,6 +367,7 @@ class TickRunner:
             budget=state.spending.describe() if state.spending.exceeded else None,
             prefix_cache_share=built.prefix_share,
             shrunk=dict(built.shrunk),
+            notes=self._flood_notes(),
         )
         if built.history_cut:
             self._fold_history_soon()
@@ -515,6 +516,14 @@ class TickRunner:
         self._record(state, LoopOutcome(stop_reason=StopReason.BUDGET, trace=trace), trace)
         return trace
 
+    def _flood_notes(self) -> list[str]:
+        """Events dropped since the last tick for passing their speaker's rate (then forgotten)."""
+        floods = self.npc.ndb.ai_floods or {}
+        self.npc.ndb.ai_floods = {}
+        return [
+            f"dropped {n} event(s) from {who}: too many in a minute" for who, n in floods.items()
+        ]
+
     def _blocked_tick(self, state: TickState, why: str) -> TickTrace:
         """The request cannot be built with the operator's instructions: fail closed.
 
@@ -573,12 +582,24 @@ class TickRunner:
             event_text = state.batch_text or f"[{trace.context_type}]"
             tick_messages = [{"role": "user", "content": event_text}] + outcome.new_messages
             max_messages = int(conf.get("EVENNIA_AI_HISTORY_MAX_MESSAGES"))
+            max_chars = int(conf.get("EVENNIA_AI_HISTORY_MAX_CHARS"))
+            message_chars = int(conf.get("EVENNIA_AI_HISTORY_MESSAGE_CHARS"))
             self.ai.update(
-                "history", lambda h: hist.append_tick(h, trace.tick_id, tick_messages, max_messages)
+                "history",
+                lambda h: hist.append_tick(
+                    h,
+                    trace.tick_id,
+                    tick_messages,
+                    max_messages,
+                    max_chars=max_chars,
+                    message_chars=message_chars,
+                ),
             )
 
         self._learn(state, outcome, trace)
-        self.ai.record_trace(trace.to_dict())
+        self.ai.record_trace(
+            bounded_trace(trace.to_dict(), int(conf.get("EVENNIA_AI_TRACE_MAX_CHARS")))
+        )
         self._update_metrics(outcome, trace)
         self._after_context(trace.context_type, outcome)
         self._check_history_pressure(state)

@@ -6,12 +6,13 @@ live in an Attribute and be shown by the admin commands and the staff dashboard.
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass, field, fields
 from enum import Enum
 from typing import Any, Iterable
 
 from evennia_ai.llm.usage import UsageRecord
-from evennia_ai.utils import iso_utc
+from evennia_ai.utils import iso_utc, truncate
 
 
 class StopReason(str, Enum):
@@ -116,6 +117,7 @@ class TickTrace:
         prompt_tokens / completion_tokens / cost: Totals over the tick.
         error: Summary of what went wrong, if anything.
         budget: Set when a daily budget was exceeded: what the tick did instead.
+        notes: What else happened around the tick (events dropped as floods, ...).
     """
 
     tick_id: int
@@ -135,6 +137,7 @@ class TickTrace:
     shrunk: dict = field(default_factory=dict)
     error: str | None = None
     budget: str | None = None
+    notes: list[str] = field(default_factory=list)
 
     def add_iteration(self, iteration: IterationTrace) -> None:
         """Append an iteration and add its usage to the tick's totals."""
@@ -182,3 +185,40 @@ class TickTrace:
         obj = _from_dict(cls, data)
         obj.iterations = [IterationTrace.from_dict(it) for it in (data or {}).get("iterations", [])]
         return obj
+
+
+def bounded_trace(data: dict, limit: int) -> dict:
+    """A trace dict made to fit ``limit`` characters of JSON before it is stored.
+
+    Texts are cut in rounds (the model's texts, tool results and errors, then tool-call
+    arguments replaced by an excerpt, then the iterations' sections), each round halving what
+    it keeps, until the JSON fits or nothing more can be cut. The tick's totals, ids and stop
+    reason are never touched.
+    """
+
+    def size(value) -> int:
+        return len(json.dumps(value, default=str))
+
+    if size(data) <= limit:
+        return data
+    data = json.loads(json.dumps(data, default=str))  # a private plain copy
+    keep = 4000
+    while size(data) > limit and keep >= 50:
+        data["event_text"] = truncate(data.get("event_text") or "", keep)
+        data["error"] = truncate(data["error"], keep) if data.get("error") else data.get("error")
+        for it in data.get("iterations") or []:
+            if it.get("text"):
+                it["text"] = truncate(it["text"], keep)
+            if it.get("error"):
+                it["error"] = truncate(it["error"], keep)
+            if keep < 1000:
+                it["sections"] = {k: v for k, v in list((it.get("sections") or {}).items())[:20]}
+            for call in it.get("tool_calls") or []:
+                call["result"] = truncate(call.get("result") or "", keep)
+                if call.get("error"):
+                    call["error"] = truncate(call["error"], keep)
+                arguments = json.dumps(call.get("arguments") or {}, default=str)
+                if len(arguments) > keep:
+                    call["arguments"] = {"_excerpt": truncate(arguments, keep)}
+        keep //= 2
+    return data

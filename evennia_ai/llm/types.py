@@ -24,6 +24,11 @@ ERROR_KINDS = (
     "context_overflow",
     "unknown",
 )
+#: Longest tool name kept from a model's reply (longer ones are cut).
+MAX_TOOL_NAME = 64
+#: Longest arguments (JSON characters) of one tool call; longer ones are refused, not stored.
+MAX_TOOL_ARGUMENTS = 20000
+
 #: Kinds worth another attempt at the same model: the next try may well succeed. An empty or
 #: malformed answer is usually a proxy or server hiccup, so it is retried like a 5xx.
 RETRYABLE_KINDS = frozenset({"timeout", "rate_limit", "server", "malformed", "empty", "connection"})
@@ -39,8 +44,12 @@ class ToolCall:
         arguments: Parsed arguments; ``{}`` when they did not parse.
         raw_arguments: The argument string as the model wrote it (filled with the JSON of
             ``arguments`` when left empty).
-        error: Why the arguments are unusable (not valid JSON, not an object), else None.
-            The ReAct loop feeds this back to the model instead of running the tool.
+        error: Why the arguments are unusable (not valid JSON, not an object, too long), else
+            None. The ReAct loop feeds this back to the model instead of running the tool.
+
+    Whatever the model wrote is bounded here, before anything stores it (history, traces):
+    a name of more than :data:`MAX_TOOL_NAME` characters is cut, and arguments of more than
+    :data:`MAX_TOOL_ARGUMENTS` characters are refused (kept as a short excerpt).
     """
 
     id: str
@@ -50,8 +59,18 @@ class ToolCall:
     error: str | None = None
 
     def __post_init__(self) -> None:
+        self.id = str(self.id or "")[:MAX_TOOL_NAME]
+        self.name = str(self.name or "")[:MAX_TOOL_NAME]
         if not self.raw_arguments and self.error is None:
             self.raw_arguments = json.dumps(self.arguments or {})
+        size = len(self.raw_arguments or "")
+        if size > MAX_TOOL_ARGUMENTS:
+            self.raw_arguments = self.raw_arguments[:200] + f"... [{size - 200} more characters]"
+            self.arguments = {}
+            self.error = (
+                f"the arguments are too long ({size:,} characters; at most "
+                f"{MAX_TOOL_ARGUMENTS:,}); send less"
+            )
 
 
 @dataclass

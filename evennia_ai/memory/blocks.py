@@ -227,6 +227,10 @@ def check_label(label: Any) -> str:
 
 
 # -- plain values --------------------------------------------------------------------------------
+MAX_NUMBER = 1e15
+"""Largest magnitude a number in a block may reach (repeated increments stay finite)."""
+
+
 def check_plain(value: Any, path: str = "value", depth: int = 0) -> None:
     """Raise _OpError unless ``value`` is small plain JSON-like data (safe in an Attribute)."""
     if depth > 5:
@@ -955,6 +959,12 @@ def _increment_counter(schema, content, args, is_system, author, now):
     if not _is_number(current):
         raise _OpError(f"Field '{name}' is not a number.", "Use set_field to replace it.")
     value = current + by
+    if not _is_number(value) or abs(value) > MAX_NUMBER:
+        raise _OpError(
+            f"Field '{name}' would become {value}, past the largest number a block holds "
+            f"({MAX_NUMBER:g}).",
+            "Use set_field to start it again.",
+        )
     if (
         isinstance(value, float)
         and value.is_integer()

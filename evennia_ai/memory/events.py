@@ -93,6 +93,7 @@ TRUST_LEVELS: dict[str, float] = {
 
 MAX_ATTEMPTS = 3  # failed ticks after which an event is given up ("failed")
 MAX_TEXT = 2000  # characters of an event's text kept (a pasted novel must not flood a prompt)
+MAX_NAME = 200  # characters of a speaker's name kept
 
 
 def classify(kind: str) -> str:
@@ -196,7 +197,8 @@ class Event:
             ) from None
         if self.trust_source not in TRUST_LEVELS:
             self.trust_source = default_trust(self.event_class, self.kind, self.addressed)
-        self.data = dict(self.data or {})
+        self.data = {k: _clip(v) if isinstance(v, str) else v for k, v in (self.data or {}).items()}
+        self.source_name = self.source_name[:MAX_NAME]
         self.id = str(self.id or new_event_id())
         self.attempts = int(self.attempts or 0)
 

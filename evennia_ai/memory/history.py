@@ -145,6 +145,9 @@ def append_tick(
     messages: Iterable[dict],
     max_messages: int,
     ts: str | None = None,
+    *,
+    max_chars: int | None = None,
+    message_chars: int | None = None,
 ) -> list[dict]:
     """Return a new history with one tick's messages added and trimmed to ``max_messages``.
 
@@ -160,6 +163,10 @@ def append_tick(
             messages (with ``tool_calls``) and the tool results.
         max_messages: Most messages kept (at least 1).
         ts: Timestamp for the new messages; now when omitted.
+        max_chars: Most characters of content in all; older batches are dropped past it
+            (the active one is kept). None: no limit.
+        message_chars: Most characters of one new message's content (a long tool result is
+            cut with a marker). None: no limit.
 
     Raises:
         ValueError: If ``max_messages`` is below 1 or a message is not a chat message dict.
@@ -169,6 +176,10 @@ def append_tick(
         raise ValueError(f"The history must keep at least 1 message, not {max_messages}.")
     ts = ts or iso_utc(precise=True)
     new = [_message(m, tick_id, ts) for m in messages or []]
+    if message_chars:
+        for message in new:
+            if isinstance(message.get("content"), str):
+                message["content"] = truncate(message["content"], int(message_chars))
     runs = batches([dict(m) for m in history or [] if isinstance(m, dict)])
     if runs and runs[-1][0] == tick_id:
         new = runs.pop()[1] + new
@@ -176,7 +187,20 @@ def append_tick(
     total = len(active) + sum(len(m) for _, m in runs)
     while runs and total > max_messages:
         total -= len(runs.pop(0)[1])
+    if max_chars:
+        size = sum(_chars(m) for _, run in runs for m in run) + sum(_chars(m) for m in active)
+        while runs and size > int(max_chars):
+            size -= sum(_chars(m) for m in runs.pop(0)[1])
     return [m for _, run in runs for m in run] + active
+
+
+def _chars(message: dict) -> int:
+    """Characters a stored message holds (content and tool-call arguments)."""
+    content = message.get("content")
+    size = len(content) if isinstance(content, str) else len(str(content or ""))
+    for call in message.get("tool_calls") or []:
+        size += len(str((call.get("function") or {}).get("arguments") or ""))
+    return size
 
 
 def _clean(message: dict, **overrides: Any) -> dict:

@@ -16,6 +16,8 @@ Example:
 
 from __future__ import annotations
 
+import time
+
 from typing import Any, Callable
 
 from evennia.utils import logger
@@ -351,6 +353,8 @@ class AIHandler:
                 communication events.
         """
 
+        if self._flooded(event):
+            return
         max_size = int(conf.get("EVENNIA_AI_EVENT_QUEUE_SIZE"))
         self.update("event_queue", lambda queue: ev.push(queue, event, max_size))
         if immediate is None:
@@ -360,6 +364,29 @@ class AIHandler:
         script = self.script or self.restore_script("on perception")
         if immediate:
             script.trigger_tick()
+
+    def _flooded(self, event) -> bool:
+        """Whether ``event`` passes its speaker's rate (``EVENNIA_AI_SPEAKER_EVENTS_PER_MINUTE``).
+
+        A flood is dropped without a write; the next tick's trace notes how many were dropped
+        from whom (``npc.ndb.ai_floods``), so one player cannot bury the others.
+        """
+        limit = int(conf.get("EVENNIA_AI_SPEAKER_EVENTS_PER_MINUTE") or 0)
+        source = getattr(event, "source", None)
+        if limit <= 0 or not source or getattr(event, "event_class", "") == "system":
+            return False
+        now = time.monotonic()
+        recent = dict(self.obj.ndb.ai_speaker_times or {})
+        times = [t for t in recent.get(source, ()) if now - t < 60.0]
+        if len(times) >= limit:
+            floods = dict(self.obj.ndb.ai_floods or {})
+            who = getattr(event, "source_name", "") or source
+            floods[who] = floods.get(who, 0) + 1
+            self.obj.ndb.ai_floods = floods
+            return True
+        recent[source] = times + [now]
+        self.obj.ndb.ai_speaker_times = recent
+        return False
 
     def notify_system(self, text: str) -> None:
         """Queue a system event (operator decisions, tool outcomes that arrive later)."""
