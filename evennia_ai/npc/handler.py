@@ -17,7 +17,6 @@ Example:
 from __future__ import annotations
 
 import time
-
 from typing import Any, Callable
 
 from evennia.utils import logger
