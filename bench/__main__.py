@@ -25,6 +25,7 @@ BENCHMARKS = [
     "archival",
     "tick",
     "calls",
+    "state_fuzz",
     "fault_soak",
     "npc_ab",
     "load",

@@ -23,6 +23,7 @@ from collections import deque
 
 from twisted.internet import defer
 
+from evennia_ai import conf
 from evennia_ai.llm.gate import check_contract, check_window
 from evennia_ai.llm.json_protocol import decode_arguments
 from evennia_ai.llm.types import LLMResult, LLMUsage, ToolCall
@@ -97,8 +98,9 @@ class ScriptedModel:
             }
         )
         name = model or self.model
+        # the window of the model the client would call: the call's, else the configured one
         window = check_window(
-            name,
+            model or conf.get("EVENNIA_AI_MODEL") or self.model,
             messages,
             tools,
             max_tokens=options.get("max_tokens"),
