@@ -25,7 +25,12 @@ def record(
     sequence = [t for i, t in enumerate(tools) if i == 0 or tools[i - 1] != t]
     if not sequence:
         return list(procedures or [])
-    entry = {"event_class": event_class, "words": words(text)[:40], "tools": sequence, "time": time}
+    entry = {
+        "event_class": event_class,
+        "words": [w[:30] for w in words(text)[:40]],  # a pasted blob is not 40 long words
+        "tools": [str(t)[:64] for t in sequence[:20]],
+        "time": time,
+    }
     return (list(procedures or []) + [entry])[-MAX_PROCEDURES:]
 
 
