@@ -23,6 +23,7 @@ from evennia_ai.testing.model_server import ModelServer
 from evennia_ai.tools.base import ToolContext, ToolResult
 from evennia_ai.tools.registry import TOOL_REGISTRY
 from evennia_ai.typeclasses import AIAssistantCharacter
+from evennia_ai.utils import unfence
 
 
 def sync_thread(fn, *args, **kwargs):
@@ -313,7 +314,10 @@ def test_source_renders_recalled_memories(keyword_memory):
     npc = mock.Mock(dbref="#5", key="Innkeeper")
     event = Event(kind="say", text="Where is my gold, Alice?", source="#7", source_name="Bob")
     text = result_of(longterm_sources.semantic_memories(FakeBuilder(npc, [event])))
-    assert text.startswith("## Things you remember\n- Bob owes Alice five gold coins (about Bob;")
+    assert text.startswith('## Things you remember\n<untrusted source="long-term memory">')
+    assert unfence(text).startswith(
+        "## Things you remember\n- Bob owes Alice five gold coins (about Bob;"
+    )
     assert longterm_sources.semantic_memories(FakeBuilder(npc)) == ""
     quiet = result_of(
         longterm_sources.semantic_memories(
