@@ -502,18 +502,21 @@ class TickRunner:
 
     def _silent_tick(self, state: TickState) -> TickTrace:
         """Past the daily budget in ``silence`` mode: consume the batch unanswered, call no model."""
+        return self._unsent_tick(state, StopReason.BUDGET, budget=state.spending.describe())
 
+    def _unsent_tick(self, state: TickState, reason: StopReason, **fields) -> TickTrace:
+        """Record a tick that called no model (its trace gets ``fields``)."""
         trace = TickTrace(
             tick_id=state.tick_id,
             context_type=state.context_type,
             event_ids=[e.id for e in state.batch],
             event_text=truncate(state.batch_text, 2000),
-            stop_reason=StopReason.BUDGET.value,
-            budget=state.spending.describe(),
+            stop_reason=reason.value,
+            **fields,
         )
         trace.ended = iso_utc(precise=True)
         trace.duration = round(time.monotonic() - self.started, 4)
-        self._record(state, LoopOutcome(stop_reason=StopReason.BUDGET, trace=trace), trace)
+        self._record(state, LoopOutcome(stop_reason=reason, trace=trace), trace)
         return trace
 
     def _flood_notes(self) -> list[str]:
@@ -531,18 +534,7 @@ class TickRunner:
         events go back to the queue (each counts an attempt).
         """
         logger.log_err(f"evennia_ai [{self.npc.key}{self.npc.dbref}]: {why}")
-        trace = TickTrace(
-            tick_id=state.tick_id,
-            context_type=state.context_type,
-            event_ids=[e.id for e in state.batch],
-            event_text=truncate(state.batch_text, 2000),
-            stop_reason=StopReason.ERROR.value,
-            error=why,
-        )
-        trace.ended = iso_utc(precise=True)
-        trace.duration = round(time.monotonic() - self.started, 4)
-        self._record(state, LoopOutcome(stop_reason=StopReason.ERROR, trace=trace), trace)
-        return trace
+        return self._unsent_tick(state, StopReason.ERROR, error=why)
 
     def _queue_confirmation(self, tool, arguments: dict, ctx) -> str:
         reason = ""

@@ -154,16 +154,7 @@ def repeats(secret: str, text: str, speakable: Iterable[str] = ()) -> bool:
 
     Words of ``speakable`` lines in ``text`` do not count (nor do runs across them).
     """
-    secret_words = normalise(secret).split()
-    if not secret_words or not is_guarded(secret):
-        return False
-    size = min(SHINGLE_WORDS, len(secret_words))
-    secret_runs = _shingles(secret_words, size)
-    for part in without_speakable(text, speakable).split("|"):
-        words = part.split()
-        if len(words) >= size and not secret_runs.isdisjoint(_shingles(words, size)):
-            return True
-    return False
+    return is_guarded(secret) and quotes_run(secret, text, SHINGLE_WORDS, speakable)
 
 
 def whisper_leak(
