@@ -520,3 +520,43 @@ class TestOverflowInStatus(ReadingBase):
             cmd.func()
         shown = " ".join(str(c.args[0]) for c in msg.call_args_list)
         assert "context overflow" in shown
+
+
+class TestHistoryCapsFoldFirst(ReadingBase):
+    """The stored history's own caps (messages, characters) drop old ticks unfolded: a
+    compaction is scheduled before they are reached, whatever the window."""
+
+    def fill(self, ticks, size=20):
+        from evennia_ai.memory import history as hist
+
+        def change(history):
+            for tick in range(ticks):
+                history = hist.append_tick(
+                    history,
+                    tick,
+                    [
+                        {
+                            "role": "user",
+                            "content": f'Char says to you: "line {tick} ' + "x" * size + '"',
+                        },
+                        {"role": "assistant", "content": "Aye."},
+                    ],
+                    1000,
+                )
+            return history
+
+        self.npc.ai.update("history", change)
+
+    def test_near_the_message_cap(self):
+        self.fill(85)  # 170 of the 200 messages kept
+        self.speak("Innkeeper, hello")
+        with override_settings(EVENNIA_AI_CONTEXT_WINDOWS={"openai/test-model": 128000}):
+            self.tick()
+        assert self.npc.ai.compaction["pending"] and self.npc.ai.compaction["reason"] == "emergency"
+
+    def test_near_the_character_cap(self):
+        self.fill(20, size=5000)  # 100,000 characters of 120,000
+        self.speak("Innkeeper, hello")
+        with override_settings(EVENNIA_AI_CONTEXT_WINDOWS={"openai/test-model": 128000}):
+            self.tick()
+        assert self.npc.ai.compaction["pending"]

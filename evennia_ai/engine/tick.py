@@ -720,14 +720,22 @@ class TickRunner:
         model = _model_name(state.model)
         used = tokens.TokenCounter(model).count_messages(history)
         budget = tokens.get_model_limits(model).history_tokens
-        return compaction_reason(
-            used,
-            budget,
-            asleep=bool(self.ai.sleep.get("asleep")),
-            tick=state.tick_id,
-            last_compaction_tick=self.ai.compaction.get("last_tick"),
-            sleep_ratio=float(conf.get("EVENNIA_AI_COMPACTION_SLEEP_RATIO")),
-            emergency_ratio=float(conf.get("EVENNIA_AI_COMPACTION_EMERGENCY_RATIO")),
+        options = {
+            "asleep": bool(self.ai.sleep.get("asleep")),
+            "tick": state.tick_id,
+            "last_compaction_tick": self.ai.compaction.get("last_tick"),
+            "sleep_ratio": float(conf.get("EVENNIA_AI_COMPACTION_SLEEP_RATIO")),
+            "emergency_ratio": float(conf.get("EVENNIA_AI_COMPACTION_EMERGENCY_RATIO")),
+        }
+        # The stored history is also capped in messages and characters, caps that drop old
+        # ticks unfolded: compaction must come before them, for windows of any size.
+        size = sum(hist.stored_chars(m) for m in history)
+        return (
+            compaction_reason(used, budget, **options)
+            or compaction_reason(size, int(conf.get("EVENNIA_AI_HISTORY_MAX_CHARS")), **options)
+            or compaction_reason(
+                len(history), int(conf.get("EVENNIA_AI_HISTORY_MAX_MESSAGES")), **options
+            )
         )
 
     def _learn(self, state: TickState, outcome, trace: TickTrace) -> None:

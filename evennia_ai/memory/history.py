@@ -188,13 +188,15 @@ def append_tick(
     while runs and total > max_messages:
         total -= len(runs.pop(0)[1])
     if max_chars:
-        size = sum(_chars(m) for _, run in runs for m in run) + sum(_chars(m) for m in active)
+        size = sum(stored_chars(m) for _, run in runs for m in run) + sum(
+            stored_chars(m) for m in active
+        )
         while runs and size > int(max_chars):
-            size -= sum(_chars(m) for m in runs.pop(0)[1])
+            size -= sum(stored_chars(m) for m in runs.pop(0)[1])
     return [m for _, run in runs for m in run] + active
 
 
-def _chars(message: dict) -> int:
+def stored_chars(message: dict) -> int:
     """Characters a stored message holds (content and tool-call arguments)."""
     content = message.get("content")
     size = len(content) if isinstance(content, str) else len(str(content or ""))
