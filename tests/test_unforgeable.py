@@ -377,3 +377,39 @@ class TestFloodsAreDropped(AssistantTestBase):
         assert any(e.source == self.char2.dbref for e in queued)  # others still heard
         trace = self.tick()
         assert any("dropped 7 event(s) from Char" in note for note in trace.notes)
+
+
+class TestSecretBlocks(AssistantTestBase):
+    def test_a_block_marked_secret_is_never_said(self):
+        from evennia_ai.memory import block_admin
+        from evennia_ai.tools import safety
+
+        block_admin.create_block(
+            self.npc, "vault", content="The vault opens with the word marigold at dusk."
+        )
+        said = "Sure: the vault opens with the word marigold at dusk."
+        assert safety.check_speech(self.npc, said, [self.char1]) is None  # not marked yet
+        block_admin.set_secret(self.npc, "vault")
+        assert "secret" in safety.check_speech(self.npc, said, [self.char1])
+        block_admin.set_secret(self.npc, "vault", False)
+        assert safety.check_speech(self.npc, said, [self.char1]) is None
+
+    def test_aiblock_secret_switch(self):
+        from evennia_ai.commands.memory import CmdAIBlock
+        from evennia_ai.memory import block_admin
+
+        block_admin.create_block(self.npc, "vault", content="marigold at dusk opens it")
+        with mock.patch.object(CmdAIBlock, "msg") as msg:
+            cmd = CmdAIBlock()
+            cmd.caller, cmd.account, cmd.session = self.char1, self.account, None
+            cmd.cmdstring, cmd.raw_string = (
+                "aiblock/secret",
+                f"aiblock/secret {self.npc.key} = vault",
+            )
+            cmd.args = f" {self.npc.key} = vault"
+            cmd.switches = ["secret"]
+            cmd.parse()
+            cmd.switches = ["secret"]
+            cmd.func()
+        assert block_admin.get_block(self.npc, "vault")["secret"] is True
+        assert "never says its text" in str(msg.call_args_list)

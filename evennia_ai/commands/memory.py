@@ -73,6 +73,8 @@ class CmdAIBlock(SwitchedCommand):
       aiblock/describe <npc> = <label> <description>
       aiblock/pin <npc> = <label>
       aiblock/unpin <npc> = <label>
+      aiblock/secret <npc> = <label>
+      aiblock/unsecret <npc> = <label>
       aiblock/delete <npc> = <label>
       aiblock/share <npc> = <label> to <other npc> [read|append]
       aiblock/unshare <npc> = <label> from <other npc>
@@ -92,6 +94,8 @@ class CmdAIBlock(SwitchedCommand):
       type       - Core blocks are always in context; others only when pinned or named.
       describe   - the description shown under the block's tag.
       pin/unpin  - keep a non-Core block in context every tick, or not.
+      secret/unsecret - the NPC knows the block's text but never says, emotes,
+                   whispers or pages it (5 words in a row of it are refused).
       delete     - delete the block (and its shares).
       share      - let another AI NPC read (default) or append to the block.
       unshare    - stop sharing it.
@@ -125,6 +129,8 @@ class CmdAIBlock(SwitchedCommand):
         "describe",
         "pin",
         "unpin",
+        "secret",
+        "unsecret",
         "delete",
         "share",
         "unshare",
@@ -245,6 +251,15 @@ class CmdAIBlock(SwitchedCommand):
 
     def do_unpin(self):
         self.do_pin(False)
+
+    def do_secret(self, secret: bool = True):
+        npc, label = self.npc_and_rhs("<label>")
+        block = block_admin.set_secret(npc, label, secret)
+        state = "secret: the NPC never says its text" if secret else "no longer secret"
+        self.msg(f"Memory block '{block['label']}' of {npc.key} is {state}.")
+
+    def do_unsecret(self):
+        self.do_secret(False)
 
     def do_delete(self):
         npc, label = self.npc_and_rhs("<label>")

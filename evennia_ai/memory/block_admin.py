@@ -213,6 +213,11 @@ def set_pinned(npc, label: str, pinned: bool = True) -> dict:
     return configure_block(npc, label, pinned=pinned)
 
 
+def set_secret(npc, label: str, secret: bool = True) -> dict:
+    """Mark a block secret (the NPC never says its text) or not."""
+    return configure_block(npc, label, secret=secret)
+
+
 def set_block_type(npc, label: str, block_type: str) -> dict:
     return configure_block(npc, label, type=block_type)
 

@@ -590,6 +590,7 @@ def configure_block(
 
     Keyword Args:
         type, permission, pinned, description: New values.
+        secret: Whether the block's text is secret: the NPC knows it but never says it.
         schema: A new schema; the content must fit it (else BlockError).
 
     Raises:
@@ -603,6 +604,8 @@ def configure_block(
             block["permission"] = parse_permission(value)
         elif key == "pinned":
             block["pinned"] = bool(value)
+        elif key == "secret":
+            block["secret"] = bool(value)
         elif key == "description":
             text = str(value or "").strip()
             if len(text) > MAX_DESCRIPTION:
@@ -616,7 +619,8 @@ def configure_block(
             block["schema"] = schema
         else:
             raise BlockError(
-                f"Unknown block setting '{key}'; use type, permission, pinned, description or schema."
+                f"Unknown block setting '{key}'; use type, permission, pinned, secret, "
+                "description or schema."
             )
     block["updated"] = iso_utc(now)
     out = copy.deepcopy(dict(blocks))

@@ -218,10 +218,30 @@ def quotes_run(source: str, text: str, words: int, speakable: Iterable[str] = ()
     return False
 
 
-def secret_leak(operator_prompt: str | None, text: str) -> str | None:
-    """The refusal when ``text`` would reveal a secret or recite the operator's prompt."""
+def secret_block_texts(blocks: dict | None) -> list[str]:
+    """The texts of the memory blocks marked secret (``aiblock/secret``), line by line."""
+    texts: list[str] = []
+    for block in (blocks or {}).values():
+        if not isinstance(block, dict) or not block.get("secret"):
+            continue
+        content = block.get("content")
+        values = content.values() if isinstance(content, dict) else [content]
+        for value in values:
+            items = value if isinstance(value, list) else [value]
+            for item in items:
+                texts.extend(line for line in str(item or "").splitlines() if line.strip())
+    return texts
+
+
+def secret_leak(
+    operator_prompt: str | None, text: str, extra_secrets: Iterable[str] = ()
+) -> str | None:
+    """The refusal when ``text`` would reveal a secret or recite the operator's prompt.
+
+    ``extra_secrets``: more secret texts (the NPC's secret memory blocks).
+    """
     speakable = speakable_lines(operator_prompt)
-    for secret in secret_lines(operator_prompt):
+    for secret in [*secret_lines(operator_prompt), *extra_secrets]:
         if quotes_run(secret, text, SHINGLE_WORDS, speakable):
             return (
                 "Refused: this would reveal something the operators keep secret. Do not say, "
@@ -251,7 +271,7 @@ def check_speech(npc, text: str, audience: Iterable) -> str | None:
     if ai is None:
         return None
     operator_prompt = ai.get("user_system_prompt")
-    refusal = secret_leak(operator_prompt, text)
+    refusal = secret_leak(operator_prompt, text, secret_block_texts(ai.get("blocks")))
     if refusal:
         return refusal
     whispers = ai.get(STATE_KEY)
