@@ -234,6 +234,18 @@ SETTINGS: dict[str, Setting] = {
             "Most events one speaker can queue for an NPC in a minute; the rest are dropped "
             "(noted in the next trace). 0 turns the limit off.",
         ),
+        Setting(
+            "EVENNIA_AI_MAX_TOOL_ARGUMENT_CHARS",
+            20000,
+            "Longest arguments (JSON characters) of one tool call a model may send; longer "
+            "calls are refused before anything stores them.",
+        ),
+        Setting(
+            "EVENNIA_AI_MAX_EVENT_CHARS",
+            2000,
+            "Characters of a line a player says (or anything an NPC perceives) kept for it; "
+            "a pasted novel is cut before it is queued.",
+        ),
         Setting("EVENNIA_AI_REFLECTION_INTERVAL", 50, "Ticks between reflections."),
         Setting(
             "EVENNIA_AI_REFLECTION_IMPORTANCE_THRESHOLD",

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from evennia_ai import conf
 from evennia_ai.memory import events as ev
 from evennia_ai.memory.events import (
     EVENT_CLASSES,
@@ -114,7 +115,7 @@ def test_from_dict_tolerates_old_and_damaged_dicts():
 
 def test_long_text_is_clipped_once():
     event = say("x" * 10_000)
-    assert len(event.text) == ev.MAX_TEXT
+    assert len(event.text) == conf.get("EVENNIA_AI_MAX_EVENT_CHARS") == 2000
     assert Event.from_dict(event.to_dict()).text == event.text
 
 

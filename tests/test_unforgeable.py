@@ -310,12 +310,14 @@ class TestSecretsStaySecret(AssistantTestBase):
 
 class TestEverythingIsBounded:
     def test_a_huge_tool_call_is_refused_and_not_stored_whole(self):
-        from evennia_ai.llm.types import MAX_TOOL_ARGUMENTS, MAX_TOOL_NAME, ToolCall
+        from evennia_ai.llm.types import MAX_TOOL_NAME, ToolCall
 
         call = ToolCall(id="c1", name="x" * 1_000_000, raw_arguments='{"m": "' + "a" * 10**6 + '"}')
         assert len(call.name) == MAX_TOOL_NAME
         assert call.error and "too long" in call.error and call.arguments == {}
-        assert len(call.raw_arguments) < 300 < MAX_TOOL_ARGUMENTS
+        assert len(call.raw_arguments) < 300
+        with override_settings(EVENNIA_AI_MAX_TOOL_ARGUMENT_CHARS=10):
+            assert ToolCall(id="c2", name="say", arguments={"message": "hello there"}).error
 
     def test_history_is_bounded_in_characters(self):
         from evennia_ai.memory.history import append_tick

@@ -11,6 +11,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from evennia_ai import conf
+
 #: Every value ``LLMResult.error_kind`` may take.
 ERROR_KINDS = (
     "timeout",
@@ -24,10 +26,8 @@ ERROR_KINDS = (
     "context_overflow",
     "unknown",
 )
-#: Longest tool name kept from a model's reply (longer ones are cut).
+#: Longest tool name kept from a model's reply (longer ones are cut: no tool has a longer one).
 MAX_TOOL_NAME = 64
-#: Longest arguments (JSON characters) of one tool call; longer ones are refused, not stored.
-MAX_TOOL_ARGUMENTS = 20000
 
 #: Kinds worth another attempt at the same model: the next try may well succeed. An empty or
 #: malformed answer is usually a proxy or server hiccup, so it is retried like a 5xx.
@@ -49,7 +49,7 @@ class ToolCall:
 
     Whatever the model wrote is bounded here, before anything stores it (history, traces):
     a name of more than :data:`MAX_TOOL_NAME` characters is cut, and arguments of more than
-    :data:`MAX_TOOL_ARGUMENTS` characters are refused (kept as a short excerpt).
+    ``EVENNIA_AI_MAX_TOOL_ARGUMENT_CHARS`` characters are refused (kept as a short excerpt).
     """
 
     id: str
@@ -64,12 +64,12 @@ class ToolCall:
         if not self.raw_arguments and self.error is None:
             self.raw_arguments = json.dumps(self.arguments or {})
         size = len(self.raw_arguments or "")
-        if size > MAX_TOOL_ARGUMENTS:
+        limit = int(conf.get("EVENNIA_AI_MAX_TOOL_ARGUMENT_CHARS"))
+        if size > limit:
             self.raw_arguments = self.raw_arguments[:200] + f"... [{size - 200} more characters]"
             self.arguments = {}
             self.error = (
-                f"the arguments are too long ({size:,} characters; at most "
-                f"{MAX_TOOL_ARGUMENTS:,}); send less"
+                f"the arguments are too long ({size:,} characters; at most {limit:,}); send less"
             )
 
 

@@ -50,6 +50,7 @@ import uuid
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Iterable
 
+from evennia_ai import conf
 from evennia_ai.utils import clean_name, clean_text, iso_utc
 
 EVENT_CLASSES = ("communication", "movement", "building", "combat", "system")
@@ -92,7 +93,6 @@ TRUST_LEVELS: dict[str, float] = {
 }
 
 MAX_ATTEMPTS = 3  # failed ticks after which an event is given up ("failed")
-MAX_TEXT = 2000  # characters of an event's text kept (a pasted novel must not flood a prompt)
 MAX_NAME = 200  # characters of a speaker's name kept
 
 
@@ -126,8 +126,9 @@ def default_trust(event_class: str, kind: str = "", addressed: bool = False) -> 
 
 
 def _clip(text: str) -> str:
-    # Cut to MAX_TEXT characters in all, so that clipping again (from_dict) changes nothing.
-    return text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 1] + "\u2026"
+    """``text`` cut to ``EVENNIA_AI_MAX_EVENT_CHARS`` in all (clipping again changes nothing)."""
+    limit = int(conf.get("EVENNIA_AI_MAX_EVENT_CHARS"))
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
 
 
 def new_event_id() -> str:
