@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_assistant_tick import AssistantTestBase
 
+from evennia_ai import conf
 from evennia_ai.memory import block_admin
 from evennia_ai.testing.model_server import ModelServer
 from evennia_ai.tools import load_builtin_tools, safety
@@ -802,7 +803,6 @@ class TestWhispersStayPrivate(InjectionBase):
 
 class TestHostileMessagesArePerceivedSafely(InjectionBase):
     def test_random_messages_never_break_perception(self):
-        from evennia_ai.memory import events as ev
         from evennia_ai.npc import perception
 
         texts = st.text(max_size=300) | st.sampled_from(
@@ -835,7 +835,7 @@ class TestHostileMessagesArePerceivedSafely(InjectionBase):
             queue = self.npc.ai.event_queue
             assert len(queue["events"]) <= 50
             assert all(
-                len(e["text"]) <= ev.MAX_TEXT and "\n" not in e["text"]
+                len(e["text"]) <= conf.get("EVENNIA_AI_MAX_EVENT_CHARS") and "\n" not in e["text"]
                 for e in queue["events"]
                 if e["kind"] in ("say", "whisper", "pose")
             )
