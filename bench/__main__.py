@@ -26,6 +26,7 @@ BENCHMARKS = [
     "tick",
     "calls",
     "state_fuzz",
+    "cost",
     "fault_soak",
     "npc_ab",
     "load",
