@@ -166,7 +166,9 @@ def _player_script() -> dict[int, tuple]:
         elif i % 7 == 4:
             lines.append((f"Bard, play me a song about the harvest ({i}).", "Bard", None))
         else:
-            lines.append((f"Lovely evening, Innkeeper, the stew smells fine ({i}).", "Innkeeper", None))
+            lines.append(
+                (f"Lovely evening, Innkeeper, the stew smells fine ({i}).", "Innkeeper", None)
+            )
     for i, line in enumerate(lines):
         plan[10 + 40 * i] = ("say",) + line
     plan[1220] = ("leave",)
@@ -441,9 +443,7 @@ def report(now: dict, before: dict | None) -> str:
     def was(data: dict, key: str, fmt="{:,}") -> str:
         return fmt.format(data[key]) if key in data else "-"
 
-    change = (
-        f"{(p['tokens'] - bp['tokens']) / bp['tokens']:+.0%}" if bp.get("tokens") else "-"
-    )
+    change = f"{(p['tokens'] - bp['tokens']) / bp['tokens']:+.0%}" if bp.get("tokens") else "-"
     rows = [
         ["tokens per player-hour", was(bp, "tokens"), f"{p['tokens']:,}", change],
         [
@@ -478,7 +478,12 @@ def report(now: dict, before: dict | None) -> str:
             f"{i['after_first_minute']:,}",
             "",
         ],
-        ["tokens per idle NPC-hour", was(bi, "per_npc_hour", "{:,.0f}"), f"{i['per_npc_hour']:,.0f}", ""],
+        [
+            "tokens per idle NPC-hour",
+            was(bi, "per_npc_hour", "{:,.0f}"),
+            f"{i['per_npc_hour']:,.0f}",
+            "",
+        ],
         [
             f"dollars per idle NPC-hour ({PRICED_AS})",
             was(bi, "dollars_per_npc_hour", "${:.4f}"),
@@ -499,10 +504,14 @@ def report(now: dict, before: dict | None) -> str:
         if kind not in data.get("kinds", {}):
             return "-"
         requests, prompt, schemas = data["kinds"][kind]
-        return f"{requests:,} requests, {prompt:,} prompt tokens ({schemas / prompt:.0%} tools)"
+        return (
+            f"{requests:,} requests, {prompt:,} prompt tokens ({schemas / prompt:.0%} tools, "
+            f"{schemas / requests:,.0f} per request)"
+        )
 
     text += "\n\n" + table(
-        "The player-hour by kind of call (requests, prompt tokens, share of tool schemas)",
+        "The player-hour by kind of call (requests, prompt tokens, tool schemas: share and "
+        "tokens per request; target for tick_event: <= 1,000 per request)",
         ["kind", label, "now"],
         [[k, cell(bp, k), cell(p, k)] for k in kinds],
     )

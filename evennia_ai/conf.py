@@ -116,6 +116,25 @@ SETTINGS: dict[str, Setting] = {
             "Least seconds between two autonomous ticks of one assistant.",
         ),
         Setting(
+            "EVENNIA_AI_IDLE_NEEDS_AUDIENCE",
+            True,
+            "Whether autonomous ticks and reflection wait for a player within earshot (now or in "
+            "the last `EVENNIA_AI_AUDIENCE_WINDOW` seconds); a goal marked as needing no "
+            "audience is worked on anyway. False: they run whoever is there.",
+        ),
+        Setting(
+            "EVENNIA_AI_AUDIENCE_WINDOW",
+            600,
+            "Seconds a player counts as within earshot of an assistant after leaving its room.",
+        ),
+        Setting(
+            "EVENNIA_AI_NPC_EXCHANGE_TURNS",
+            3,
+            "Lines of another AI NPC addressed to an assistant that it answers since a player "
+            "last spoke in its room (0: AI NPCs never answer each other); later ones only reach "
+            "its context buffer.",
+        ),
+        Setting(
             "EVENNIA_AI_EVENT_QUEUE_SIZE",
             50,
             "Most events an assistant keeps queued; the oldest low-priority ones go first.",
@@ -181,6 +200,7 @@ SETTINGS: dict[str, Setting] = {
                 "update_entity_observation",
                 "update_goal",
                 "go_to_sleep",
+                "request_tools",
             ],
             "Tools whose schemas stay in a request that does not fit the window; the others "
             "are left out before the NPC's own system prompt is cut.",
@@ -391,7 +411,27 @@ SETTINGS: dict[str, Setting] = {
         Setting(
             "EVENNIA_AI_BUDGET_EXCEEDED_ACTION",
             "offline",
-            "What an assistant does past its budget: `offline` (the offline model) or `silence`.",
+            "What an assistant does past its budget: `offline` (the offline model), `silence`, "
+            "or `message` (no model call; whoever speaks to it gets "
+            "`EVENNIA_AI_UNAVAILABLE_MESSAGE`).",
+        ),
+        Setting(
+            "EVENNIA_AI_THINKING_DELAY",
+            2.0,
+            "Seconds a player waits for an answer before seeing `EVENNIA_AI_THINKING_MESSAGE` "
+            "(0: never shown).",
+        ),
+        Setting(
+            "EVENNIA_AI_THINKING_MESSAGE",
+            "{name} pauses, thinking.",
+            "What the speaker sees while the NPC's model is slow (`{name}`: the NPC's name; "
+            "empty: nothing).",
+        ),
+        Setting(
+            "EVENNIA_AI_UNAVAILABLE_MESSAGE",
+            "{name} seems lost in thought and does not answer.",
+            "What the speaker sees when the NPC's model fails or its budget is spent in "
+            "`message` mode (`{name}`: the NPC's name; empty: nothing).",
         ),
     )
 }

@@ -17,7 +17,7 @@ from twisted.internet import reactor
 
 from evennia_ai import conf
 from evennia_ai.engine import confirmations  # noqa: F401  (registers the approval executors)
-from evennia_ai.llm import threads, tokens
+from evennia_ai.llm import served_windows, threads, tokens
 from evennia_ai.llm.client import (
     LITELLM_REQUIREMENT,
     configure_litellm_callbacks,
@@ -25,6 +25,7 @@ from evennia_ai.llm.client import (
     litellm_contract_problems,
 )
 from evennia_ai.memory import longterm
+from evennia_ai.npc import spending
 from evennia_ai.npc.lookup import all_ai_npcs, tag_untagged_assistants
 
 # Version of the stored layout; the upgrade steps below run once per game, in order.
@@ -113,8 +114,9 @@ def at_server_start():
     except Exception:
         logger.log_trace("evennia_ai: could not check the AI NPCs' Scripts")
 
-    def warm_up():
+    def warm_up(models):
         tokens.count_text("warm up", conf.get("EVENNIA_AI_MODEL") or None)
+        served_windows.learn_windows(models)  # before litellm: the servers answer in ms
         model = conf.get("EVENNIA_AI_MODEL")
         if model and model != conf.OFFLINE_MODEL:
             get_litellm()
@@ -127,7 +129,9 @@ def at_server_start():
         configure_litellm_callbacks()
 
     def start_warm_up():
-        threads.run_in_thread(warm_up).addErrback(
+        models = npc_models()  # the ORM is read here, on the reactor
+        warn_unbounded_spend(models)
+        threads.run_in_thread(warm_up, models).addErrback(
             lambda failure: logger.log_err(
                 f"evennia_ai: warm-up failed: {failure.getErrorMessage()}"
             )
@@ -140,6 +144,35 @@ def at_server_start():
     # wait for it. It starts after a delay so the restart Evennia makes right after its very
     # first start (and quick reloads) do not meet a half-imported torch.
     reactor.callLater(float(conf.get("EVENNIA_AI_MEMORY_INIT_DELAY")), _start_longterm_memory)
+
+
+def npc_models() -> list[str]:
+    """The models the game's AI NPCs use (the default first), each once."""
+    models = [conf.get("EVENNIA_AI_MODEL") or conf.OFFLINE_MODEL]
+    try:
+        models += [npc.ai.model or models[0] for npc in all_ai_npcs()]
+    except Exception:
+        logger.log_trace("evennia_ai: could not read the AI NPCs' models")
+    return list(dict.fromkeys(models))
+
+
+def warn_unbounded_spend(models) -> None:
+    """Log a warning for each paid model when no daily budget bounds the spending."""
+    unbounded = not any(
+        conf.get(name)
+        for name in (
+            "EVENNIA_AI_DAILY_TOKEN_BUDGET_PER_NPC",
+            "EVENNIA_AI_DAILY_COST_BUDGET_PER_NPC",
+            "EVENNIA_AI_DAILY_TOKEN_BUDGET_SERVER",
+            "EVENNIA_AI_DAILY_COST_BUDGET_SERVER",
+        )
+    )
+    for model in models:
+        if unbounded and spending.is_paid(model):
+            logger.log_warn(
+                f"evennia_ai: {model} is a paid model and no daily budget is set: spending is "
+                "unbounded (set EVENNIA_AI_DAILY_COST_BUDGET_SERVER; docs/observability.md)"
+            )
 
 
 def _start_longterm_memory():

@@ -128,8 +128,8 @@ class TestSleep(ModelBase):
         assert self.npc.ai.sleep["asleep"]
         self.server.enqueue({"tool_calls": [call("noop")]}, {"tool_calls": [call("noop")]})
         assert self.tick().context_type == "sleep_consolidate"
-        assert self.tick().context_type == "pre_compaction"
-        assert self.tick() is None  # resting
+        assert self.tick() is None  # no compaction due: no pre-compaction call; resting
+        assert self.npc.ai.sleep["phase"] == "rest"
         self.speak("Wake up, Innkeeper!")
         self.server.enqueue({"tool_calls": [call("say", message="Eh? I'm up.")]})
         with override_settings(EVENNIA_AI_WAKE_WHEN_ADDRESSED=True):
@@ -137,9 +137,20 @@ class TestSleep(ModelBase):
         assert trace.context_type == "tick_event"
         assert not self.npc.ai.sleep["asleep"]
 
-    def test_sleep_tools_only_in_sleep_context(self):
+    def test_pre_compaction_runs_in_sleep_when_a_compaction_is_due(self):
         from evennia_ai.workspace.sleep import go_to_sleep
 
+        self.npc.ai.set("compaction", {"pending": True, "reason": "sleep", "last_tick": None})
+        go_to_sleep(self.npc, "test")  # nothing new to consolidate: straight to compaction
+        self.server.default_reply = {"tool_calls": [call("noop")]}
+        assert self.tick().context_type == "pre_compaction"
+
+    def test_sleep_tools_only_in_sleep_context(self):
+        from evennia_ai.workspace.journal import add_entry
+        from evennia_ai.workspace.sleep import go_to_sleep
+
+        journal, _ = add_entry([], "Served the mayor.", importance=4)
+        self.npc.ai.set("journal", journal)
         go_to_sleep(self.npc, "test")
         self.server.enqueue({"tool_calls": [call("noop")]})
         self.tick()

@@ -91,6 +91,7 @@ def test_add_goal_layout_and_input_untouched():
             "parent_id": None,
             "subtask_ids": [],
             "auto_generated": False,
+            "needs_audience": True,
         }
     ]
     assert result.data["goal"] == goals[0] and result.data["goal"] is not goals[0]

@@ -8,6 +8,7 @@ from evennia.utils.ansi import raw
 
 from evennia_ai.commands.base import AICommand, CommandError
 from evennia_ai.engine.trace import TickTrace
+from evennia_ai.llm import tokens
 from evennia_ai.npc import spending
 from evennia_ai.npc.lookup import all_ai_npcs
 from evennia_ai.typeclasses import AIAssistantCharacter
@@ -112,6 +113,7 @@ class CmdAINpc(AICommand):
         table = self.styled_table(
             "NPC", "Location", "Model", "State", "Queued", "Tokens today", "Budget"
         )
+        warnings: list[str] = []
         for npc in npcs:
             status = npc.ai.status()
             table.add_row(
@@ -123,7 +125,11 @@ class CmdAINpc(AICommand):
                 f"{_tokens_today(status):,}",
                 status["budget_state"],
             )
-        self.msg(f"AI NPCs ({len(npcs)}):\n{table}")
+            warnings += [f"{npc.key}: {w}" for w in status["warnings"]]
+        text = f"AI NPCs ({len(npcs)}):\n{table}"
+        if warnings:
+            text += "\n" + "\n".join(f"|ywarning|n: {raw(w)}" for w in warnings)
+        self.msg(text)
 
     # -- creation and deletion -----------------------------------------------------------------
     def do_create(self):
@@ -326,6 +332,8 @@ class CmdAIStatus(AICommand):
                 f"{status['queued_events']} queued, {_tokens_today(status):,} tokens today, "
                 f"{status['ticks']} ticks, {status['errors']} errors, {status['budget_state']}"
             )
+            for warning in status["warnings"]:
+                lines.append(f"    |ywarning|n: {raw(warning)}")
         if not npcs:
             lines.append("  (none)")
         totals = spending.server_totals()
@@ -347,7 +355,8 @@ class CmdAIStatus(AICommand):
             f"|w{npc.key}({npc.dbref})|n at {_where(npc)}: {status['state']}",
             f"  enabled: {status['enabled']}  paused: {status['paused']}  "
             f"script running: {status['running']}",
-            f"  model: {status['model']}",
+            f"  model: {status['model']}, window {status['window']:,} tokens "
+            f"({tokens.WINDOW_SOURCES.get(status['window_source'], status['window_source'])})",
             f"  tokens: today {b['npc_tokens']:,} (cost ${b['npc_cost']:.4f}); total prompt "
             f"{status['prompt_tokens']:,}, completion {status['completion_tokens']:,}, "
             f"cost ${float(status['cost'] or 0):.4f}",
@@ -356,7 +365,7 @@ class CmdAIStatus(AICommand):
             f"server today {b['server_tokens']:,} tokens (limit "
             f"{_limit(b['server_token_limit'])}), ${b['server_cost']:.4f} (limit "
             f"{_limit(b['server_cost_limit'], True)}); when over: "
-            f"{'offline model' if b['action'] == 'offline' else 'silence'}",
+            f"{spending.ACTION_MODES.get(b['action'], b['action'])}",
             f"  sleep: {'asleep' if status['asleep'] else 'awake'}"
             + (
                 f" since {sleep.get('since')} ({sleep.get('reason')}, phase {sleep.get('phase')})"
@@ -368,6 +377,8 @@ class CmdAIStatus(AICommand):
             f"  ticks: {status['ticks']}, errors: {status['errors']}, active goals: "
             f"{status['goals_active']}",
         ]
+        for warning in status["warnings"]:
+            lines.append(f"  |ywarning|n: {raw(warning)}")
         if status["context_overflows"]:
             lines.append(
                 f"  |ycontext overflow|n: {status['context_overflows']} tick(s) stopped unsent: "

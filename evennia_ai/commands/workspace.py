@@ -87,6 +87,16 @@ def current_tick(npc) -> int:
 # -- goals -----------------------------------------------------------------------------------------
 _UNDER = re.compile(r"\s+under\s+(goal_\d+_\d+)\s*$", re.I)
 _PRIORITY = re.compile(r"\s+priority\s+(\S+)\s*$", re.I)
+_AUDIENCE = re.compile(r"\s+audience\s+(\S+)\s*$", re.I)
+_YES_NO = {"yes": True, "no": False}
+
+
+def yes_or_no(value: str, what: str) -> bool:
+    """``yes`` -> True, ``no`` -> False (any case); anything else is a CommandError."""
+    answer = _YES_NO.get(str(value).strip().lower())
+    if answer is None:
+        raise CommandError(f"{what} is yes or no, not {value!r}.")
+    return answer
 
 
 class CmdAIGoal(SwitchedCommand):
@@ -96,15 +106,19 @@ class CmdAIGoal(SwitchedCommand):
     Usage:
       aigoal <npc>
       aigoal/add <npc> = <description> [under <goal id>] [priority <high|medium|low>]
+                         [audience <yes|no>]
       aigoal/update <npc> = <goal id> <field>=<value> [<field>=<value> ...]
       aigoal/decompose <npc> = <goal id>: <subtask>; <subtask>; <subtask>[; ...]
       aigoal/prune <npc>
 
     Switches:
       add       - add a goal; "under <goal id>" makes it a subtask of that goal.
+                  "audience no" lets the NPC work on it with no player around
+                  (autonomous ticks cost tokens; by default they wait for one).
       update    - change status (active, completed, abandoned), progress (0-100),
-                  priority (high, medium, low) or description. A parent's progress
-                  is computed from its subtasks.
+                  priority (high, medium, low), description, or audience (yes, no:
+                  whether a player must be within earshot; subtasks follow).
+                  A parent's progress is computed from its subtasks.
       decompose - break an active goal into 3 to 7 subtasks, separated by ';'.
       prune     - drop every finished (completed or abandoned) goal tree.
 
@@ -117,6 +131,7 @@ class CmdAIGoal(SwitchedCommand):
       aigoal/add Innkeeper = Lay the foundation under goal_12_0
       aigoal/update Innkeeper = goal_12_0 status=completed
       aigoal/update Innkeeper = goal_12_1 progress=40 description=Raise the walls
+      aigoal/update Innkeeper = goal_12_0 audience=no
       aigoal/decompose Innkeeper = goal_12_0: Lay foundation; Build walls; Add roof
     """
 
@@ -131,11 +146,16 @@ class CmdAIGoal(SwitchedCommand):
 
     def do_add(self):
         npc, text = self.npc_and_rhs("<description>")
-        priority, parent = "medium", None
-        for _ in range(2):  # "under" and "priority" in either order, at the end
+        priority, parent, needs_audience = "medium", None, True
+        for _ in range(3):  # "under", "priority" and "audience" in any order, at the end
             match = _PRIORITY.search(text)
             if match:
                 priority, text = match.group(1), text[: match.start()]
+                continue
+            match = _AUDIENCE.search(text)
+            if match:
+                needs_audience = yes_or_no(match.group(1), "audience")
+                text = text[: match.start()]
                 continue
             match = _UNDER.search(text)
             if match:
@@ -143,7 +163,12 @@ class CmdAIGoal(SwitchedCommand):
         op = apply_goals(
             npc,
             lambda goals: goals_mod.add_goal(
-                goals, text, tick=current_tick(npc), priority=priority, parent_id=parent
+                goals,
+                text,
+                tick=current_tick(npc),
+                priority=priority,
+                parent_id=parent,
+                needs_audience=needs_audience,
             ),
         )
         self.msg(op.message)
@@ -151,9 +176,18 @@ class CmdAIGoal(SwitchedCommand):
     def do_update(self):
         npc, text = self.npc_and_rhs("<goal id> <field>=<value>")
         goal_id, _, rest = text.partition(" ")
-        fields = parse_assignments(rest.strip(), ("status", "progress", "priority", "description"))
-        op = apply_goals(npc, lambda goals: goals_mod.update_goal(goals, goal_id, **fields))
-        self.msg(op.message)
+        fields = parse_assignments(
+            rest.strip(), ("status", "progress", "priority", "description", "audience")
+        )
+        messages = []
+        if "audience" in fields:
+            needs = yes_or_no(fields.pop("audience"), "audience")
+            op = apply_goals(npc, lambda goals: goals_mod.set_needs_audience(goals, goal_id, needs))
+            messages.append(op.message)
+        if fields:
+            op = apply_goals(npc, lambda goals: goals_mod.update_goal(goals, goal_id, **fields))
+            messages.append(op.message)
+        self.msg("\n".join(messages))
 
     def do_decompose(self):
         npc, text = self.npc_and_rhs("<goal id>: <subtask>; <subtask>; ...")

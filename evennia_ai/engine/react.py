@@ -41,6 +41,7 @@ from evennia_ai.engine import scheduler
 from evennia_ai.engine.trace import IterationTrace, StopReason, TickTrace, ToolCallTrace
 from evennia_ai.llm import tokens
 from evennia_ai.llm.usage import UsageAccountant
+from evennia_ai.prompt.builder import schema_name
 from evennia_ai.tools.base import ToolResult
 from evennia_ai.tools.rules import ToolRuleState
 from evennia_ai.utils import truncate
@@ -224,6 +225,17 @@ class ReactLoop:
         self._only_bookkeeping = False  # the last answer's calls were all note-taking
 
     # -- helpers -------------------------------------------------------------------------------
+    def offer_tools(self, names) -> list[str]:
+        """Send the schemas of ``names`` with the next request (``request_tools``).
+
+        Only tools this loop may run are added (the tick's filter, categories, locks and
+        pattern chose them); returns the names added.
+        """
+        sent = {schema_name(s) for s in self.schemas}
+        added = [n for n in names if n in self.tools and n not in sent]
+        self.schemas = self.schemas + [self.tools[n].to_schema() for n in added]
+        return added
+
     @property
     def single_action(self) -> bool:
         return self.pattern.mode == "single_action" or not self.pattern.multi_tool_enabled

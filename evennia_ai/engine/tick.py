@@ -17,6 +17,11 @@ What a tick does, in order of precedence:
 4. **Autonomy.** With no events, active goals and autonomy on, a ``tick_autonomous`` at most
    every ``EVENNIA_AI_AUTONOMOUS_MIN_INTERVAL`` seconds.
 
+Idle costs nothing: reflection and autonomy wait (``EVENNIA_AI_IDLE_NEEDS_AUDIENCE``) until a
+player is within earshot or was lately (:mod:`evennia_ai.engine.audience`), unless an active
+goal is marked as needing no audience; the sleep's consolidation runs only when something
+happened since the last one (new journal entries or conversation).
+
 All model and memory calls happen off the reactor; every state write happens here on the
 reactor thread, once per piece of state, after checking the NPC still exists and is where it
 was (a late result for a deleted or moved NPC is dropped safely).
@@ -32,7 +37,7 @@ from evennia.utils import logger
 from twisted.internet import defer, reactor
 
 from evennia_ai import conf
-from evennia_ai.engine import scheduler
+from evennia_ai.engine import audience, scheduler
 from evennia_ai.engine.assessment import assess_task
 from evennia_ai.engine.delegate import run_helper
 from evennia_ai.engine.react import LoopOutcome, ReactLoop
@@ -58,9 +63,10 @@ from evennia_ai.prompt_registry import effective_context_config
 from evennia_ai.tools import select_tools
 from evennia_ai.tools.approvals import get_confirmation_queue
 from evennia_ai.tools.base import LoopState, TickServices, ToolContext
+from evennia_ai.tools.groups import choose_tools
 from evennia_ai.tools.rules import parse_rules
 from evennia_ai.utils import iso_utc, one_line, parse_iso, today, truncate, utcnow
-from evennia_ai.workspace.goals import goal_urgency
+from evennia_ai.workspace.goals import goal_urgency, works_unwatched
 from evennia_ai.workspace.journal import entries_since, importance_since
 from evennia_ai.workspace.sleep import SLEEP_PHASES, go_to_sleep, in_sleep_window, wake_up
 
@@ -86,7 +92,11 @@ class TickState:
         metrics: The NPC's counters.
         goals: The NPC's goals.
         execution_config: Layer 1 of the execution pattern.
-        tools: The tools the context offers this NPC (before the pattern narrows them).
+        tools: The tools the context allows this NPC (before the pattern narrows them).
+        offered: The tools whose schemas the request sends: the context's tool groups and
+            those the events call for, with ``request_tools`` when some are left out
+            (:func:`~evennia_ai.tools.groups.choose_tools`).
+        tool_groups: The groups sent (empty: every allowed tool).
         tool_result: The tool result a ``reflection_cont`` tick shows, else None.
     """
 
@@ -101,12 +111,14 @@ class TickState:
     goals: list[dict]
     execution_config: dict
     tools: list
+    offered: list
+    tool_groups: list[str]
     tool_result: str | None = None
 
     @property
     def silenced(self) -> bool:
-        """Past a daily budget in ``silence`` mode: no model call at all."""
-        return self.spending.exceeded and self.spending.action == "silence"
+        """Past a daily budget in ``silence`` or ``message`` mode: no model call at all."""
+        return self.spending.exceeded and self.spending.action in ("silence", "message")
 
     @classmethod
     def read(cls, npc, context_type: str, batch: list[Event], tick_id: int) -> "TickState":
@@ -115,18 +127,22 @@ class TickState:
         metrics = ai.metrics
         spending = ai.spending_status(metrics)
         model = ai.model or None
-        if spending.exceeded and spending.action != "silence":
+        if spending.exceeded and spending.action == "offline":
             model = conf.OFFLINE_MODEL
         config = effective_context_config(context_type)
         execution_config = ai.execution_config
         tools = select_tools(npc, config)
         if not execution_config.get("sub_agents_enabled"):  # no later layer can widen it
             tools = [t for t in tools if not t.needs_sub_agents]
+        batch_text = render_events(batch) if batch else ""
+        chosen = choose_tools(
+            tools, config.tool_groups, situation=batch_text, kinds=[e.kind for e in batch]
+        )
         return cls(
             tick_id=tick_id,
             context_type=context_type,
             batch=list(batch),
-            batch_text=render_events(batch) if batch else "",
+            batch_text=batch_text,
             config=config,
             model=model,
             spending=spending,
@@ -134,6 +150,8 @@ class TickState:
             goals=ai.goals,
             execution_config=execution_config,
             tools=tools,
+            offered=chosen.offered,
+            tool_groups=chosen.groups,
             tool_result=(
                 ai.reflection.get("last_result", "") if context_type == "reflection_cont" else None
             ),
@@ -151,7 +169,7 @@ def prepare(npc, state: TickState) -> defer.Deferred:
         state.config,
         batch=state.batch,
         batch_text=state.batch_text,
-        tools=state.tools,
+        tools=state.offered,
         model=state.model,
         tool_result=state.tool_result,
         metrics=state.metrics,
@@ -175,6 +193,10 @@ class TickRunner:
         self.started = time.monotonic()
         self.usage = UsageAccountant()
         self.state: TickState | None = None
+        self._thinking = None  # the delayed "thinking" line to the speakers, while pending
+
+    #: What schedules the "thinking" line (a ``task.Clock`` in tests).
+    clock = reactor
 
     def budget_reached(self) -> bool:
         """Whether today's budgets are reached counting this tick's calls so far.
@@ -228,6 +250,12 @@ class TickRunner:
                 self.wake("addressed" if pending else "window ended")
             else:
                 phase = sleep.get("phase")
+                if phase == "sleep_consolidate" and not self._consolidation_material(sleep):
+                    self._advance_sleep(phase)  # nothing new since the last one: no call
+                    phase = self.ai.sleep.get("phase")
+                if phase == "pre_compaction" and not self._compaction_wanted():
+                    self._advance_sleep(phase)  # no compaction would follow: nothing to extract
+                    phase = self.ai.sleep.get("phase")
                 if phase in SLEEP_PHASES:
                     return phase, []
                 return None, []
@@ -270,9 +298,33 @@ class TickRunner:
             return any(e.addressed for e in pending)
         return False
 
+    def _watched(self) -> bool:
+        """Whether work nobody asked for may run now: a player is (or lately was) within
+        earshot, an active goal needs no audience, or the setting is off."""
+        if not conf.get("EVENNIA_AI_IDLE_NEEDS_AUDIENCE"):
+            return True
+        return audience.has_audience(self.npc) or works_unwatched(self.ai.goals)
+
+    def _consolidation_material(self, sleep: dict) -> bool:
+        """Whether anything happened since the last consolidation (journal or conversation)."""
+        since = parse_iso(sleep.get("last_consolidated") or "")
+        if since is None:
+            return bool(self.ai.journal or self.ai.history)
+        if entries_since(self.ai.journal, sleep.get("last_consolidated")):
+            return True
+        return any((parse_iso(m.get("ts") or "") or since) > since for m in self.ai.history)
+
+    def _compaction_wanted(self) -> bool:
+        """Whether a compaction is pending or due now (the pre-compaction phase's reason)."""
+        if self.ai.compaction.get("pending"):
+            return True
+        return self._compaction_due(self.ai.model or None, self.script.tick_count) is not None
+
     def _reflection_due(self, reflection: dict) -> bool:
         if reflection.get("requested"):  # an operator asked (aisleep/reflect)
             return True
+        if not self._watched():
+            return False
         interval = int(conf.get("EVENNIA_AI_REFLECTION_INTERVAL") or 0)
         ticks = self.script.tick_count
         if interval and ticks - int(reflection.get("last_tick") or 0) >= interval:
@@ -287,6 +339,8 @@ class TickRunner:
         if not conf.get("EVENNIA_AI_AUTONOMY"):
             return False
         if not any(g.get("status") == "active" for g in self.ai.goals):
+            return False
+        if not self._watched():
             return False
         last = self.script.ndb.last_autonomous or 0
         if time.time() - last < float(conf.get("EVENNIA_AI_AUTONOMOUS_MIN_INTERVAL")):
@@ -356,22 +410,49 @@ class TickRunner:
         self.state = state
         if state.silenced:
             return self._silent_tick(state)
+        self._start_thinking(state)
+        try:
+            trace = yield self._prepare_and_think(state)
+        finally:
+            self._stop_thinking()
+        return trace
+
+    def _start_thinking(self, state: TickState) -> None:
+        """Show the speakers a sign the NPC is thinking if no answer came within the delay."""
+        delay = float(conf.get("EVENNIA_AI_THINKING_DELAY") or 0)
+        if delay <= 0 or state.context_type != "tick_event":
+            return
+        speakers = audience.waiting_speakers(self.npc, state.batch)
+        if speakers:
+            self._thinking = self.clock.callLater(
+                delay, audience.tell_speakers, self.npc, speakers, "EVENNIA_AI_THINKING_MESSAGE"
+            )
+
+    def _stop_thinking(self) -> None:
+        call, self._thinking = self._thinking, None
+        if call is not None and call.active():
+            call.cancel()
+
+    @defer.inlineCallbacks
+    def _prepare_and_think(self, state: TickState):
         built = yield prepare(self.npc, state)
         if built.blocked:
             return self._blocked_tick(state, built.blocked)
         trace = TickTrace(
             tick_id=state.tick_id,
-            context_type=context_type,
+            context_type=state.context_type,
             event_ids=[e.id for e in state.batch],
             event_text=truncate(state.batch_text, 2000),
             budget=state.spending.describe() if state.spending.exceeded else None,
             prefix_cache_share=built.prefix_share,
             shrunk=dict(built.shrunk),
             notes=self._flood_notes(),
+            tool_groups=list(state.tool_groups),
         )
         if built.history_cut:
             self._fold_history_soon()
         outcome = yield self._think(state, built, trace)
+        self._stop_thinking()
         yield self._maintain(state, trace)
         trace.add_records(self.usage.take_new())
         trace.ended = iso_utc(precise=True)
@@ -410,16 +491,17 @@ class TickRunner:
             trace.add_records(self.usage.take_new())
         pattern = select_execution_pattern(static, state.config, assessment)
         trace.pattern = _pattern_dict(pattern)
+        # Every allowed tool may be called; the request sends the schemas of those offered
+        # (the groups, less any the fitting left out), and request_tools adds more.
+        extra = [t for t in state.offered if t.name not in {x.name for x in state.tools}]
         tools = [
             t
-            for t in state.tools
+            for t in state.tools + extra
             if pattern.allows_category(t.category)
             and (pattern.sub_agents_enabled or not t.needs_sub_agents)
         ]
-        sent = {schema_name(s) for s in built.tool_schemas}  # fitting may have left some out
-        tools = [t for t in tools if t.name in sent]
-        offered = {t.name for t in tools}
-        schemas = [s for s in built.tool_schemas if schema_name(s) in offered]
+        callable_names = {t.name for t in tools}
+        schemas = [s for s in built.tool_schemas if schema_name(s) in callable_names]
 
         main = main_event(state.batch)
         rules = _tool_rules(self.ai)
@@ -466,6 +548,7 @@ class TickRunner:
                 built.total_tokens if len(schemas) == len(built.tool_schemas) else None
             ),
         )
+        ctx.services.offer_tools = loop.offer_tools
         outcome = yield loop.run(built.messages)
         trace.add_records(self.usage.take_new())  # helpers' and tools' own model calls
         return outcome
@@ -501,7 +584,14 @@ class TickRunner:
         self.ai.record_spending(record.tokens, record.cost, day)
 
     def _silent_tick(self, state: TickState) -> TickTrace:
-        """Past the daily budget in ``silence`` mode: consume the batch unanswered, call no model."""
+        """Past the daily budget in ``silence`` or ``message`` mode: consume the batch, call no
+        model; in ``message`` mode whoever spoke to the NPC is told it cannot answer."""
+        if state.spending.action == "message":
+            audience.tell_speakers(
+                self.npc,
+                audience.waiting_speakers(self.npc, state.batch),
+                "EVENNIA_AI_UNAVAILABLE_MESSAGE",
+            )
         return self._unsent_tick(state, StopReason.BUDGET, budget=state.spending.describe())
 
     def _unsent_tick(self, state: TickState, reason: StopReason, **fields) -> TickTrace:
@@ -562,6 +652,8 @@ class TickRunner:
             outcome.stop_reason == StopReason.ERROR
             and (any(it.error for it in trace.iterations) or not trace.iterations)
         ) or outcome.stop_reason == StopReason.CONTEXT_OVERFLOW  # answered by a later tick
+        if provider_failed and outcome.stop_reason == StopReason.ERROR:
+            self._model_failed(state, trace)
         if ids:
             if outcome.stop_reason == StopReason.CANCELLED:
                 self.ai.update("event_queue", lambda q: ev.release(q, ids, count_attempt=False))
@@ -595,6 +687,24 @@ class TickRunner:
         self._update_metrics(outcome, trace)
         self._after_context(trace.context_type, outcome)
         self._check_history_pressure(state)
+
+    def _model_failed(self, state: TickState, trace: TickTrace) -> None:
+        """The model could not answer: say so in the log, and to the players left waiting.
+
+        Each speaker is told once per line (on its first failed attempt; the line is tried
+        again on the next ticks).
+        """
+        model = _model_name(state.model)
+        logger.log_err(
+            f"evennia_ai [{self.npc.key}{self.npc.dbref}]: {state.context_type} tick "
+            f"{state.tick_id} got no answer from model {model}: {trace.error or 'no reply'}"
+        )
+        first_try = [e for e in state.batch if not e.attempts]
+        audience.tell_speakers(
+            self.npc,
+            audience.waiting_speakers(self.npc, first_try),
+            "EVENNIA_AI_UNAVAILABLE_MESSAGE",
+        )
 
     @defer.inlineCallbacks
     def _consolidate(self, model):
@@ -713,16 +823,19 @@ class TickRunner:
 
     def _history_reason(self, state: TickState) -> str | None:
         """ "sleep"/"emergency" when the history passes its threshold, else None."""
+        return self._compaction_due(state.model, state.tick_id)
 
+    def _compaction_due(self, model: str | None, tick_id: int) -> str | None:
+        """As :meth:`_history_reason`, for the NPC's ``model`` at tick ``tick_id``."""
         history = self.ai.history
         if not history:
             return None
-        model = _model_name(state.model)
+        model = _model_name(model)
         used = tokens.TokenCounter(model).count_messages(history)
         budget = tokens.get_model_limits(model).history_tokens
         options = {
             "asleep": bool(self.ai.sleep.get("asleep")),
-            "tick": state.tick_id,
+            "tick": tick_id,
             "last_compaction_tick": self.ai.compaction.get("last_tick"),
             "sleep_ratio": float(conf.get("EVENNIA_AI_COMPACTION_SLEEP_RATIO")),
             "emergency_ratio": float(conf.get("EVENNIA_AI_COMPACTION_EMERGENCY_RATIO")),

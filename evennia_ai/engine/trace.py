@@ -118,6 +118,8 @@ class TickTrace:
         error: Summary of what went wrong, if anything.
         budget: Set when a daily budget was exceeded: what the tick did instead.
         notes: What else happened around the tick (events dropped as floods, ...).
+        tool_groups: The tool groups whose schemas the first request sent (empty: every
+            allowed tool); ``request_tools`` calls show the groups added later.
     """
 
     tick_id: int
@@ -138,6 +140,7 @@ class TickTrace:
     error: str | None = None
     budget: str | None = None
     notes: list[str] = field(default_factory=list)
+    tool_groups: list[str] = field(default_factory=list)
 
     def add_iteration(self, iteration: IterationTrace) -> None:
         """Append an iteration and add its usage to the tick's totals."""

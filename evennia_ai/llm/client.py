@@ -27,7 +27,8 @@
 
 Per-model options in ``EVENNIA_AI_MODEL_SETTINGS[model]``: ``native_tools`` (bool),
 ``api_base``, ``api_key`` and ``timeout`` (used for that model, e.g. a fallback on another
-server).
+server), ``context_window`` (its window) and, for Ollama models, ``num_ctx`` (sent with every
+request: the window Ollama runs the model with, and the window the plugin fits requests to).
 
 Example:
     from evennia_ai.llm.client import get_client
@@ -59,6 +60,7 @@ from evennia_ai.llm.json_protocol import (
     to_text_protocol,
 )
 from evennia_ai.llm.offline import OfflineModel
+from evennia_ai.llm.served_windows import OLLAMA_PREFIXES
 from evennia_ai.llm.threads import run_in_thread
 from evennia_ai.llm.tokens import model_info
 from evennia_ai.llm.types import RETRYABLE_KINDS, LLMResult, LLMUsage, ToolCall
@@ -749,6 +751,8 @@ class UnifiedLLMClient:
             kwargs["api_key"] = "not-needed"  # local servers ignore it; the OpenAI SDK wants one
         if temperature is not None:
             kwargs["temperature"] = temperature
+        if per_model.get("num_ctx") and model.startswith(OLLAMA_PREFIXES):
+            kwargs["num_ctx"] = per_model["num_ctx"]  # Ollama's window for this request
         if max_tokens is not None:
             kwargs["max_tokens"] = max_tokens
         if response_format is not None:

@@ -33,8 +33,10 @@ plus its role, content and name (+1), tool calls' names and arguments, and
 that is sent.
 
 **Windows.** :func:`get_context_window` reads ``EVENNIA_AI_CONTEXT_WINDOWS``, then
-``EVENNIA_AI_MODEL_SETTINGS[model]["context_window"]``, then litellm's bundled model map, then
-:data:`DEFAULT_CONTEXT_WINDOW`. :func:`get_model_limits` shares a window out as the spec's
+``EVENNIA_AI_MODEL_SETTINGS[model]["context_window"]``, then what the model's server reported
+(:func:`set_served_window`, from :mod:`evennia_ai.llm.served_windows` at server start), then
+litellm's bundled model map, then :data:`DEFAULT_CONTEXT_WINDOW` (a guess:
+:func:`window_source` says ``"guess"``, and status displays warn). :func:`get_model_limits` shares a window out as the spec's
 :class:`ModelContextLimits`; :func:`token_pressure` and :func:`advisory` grade how full it is.
 
 Example:
@@ -485,23 +487,71 @@ def litellm_context_window(model: str) -> int | None:
     return _positive_int(info.get("max_input_tokens")) or _positive_int(info.get("max_tokens"))
 
 
+# model -> the window its server reported serving (vLLM's max_model_len, Ollama's num_ctx)
+_served_windows: dict[str, int] = {}
+
+#: Where a window came from (:func:`window_source`), as status displays name it.
+WINDOW_SOURCES = {
+    "setting": "EVENNIA_AI_CONTEXT_WINDOWS / EVENNIA_AI_MODEL_SETTINGS",
+    "server": "reported by the model's server",
+    "litellm": "litellm's model map",
+    "offline": "the built-in offline model",
+    "guess": "a guess: litellm does not know this model and its server did not say",
+}
+
+
+def set_served_window(model: str, window: int | None) -> None:
+    """Record the window ``model``'s server reports serving (None forgets it)."""
+    model = (model or "").strip()
+    window = _positive_int(window)
+    if window:
+        _served_windows[model] = window
+    else:
+        _served_windows.pop(model, None)
+
+
+def served_window(model: str | None) -> int | None:
+    """The window ``model``'s server reported, if it did."""
+    return _served_windows.get((model or "").strip())
+
+
+def _window_and_source(model: str | None) -> tuple[int, str]:
+    model = (model or "").strip()
+    window = _configured_window(model)
+    if window:
+        return window, "setting"
+    if model == conf.OFFLINE_MODEL:
+        return DEFAULT_CONTEXT_WINDOW, "offline"
+    window = _served_windows.get(model)
+    if window:
+        return window, "server"
+    if model:
+        window = litellm_context_window(model)
+        if window:
+            return window, "litellm"
+    return DEFAULT_CONTEXT_WINDOW, "guess"
+
+
 def get_context_window(model: str | None) -> int:
     """The context window of ``model`` in tokens.
 
     Order: ``EVENNIA_AI_CONTEXT_WINDOWS[model]``, ``EVENNIA_AI_MODEL_SETTINGS[model]
     ["context_window"]`` (both by the exact model name; invalid values are logged and skipped),
-    litellm's bundled model map (:func:`litellm_context_window`; not consulted for the offline
-    model), then :data:`DEFAULT_CONTEXT_WINDOW`.
+    the window the model's server reported (:func:`set_served_window`), litellm's bundled model
+    map (:func:`litellm_context_window`; none of these two for the offline model), then
+    :data:`DEFAULT_CONTEXT_WINDOW`.
     """
-    model = (model or "").strip()
-    window = _configured_window(model)
-    if window:
-        return window
-    if model and model != conf.OFFLINE_MODEL:
-        window = litellm_context_window(model)
-        if window:
-            return window
-    return DEFAULT_CONTEXT_WINDOW
+    return _window_and_source(model)[0]
+
+
+def window_source(model: str | None) -> str:
+    """Where the window of ``model`` comes from: a key of :data:`WINDOW_SOURCES`."""
+    return _window_and_source(model)[1]
+
+
+def window_guessed(model: str | None) -> bool:
+    """Whether the window of ``model`` is :data:`DEFAULT_CONTEXT_WINDOW` for want of facts."""
+    return window_source(model) == "guess"
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ priority    events
 ==========  ===========================================================================
 100         whispers and pages to the assistant (``whisper``, ``page``)
 90          other communication addressed to it: speech naming it, things given to it
+70          speech of another AI NPC addressed to it (a player's line is answered first)
 60          open communication in its room (speech and poses not meant for it)
 50          combat
 40          building (the world changed around it)
@@ -74,6 +75,7 @@ KIND_CLASSES: dict[str, str] = {
 
 PRIORITY_DIRECT = 100  # whispers and pages: only the assistant hears them
 PRIORITY_ADDRESSED = 90
+PRIORITY_ADDRESSED_BY_NPC = 70  # another AI NPC's addressed line: after any player's
 CLASS_PRIORITIES: dict[str, int] = {
     "communication": 60,
     "combat": 50,

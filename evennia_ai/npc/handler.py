@@ -22,6 +22,7 @@ from typing import Any, Callable
 from evennia.utils import logger
 
 from evennia_ai import conf
+from evennia_ai.llm import tokens
 from evennia_ai.memory import context_buffer
 from evennia_ai.memory import events as ev
 from evennia_ai.memory.events import Event, pending_events
@@ -424,6 +425,17 @@ class AIHandler:
             state = "stopped"
         else:
             state = "paused" if paused else ("asleep" if sleep.get("asleep") else "running")
+        model = self.model or conf.get("EVENNIA_AI_MODEL") or conf.OFFLINE_MODEL
+        window_source = tokens.window_source(model)
+        warnings = []
+        if window_source == "guess":
+            warnings.append(
+                f"context window of {model} is a guess ({tokens.DEFAULT_CONTEXT_WINDOW:,} "
+                f"tokens): set EVENNIA_AI_CONTEXT_WINDOWS = {{{model!r}: <tokens>}}"
+            )
+        unbounded = spending.unbounded_spend_warning(model, over)
+        if unbounded:
+            warnings.append(unbounded)
         return {
             "key": self.obj.key,
             "dbref": self.obj.dbref,
@@ -431,7 +443,10 @@ class AIHandler:
             "enabled": enabled,
             "paused": paused,
             "running": running,
-            "model": self.model or conf.get("EVENNIA_AI_MODEL") or conf.OFFLINE_MODEL,
+            "model": model,
+            "window": tokens.get_context_window(model),
+            "window_source": window_source,
+            "warnings": warnings,
             "queued_events": len(pending_events(queue)),
             "in_flight_events": len(queue.get("in_flight", [])),
             "dropped_events": queue.get("dropped", 0),

@@ -11,9 +11,11 @@ delivers those to it. What it perceives becomes:
   (:mod:`evennia_ai.tools.safety`), so the assistant's speech tools never repeat it to anyone else;
 - a line in its ambient context buffer, for anything else it sees in its room.
 
-Speech from a player in its room starts a tick at once. Speech from another AI assistant is
-queued but waits for the normal interval unless it names this assistant, so two assistants in
-one room cannot chatter with each other at machine speed.
+Speech from a player in its room starts a tick at once. Speech from another AI assistant only
+goes to the context buffer unless it is addressed to this assistant (names it, or nobody else is
+there); addressed, it is answered (after any player's line: it has a lower priority) for at most
+``EVENNIA_AI_NPC_EXCHANGE_TURNS`` lines since a player last spoke in the room
+(:mod:`evennia_ai.engine.audience`), so two assistants cannot talk to each other forever.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ import re
 
 from evennia.utils.ansi import strip_ansi
 
-from evennia_ai.memory.events import Event
+from evennia_ai.engine import audience
+from evennia_ai.memory.events import PRIORITY_ADDRESSED_BY_NPC, Event
 from evennia_ai.tools import safety
 from evennia_ai.utils import is_assistant
 
@@ -136,6 +139,8 @@ def perceive_message(npc, text, from_obj, kwargs: dict) -> None:
     name = getattr(from_obj, "key", None) or str(from_obj)
 
     if msg_type in MOVE_TYPES and same_room:
+        if audience.is_player(from_obj):
+            audience.note_audience(npc)
         present = _present_ids(npc, exclude=from_obj)
         lowered = plain.lower()
         leaving_words = any(word in lowered for word in ("leav", "depart", "heading for"))
@@ -177,6 +182,14 @@ def perceive_message(npc, text, from_obj, kwargs: dict) -> None:
         content = one_line(_speech_content(plain) if kind == "say" else plain)
         addressed = is_addressed(npc, content, from_obj)
         from_assistant = is_assistant(from_obj)
+        priority = None
+        if not from_assistant:
+            audience.player_spoke(npc, from_obj)
+        elif addressed and audience.take_npc_turn(npc):
+            priority = PRIORITY_ADDRESSED_BY_NPC  # a player's addressed line goes first
+        else:  # overheard, or the exchange has run its turns: heard, not answered
+            npc.ai.remember_ambient(one_line(plain), source=source)
+            return
         npc.ai.perceive(
             Event.create(
                 kind=kind,
@@ -185,9 +198,10 @@ def perceive_message(npc, text, from_obj, kwargs: dict) -> None:
                 source_name=name,
                 location=npc.location.dbref,
                 addressed=addressed,
+                priority=priority,
                 data={"raw": plain, "from_assistant": from_assistant},
             ),
-            immediate=addressed or not from_assistant,
+            immediate=True,
         )
         return
     if same_room or msg_type is None:

@@ -9,7 +9,9 @@ Limits come from settings (``EVENNIA_AI_DAILY_TOKEN_BUDGET_PER_NPC``,
 ``EVENNIA_AI_DAILY_COST_BUDGET_PER_NPC``, ``EVENNIA_AI_DAILY_TOKEN_BUDGET_SERVER``,
 ``EVENNIA_AI_DAILY_COST_BUDGET_SERVER``) and may be tightened, never widened, for one assistant
 with ``npc.ai.set("budget", {"tokens": 20000, "cost": 0.5})``. Past a limit the assistant
-switches to the offline model or stays silent (``EVENNIA_AI_BUDGET_EXCEEDED_ACTION``) until the
+switches to the offline model, stays silent, or answers whoever speaks to it with an
+in-character line (``EVENNIA_AI_UNAVAILABLE_MESSAGE``) and calls no model
+(``EVENNIA_AI_BUDGET_EXCEEDED_ACTION``: ``offline``, ``silence`` or ``message``) until the
 next UTC day; :func:`check` says which, and ``npc.ai.status()`` shows it.
 """
 
@@ -21,10 +23,17 @@ from dataclasses import asdict, dataclass
 from evennia.utils import logger
 
 from evennia_ai import conf
+from evennia_ai.llm.tokens import model_info
 from evennia_ai.npc.lookup import all_ai_npcs
 from evennia_ai.utils import today
 
-ACTIONS = ("offline", "silence")
+ACTIONS = ("offline", "silence", "message")
+#: What each action does, for status lines.
+ACTION_MODES = {
+    "offline": "answering with the offline model",
+    "silence": "silent",
+    "message": "telling speakers it cannot answer",
+}
 
 _lock = threading.Lock()
 # day -> {"tokens": int, "cost": float}: the server's usage today (this process's view).
@@ -41,7 +50,7 @@ class SpendingStatus:
         day: The UTC date the figures are for.
         exceeded: Whether any limit is reached.
         scope: ``"npc"`` or ``"server"``: which limit was reached first (None when not exceeded).
-        action: What the assistant does while exceeded (``offline`` or ``silence``).
+        action: What the assistant does while exceeded (one of :data:`ACTIONS`).
         npc_tokens / npc_cost: The assistant's usage today.
         npc_token_limit / npc_cost_limit: Its effective limits (None: no limit).
         server_tokens / server_cost: All assistants' usage today.
@@ -64,12 +73,25 @@ class SpendingStatus:
     def to_dict(self) -> dict:
         return asdict(self)
 
+    @property
+    def unbounded(self) -> bool:
+        """Whether no daily limit applies to this assistant at all (per NPC or server)."""
+        return all(
+            limit is None
+            for limit in (
+                self.npc_token_limit,
+                self.npc_cost_limit,
+                self.server_token_limit,
+                self.server_cost_limit,
+            )
+        )
+
     def describe(self) -> str:
         """One line for status displays."""
         if not self.exceeded:
             return "within budget"
         what = "this NPC's" if self.scope == "npc" else "the server's"
-        mode = "answering with the offline model" if self.action == "offline" else "silent"
+        mode = ACTION_MODES.get(self.action, "silent")
         return f"over {what} daily budget: {mode} until 00:00 UTC"
 
 
@@ -91,9 +113,29 @@ def _tightest(setting, override, kind):
 
 
 def action() -> str:
-    """The configured over-budget action (``offline`` unless set to ``silence``)."""
+    """The configured over-budget action (``offline`` unless set to another of :data:`ACTIONS`)."""
     value = str(conf.get("EVENNIA_AI_BUDGET_EXCEEDED_ACTION") or "offline").lower()
     return value if value in ACTIONS else "offline"
+
+
+def is_paid(model: str | None) -> bool:
+    """Whether litellm's model map prices ``model`` (a provider that bills per token)."""
+    info = model_info(model) if model and model != conf.OFFLINE_MODEL else None
+    if not info:
+        return False
+    return any(
+        float(info.get(key) or 0) > 0 for key in ("input_cost_per_token", "output_cost_per_token")
+    )
+
+
+def unbounded_spend_warning(model: str | None, status: SpendingStatus) -> str | None:
+    """A warning when ``model`` is paid and no daily budget bounds what it may spend."""
+    if not status.unbounded or not is_paid(model):
+        return None
+    return (
+        f"{model} is a paid model and no daily budget is set: spending is unbounded (set "
+        "EVENNIA_AI_DAILY_COST_BUDGET_SERVER or a per-NPC budget)"
+    )
 
 
 def usage_on(metrics: dict, day: str) -> tuple[int, float]:

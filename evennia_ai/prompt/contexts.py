@@ -28,6 +28,10 @@ leaves open, and why they are what they are here:
 - ``terminal_ends_loop`` is True everywhere: after speaking, an NPC waits for the answer.
 - ``allowed_tool_categories`` is None everywhere (the tool filters already narrow the
   special contexts) and ``token_budget`` is None everywhere (the model's window decides).
+- ``tool_groups`` (which allowed tools' schemas are *sent*, not which are allowed): an event
+  sends the conversation group, autonomy conversation, goals and movement; the words of the
+  events add groups, and ``request_tools`` fetches the rest. The special contexts send their
+  whole (already narrow) filter: None.
 
 The mode constants, tool categories, :class:`ExecutionPattern` and
 :func:`select_execution_pattern` live in :mod:`evennia_ai.prompt.execution_pattern` and are
@@ -165,6 +169,9 @@ class ContextConfig:
             included when the static component it follows is enabled).
         component_overrides: Per component key, ``{"content": text}`` replacing its content.
         tool_filter: Tool names offered; None means every tool, ``[]`` none.
+        tool_groups: Tool groups whose schemas a request sends (:mod:`evennia_ai.tools.groups`);
+            the events' words add groups, and ``request_tools`` lets the model ask for the
+            others the filter allows. None sends every allowed tool.
         token_budget: Most prompt tokens of any one request in this context (the first and
             every later iteration); None means the model's window minus the reserved reply.
         execution_mode: "single_action", "react_loop" or "plan_execute".
@@ -182,6 +189,7 @@ class ContextConfig:
     enabled_components: list[int] = field(default_factory=list)
     component_overrides: dict = field(default_factory=dict)
     tool_filter: list[str] | None = None
+    tool_groups: list[str] | None = None
     token_budget: int | None = None
     execution_mode: str = MODE_REACT_LOOP
     max_iterations: int = 5
@@ -237,6 +245,7 @@ DEFAULT_CONTEXT_CONFIGS: dict[str, ContextConfig] = {
         description="Process the pending event from the queue.",
         enabled_components=list(FULL_COMPONENTS),
         tool_filter=None,
+        tool_groups=["conversation"],
         execution_mode=MODE_REACT_LOOP,
         max_iterations=5,
         allows_multi_tool=True,
@@ -248,6 +257,7 @@ DEFAULT_CONTEXT_CONFIGS: dict[str, ContextConfig] = {
         description="Goal-driven behaviour when nothing is happening.",
         enabled_components=list(FULL_COMPONENTS),
         tool_filter=None,
+        tool_groups=["conversation", "goals", "movement"],
         execution_mode=MODE_REACT_LOOP,
         max_iterations=5,
         allows_multi_tool=True,
@@ -421,6 +431,15 @@ def _check_field(key: str, value: Any, known_tools, known_components) -> list[st
             unknown = sorted(set(value) - set(known_tools))
             if unknown:
                 return [f"tool_filter names unknown tools: {', '.join(unknown)}."]
+        return []
+    if key == "tool_groups":
+        if value is None:
+            return []
+        if not _is_sequence(value) or not all(isinstance(v, str) and v.strip() for v in value):
+            return [
+                "tool_groups must be a list of tool group names (conversation, movement, items, "
+                "memory, blocks, goals, building, self, or a game's own), or None for every tool."
+            ]
         return []
     if key == "allowed_tool_categories":
         if value is None:

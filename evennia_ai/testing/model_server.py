@@ -482,6 +482,21 @@ class ModelServer:
         with self._lock:
             return self._requests[-1] if self._requests else None
 
+    def model_entry(self, model: str, created: int) -> dict:
+        """One model of ``GET /v1/models``; with ``max_model_len`` when a window is set, as
+        vLLM lists the window it serves."""
+        entry = {
+            "id": model,
+            "object": "model",
+            "created": created,
+            "owned_by": "evennia-ai-testing",
+        }
+        window_of = self.window_of or ModelServer.default_window_of
+        window = window_of(model) if window_of else None
+        if window:
+            entry["max_model_len"] = int(window)
+        return entry
+
     def requests_to(self, path: str) -> list[RecordedRequest]:
         """Requests whose path is exactly ``path`` (e.g. "/v1/chat/completions")."""
         with self._lock:
@@ -784,15 +799,7 @@ class _Handler(BaseHTTPRequestHandler):
                 200,
                 {
                     "object": "list",
-                    "data": [
-                        {
-                            "id": m,
-                            "object": "model",
-                            "created": created,
-                            "owned_by": "evennia-ai-testing",
-                        }
-                        for m in self.owner.models
-                    ],
+                    "data": [self.owner.model_entry(m, created) for m in self.owner.models],
                 },
             )
         else:

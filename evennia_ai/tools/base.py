@@ -202,6 +202,8 @@ class TickServices:
         build_request: ``(context type, task text) -> Deferred`` firing with the messages of
             a request built through that context type (its components, the operator's
             customisation, the window), the task as its pending event.
+        offer_tools: ``(tool names) -> names added``: send these tools' schemas with the
+            loop's next request (``request_tools``); only tools the tick may use are added.
     """
 
     client: Any = None
@@ -214,6 +216,7 @@ class TickServices:
     rules: list = field(default_factory=list)
     budget_reached: Callable[[], bool] | None = None
     build_request: Callable[[str, str], Any] | None = None
+    offer_tools: Callable[[list[str]], list[str]] | None = None
 
     def over_budget(self) -> bool:
         """Whether a paid model call must not be made now (see ``budget_reached``)."""
@@ -274,6 +277,10 @@ class Tool:
             world (a fact, a journal entry, a memory, reading the journal): in a
             single-action tick it runs before the one action, and a reply of bookkeeping only
             is followed by one more call for the answer.
+        group: The tool group (:mod:`evennia_ai.tools.groups`: ``conversation``, ``movement``,
+            ``items``, ``memory``, ``blocks``, ``goals``, ``building``, ``self``, or a game's
+            own). A context sends the schemas of the groups its situation needs; the model asks
+            for another group with ``request_tools``. None: sent in every request.
     """
 
     name: str = ""
@@ -286,6 +293,7 @@ class Tool:
     contexts: frozenset[str] | None = None
     needs_sub_agents: bool = False
     bookkeeping: bool = False
+    group: str | None = None
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r} ({self.category})>"

@@ -148,6 +148,7 @@ class BlockWriteTool(Tool):
 class BlockRead(Tool):
     bookkeeping = True  # a look-up: the answer still comes in a single-action tick
     name = "block_read"
+    group = "blocks"
     description = (
         "Read one of your memory blocks in full (blocks not shown in your context appear only "
         "when named), or list all your blocks with what you may do to each (no label). "
@@ -181,6 +182,7 @@ class BlockRead(Tool):
 @register_tool
 class BlockSetText(BlockWriteTool):
     name = "block_set_text"
+    group = "blocks"
     description = "Replace all text of a text memory block (or text section)."
     parameters = _params({"label": LABEL, "text": TEXT, "section": SECTION}, ["label", "text"])
 
@@ -191,6 +193,7 @@ class BlockSetText(BlockWriteTool):
 @register_tool
 class BlockAppendText(BlockWriteTool):
     name = "block_append_text"
+    group = "blocks"
     description = "Add text at the end of a text memory block (on a new line)."
     parameters = _params({"label": LABEL, "text": TEXT, "section": SECTION}, ["label", "text"])
 
@@ -201,6 +204,7 @@ class BlockAppendText(BlockWriteTool):
 @register_tool
 class BlockReplaceText(BlockWriteTool):
     name = "block_replace_text"
+    group = "blocks"
     description = "Replace exact text in a text memory block (every occurrence of 'old')."
     parameters = _params(
         {
@@ -219,6 +223,7 @@ class BlockReplaceText(BlockWriteTool):
 @register_tool
 class BlockSetField(BlockWriteTool):
     name = "block_set_field"
+    group = "blocks"
     description = "Set a field of a map memory block (fields marked [read-only] cannot be set)."
     parameters = _params(
         {
@@ -239,6 +244,7 @@ class BlockSetField(BlockWriteTool):
 @register_tool
 class BlockIncrement(BlockWriteTool):
     name = "block_increment"
+    group = "blocks"
     description = "Add to a number/counter field of a map memory block (by defaults to 1)."
     parameters = _params(
         {
@@ -259,6 +265,7 @@ class BlockIncrement(BlockWriteTool):
 @register_tool
 class BlockPushItem(BlockWriteTool):
     name = "block_push_item"
+    group = "blocks"
     description = (
         "Add an item at the end of a list memory block, or (with field) to a list field of a "
         "map block."
@@ -287,6 +294,7 @@ class BlockPushItem(BlockWriteTool):
 @register_tool
 class BlockInsertItem(BlockWriteTool):
     name = "block_insert_item"
+    group = "blocks"
     description = "Insert an item into a list memory block at a position (1 = first)."
     parameters = _params(
         {
@@ -307,6 +315,7 @@ class BlockInsertItem(BlockWriteTool):
 @register_tool
 class BlockDeleteItem(BlockWriteTool):
     name = "block_delete_item"
+    group = "blocks"
     description = (
         "Delete the item at a position (1 = first) of a list memory block, or clear a field of "
         "a map block (give field instead of position). Needs Admin permission."
@@ -332,6 +341,7 @@ class BlockDeleteItem(BlockWriteTool):
 @register_tool
 class BlockAppendLog(BlockWriteTool):
     name = "block_append_log"
+    group = "blocks"
     description = "Add an entry to a log memory block (timestamped; shown newest first)."
     parameters = _params(
         {
@@ -355,6 +365,7 @@ class BlockAppendLog(BlockWriteTool):
 class ArchivalInsert(Tool):
     bookkeeping = True
     name = "archival_insert"
+    group = "memory"
     description = (
         "Store a passage in your archive (long-term storage, not shown in your context; find "
         "it again with archival_search)."
@@ -378,6 +389,7 @@ class ArchivalInsert(Tool):
 class ArchivalSearch(Tool):
     bookkeeping = True  # a look-up: the answer still comes in a single-action tick
     name = "archival_search"
+    group = "memory"
     description = "Search your archive by words; returns the best entries with their ids."
     parameters = _params(
         {
@@ -409,6 +421,7 @@ class ArchivalSearch(Tool):
 @register_tool
 class ArchivalDelete(Tool):
     name = "archival_delete"
+    group = "memory"
     description = "Delete an entry from your archive by its id."
     parameters = _params({"id": {"type": "string", "minLength": 1}}, ["id"])
 

@@ -13,6 +13,7 @@ from evennia_ai.tools.registry import register_tool
 @register_tool
 class DelegateTask(Tool):
     name = "delegate_task"
+    group = "goals"
     description = (
         "Hand a self-contained sub-task (e.g. 'inspect the cellar and list what is there') to a "
         "helper that works with your safe tools and reports back in text."

@@ -33,6 +33,7 @@ def resolve_entity(npc, name: str):
 class UpdateEntityObservation(Tool):
     bookkeeping = True
     name = "update_entity_observation"
+    group = "memory"
     description = (
         "Note an observation about a person or thing you know (someone present, or someone "
         "you have a profile for), and optionally your relationship with them."

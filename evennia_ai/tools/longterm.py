@@ -63,6 +63,7 @@ def _failed(action: str):
 class StoreMemory(Tool):
     bookkeeping = True
     name = "store_memory"
+    group = "memory"
     description = (
         "Remember something for the long term (weeks, not just this session): a fact about the "
         "world or about a person. Set 'about' to the person's name when it concerns someone; "
@@ -121,6 +122,7 @@ class StoreMemory(Tool):
 class RecallMemories(Tool):
     bookkeeping = True  # a look-up: the answer still comes in a single-action tick
     name = "recall_memories"
+    group = "memory"
     description = (
         "Search your long-term memory. 'about' limits it to memories about one person. Modes: "
         "auto (best available), keyword (exact words and names), vector (meaning), hybrid (both)."

@@ -14,6 +14,7 @@ from evennia_ai.workspace.sleep import go_to_sleep
 @register_tool
 class GetSystemStatus(Tool):
     name = "get_system_status"
+    group = "self"
     description = (
         "Check your own resources: how full your context window is (with an advisory), where "
         "you are in the current loop, and your tool success since your script started."
@@ -61,6 +62,7 @@ class GetSystemStatus(Tool):
 @register_tool
 class UpdateSystemPrompt(Tool):
     name = "update_system_prompt"
+    group = "self"
     description = (
         "Replace your own behavioural guidelines (not the operator's instructions, which you "
         "cannot change). Give the full new text and why."
@@ -92,6 +94,7 @@ class UpdateSystemPrompt(Tool):
 @register_tool
 class GoToSleep(Tool):
     name = "go_to_sleep"
+    group = "self"
     description = (
         "Go to sleep now: consolidate your journal and recent conversations into lasting memory. "
         "You wake when your sleep window ends or, if allowed, when someone addresses you."
@@ -112,6 +115,7 @@ class GoToSleep(Tool):
 @register_tool
 class Noop(Tool):
     name = "noop"
+    group = "conversation"
     description = "Do nothing this turn (when nothing needs doing)."
     parameters = {"type": "object", "properties": {"reason": {"type": "string"}}}
     category = ToolCategory.TERMINAL

@@ -51,6 +51,7 @@ def _tick(ctx: ToolContext) -> int:
 @register_tool
 class CreateProject(Tool):
     name = "create_project"
+    group = "goals"
     description = "Create a project slot for long-running work (summary and starting notes)."
     parameters = {
         "type": "object",
@@ -75,6 +76,7 @@ class CreateProject(Tool):
 @register_tool
 class ListProjects(Tool):
     name = "list_projects"
+    group = "goals"
     description = "List your projects with summaries and status."
     parameters = {"type": "object", "properties": {}, "additionalProperties": False}
     cacheable = True
@@ -93,6 +95,7 @@ class ListProjects(Tool):
 @register_tool
 class SwapProject(Tool):
     name = "swap_project"
+    group = "goals"
     description = (
         "Switch to another project, saving where you are in the current one "
         "(current_project_update replaces the current project's notes)."
@@ -113,6 +116,7 @@ class SwapProject(Tool):
 @register_tool
 class UpdateProject(Tool):
     name = "update_project"
+    group = "goals"
     description = "Update the active project's notes, summary or status (active|paused|completed)."
     parameters = {
         "type": "object",
@@ -138,6 +142,7 @@ class UpdateProject(Tool):
 @register_tool
 class AddGoal(Tool):
     name = "add_goal"
+    group = "goals"
     description = "Add a goal (optionally as a subtask of another goal)."
     parameters = {
         "type": "object",
@@ -162,6 +167,7 @@ class AddGoal(Tool):
 @register_tool
 class UpdateGoal(Tool):
     name = "update_goal"
+    group = "goals"
     description = (
         "Update a goal's status (active|completed|abandoned) or progress (0-100). Parents roll "
         "up: their progress is the mean of their subtasks; they complete when all subtasks do."
@@ -196,6 +202,7 @@ class UpdateGoal(Tool):
 @register_tool
 class DecomposeGoal(Tool):
     name = "decompose_goal"
+    group = "goals"
     description = "Break a goal into 3-7 subtasks (a separate planning call)."
     parameters = {
         "type": "object",
@@ -270,6 +277,7 @@ def decompose(npc, goal: dict, client, model, tick: int, build_request=None, usa
 class AddSessionMemory(Tool):
     bookkeeping = True
     name = "add_session_memory"
+    group = "goals"
     description = (
         "Remember a fact about the world, a player or an event (kind=fact), a pattern in how "
         "players behave (kind=pattern), or a finished task (kind=completed_task). Third person; "
@@ -297,6 +305,7 @@ class AddSessionMemory(Tool):
 @register_tool
 class CompactSessionMemory(Tool):
     name = "compact_session_memory"
+    group = "goals"
     description = "Tidy session memory: drop duplicates and trim each list to its cap."
     parameters = {"type": "object", "properties": {}, "additionalProperties": False}
 
@@ -320,6 +329,7 @@ def event_source(ctx: ToolContext) -> str:
 class AddJournalEntry(Tool):
     bookkeeping = True
     name = "add_journal_entry"
+    group = "memory"
     description = (
         "Write a journal entry (importance 1-10). During reflection, an entry starting with "
         "'RULE:' becomes a behavioural rule you follow from then on."
@@ -357,6 +367,7 @@ class AddJournalEntry(Tool):
 class ReviewJournal(Tool):
     bookkeeping = True  # a look-up: the answer still comes in a single-action tick
     name = "review_journal"
+    group = "memory"
     description = (
         "Read your journal, newest first (optionally filtered); offset skips that many "
         "matching entries, to read on."

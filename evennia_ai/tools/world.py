@@ -275,6 +275,7 @@ def _listeners(npc) -> str:
 @register_tool
 class Say(Tool):
     name = "say"
+    group = "conversation"
     description = "Say something aloud to everyone in your room."
     parameters = {
         "type": "object",
@@ -305,6 +306,7 @@ class Say(Tool):
 @register_tool
 class Emote(Tool):
     name = "emote"
+    group = "conversation"
     description = (
         "Show an action to everyone in your room, written after your name: "
         "action='smiles warmly' shows 'Innkeeper smiles warmly.'"
@@ -360,6 +362,7 @@ def compose_pose(name: str, action: str) -> str:
 @register_tool
 class Whisper(Tool):
     name = "whisper"
+    group = "conversation"
     description = "Whisper privately to one character in your room; no one else hears it."
     parameters = object_schema(
         {"target": {**TEXT, "description": "who, in your room"}, "message": _MESSAGE_SCHEMA},
@@ -414,6 +417,7 @@ def find_character_anywhere(npc, name: str) -> tuple[object | None, str | None]:
 @register_tool
 class Page(Tool):
     name = "page"
+    group = "conversation"
     description = "Send a private message to a character anywhere in the game (by exact name)."
     parameters = object_schema(
         {"target": {**TEXT, "description": "character name or #dbref"}, "message": _MESSAGE_SCHEMA},
@@ -477,6 +481,7 @@ def find_exit(npc, direction: str) -> tuple[object | None, str | None]:
 @register_tool
 class Move(Tool):
     name = "move"
+    group = "movement"
     description = "Walk through an exit of your room (its name or alias, e.g. 'north')."
     parameters = object_schema({"direction": TEXT}, required=["direction"])
     category = ToolCategory.SAFE_CHAIN
@@ -513,6 +518,7 @@ class Move(Tool):
 @register_tool
 class Look(Tool):
     name = "look"
+    group = "conversation"
     description = (
         "Look at your room (no target) or at someone or something here or in your inventory."
     )
@@ -541,6 +547,7 @@ class Look(Tool):
 @register_tool
 class InspectLocation(Tool):
     name = "inspect_location"
+    group = "items"
     description = (
         "Structured view of your room: name, description, exits, who is here (players and "
         "NPCs), objects, and what you carry."
@@ -605,6 +612,7 @@ def _item_name(obj, looker) -> str:
 @register_tool
 class Get(Tool):
     name = "get"
+    group = "items"
     description = "Pick up something from your room."
     parameters = object_schema({"item": TEXT}, required=["item"])
     category = ToolCategory.SAFE_CHAIN
@@ -642,6 +650,7 @@ class Get(Tool):
 @register_tool
 class Give(Tool):
     name = "give"
+    group = "items"
     description = "Give something you carry to someone in your room."
     parameters = object_schema(
         {
@@ -685,6 +694,7 @@ class Give(Tool):
 @register_tool
 class Drop(Tool):
     name = "drop"
+    group = "items"
     description = "Drop something you carry into your room."
     parameters = object_schema({"item": TEXT}, required=["item"])
     category = ToolCategory.SAFE_CHAIN
@@ -725,6 +735,7 @@ def _is_py_command(command: str) -> bool:
 @register_tool
 class ExecuteCommand(Tool):
     name = "execute_command"
+    group = "building"
     description = (
         "Run a game command as yourself (e.g. 'look', 'inventory', 'dig ...'), with only your "
         "own permissions; you have no account, so account commands are unavailable. Returns "
@@ -790,6 +801,7 @@ class ExecuteCommand(Tool):
 @register_tool
 class SetAttribute(Tool):
     name = "set_attribute"
+    group = "building"
     description = (
         "Set an Attribute on an object you are allowed to edit (by name here, 'me', 'here', "
         "or #dbref). Strings are stored as text; numbers, booleans, lists and objects as "

@@ -72,6 +72,8 @@ def budget_message(budget: dict) -> str:
     scope = "its own" if budget.get("scope") == "npc" else "the server's"
     if budget.get("action") == "silence":
         return f"Over {scope} daily budget: silenced until 00:00 UTC."
+    if budget.get("action") == "message":
+        return f"Over {scope} daily budget: telling speakers it cannot answer until 00:00 UTC."
     return f"Over {scope} daily budget: offline model until 00:00 UTC."
 
 

@@ -4,7 +4,12 @@ The goals of an assistant are a plain list of dicts (kept on its script as ``cur
 
     {"id": "goal_42_0", "description": "Build a complete tavern", "priority": "high",
      "status": "active", "progress": 33, "created": "2025-12-06T10:00:00Z",
-     "parent_id": None, "subtask_ids": ["goal_42_1", ...], "auto_generated": False}
+     "parent_id": None, "subtask_ids": ["goal_42_1", ...], "auto_generated": False,
+     "needs_audience": True}
+
+``needs_audience`` (default True; older goals without it count as True): the NPC works on the
+goal in autonomous ticks only while a player is within earshot (``EVENNIA_AI_IDLE_NEEDS_AUDIENCE``).
+Only an operator marks a goal as needing none (``aigoal``); its subtasks inherit the mark.
 
 Functions that change goals take the current list and return ``(new_goals, OpResult)``; the
 list passed in is never modified, so the caller writes the Attribute once with the new list
@@ -219,6 +224,7 @@ def add_goal(
     priority: Any = "medium",
     parent_id: str | None = None,
     auto_generated: bool = False,
+    needs_audience: bool = True,
     now: datetime | None = None,
 ) -> tuple[list[dict], OpResult]:
     """Add a goal, optionally as a subtask of ``parent_id``.
@@ -233,6 +239,8 @@ def add_goal(
         priority: "high", "medium" or "low" (any case).
         parent_id: Id of the parent goal, for a subtask.
         auto_generated: True when the system, not the model, created it (decomposition).
+        needs_audience: False when the NPC may work on it with no player within earshot (an
+            operator's choice); a subtask of a goal that needs none needs none either.
         now: Creation time (default: the clock).
 
     Returns:
@@ -274,6 +282,7 @@ def add_goal(
         "parent_id": parent["id"] if parent else None,
         "subtask_ids": [],
         "auto_generated": bool(auto_generated),
+        "needs_audience": bool(needs_audience) and goal_needs_audience(parent),
     }
     new.append(goal)
     rollup(new)
@@ -285,6 +294,34 @@ def add_goal(
     if len(new) > MAX_GOALS:
         new, _ = prune_goals(new, keep=MAX_GOALS)
     return new, OpResult.ok(message, goal=copy.deepcopy(goal), goal_id=goal["id"])
+
+
+def goal_needs_audience(goal: dict | None) -> bool:
+    """Whether ``goal`` is worked on only with a player within earshot (None: True)."""
+    return goal is None or goal.get("needs_audience", True) is not False
+
+
+def works_unwatched(goals: Iterable[dict] | None) -> bool:
+    """Whether an active goal may be worked on with nobody within earshot."""
+    return any(g.get("status") == "active" and not goal_needs_audience(g) for g in goals or [])
+
+
+def set_needs_audience(
+    goals: list[dict] | None, goal_id: str, needs_audience: bool
+) -> tuple[list[dict], OpResult]:
+    """Mark ``goal_id`` and its subtasks as needing an audience or not (an operator's call)."""
+    goals = list(goals or [])
+    by_id = _by_id(goals)
+    if goal_id not in by_id:
+        return goals, _unknown(goal_id, goals)
+    new = copy.deepcopy(goals)
+    marked = {goal_id}
+    for goal in new:  # parents come before their subtasks
+        if goal.get("id") in marked or goal.get("parent_id") in marked:
+            marked.add(goal.get("id"))
+            goal["needs_audience"] = bool(needs_audience)
+    how = "only with a player within earshot" if needs_audience else "with or without an audience"
+    return new, OpResult.ok(f"Goal {goal_id} ({len(marked)} goal(s)) is worked on {how}.")
 
 
 # -- updating goals ---------------------------------------------------------------------------
@@ -585,9 +622,11 @@ def goal_tree(goals: list[dict] | None) -> list[dict]:
 
 
 def _line(goal: dict, depth: int) -> str:
+    unwatched = "" if goal_needs_audience(goal) else " (worked on unwatched)"
     return (
         f"{'  ' * depth}- {goal.get('id')} [{goal.get('priority', 'medium')}] "
         f"{goal.get('status', 'active')} {goal.get('progress', 0)}% - {goal.get('description', '')}"
+        f"{unwatched}"
     )
 
 
