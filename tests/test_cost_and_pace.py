@@ -341,3 +341,30 @@ class TestNeverInSilence(PlayerBase):
             assert any("spending is unbounded" in w for w in self.npc.ai.status()["warnings"])
             with override_settings(EVENNIA_AI_DAILY_COST_BUDGET_SERVER=5):
                 assert not any("unbounded" in w for w in self.npc.ai.status()["warnings"])
+
+
+class TestRefusalsAnsweredAtOnce(PlayerBase):
+    """A refused call is not the tick's one action: the model hears why in the same tick."""
+
+    def check(self, fault: str):
+        self.server.enqueue({"fault": fault}, {"tool_calls": [call("say", message="Sorry!")]})
+        self.speak("Hello Innkeeper!")
+        trace = self.tick()
+        requests = self.server.requests_to("/v1/chat/completions")
+        assert len(requests) == 2
+        assert [c.status for c in trace.tool_calls] == ["refused", "ran"]
+        assert requests[1].body["messages"][-1]["role"] == "tool"  # the refusal, read back
+        assert not ev.pending_events(self.npc.ai.event_queue)
+
+    def test_arguments_that_are_not_json(self):
+        self.check("invalid_args")
+
+    def test_an_unknown_tool(self):
+        self.check("unknown_tool")
+
+    def test_three_refusals_in_a_row_end_the_tick(self):
+        self.server.default_reply = {"tool_calls": [call("no_such_tool")]}
+        self.speak("Hello Innkeeper!")
+        trace = self.tick()
+        assert trace.stop_reason == "error"
+        assert len(self.server.requests_to("/v1/chat/completions")) == 3

@@ -223,6 +223,7 @@ class ReactLoop:
         self.outcome = LoopOutcome(stop_reason=StopReason.ERROR, trace=trace)
         self._consecutive_failures = 0
         self._only_bookkeeping = False  # the last answer's calls were all note-taking
+        self._only_refused = False  # the last answer's calls were all refused before running
 
     # -- helpers -------------------------------------------------------------------------------
     def offer_tools(self, names) -> list[str]:
@@ -290,18 +291,19 @@ class ReactLoop:
             max_iterations = 1 if self.single_action else max(1, int(self.pattern.max_iterations))
             iteration, extended = 0, False
             while iteration < max_iterations:
-                self._only_bookkeeping = False
+                self._only_bookkeeping = self._only_refused = False
                 stopped = yield self._iterate(iteration, messages)
                 if stopped is not None:
                     return stopped
                 iteration += 1
-                if (
-                    self.single_action
-                    and self._only_bookkeeping
-                    and iteration == max_iterations
-                    and not extended
-                ):  # notes are not the one action: one more call, for the answer itself
-                    max_iterations, extended = max_iterations + 1, True
+                if self.single_action and iteration == max_iterations:
+                    if self._only_refused:
+                        # a refused call (bad arguments, an unknown tool) is not the one action:
+                        # the refusal goes back to the model at once; three in a row end the tick
+                        max_iterations += 1
+                    elif self._only_bookkeeping and not extended:
+                        # notes are not the one action: one more call, for the answer itself
+                        max_iterations, extended = max_iterations + 1, True
             return self._finish(StopReason.MAX_ITERATIONS)
         except Exception as err:  # a bug of ours: end the tick cleanly, keep the Script alive
             logger.log_trace("evennia_ai: ReAct loop failed")
@@ -443,6 +445,8 @@ class ReactLoop:
                     StopReason.ERROR,
                     f"{self._consecutive_failures} tool calls failed in a row",
                 )
+        ran = [c for c in it.tool_calls if c.status != "skipped"]
+        self._only_refused = bool(ran) and all(c.status == "refused" for c in ran)
         if stop is not None and not force_continue:
             return self._finish(stop)
         return None
