@@ -234,11 +234,6 @@ def _settings(server, folder: str) -> dict:
     }
 
 
-def _connect(player) -> None:
-    """Make ``player`` count as a connected player (a session puppets it in a real game)."""
-    player.sessions.count = lambda: 1
-
-
 def _bard(room):
     from evennia.utils.create import create_object
 
@@ -270,8 +265,7 @@ def player_hour() -> dict:
     ):
         longterm.close()
         longterm.get_memory().init_sync()  # start-up work done before the hour is counted
-        npc, player = _innkeeper()
-        _connect(player)
+        npc, player = _innkeeper()  # a connected player
         room = npc.location
         street = create_object(DefaultRoom, key="The Street", nohome=True)
         bard = _bard(room)

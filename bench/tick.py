@@ -64,6 +64,7 @@ def _innkeeper():
 
     room = create_object(DefaultRoom, key="The Gilded Tankard", nohome=True)
     player = create_object(DefaultCharacter, key="Alice", location=room, home=room)
+    player.sessions.count = lambda: 1  # a connected player, as in a game (an audience)
     npc = create_object(AIAssistantCharacter, key="Innkeeper", location=room, home=room)
     npc.ai.set_persona(
         "Marta Ashgrove, innkeeper of the Gilded Tankard for twenty years. Warm but no "

@@ -275,7 +275,10 @@ class ContextBuilder:
             last.update(assembled=assembled, message_tokens=message_tokens, total=total)
             return total
 
-        fitted = fit_to_window(values, measure, limit, drop_tools=offered.drop_optional)
+        reserve = continuation_reserve(limit) if offered.schemas else 0
+        fitted = fit_to_window(
+            values, measure, limit, drop_tools=offered.drop_optional, reserve=reserve
+        )
         schemas, tool_tokens = offered.schemas, offered.tokens
         values = fitted.values
         if fitted.shrunk:  # the last measure was of the final values unless nothing shrank
@@ -317,6 +320,16 @@ class ContextBuilder:
                 else None
             ),
         )
+
+
+CONTINUATION_SHARE = 0.05
+"""Share of a request's limit its optional sections leave free when tools are offered: the
+loop's next request adds the model's tool call and its result (cut, or collapsed, to fit)."""
+
+
+def continuation_reserve(limit: int) -> int:
+    """Tokens a first request with tools keeps free for the loop's next request."""
+    return max(64, int(limit * CONTINUATION_SHARE))
 
 
 def assembly_config(config):

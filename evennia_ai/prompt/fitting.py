@@ -18,6 +18,10 @@ next step of :data:`SHRINK_ORDER` runs:
 
 The operator's sources (:data:`NEVER_SHRUNK`) are never touched: when nothing else is left to
 shrink, the request does not fit and the caller must not send it.
+
+Steps 1-3 aim ``reserve`` tokens lower than the limit: room for the loop's next request, which
+adds the model's tool call and its (cut) result. Step 4 only shrinks to the limit itself, so
+the reserve never costs the request its essentials.
 """
 
 from __future__ import annotations
@@ -141,6 +145,7 @@ def fit_to_window(
     order: tuple = SHRINK_ORDER,
     max_rounds: int = 400,
     drop_tools: Callable[[], str | None] | None = None,
+    reserve: int = 0,
 ) -> BudgetResult:
     """Shrink ``values`` until ``measure(values) <= limit`` (see module docstring).
 
@@ -148,14 +153,16 @@ def fit_to_window(
         drop_tools: Called once at the tool-schema step; it removes the schemas the request can
             do without (``measure`` must count them no more) and says what it did, or returns
             None when there was nothing to drop.
+        reserve: Tokens the optional steps (1-3) keep free below ``limit``.
     """
     values = dict(values)
     shrunk: dict[str, str] = {}
     total = measure(values)
     rounds = 0
     for step in order:
-        if total <= limit:
-            break
+        target = limit if step in ESSENTIAL else limit - max(0, reserve)
+        if total <= target:
+            continue
         if step == TOOLS:
             done = drop_tools() if drop_tools is not None else None
             if done:
@@ -166,7 +173,7 @@ def fit_to_window(
         if key in NEVER_SHRUNK:
             continue
         keep_summary = step == RAW_HISTORY
-        while total > limit and rounds < max_rounds:
+        while total > target and rounds < max_rounds:
             rounds += 1
             value: Any = values.get(key)
             if not value:
