@@ -44,6 +44,8 @@ def settings(url: str, pool: int = POOL) -> str:
         # with it on from the start, the first start's restart failed twice on a busy machine.
         "EVENNIA_AI_AUTONOMY = False\n"
         "EVENNIA_AI_AUTONOMOUS_MIN_INTERVAL = 0\n"
+        # Nobody watches the bench rooms: their NPCs work anyway (the load is the point).
+        "EVENNIA_AI_IDLE_NEEDS_AUDIENCE = False\n"
         "EVENNIA_AI_MAX_RETRIES = 0\n"
         "EVENNIA_AI_REFLECTION_INTERVAL = 0\n"
         "EVENNIA_AI_REFLECTION_IMPORTANCE_THRESHOLD = 0\n"

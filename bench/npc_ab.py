@@ -13,7 +13,12 @@ Measured: seconds from the player's line leaving the client to the NPC's reply (
 marker) arriving on that player's screen, minus the model latency. Target: ours/theirs <= 1.5
 at p50 and p95.
 
-Run: ``.venv/bin/python -m bench.npc_ab`` (about 1.5 minutes).
+Measured in the configuration users run: the demo's Innkeeper with a lived-in state (a history,
+a journal, known people and 200 long-term memories, :func:`bench.server_probe.seed_state`),
+long-term memory in hybrid mode with its embedder loaded (the default start-up), after the
+warm-up rounds.
+
+Run: ``.venv/bin/python -m bench.npc_ab`` (about 3 minutes).
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ import re
 import time
 
 from bench.common import percentile, table
-from bench.game import Player, game
+from bench.game import Player, game, probe
 
 LATENCY = 0.2
 ROUNDS = 40
@@ -57,9 +62,23 @@ def settings(model) -> str:
         "EVENNIA_AI_AUTONOMY = False\n"
         "EVENNIA_AI_SPEAKER_EVENTS_PER_MINUTE = 0\n"  # one scripted player talks fast
         "EVENNIA_AI_MAX_RETRIES = 0\n"
-        "EVENNIA_AI_MEMORY_INIT_DELAY = 3600\n"
         f'LLM_HOST = "{model.root_url}"\n'
     )
+
+
+def ready_as_users_run(admin: Player, timeout: float = 240.0) -> str:
+    """Wait for long-term memory to load (the default start-up), then seed the Innkeeper's
+    state. Returns the memory mode."""
+    deadline = time.monotonic() + timeout
+    found = {}
+    while time.monotonic() < deadline:
+        found = probe(admin)
+        if found.get("memory_state") == "ready":
+            break
+        time.sleep(2)
+    mode = found.get("memory_mode", "")
+    admin.py("import bench.server_probe as p; p.seed_state()", wait=2.0)
+    return mode
 
 
 def _new_player(server, name: str) -> Player:
@@ -107,7 +126,7 @@ def run(rounds: int = ROUNDS, latency: float = LATENCY) -> dict:
                     "search_object('carol')[0].move_to(landing, quiet=True)",
                     wait=1.0,
                 )
-                time.sleep(4)  # the warm-up thread (litellm, tokenizer) runs 3 s after start
+                memory_mode = ready_as_users_run(admin)
                 for player in players:
                     player.drain(0.3)
                 for n in range(rounds + WARMUP):
@@ -130,6 +149,7 @@ def run(rounds: int = ROUNDS, latency: float = LATENCY) -> dict:
         generate = len(model.requests_to("/api/v1/generate"))
         chat = len(model.requests_to("/v1/chat/completions"))
     return {
+        "memory_mode": memory_mode,
         "ours": ours,
         "theirs": theirs,
         "direct": direct,
@@ -165,7 +185,8 @@ def render(r: dict) -> str:
         rows.append(["ratio C/theirs (diagnostic)", "", d50 / t50, d95 / t95])
     return table(
         f"Player's words to the NPC's reply on screen, minus the {r['latency'] * 1000:.0f} ms "
-        f"model latency (ms), A/B alternating",
+        f"model latency (ms), A/B alternating; the Innkeeper with its state and 200 long-term "
+        f"memories, memory mode {r.get('memory_mode') or '?'}",
         ["NPC", "replies", "p50", "p95"],
         rows,
     )
@@ -195,7 +216,7 @@ def profile(
             admin = Player(server.telnet_port)
             try:
                 admin.login("admin", server.password)
-                time.sleep(4)
+                ready_as_users_run(admin)
                 for n in range(WARMUP):
                     admin.round_trip(f"say w{n}x hello", f"You said: w{n}x")
                 admin.py(

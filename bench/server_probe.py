@@ -141,6 +141,16 @@ def memory_mode() -> str:
         return f"error: {err}"
 
 
+def memory_state() -> str:
+    """The long-term memory's state: uninitialised, initialising or ready."""
+    try:
+        from evennia_ai.memory import longterm
+
+        return str(longterm.get_memory().state)
+    except Exception as err:  # noqa: BLE001 - a probe reports, never raises
+        return f"error: {err}"
+
+
 def report(path: str) -> None:
     """Write the figures to ``path`` as JSON (written whole, then renamed)."""
     from evennia_ai.llm import threads
@@ -154,6 +164,7 @@ def report(path: str) -> None:
         "rss": rss_bytes(),
         "pool_in_flight": threads.in_flight(),
         "memory_mode": memory_mode(),
+        "memory_state": memory_state(),
         "pid": os.getpid(),
     }
     tmp = path + ".tmp"
@@ -247,3 +258,60 @@ def timeline_dump(path: str) -> None:
     """Write the stamps as JSON ``[[label, seconds], ...]``."""
     with open(path, "w") as handle:
         json.dump(list(_TIMELINE), handle)
+
+
+def seed_state(key: str = "Innkeeper", memories: int = 200, history_ticks: int = 25) -> int:
+    """Give the demo NPC a lived-in state: a history, a journal, known people and ``memories``
+    long-term memories (stored through the real store, embedder included). Returns how many
+    long-term memories it has now."""
+    from evennia.utils.search import search_object
+
+    from evennia_ai.memory import longterm
+    from evennia_ai.memory.history import append_tick
+    from evennia_ai.utils import iso_utc
+
+    npc = [obj for obj in search_object(key) if hasattr(obj, "ai")][0]
+    history: list = []
+    for tick in range(1, history_ticks + 1):
+        history = append_tick(
+            history,
+            tick,
+            [
+                {
+                    "role": "user",
+                    "content": f'Guest{tick % 7} says to you: "Is the ale fresh ({tick})?"',
+                },
+                {"role": "assistant", "content": f"Answer {tick}: the ale is fresh today."},
+            ],
+            200,
+        )
+    npc.ai.set("history", history)
+    npc.ai.set(
+        "journal",
+        [
+            {
+                "content": f"Note {i}: guest {i} liked the stew.",
+                "importance": 3 + i % 5,
+                "timestamp": iso_utc(),
+            }
+            for i in range(20)
+        ],
+    )
+    npc.ai.set(
+        "entities",
+        {
+            f"#{900 + i}": {"name": f"Guest{i}", "observations": [f"drinks cider ({i})"]}
+            for i in range(10)
+        },
+    )
+    foods = ("mutton stew", "cider", "rye bread", "honey cake", "pickled eggs", "dark ale")
+    places = ("the harbour", "the old mill", "the northern pass", "the market", "the chapel")
+    memory = longterm.get_memory()
+    for i in range(memories):
+        memory.store_sync(
+            npc.dbref,
+            f"Guest{i % 30} likes {foods[i % len(foods)]} and talks about {places[i % len(places)]} "
+            f"(evening {i}).",
+            infer=False,
+        )
+    return memories
