@@ -38,12 +38,19 @@ BOB_PASSWORD = "bench-pass-1"
 DIRECT_MODEL = "hosted_vllm/test-model"
 
 
+def served_window(_model: str) -> int:
+    """The window the loopback server reports serving (as vLLM's ``max_model_len``)."""
+    return 32768
+
+
 def responder(body: dict) -> dict:
     """Echo the newest words: ``You said: <words>`` (a ``say`` call, or text for /generate)."""
     if isinstance(body.get("prompt"), str):
         last = body["prompt"].strip().splitlines()[-1]
         heard = last.split(": ", 1)[-1]
         return {"text": f"You said: {heard[:60]}"}
+    if not body.get("tools"):  # a history summary (compaction): text, no tool
+        return {"text": "Guests asked about the ale, the stew and the rooms; all were answered."}
     last = ""
     for message in body.get("messages", []):
         if message.get("role") == "user":
@@ -101,7 +108,7 @@ def run(rounds: int = ROUNDS, latency: float = LATENCY) -> dict:
     from evennia_ai.testing.model_server import ModelServer
 
     ours, theirs, direct = [], [], []
-    with ModelServer(latency=latency, responder=responder) as model:
+    with ModelServer(latency=latency, responder=responder, window_of=served_window) as model:
         with game(settings(model)) as server:
             admin = Player(server.telnet_port)
             players = [admin]
@@ -211,7 +218,7 @@ def profile(
     """
     from evennia_ai.testing.model_server import ModelServer
 
-    with ModelServer(latency=LATENCY, responder=responder) as model:
+    with ModelServer(latency=LATENCY, responder=responder, window_of=served_window) as model:
         with game(settings(model)) as server:
             admin = Player(server.telnet_port)
             try:
@@ -237,7 +244,19 @@ def profile(
     return timeline_table(path + ".timeline.json", cprofile)
 
 
-STAGES = ["heard", "tick", "built", "call", "http0", "http1", "back", "said"]
+STAGES = [
+    "heard",
+    "tick",
+    "search0",
+    "search1",
+    "gathered",
+    "built",
+    "call",
+    "http0",
+    "http1",
+    "back",
+    "said",
+]
 
 
 def timeline_table(path: str, cprofile: bool = False) -> str:

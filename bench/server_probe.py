@@ -202,8 +202,9 @@ _TIMELINE: list = []
 def timeline_start() -> None:
     """Time-stamp the stages of an assistant's reply (wrappers on the plugin's functions).
 
-    Stages: ``heard`` (perception of a player's line), ``tick`` (run_tick starts), ``built``
-    (context built), ``call`` / ``http0`` / ``http1`` / ``back`` (model call handed to the thread
+    Stages: ``heard`` (perception of a player's line), ``tick`` (run_tick starts), ``search0`` /
+    ``search1`` (the long-term memory search in its thread), ``gathered`` (every source's text
+    is in), ``built`` (context built), ``call`` / ``http0`` / ``http1`` / ``back`` (model call handed to the thread
     pool, litellm starts, litellm returns, result back on the reactor), ``said`` (the NPC's
     ``at_say`` ran: the reply is queued for the players' sessions).
     """
@@ -248,6 +249,10 @@ def timeline_start() -> None:
         perceive._bench_wrapped = True
         perception.perceive_message = perceive
     wrap(AssistantScript, "run_tick", before="tick")
+    from evennia_ai.memory.longterm import LongTermMemory
+
+    wrap(LongTermMemory, "search_sync", before="search0", after="search1")
+    wrap(ContextBuilder, "gather", deferred_label="gathered")
     wrap(ContextBuilder, "build", deferred_label="built")
     wrap(UnifiedLLMClient, "complete", before="call", deferred_label="back")
     wrap(UnifiedLLMClient, "_request", before="http0", after="http1")

@@ -368,3 +368,14 @@ class TestRefusalsAnsweredAtOnce(PlayerBase):
         trace = self.tick()
         assert trace.stop_reason == "error"
         assert len(self.server.requests_to("/v1/chat/completions")) == 3
+
+
+class TestNoWaitAfterCompaction(PlayerBase):
+    def test_a_line_waiting_behind_an_emergency_compaction_is_answered_next(self):
+        self.npc.ai.set("compaction", {"pending": True, "reason": "emergency", "last_tick": None})
+        self.speak("Innkeeper, another ale!")
+        self.server.default_reply = {"tool_calls": [call("noop")]}
+        triggered = []
+        self.script.trigger_tick = lambda: triggered.append(1)
+        assert self.tick().context_type == "pre_compaction"
+        assert triggered, "the waiting line must not wait for the next interval"

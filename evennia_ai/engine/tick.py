@@ -269,7 +269,10 @@ class TickRunner:
 
         compaction = self.ai.compaction
         if compaction.get("pending") and (not batch or compaction.get("reason") == "emergency"):
-            # an emergency compaction does not wait for a quiet moment: the events stay queued
+            # an emergency compaction does not wait for a quiet moment: the events stay queued,
+            # answered by the tick that follows at once (not at the next interval)
+            if batch:
+                self.script.ndb.again = True
             return "pre_compaction", []
 
         if batch:
