@@ -192,8 +192,10 @@ def profile_stop(path: str, lines: int = 70) -> None:
     stats = pstats.Stats(prof, stream=out)
     stats.sort_stats("cumulative").print_stats(lines)
     stats.sort_stats("tottime").print_stats(30)
+    stats.print_callers(r"\(add\)|\(deepcopy\)|\(update\)", 25)
     with open(path, "w") as handle:
         handle.write(out.getvalue())
+    prof.dump_stats(path + ".pstats")
 
 
 _TIMELINE: list = []
@@ -320,3 +322,57 @@ def seed_state(key: str = "Innkeeper", memories: int = 200, history_ticks: int =
             infer=False,
         )
     return memories
+
+
+def pieces_start() -> None:
+    """Time every piece of assistant work the scheduler runs, by where it resumes."""
+    from evennia_ai.engine import scheduler
+
+    if getattr(scheduler._run_one, "_bench_wrapped", False):
+        _STATE["pieces"] = {}
+        return
+    original = scheduler._run_one
+    _STATE["pieces"] = {}
+
+    def where() -> str:
+        if not scheduler._waiting:
+            return "?"
+        waiter = scheduler._waiting[0]
+        for callback in getattr(waiter, "callbacks", []) or []:
+            for arg in list(callback[0][1]) + list(callback[0][2].values()):
+                code = getattr(arg, "gi_code", None)
+                if code is not None:
+                    frame = arg.gi_frame
+                    return f"{code.co_name}:{frame.f_lineno if frame else '?'}"
+            func = callback[0][0]
+            return getattr(func, "__qualname__", str(func))
+        return "?"
+
+    def run_one():
+        label = where()
+        started = time.perf_counter()
+        try:
+            return original()
+        finally:
+            _STATE["pieces"].setdefault(label, []).append(time.perf_counter() - started)
+
+    run_one._bench_wrapped = True
+    scheduler._run_one = run_one
+
+    import gc
+
+    def collected(phase, info):
+        if phase == "start":
+            _STATE["gc_started"] = time.perf_counter()
+        elif _STATE.get("gc_started"):
+            label = f"gc generation {info.get('generation')}"
+            took = time.perf_counter() - _STATE.pop("gc_started")
+            _STATE["pieces"].setdefault(label, []).append(took)
+
+    gc.callbacks.append(collected)
+
+
+def pieces_dump(path: str) -> None:
+    """Write ``{where: [seconds, ...]}`` of :func:`pieces_start` as JSON."""
+    with open(path, "w") as handle:
+        json.dump(_STATE.get("pieces") or {}, handle)

@@ -337,7 +337,13 @@ SETTINGS: dict[str, Setting] = {
         Setting(
             "EVENNIA_AI_GC_FREEZE",
             True,
-            "After the model stack and long-term memory have loaded, exempt their objects from Python's garbage collector (gc.freeze), so full collections no longer stall the server for hundreds of milliseconds.",
+            "After the model stack and long-term memory have loaded, exempt their objects from Python's garbage collector (gc.freeze), and freeze the survivors of every later full collection, so full collections no longer stall the server for hundreds of milliseconds.",
+        ),
+        Setting(
+            "EVENNIA_AI_GC_THAW_INTERVAL",
+            3600,
+            "Seconds between thaws of the frozen objects (`EVENNIA_AI_GC_FREEZE`), so cycles "
+            "that died while frozen are collected (0: never).",
         ),
         Setting(
             "EVENNIA_AI_MEMORY_VECTOR_INDEX",

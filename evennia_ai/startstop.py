@@ -13,7 +13,7 @@ import sys
 from django.conf import settings
 from evennia.server.models import ServerConfig
 from evennia.utils import logger
-from twisted.internet import reactor
+from twisted.internet import reactor, task
 
 from evennia_ai import conf
 from evennia_ai.engine import confirmations  # noqa: F401  (registers the approval executors)
@@ -193,6 +193,40 @@ def freeze_startup_objects() -> None:
     if conf.get("EVENNIA_AI_GC_FREEZE"):
         gc.collect()
         gc.freeze()
+        keep_frozen()
+
+
+def freeze_survivors(phase: str, info: dict) -> None:
+    """A ``gc.callbacks`` hook: after each full collection, freeze what survived it.
+
+    A game keeps making long-lived objects (cached typeclasses and Attributes, traces): left
+    in the collector's oldest generation, each full collection walks them all (measured with
+    100 ticking NPCs: 135 ms, twice in ten seconds). Frozen, the next one walks only what was
+    made since. Survivors of a full collection are live, so nothing dead is frozen; what dies
+    later while frozen is freed by reference counting, except cycles, which
+    :func:`thaw_frozen` releases once every ``EVENNIA_AI_GC_THAW_INTERVAL`` seconds.
+    """
+    if phase == "stop" and info.get("generation") == 2 and conf.get("EVENNIA_AI_GC_FREEZE"):
+        gc.freeze()
+
+
+def thaw_frozen() -> None:
+    """Unfreeze everything: the next full collection walks (and may free) all of it once."""
+    gc.unfreeze()
+
+
+_thaw_loop = None
+
+
+def keep_frozen() -> None:
+    """Install :func:`freeze_survivors` and the periodic :func:`thaw_frozen` (idempotent)."""
+    global _thaw_loop
+    if freeze_survivors not in gc.callbacks:
+        gc.callbacks.append(freeze_survivors)
+    interval = float(conf.get("EVENNIA_AI_GC_THAW_INTERVAL") or 0)
+    if interval > 0 and _thaw_loop is None:
+        _thaw_loop = task.LoopingCall(thaw_frozen)
+        _thaw_loop.start(interval, now=False)
 
 
 def at_server_stop():

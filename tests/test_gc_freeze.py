@@ -13,8 +13,34 @@ def test_freeze_follows_the_setting():
         with override_settings(EVENNIA_AI_GC_FREEZE=False):
             freeze_startup_objects()
             assert gc.get_freeze_count() == 0
-        with override_settings(EVENNIA_AI_GC_FREEZE=True):
+        with override_settings(EVENNIA_AI_GC_FREEZE=True, EVENNIA_AI_GC_THAW_INTERVAL=0):
             freeze_startup_objects()
             assert gc.get_freeze_count() > 0
     finally:
+        from evennia_ai import startstop
+
+        if startstop.freeze_survivors in gc.callbacks:
+            gc.callbacks.remove(startstop.freeze_survivors)
+        gc.unfreeze()
+
+
+def test_survivors_of_a_full_collection_are_frozen_and_thawed():
+    from evennia_ai import startstop
+
+    gc.unfreeze()
+    try:
+        with override_settings(EVENNIA_AI_GC_FREEZE=True, EVENNIA_AI_GC_THAW_INTERVAL=0):
+            startstop.keep_frozen()
+            startstop.keep_frozen()  # idempotent
+            assert gc.callbacks.count(startstop.freeze_survivors) == 1
+            kept = [[i] for i in range(1000)]
+            gc.collect()
+            assert gc.get_freeze_count() >= len(kept)
+            startstop.thaw_frozen()
+            assert gc.get_freeze_count() == 0
+        with override_settings(EVENNIA_AI_GC_FREEZE=False):
+            gc.collect()
+            assert gc.get_freeze_count() == 0
+    finally:
+        gc.callbacks.remove(startstop.freeze_survivors)
         gc.unfreeze()

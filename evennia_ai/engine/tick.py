@@ -466,7 +466,7 @@ class TickRunner:
         if not getattr(self.npc, "pk", None):
             return trace
         self.npc.ndb.ai_last_request = built.request_key  # the next request's prefix-cache base
-        self._record(state, outcome, trace)
+        yield self._record_in_turns(state, outcome, trace)
         return trace
 
     @defer.inlineCallbacks
@@ -646,10 +646,36 @@ class TickRunner:
     # -- writing the results -------------------------------------------------------------------
     def _record(self, state: TickState, outcome, trace: TickTrace) -> None:
         """Write what the tick did: queue, history, procedures, trace, metrics, follow-ups."""
-        npc = self.npc
-        if not getattr(npc, "pk", None):
-            logger.log_info("evennia_ai: tick result dropped: the NPC was deleted")
-            return
+        for step in self._record_steps(state, outcome, trace):
+            if not getattr(self.npc, "pk", None):
+                logger.log_info("evennia_ai: tick result dropped: the NPC was deleted")
+                return
+            step()
+
+    @defer.inlineCallbacks
+    def _record_in_turns(self, state: TickState, outcome, trace: TickTrace):
+        """:meth:`_record` a piece per reactor turn: each piece writes one or two Attributes,
+        so a player's command waits behind one write, not behind the tick's whole bookkeeping."""
+        for index, step in enumerate(self._record_steps(state, outcome, trace)):
+            if index:
+                yield scheduler.turn()
+            if not getattr(self.npc, "pk", None):
+                logger.log_info("evennia_ai: tick result dropped: the NPC was deleted")
+                return
+            step()
+
+    def _record_steps(self, state: TickState, outcome, trace: TickTrace) -> list:
+        """The writes of :meth:`_record`, in order, as steps."""
+        return [
+            lambda: self._record_queue(state, outcome, trace),
+            lambda: self._record_history(state, outcome, trace),
+            lambda: self._record_trace(state, outcome, trace),
+            lambda: self._update_metrics(outcome, trace),
+            lambda: self._follow_up(state, outcome, trace),
+        ]
+
+    def _record_queue(self, state: TickState, outcome, trace: TickTrace) -> None:
+        """Take the answered events off the queue, or put them back after a failure."""
         ids = [e.id for e in self.batch]
         provider_failed = (
             outcome.stop_reason == StopReason.ERROR
@@ -665,6 +691,8 @@ class TickRunner:
             else:
                 self.ai.update("event_queue", lambda q: ev.ack(q, ids))
 
+    def _record_history(self, state: TickState, outcome, trace: TickTrace) -> None:
+        """Add the tick's messages to the history (one write)."""
         if outcome.new_messages and outcome.stop_reason != StopReason.CANCELLED:
             event_text = state.batch_text or f"[{trace.context_type}]"
             tick_messages = [{"role": "user", "content": event_text}] + outcome.new_messages
@@ -683,11 +711,15 @@ class TickRunner:
                 ),
             )
 
+    def _record_trace(self, state: TickState, outcome, trace: TickTrace) -> None:
+        """What worked (procedures, people seen) and the trace."""
         self._learn(state, outcome, trace)
         self.ai.record_trace(
             bounded_trace(trace.to_dict(), int(conf.get("EVENNIA_AI_TRACE_MAX_CHARS")))
         )
-        self._update_metrics(outcome, trace)
+
+    def _follow_up(self, state: TickState, outcome, trace: TickTrace) -> None:
+        """What the next ticks do: sleep phases, reflection follow-ups, compaction."""
         self._after_context(trace.context_type, outcome)
         self._check_history_pressure(state)
 
