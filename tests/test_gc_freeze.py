@@ -1,4 +1,5 @@
-"""Startup objects are exempted from full garbage collections (unless the setting says no)."""
+"""Server start: startup objects exempted from full garbage collections (unless the setting says
+no), and the model stack loaded before players are served."""
 
 import gc
 
@@ -44,3 +45,17 @@ def test_survivors_of_a_full_collection_are_frozen_and_thawed():
     finally:
         gc.callbacks.remove(startstop.freeze_survivors)
         gc.unfreeze()
+
+
+def test_litellm_is_loaded_while_the_server_starts():
+    from unittest import mock
+
+    from evennia_ai import startstop
+
+    with mock.patch.object(startstop, "get_litellm") as load:
+        with override_settings(EVENNIA_AI_MODEL="evennia_ai/offline"):
+            assert startstop.load_model_stack() == 0.0
+            load.assert_not_called()
+        with override_settings(EVENNIA_AI_MODEL="openai/test-model"):
+            startstop.load_model_stack()
+            load.assert_called_once()
