@@ -23,7 +23,7 @@ import tempfile
 from unittest import mock
 
 from bench.common import table
-from bench.tick import _database, _innkeeper
+from bench.tick import _innkeeper, synchronous_calls
 
 FACTS = [
     ("favourite colour", "teal"),
@@ -379,30 +379,11 @@ def _last_request_text(server) -> str:
     return contracts.request_text(request.body["messages"])
 
 
-def _in_this_thread(fn, *args, **kwargs):
-    from twisted.internet import defer
-
-    return defer.maybeDeferred(fn, *args, **kwargs)
-
-
 def main(quick: bool = False) -> str:
-    runner, old = _database()
-    try:
-        from evennia_ai.engine import tick as tick_module
-        from evennia_ai.llm import client as client_module
-        from evennia_ai.memory import longterm
-
-        # model calls run in this thread (the server answers from its own): ticks finish here
-        with (
-            mock.patch.object(client_module, "defer_to_thread", _in_this_thread),
-            mock.patch.object(longterm, "defer_to_thread", _in_this_thread),
-            mock.patch.object(tick_module, "defer_to_thread", _in_this_thread),
-        ):
-            kinds, every_kind = each_kind()
-            ticks = 60 if quick else 200
-            talks = [talk(window, ticks) for window in WINDOWS]
-    finally:
-        runner.teardown_databases(old)
+    with synchronous_calls():
+        kinds, every_kind = each_kind()
+        ticks = 60 if quick else 200
+        talks = [talk(window, ticks) for window in WINDOWS]
     text = table(
         "Each kind of call on the demo Innkeeper (128k window, reading model)",
         ["kind", "request tokens", "contract", "task done"],

@@ -30,11 +30,12 @@ import sys
 import tempfile
 import time as _time
 import types
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from unittest import mock
 
 from bench.common import table
-from bench.tick import _database, _innkeeper
+from bench.tick import _innkeeper, synchronous_calls
 
 MODEL = "openai/test-model"
 CHAT = "/v1/chat/completions"
@@ -79,6 +80,15 @@ class Clock:
 
     def utc(self) -> _datetime.datetime:
         return _datetime.datetime.fromtimestamp(self.time(), _datetime.timezone.utc)
+
+
+@contextmanager
+def simulated(clock: Clock):
+    """Every evennia_ai module reads ``clock`` (whatever names it uses) while this is open."""
+    with ExitStack() as stack:
+        for patch in _clock_patches(clock):
+            stack.enter_context(patch)
+        yield clock
 
 
 def _clock_patches(clock: Clock) -> list:
@@ -273,10 +283,7 @@ def player_hour() -> dict:
         plan = _player_script()
         addressed = answered = asked = in_request = right = 0
         pending: list[tuple] = []  # (npc key, line, expected, requests before)
-        patches = _clock_patches(clock)
-        for patch in patches:
-            patch.start()
-        try:
+        with simulated(clock):
             second = 0
             while second < HOUR:
                 for at in range(second, second + int(STEP)):
@@ -310,9 +317,6 @@ def player_hour() -> dict:
                 pending = []
                 clock.advance(STEP)
                 second += int(STEP)
-        finally:
-            for patch in reversed(patches):
-                patch.stop()
         kinds = _by_kind(server)
         ticks: dict[str, int] = {}
         for _key, trace in world.traces:
@@ -368,10 +372,7 @@ def idle_hour() -> dict:
             npcs.append(npc)
         world = World(npcs)
         first_minute = 0
-        patches = _clock_patches(clock)
-        for patch in patches:
-            patch.start()
-        try:
+        with simulated(clock):
             second = 0
             while second < HOUR:
                 world.step()
@@ -379,9 +380,6 @@ def idle_hour() -> dict:
                 second += int(STEP)
                 if second == 60:
                     first_minute = sum(_tokens(server))
-        finally:
-            for patch in reversed(patches):
-                patch.stop()
         prompt, completion = _tokens(server)
         for obj in npcs + [room]:
             obj.delete()
@@ -397,27 +395,9 @@ def idle_hour() -> dict:
     }
 
 
-def _in_this_thread(fn, *args, **kwargs):
-    from twisted.internet import defer
-
-    return defer.maybeDeferred(fn, *args, **kwargs)
-
-
 def measure() -> dict:
-    runner, old = _database()
-    try:
-        from evennia_ai.engine import tick as tick_module
-        from evennia_ai.llm import client as client_module
-        from evennia_ai.memory import longterm
-
-        with (
-            mock.patch.object(client_module, "defer_to_thread", _in_this_thread),
-            mock.patch.object(longterm, "defer_to_thread", _in_this_thread),
-            mock.patch.object(tick_module, "defer_to_thread", _in_this_thread),
-        ):
-            return {"player_hour": player_hour(), "idle_hour": idle_hour()}
-    finally:
-        runner.teardown_databases(old)
+    with synchronous_calls():
+        return {"player_hour": player_hour(), "idle_hour": idle_hour()}
 
 
 def _commit() -> str:

@@ -20,6 +20,7 @@ import os
 import pstats
 import sys
 import time
+from contextlib import contextmanager
 from unittest import mock
 
 from bench.common import summary_ms, table
@@ -55,6 +56,32 @@ def _database():
 
     evennia._init()
     return runner, old
+
+
+def _in_this_thread(fn, *args, **kwargs):
+    from twisted.internet import defer
+
+    return defer.maybeDeferred(fn, *args, **kwargs)
+
+
+@contextmanager
+def synchronous_calls():
+    """A test database (in memory) where model and memory calls run in the calling thread, so a
+    tick finishes inside ``run_tick`` (the loopback server answers from its own thread)."""
+    runner, old = _database()
+    try:
+        from evennia_ai.engine import tick as tick_module
+        from evennia_ai.llm import client as client_module
+        from evennia_ai.memory import longterm
+
+        with (
+            mock.patch.object(client_module, "defer_to_thread", _in_this_thread),
+            mock.patch.object(longterm, "defer_to_thread", _in_this_thread),
+            mock.patch.object(tick_module, "defer_to_thread", _in_this_thread),
+        ):
+            yield
+    finally:
+        runner.teardown_databases(old)
 
 
 def _innkeeper():

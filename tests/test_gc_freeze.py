@@ -29,6 +29,8 @@ def test_survivors_of_a_full_collection_are_frozen_and_thawed():
     from evennia_ai import startstop
 
     gc.unfreeze()
+    gc.collect()
+    base = gc.get_freeze_count()  # Python 3.12 counts a few hundred objects here, frozen or not
     try:
         with override_settings(EVENNIA_AI_GC_FREEZE=True, EVENNIA_AI_GC_THAW_INTERVAL=0):
             startstop.keep_frozen()
@@ -36,12 +38,13 @@ def test_survivors_of_a_full_collection_are_frozen_and_thawed():
             assert gc.callbacks.count(startstop.freeze_survivors) == 1
             kept = [[i] for i in range(1000)]
             gc.collect()
-            assert gc.get_freeze_count() >= len(kept)
+            assert gc.get_freeze_count() >= base + len(kept)
             startstop.thaw_frozen()
-            assert gc.get_freeze_count() == 0
+            assert gc.get_freeze_count() <= base
         with override_settings(EVENNIA_AI_GC_FREEZE=False):
+            gc.unfreeze()  # an automatic collection may have run since, with the setting on
             gc.collect()
-            assert gc.get_freeze_count() == 0
+            assert gc.get_freeze_count() <= base
     finally:
         gc.callbacks.remove(startstop.freeze_survivors)
         gc.unfreeze()
