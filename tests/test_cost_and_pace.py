@@ -379,3 +379,16 @@ class TestNoWaitAfterCompaction(PlayerBase):
         self.script.trigger_tick = lambda: triggered.append(1)
         assert self.tick().context_type == "pre_compaction"
         assert triggered, "the waiting line must not wait for the next interval"
+
+
+class TestWhatWasLeftOutIsShown(PlayerBase):
+    def test_aitrace_shows_the_groups_sent_and_what_was_dropped(self):
+        from evennia_ai.commands.runtime import CmdAITrace
+
+        self.server.enqueue({"tool_calls": [call("say", message="Welcome!")]})
+        self.speak("Hello Innkeeper!")
+        trace = self.tick()
+        self.npc.ai.record_trace({**trace.to_dict(), "shrunk": {"context_buffer": "dropped"}})
+        out = self.call(CmdAITrace(), f"/show Innkeeper = {trace.tick_id}")
+        assert "tool groups sent: conversation" in out
+        assert "left out to fit the window: context_buffer: dropped" in out

@@ -6,6 +6,7 @@ import shlex
 from datetime import datetime, timedelta
 
 from evennia.utils import logger
+from evennia.utils.ansi import raw
 from evennia.utils.utils import delay
 
 from evennia_ai import conf
@@ -104,8 +105,11 @@ def trace_detail(trace: TickTrace) -> str:
     lines.extend(section_table(first.sections if first else {}))
     if trace.prefix_cache_share is not None:
         lines.append(f"prefix shared with the previous request: {trace.prefix_cache_share:.0%}")
+    if trace.tool_groups:
+        lines.append(f"tool groups sent: {', '.join(trace.tool_groups)}")
     if trace.shrunk:
-        lines.append(f"shrunk to fit: {trace.shrunk}")
+        shrunk = "; ".join(f"{key}: {how}" for key, how in trace.shrunk.items())
+        lines.append(f"left out to fit the window: {raw(shrunk)}")
     lines.append(f"budget: {trace.budget or 'within budget'}")
     if trace.error:
         lines.append(f"|rerror: {truncate(trace.error, 500)}|n")

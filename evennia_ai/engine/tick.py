@@ -441,6 +441,9 @@ class TickRunner:
         built = yield prepare(self.npc, state)
         if built.blocked:
             return self._blocked_tick(state, built.blocked)
+        # Choosing and building was one piece of reactor work; the loop's start is the next
+        # (the loop checks first that the NPC is still there and may act).
+        yield scheduler.turn()
         trace = TickTrace(
             tick_id=state.tick_id,
             context_type=state.context_type,
