@@ -99,6 +99,10 @@ class TestEmergencyCompaction(ModelBase):
 
 class TestSleep(ModelBase):
     def test_scheduled_sleep_recurs_every_night_after_a_wake_up(self):
+        from evennia_ai.workspace.journal import add_entry
+
+        journal, _ = add_entry([], "Served the mayor.", importance=4)  # a day to consolidate
+        self.npc.ai.set("journal", journal)
         night = {"now": True}
         with (
             mock.patch("evennia_ai.engine.tick.in_sleep_window", lambda _s: night["now"]),

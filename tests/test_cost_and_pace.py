@@ -392,3 +392,14 @@ class TestWhatWasLeftOutIsShown(PlayerBase):
         out = self.call(CmdAITrace(), f"/show Innkeeper = {trace.tick_id}")
         assert "tool groups sent: conversation" in out
         assert "left out to fit the window: context_buffer: dropped" in out
+
+
+class TestQuietNights(PlayerBase):
+    def test_a_scheduled_night_after_a_quiet_day_makes_no_call(self):
+        with (
+            mock.patch("evennia_ai.engine.tick.in_sleep_window", lambda _s: True),
+            override_settings(EVENNIA_AI_SLEEP_SCHEDULE=("22:00", "06:00")),
+        ):
+            assert self.tick() is None
+        assert self.npc.ai.sleep["asleep"] and self.npc.ai.sleep["phase"] == "rest"
+        assert not self.server.requests_to("/v1/chat/completions")

@@ -249,20 +249,11 @@ class TickRunner:
             if self._should_wake(sleep, pending):
                 self.wake("addressed" if pending else "window ended")
             else:
-                phase = sleep.get("phase")
-                if phase == "sleep_consolidate" and not self._consolidation_material(sleep):
-                    self._advance_sleep(phase)  # nothing new since the last one: no call
-                    phase = self.ai.sleep.get("phase")
-                if phase == "pre_compaction" and not self._compaction_wanted():
-                    self._advance_sleep(phase)  # no compaction would follow: nothing to extract
-                    phase = self.ai.sleep.get("phase")
-                if phase in SLEEP_PHASES:
-                    return phase, []
-                return None, []
+                return self._sleep_phase(), []
         elif in_sleep_window(conf.get("EVENNIA_AI_SLEEP_SCHEDULE")):
             if not sleep.get("woken_in_window"):
                 self.go_to_sleep("scheduled")
-                return SLEEP_PHASES[0], []
+                return self._sleep_phase(), []
         elif sleep.get("woken_in_window"):
             # the window a wake-up cut short has ended: the next night is slept again
             self.ai.set("sleep", {**sleep, "woken_in_window": False})
@@ -288,6 +279,22 @@ class TickRunner:
         if self._autonomy_due():
             return "tick_autonomous", []
         return None, []
+
+    def _sleep_phase(self) -> str | None:
+        """The sleep phase to run now, skipping those with nothing to do; None when resting.
+
+        Consolidation runs only when something happened since the last one, and the
+        pre-compaction extraction only when a compaction is pending or due: an NPC that slept
+        through a quiet day makes no model call at night.
+        """
+        phase = self.ai.sleep.get("phase")
+        if phase == "sleep_consolidate" and not self._consolidation_material(self.ai.sleep):
+            self._advance_sleep(phase)
+            phase = self.ai.sleep.get("phase")
+        if phase == "pre_compaction" and not self._compaction_wanted():
+            self._advance_sleep(phase)
+            phase = self.ai.sleep.get("phase")
+        return phase if phase in SLEEP_PHASES else None
 
     def _should_wake(self, sleep: dict, pending: list) -> bool:
         until = sleep.get("until")
