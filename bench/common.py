@@ -106,3 +106,12 @@ class ExternalModelServer:
 
     def __exit__(self, *exc):
         self.stop()
+
+
+def baseline(name: str) -> dict | None:
+    """The "before" figures of a benchmark, kept in ``bench/baselines/<name>.json`` (or None)."""
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent / "baselines" / f"{name}.json"
+    return json.loads(path.read_text()) if path.exists() else None

@@ -23,7 +23,7 @@ import json
 import os
 import time
 
-from bench.common import ExternalModelServer, percentile, table
+from bench.common import ExternalModelServer, baseline, percentile, table
 from bench.game import Player, game, probe
 
 NPCS = 100
@@ -132,6 +132,17 @@ def render(r: dict) -> str:
             f"p99 <= 2x idle ({2 * i99:.1f}) and <= 50: {'pass' if ok else 'FAIL'}",
         ],
     ]
+    before = baseline("load")
+    if before:
+        rows.append(
+            [
+                f"before ({before['commit']}; {before['how']})",
+                "",
+                "",
+                f"idle {before['idle_p99']:.1f}, loaded {before['loaded_p99']:.1f}",
+                "",
+            ]
+        )
     part1 = table(
         "Player `look` round trip over telnet (ms)",
         ["server", "looks", "p50", "p99", "target"],

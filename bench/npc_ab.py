@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 import time
 
-from bench.common import percentile, table
+from bench.common import baseline, percentile, table
 from bench.game import Player, game, probe
 
 LATENCY = 0.2
@@ -179,6 +179,17 @@ def render(r: dict) -> str:
     r50, r95 = o50 / t50, o95 / t95
     rows.append(["ratio ours/theirs (target <= 1.5)", "", r50, r95])
     rows.append(["result", "", "pass" if r50 <= 1.5 else "FAIL", "pass" if r95 <= 1.5 else "FAIL"])
+    before = baseline("npc_ab")
+    if before:
+        (b50, b95), (c50, c95) = before["ours"], before["theirs"]
+        rows.append(
+            [
+                f"before ({before['commit']}): ours / LLMNPC, ratio ({before['how']})",
+                "",
+                f"{b50:.1f} / {c50:.1f}, {b50 / c50:.2f}",
+                f"{b95:.1f} / {c95:.1f}, {b95 / c95:.2f}",
+            ]
+        )
     if r.get("direct"):
         d50, d95 = percentile(r["direct"], 50) * 1000, percentile(r["direct"], 95) * 1000
         rows.append(
