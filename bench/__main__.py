@@ -29,6 +29,7 @@ BENCHMARKS = [
     "cost",
     "fault_soak",
     "npc_ab",
+    "first_line",
     "load",
     "memory_rss",
 ]
