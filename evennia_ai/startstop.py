@@ -183,21 +183,10 @@ def npc_models() -> list[str]:
 
 def warn_unbounded_spend(models) -> None:
     """Log a warning for each paid model when no daily budget bounds the spending."""
-    unbounded = not any(
-        conf.get(name)
-        for name in (
-            "EVENNIA_AI_DAILY_TOKEN_BUDGET_PER_NPC",
-            "EVENNIA_AI_DAILY_COST_BUDGET_PER_NPC",
-            "EVENNIA_AI_DAILY_TOKEN_BUDGET_SERVER",
-            "EVENNIA_AI_DAILY_COST_BUDGET_SERVER",
-        )
-    )
     for model in models:
-        if unbounded and spending.is_paid(model):
-            logger.log_warn(
-                f"evennia_ai: {model} is a paid model and no daily budget is set: spending is "
-                "unbounded (set EVENNIA_AI_DAILY_COST_BUDGET_SERVER; docs/observability.md)"
-            )
+        warning = spending.unbounded_spend_warning(model)
+        if warning:
+            logger.log_warn(f"evennia_ai: {warning} (docs/observability.md)")
 
 
 def _start_longterm_memory():

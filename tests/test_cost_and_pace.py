@@ -164,8 +164,12 @@ class TestIdleCostsNothing(PlayerBase):
         goal_id = self.npc.ai.goals[0]["id"]
         self.call(CmdAIGoal(), f"/update Innkeeper = {goal_id} audience=no", "Goal")
         assert self.npc.ai.goals[0]["needs_audience"] is False
+        before = self.npc.ai.goals
         out = self.call(CmdAIGoal(), "/add Innkeeper = Sweep audience maybe")
-        assert "audience is yes or no" in out
+        assert "audience must be yes or no, not 'maybe'" in out
+        out = self.call(CmdAIGoal(), f"/update Innkeeper = {goal_id} audience=perhaps")
+        assert "audience must be yes or no" in out
+        assert self.npc.ai.goals == before  # refused input changes nothing
         self.call(CmdAIGoal(), "/add Innkeeper = Sweep the floor audience no", "Added goal")
         assert self.npc.ai.goals[-1]["needs_audience"] is False
         assert self.npc.ai.goals[-1]["description"] == "Sweep the floor"
@@ -403,3 +407,24 @@ class TestQuietNights(PlayerBase):
             assert self.tick() is None
         assert self.npc.ai.sleep["asleep"] and self.npc.ai.sleep["phase"] == "rest"
         assert not self.server.requests_to("/v1/chat/completions")
+
+
+class TestBadInputAroundGroups(PlayerBase):
+    def test_a_malformed_tool_groups_customisation_is_refused_with_a_message(self):
+        from evennia_ai.prompt.contexts import validate_context_customization
+
+        problems = validate_context_customization("tick_event", {"tool_groups": "conversation"})
+        assert problems and "tool_groups must be a list of tool group names" in problems[0]
+        assert validate_context_customization("tick_event", {"tool_groups": ["items"]}) == []
+
+    def test_request_tools_for_a_group_not_withheld_is_refused_and_adds_nothing(self):
+        self.server.enqueue(
+            {"tool_calls": [call(REQUEST_TOOLS, group="dragons")]},
+            {"tool_calls": [call("say", message="Hello!")]},
+        )
+        self.speak("Hello Innkeeper!")
+        trace = self.tick()
+        first, second = self.server.requests_to("/v1/chat/completions")[:2]
+        refused = trace.tool_calls[0]
+        assert refused.status == "refused" and "group" in refused.error
+        assert offered(second) == offered(first)

@@ -48,6 +48,24 @@ class CommandError(Exception):
 COMMAND_DEFAULT_CLASS = class_from_module(settings.COMMAND_DEFAULT_CLASS)
 
 
+TRUE_WORDS = ("on", "true", "yes", "1")
+FALSE_WORDS = ("off", "false", "no", "0")
+
+
+def parse_switch(value: str, what: str, words: str = "on or off") -> bool:
+    """``on``/``true``/``yes``/``1`` -> True, ``off``/``false``/``no``/``0`` -> False (any case).
+
+    Raises:
+        CommandError: anything else, saying ``<what> must be <words>``.
+    """
+    lowered = str(value).strip().lower()
+    if lowered in TRUE_WORDS:
+        return True
+    if lowered in FALSE_WORDS:
+        return False
+    raise CommandError(f"{what} must be {words}, not {value!r}.")
+
+
 class AICommand(COMMAND_DEFAULT_CLASS):
     """Base of the AI admin commands (help category ``AI``, Builder lock).
 

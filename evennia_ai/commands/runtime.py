@@ -10,7 +10,7 @@ from evennia.utils.ansi import raw
 from evennia.utils.utils import delay
 
 from evennia_ai import conf
-from evennia_ai.commands.base import AICommand, CommandError
+from evennia_ai.commands.base import AICommand, CommandError, parse_switch
 from evennia_ai.engine.trace import TickTrace
 from evennia_ai.memory.events import Event
 from evennia_ai.prompt.execution_pattern import ALL_TOOL_CATEGORIES
@@ -370,10 +370,7 @@ class CmdAISleep(AICommand):
                     raise CommandError(f"phase must be one of {', '.join(phases)}.")
                 changes[field] = value
             elif field == "woken_in_window":
-                lowered = value.strip().lower()
-                if lowered not in ("on", "off", "true", "false", "yes", "no", "1", "0"):
-                    raise CommandError("woken_in_window must be on or off.")
-                changes[field] = lowered in ("on", "true", "yes", "1")
+                changes[field] = parse_switch(value, "woken_in_window")
             else:
                 changes[field] = value.strip()[:200]
         npc.ai.update("sleep", lambda sleep: {**sleep, **changes})

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Iterable
 
-from evennia_ai.commands.base import CommandError, SwitchedCommand
+from evennia_ai.commands.base import CommandError, SwitchedCommand, parse_switch
 from evennia_ai.workspace import behaviour_rules as rules_mod
 from evennia_ai.workspace import goals as goals_mod
 from evennia_ai.workspace import journal as journal_mod
@@ -88,15 +88,6 @@ def current_tick(npc) -> int:
 _UNDER = re.compile(r"\s+under\s+(goal_\d+_\d+)\s*$", re.I)
 _PRIORITY = re.compile(r"\s+priority\s+(\S+)\s*$", re.I)
 _AUDIENCE = re.compile(r"\s+audience\s+(\S+)\s*$", re.I)
-_YES_NO = {"yes": True, "no": False}
-
-
-def yes_or_no(value: str, what: str) -> bool:
-    """``yes`` -> True, ``no`` -> False (any case); anything else is a CommandError."""
-    answer = _YES_NO.get(str(value).strip().lower())
-    if answer is None:
-        raise CommandError(f"{what} is yes or no, not {value!r}.")
-    return answer
 
 
 class CmdAIGoal(SwitchedCommand):
@@ -154,7 +145,7 @@ class CmdAIGoal(SwitchedCommand):
                 continue
             match = _AUDIENCE.search(text)
             if match:
-                needs_audience = yes_or_no(match.group(1), "audience")
+                needs_audience = parse_switch(match.group(1), "audience", "yes or no")
                 text = text[: match.start()]
                 continue
             match = _UNDER.search(text)
@@ -181,7 +172,7 @@ class CmdAIGoal(SwitchedCommand):
         )
         messages = []
         if "audience" in fields:
-            needs = yes_or_no(fields.pop("audience"), "audience")
+            needs = parse_switch(fields.pop("audience"), "audience", "yes or no")
             op = apply_goals(npc, lambda goals: goals_mod.set_needs_audience(goals, goal_id, needs))
             messages.append(op.message)
         if fields:

@@ -63,7 +63,7 @@ from evennia_ai.prompt_registry import effective_context_config
 from evennia_ai.tools import select_tools
 from evennia_ai.tools.approvals import get_confirmation_queue
 from evennia_ai.tools.base import LoopState, TickServices, ToolContext
-from evennia_ai.tools.groups import choose_tools
+from evennia_ai.tools.groups import RequestTools, choose_tools
 from evennia_ai.tools.rules import parse_rules
 from evennia_ai.utils import iso_utc, one_line, parse_iso, today, truncate, utcnow
 from evennia_ai.workspace.goals import goal_urgency, works_unwatched
@@ -333,27 +333,24 @@ class TickRunner:
     def _reflection_due(self, reflection: dict) -> bool:
         if reflection.get("requested"):  # an operator asked (aisleep/reflect)
             return True
-        if not self._watched():
-            return False
         interval = int(conf.get("EVENNIA_AI_REFLECTION_INTERVAL") or 0)
         ticks = self.script.tick_count
-        if interval and ticks - int(reflection.get("last_tick") or 0) >= interval:
-            return True
+        due = bool(interval and ticks - int(reflection.get("last_tick") or 0) >= interval)
         threshold = int(conf.get("EVENNIA_AI_REFLECTION_IMPORTANCE_THRESHOLD") or 0)
-        if threshold:
+        if not due and threshold:
             since = reflection.get("last_time") or ""
-            return importance_since(self.ai.journal, since) >= threshold
-        return False
+            due = importance_since(self.ai.journal, since) >= threshold
+        return due and self._watched()  # the room is looked at only when it is due
 
     def _autonomy_due(self) -> bool:
         if not conf.get("EVENNIA_AI_AUTONOMY"):
             return False
         if not any(g.get("status") == "active" for g in self.ai.goals):
             return False
-        if not self._watched():
-            return False
         last = self.script.ndb.last_autonomous or 0
         if time.time() - last < float(conf.get("EVENNIA_AI_AUTONOMOUS_MIN_INTERVAL")):
+            return False
+        if not self._watched():  # after the interval: the room is looked at once a minute
             return False
         self.script.ndb.last_autonomous = time.time()
         return True
@@ -506,7 +503,7 @@ class TickRunner:
         trace.pattern = _pattern_dict(pattern)
         # Every allowed tool may be called; the request sends the schemas of those offered
         # (the groups, less any the fitting left out), and request_tools adds more.
-        extra = [t for t in state.offered if t.name not in {x.name for x in state.tools}]
+        extra = [t for t in state.offered if isinstance(t, RequestTools)]
         tools = [
             t
             for t in state.tools + extra

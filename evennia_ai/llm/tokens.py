@@ -515,7 +515,8 @@ def served_window(model: str | None) -> int | None:
     return _served_windows.get((model or "").strip())
 
 
-def _window_and_source(model: str | None) -> tuple[int, str]:
+def window_and_source(model: str | None) -> tuple[int, str]:
+    """The window of ``model`` and where it came from (a key of :data:`WINDOW_SOURCES`)."""
     model = (model or "").strip()
     window = _configured_window(model)
     if window:
@@ -541,12 +542,12 @@ def get_context_window(model: str | None) -> int:
     map (:func:`litellm_context_window`; none of these two for the offline model), then
     :data:`DEFAULT_CONTEXT_WINDOW`.
     """
-    return _window_and_source(model)[0]
+    return window_and_source(model)[0]
 
 
 def window_source(model: str | None) -> str:
     """Where the window of ``model`` comes from: a key of :data:`WINDOW_SOURCES`."""
-    return _window_and_source(model)[1]
+    return window_and_source(model)[1]
 
 
 def window_guessed(model: str | None) -> bool:

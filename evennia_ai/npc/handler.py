@@ -426,7 +426,7 @@ class AIHandler:
         else:
             state = "paused" if paused else ("asleep" if sleep.get("asleep") else "running")
         model = self.model or conf.get("EVENNIA_AI_MODEL") or conf.OFFLINE_MODEL
-        window_source = tokens.window_source(model)
+        window, window_source = tokens.window_and_source(model)
         warnings = []
         if window_source == "guess":
             warnings.append(
@@ -444,7 +444,7 @@ class AIHandler:
             "paused": paused,
             "running": running,
             "model": model,
-            "window": tokens.get_context_window(model),
+            "window": window,
             "window_source": window_source,
             "warnings": warnings,
             "queued_events": len(pending_events(queue)),

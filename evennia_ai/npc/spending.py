@@ -128,9 +128,27 @@ def is_paid(model: str | None) -> bool:
     )
 
 
-def unbounded_spend_warning(model: str | None, status: SpendingStatus) -> str | None:
-    """A warning when ``model`` is paid and no daily budget bounds what it may spend."""
-    if not status.unbounded or not is_paid(model):
+def no_budget_set() -> bool:
+    """Whether no daily budget setting limits anything (per NPC or for the server)."""
+    return all(
+        _limit(conf.get(name)) is None
+        for name in (
+            "EVENNIA_AI_DAILY_TOKEN_BUDGET_PER_NPC",
+            "EVENNIA_AI_DAILY_COST_BUDGET_PER_NPC",
+            "EVENNIA_AI_DAILY_TOKEN_BUDGET_SERVER",
+            "EVENNIA_AI_DAILY_COST_BUDGET_SERVER",
+        )
+    )
+
+
+def unbounded_spend_warning(model: str | None, status: SpendingStatus | None = None) -> str | None:
+    """A warning when ``model`` is paid and no daily budget bounds what it may spend.
+
+    ``status``: one NPC's standing (its own overrides count); None looks at the settings only
+    (server start).
+    """
+    unbounded = status.unbounded if status is not None else no_budget_set()
+    if not unbounded or not is_paid(model):
         return None
     return (
         f"{model} is a paid model and no daily budget is set: spending is unbounded (set "
