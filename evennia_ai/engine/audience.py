@@ -103,11 +103,6 @@ def take_npc_turn(npc) -> bool:
     return True
 
 
-def npc_turns(npc) -> int:
-    """Answers to other AI NPCs since a player last spoke in ``npc``'s room."""
-    return int(npc.ndb.ai_npc_turns or 0)
-
-
 def waiting_speakers(npc, events) -> list:
     """The characters waiting for ``npc``'s answer to ``events``: those who spoke to it.
 

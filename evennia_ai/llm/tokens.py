@@ -510,11 +510,6 @@ def set_served_window(model: str, window: int | None) -> None:
         _served_windows.pop(model, None)
 
 
-def served_window(model: str | None) -> int | None:
-    """The window ``model``'s server reported, if it did."""
-    return _served_windows.get((model or "").strip())
-
-
 def window_and_source(model: str | None) -> tuple[int, str]:
     """The window of ``model`` and where it came from (a key of :data:`WINDOW_SOURCES`)."""
     model = (model or "").strip()
