@@ -358,6 +358,7 @@ def pieces_start() -> None:
 
     run_one._bench_wrapped = True
     scheduler._run_one = run_one
+    _time_parts()
 
     import gc
 
@@ -370,6 +371,43 @@ def pieces_start() -> None:
             _STATE["pieces"].setdefault(label, []).append(took)
 
     gc.callbacks.append(collected)
+
+
+def _timed(label: str, function):
+    """``function`` wrapped to add its durations to the pieces under ``label``."""
+
+    def timed(*args, **kwargs):
+        started, cpu = time.perf_counter(), time.thread_time()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            _STATE["pieces"].setdefault(label, []).append(time.perf_counter() - started)
+            _STATE["pieces"].setdefault(label + " (cpu)", []).append(time.thread_time() - cpu)
+
+    return timed
+
+
+def _time_parts() -> None:
+    """Time the parts of a tick's pieces too: choosing, reading the state, building, each write."""
+    from evennia_ai.engine import tick
+    from evennia_ai.prompt import builder
+
+    runner = tick.TickRunner
+    runner._choose = _timed("part: choose", runner._choose)
+    tick.TickState.read = staticmethod(_timed("part: TickState.read", tick.TickState.read))
+    builder.ContextBuilder.finish = _timed(
+        "part: ContextBuilder.finish", builder.ContextBuilder.finish
+    )
+    steps = runner._record_steps
+
+    def record_steps(self, state, outcome, trace):
+        names = ("queue", "history", "trace", "metrics", "follow_up")
+        return [
+            _timed(f"part: record {name}", step)
+            for name, step in zip(names, steps(self, state, outcome, trace))
+        ]
+
+    runner._record_steps = record_steps
 
 
 def pieces_dump(path: str) -> None:

@@ -95,6 +95,39 @@ class TestWrittenStateFitsItsDeclaration(AssistantTestBase):
         assert self.npc.ai.quarantined() == {}
 
 
+class TestOneWritePerChange(AssistantTestBase):
+    """A change of stored state is one UPDATE, seen by a fresh read from the database."""
+
+    def updates_of(self, change) -> list[str]:
+        from django.db import connection
+        from django.test.utils import CaptureQueriesContext
+
+        with CaptureQueriesContext(connection) as queries:
+            change()
+        return [q["sql"] for q in queries.captured_queries if q["sql"].startswith("UPDATE")]
+
+    def test_a_state_change_is_one_update_and_lasts(self):
+        from evennia.typeclasses.attributes import Attribute
+
+        self.npc.ai.set("journal", [])  # the Attribute exists
+        entry = {"text": "Alice likes pears", "source": "told_directly"}
+        updates = self.updates_of(lambda: self.npc.ai.update("journal", lambda j: j + [entry]))
+        assert len(updates) == 1
+        stored = self.npc.attributes.get("journal", category="ai", return_obj=True)
+        fresh = Attribute.objects.get(pk=stored.pk)
+        assert [e["text"] for e in fresh.value] == ["Alice likes pears"]
+        assert self.npc.ai.journal[-1]["text"] == "Alice likes pears"
+
+    def test_the_tick_counter_and_a_trace_slot_are_one_update_each(self):
+        script = self.npc.ai.script
+        script.next_tick_id()
+        assert len(self.updates_of(script.next_tick_id)) == 1
+        self.npc.ai.record_trace({"tick_id": 1, "context_type": "tick_event"}, ring=4)
+        trace = {"tick_id": 5, "context_type": "tick_event"}
+        assert len(self.updates_of(lambda: self.npc.ai.record_trace(trace, ring=4))) == 1
+        assert self.npc.attributes.get("trace_1", category="ai_trace")["tick_id"] == 5
+
+
 class TestCorruptState(AssistantTestBase):
     """The offline model answers: the tick's logic runs, no HTTP server is needed."""
 

@@ -27,7 +27,7 @@ from evennia_ai.memory import context_buffer
 from evennia_ai.memory import events as ev
 from evennia_ai.memory.events import Event, pending_events
 from evennia_ai.npc import spending
-from evennia_ai.npc.state import AttributeState
+from evennia_ai.npc.state import AttributeState, write_attribute
 from evennia_ai.npc.state_keys import CHARACTER_STATE, SCRIPT_STATE
 from evennia_ai.prompt.execution_pattern import ALL_TOOL_CATEGORIES, DEFAULT_EXECUTION_CONFIG
 from evennia_ai.utils import is_live_instance, iso_utc, plain
@@ -114,7 +114,7 @@ class AIHandler:
         """Keep ``trace`` (a TickTrace dict), replacing the one ``ring`` ticks older."""
         size = max(1, int(ring if ring is not None else conf.get("EVENNIA_AI_TRACE_RING_SIZE")))
         tick_id = int(trace.get("tick_id") or 0)
-        self.obj.attributes.add(f"trace_{tick_id % size}", trace, category=TRACE_CATEGORY)
+        write_attribute(self.obj, f"trace_{tick_id % size}", trace, TRACE_CATEGORY)
 
     def traces(self, last: int | None = None) -> list[dict]:
         """The kept tick traces, oldest first (the newest ``last`` only, if given)."""

@@ -18,6 +18,7 @@ import pickle
 from typing import Any, Callable, Mapping
 
 from evennia.utils import logger
+from evennia.utils.dbserialize import to_pickle
 
 from evennia_ai.npc.state_keys import StateKey
 from evennia_ai.tools.arguments import validate_value
@@ -55,6 +56,31 @@ def _remember(attr, value: Any) -> None:
         setattr(attr, _CACHE, (attr.db_value, pickle.dumps(value, pickle.HIGHEST_PROTOCOL)))
     except Exception:  # pragma: no cover - plain values always pickle
         pass
+
+
+def write_attribute(obj, key: str, value: Any, category: str):
+    """Store ``value`` in ``obj``'s Attribute ``key``/``category`` with one database write.
+
+    Evennia's ``attributes.add`` saves an existing Attribute twice (its value setter saves
+    ``db_value``, then ``update_attribute`` saves ``db_value`` and ``db_strvalue`` again): two
+    serialisations and two UPDATEs per change. This writes the value as the setter does, once;
+    Evennia's monitors and field hooks still run (they hang on the save). A new Attribute is
+    created by Evennia as usual.
+
+    Returns:
+        The Attribute.
+    """
+    attr = obj.attributes.get(key, default=None, category=category, return_obj=True)
+    if attr is None or isinstance(attr, list):
+        obj.attributes.add(key, value, category=category)
+        return obj.attributes.get(key, default=None, category=category, return_obj=True)
+    fields = ["db_value"]
+    if attr.db_strvalue is not None:  # was a string Attribute: clear it as Evennia would
+        attr.db_strvalue = None
+        fields.append("db_strvalue")
+    attr.db_value = to_pickle(value)
+    attr.save(update_fields=fields)
+    return attr
 
 
 class AttributeState:
@@ -113,8 +139,7 @@ class AttributeState:
     def set(self, key: str, value: Any) -> None:
         """Write ``value`` to ``key`` (one database write)."""
         self.declared(key)
-        self.obj.attributes.add(key, value, category=CATEGORY)
-        _remember(self._attribute(key), value)
+        _remember(write_attribute(self.obj, key, value, CATEGORY), value)
 
     def has(self, key: str) -> bool:
         """Whether ``key`` is stored."""
