@@ -337,7 +337,7 @@ SETTINGS: dict[str, Setting] = {
         Setting(
             "EVENNIA_AI_GC_FREEZE",
             True,
-            "After the model stack and long-term memory have loaded, exempt their objects from Python's garbage collector (gc.freeze), and freeze the survivors of every later collection of the middle and oldest generations, so no collection walks the game's long-lived objects again (full collections stalled the server for tens to hundreds of milliseconds).",
+            "After the model stack and long-term memory have loaded, exempt their objects from Python's garbage collector (gc.freeze), and freeze the survivors of every later full collection, so full collections no longer stall the server for hundreds of milliseconds.",
         ),
         Setting(
             "EVENNIA_AI_GC_THAW_INTERVAL",
