@@ -58,6 +58,10 @@ class GameServer:
         extra_settings: Python source appended to the game's settings.py.
         env: Extra environment variables for the server processes.
         password: Password of the ``admin`` superuser.
+        bin_dir: Folder of the ``evennia`` launcher (and ``twistd``) to run: by default the
+            test run's own virtualenv.
+        overlay: Folder copied over the new game (the demo world); None for Evennia's plain
+            game template.
     """
 
     def __init__(
@@ -66,8 +70,12 @@ class GameServer:
         extra_settings: str = "",
         env: dict | None = None,
         password: str = "test-password-1",
+        bin_dir: Path = BIN,
+        overlay: Path | None = ROOT / "world_example",
     ):
         self.workdir = Path(workdir)
+        self.bin = Path(bin_dir)
+        self.overlay = overlay
         self.game = self.workdir / "game"
         self.extra_settings = extra_settings
         self.password = password
@@ -76,7 +84,7 @@ class GameServer:
         self.env = dict(os.environ)
         self.env.update(
             {
-                "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+                "PATH": f"{self.bin}{os.pathsep}{os.environ.get('PATH', '')}",
                 "EVENNIA_SUPERUSER_USERNAME": "admin",
                 "EVENNIA_SUPERUSER_PASSWORD": password,
                 "EVENNIA_SUPERUSER_EMAIL": "admin@localhost",
@@ -92,7 +100,7 @@ class GameServer:
     # -- lifecycle -------------------------------------------------------------------------
     def evennia(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
         return subprocess.run(
-            [str(BIN / "evennia"), *args],
+            [str(self.bin / "evennia"), *args],
             cwd=self.game,
             env=self.env,
             stdin=subprocess.DEVNULL,
@@ -102,10 +110,10 @@ class GameServer:
         )
 
     def create(self) -> None:
-        """Initialise the game dir, copy the demo overlay, set ports, migrate."""
+        """Initialise the game dir, copy the overlay, set ports, migrate."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         subprocess.run(
-            [str(BIN / "evennia"), "--init", "game"],
+            [str(self.bin / "evennia"), "--init", "game"],
             cwd=self.workdir,
             env=self.env,
             stdin=subprocess.DEVNULL,
@@ -113,7 +121,8 @@ class GameServer:
             check=True,
             timeout=60,
         )
-        shutil.copytree(ROOT / "world_example", self.game, dirs_exist_ok=True)
+        if self.overlay is not None:
+            shutil.copytree(self.overlay, self.game, dirs_exist_ok=True)
         amp, ws = free_port(), free_port()
         with open(self.game / "server" / "conf" / "settings.py", "a") as fh:
             fh.write(
