@@ -67,7 +67,9 @@ def test_the_documented_install_gives_an_npc_that_answers(tmp_path):
                 + f'EVENNIA_AI_API_BASE = "{model.url}"\n'
                 + 'EVENNIA_AI_API_KEY = "x"\n'
             )
-            game = GameServer(tmp_path / "game", extra_settings=settings, bin_dir=bin_dir, overlay=None)
+            game = GameServer(
+                tmp_path / "game", extra_settings=settings, bin_dir=bin_dir, overlay=None
+            )
             for name in PLUGIN_DEFAULTS:
                 game.env.pop(name, None)
             with game:

@@ -102,6 +102,6 @@ def test_every_doc_pins_the_torch_the_makefile_installs():
 def test_no_install_command_asks_an_index_for_the_unpublished_package():
     for doc in DOCS:
         for line in code_lines(doc.read_text()):
-            assert not re.fullmatch(r"pip install \"?evennia-ai(\[[\w,-]+\])?\"?", line), (
-                f"{doc.name}: {line}"
-            )
+            assert not re.fullmatch(
+                r"pip install \"?evennia-ai(\[[\w,-]+\])?\"?", line
+            ), f"{doc.name}: {line}"

@@ -13,7 +13,9 @@ import time
 import pytest
 from support.game_server import ROOT
 
-SPEC = importlib.util.spec_from_file_location("wait_for_login", ROOT / "scripts" / "wait_for_login.py")
+SPEC = importlib.util.spec_from_file_location(
+    "wait_for_login", ROOT / "scripts" / "wait_for_login.py"
+)
 wfl = importlib.util.module_from_spec(SPEC)
 SPEC.loader.exec_module(wfl)
 

@@ -56,7 +56,18 @@ def build_wheel(workdir: Path) -> Path:
     """
     source = workdir / "source"
     shutil.copytree(ROOT, source, ignore=NOT_COPIED)
-    run(sys.executable, "-m", "pip", "wheel", ".", "--no-deps", "-q", "-w", workdir / "dist", cwd=source)
+    run(
+        sys.executable,
+        "-m",
+        "pip",
+        "wheel",
+        ".",
+        "--no-deps",
+        "-q",
+        "-w",
+        workdir / "dist",
+        cwd=source,
+    )
     (wheel,) = (workdir / "dist").glob("evennia_ai-*.whl")
     return wheel
 
