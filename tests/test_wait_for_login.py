@@ -5,19 +5,12 @@ test writes stand in for Evennia, so the waiting logic is checked without starti
 the first start's restart after the initial setup, a port that opens late, a refused login.
 """
 
-import importlib.util
 import socket
 import threading
 import time
 
 import pytest
-from support.game_server import ROOT
-
-SPEC = importlib.util.spec_from_file_location(
-    "wait_for_login", ROOT / "scripts" / "wait_for_login.py"
-)
-wfl = importlib.util.module_from_spec(SPEC)
-SPEC.loader.exec_module(wfl)
+from support.game_server import login_wait as wfl
 
 FIRST_START = [
     "[..] Server started for the first time. Setting defaults.",
