@@ -16,6 +16,7 @@ import pytest
 from support.wheel import INSTALLING, ROOT, build_wheel, documented_settings, fenced_block
 
 README = ROOT / "README.md"
+DESCRIPTION = ROOT / "DESCRIPTION.md"
 DOCS = [README, *sorted((ROOT / "docs").glob("*.md"))]
 LINK_TARGETS = re.compile(r"\]\(([^)\s]+)[^)]*\)|<([^<>\s]+://[^<>\s]+|[^<>\s]+\.md)>")
 
@@ -66,9 +67,17 @@ def statements(source: str) -> str:
     return ast.dump(ast.parse(source))
 
 
-def test_readme_and_the_guide_give_the_same_settings_lines():
-    readme = fenced_block(README.read_text(), "## Installation")
-    assert statements(readme) == statements(documented_settings())
+def test_readme_the_description_and_the_guide_give_the_same_settings_lines():
+    guide = statements(documented_settings())
+    assert statements(fenced_block(README.read_text(), "## Installation")) == guide
+    assert statements(fenced_block(DESCRIPTION.read_text(), "# evennia-ai")) == guide
+
+
+def test_the_wheel_named_in_the_docs_is_this_version():
+    version = re.search(r'^version = "([^"]+)"', (ROOT / "pyproject.toml").read_text(), re.M)[1]
+    for doc in DOCS:
+        for named in re.findall(r"evennia_ai-([^-\s]+)-py3-none-any\.whl", doc.read_text()):
+            assert named == version, f"{doc.name} names evennia_ai-{named}, not {version}"
 
 
 def test_readme_keeps_the_two_commands_of_a_fresh_machine():
