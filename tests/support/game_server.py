@@ -7,6 +7,7 @@ collide with a running ``make demo``. Every process it starts is stopped in :met
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import os
 import shutil
@@ -19,6 +20,18 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
+
+
+def load_script(name: str):
+    """The module ``scripts/<name>.py`` of the checkout (scripts/ is not a package)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+#: How ``make demo`` waits for a login; the test servers wait the same way.
+login_wait = load_script("wait_for_login")
 
 
 def pid_alive(pid: int) -> bool:
@@ -58,6 +71,10 @@ class GameServer:
         extra_settings: Python source appended to the game's settings.py.
         env: Extra environment variables for the server processes.
         password: Password of the ``admin`` superuser.
+        bin_dir: Folder of the ``evennia`` launcher (and ``twistd``) to run: by default the
+            test run's own virtualenv.
+        overlay: Folder copied over the new game (the demo world); None for Evennia's plain
+            game template.
     """
 
     def __init__(
@@ -66,8 +83,12 @@ class GameServer:
         extra_settings: str = "",
         env: dict | None = None,
         password: str = "test-password-1",
+        bin_dir: Path = BIN,
+        overlay: Path | None = ROOT / "world_example",
     ):
         self.workdir = Path(workdir)
+        self.bin = Path(bin_dir)
+        self.overlay = overlay
         self.game = self.workdir / "game"
         self.extra_settings = extra_settings
         self.password = password
@@ -76,7 +97,7 @@ class GameServer:
         self.env = dict(os.environ)
         self.env.update(
             {
-                "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+                "PATH": f"{self.bin}{os.pathsep}{os.environ.get('PATH', '')}",
                 "EVENNIA_SUPERUSER_USERNAME": "admin",
                 "EVENNIA_SUPERUSER_PASSWORD": password,
                 "EVENNIA_SUPERUSER_EMAIL": "admin@localhost",
@@ -92,7 +113,7 @@ class GameServer:
     # -- lifecycle -------------------------------------------------------------------------
     def evennia(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
         return subprocess.run(
-            [str(BIN / "evennia"), *args],
+            [str(self.bin / "evennia"), *args],
             cwd=self.game,
             env=self.env,
             stdin=subprocess.DEVNULL,
@@ -102,10 +123,10 @@ class GameServer:
         )
 
     def create(self) -> None:
-        """Initialise the game dir, copy the demo overlay, set ports, migrate."""
+        """Initialise the game dir, copy the overlay, set ports, migrate."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         subprocess.run(
-            [str(BIN / "evennia"), "--init", "game"],
+            [str(self.bin / "evennia"), "--init", "game"],
             cwd=self.workdir,
             env=self.env,
             stdin=subprocess.DEVNULL,
@@ -113,7 +134,8 @@ class GameServer:
             check=True,
             timeout=60,
         )
-        shutil.copytree(ROOT / "world_example", self.game, dirs_exist_ok=True)
+        if self.overlay is not None:
+            shutil.copytree(self.overlay, self.game, dirs_exist_ok=True)
         amp, ws = free_port(), free_port()
         with open(self.game / "server" / "conf" / "settings.py", "a") as fh:
             fh.write(
@@ -129,31 +151,22 @@ class GameServer:
             raise RuntimeError(f"migrate failed:\n{result.stdout}\n{result.stderr}")
 
     def start(self, timeout: float = 90) -> None:
-        """Start portal and server and wait until a login works."""
+        """Start portal and server and wait until a login works (``scripts/wait_for_login.py``).
+
+        A new database's first start restarts the server once after its initial setup, and a
+        login before that restart is lost: the wait reads the server log from this start on.
+        """
+        since = self.log_path.stat().st_size if self.log_path.exists() else 0
         result = self.evennia("start", timeout=timeout)
         if result.returncode:
             raise RuntimeError(f"start failed:\n{result.stdout}\n{result.stderr}")
-        self.wait_ready(timeout)
-
-    def wait_ready(self, timeout: float = 90) -> None:
-        deadline = time.monotonic() + timeout
-        last = None
-        # A new database's first start restarts the server once after its initial setup;
-        # logging in before that restart loses the session, so wait for it.
-        while time.monotonic() < deadline:
-            log = self.log_tail(400)
-            if "Initial setup complete" not in log or "successfully restarted" in log:
-                break
-            time.sleep(0.25)
-        while time.monotonic() < deadline:
-            try:
-                with TelnetClient(self.telnet_port) as client:
-                    if "You become" in client.login("admin", self.password, wait=2.0):
-                        return
-            except OSError as err:
-                last = err
-            time.sleep(0.5)
-        raise RuntimeError(f"server not ready after {timeout}s ({last}); log:\n{self.log_tail()}")
+        ok, reason = login_wait.wait_for_login(
+            self.telnet_port, self.log_path, since, "admin", self.password, timeout
+        )
+        if not ok:
+            raise RuntimeError(
+                f"server not ready after {timeout}s ({reason}); log:\n{self.log_tail()}"
+            )
 
     def reload(self, timeout: float = 90) -> float:
         """``evennia reload`` (the launcher waits for the server to come back).
@@ -220,10 +233,13 @@ class GameServer:
             except (OSError, ValueError):
                 pass
 
+    @property
+    def log_path(self) -> Path:
+        return self.game / "server" / "logs" / "server.log"
+
     def log_tail(self, lines: int = 60) -> str:
-        log = self.game / "server" / "logs" / "server.log"
         try:
-            return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
         except OSError:
             return "(no server log)"
 
