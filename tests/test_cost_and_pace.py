@@ -342,9 +342,10 @@ class TestNeverInSilence(PlayerBase):
         self.server.enqueue({"tool_calls": [call("say", message="Sorry, I was miles away.")]})
         with mock.patch("evennia_ai.engine.tick.logger.log_info") as log_info:
             self.tick()
-        assert mock.call(
-            f"{who}: model openai/test-model answers again after 1 failed tick(s)"
-        ) in log_info.call_args_list
+        assert (
+            mock.call(f"{who}: model openai/test-model answers again after 1 failed tick(s)")
+            in log_info.call_args_list
+        )
 
     def test_past_the_budget_in_message_mode_the_speaker_is_told(self):
         with override_settings(

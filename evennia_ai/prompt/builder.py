@@ -228,7 +228,9 @@ class ContextBuilder:
                     values[name] = value if value is not None else ""
                 else:
                     message = value.getErrorMessage()
-                    logger.log_err(f"{log_prefix(self.npc)}: context source '{name}' failed: {message}")
+                    logger.log_err(
+                        f"{log_prefix(self.npc)}: context source '{name}' failed: {message}"
+                    )
                     values[name] = ""
                     if name in OPERATOR_SOURCES:
                         self.blocked.append(f"{name}: {message}")
