@@ -13,7 +13,7 @@ from evennia_ai.npc.lookup import LookupError_, find_ai_npc
 
 class CmdPage(EvenniaCmdPage):
     """
-    send a private message to another account
+    send a private message to a player's account
 
     Usage:
       page <account> <message>
@@ -22,15 +22,15 @@ class CmdPage(EvenniaCmdPage):
       page <number>
 
     Switches:
-      last - shows who you last messaged
-      list - show your last <number> of tells/pages (default)
+      last - show whom you paged last
+      list - show your last <number> pages (the default)
 
-    Send a message to target user (if online). If no argument is given, you
-    will get a list of your latest messages. The equal sign is needed for
-    multiple targets or if sending to target with space in the name.
+    Pages reach players wherever they are; one who is offline reads them
+    later. Without arguments you see your latest pages. Use = for several
+    receivers, or for a name with spaces.
 
-    AI NPCs have no account and cannot be paged: talk to them with say, or
-    whisper <npc> = <message>, in their room.
+    AI NPCs have no account and cannot be paged: talk to them in their
+    room with say, or whisper <npc> = <message>.
     """
 
     def func(self):
