@@ -495,7 +495,11 @@ class TickRunner:
             and not self.budget_reached()
         ):
             advice, _result = yield assess_task(
-                client, built.messages, model=state.model, usage=self.usage
+                client,
+                built.messages,
+                model=state.model,
+                usage=self.usage,
+                caller=log_prefix(self.npc),
             )
             assessment.update(advice)
             trace.add_records(self.usage.take_new())
