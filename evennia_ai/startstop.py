@@ -84,7 +84,8 @@ class EvenniaLogHandler(logging.Handler):
 
 
 def _route(name: str, label: str, level: int) -> None:
-    """Send logger ``name``'s records from ``level`` up to Evennia's log only (idempotent).
+    """Send logger ``name``'s records from ``level`` (or its own level, if higher) up to
+    Evennia's log only (idempotent).
 
     Handlers a library installed itself (litellm writes to stderr, which lands in the server
     log unlabelled) are removed.
@@ -95,7 +96,7 @@ def _route(name: str, label: str, level: int) -> None:
             python_log.removeHandler(handler)
     if not python_log.handlers:
         python_log.addHandler(EvenniaLogHandler(label))
-    python_log.setLevel(level)
+    python_log.setLevel(max(level, python_log.level))  # never louder than a library was made
     python_log.propagate = False
 
 

@@ -65,6 +65,13 @@ def test_third_party_lines_are_labelled_and_quiet_below_warnings(evennia_log):
     ]
 
 
+def test_routing_again_keeps_a_library_quieted_further(evennia_log):
+    logging.getLogger("transformers").setLevel(logging.ERROR)  # what long-term memory does
+    startstop.route_plugin_log()  # after memory starts
+    logging.getLogger("transformers").warning("a progress bar")
+    assert evennia_log == []
+
+
 def test_a_librarys_own_stderr_handler_is_replaced(evennia_log):
     litellm_log = logging.getLogger("LiteLLM")
     litellm_log.addHandler(logging.StreamHandler())  # what importing litellm does
