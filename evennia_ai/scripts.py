@@ -29,6 +29,7 @@ from evennia_ai.memory import events as ev
 from evennia_ai.npc.handler import SCRIPT_KEY
 from evennia_ai.npc.state import AttributeState
 from evennia_ai.npc.state_keys import SCRIPT_STATE
+from evennia_ai.utils import log_prefix
 
 
 class AssistantScript(DefaultScript):
@@ -73,7 +74,7 @@ class AssistantScript(DefaultScript):
         try:
             self.start()
         except Exception:
-            logger.log_trace(f"evennia_ai: could not restart the ticks of {self.obj} after a crash")
+            logger.log_trace(f"{log_prefix(self.obj)}: could not restart its ticks after a crash")
 
     def at_repeat(self, **kwargs):
         scheduler.call_soon(self.run_tick)
@@ -124,7 +125,7 @@ class AssistantScript(DefaultScript):
         return d
 
     def _tick_failed(self, failure):
-        logger.log_err(f"evennia_ai: tick of {self.obj} failed:\n{failure.getTraceback()}")
+        logger.log_err(f"{log_prefix(self.obj)}: tick failed:\n{failure.getTraceback()}")
         try:
             npc = self.obj
             if npc is not None and npc.pk:

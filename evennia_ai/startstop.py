@@ -28,24 +28,51 @@ from evennia_ai.llm.client import (
 from evennia_ai.memory import longterm
 from evennia_ai.npc import spending
 from evennia_ai.npc.lookup import all_ai_npcs, tag_untagged_assistants
+from evennia_ai.utils import LOG_PREFIX
 
 # Version of the stored layout; the upgrade steps below run once per game, in order.
 LAYOUT_VERSION = 2
 LAYOUT_KEY = "evennia_ai_layout_version"
 
 
+# Libraries whose Python loggers are routed to Evennia's log, each line labelled with the
+# library's name; below WARNING they are quiet (httpx alone logs every request at INFO).
+THIRD_PARTY_LOGGERS = {
+    "mem0": "mem0",
+    "LiteLLM": "litellm",
+    "LiteLLM Router": "litellm",
+    "LiteLLM Proxy": "litellm",
+    "httpx": "httpx",
+    "httpcore": "httpx",
+    "qdrant_client": "qdrant",
+    "sentence_transformers": "sentence_transformers",
+    "transformers": "transformers",
+    "huggingface_hub": "huggingface_hub",
+}
+
+
 class EvenniaLogHandler(logging.Handler):
-    """Forwards the plugin's Python log records (logger ``evennia_ai``) to Evennia's server log.
+    """Forwards Python log records to Evennia's server log, each line starting ``evennia_ai``.
 
     The pure modules log through Python's ``logging`` (they must not import Evennia); in a
-    running game their records land in the server log like the glue's own messages.
+    running game their records land in the server log like the glue's own messages. Records
+    of a third-party library get its ``label``: ``evennia_ai: mem0: ...``.
+
+    Args:
+        label: The library's name, or "" for the plugin's own logger.
     """
+
+    def __init__(self, label: str = ""):
+        super().__init__()
+        self.label = label
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
             text = self.format(record)
-            if not text.startswith("evennia_ai"):
-                text = f"evennia_ai: {text}"
+            if self.label:
+                text = f"{LOG_PREFIX}: {self.label}: {text}"
+            elif not text.startswith(LOG_PREFIX):
+                text = f"{LOG_PREFIX}: {text}"
             if record.levelno >= logging.ERROR:
                 logger.log_err(text)
             elif record.levelno >= logging.WARNING:
@@ -56,13 +83,30 @@ class EvenniaLogHandler(logging.Handler):
             self.handleError(record)
 
 
+def _route(name: str, label: str, level: int) -> None:
+    """Send logger ``name``'s records from ``level`` (or its own level, if higher) up to
+    Evennia's log only (idempotent).
+
+    Handlers a library installed itself (litellm writes to stderr, which lands in the server
+    log unlabelled) are removed.
+    """
+    python_log = logging.getLogger(name)
+    for handler in list(python_log.handlers):
+        if not isinstance(handler, EvenniaLogHandler):
+            python_log.removeHandler(handler)
+    if not python_log.handlers:
+        python_log.addHandler(EvenniaLogHandler(label))
+    python_log.setLevel(max(level, python_log.level))  # never louder than a library was made
+    python_log.propagate = False
+
+
 def route_plugin_log() -> None:
-    """Send the ``evennia_ai`` Python logger's records to Evennia's log (idempotent)."""
-    plugin_log = logging.getLogger("evennia_ai")
-    if not any(isinstance(handler, EvenniaLogHandler) for handler in plugin_log.handlers):
-        plugin_log.addHandler(EvenniaLogHandler())
-    plugin_log.setLevel(logging.INFO)
-    plugin_log.propagate = False
+    """Send the ``evennia_ai`` Python logger's records to Evennia's log, and the warnings and
+    errors of the libraries in :data:`THIRD_PARTY_LOGGERS` labelled with their names
+    (idempotent)."""
+    _route(LOG_PREFIX, "", logging.INFO)
+    for name, label in THIRD_PARTY_LOGGERS.items():
+        _route(name, label, logging.WARNING)
 
 
 def at_server_init():
@@ -89,6 +133,7 @@ def load_model_stack() -> float:
     except Exception as err:  # the warm-up logs what litellm lacks; the server still starts
         logger.log_err(f"evennia_ai: loading litellm failed: {err}")
         return 0.0
+    route_plugin_log()  # litellm installed its own stderr handler on import
     took = time.monotonic() - started
     logger.log_info(f"evennia_ai: litellm loaded in {took:.1f} s")
     return took
@@ -145,6 +190,7 @@ def at_server_start():
         model = conf.get("EVENNIA_AI_MODEL")
         if model and model != conf.OFFLINE_MODEL:
             get_litellm()
+            route_plugin_log()
             problems = litellm_contract_problems()
             if problems:
                 logger.log_err(
@@ -191,7 +237,10 @@ def warn_unbounded_spend(models) -> None:
 
 def _start_longterm_memory():
     try:
-        longterm.init_in_thread().addBoth(lambda _: freeze_startup_objects())
+        # mem0 imports transformers, which installs its own stderr handler: route again.
+        longterm.init_in_thread().addBoth(lambda _: route_plugin_log()).addBoth(
+            lambda _: freeze_startup_objects()
+        )
     except Exception:
         logger.log_trace("evennia_ai: starting long-term memory failed")
 

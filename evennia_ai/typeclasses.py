@@ -22,6 +22,7 @@ from evennia.utils import lazy_property, logger
 from evennia_ai.npc import perception
 from evennia_ai.npc.handler import AIHandler
 from evennia_ai.npc.lookup import tag_assistant
+from evennia_ai.utils import log_prefix
 
 
 class AIAssistantMixin:
@@ -57,7 +58,7 @@ class AIAssistantMixin:
         try:
             perception.perceive_message(self, text, from_obj, kwargs)
         except Exception:
-            logger.log_trace(f"evennia_ai: perception failed for {self.key}")
+            logger.log_trace(f"{log_prefix(self)}: perception failed")
         return super().at_msg_receive(text=text, from_obj=from_obj, **kwargs)
 
     def at_object_receive(self, moved_obj, source_location, move_type="move", **kwargs):
@@ -66,7 +67,7 @@ class AIAssistantMixin:
         try:
             perception.perceive_received(self, moved_obj, source_location, move_type)
         except Exception:
-            logger.log_trace(f"evennia_ai: perception failed for {self.key}")
+            logger.log_trace(f"{log_prefix(self)}: perception failed")
 
     def at_post_move(self, source_location, move_type="move", **kwargs):
         """A moved NPC refreshes whom it sees present."""

@@ -191,3 +191,15 @@ def is_live_instance(instance: Any) -> bool:
         and instance.pk is not None
         and type(instance).get_cached_instance(instance.pk) is instance
     )
+
+
+# -- log lines -----------------------------------------------------------------------------------
+LOG_PREFIX = "evennia_ai"
+
+
+def log_prefix(npc: Any = None) -> str:
+    """The start of every plugin log line: ``evennia_ai``, or ``evennia_ai [Marta#12]`` when
+    the line is about one NPC (its key and dbref). Follow it with ``": "`` and the message."""
+    if npc is None:
+        return LOG_PREFIX
+    return f"{LOG_PREFIX} [{getattr(npc, 'key', npc)}{getattr(npc, 'dbref', '') or ''}]"

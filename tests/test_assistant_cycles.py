@@ -124,6 +124,41 @@ class TestSleep(ModelBase):
             assert self.tick().context_type == "sleep_consolidate"  # the next night
             assert self.npc.ai.sleep["asleep"] and self.npc.ai.sleep["reason"] == "scheduled"
 
+    def consolidate_with(self, outcome):
+        """A sleep tick whose consolidation ends with ``outcome``; the log lines it wrote."""
+        from twisted.internet import defer
+
+        from evennia_ai.workspace.journal import add_entry
+        from evennia_ai.workspace.sleep import go_to_sleep
+
+        journal, _ = add_entry([], "Served the mayor.", importance=4)
+        self.npc.ai.set("journal", journal)
+        go_to_sleep(self.npc, "test")
+        self.server.default_reply = {"tool_calls": [call("noop")]}
+        done = defer.fail(outcome) if isinstance(outcome, Exception) else defer.succeed(outcome)
+        with (
+            mock.patch("evennia_ai.engine.tick.longterm.consolidate", return_value=done),
+            mock.patch("evennia_ai.engine.tick.logger.log_err") as log_err,
+            mock.patch("evennia_ai.engine.tick.logger.log_warn") as log_warn,
+        ):
+            assert self.tick().context_type == "sleep_consolidate"
+        return [c.args[0] for c in log_err.call_args_list + log_warn.call_args_list]
+
+    def test_a_failed_consolidation_does_not_mark_the_time(self):
+        from evennia_ai.memory.longterm import ConsolidationResult
+
+        who = f"evennia_ai [Innkeeper{self.npc.dbref}]"
+        lines = self.consolidate_with(RuntimeError("disk full"))
+        assert f"{who}: consolidating memory failed: disk full" in lines
+        assert not self.npc.ai.sleep.get("last_consolidated")
+        failed = ConsolidationResult(unstored=1, errors=["could not store 'Served': disk full"])
+        lines = self.consolidate_with(failed)
+        assert f"{who}: consolidating memory: could not store 'Served': disk full" in lines
+        assert any(line.startswith(f"{who}: consolidating memory failed: 1 of") for line in lines)
+        assert not self.npc.ai.sleep.get("last_consolidated")
+        assert self.consolidate_with(ConsolidationResult()) == []
+        assert self.npc.ai.sleep["last_consolidated"]
+
     def test_go_to_sleep_runs_phases_then_rests_and_wakes_when_addressed(self):
         self.server.enqueue({"tool_calls": [call("go_to_sleep", minutes=60)]})
         self.speak("Innkeeper, you look tired")

@@ -45,6 +45,27 @@ class TestBudgetCheck(AssistantTestBase):
         with override_settings(EVENNIA_AI_DAILY_COST_BUDGET_PER_NPC=0.1):
             assert spending.check(self.npc).scope == "npc"
 
+    def test_a_budget_stop_is_logged_once_per_npc_per_day(self):
+        spend(self.npc, 1500)
+        with (
+            override_settings(EVENNIA_AI_DAILY_TOKEN_BUDGET_PER_NPC=1000),
+            mock.patch.object(spending.logger, "log_warn") as log_warn,
+        ):
+            for _tick in range(3):
+                status = spending.check(self.npc)
+        assert log_warn.call_args_list == [
+            mock.call(f"evennia_ai [Innkeeper{self.npc.dbref}]: {status.describe()}.")
+        ]
+        assert "over this NPC's daily budget" in status.describe()
+        with (
+            override_settings(EVENNIA_AI_DAILY_TOKEN_BUDGET_PER_NPC=1000),
+            mock.patch.object(spending.logger, "log_warn") as log_warn,
+            mock.patch.object(spending, "today", return_value="2099-01-01"),
+        ):
+            spend(self.npc, 1500)  # the next day, over again
+            spending.check(self.npc)
+        assert log_warn.call_count == 1
+
     def test_override_tightens_but_never_widens(self):
         spend(self.npc, 600)
         self.npc.ai.set("budget", {"tokens": 500})

@@ -50,6 +50,14 @@ class TestAINpc(NpcCommandTest):
         self.call(CmdAINpc(), "/create " + "x" * 81, "A name can be at most 80 characters long.")
         assert [npc.key for npc in all_ai_npcs()] == ["Innkeeper"]  # nothing was created
 
+    def test_create_refuses_dbref_like_and_empty_names(self):
+        self.call(CmdAINpc(), "/create #5", "A name cannot start with #: '#5' reads as a dbref")
+        self.call(CmdAINpc(), "/create Marta;#12", "A name cannot start with #: '#12'")
+        self.call(CmdAINpc(), "/create |r|n", "A name needs letters or digits")
+        self.call(CmdAINpc(), "/create", "Missing NPC name.")
+        assert [npc.key for npc in all_ai_npcs()] == ["Innkeeper"]  # nothing was created
+        self.call(CmdAINpc(), "/create Marta#2", "Created AI NPC Marta#2")
+
     def test_create_requires_builder(self):
         self.call(CmdAINpc(), "/create Bob", "You need Builder permission", caller=self.player())
         assert not [n for n in all_ai_npcs() if n.key == "Bob"]

@@ -100,6 +100,14 @@ class TestAISleep(RuntimeCommandTest):
         assert not self.npc.ai.sleep["asleep"]
         self.call(CmdAISleep(), "/wake Innkeeper", "Innkeeper is awake already")
 
+    def test_sleeping_and_waking_keep_the_last_consolidation(self):
+        self.npc.ai.set("sleep", {"asleep": False, "last_consolidated": "2026-01-01T03:00:00Z"})
+        self.call(CmdAISleep(), "/now Innkeeper", "Innkeeper falls asleep.")
+        self.call(CmdAISleep(), "/wake Innkeeper", "Innkeeper wakes up")
+        assert self.npc.ai.sleep["last_consolidated"] == "2026-01-01T03:00:00Z"
+        out = self.call(CmdAISleep(), "Innkeeper", "Sleep of Innkeeper")
+        assert "last consolidated: 2026-01-01T03:00:00Z" in out
+
     def test_bad_schedule(self):
         self.call(CmdAISleep(), "/schedule Innkeeper = colour=blue", "'colour=blue' is not")
         self.call(CmdAISleep(), "/schedule Innkeeper = phase=dreaming", "phase must be one of")

@@ -326,6 +326,27 @@ class TestNeverInSilence(PlayerBase):
         logged = " ".join(str(c) for c in log_err.call_args_list)
         assert "got no answer from model openai/test-model" in logged
 
+    def test_model_failure_and_recovery_are_logged_with_the_npc_model_and_reason(self):
+        who = f"evennia_ai [Innkeeper{self.npc.dbref}]"
+        self.server.enqueue({"fault": "500"})
+        self.speak("Hello Innkeeper!")
+        with mock.patch("evennia_ai.engine.tick.logger.log_err") as log_err:
+            trace = self.tick()
+        assert log_err.call_args_list == [
+            mock.call(
+                f"{who}: tick_event tick {trace.tick_id} got no answer from model "
+                "openai/test-model: model call failed: server error (HTTP 500): scripted server "
+                "error"
+            )
+        ]
+        self.server.enqueue({"tool_calls": [call("say", message="Sorry, I was miles away.")]})
+        with mock.patch("evennia_ai.engine.tick.logger.log_info") as log_info:
+            self.tick()
+        assert (
+            mock.call(f"{who}: model openai/test-model answers again after 1 failed tick(s)")
+            in log_info.call_args_list
+        )
+
     def test_past_the_budget_in_message_mode_the_speaker_is_told(self):
         with override_settings(
             EVENNIA_AI_DAILY_TOKEN_BUDGET_PER_NPC=1, EVENNIA_AI_BUDGET_EXCEEDED_ACTION="message"

@@ -5,6 +5,7 @@ are recorded instead of slept, so the file runs in seconds.
 """
 
 import json
+import logging
 import threading
 from datetime import datetime, timedelta, timezone
 from email.utils import format_datetime
@@ -315,6 +316,22 @@ def test_retries_on_500_then_succeeds(server):
     assert result.ok and result.text == "third time lucky"
     assert result.attempts == 3 and len(chat_requests(server)) == 3
     assert len(client.sleep) == 2 and all(0 < s <= 0.05 for s in client.sleep)
+
+
+def test_retries_and_fallbacks_are_logged_with_the_npc_model_and_reason(server, caplog):
+    server.enqueue({"fault": "500"}, {"fault": "500"}, {"text": "the backup answers"})
+    client = make_client(server, max_retries=1, fallbacks=["openai/backup-model"])
+    with caplog.at_level(logging.WARNING, logger="evennia_ai"):
+        result = client.complete_sync(MESSAGES, caller="evennia_ai [Marta#12]")
+    assert result.ok and result.fallback_used
+    reason = "server error (HTTP 500): scripted server error"
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("evennia_ai")] == [
+        f"evennia_ai [Marta#12]: model openai/test-model failed ({reason}); retry 1 of 1 in "
+        f"{client.sleep[0]:.1f} s",
+        f"evennia_ai [Marta#12]: model openai/test-model failed ({reason}); trying fallback "
+        "openai/backup-model",
+    ]
+    assert all(r.levelno == logging.WARNING for r in caplog.records)
 
 
 def test_gives_up_after_max_retries(server):

@@ -127,6 +127,26 @@ class TestSpeech(WorldToolTest):
         assert msg_types(char2_msg) == ["whisper"]
         assert not char1_msg.called
 
+    def test_whisper_reads_as_evennias_own_whisper(self):
+        from evennia.commands.default.general import CmdWhisper
+
+        player_whisper = CmdWhisper()
+        player_whisper.caller, player_whisper.session, player_whisper.account = (
+            self.char1,
+            None,
+            None,
+        )
+        player_whisper.cmdname = player_whisper.cmdstring = "whisper"
+        player_whisper.raw_string = player_whisper.args = " Char2 = The cellar key is mine."
+        player_whisper.parse()
+        with mock.patch.object(self.char2, "msg") as from_player:
+            player_whisper.func()
+        with mock.patch.object(self.char2, "msg") as from_npc:
+            self.run_tool("whisper", target="char2", message="The cellar key is mine.")
+        assert texts(from_player) == ['Char whispers: "The cellar key is mine."']
+        assert texts(from_npc) == [texts(from_player)[0].replace("Char", "Innkeeper", 1)]
+        assert msg_types(from_npc) == msg_types(from_player) == ["whisper"]
+
     def test_whisper_to_someone_absent_lists_who_is_here(self):
         result = self.run_tool("whisper", target="Bob", message="psst")
         assert not result.success

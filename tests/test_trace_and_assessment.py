@@ -1,9 +1,11 @@
 """Pure parts of the engine: tick traces round-trip, assessment replies parse restrict-only."""
 
 import json
+import logging
 
-from evennia_ai.engine.assessment import parse_assessment
+from evennia_ai.engine.assessment import assess_task, parse_assessment
 from evennia_ai.engine.trace import IterationTrace, StopReason, TickTrace, ToolCallTrace
+from evennia_ai.llm.types import LLMResult
 from evennia_ai.utils import truncate
 from evennia_ai.workspace.sleep import in_sleep_window
 
@@ -57,6 +59,23 @@ def test_parse_assessment_ignores_garbage():
     assert parse_assessment("{not json}") == {}
     assert parse_assessment('{"recommended_mode": "godmode", "recommended_iterations": "5"}') == {}
     assert parse_assessment("[1, 2]") == {}
+
+
+def test_a_failed_assessment_is_logged_with_the_npc_model_and_reason(caplog):
+    from twisted.internet import defer
+
+    class FailingClient:
+        def complete(self, messages, tools=None, **options):
+            assert options["caller"] == "evennia_ai [Marta#12]"
+            return defer.succeed(LLMResult(error="timed out after 30 s", model="openai/x"))
+
+    with caplog.at_level(logging.WARNING, logger="evennia_ai"):
+        done = assess_task(FailingClient(), [], model="openai/x", caller="evennia_ai [Marta#12]")
+    assert done.result[0] == {}
+    assert [r.getMessage() for r in caplog.records] == [
+        "evennia_ai [Marta#12]: the assessment call to model openai/x failed (timed out after "
+        "30 s); the tick goes on without its advice"
+    ]
 
 
 def test_sleep_window():

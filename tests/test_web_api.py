@@ -321,6 +321,40 @@ class TestAPI(DashboardTestBase):
         assert self.player.post(f"/ai/api/confirmations/{self.cid}/approve/").status_code == 403
         assert self.queue.get_entry(self.cid)["status"] == "pending"
 
+    def test_api_errors_are_json(self):
+        for url in (
+            "/ai/api/nothing/",
+            "/ai/api/npcs/abc/",
+            "/ai/api/npcs/999999/",
+            f"/ai/api/npcs/{self.npc.id}/traces/9/",
+            "/ai/api/confirmations/c_nothere/",
+        ):
+            response = self.staff.get(url, HTTP_ACCEPT="text/html,application/json")
+            assert response.status_code == 404, url
+            assert response["Content-Type"].startswith("application/json"), url
+            assert response.json()["detail"], url
+
+    def test_api_failure_is_a_logged_json_500(self):
+        from unittest import mock
+
+        with mock.patch.object(data, "context_orders", side_effect=RuntimeError("boom")):
+            with mock.patch("evennia_ai.web.api.logger.log_trace") as log_trace:
+                response = self.staff.get("/ai/api/contexts/", HTTP_ACCEPT="application/json")
+        assert response.status_code == 500 and "server log" in response.json()["detail"]
+        assert "evennia_ai: the JSON API failed on /ai/api/contexts/" in log_trace.call_args[0][0]
+
+    def test_api_links_end_with_a_slash_and_the_old_form_redirects(self):
+        root = self.get_json("/ai/api/")
+        assert root and all(link.endswith("/") for link in root.values()), root
+        response = self.staff.get(f"/ai/api/npcs/{self.npc.id}/traces?last=1")
+        assert response.status_code == 308
+        assert response["Location"] == f"/ai/api/npcs/{self.npc.id}/traces/?last=1"
+        posted = self.staff.post(f"/ai/api/confirmations/{self.cid}/approve")
+        assert posted.status_code == 308
+        assert posted["Location"] == f"/ai/api/confirmations/{self.cid}/approve/"
+        assert self.staff.get("/ai/api/nothing").status_code == 404
+        assert self.queue.get_entry(self.cid)["status"] == "pending"  # a redirect decides nothing
+
     def test_pages_and_api_share_the_data(self):
         html = self.staff.get(f"/ai/npc/{self.npc.id}/").content.decode()
         for row in data.trace_list(self.npc):

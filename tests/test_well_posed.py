@@ -14,7 +14,7 @@ from test_assistant_cycles import ModelBase, call
 
 from evennia_ai.engine.trace import StopReason
 from evennia_ai.llm import contracts, gate
-from evennia_ai.memory.longterm import StoredMemory
+from evennia_ai.memory.longterm import ConsolidationResult, StoredMemory
 from evennia_ai.prompt import tasks
 from evennia_ai.prompt_registry import get_prompt_registry
 from evennia_ai.testing.reading_model import facts_in, read_and_answer, section
@@ -106,7 +106,7 @@ class TestSleepConsolidation(ReadingBase):
         consolidate = mock.patch("evennia_ai.engine.tick.longterm.consolidate")
         consolidate.start().return_value = __import__(
             "twisted.internet.defer"
-        ).internet.defer.succeed([])
+        ).internet.defer.succeed(ConsolidationResult())
         self.addCleanup(consolidate.stop)
         return calls
 

@@ -10,7 +10,10 @@ Add it to your game's ``CharacterCmdSet`` (in ``commands/default_cmdsets.py``)::
             self.add(AIAdminCmdSet)
 
 Each command is locked (``perm(Builder)``, or ``perm(Developer)`` for prompts, templates and
-the execution config), so players without the permission neither see nor run them.
+the execution config), so players without the permission neither see nor run them. The one
+command for everyone is ``page``: Evennia's own, answering a player who pages an AI NPC that
+NPCs cannot be paged (a game with its own ``page`` keeps it with ``self.remove("page")`` after
+adding the cmdset).
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ import importlib
 import inspect
 
 from evennia.commands.cmdset import CmdSet
+
+from evennia_ai.commands.page import CmdPage
 
 # Modules whose ``COMMANDS`` list contributes to the cmdset, in help order.
 COMMAND_MODULES = (
@@ -66,10 +71,11 @@ def render_commands_markdown() -> str:
 
 
 class AIAdminCmdSet(CmdSet):
-    """The evennia-ai admin commands."""
+    """The evennia-ai admin commands, and ``page`` telling players that NPCs cannot be paged."""
 
     key = "evennia_ai_admin"
 
     def at_cmdset_creation(self):
         for command in all_command_classes():
             self.add(command())
+        self.add(CmdPage())

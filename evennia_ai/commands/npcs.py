@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import unicodedata
 
-from evennia.utils.ansi import raw
+from evennia.utils.ansi import raw, strip_ansi
 
 from evennia_ai.commands.base import AICommand, CommandError
 from evennia_ai.engine.trace import TickTrace
@@ -33,6 +33,27 @@ def _tokens_today(status: dict) -> int:
 def _where(npc) -> str:
     location = npc.location
     return f"{location.key}({location.dbref})" if location else "(nowhere)"
+
+
+def name_problem(name: str) -> str:
+    """Why ``name`` cannot name an NPC (or alias), or "" when it can.
+
+    Refused: names with control characters, longer than 80 characters, with nothing left once
+    Evennia's colour codes are removed, or starting with ``#``: ``#5`` reads as a dbref, which
+    every search takes for object #5 rather than the NPC.
+    """
+    if any(unicodedata.category(char)[0] == "C" for char in name):
+        return f"A name cannot hold control or unassigned characters: {name!r}."
+    if len(name) > 80:
+        return "A name can be at most 80 characters long."
+    if not strip_ansi(name).strip():
+        return f"A name needs letters or digits, not only colour codes: {raw(name)!r}."
+    if name.startswith("#"):
+        return (
+            f"A name cannot start with #: '{raw(name)}' reads as a dbref (an object's #number), "
+            "so searches would not find the NPC by it."
+        )
+    return ""
 
 
 def has_perm(caller, permission: str) -> bool:
@@ -139,12 +160,9 @@ class CmdAINpc(AICommand):
         if not key:
             raise CommandError("The NPC needs a name before any ';aliases'.")
         for name in names:
-            if any(unicodedata.category(char)[0] == "C" for char in name):
-                raise CommandError(
-                    f"A name cannot hold control or unassigned characters: {name!r}."
-                )
-            if len(name) > 80:
-                raise CommandError("A name can be at most 80 characters long.")
+            problem = name_problem(name)
+            if problem:
+                raise CommandError(problem)
         if not has_perm(caller, "Builder"):
             raise CommandError("You need Builder permission to create AI NPCs.")
         location = caller.location

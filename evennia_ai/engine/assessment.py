@@ -16,15 +16,18 @@ which applies it restrict-only.
 from __future__ import annotations
 
 import json
+import logging
 import re
 
 from twisted.internet import defer
 
 from evennia_ai.llm.contracts import ASSESSMENT_INSTRUCTION, render_task
+from evennia_ai.utils import LOG_PREFIX
 
 ASSESSMENT_PROMPT = render_task("assessment", ASSESSMENT_INSTRUCTION)
 
 _MODES = {"single_action", "react_loop", "plan_execute"}
+logger = logging.getLogger(__name__)
 _OBJECT = re.compile(r"\{.*\}", re.S)
 
 
@@ -55,15 +58,27 @@ def parse_assessment(text: str | None) -> dict:
 
 
 @defer.inlineCallbacks
-def assess_task(client, messages: list[dict], model: str | None = None, usage=None):
+def assess_task(
+    client, messages: list[dict], model: str | None = None, usage=None, caller: str = LOG_PREFIX
+):
     """Ask the model for Layer-3 advice; fires with (advice dict, LLMResult).
 
     ``usage``: the tick's UsageAccountant, where the call is recorded (kind ``assessment``).
+    ``caller``: who asks, as log lines start (``evennia_ai [Marta#12]``); a failed call is
+    logged with it (the tick goes on without advice).
     """
     request = list(messages) + [{"role": "user", "content": ASSESSMENT_PROMPT}]
-    result = yield client.complete(request, tools=None, model=model, kind="assessment")
+    result = yield client.complete(
+        request, tools=None, model=model, kind="assessment", caller=caller
+    )
     if usage is not None:
         usage.record_result(result, "assessment")
     if result.error:
+        logger.warning(
+            "%s: the assessment call to model %s failed (%s); the tick goes on without its advice",
+            caller,
+            result.model or model,
+            result.error,
+        )
         return {}, result
     return parse_assessment(result.text), result

@@ -44,7 +44,7 @@ from evennia_ai.llm.usage import UsageAccountant
 from evennia_ai.prompt.builder import schema_name
 from evennia_ai.tools.base import ToolResult
 from evennia_ai.tools.rules import ToolRuleState
-from evennia_ai.utils import truncate
+from evennia_ai.utils import log_prefix, truncate
 
 SPEECH_TOOL_NAMES = ("say", "reply", "respond", "speak")
 CHARS_PER_TOKEN = 3  # a cautious characters-per-token ratio for cutting tool results
@@ -306,7 +306,7 @@ class ReactLoop:
                         max_iterations, extended = max_iterations + 1, True
             return self._finish(StopReason.MAX_ITERATIONS)
         except Exception as err:  # a bug of ours: end the tick cleanly, keep the Script alive
-            logger.log_trace("evennia_ai: ReAct loop failed")
+            logger.log_trace(f"{log_prefix(self.ctx.npc)}: ReAct loop failed")
             return self._finish(StopReason.ERROR, f"internal error: {err}")
 
     @defer.inlineCallbacks
@@ -342,6 +342,7 @@ class ReactLoop:
         options = {
             "kind": self.kind,
             "prompt_tokens": request_tokens if self.count_tokens else None,
+            "caller": log_prefix(self.ctx.npc),
         }
         result = yield self.client.complete(
             messages, tools=schemas or None, model=self.model, **options

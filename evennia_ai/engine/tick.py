@@ -65,7 +65,7 @@ from evennia_ai.tools.approvals import get_confirmation_queue
 from evennia_ai.tools.base import LoopState, TickServices, ToolContext
 from evennia_ai.tools.groups import RequestTools, choose_tools
 from evennia_ai.tools.rules import parse_rules
-from evennia_ai.utils import iso_utc, one_line, parse_iso, today, truncate, utcnow
+from evennia_ai.utils import iso_utc, log_prefix, one_line, parse_iso, today, truncate, utcnow
 from evennia_ai.workspace.goals import goal_urgency, works_unwatched
 from evennia_ai.workspace.journal import entries_since, importance_since
 from evennia_ai.workspace.sleep import SLEEP_PHASES, go_to_sleep, in_sleep_window, wake_up
@@ -495,7 +495,11 @@ class TickRunner:
             and not self.budget_reached()
         ):
             advice, _result = yield assess_task(
-                client, built.messages, model=state.model, usage=self.usage
+                client,
+                built.messages,
+                model=state.model,
+                usage=self.usage,
+                caller=log_prefix(self.npc),
             )
             assessment.update(advice)
             trace.add_records(self.usage.take_new())
@@ -633,7 +637,7 @@ class TickRunner:
         No model call; the error is in the trace, the metrics (``aistatus``) and the log; the
         events go back to the queue (each counts an attempt).
         """
-        logger.log_err(f"evennia_ai [{self.npc.key}{self.npc.dbref}]: {why}")
+        logger.log_err(f"{log_prefix(self.npc)}: {why}")
         return self._unsent_tick(state, StopReason.ERROR, error=why)
 
     def _queue_confirmation(self, tool, arguments: dict, ctx) -> str:
@@ -655,7 +659,7 @@ class TickRunner:
         """Write what the tick did: queue, history, procedures, trace, metrics, follow-ups."""
         for step in self._record_steps(state, outcome, trace):
             if not getattr(self.npc, "pk", None):
-                logger.log_info("evennia_ai: tick result dropped: the NPC was deleted")
+                logger.log_info(f"{log_prefix(self.npc)}: tick result dropped: the NPC was deleted")
                 return
             step()
 
@@ -667,7 +671,7 @@ class TickRunner:
             if index:
                 yield scheduler.turn()
             if not getattr(self.npc, "pk", None):
-                logger.log_info("evennia_ai: tick result dropped: the NPC was deleted")
+                logger.log_info(f"{log_prefix(self.npc)}: tick result dropped: the NPC was deleted")
                 return
             step()
 
@@ -738,7 +742,7 @@ class TickRunner:
         """
         model = _model_name(state.model)
         logger.log_err(
-            f"evennia_ai [{self.npc.key}{self.npc.dbref}]: {state.context_type} tick "
+            f"{log_prefix(self.npc)}: {state.context_type} tick "
             f"{state.tick_id} got no answer from model {model}: {trace.error or 'no reply'}"
         )
         first_try = [e for e in state.batch if not e.attempts]
@@ -763,7 +767,7 @@ class TickRunner:
         if not texts:
             return
         try:
-            yield longterm.consolidate(
+            result = yield longterm.consolidate(
                 self.npc.dbref,
                 texts,
                 model=model,
@@ -771,7 +775,16 @@ class TickRunner:
                 infer=False if self.budget_reached() else None,  # stored as given: no model call
             )
         except Exception as err:
-            logger.log_err(f"evennia_ai: consolidating memory failed: {err}")
+            logger.log_err(f"{log_prefix(self.npc)}: consolidating memory failed: {err}")
+            return
+        for error in result.errors:
+            logger.log_warn(f"{log_prefix(self.npc)}: consolidating memory: {error}")
+        if result.unstored:
+            # The time marks what is in memory: left unset, the next sleep takes these again.
+            logger.log_err(
+                f"{log_prefix(self.npc)}: consolidating memory failed: {result.unstored} of "
+                f"{len(texts)} text(s) could not be stored"
+            )
             return
         if getattr(self.npc, "pk", None):
             self.ai.update("sleep", lambda s: {**s, "last_consolidated": iso_utc()})
@@ -825,7 +838,7 @@ class TickRunner:
                 # Nothing is erased on a failed summary: the history stays as it was, the
                 # error is in the trace, and compaction is tried again when it is next due.
                 error = f"summarising history failed ({one_line(err, 300)}); history left as it was"
-                logger.log_err(f"evennia_ai [{self.npc.key}{self.npc.dbref}]: {error}")
+                logger.log_err(f"{log_prefix(self.npc)}: {error}")
                 trace.error = error
                 if getattr(self.npc, "pk", None):
                     self.ai.set(
@@ -919,6 +932,7 @@ class TickRunner:
 
     def _update_metrics(self, outcome, trace: TickTrace) -> None:
         day = today()
+        failed_before = []
 
         def change(m):
             m["ticks"] = m.get("ticks", 0) + 1
@@ -942,11 +956,21 @@ class TickRunner:
                 m["consecutive_errors"] = m.get("consecutive_errors", 0) + 1
                 m["last_error"] = trace.error
             else:
+                failed_before.append(m.get("consecutive_errors", 0))
                 m["consecutive_errors"] = 0
             return m
 
         self.ai.update("metrics", change)
         self.ai.record_spending(trace.prompt_tokens + trace.completion_tokens, trace.cost, day)
+        if failed_before and failed_before[-1] and trace.iterations:
+            self._model_recovered(failed_before[-1], trace)
+
+    def _model_recovered(self, failures: int, trace: TickTrace) -> None:
+        """Log that the NPC's model answers again after ``failures`` failed ticks in a row."""
+        logger.log_info(
+            f"{log_prefix(self.npc)}: model {trace.iterations[-1].model or _model_name(None)} "
+            f"answers again after {failures} failed tick(s)"
+        )
 
     def _after_context(self, context_type: str, outcome) -> None:
         if context_type in SLEEP_PHASES:

@@ -64,7 +64,7 @@ from evennia_ai.llm.served_windows import OLLAMA_PREFIXES
 from evennia_ai.llm.threads import run_in_thread
 from evennia_ai.llm.tokens import model_info
 from evennia_ai.llm.types import RETRYABLE_KINDS, LLMResult, LLMUsage, ToolCall
-from evennia_ai.utils import utcnow
+from evennia_ai.utils import LOG_PREFIX, utcnow
 
 logger = logging.getLogger(__name__)
 
@@ -517,6 +517,7 @@ class UnifiedLLMClient:
         response_format=None,
         kind=None,
         prompt_tokens=None,
+        caller="",
     ):
         """Like :meth:`complete_sync`, in a thread. Returns a Deferred firing with LLMResult."""
         return defer_to_thread(
@@ -534,6 +535,7 @@ class UnifiedLLMClient:
             response_format=response_format,
             kind=kind,
             prompt_tokens=prompt_tokens,
+            caller=caller,
         )
 
     def complete_sync(
@@ -552,6 +554,7 @@ class UnifiedLLMClient:
         response_format=None,
         kind=None,
         prompt_tokens=None,
+        caller="",
     ) -> LLMResult:
         """Call the model, with retries and fallbacks. Blocking; never raises (but see ``kind``).
 
@@ -579,6 +582,8 @@ class UnifiedLLMClient:
                 ``EVENNIA_AI_STRICT_CONTRACTS`` raises ContractViolation.
             prompt_tokens: The request's tokens when the caller already counted them
                 (messages and tools as sent); None counts them here.
+            caller: Who the call is for, as log lines start (``evennia_ai [Marta#12]``, see
+                :func:`~evennia_ai.utils.log_prefix`); the retry and fallback lines name it.
 
         Returns:
             The :class:`LLMResult` of the first model that answered, else of the last failure
@@ -601,6 +606,7 @@ class UnifiedLLMClient:
                 tick_rate=tick_rate,
                 response_format=response_format,
                 prompt_tokens=prompt_tokens,
+                caller=caller or LOG_PREFIX,
             )
         finally:
             with self._lock:
@@ -627,9 +633,12 @@ class UnifiedLLMClient:
         return result
 
     def _complete(
-        self, messages, tools, *, model, fallbacks, prompt_tokens=None, **options
+        self, messages, tools, *, model, fallbacks, caller, prompt_tokens=None, **options
     ) -> LLMResult:
-        """The main model, then each fallback that the request fits, until one answers."""
+        """The main model, then each fallback that the request fits, until one answers.
+
+        Moving on to a fallback is logged (as ``caller``), with the model left and why.
+        """
         primary = self.resolve_model(model)
         problem = _check_request(messages, tools)
         if problem:
@@ -658,19 +667,27 @@ class UnifiedLLMClient:
                     attempts=0,
                 )
             else:
-                result = self._call_model(name, messages, tools, **options)
+                result = self._call_model(name, messages, tools, caller=caller, **options)
             attempts += result.attempts
             result.fallback_used = position > 0
             if result.ok:
                 break
             failures.append(f"{name}: {result.error}")
+            if position + 1 < len(chain):
+                logger.warning(
+                    "%s: model %s failed (%s); trying fallback %s",
+                    caller,
+                    name,
+                    result.error,
+                    chain[position + 1],
+                )
         if not result.ok and len(failures) > 1:
             result.error = "every model failed - " + "; ".join(failures)
         result.attempts = attempts
         return result
 
-    def _call_model(self, model: str, messages, tools, **options) -> LLMResult:
-        """One model with its retries."""
+    def _call_model(self, model: str, messages, tools, *, caller: str, **options) -> LLMResult:
+        """One model with its retries (each logged as ``caller``, with the reason)."""
         if model == conf.OFFLINE_MODEL:
             return self.offline.respond(messages, tools)
         started = time.monotonic()
@@ -691,7 +708,17 @@ class UnifiedLLMClient:
                 result = self._request(model, messages, tools, native, **options)
             except ProviderError as err:
                 if err.kind in RETRYABLE_KINDS and attempt <= max_retries:
-                    self.sleep(self.backoff(attempt, err.retry_after))
+                    delay = self.backoff(attempt, err.retry_after)
+                    logger.warning(
+                        "%s: model %s failed (%s); retry %d of %d in %.1f s",
+                        caller,
+                        model,
+                        err,
+                        attempt,
+                        max_retries,
+                        delay,
+                    )
+                    self.sleep(delay)
                     continue
                 return LLMResult(
                     error=str(err),

@@ -141,15 +141,19 @@ class ConsolidationResult:
     Attributes:
         stored: The memories written (extracted facts, or the texts as given).
         inferred: Whether mem0 extracted the facts with the language model.
-        errors: Problems met (each was worked around).
+        errors: Problems met (a failed extraction is worked around by storing the texts as
+            given; a text that could not be stored is counted in ``unstored``).
         usage: Tokens and cost of the extraction calls (``prompt_tokens``,
             ``completion_tokens``, ``cost``), for the NPC's accounting.
+        unstored: How many texts could not be stored at all (the consolidation failed for
+            them: the next one should take them again).
     """
 
     stored: list[StoredMemory] = field(default_factory=list)
     inferred: bool = False
     errors: list[str] = field(default_factory=list)
     usage: dict = field(default_factory=dict)
+    unstored: int = 0
 
 
 # -- configuration -------------------------------------------------------------------------------
@@ -362,6 +366,7 @@ class LongTermMemory:
         self.reason = ""  # why vector search is off, or what failed
         self.index: KeywordIndex | None = None
         self.index_error = ""
+        self.store_error = ""  # why mem0 last failed to store a memory ("" once it stores again)
         self._init_lock = threading.Lock()
         self._index_lock = threading.Lock()
         self._store_lock = threading.Lock()
@@ -384,6 +389,9 @@ class LongTermMemory:
     def keyword_index(self) -> KeywordIndex:
         """The keyword index, opened on first use.
 
+        A failure is logged once (until the error changes), and the index opening again after
+        a failure is logged too.
+
         Raises:
             KeywordIndexUnavailable: If it cannot be opened (the message says why).
         """
@@ -393,10 +401,14 @@ class LongTermMemory:
                     try:
                         os.makedirs(self.directory, exist_ok=True)
                         self.index = KeywordIndex(os.path.join(self.directory, "keyword.db"))
-                        self.index_error = ""
                     except (OSError, KeywordIndexUnavailable) as err:
+                        if str(err) != self.index_error:
+                            logger.error("evennia_ai: keyword index unavailable: %s", err)
                         self.index_error = str(err)
                         raise KeywordIndexUnavailable(str(err)) from None
+                    if self.index_error:
+                        logger.info("evennia_ai: keyword index available again")
+                    self.index_error = ""
         return self.index
 
     def init_sync(self) -> None:
@@ -414,12 +426,12 @@ class LongTermMemory:
                 prepare_environment(self.directory)
                 try:
                     self.keyword_index()
-                except KeywordIndexUnavailable as err:
-                    logger.error("evennia_ai: keyword index unavailable: %s", err)
+                except KeywordIndexUnavailable:
+                    pass  # logged by keyword_index; memory still tries mem0
                 self.memory = self._open_mem0()
             except Exception as err:  # e.g. the data folder cannot be created
                 self.reason = f"long-term memory could not start: {type(err).__name__}: {err}"
-                logger.exception("evennia_ai: long-term memory could not start")
+                logger.exception("evennia_ai: long-term memory unavailable: %s", self.reason)
             finally:
                 self.state = READY
                 if getattr(self, "_close_after_init", False):
@@ -455,7 +467,7 @@ class LongTermMemory:
                     sleep(1.0)
         except Exception as err:
             self.reason = f"mem0 could not start: {type(err).__name__}: {err}"
-            logger.exception("evennia_ai: long-term memory in keyword mode")
+            logger.exception("evennia_ai: long-term memory in keyword mode: %s", self.reason)
             return None
         if not _custom_llm():
             memory.llm = NpcModelLLM(getattr(memory.llm, "config", None))
@@ -652,9 +664,11 @@ class LongTermMemory:
             note = ""
             if self.vector_ready:
                 try:
-                    return self._add_to_mem0(base, [text], infer=False)
+                    stored = self._add_to_mem0(base, [text], infer=False)
+                    self._stored_again()
+                    return stored
                 except Exception as err:  # the vector side broke: keep the memory by keyword
-                    logger.exception("evennia_ai: mem0 could not store a memory")
+                    self._store_failed(err)
                     note = f"vector store failed ({type(err).__name__}: {err}); kept for keyword search"
             stored = StoredMemory(
                 **{**asdict(base), "id": uuid.uuid4().hex, "stored_in": ("keyword",), "note": note}
@@ -667,6 +681,21 @@ class LongTermMemory:
             return self.keyword_index().find_text(memory.npc, memory.text, person=memory.person)
         except KeywordIndexUnavailable:
             return None
+
+    def _store_failed(self, err: Exception) -> None:
+        """Log mem0 failing to store a memory: with its traceback the first time, then one line."""
+        reason = f"{type(err).__name__}: {err}"
+        if self.store_error:
+            logger.error("evennia_ai: mem0 could not store a memory: %s", reason)
+        else:
+            logger.exception("evennia_ai: mem0 could not store a memory: %s", reason)
+        self.store_error = reason
+
+    def _stored_again(self) -> None:
+        """Log mem0 storing memories again after a failure (once)."""
+        if self.store_error:
+            logger.info("evennia_ai: mem0 stores memories again (last error: %s)", self.store_error)
+            self.store_error = ""
 
     def _add_to_mem0(
         self, base: StoredMemory, texts: list[str], *, infer: bool, model: str | None = None
@@ -723,8 +752,7 @@ class LongTermMemory:
         """Call the keyword index; False (and a log line) if it is unavailable."""
         try:
             return getattr(self.keyword_index(), method)(*args)
-        except KeywordIndexUnavailable as err:
-            logger.error("evennia_ai: keyword index unavailable: %s", err)
+        except KeywordIndexUnavailable:  # logged by keyword_index
             return False
 
     def consolidate_sync(
@@ -809,6 +837,7 @@ class LongTermMemory:
                     )
                 except Exception as err:
                     result.errors.append(f"could not store {item['text'][:40]!r}: {err}")
+                    result.unstored += 1
         result.usage = _usage(calls)
         return result
 

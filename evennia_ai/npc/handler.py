@@ -30,7 +30,7 @@ from evennia_ai.npc import spending
 from evennia_ai.npc.state import AttributeState, write_attribute
 from evennia_ai.npc.state_keys import CHARACTER_STATE, SCRIPT_STATE
 from evennia_ai.prompt.execution_pattern import ALL_TOOL_CATEGORIES, DEFAULT_EXECUTION_CONFIG
-from evennia_ai.utils import is_live_instance, iso_utc, plain
+from evennia_ai.utils import is_live_instance, iso_utc, log_prefix, plain
 
 PROMPT_REVISIONS_KEPT = 20
 # The NPC's AssistantScript: found by key, created by its typeclass path (the Script's class
@@ -233,7 +233,7 @@ class AIHandler:
             return None
         script = self.ensure_script()
         logger.log_warn(
-            f"evennia_ai [{self.obj.key}{self.obj.dbref}]: its AssistantScript was missing and "
+            f"{log_prefix(self.obj)}: its AssistantScript was missing and "
             f"has been recreated{' (' + why + ')' if why else ''}; goals and execution settings "
             "held on the old Script start empty"
         )
@@ -495,4 +495,4 @@ class AIHandler:
         return state.discard(name)
 
     def log_error(self, message: str) -> None:
-        logger.log_err(f"evennia_ai [{self.obj.key}{self.obj.dbref}]: {message}")
+        logger.log_err(f"{log_prefix(self.obj)}: {message}")

@@ -25,7 +25,7 @@ from evennia.utils import logger
 from evennia_ai import conf
 from evennia_ai.llm.tokens import model_info
 from evennia_ai.npc.lookup import all_ai_npcs
-from evennia_ai.utils import today
+from evennia_ai.utils import log_prefix, today
 
 ACTIONS = ("offline", "silence", "message")
 #: What each action does, for status lines.
@@ -257,7 +257,7 @@ def check(npc, metrics: dict | None = None) -> SpendingStatus:
         key = (getattr(npc, "dbref", str(id(npc))), day)
         if key not in _announced:
             _announced.add(key)
-            logger.log_warn(f"evennia_ai: {npc.key}: {status.describe()}.")
+            logger.log_warn(f"{log_prefix(npc)}: {status.describe()}.")
     return status
 
 

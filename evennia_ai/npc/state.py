@@ -22,7 +22,7 @@ from evennia.utils.dbserialize import to_pickle
 
 from evennia_ai.npc.state_keys import StateKey
 from evennia_ai.tools.arguments import validate_value
-from evennia_ai.utils import iso_utc, one_line, plain
+from evennia_ai.utils import iso_utc, log_prefix, one_line, plain
 
 CATEGORY = "ai"
 QUARANTINE_CATEGORY = "ai_quarantine"
@@ -174,7 +174,7 @@ class AttributeState:
         )
         self.obj.attributes.remove(key, category=CATEGORY)
         logger.log_warn(
-            f"evennia_ai [{self.obj.key}{getattr(self.obj, 'dbref', '')}]: stored '{key}' kept "
+            f"{log_prefix(self.obj)}: stored '{key}' kept "
             f"aside and replaced by its default: {one_line(problem, 200)} "
             f"(see it with aistatus; put it back with aistatus/restore)"
         )

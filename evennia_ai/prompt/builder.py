@@ -29,6 +29,7 @@ from evennia_ai.prompt.fitting import fit_to_window
 from evennia_ai.prompt.tasks import TaskBuilder
 from evennia_ai.prompt.templates import extract_placeholders
 from evennia_ai.prompt_registry import get_prompt_registry
+from evennia_ai.utils import log_prefix
 
 # placeholder name -> the function that fills it (see register_source)
 _SOURCES: dict[str, Callable[["ContextBuilder"], Any]] = {}
@@ -227,7 +228,9 @@ class ContextBuilder:
                     values[name] = value if value is not None else ""
                 else:
                     message = value.getErrorMessage()
-                    logger.log_err(f"evennia_ai: context source '{name}' failed: {message}")
+                    logger.log_err(
+                        f"{log_prefix(self.npc)}: context source '{name}' failed: {message}"
+                    )
                     values[name] = ""
                     if name in OPERATOR_SOURCES:
                         self.blocked.append(f"{name}: {message}")

@@ -20,7 +20,7 @@ from twisted.internet import reactor
 
 from evennia_ai.memory import longterm
 from evennia_ai.prompt.builder import register_source
-from evennia_ai.utils import fence_section
+from evennia_ai.utils import fence_section, log_prefix
 
 SEARCH_TIMEOUT = 5.0  # seconds a tick waits for its memory search
 HEADER = "## Things you remember"
@@ -75,7 +75,7 @@ def semantic_memories(builder):
 
     def failed(failure):
         logger.log_err(
-            f"evennia_ai: recalling memories for {builder.npc.key} failed or was slow: "
+            f"{log_prefix(builder.npc)}: recalling memories failed or was slow: "
             f"{failure.getErrorMessage()}"
         )
         return ""

@@ -20,6 +20,10 @@ password, as Evennia's API allows by default.
 ``GET  contexts/``                                      component order of each context type
 =====================================================  ========================================
 
+Every URL ends with a slash; the same URL without it redirects there (308, so a POST stays a
+POST). Errors are JSON too: ``{"detail": "..."}`` with the status (404 for an unknown URL or
+object, 500, logged, for a failure of ours).
+
 Example::
 
     curl -u admin:password http://localhost:4001/ai/api/npcs/
@@ -27,9 +31,13 @@ Example::
 
 from __future__ import annotations
 
+from django.http import HttpResponsePermanentRedirect, JsonResponse
+from django.urls import Resolver404, resolve
+from evennia.utils import logger
 from rest_framework import exceptions, renderers, routers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
+from rest_framework.views import exception_handler
 
 from evennia_ai.tools.approvals import ConfirmationError
 from evennia_ai.web import data
@@ -50,11 +58,44 @@ class AIBrowsableAPIRenderer(renderers.BrowsableAPIRenderer):
 RENDERERS = [renderers.JSONRenderer, AIBrowsableAPIRenderer]
 
 
+def api_exception_handler(exc, context):
+    """DRF's handler, and a JSON 500 (logged with its traceback) for any other exception."""
+    response = exception_handler(exc, context)
+    if response is None:
+        logger.log_trace(f"evennia_ai: the JSON API failed on {context['request'].path}")
+        response = Response(
+            {"detail": "Internal error; the server log has the details."},
+            status=status.HTTP_500_INTERNAL_SERVER_ERROR,
+        )
+    return response
+
+
+def api_fallback(request, path: str = ""):
+    """What no API route matched: the URL with its slash added (308), else a JSON 404."""
+    if not request.path_info.endswith("/"):
+        try:
+            routed = resolve(request.path_info + "/").func is not api_fallback
+        except Resolver404:
+            routed = False
+        if routed:
+            query = request.META.get("QUERY_STRING", "")
+            response = HttpResponsePermanentRedirect(
+                request.path + "/" + (f"?{query}" if query else "")
+            )
+            response.status_code = 308  # keeps the method and body (a POST stays a POST)
+            return response
+    return JsonResponse({"detail": "Not found."}, status=404)
+
+
 class AIViewSetMixin:
-    """Staff permission for every action (see :mod:`evennia_ai.web.permissions`)."""
+    """Staff permission for every action (see :mod:`evennia_ai.web.permissions`); errors as
+    JSON."""
 
     permission_classes = [AIStaffPermission]
     renderer_classes = RENDERERS
+
+    def get_exception_handler(self):
+        return api_exception_handler
 
 
 def _npc(pk):
@@ -150,11 +191,8 @@ class ContextViewSet(AIViewSetMixin, viewsets.ViewSet):
         return Response(data.context_orders())
 
 
-class AIAPIRootView(routers.APIRootView):
+class AIAPIRootView(AIViewSetMixin, routers.APIRootView):
     """The API's index (staff only, like the rest)."""
-
-    permission_classes = [AIStaffPermission]
-    renderer_classes = RENDERERS
 
 
 class AIRouter(routers.DefaultRouter):
@@ -162,7 +200,7 @@ class AIRouter(routers.DefaultRouter):
 
 
 router = AIRouter()
-router.trailing_slash = "/?"
+router.trailing_slash = "/"  # the URL without it redirects (api_fallback)
 router.register(r"npcs", NPCViewSet, basename="npc")
 router.register(r"confirmations", ConfirmationViewSet, basename="confirmation")
 router.register(r"contexts", ContextViewSet, basename="context")

@@ -1,9 +1,9 @@
 """URLs of the staff dashboard; mount with ``path("ai/", include("evennia_ai.web.urls"))``."""
 
-from django.urls import include, path
+from django.urls import include, path, re_path
 
 from evennia_ai.web import views
-from evennia_ai.web.api import router
+from evennia_ai.web.api import api_fallback, router
 
 app_name = "evennia_ai"
 
@@ -21,4 +21,6 @@ urlpatterns = [
         name="confirmation-decide",
     ),
     path("api/", include((router.urls, "api"), namespace="api")),
+    # after every API route: a missing slash redirects, anything else is a JSON 404
+    re_path(r"^api/(?P<path>.*)$", api_fallback, name="api-fallback"),
 ]

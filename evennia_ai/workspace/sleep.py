@@ -15,6 +15,9 @@ from evennia_ai import conf
 from evennia_ai.utils import iso_utc
 
 SLEEP_PHASES = ("sleep_consolidate", "pre_compaction")
+# What a sleep remembers across falling asleep and waking: the next consolidation takes the
+# journal entries written since the last one.
+KEPT_ACROSS_SLEEPS = ("last_consolidated",)
 
 
 def in_sleep_window(schedule, now: datetime | None = None) -> bool:
@@ -40,6 +43,7 @@ def go_to_sleep(npc, reason: str, until: str | None = None) -> None:
     npc.ai.set(
         "sleep",
         {
+            **_kept(npc.ai.sleep),
             "asleep": True,
             "since": iso_utc(),
             "reason": reason,
@@ -55,6 +59,7 @@ def wake_up(npc, reason: str = "woken") -> None:
     npc.ai.set(
         "sleep",
         {
+            **_kept(sleep),
             "asleep": False,
             "since": None,
             "reason": reason,
@@ -66,3 +71,8 @@ def wake_up(npc, reason: str = "woken") -> None:
             ),
         },
     )
+
+
+def _kept(sleep) -> dict:
+    """The values of ``sleep`` that outlive one sleep (:data:`KEPT_ACROSS_SLEEPS`)."""
+    return {key: sleep[key] for key in KEPT_ACROSS_SLEEPS if (sleep or {}).get(key)}
