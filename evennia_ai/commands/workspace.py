@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Iterable
 
-from evennia_ai.commands.base import CommandError, SwitchedCommand, parse_switch
+from evennia_ai.commands.base import CommandError, SwitchedCommand, parse_switch, partition_bar
 from evennia_ai.workspace import behaviour_rules as rules_mod
 from evennia_ai.workspace import goals as goals_mod
 from evennia_ai.workspace import journal as journal_mod
@@ -96,8 +96,8 @@ class CmdAIGoal(SwitchedCommand):
 
     Usage:
       aigoal <npc>
-      aigoal/add <npc> = <description> [under <goal id>] [priority <high|medium|low>]
-                         [audience <yes|no>]
+      aigoal/add <npc> = <description> [under <goal id>] [priority <high||medium||low>]
+                         [audience <yes||no>]
       aigoal/update <npc> = <goal id> <field>=<value> [<field>=<value> ...]
       aigoal/decompose <npc> = <goal id>: <subtask>; <subtask>; <subtask>[; ...]
       aigoal/prune <npc>
@@ -208,14 +208,14 @@ class CmdAIProject(SwitchedCommand):
     Usage:
       aiproject <npc>
       aiproject/show <npc> = <project>
-      aiproject/create <npc> = <project>: <summary> [| <context>]
+      aiproject/create <npc> = <project>: <summary> [|| <context>]
       aiproject/activate <npc> = <project>
       aiproject/update <npc> = <field>=<value> [<field>=<value> ...]
       aiproject/complete <npc>
 
     Switches:
       show     - show one project in full (summary, status, context).
-      create   - create a paused project; text after '|' is its starting context.
+      create   - create a paused project; text after '||' is its starting context.
       activate - make a project the active one (the current one is paused).
       update   - change the ACTIVE project's summary, context or status
                  (active, paused, completed).
@@ -225,7 +225,7 @@ class CmdAIProject(SwitchedCommand):
 
     Examples:
       aiproject Innkeeper
-      aiproject/create Innkeeper = build_tavern: Build a tavern | Need timber and nails.
+      aiproject/create Innkeeper = build_tavern: Build a tavern || Need timber and nails.
       aiproject/activate Innkeeper = build_tavern
       aiproject/update Innkeeper = context=Walls are up; roof next.
       aiproject/complete Innkeeper
@@ -268,7 +268,7 @@ class CmdAIProject(SwitchedCommand):
         key, sep, rest = text.partition(":")
         if not sep:
             raise CommandError("Give the project key, a colon, then its summary.")
-        summary, _, context = rest.partition("|")
+        summary, _, context = partition_bar(rest)
         op = apply_character(
             npc,
             "projects",
@@ -311,8 +311,8 @@ class CmdAISession(SwitchedCommand):
 
     Usage:
       aisession <npc>
-      aisession/set <npc> = <fact|pattern|task>=<text>
-      aisession/clear <npc> [= <facts|patterns|tasks>]
+      aisession/set <npc> = <fact||pattern||task>=<text>
+      aisession/clear <npc> [= <facts||patterns||tasks>]
       aisession/compact <npc>
 
     Switches:
@@ -344,7 +344,7 @@ class CmdAISession(SwitchedCommand):
         npc, text = self.npc_and_rhs("<kind>=<text>")
         kind, sep, content = text.partition("=")
         if not sep:
-            raise CommandError("Give <fact|pattern|task>=<text>.")
+            raise CommandError("Give <fact||pattern||task>=<text>.")
         section = session_section(kind)
         names = [npc.key] + list(npc.aliases.all())
         op = apply_character(
