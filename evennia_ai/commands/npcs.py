@@ -6,11 +6,14 @@ import unicodedata
 
 from evennia.utils.ansi import raw
 
+from evennia_ai import conf
 from evennia_ai.commands.base import AICommand, CommandError
 from evennia_ai.engine.trace import TickTrace
 from evennia_ai.llm import tokens
 from evennia_ai.npc import spending
 from evennia_ai.npc.lookup import all_ai_npcs
+from evennia_ai.npc.setting_sources import SettingOrigin, model_origin, setting_sources
+from evennia_ai.npc.spending import FROM_NPC
 from evennia_ai.typeclasses import AIAssistantCharacter
 from evennia_ai.utils import truncate
 
@@ -256,6 +259,28 @@ class CmdAINpc(AICommand):
 
 
 # -- aistatus -----------------------------------------------------------------------------------
+REBOOT_NOTE = "a change applies after evennia reboot, not reload"
+
+
+def origin_value(origin: SettingOrigin) -> str:
+    """The value of ``origin`` as shown: limits as numbers or money, ``none`` when unset."""
+    if origin.label.startswith("cost"):
+        return _limit(origin.value, money=True)
+    if origin.label.startswith("tokens"):
+        return _limit(origin.value)
+    return raw(str(origin.value)) if origin.value not in (None, "") else "none"
+
+
+def origin_text(origin: SettingOrigin) -> str:
+    """Where ``origin`` comes from, e.g. ``environment (EVENNIA_AI_MODEL; a change ...)``."""
+    if origin.source == FROM_NPC and origin.name in conf.SETTINGS:
+        return f"this NPC's own budget (tighter than {origin.name})"
+    if origin.source == FROM_NPC:
+        return f"this NPC's own (set with {origin.name})"
+    note = f"; {REBOOT_NOTE}" if origin.from_environment else ""
+    return f"{origin.source} ({origin.name}{note})"
+
+
 class CmdAIStatus(AICommand):
     """
     Show the status of one AI NPC, or a summary of them all.
@@ -266,10 +291,13 @@ class CmdAIStatus(AICommand):
       aistatus/restore <npc> = <key>
       aistatus/discard <npc> = <key>
 
-    Without an argument: one line per AI NPC and the server's token and cost
-    totals. With an NPC: whether it is enabled or paused, its model, tokens and
-    cost (today and in total), budget state and limits, its last ticks, recent
-    errors, sleep state and event queue.
+    Without an argument: one line per AI NPC, the server's default model and the
+    token and cost totals. With an NPC: whether it is enabled or paused, its model,
+    tokens and cost (today and in total), budget state and limits, its last ticks,
+    recent errors, sleep state and event queue, and where each setting it uses
+    comes from: the NPC's own value, the environment, the settings file or the
+    default. A changed environment variable applies after evennia reboot (a
+    reload keeps the environment the server started with).
 
     A stored value that does not have the shape its key needs (an old layout,
     a hand edit) is kept aside and the NPC goes on with the key's default; the
@@ -336,6 +364,8 @@ class CmdAIStatus(AICommand):
                 lines.append(f"    |ywarning|n: {raw(warning)}")
         if not npcs:
             lines.append("  (none)")
+        model = model_origin(None)
+        lines.append(f"|wDefault model|n: {origin_value(model)} - {origin_text(model)}")
         totals = spending.server_totals()
         today = totals["today"]
         lines.append(
@@ -391,6 +421,9 @@ class CmdAIStatus(AICommand):
                 f"value {raw(truncate(repr(kept.get('value')), 120))} "
                 f"(aistatus/restore or /discard {npc.key} = {key})"
             )
+        lines.append("  settings in use (value - where it comes from):")
+        for origin in setting_sources(npc):
+            lines.append(f"    {origin.label}: {origin_value(origin)} - {origin_text(origin)}")
         traces = [TickTrace.from_dict(t) for t in npc.ai.traces(last=5)]
         if traces:
             lines.append("  last ticks:")
