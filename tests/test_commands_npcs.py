@@ -9,7 +9,11 @@ from support.commands import AICommandTestBase
 from evennia_ai import conf
 from evennia_ai.commands.cmdset import AIAdminCmdSet
 from evennia_ai.commands.npcs import COMMANDS, CmdAINpc, CmdAIStatus
+from evennia_ai.engine.tick import count_error
+from evennia_ai.npc.handler import describe_last_error
 from evennia_ai.npc.lookup import all_ai_npcs
+from evennia_ai.utils import parse_iso
+from evennia_ai.web import data as web_data
 
 
 class NpcCommandTest(AICommandTestBase):
@@ -137,8 +141,8 @@ class TestAIStatus(NpcCommandTest):
             "sleep: awake",
             "queue: 0 pending",
             "#3 2026-01-01T10:00:00 tick_event error",
-            "recent errors",
-            "model down",
+            "errors in the last ticks:\n    #3 2026-01-01T10:00:00: model down",
+            "last error: model down (past: later ticks succeeded)",
         ):
             assert part in out, part
 
@@ -229,3 +233,50 @@ def test_conf_lookup_names_the_source():
         with mock.patch.dict(os.environ, {"EVENNIA_AI_TIMEOUT": ""}):
             assert conf.lookup("EVENNIA_AI_TIMEOUT") == (12.0, conf.FROM_SETTINGS)
     assert conf.lookup("EVENNIA_AI_TRACE_RING_SIZE") == (50, conf.FROM_DEFAULT)
+
+
+class TestLastError(NpcCommandTest):
+    """The last error is shown with its tick and time, and as past once a later tick succeeded."""
+
+    def fail_tick(self, tick: int, error: str = "model call failed: openai/x: could not connect"):
+        self.npc.ai.update("metrics", lambda m: (count_error(m, error, tick), m)[1])
+
+    def succeed_tick(self):
+        self.npc.ai.update("metrics", lambda m: {**m, "consecutive_errors": 0})
+
+    def test_current_then_past(self):
+        self.fail_tick(7)
+        status = self.npc.ai.status()
+        assert status["last_error_current"] and status["last_error_tick"] == 7
+        assert parse_iso(status["last_error_time"]) is not None
+        shown = describe_last_error(status)
+        assert (
+            shown
+            == f"tick 7, {status['last_error_time']}: model call failed: openai/x: could not connect"
+        )
+        out = self.call(CmdAIStatus(), "Innkeeper", noansi=False)
+        assert "last error: \x1b[1m\x1b[31mtick 7," in out  # red while it lasts
+        listing = self.call(CmdAINpc(), "/list")
+        assert f"failing: Innkeeper: {shown}" in listing
+
+        self.succeed_tick()
+        status = self.npc.ai.status()
+        assert not status["last_error_current"]
+        out = self.call(CmdAIStatus(), "Innkeeper")
+        assert f"last error: {shown} (past: later ticks succeeded)" in out
+        assert "failing" not in self.call(CmdAINpc(), "/list")  # hidden once past
+
+    def test_dashboard_data(self):
+        self.fail_tick(3, "model call failed: openai/x: server error (HTTP 500): down")
+        row = web_data.npc_summary(self.npc)
+        assert row["last_error_current"] is True and row["last_error_tick"] == 3
+        assert row["last_error_text"].startswith("tick 3, ")
+        self.succeed_tick()
+        row = web_data.npc_summary(self.npc)
+        assert row["last_error_current"] is False
+        assert row["last_error_text"].endswith("(past: later ticks succeeded)")
+
+    def test_never_failed(self):
+        status = self.npc.ai.status()
+        assert describe_last_error(status) == "" and status["last_error_current"] is False
+        assert "last error" not in self.call(CmdAIStatus(), "Innkeeper")

@@ -11,6 +11,7 @@ from evennia_ai.commands.base import AICommand, CommandError
 from evennia_ai.engine.trace import TickTrace
 from evennia_ai.llm import tokens
 from evennia_ai.npc import spending
+from evennia_ai.npc.handler import describe_last_error
 from evennia_ai.npc.lookup import all_ai_npcs
 from evennia_ai.npc.setting_sources import SettingOrigin, model_origin, setting_sources
 from evennia_ai.npc.spending import FROM_NPC
@@ -117,6 +118,7 @@ class CmdAINpc(AICommand):
             "NPC", "Location", "Model", "State", "Queued", "Tokens today", "Budget"
         )
         warnings: list[str] = []
+        failing: list[str] = []
         for npc in npcs:
             status = npc.ai.status()
             table.add_row(
@@ -129,9 +131,13 @@ class CmdAINpc(AICommand):
                 status["budget_state"],
             )
             warnings += [f"{npc.key}: {w}" for w in status["warnings"]]
+            if status["last_error_current"]:
+                failing.append(f"{npc.key}: {describe_last_error(status)}")
         text = f"AI NPCs ({len(npcs)}):\n{table}"
         if warnings:
             text += "\n" + "\n".join(f"|ywarning|n: {raw(w)}" for w in warnings)
+        if failing:
+            text += "\n" + "\n".join(f"|rfailing|n: {raw(line)}" for line in failing)
         self.msg(text)
 
     # -- creation and deletion -----------------------------------------------------------------
@@ -433,13 +439,17 @@ class CmdAIStatus(AICommand):
                     f"{trace.stop_reason or '-'} "
                     f"{trace.prompt_tokens + trace.completion_tokens:,} tokens"
                 )
+        last_error = describe_last_error(status)
+        if last_error:
+            colour = "|r" if status["last_error_current"] else ""
+            lines.append(f"  last error: {colour}{raw(last_error)}|n")
         errors = [t for t in traces if t.error]
-        if status["last_error"] or errors:
-            lines.append("  recent errors:")
-            if status["last_error"]:
-                lines.append(f"    last: {str(status['last_error'])[:300]}")
+        if errors:
+            lines.append("  errors in the last ticks:")
             for trace in errors[-3:]:
-                lines.append(f"    tick #{trace.tick_id}: {str(trace.error)[:300]}")
+                lines.append(
+                    f"    #{trace.tick_id} {trace.started[:19]}: {raw(str(trace.error)[:300])}"
+                )
         return "\n".join(lines)
 
 

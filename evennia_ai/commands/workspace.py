@@ -25,6 +25,21 @@ DEFAULT_JOURNAL_COUNT = 10
 
 
 # -- shared helpers (also used by evennia_ai.commands.memory) -------------------------------------
+# The workspace's messages are written for the NPC's model and name its tools; an operator reads
+# them with the command that does the same.
+TOOL_COMMANDS = {
+    "create_project": "aiproject/create",
+    "swap_project": "aiproject/activate",
+    "update_project": "aiproject/update",
+}
+_TOOL_NAMES = re.compile(r"\b(" + "|".join(TOOL_COMMANDS) + r")\b")
+
+
+def for_operator(text: str) -> str:
+    """``text`` with the NPC's tool names replaced by the admin commands doing the same."""
+    return _TOOL_NAMES.sub(lambda match: TOOL_COMMANDS[match.group(1)], text)
+
+
 def checked(op) -> Any:
     """``op`` when it succeeded, else a :class:`CommandError` with its message and suggestion."""
     if op.success:
@@ -32,7 +47,7 @@ def checked(op) -> Any:
     text = op.message
     if getattr(op, "suggestion", None):
         text += f" {op.suggestion}"
-    raise CommandError(text)
+    raise CommandError(for_operator(text))
 
 
 def apply_character(npc, key: str, change: Callable[[Any], tuple[Any, Any]]):
