@@ -710,7 +710,7 @@ class PromptRegistry(DefaultScript):
             COMPONENT_EDITABLE,
             what,
             (
-                " Use move_component() to change its position."
+                f" Move it with aiprompt/move {cid} = <static id>."
                 if {"id", "after_static"} & set(fields)
                 else ""
             ),
