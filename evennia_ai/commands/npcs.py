@@ -266,14 +266,14 @@ class CmdAINpc(AICommand):
 
 # -- aistatus -----------------------------------------------------------------------------------
 REBOOT_NOTE = "a change applies after evennia reboot, not reload"
+# The daily limit settings, and whether each is money (cost) rather than tokens.
+MONEY_LIMITS = {name: kind is float for name, _, kind in spending.LIMITS.values()}
 
 
 def origin_value(origin: SettingOrigin) -> str:
     """The value of ``origin`` as shown: limits as numbers or money, ``none`` when unset."""
-    if origin.label.startswith("cost"):
-        return _limit(origin.value, money=True)
-    if origin.label.startswith("tokens"):
-        return _limit(origin.value)
+    if origin.name in MONEY_LIMITS:
+        return _limit(origin.value, money=MONEY_LIMITS[origin.name])
     return raw(str(origin.value)) if origin.value not in (None, "") else "none"
 
 
