@@ -456,15 +456,24 @@ def _from_env(setting: Setting, raw: str) -> Any:
     return raw
 
 
-def get(name: str) -> Any:
-    """Return the current value of a setting.
+# Where a setting's value comes from (see :func:`lookup`).
+FROM_ENVIRONMENT = "environment"
+FROM_SETTINGS = "settings file"
+FROM_DEFAULT = "default"
+
+
+def lookup(name: str) -> tuple[Any, str]:
+    """The current value of a setting and where it comes from.
 
     Args:
         name: An ``EVENNIA_AI_*`` name from :data:`SETTINGS`.
 
     Returns:
-        The environment value (for ``env`` settings, when set and non-empty), else the game's
-        ``settings.py`` value, else the documented default.
+        ``(value, source)``: the environment value (for ``env`` settings, when set and
+        non-empty) with :data:`FROM_ENVIRONMENT`, else the game's ``settings.py`` value with
+        :data:`FROM_SETTINGS`, else the documented default with :data:`FROM_DEFAULT`. The
+        environment is the server process's own: ``evennia reload`` keeps it, only
+        ``evennia reboot`` (or a stop and start) reads it again.
 
     Raises:
         KeyError: If ``name`` is not a known setting.
@@ -473,14 +482,23 @@ def get(name: str) -> Any:
     if setting.env:
         raw = os.environ.get(name)
         if raw not in (None, ""):
-            return _from_env(setting, raw)
+            return _from_env(setting, raw), FROM_ENVIRONMENT
     # Django's settings are read only when Django is already loaded: settings cannot have been
     # configured otherwise, and this keeps the pure modules that read settings free of Django.
     django_conf = sys.modules.get("django.conf")
     settings = getattr(django_conf, "settings", None)
-    if settings is not None and settings.configured:
-        return getattr(settings, name, setting.default)
-    return setting.default
+    if settings is not None and settings.configured and hasattr(settings, name):
+        return getattr(settings, name), FROM_SETTINGS
+    return setting.default, FROM_DEFAULT
+
+
+def get(name: str) -> Any:
+    """Return the current value of a setting (see :func:`lookup` for the order).
+
+    Raises:
+        KeyError: If ``name`` is not a known setting.
+    """
+    return lookup(name)[0]
 
 
 def render_settings_markdown() -> str:
@@ -490,7 +508,11 @@ def render_settings_markdown() -> str:
         "",
         "Every setting is optional. Put it in your game's `server/conf/settings.py`; values are",
         "read at call time. Settings marked *env* may also be set in the process environment,",
-        "which wins over `settings.py`. This file is generated from `evennia_ai/conf.py` by",
+        "which wins over `settings.py`. The server keeps the environment it was started with:",
+        "after changing an `EVENNIA_AI_*` variable run `evennia reboot` (`evennia reload` keeps",
+        "the old value). `aistatus <npc>` shows where the model, api base, memory and budget",
+        "settings of an NPC come from (its own value, the environment, the settings file or the",
+        "default). This file is generated from `evennia_ai/conf.py` by",
         "`scripts/gen_config_docs.py` (a test keeps them in step).",
         "",
         "| setting | default | env | meaning |",

@@ -526,7 +526,7 @@ class PromptRegistry(DefaultScript):
         if isinstance(key, str) and key in builtin_template_keys():
             raise PromptRegistryError(
                 f"Template '{key}' is built in and cannot be {action}; "
-                f"clone it (clone_template('{key}', 'my_{key}')) and edit the clone."
+                f"clone it (aitemplate/clone {key} = my_{key}) and edit the clone."
             )
         record = templates.get(key) if isinstance(key, str) else None
         if record is None:
@@ -710,7 +710,7 @@ class PromptRegistry(DefaultScript):
             COMPONENT_EDITABLE,
             what,
             (
-                " Use move_component() to change its position."
+                f" Move it with aiprompt/move {cid} = <static id>."
                 if {"id", "after_static"} & set(fields)
                 else ""
             ),
@@ -784,7 +784,7 @@ class PromptRegistry(DefaultScript):
         if is_static_id(cid):
             raise PromptRegistryError(
                 f"Component {cid} is static and cannot be deleted; "
-                "disable it with update_component(id, enabled=False)."
+                f"disable it instead (aiprompt/disable {cid})."
             )
         del components[cid]
         self._write("components", components)

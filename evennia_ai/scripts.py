@@ -24,7 +24,7 @@ from twisted.internet import defer
 
 from evennia_ai import conf
 from evennia_ai.engine import scheduler
-from evennia_ai.engine.tick import TickRunner
+from evennia_ai.engine.tick import TickRunner, count_error
 from evennia_ai.memory import events as ev
 from evennia_ai.npc.handler import SCRIPT_KEY
 from evennia_ai.npc.state import AttributeState
@@ -131,9 +131,7 @@ class AssistantScript(DefaultScript):
             if npc is not None and npc.pk:
 
                 def count(metrics):
-                    metrics["errors"] = metrics.get("errors", 0) + 1
-                    metrics["consecutive_errors"] = metrics.get("consecutive_errors", 0) + 1
-                    metrics["last_error"] = failure.getErrorMessage()[:500]
+                    count_error(metrics, failure.getErrorMessage(), self.tick_count)
                     return metrics
 
                 npc.ai.update("metrics", count)

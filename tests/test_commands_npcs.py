@@ -1,10 +1,19 @@
 """The ainpc and aistatus admin commands."""
 
+import os
+from unittest import mock
+
+from django.test import override_settings
 from support.commands import AICommandTestBase
 
+from evennia_ai import conf
 from evennia_ai.commands.cmdset import AIAdminCmdSet
 from evennia_ai.commands.npcs import COMMANDS, CmdAINpc, CmdAIStatus
+from evennia_ai.engine.tick import count_error
+from evennia_ai.npc.handler import describe_last_error
 from evennia_ai.npc.lookup import all_ai_npcs
+from evennia_ai.utils import parse_iso
+from evennia_ai.web import data as web_data
 
 
 class NpcCommandTest(AICommandTestBase):
@@ -140,10 +149,142 @@ class TestAIStatus(NpcCommandTest):
             "sleep: awake",
             "queue: 0 pending",
             "#3 2026-01-01T10:00:00 tick_event error",
-            "recent errors",
-            "model down",
+            "errors in the last ticks:\n    #3 2026-01-01T10:00:00: model down",
+            "last error: model down (past: later ticks succeeded)",
         ):
             assert part in out, part
 
     def test_bad_npc(self):
         self.call(CmdAIStatus(), "Nobody", "No AI NPC called 'Nobody'")
+
+
+class TestSettingSources(NpcCommandTest):
+    """``aistatus <npc>`` says where each setting the NPC uses comes from."""
+
+    def settings_lines(self, npc="Innkeeper") -> dict[str, str]:
+        out = self.call(CmdAIStatus(), npc)
+        block = out.split("settings in use (value - where it comes from):\n", 1)[1]
+        lines = {}
+        for line in block.splitlines():
+            if not line.startswith("    "):
+                break
+            label, _, rest = line.strip().partition(": ")
+            lines[label] = rest
+        return lines
+
+    def test_defaults(self):
+        with override_settings(), mock.patch.dict(os.environ, clear=False) as env:
+            for name in ("EVENNIA_AI_MODEL", "EVENNIA_AI_API_BASE", "EVENNIA_AI_API_KEY"):
+                env.pop(name, None)
+            lines = self.settings_lines()
+        assert "memory" in lines and "api base" not in lines  # offline model: no endpoint
+        assert lines["tokens a day (this NPC)"] == (
+            "none - default (EVENNIA_AI_DAILY_TOKEN_BUDGET_PER_NPC)"
+        )
+
+    def test_environment_settings_file_and_npc(self):
+        self.npc.ai.set_model("openai/npc-model")
+        self.npc.ai.set("budget", {"tokens": 500})
+        env = {"EVENNIA_AI_API_BASE": "http://127.0.0.1:9/v1", "EVENNIA_AI_API_KEY": "sk-secret"}
+        with (
+            override_settings(
+                EVENNIA_AI_DAILY_TOKEN_BUDGET_PER_NPC=1000, EVENNIA_AI_DAILY_COST_BUDGET_SERVER=2.5
+            ),
+            mock.patch.dict(os.environ, env),
+        ):
+            lines = self.settings_lines()
+        assert lines["model"] == "openai/npc-model - this NPC's own (set with ainpc/model)"
+        assert lines["api base"] == (
+            "http://127.0.0.1:9/v1 - environment (EVENNIA_AI_API_BASE; a change applies after "
+            "evennia reboot, not reload)"
+        )
+        assert lines["api key"].startswith("set - environment (EVENNIA_AI_API_KEY;")
+        assert "sk-secret" not in str(lines)
+        assert lines["tokens a day (this NPC)"] == (
+            "500 - this NPC's own budget (tighter than EVENNIA_AI_DAILY_TOKEN_BUDGET_PER_NPC)"
+        )
+        assert lines["cost a day (server)"] == (
+            "$2.5000 - settings file (EVENNIA_AI_DAILY_COST_BUDGET_SERVER)"
+        )
+
+    def test_per_model_settings_and_wider_npc_budget(self):
+        self.npc.ai.set_model("openai/npc-model")
+        self.npc.ai.set("budget", {"tokens": 5000})  # an override never widens a limit
+        models = {"openai/npc-model": {"api_base": "http://10.0.0.1/v1"}}
+        with (
+            override_settings(
+                EVENNIA_AI_MODEL_SETTINGS=models, EVENNIA_AI_DAILY_TOKEN_BUDGET_PER_NPC=1000
+            ),
+            mock.patch.dict(os.environ, {"EVENNIA_AI_API_BASE": "http://ignored/v1"}),
+        ):
+            lines = self.settings_lines()
+        assert lines["api base"] == (
+            "http://10.0.0.1/v1 - settings file (EVENNIA_AI_MODEL_SETTINGS['openai/npc-model'])"
+        )
+        assert lines["tokens a day (this NPC)"] == (
+            "1,000 - settings file (EVENNIA_AI_DAILY_TOKEN_BUDGET_PER_NPC)"
+        )
+
+    def test_server_summary_names_the_default_models_source(self):
+        with mock.patch.dict(os.environ, {"EVENNIA_AI_MODEL": "ollama/llama3"}):
+            out = self.call(CmdAIStatus(), "")
+        assert (
+            "Default model: ollama/llama3 - environment (EVENNIA_AI_MODEL; a change applies "
+            "after evennia reboot, not reload)"
+        ) in out
+
+
+def test_conf_lookup_names_the_source():
+    with override_settings(EVENNIA_AI_TIMEOUT=12.0):
+        with mock.patch.dict(os.environ, {"EVENNIA_AI_TIMEOUT": "7"}):
+            assert conf.lookup("EVENNIA_AI_TIMEOUT") == (7.0, conf.FROM_ENVIRONMENT)
+        with mock.patch.dict(os.environ, {"EVENNIA_AI_TIMEOUT": ""}):
+            assert conf.lookup("EVENNIA_AI_TIMEOUT") == (12.0, conf.FROM_SETTINGS)
+    assert conf.lookup("EVENNIA_AI_TRACE_RING_SIZE") == (50, conf.FROM_DEFAULT)
+
+
+class TestLastError(NpcCommandTest):
+    """The last error is shown with its tick and time, and as past once a later tick succeeded."""
+
+    def fail_tick(self, tick: int, error: str = "model call failed: openai/x: could not connect"):
+        self.npc.ai.update("metrics", lambda m: (count_error(m, error, tick), m)[1])
+
+    def succeed_tick(self):
+        self.npc.ai.update("metrics", lambda m: {**m, "consecutive_errors": 0})
+
+    def test_current_then_past(self):
+        self.fail_tick(7)
+        status = self.npc.ai.status()
+        assert status["last_error_current"] and status["last_error_tick"] == 7
+        assert parse_iso(status["last_error_time"]) is not None
+        shown = describe_last_error(status)
+        assert (
+            shown
+            == f"tick 7, {status['last_error_time']}: model call failed: openai/x: could not connect"
+        )
+        out = self.call(CmdAIStatus(), "Innkeeper", noansi=False)
+        assert "last error: \x1b[1m\x1b[31mtick 7," in out  # red while it lasts
+        listing = self.call(CmdAINpc(), "/list")
+        assert f"failing: Innkeeper: {shown}" in listing
+
+        self.succeed_tick()
+        status = self.npc.ai.status()
+        assert not status["last_error_current"]
+        out = self.call(CmdAIStatus(), "Innkeeper")
+        assert f"last error: {shown} (past: later ticks succeeded)" in out
+        assert "failing" not in self.call(CmdAINpc(), "/list")  # hidden once past
+
+    def test_dashboard_data(self):
+        self.fail_tick(3, "model call failed: openai/x: server error (HTTP 500): down")
+        row = web_data.npc_summary(self.npc)
+        assert row["last_error_current"] is True and row["last_error_tick"] == 3
+        assert row["last_error_text"].startswith("tick 3, ")
+        self.succeed_tick()
+        row = web_data.npc_summary(self.npc)
+        assert row["last_error_current"] is False
+        assert row["last_error_text"].endswith("(past: later ticks succeeded)")
+
+    def test_never_failed(self):
+        status = self.npc.ai.status()
+        assert describe_last_error(status) == "" and status["last_error_current"] is False
+        assert "last error" not in self.call(CmdAIStatus(), "Innkeeper")

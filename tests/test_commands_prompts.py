@@ -123,7 +123,11 @@ class TestAIPrompt(PromptCommandTest):
             '/add 1000 = {"name": "x", "content": "y", "role": "boss"}',
             "Component 'x': unknown role 'boss'",
         )
-        self.call(cmds.CmdAIPrompt(), "/delete 0", "Component 0 is static and cannot be deleted")
+        self.call(
+            cmds.CmdAIPrompt(),
+            "/delete 0",
+            "Component 0 is static and cannot be deleted; disable it instead (aiprompt/disable 0).",
+        )
         self.call(cmds.CmdAIPrompt(), "/move 0 = 1000", "Component 0 is static")
         self.call(cmds.CmdAIPrompt(), "/edit 999 = x", "No component '999'.")
         self.call(cmds.CmdAIPrompt(), "/edit 0", "Give the new content after '='.")
@@ -215,7 +219,8 @@ class TestAITemplate(PromptCommandTest):
         self.call(
             cmds.CmdAITemplate(),
             "/edit default = x",
-            "Template 'default' is built in and cannot be changed",
+            "Template 'default' is built in and cannot be changed; clone it "
+            "(aitemplate/clone default = my_default) and edit the clone.",
         )
         self.call(cmds.CmdAITemplate(), "/delete default", "Template 'default' is built in")
         self.call(cmds.CmdAITemplate(), "/create bad key = x", "Template key 'bad key' is invalid")

@@ -6,6 +6,7 @@ from support.commands import AICommandTestBase
 
 from evennia_ai.commands import workspace as cmds
 from evennia_ai.commands.cmdset import COMMAND_MODULES
+from evennia_ai.workspace import projects as projects_mod
 
 
 class WorkspaceCommandTest(AICommandTestBase):
@@ -120,6 +121,24 @@ class TestProjects(WorkspaceCommandTest):
     def test_usage_and_empty(self):
         self.call(cmds.CmdAIProject(), "", "Usage:\n  aiproject <npc>")
         self.call(cmds.CmdAIProject(), "Innkeeper", "Innkeeper has no projects.")
+
+    def test_failures_name_the_commands_not_the_tools(self):
+        # the workspace's messages name the NPC's tools (for its model); operators read commands
+        self.call(
+            cmds.CmdAIProject(),
+            "/update Innkeeper = context=x",
+            "No project is active; use aiproject/activate to pick one or aiproject/create to "
+            "start one.",
+        )
+        self.call(cmds.CmdAIProject(), "/create Innkeeper = inn: Run the inn", "Created project")
+        self.call(
+            cmds.CmdAIProject(),
+            "/create Innkeeper = inn: Again",
+            "A project 'inn' already exists; use aiproject/activate or aiproject/update, or pick "
+            "another key.",
+        )
+        _, op = projects_mod.create_project(self.npc.ai.projects, "inn", "Again")
+        assert "swap_project" in op.message  # what the model reads is unchanged
 
     def test_create_activate_update_show_complete(self):
         self.call(

@@ -501,6 +501,35 @@ def test_connection_refused_is_a_connection_error():
     assert not result.ok and result.error_kind == "connection" and result.attempts == 2
 
 
+@pytest.mark.parametrize("fault", ["malformed", "500", "refused"])
+def test_errors_name_no_internal_route(server, fault):
+    # openai/ models at an api_base go through litellm's hosted_vllm/ route: its exception
+    # label and route name must not reach the operator
+    if fault == "refused":
+        with ModelServer() as srv:
+            url = srv.url
+        client = make_client(server, api_base=url, max_retries=0)
+    else:
+        server.enqueue({"fault": fault})
+        client = make_client(server, max_retries=0)
+    with override_settings(EVENNIA_AI_OPENAI_SDK_ROUTE=False):
+        result = client.complete_sync(MESSAGES)
+    assert not result.ok and result.model == "openai/test-model"
+    assert "vllm" not in result.error.lower() and "Exception" not in result.error, result.error
+
+
+def test_route_labels_are_stripped_from_provider_errors():
+    class BadRequestError(Exception):
+        status_code = 400
+
+    err = BadRequestError(
+        "litellm.BadRequestError: Hosted_vllmException - model hosted_vllm/x is not served"
+    )
+    assert str(client_module.classify_exception(err)) == (
+        "request refused (HTTP 400): model hosted_vllm/x is not served"
+    )
+
+
 # -- fallbacks ---------------------------------------------------------------------------------
 def test_fallback_model_used_when_main_fails(server):
     server.enqueue({"fault": "500"}, {"fault": "500"}, {"text": "from the backup"})

@@ -477,7 +477,7 @@ class TestComponents(RegistryTestCase):
         self.rejected("nothing to update", reg.update_component, 0)
         self.rejected("is not a static component ID", reg.reset_static_component, 1)
         # pluggable: fixed fields, bad values, duplicate rename
-        self.rejected("move_component", reg.update_component, 1, after_static=1000)
+        self.rejected("aiprompt/move 1 = <static id>", reg.update_component, 1, after_static=1000)
         self.rejected("cannot set 'id'", reg.update_component, 1, id=2)
         self.rejected("cannot set 'bogus'", reg.update_component, 1, bogus=1)
         self.rejected("unknown role", reg.update_component, 1, role="x")

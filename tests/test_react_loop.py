@@ -276,7 +276,8 @@ def test_provider_faults_end_the_tick_cleanly(server, fault):
     out = run(server, [Say()])
     assert out.stop_reason == StopReason.ERROR
     assert out.trace.iterations[0].error
-    assert "model call failed" in out.trace.error
+    # the model as the operator configured it, then the provider's reason
+    assert out.trace.error.startswith("model call failed: openai/test-model: ")
 
 
 def test_timeout_ends_the_tick(server):

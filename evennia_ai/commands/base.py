@@ -66,6 +66,17 @@ def parse_switch(value: str, what: str, words: str = "on or off") -> bool:
     raise CommandError(f"{what} must be {words}, not {value!r}.")
 
 
+def partition_bar(text: str) -> tuple[str, str, str]:
+    """``text`` split at its ``|`` separator, like :meth:`str.partition`.
+
+    Help shows the separator as ``|``, which is what players type; ``||`` (how Evennia's markup
+    writes one ``|``, and what older help showed) works too. When ``||`` is present it is the
+    separator, so single ``|`` may then appear in either part. Without one: ``(text, "", "")``.
+    """
+    head, sep, tail = text.partition("||")
+    return (head, sep, tail) if sep else text.partition("|")
+
+
 class AICommand(COMMAND_DEFAULT_CLASS):
     """Base of the AI admin commands (help category ``AI``, Builder lock).
 

@@ -22,6 +22,7 @@ import importlib
 import inspect
 
 from evennia.commands.cmdset import CmdSet
+from evennia.utils.ansi import strip_ansi
 
 from evennia_ai.commands.page import CmdPage
 
@@ -42,6 +43,12 @@ def all_command_classes() -> list[type]:
         module = importlib.import_module(path)
         classes.extend(getattr(module, "COMMANDS", ()))
     return classes
+
+
+def help_text(command: type) -> str:
+    """The help of ``command`` as ``help <command>`` shows it: its docstring, dedented, with
+    Evennia's markup rendered as plain text (``||`` shows one ``|``)."""
+    return strip_ansi(inspect.cleandoc(command.__doc__ or "").strip())
 
 
 def render_commands_markdown() -> str:
@@ -65,7 +72,7 @@ def render_commands_markdown() -> str:
         aliases = ", ".join(f"`{alias}`" for alias in sorted(getattr(command, "aliases", []) or []))
         lines.append(f"| [`{command.key}`](#{command.key}) | {aliases} | `{command.locks}` |")
     for command in commands:
-        doc = inspect.cleandoc(command.__doc__ or "").strip()
+        doc = help_text(command)
         lines += ["", f"## {command.key}", "", "```", doc, "```"]
     return "\n".join(lines) + "\n"
 

@@ -64,19 +64,20 @@ class CmdAIBlock(SwitchedCommand):
     Usage:
       aiblock <npc>
       aiblock/show <npc> = <label>
-      aiblock/create <npc> = <label> | <json spec>
+      aiblock/create <npc> = <label>
+      aiblock/create <npc> = <json spec>
       aiblock/set <npc> = <label>[:<section>] <text or field=value>
       aiblock/append <npc> = <label>[:<section>] <text, item or field=item>
       aiblock/delitem <npc> = <label>[:<section>] <position or field>
-      aiblock/permission <npc> = <label> <ReadOnly|Partner|Human|Append|ReadWrite|Admin>
-      aiblock/type <npc> = <label> <Core|Working|Archival|Log>
+      aiblock/permission <npc> = <label> <ReadOnly||Partner||Human||Append||ReadWrite||Admin>
+      aiblock/type <npc> = <label> <Core||Working||Archival||Log>
       aiblock/describe <npc> = <label> <description>
       aiblock/pin <npc> = <label>
       aiblock/unpin <npc> = <label>
       aiblock/secret <npc> = <label>
       aiblock/unsecret <npc> = <label>
       aiblock/delete <npc> = <label>
-      aiblock/share <npc> = <label> to <other npc> [read|append]
+      aiblock/share <npc> = <label> to <other npc> [read||append]
       aiblock/unshare <npc> = <label> from <other npc>
       aiblock/archival <npc> [= <query>]
       aiblock/archdel <npc> = <entry id>
@@ -267,10 +268,10 @@ class CmdAIBlock(SwitchedCommand):
         self.msg(f"Deleted memory block '{label}' of {npc.key}.")
 
     def do_share(self):
-        npc, text = self.npc_and_rhs("<label> to <other npc> [read|append]")
+        npc, text = self.npc_and_rhs("<label> to <other npc> [read||append]")
         match = _SHARE.match(text)
         if not match:
-            raise CommandError("Give <label> to <other npc> [read|append].")
+            raise CommandError("Give <label> to <other npc> [read||append].")
         label, other_name, mode = match.groups()
         other = self.find_npc(other_name)
         block = block_admin.share_block(npc, label, other, (mode or "read").lower())
@@ -423,7 +424,7 @@ class CmdAILongTerm(SwitchedCommand):
 
     Usage:
       ailtm <npc> = <query>
-      ailtm/mode <npc> = <keyword|vector|hybrid|auto> <query>
+      ailtm/mode <npc> = <keyword||vector||hybrid||auto> <query>
       ailtm/list <npc> [= <count>]
       ailtm/delete <npc> = <memory id>
       ailtm/status

@@ -6,11 +6,15 @@ import unicodedata
 
 from evennia.utils.ansi import raw, strip_ansi
 
+from evennia_ai import conf
 from evennia_ai.commands.base import AICommand, CommandError
 from evennia_ai.engine.trace import TickTrace
 from evennia_ai.llm import tokens
 from evennia_ai.npc import spending
+from evennia_ai.npc.handler import describe_last_error
 from evennia_ai.npc.lookup import all_ai_npcs
+from evennia_ai.npc.setting_sources import SettingOrigin, model_origin, setting_sources
+from evennia_ai.npc.spending import FROM_NPC
 from evennia_ai.typeclasses import AIAssistantCharacter
 from evennia_ai.utils import truncate
 
@@ -135,6 +139,7 @@ class CmdAINpc(AICommand):
             "NPC", "Location", "Model", "State", "Queued", "Tokens today", "Budget"
         )
         warnings: list[str] = []
+        failing: list[str] = []
         for npc in npcs:
             status = npc.ai.status()
             table.add_row(
@@ -147,9 +152,13 @@ class CmdAINpc(AICommand):
                 status["budget_state"],
             )
             warnings += [f"{npc.key}: {w}" for w in status["warnings"]]
+            if status["last_error_current"]:
+                failing.append(f"{npc.key}: {describe_last_error(status)}")
         text = f"AI NPCs ({len(npcs)}):\n{table}"
         if warnings:
             text += "\n" + "\n".join(f"|ywarning|n: {raw(w)}" for w in warnings)
+        if failing:
+            text += "\n" + "\n".join(f"|rfailing|n: {raw(line)}" for line in failing)
         self.msg(text)
 
     # -- creation and deletion -----------------------------------------------------------------
@@ -274,6 +283,28 @@ class CmdAINpc(AICommand):
 
 
 # -- aistatus -----------------------------------------------------------------------------------
+REBOOT_NOTE = "a change applies after evennia reboot, not reload"
+# The daily limit settings, and whether each is money (cost) rather than tokens.
+MONEY_LIMITS = {name: kind is float for name, _, kind in spending.LIMITS.values()}
+
+
+def origin_value(origin: SettingOrigin) -> str:
+    """The value of ``origin`` as shown: limits as numbers or money, ``none`` when unset."""
+    if origin.name in MONEY_LIMITS:
+        return _limit(origin.value, money=MONEY_LIMITS[origin.name])
+    return raw(str(origin.value)) if origin.value not in (None, "") else "none"
+
+
+def origin_text(origin: SettingOrigin) -> str:
+    """Where ``origin`` comes from, e.g. ``environment (EVENNIA_AI_MODEL; a change ...)``."""
+    if origin.source == FROM_NPC and origin.name in conf.SETTINGS:
+        return f"this NPC's own budget (tighter than {origin.name})"
+    if origin.source == FROM_NPC:
+        return f"this NPC's own (set with {origin.name})"
+    note = f"; {REBOOT_NOTE}" if origin.from_environment else ""
+    return f"{origin.source} ({origin.name}{note})"
+
+
 class CmdAIStatus(AICommand):
     """
     Show the status of one AI NPC, or a summary of them all.
@@ -284,10 +315,13 @@ class CmdAIStatus(AICommand):
       aistatus/restore <npc> = <key>
       aistatus/discard <npc> = <key>
 
-    Without an argument: one line per AI NPC and the server's token and cost
-    totals. With an NPC: whether it is enabled or paused, its model, tokens and
-    cost (today and in total), budget state and limits, its last ticks, recent
-    errors, sleep state and event queue.
+    Without an argument: one line per AI NPC, the server's default model and the
+    token and cost totals. With an NPC: whether it is enabled or paused, its model,
+    tokens and cost (today and in total), budget state and limits, its last ticks,
+    recent errors, sleep state and event queue, and where each setting it uses
+    comes from: the NPC's own value, the environment, the settings file or the
+    default. A changed environment variable applies after evennia reboot (a
+    reload keeps the environment the server started with).
 
     A stored value that does not have the shape its key needs (an old layout,
     a hand edit) is kept aside and the NPC goes on with the key's default; the
@@ -354,6 +388,8 @@ class CmdAIStatus(AICommand):
                 lines.append(f"    |ywarning|n: {raw(warning)}")
         if not npcs:
             lines.append("  (none)")
+        model = model_origin(None)
+        lines.append(f"|wDefault model|n: {origin_value(model)} - {origin_text(model)}")
         totals = spending.server_totals()
         today = totals["today"]
         lines.append(
@@ -409,6 +445,9 @@ class CmdAIStatus(AICommand):
                 f"value {raw(truncate(repr(kept.get('value')), 120))} "
                 f"(aistatus/restore or /discard {npc.key} = {key})"
             )
+        lines.append("  settings in use (value - where it comes from):")
+        for origin in setting_sources(npc):
+            lines.append(f"    {origin.label}: {origin_value(origin)} - {origin_text(origin)}")
         traces = [TickTrace.from_dict(t) for t in npc.ai.traces(last=5)]
         if traces:
             lines.append("  last ticks:")
@@ -418,13 +457,17 @@ class CmdAIStatus(AICommand):
                     f"{trace.stop_reason or '-'} "
                     f"{trace.prompt_tokens + trace.completion_tokens:,} tokens"
                 )
+        last_error = describe_last_error(status)
+        if last_error:
+            colour = "|r" if status["last_error_current"] else ""
+            lines.append(f"  last error: {colour}{raw(last_error)}|n")
         errors = [t for t in traces if t.error]
-        if status["last_error"] or errors:
-            lines.append("  recent errors:")
-            if status["last_error"]:
-                lines.append(f"    last: {str(status['last_error'])[:300]}")
+        if errors:
+            lines.append("  errors in the last ticks:")
             for trace in errors[-3:]:
-                lines.append(f"    tick #{trace.tick_id}: {str(trace.error)[:300]}")
+                lines.append(
+                    f"    #{trace.tick_id} {trace.started[:19]}: {raw(str(trace.error)[:300])}"
+                )
         return "\n".join(lines)
 
 

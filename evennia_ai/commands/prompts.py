@@ -28,6 +28,7 @@ from evennia_ai.commands.base import (
     AICommand,
     CommandError,
     SwitchedCommand,
+    partition_bar,
 )
 from evennia_ai.engine.tick import TickState, prepare
 from evennia_ai.memory import events as ev
@@ -50,7 +51,6 @@ from evennia_ai.prompt_registry import (
 
 MAX_IMPORT_BYTES = 5_000_000
 PREVIEW_CHARS = 70
-FEWSHOT_SEPARATOR = "||"
 
 
 # -- shared helpers ------------------------------------------------------------------------------
@@ -184,7 +184,7 @@ class CmdAIPrompt(SwitchedCommand):
       aiprompt/list [<context type>]
       aiprompt/show <component id or key>
       aiprompt/show <context type> [= <npc>]
-      aiprompt/add <after static id> = <name>|<content>
+      aiprompt/add <after static id> = <name>||<content>
       aiprompt/add <after static id> = <json object>
       aiprompt/edit <component> = <content>
       aiprompt/move <component> = <static id>
@@ -218,7 +218,7 @@ class CmdAIPrompt(SwitchedCommand):
       aiprompt/list
       aiprompt/list reflection
       aiprompt/show tick_event = Innkeeper
-      aiprompt/add 1000 = House rules|Never reveal what is in the cellar.
+      aiprompt/add 1000 = House rules||Never reveal what is in the cellar.
       aiprompt/add character_context = {"key": "lore", "name": "Lore", "content": "The town is old."}
       aiprompt/edit house_rules = Never reveal the cellar or the well.
       aiprompt/move house_rules = 4000
@@ -346,9 +346,9 @@ class CmdAIPrompt(SwitchedCommand):
         text = self.require(self.rhs, "component")
         fields = json_object(text, "Component JSON")
         if fields is None:
-            name, sep, content = text.partition("|")
+            name, sep, content = partition_bar(text)
             if not sep or not name.strip() or not content.strip():
-                raise CommandError("Give the component as <name>|<content> (or a JSON object).")
+                raise CommandError("Give the component as <name>||<content> (or a JSON object).")
             fields = {"name": name.strip(), "content": content.strip()}
         fields = dict(fields)
         allowed = ("key", "name", "content", "description", "role", "enabled")
@@ -1115,7 +1115,7 @@ class CmdAIFewshot(SwitchedCommand):
             )
         data = json_object(text, "Few-shot JSON")
         if data is None:
-            user, sep, assistant = text.partition(FEWSHOT_SEPARATOR)
+            user, sep, assistant = partition_bar(text)
             if not sep:
                 raise CommandError("Separate the player's text from the NPC's answer with '||'.")
             data = {"user": user.strip(), "assistant": assistant.strip()}

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Iterable
 
-from evennia_ai.commands.base import CommandError, SwitchedCommand, parse_switch
+from evennia_ai.commands.base import CommandError, SwitchedCommand, parse_switch, partition_bar
 from evennia_ai.workspace import behaviour_rules as rules_mod
 from evennia_ai.workspace import goals as goals_mod
 from evennia_ai.workspace import journal as journal_mod
@@ -25,6 +25,21 @@ DEFAULT_JOURNAL_COUNT = 10
 
 
 # -- shared helpers (also used by evennia_ai.commands.memory) -------------------------------------
+# The workspace's messages are written for the NPC's model and name its tools; an operator reads
+# them with the command that does the same.
+TOOL_COMMANDS = {
+    "create_project": "aiproject/create",
+    "swap_project": "aiproject/activate",
+    "update_project": "aiproject/update",
+}
+_TOOL_NAMES = re.compile(r"\b(" + "|".join(TOOL_COMMANDS) + r")\b")
+
+
+def for_operator(text: str) -> str:
+    """``text`` with the NPC's tool names replaced by the admin commands doing the same."""
+    return _TOOL_NAMES.sub(lambda match: TOOL_COMMANDS[match.group(1)], text)
+
+
 def checked(op) -> Any:
     """``op`` when it succeeded, else a :class:`CommandError` with its message and suggestion."""
     if op.success:
@@ -32,7 +47,7 @@ def checked(op) -> Any:
     text = op.message
     if getattr(op, "suggestion", None):
         text += f" {op.suggestion}"
-    raise CommandError(text)
+    raise CommandError(for_operator(text))
 
 
 def apply_character(npc, key: str, change: Callable[[Any], tuple[Any, Any]]):
@@ -96,8 +111,8 @@ class CmdAIGoal(SwitchedCommand):
 
     Usage:
       aigoal <npc>
-      aigoal/add <npc> = <description> [under <goal id>] [priority <high|medium|low>]
-                         [audience <yes|no>]
+      aigoal/add <npc> = <description> [under <goal id>] [priority <high||medium||low>]
+                         [audience <yes||no>]
       aigoal/update <npc> = <goal id> <field>=<value> [<field>=<value> ...]
       aigoal/decompose <npc> = <goal id>: <subtask>; <subtask>; <subtask>[; ...]
       aigoal/prune <npc>
@@ -208,14 +223,14 @@ class CmdAIProject(SwitchedCommand):
     Usage:
       aiproject <npc>
       aiproject/show <npc> = <project>
-      aiproject/create <npc> = <project>: <summary> [| <context>]
+      aiproject/create <npc> = <project>: <summary> [|| <context>]
       aiproject/activate <npc> = <project>
       aiproject/update <npc> = <field>=<value> [<field>=<value> ...]
       aiproject/complete <npc>
 
     Switches:
       show     - show one project in full (summary, status, context).
-      create   - create a paused project; text after '|' is its starting context.
+      create   - create a paused project; text after '||' is its starting context.
       activate - make a project the active one (the current one is paused).
       update   - change the ACTIVE project's summary, context or status
                  (active, paused, completed).
@@ -225,7 +240,7 @@ class CmdAIProject(SwitchedCommand):
 
     Examples:
       aiproject Innkeeper
-      aiproject/create Innkeeper = build_tavern: Build a tavern | Need timber and nails.
+      aiproject/create Innkeeper = build_tavern: Build a tavern || Need timber and nails.
       aiproject/activate Innkeeper = build_tavern
       aiproject/update Innkeeper = context=Walls are up; roof next.
       aiproject/complete Innkeeper
@@ -268,7 +283,7 @@ class CmdAIProject(SwitchedCommand):
         key, sep, rest = text.partition(":")
         if not sep:
             raise CommandError("Give the project key, a colon, then its summary.")
-        summary, _, context = rest.partition("|")
+        summary, _, context = partition_bar(rest)
         op = apply_character(
             npc,
             "projects",
@@ -311,8 +326,8 @@ class CmdAISession(SwitchedCommand):
 
     Usage:
       aisession <npc>
-      aisession/set <npc> = <fact|pattern|task>=<text>
-      aisession/clear <npc> [= <facts|patterns|tasks>]
+      aisession/set <npc> = <fact||pattern||task>=<text>
+      aisession/clear <npc> [= <facts||patterns||tasks>]
       aisession/compact <npc>
 
     Switches:
@@ -344,7 +359,7 @@ class CmdAISession(SwitchedCommand):
         npc, text = self.npc_and_rhs("<kind>=<text>")
         kind, sep, content = text.partition("=")
         if not sep:
-            raise CommandError("Give <fact|pattern|task>=<text>.")
+            raise CommandError("Give <fact||pattern||task>=<text>.")
         section = session_section(kind)
         names = [npc.key] + list(npc.aliases.all())
         op = apply_character(

@@ -91,6 +91,16 @@ class LoopOutcome:
     tool_names: list[str] = field(default_factory=list)
 
 
+def _named_error(result) -> str:
+    """A failed call's error naming the model as the operator configured it (``openai/x: ...``);
+    the client's "every model failed - a: ...; b: ..." already names each."""
+    error = str(result.error)
+    model = getattr(result, "model", "") or ""
+    if not model or error.startswith(("every model failed", f"{model}:")):
+        return error
+    return f"{model}: {error}"
+
+
 def _category(tool) -> str:
     return str(getattr(tool, "category", "") or "")
 
@@ -367,7 +377,10 @@ class ReactLoop:
         if result.error:
             if getattr(result, "error_kind", None) == "context_overflow":
                 return self._finish(StopReason.CONTEXT_OVERFLOW, result.error), None
-            return self._finish(StopReason.ERROR, f"model call failed: {result.error}"), None
+            return (
+                self._finish(StopReason.ERROR, f"model call failed: {_named_error(result)}"),
+                None,
+            )
         reason = self.is_cancelled()
         if reason:
             return self._finish(StopReason.CANCELLED, reason), None

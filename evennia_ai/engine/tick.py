@@ -952,9 +952,7 @@ class TickRunner:
             stop_counts = m.setdefault("stop_reasons", {})
             stop_counts[trace.stop_reason] = stop_counts.get(trace.stop_reason, 0) + 1
             if trace.stop_reason == StopReason.ERROR.value:
-                m["errors"] = m.get("errors", 0) + 1
-                m["consecutive_errors"] = m.get("consecutive_errors", 0) + 1
-                m["last_error"] = trace.error
+                count_error(m, trace.error, trace.tick_id)
             else:
                 failed_before.append(m.get("consecutive_errors", 0))
                 m["consecutive_errors"] = 0
@@ -1020,6 +1018,18 @@ def _request_counter(model: str | None):
         return counter.count_messages(messages) + (counter.count_tools(schemas) if schemas else 0)
 
     return count
+
+
+def count_error(metrics: dict, error: str | None, tick: int | None) -> None:
+    """Count a failed tick in ``metrics``: its error, when and at which tick it happened.
+
+    A later tick that succeeds resets ``consecutive_errors``, which marks the error as past.
+    """
+    metrics["errors"] = metrics.get("errors", 0) + 1
+    metrics["consecutive_errors"] = metrics.get("consecutive_errors", 0) + 1
+    metrics["last_error"] = str(error or "")[:500] or "unknown error"
+    metrics["last_error_time"] = iso_utc()
+    metrics["last_error_tick"] = tick
 
 
 def _add_usage(metrics: dict, day: str, prompt: int, completion: int, cost: float) -> None:

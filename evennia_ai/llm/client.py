@@ -171,7 +171,9 @@ _KIND_LABELS = {
     "context_overflow": "request over the window",
     "unknown": "call failed",
 }
-_PREFIX = re.compile(r"^(?:litellm\.)?[A-Za-z]*(?:Error|Exception|Timeout)\s*[:-]\s*")
+# litellm's labels before the message: its own class and the route's (``OpenAIException``,
+# ``Hosted_vllmException`` for the route ``openai/`` models take at an api_base).
+_PREFIX = re.compile(r"^(?:litellm\.)?[A-Za-z_]*(?:Error|Exception|Timeout)\s*[:-]\s*")
 _DECODE_WORDS = re.compile(
     r"Expecting value|Expecting property name|Expecting ',' delimiter|Unterminated string|"
     r"Extra data|Invalid control character|JSONDecodeError|Received response -",
@@ -801,6 +803,9 @@ class UnifiedLLMClient:
             if error.kind == "timeout":
                 seconds = kwargs["timeout"]
                 error = ProviderError("timeout", f"timeout: no answer within {seconds:g} s")
+            elif kwargs["model"] != model:  # name the model as the operator did, not its route
+                text = str(error).replace(kwargs["model"], model)
+                error = ProviderError(error.kind, text, error.retry_after)
             raise error from None
         try:
             result = _read_response(response, not json_protocol, _tool_names(tools))

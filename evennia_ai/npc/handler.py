@@ -454,6 +454,11 @@ class AIHandler:
             "ticks": metrics.get("ticks", 0),
             "errors": metrics.get("errors", 0),
             "last_error": metrics.get("last_error"),
+            "last_error_time": metrics.get("last_error_time"),
+            "last_error_tick": metrics.get("last_error_tick"),
+            # past once a later tick ended without an error
+            "last_error_current": bool(metrics.get("last_error"))
+            and metrics.get("consecutive_errors", 0) > 0,
             "context_overflows": (metrics.get("stop_reasons") or {}).get("context_overflow", 0),
             "prompt_tokens": metrics.get("prompt_tokens", 0),
             "completion_tokens": metrics.get("completion_tokens", 0),
@@ -496,3 +501,20 @@ class AIHandler:
 
     def log_error(self, message: str) -> None:
         logger.log_err(f"{log_prefix(self.obj)}: {message}")
+
+
+def describe_last_error(status: dict) -> str:
+    """The last error of an NPC's :meth:`AIHandler.status`, for people ("" when it never failed).
+
+    Says at which tick and when it happened, and that it is past once later ticks succeeded:
+    ``tick 12, 2026-01-01T10:00:00Z: model call failed: ... (past: later ticks succeeded)``.
+    """
+    error = status.get("last_error")
+    if not error:
+        return ""
+    tick, when = status.get("last_error_tick"), status.get("last_error_time")
+    head = ", ".join(
+        part for part in (f"tick {tick}" if tick is not None else "", when or "") if part
+    )
+    text = f"{head}: {error}" if head else str(error)
+    return text if status.get("last_error_current") else f"{text} (past: later ticks succeeded)"

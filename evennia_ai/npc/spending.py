@@ -106,10 +106,35 @@ def _limit(value, kind=float):
     return value if value > 0 else None
 
 
-def _tightest(setting, override, kind):
-    """The stricter of a setting's limit and a per-NPC override (an override never widens)."""
-    limits = [v for v in (_limit(setting, kind), _limit(override, kind)) if v is not None]
-    return min(limits) if limits else None
+# Each daily limit of a SpendingStatus: its setting, the key of a per-NPC override, its type.
+LIMITS = {
+    "npc_token_limit": ("EVENNIA_AI_DAILY_TOKEN_BUDGET_PER_NPC", "tokens", int),
+    "npc_cost_limit": ("EVENNIA_AI_DAILY_COST_BUDGET_PER_NPC", "cost", float),
+    "server_token_limit": ("EVENNIA_AI_DAILY_TOKEN_BUDGET_SERVER", None, int),
+    "server_cost_limit": ("EVENNIA_AI_DAILY_COST_BUDGET_SERVER", None, float),
+}
+#: The source :func:`limit_origins` gives a limit set by the NPC's own budget.
+FROM_NPC = "this NPC"
+
+
+def limit_origins(npc) -> dict[str, tuple[int | float | None, str, str]]:
+    """Each daily limit of ``npc`` and where it comes from, by the keys of :data:`LIMITS`.
+
+    Returns:
+        ``{key: (limit, source, name)}``: the limit in force (None: no limit); its source, one
+        of ``conf.lookup``'s or :data:`FROM_NPC` when the NPC's own budget is the tighter one;
+        and the setting's name.
+    """
+    override = npc.ai.budget or {}
+    origins = {}
+    for key, (name, override_key, kind) in LIMITS.items():
+        value, source = conf.lookup(name)
+        limit = _limit(value, kind)
+        own = _limit(override.get(override_key), kind) if override_key else None
+        if own is not None and (limit is None or own <= limit):
+            limit, source = own, FROM_NPC
+        origins[key] = (limit, source, name)
+    return origins
 
 
 def action() -> str:
@@ -130,15 +155,7 @@ def is_paid(model: str | None) -> bool:
 
 def no_budget_set() -> bool:
     """Whether no daily budget setting limits anything (per NPC or for the server)."""
-    return all(
-        _limit(conf.get(name)) is None
-        for name in (
-            "EVENNIA_AI_DAILY_TOKEN_BUDGET_PER_NPC",
-            "EVENNIA_AI_DAILY_COST_BUDGET_PER_NPC",
-            "EVENNIA_AI_DAILY_TOKEN_BUDGET_SERVER",
-            "EVENNIA_AI_DAILY_COST_BUDGET_SERVER",
-        )
-    )
+    return all(_limit(conf.get(name), kind) is None for name, _, kind in LIMITS.values())
 
 
 def unbounded_spend_warning(model: str | None, status: SpendingStatus | None = None) -> str | None:
@@ -214,15 +231,12 @@ def check(npc, metrics: dict | None = None) -> SpendingStatus:
     day = today()
     metrics = metrics if metrics is not None else npc.ai.metrics
     npc_tokens, npc_cost = usage_on(metrics, day)
-    override = npc.ai.budget or {}
-    npc_token_limit = _tightest(
-        conf.get("EVENNIA_AI_DAILY_TOKEN_BUDGET_PER_NPC"), override.get("tokens"), int
+    limits = {key: origin[0] for key, origin in limit_origins(npc).items()}
+    npc_token_limit, npc_cost_limit = limits["npc_token_limit"], limits["npc_cost_limit"]
+    server_token_limit, server_cost_limit = (
+        limits["server_token_limit"],
+        limits["server_cost_limit"],
     )
-    npc_cost_limit = _tightest(
-        conf.get("EVENNIA_AI_DAILY_COST_BUDGET_PER_NPC"), override.get("cost"), float
-    )
-    server_token_limit = _limit(conf.get("EVENNIA_AI_DAILY_TOKEN_BUDGET_SERVER"), int)
-    server_cost_limit = _limit(conf.get("EVENNIA_AI_DAILY_COST_BUDGET_SERVER"), float)
     if server_token_limit is None and server_cost_limit is None:
         server = {"tokens": 0, "cost": 0.0}
         if _server_day.get(day) is not None:

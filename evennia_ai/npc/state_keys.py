@@ -52,6 +52,8 @@ def default_metrics() -> dict:
         "completion_tokens": 0,
         "cost": 0.0,
         "last_error": None,
+        "last_error_time": None,
+        "last_error_tick": None,
         "session_start": None,
         "daily": {},
     }
@@ -163,6 +165,8 @@ _DECLARED: tuple[StateKey, ...] = (
                 "prompt_tokens": _COUNT,
                 "completion_tokens": _COUNT,
                 "cost": _NUMBER,
+                "last_error_time": _TEXT_OR_NULL,
+                "last_error_tick": {"type": ["integer", "null"]},
                 "daily": {"type": "object", "additionalProperties": _object()},
             }
         ),

@@ -20,6 +20,7 @@ from twisted.python import threadable
 from evennia_ai import conf
 from evennia_ai.memory import blocks as pure
 from evennia_ai.memory.block_admin import visible_blocks
+from evennia_ai.npc.handler import describe_last_error
 from evennia_ai.npc.lookup import LookupError_, all_ai_npcs, find_ai_npc
 from evennia_ai.prompt.assembly import select_components
 from evennia_ai.prompt.builder import cache_friendly_order
@@ -89,6 +90,7 @@ def npc_summary(npc) -> dict:
         "cost_today": float(budget.get("npc_cost") or 0.0),
         "over_budget": bool(budget.get("exceeded")),
         "budget_message": budget_message(budget),
+        "last_error_text": describe_last_error(status),
     }
 
 
