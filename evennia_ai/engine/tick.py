@@ -741,9 +741,11 @@ class TickRunner:
         again on the next ticks).
         """
         model = _model_name(state.model)
+        reason = trace.error or "no reply"
+        reason = reason.replace(f"failed: {model}: ", "failed: ", 1)  # the model is named once
         logger.log_err(
             f"{log_prefix(self.npc)}: {state.context_type} tick "
-            f"{state.tick_id} got no answer from model {model}: {trace.error or 'no reply'}"
+            f"{state.tick_id} got no answer from model {model}: {reason}"
         )
         first_try = [e for e in state.batch if not e.attempts]
         audience.tell_speakers(
