@@ -35,6 +35,9 @@ from evennia.utils.utils import class_from_module
 from evennia_ai.npc.lookup import LookupError_, find_ai_npc
 
 HELP_CATEGORY = "AI"
+# Narrowest table drawn: below this a table of several columns cannot be read anyway, and
+# EvTable cannot shrink columns below their borders and padding.
+MIN_TABLE_WIDTH = 40
 BUILDER_LOCK = "cmd:perm(Builder)"
 DEVELOPER_LOCK = "cmd:perm(Developer)"
 
@@ -140,6 +143,20 @@ class AICommand(COMMAND_DEFAULT_CLASS):
         body = match.group(1) if match else doc
         lines = [line.strip() for line in body.splitlines() if line.strip()]
         return "Usage:\n  " + "\n  ".join(lines) + f"\n(See |whelp {self.key}|n for details.)"
+
+    def table(self, *headers: str, **kwargs):
+        """An EvTable in Evennia's own style (``styled_table``) that fits the caller's client.
+
+        Its width is capped at the client's screen width (``client_width()``, the game's
+        ``CLIENT_DEFAULT_WIDTH`` when unknown): cells too wide for it wrap instead of the whole
+        table overflowing. Every table of the AI commands is made here.
+
+        Args:
+            *headers: The column headers.
+            **kwargs: Other EvTable options.
+        """
+        width = max(MIN_TABLE_WIDTH, int(self.client_width() or settings.CLIENT_DEFAULT_WIDTH))
+        return self.styled_table(*headers, maxwidth=width, **kwargs)
 
     def switch(self) -> str | None:
         """The first switch given, or None."""
