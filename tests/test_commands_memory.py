@@ -333,7 +333,7 @@ class TestLongTerm(MemoryCommandTest):
             "Innkeeper = gold coins",
             "Searching Innkeeper's long-term memory...|Long-term memory of Innkeeper for 'gold coins' (keyword search)",
         )
-        assert f"{stored.id}: Bob owes Alice five gold coins (told directly, trust 0.9" in out
+        assert f"{stored.id} {stored.time[:10]} score 1.00: Bob owes Alice five gold coins" in out
         assert "well" not in out
         out = self.call(
             cmds.CmdAILongTerm(),
@@ -381,7 +381,15 @@ class TestLongTerm(MemoryCommandTest):
             "Long-term memory of Innkeeper: the 2 most recent",
         )
         assert out.index(newer.id) < out.index(older.id)
-        assert f"{older.id}: Bob owes Alice five gold coins (observed, trust 0.8;" in out
+        assert f"{older.id} {older.time[:10]}: Bob owes Alice five gold coins\n" in out
+        out = self.call(cmds.CmdAILongTerm(), f"/show Innkeeper = {older.id}", None)
+        assert out.startswith(f"Long-term memory {older.id} of Innkeeper\nstored {older.time[:10]} ")
+        assert "source observed; trust 0.8" in out and out.endswith("Bob owes Alice five gold coins")
+        self.call(
+            cmds.CmdAILongTerm(),
+            "/show Innkeeper = nothere",
+            "Innkeeper has no long-term memory with id 'nothere'.",
+        )
         out = self.call(
             cmds.CmdAILongTerm(),
             "/list Innkeeper = 1",

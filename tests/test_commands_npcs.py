@@ -29,7 +29,7 @@ class TestAINpc(NpcCommandTest):
 
     def test_list(self):
         out = self.call(CmdAINpc(), "/list", "AI NPCs (1):")
-        assert "Innkeeper" in out and "running" in out and "within budget" in out
+        assert "Innkeeper(#" in out and "running" in out and "within" in out
 
     def test_create_with_aliases_and_model(self):
         self.call(CmdAINpc(), "/create Marta;barkeep = openai/test-model", "Created AI NPC Marta")
@@ -131,7 +131,7 @@ class TestAIStatus(NpcCommandTest):
             "budget: within budget",
             "sleep: awake",
             "queue: 0 pending",
-            "#3 2026-01-01T10:00:00 tick_event error",
+            "#3 2026-01-01 10:00:00 UTC tick_event error",
             "recent errors",
             "model down",
         ):

@@ -177,7 +177,7 @@ class TestPages(DashboardTestBase):
         assert entry["status"] == "approved", entry["result"]
         assert entry["decided_by"] == self.account.key
         html = client.get(response["Location"]).content.decode()
-        assert f"{self.cid} (Innkeeper: noop) is approved" in html
+        assert f"Approved {self.cid}: Innkeeper&#x27;s noop ran." in html
         # deciding twice is a message, not an error page
         response = client.post(url, {"csrfmiddlewaretoken": token}, follow=True)
         assert response.status_code == 200

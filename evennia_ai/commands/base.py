@@ -32,6 +32,7 @@ from django.conf import settings
 from evennia.utils import logger
 from evennia.utils.utils import class_from_module
 
+from evennia_ai.commands.tables import ClientTable
 from evennia_ai.npc.lookup import LookupError_, find_ai_npc
 
 HELP_CATEGORY = "AI"
@@ -144,19 +145,20 @@ class AICommand(COMMAND_DEFAULT_CLASS):
         lines = [line.strip() for line in body.splitlines() if line.strip()]
         return "Usage:\n  " + "\n  ".join(lines) + f"\n(See |whelp {self.key}|n for details.)"
 
-    def table(self, *headers: str, **kwargs):
-        """An EvTable in Evennia's own style (``styled_table``) that fits the caller's client.
+    def table(self, *headers: str, keep: tuple[int, ...] = (), **kwargs) -> ClientTable:
+        """A table in Evennia's own style (``styled_table``) that fits the caller's client.
 
-        Its width is capped at the client's screen width (``client_width()``, the game's
-        ``CLIENT_DEFAULT_WIDTH`` when unknown): cells too wide for it wrap instead of the whole
-        table overflowing. Every table of the AI commands is made here.
+        When printed, its columns are sized to the client's screen width (``client_width()``;
+        the game's ``CLIENT_DEFAULT_WIDTH`` when the client does not say): narrow columns keep
+        their width, long cells wrap. Every table of the AI commands is made here.
 
         Args:
             *headers: The column headers.
+            keep: Indexes of columns that should not wrap (ids and keys the caller copies).
             **kwargs: Other EvTable options.
         """
         width = max(MIN_TABLE_WIDTH, int(self.client_width() or settings.CLIENT_DEFAULT_WIDTH))
-        return self.styled_table(*headers, maxwidth=width, **kwargs)
+        return ClientTable(self.styled_table(*headers, **kwargs), headers, width, keep)
 
     def switch(self) -> str | None:
         """The first switch given, or None."""

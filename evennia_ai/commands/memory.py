@@ -14,8 +14,8 @@ import re
 from typing import Any
 
 from evennia.objects.objects import DefaultCharacter
-from evennia.utils.search import search_object
 from evennia.utils.ansi import raw
+from evennia.utils.search import search_object
 from evennia.utils.utils import crop
 
 from evennia_ai import conf
@@ -154,7 +154,7 @@ class CmdAIBlock(SwitchedCommand):
         if not targets:
             self.msg(f"{npc.key} has no memory blocks. |waiblock/create|n makes one.")
             return
-        table = self.table("Label", "Type", "Schema", "Permission", "Context", "Size")
+        table = self.table("Label", "Type", "Schema", "Permission", "Context", "Size", keep=(0,))
         for target in targets:
             block = target.block
             schema = block.get("schema") or pure.normalise_schema(None)

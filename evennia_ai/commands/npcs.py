@@ -8,13 +8,13 @@ from evennia.utils.ansi import raw
 
 from evennia_ai.commands.base import AICommand, CommandError
 from evennia_ai.engine.trace import TickTrace
+from evennia_ai.formatting import count
+from evennia_ai.formatting import money as format_money
+from evennia_ai.formatting import timestamp
 from evennia_ai.llm import tokens
 from evennia_ai.npc import spending
 from evennia_ai.npc.lookup import all_ai_npcs
 from evennia_ai.typeclasses import AIAssistantCharacter
-from evennia_ai.formatting import count
-from evennia_ai.formatting import money as format_money
-from evennia_ai.formatting import timestamp
 from evennia_ai.utils import truncate
 
 DEVELOPER_CHECK = "dummy:perm(Developer)"
@@ -114,7 +114,7 @@ class CmdAINpc(AICommand):
             self.msg("No AI NPCs yet. |wainpc/create <name>|n makes one.")
             return
         table = self.table(
-            "NPC", "Location", "Model", "State", "Queued", "Tokens today", "Budget"
+            "NPC", "Location", "Model", "State", "Queued", "Tokens today", "Budget", keep=(0,)
         )
         warnings: list[str] = []
         for npc in npcs:

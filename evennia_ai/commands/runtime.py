@@ -82,9 +82,7 @@ def section_table(sections: dict) -> list[str]:
     for name, tokens in sorted(sections.items(), key=lambda kv: -int(kv[1] or 0)):
         tokens = int(tokens or 0)
         bar = "#" * max(1 if tokens else 0, round(BAR_WIDTH * tokens / widest))
-        rows.append(
-            f"  {str(name):<{name_width}} {tokens:>7,} {100 * tokens / total:5.1f}% {bar}"
-        )
+        rows.append(f"  {str(name):<{name_width}} {tokens:>7,} {100 * tokens / total:5.1f}% {bar}")
     rows.append(f"  {'total':<{name_width}} {total:>7,}")
     return rows
 
@@ -243,7 +241,7 @@ class CmdAITools(AICommand):
         allowed = npc.ai.tool_allow
         denied = set(npc.ai.tool_deny or [])
         categories = npc.ai.execution_config.get("allowed_tool_categories")
-        table = self.table("Tool", "Category", "For this NPC")
+        table = self.table("Tool", "Category", "For this NPC", keep=(0,))
         usable = 0
         for tool in TOOL_REGISTRY.all():
             verdict = _tool_verdict(npc, tool, allowed, denied, categories)
@@ -545,7 +543,7 @@ class CmdAIConfirm(AICommand):
     def listing(self, entries: list[dict]) -> str:
         if not entries:
             return "No actions await confirmation."
-        table = self.table("Id", "NPC", "Kind", "Action", "Details", "Reason", "Since")
+        table = self.table("Id", "NPC", "Kind", "Action", "Details", "Reason", "Since", keep=(0,))
         for entry in entries:
             table.add_row(
                 entry["id"],
