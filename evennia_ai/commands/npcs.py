@@ -113,9 +113,7 @@ class CmdAINpc(AICommand):
         if not npcs:
             self.msg("No AI NPCs yet. |wainpc/create <name>|n makes one.")
             return
-        table = self.table(
-            "NPC", "Location", "Model", "State", "Queued", "Tokens today", "Budget", keep=(0,)
-        )
+        table = self.table("NPC", "Location", "Model", "State", "Queued", "Today", keep=(0,))
         warnings: list[str] = []
         for npc in npcs:
             status = npc.ai.status()
@@ -125,8 +123,7 @@ class CmdAINpc(AICommand):
                 status["model"],
                 status["state"],
                 status["queued_events"],
-                count(_tokens_today(status)),
-                status["budget_state"],
+                f"{count(_tokens_today(status))} tokens, {status['budget_state']}",
             )
             warnings += [f"{npc.key}: {w}" for w in status["warnings"]]
         text = f"AI NPCs ({len(npcs)}):\n{table}"

@@ -543,15 +543,17 @@ class CmdAIConfirm(AICommand):
     def listing(self, entries: list[dict]) -> str:
         if not entries:
             return "No actions await confirmation."
-        table = self.table("Id", "NPC", "Kind", "Action", "Details", "Reason", "Since", keep=(0,))
+        table = self.table("Id", "NPC and action", "Details and reason", "Since", keep=(0,))
         for entry in entries:
+            kind = entry.get("kind")
+            details = one_line(arguments_text(action_arguments(entry)), 120)
+            if entry.get("reason"):
+                details += f"\nreason: {one_line(entry['reason'], 120)}"
             table.add_row(
                 entry["id"],
-                f"{entry.get('npc_key')}(#{entry.get('npc_id')})",
-                entry.get("kind"),
-                entry.get("action"),
-                one_line(arguments_text(action_arguments(entry)), 60),
-                one_line(entry.get("reason") or "", 40),
+                f"{entry.get('npc_key')}(#{entry.get('npc_id')}): {entry.get('action')}"
+                + ("" if kind == "tool" else f" ({kind})"),
+                details,
                 ago(entry.get("created")),
             )
         return f"Pending confirmations ({len(entries)}):\n{table}"

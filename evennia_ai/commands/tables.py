@@ -4,13 +4,14 @@ Every table an AI command prints is made by :meth:`evennia_ai.commands.base.AICo
 which wraps the command's ``styled_table`` (the EvTable style of Evennia's own admin commands,
 coloured by the account's options) in a :class:`ClientTable`. When the table is printed its
 columns are sized so the whole table fits the client's screen width: narrow columns keep
-their natural width, the rest share what is left, and cells too long for their column wrap.
+their natural width, the others wrap between words where the width allows it.
 Columns named in ``keep`` (ids, keys a player copies into the next command) never wrap while
 the other columns can give way.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any, Iterable
 
 from evennia.utils.ansi import strip_ansi
@@ -19,6 +20,10 @@ from evennia.utils.ansi import strip_ansi
 # the first column also draws the table's left border.
 COLUMN_OVERHEAD = 3
 FIRST_COLUMN_OVERHEAD = 4
+# A word a cell keeps whole where it can: a run of text up to a space or after a hyphen.
+_WORDS = re.compile(r"[^\s-]*-|[^\s-]+")
+MAX_WORD = 20  # a longer word may be cut rather than widen its column further
+MIN_SHARED = 5  # the other columns must keep this much for kept columns to keep their width
 
 
 def display_width(value: Any) -> int:
@@ -26,34 +31,63 @@ def display_width(value: Any) -> int:
     return max((len(line) for line in strip_ansi(str(value)).split("\n")), default=0)
 
 
-def fit_widths(natural: list[int], available: int, keep: Iterable[int] = ()) -> list[int]:
+def longest_word(value: Any) -> int:
+    """The widest piece of ``value`` a cell can wrap without cutting a word (a word ending
+    in a hyphen counts as a piece, as EvTable's wrapping breaks after hyphens)."""
+    return max((len(word) for word in _WORDS.findall(strip_ansi(str(value)))), default=0)
+
+
+def fit_widths(
+    natural: list[int],
+    available: int,
+    keep: Iterable[int] = (),
+    words: list[int] | None = None,
+) -> list[int]:
     """Text widths for columns of ``natural`` widths that together fit ``available`` columns.
 
-    Columns that fit are left alone. Otherwise the columns in ``keep`` keep their width (when
-    that leaves the others at least one column each), and the others share the rest, narrowest
-    first: each gets its natural width or an equal share of what is left, whichever is less.
+    Columns that fit are left alone. Otherwise, the first of these that fits:
+
+    1. the columns in ``keep`` keep their width, every other column gets at least its longest
+       word (``words``), so text wraps between words;
+    2. every column gets at least its longest word (kept columns wrap too);
+    3. the columns in ``keep`` keep their width if the others still get a few characters
+       each, and the others (or all columns) share the rest, cutting words.
+
+    What is left after the minimums goes to the columns that still want more, least wanting
+    first, in equal shares.
 
     Args:
         natural: Each column's widest text.
         available: Columns of text the table may use in all (borders and padding excluded).
         keep: Indexes of columns that should not wrap.
+        words: Each column's longest word (default: no words to keep whole).
 
     Returns:
         Each column's text width (at least 1).
     """
     if sum(natural) <= available:
         return list(natural)
-    widths = list(natural)
+    every = list(range(len(natural)))
     kept = [i for i in set(keep) if 0 <= i < len(natural)]
-    shared = [i for i in range(len(natural)) if i not in kept]
-    room = available - sum(natural[i] for i in kept)
-    if room < len(shared):  # the kept columns leave no room: every column gives way
-        shared, room = list(range(len(natural))), available
-    for done, index in enumerate(sorted(shared, key=lambda i: natural[i])):
-        share = room // (len(shared) - done)
-        widths[index] = max(1, min(natural[index], share))
-        room -= widths[index]
+    shared = [i for i in every if i not in kept]
+    floors = [min(n, w) for n, w in zip(natural, words or [1] * len(natural))]
+    narrow = [min(n, MIN_SHARED) for n in natural]
+    for fixed, minimum in ((kept, floors), ([], floors), (kept, narrow), ([], [1] * len(natural))):
+        widths = [natural[i] if i in fixed else minimum[i] for i in every]
+        if sum(widths) <= available:
+            break
+    growing = [i for i in every if i not in fixed]
+    _share(widths, natural, growing, available - sum(widths))
     return widths
+
+
+def _share(widths: list[int], natural: list[int], columns: list[int], room: int) -> None:
+    """Give ``room`` more columns to ``columns``: each gets an equal share of what is left, up
+    to what it still wants (its natural width), the least wanting first."""
+    for done, index in enumerate(sorted(columns, key=lambda i: natural[i] - widths[i])):
+        extra = min(natural[index] - widths[index], room // (len(columns) - done))
+        widths[index] += extra
+        room -= extra
 
 
 class ClientTable:
@@ -73,6 +107,7 @@ class ClientTable:
         self.width = width
         self.keep = tuple(keep)
         self.natural = [display_width(header) for header in headers]
+        self.words = [min(MAX_WORD, longest_word(header)) for header in headers]
 
     def add_row(self, *cells: Any) -> None:
         """Add a row (one value per column)."""
@@ -80,11 +115,12 @@ class ClientTable:
         for index, cell in enumerate(cells):
             if index < len(self.natural):
                 self.natural[index] = max(self.natural[index], display_width(cell))
+                self.words[index] = max(self.words[index], min(MAX_WORD, longest_word(cell)))
 
     def __str__(self) -> str:
         if self.natural:
             overhead = COLUMN_OVERHEAD * len(self.natural) + 1
-            widths = fit_widths(self.natural, self.width - overhead, self.keep)
+            widths = fit_widths(self.natural, self.width - overhead, self.keep, self.words)
             for index, text_width in enumerate(widths):
                 extra = FIRST_COLUMN_OVERHEAD if index == 0 else COLUMN_OVERHEAD
                 self.evtable.reformat_column(index, width=text_width + extra)
