@@ -383,8 +383,12 @@ class TestLongTerm(MemoryCommandTest):
         assert out.index(newer.id) < out.index(older.id)
         assert f"{older.id} {older.time[:10]}: Bob owes Alice five gold coins\n" in out
         out = self.call(cmds.CmdAILongTerm(), f"/show Innkeeper = {older.id}", None)
-        assert out.startswith(f"Long-term memory {older.id} of Innkeeper\nstored {older.time[:10]} ")
-        assert "source observed; trust 0.8" in out and out.endswith("Bob owes Alice five gold coins")
+        assert out.startswith(
+            f"Long-term memory {older.id} of Innkeeper\nstored {older.time[:10]} "
+        )
+        assert "source observed; trust 0.8" in out and out.endswith(
+            "Bob owes Alice five gold coins"
+        )
         self.call(
             cmds.CmdAILongTerm(),
             "/show Innkeeper = nothere",

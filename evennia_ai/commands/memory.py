@@ -652,14 +652,13 @@ class CmdAIEntity(SwitchedCommand):
         lines = [
             f"|w{profile.get('name')}|n ({dbref}, {profile.get('kind', '?')}) as {npc.key} knows them",
             f"Relationship: {profile.get('relationship') or '(none)'}",
-            f"First met: {profile.get('created')}  Last seen: {profile.get('last_seen')}",
+            f"First met: {timestamp(profile.get('created'))}  "
+            f"Last seen: {timestamp(profile.get('last_seen') or 'never')}",
         ]
         observations = profile.get("observations") or []
         lines.append("Observations:" if observations else "Observations: (none)")
         for obs in observations[-ENTITY_OBSERVATIONS_SHOWN:]:
-            lines.append(
-                f"- {obs.get('text')} (trust {obs.get('trust')}, {str(obs.get('time'))[:10]})"
-            )
+            lines.append(f"- {obs.get('text')} (trust {obs.get('trust')}, {date(obs.get('time'))})")
         self.msg("\n".join(lines))
 
     def resolve(self, npc, name: str) -> tuple[str, str, str]:

@@ -402,8 +402,8 @@ class CmdAISleep(AICommand):
         lines = [f"|wSleep of {npc.key}({npc.dbref})|n"]
         if sleep.get("asleep"):
             lines.append(
-                f"  asleep since {sleep.get('since')} ({sleep.get('reason')}), "
-                f"phase {sleep.get('phase')}, until {sleep.get('until') or 'woken'}"
+                f"  asleep since {timestamp(sleep.get('since'))} ({sleep.get('reason')}), "
+                f"phase {sleep.get('phase')}, until {timestamp(sleep.get('until') or 'woken')}"
             )
         else:
             lines.append(
@@ -411,7 +411,7 @@ class CmdAISleep(AICommand):
                 + (f" ({sleep.get('reason')})" if sleep.get("reason") else "")
                 + (", woken in this sleep window" if sleep.get("woken_in_window") else "")
             )
-        lines.append(f"  last consolidated: {sleep.get('last_consolidated') or 'never'}")
+        lines.append(f"  last consolidated: {timestamp(sleep.get('last_consolidated') or 'never')}")
         window = (
             f"{schedule[0]}-{schedule[1]} server time"
             f"{' (now inside)' if in_sleep_window(schedule) else ''}"

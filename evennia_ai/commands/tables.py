@@ -69,7 +69,6 @@ def fit_widths(
         return list(natural)
     every = list(range(len(natural)))
     kept = [i for i in set(keep) if 0 <= i < len(natural)]
-    shared = [i for i in every if i not in kept]
     floors = [min(n, w) for n, w in zip(natural, words or [1] * len(natural))]
     narrow = [min(n, MIN_SHARED) for n in natural]
     for fixed, minimum in ((kept, floors), ([], floors), (kept, narrow), ([], [1] * len(natural))):
@@ -77,7 +76,7 @@ def fit_widths(
         if sum(widths) <= available:
             break
     growing = [i for i in every if i not in fixed]
-    _share(widths, natural, growing, available - sum(widths))
+    _share(widths, natural, growing, max(0, available - sum(widths)))
     return widths
 
 
