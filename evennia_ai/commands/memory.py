@@ -35,7 +35,7 @@ from evennia_ai.workspace.journal import TRUST
 
 ARCHIVAL_SHOWN = 20  # archival entries listed / found at once
 LTM_LIST_DEFAULT = 10
-MEMORY_TEXT_MIN = 30  # characters of a memory's text a one-line summary keeps at least
+MEMORY_TEXT_MIN = 20  # characters of a memory's text a one-line summary keeps at least
 ENTITY_OBSERVATIONS_SHOWN = 20
 # How far an observation the operator notes is trusted (the operator tells the NPC directly).
 OPERATOR_TRUST_SOURCE = "told_directly"
