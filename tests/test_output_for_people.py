@@ -229,7 +229,7 @@ class TestTablesFitTheClient(AICommandTestBase):
         entry = self.queue.list_entries()[0]
         out = self.call(runtime.CmdAIConfirm(), "", None)
         assert f"| {entry['id']} " in out and "command:" in out and "reason:" in out
-        assert "3 s ago" not in out and ("just now" in out or " s ago" in out)
+        assert "just now" in out or " s ago" in out  # the Since column is relative
 
 
 class TestFormatsInGame(AICommandTestBase):
