@@ -263,6 +263,8 @@ class TestFormatsInGame(AICommandTestBase):
 
     def test_aistatus_money_and_counts(self):
         metrics = self.npc.ai.metrics
+        metrics.update(prompt_tokens=149000, completion_tokens=1483, cost=1234.5)
+        self.npc.ai.set("metrics", metrics)
         out = self.call(npcs.CmdAIStatus(), "Innkeeper", None)
-        assert "window " in out and "(cost $0.00)" in out
-        assert metrics is not None
+        assert "total prompt 149,000, completion 1,483, cost $1,234.50" in out
+        assert "(cost $0.00)" in out  # nothing spent today
