@@ -328,12 +328,13 @@ class TestLongTerm(MemoryCommandTest):
     def test_search_and_modes(self):
         stored = self.store("Bob owes Alice five gold coins", source="told_directly", trust=0.9)
         self.store("The well water is bitter")
+        self.session.protocol_flags["SCREENWIDTH"] = {0: 120}  # room for the whole text
         out = self.call(
             cmds.CmdAILongTerm(),
             "Innkeeper = gold coins",
             "Searching Innkeeper's long-term memory...|Long-term memory of Innkeeper for 'gold coins' (keyword search)",
         )
-        assert f"{stored.id}: Bob owes Alice five gold coins (told directly, trust 0.9" in out
+        assert f"{stored.id} {stored.time[:10]} score 1.00: Bob owes Alice five gold coins" in out
         assert "well" not in out
         out = self.call(
             cmds.CmdAILongTerm(),
@@ -381,13 +382,40 @@ class TestLongTerm(MemoryCommandTest):
             "Long-term memory of Innkeeper: the 2 most recent",
         )
         assert out.index(newer.id) < out.index(older.id)
-        assert f"{older.id}: Bob owes Alice five gold coins (observed, trust 0.8;" in out
+        assert f"{older.id} {older.time[:10]}: Bob owes Alice five gold coins\n" in out
+        out = self.call(cmds.CmdAILongTerm(), f"/show Innkeeper = {older.id}", None)
+        assert out.startswith(
+            f"Long-term memory {older.id} of Innkeeper\nstored {older.time[:10]} "
+        )
+        assert "source observed; trust 0.8" in out and out.endswith(
+            "Bob owes Alice five gold coins"
+        )
+        self.call(
+            cmds.CmdAILongTerm(),
+            "/show Innkeeper = nothere",
+            "Innkeeper has no long-term memory with id 'nothere'.",
+        )
         out = self.call(
             cmds.CmdAILongTerm(),
             "/list Innkeeper = 1",
             "Long-term memory of Innkeeper: the 1 most recent",
         )
         assert older.id not in out
+
+    def test_a_long_transcript_is_one_clipped_line_and_show_gives_it_all(self):
+        turns = [f"Bob said: I need   a room\n\tfor night {n}." for n in range(80)]
+        stored = self.store("\n".join(turns) + " THE END")
+        self.session.protocol_flags["SCREENWIDTH"] = {0: 80}
+        out = self.call(cmds.CmdAILongTerm(), "/list Innkeeper", None)
+        line = next(line for line in out.split("\n") if line.startswith(stored.id))
+        assert (
+            len(line) <= 80
+            and line.endswith("\u2026")
+            and "Bob said: I need a room for night" in line
+        )
+        assert "THE END" not in out and "\t" not in out
+        out = self.call(cmds.CmdAILongTerm(), f"/show Innkeeper = {stored.id}", None)
+        assert out.endswith(stored.text) and "for night 50." in out  # all that was stored
 
     def test_bad_arguments(self):
         self.call(

@@ -10,6 +10,7 @@ from evennia_ai import conf
 from evennia_ai.commands.cmdset import AIAdminCmdSet
 from evennia_ai.commands.npcs import COMMANDS, CmdAINpc, CmdAIStatus
 from evennia_ai.engine.tick import count_error
+from evennia_ai.formatting import timestamp
 from evennia_ai.npc.handler import describe_last_error
 from evennia_ai.npc.lookup import all_ai_npcs
 from evennia_ai.utils import parse_iso
@@ -38,7 +39,7 @@ class TestAINpc(NpcCommandTest):
 
     def test_list(self):
         out = self.call(CmdAINpc(), "/list", "AI NPCs (1):")
-        assert "Innkeeper" in out and "running" in out and "within budget" in out
+        assert "Innkeeper(#" in out and "running" in out and "within" in out
 
     def test_create_with_aliases_and_model(self):
         self.call(CmdAINpc(), "/create Marta;barkeep = openai/test-model", "Created AI NPC Marta")
@@ -148,8 +149,8 @@ class TestAIStatus(NpcCommandTest):
             "budget: within budget",
             "sleep: awake",
             "queue: 0 pending",
-            "#3 2026-01-01T10:00:00 tick_event error",
-            "errors in the last ticks:\n    #3 2026-01-01T10:00:00: model down",
+            "#3 2026-01-01 10:00:00 UTC tick_event error",
+            "errors in the last ticks:\n    #3 2026-01-01 10:00:00 UTC: model down",
             "last error: model down (past: later ticks succeeded)",
         ):
             assert part in out, part
@@ -204,7 +205,7 @@ class TestSettingSources(NpcCommandTest):
             "500 - this NPC's own budget (tighter than EVENNIA_AI_DAILY_TOKEN_BUDGET_PER_NPC)"
         )
         assert lines["cost a day (server)"] == (
-            "$2.5000 - settings file (EVENNIA_AI_DAILY_COST_BUDGET_SERVER)"
+            "$2.50 - settings file (EVENNIA_AI_DAILY_COST_BUDGET_SERVER)"
         )
 
     def test_per_model_settings_and_wider_npc_budget(self):
@@ -260,7 +261,7 @@ class TestLastError(NpcCommandTest):
         shown = describe_last_error(status)
         assert (
             shown
-            == f"tick 7, {status['last_error_time']}: model call failed: openai/x: could not connect"
+            == f"tick 7, {timestamp(status['last_error_time'])}: model call failed: openai/x: could not connect"
         )
         out = self.call(CmdAIStatus(), "Innkeeper", noansi=False)
         assert "last error: \x1b[1m\x1b[31mtick 7," in out  # red while it lasts

@@ -57,6 +57,7 @@ class TestAIPrompt(PromptCommandTest):
     def test_list_and_show(self):
         out = self.call(cmds.CmdAIPrompt(), "/list", "Prompt components (9 static, 0 pluggable)")
         assert "system_prompt" in out and "tool_result" in out
+        self.session.protocol_flags["SCREENWIDTH"] = {0: 100}  # the header on one line
         out = self.call(cmds.CmdAIPrompt(), "/list reflection", "Prompt components")
         assert "In reflection" in out
         self.call(cmds.CmdAIPrompt(), "/show 0", "Component 0 system_prompt (static)")

@@ -177,7 +177,7 @@ class TestAITrace(RuntimeCommandTest):
         out = self.call(CmdAITrace(), "/show Innkeeper = 7", "Tick #7 (tick_event)")
         for part in (
             "thought: A guest greets me",
-            "tool say(message='Welcome!') -> ran",
+            "tool say(message: Welcome!) -> ran",
             "system_prompt",
             "#####",
             "total",
@@ -201,13 +201,13 @@ class TestAIConfirm(RuntimeCommandTest):
         )
         second = queue.add_entry(self.npc, "say", {"arguments": {"message": "Go away"}})
         out = self.call(CmdAIConfirm(), "", "Pending confirmations (2)")
-        assert first in out and "Innkeeper" in out and "message='Hello all'" in out
+        assert first in out and "Innkeeper" in out and "message: Hello all" in out
         out = self.call(CmdAIConfirm(), f"/approve {first}", None)  # Char also hears the NPC
-        assert f"{first} (Innkeeper: say) is approved" in out
+        assert f"Approved {first}: Innkeeper's say ran. You said" in out
         self.call(
             CmdAIConfirm(),
             f"/reject {second} = rude",
-            f"{second} (Innkeeper: say) is rejected: rude",
+            f"Rejected {second}: Innkeeper's say did not run. Reason given: rude.",
         )
         assert not queue.list_entries()
         self.call(
@@ -246,7 +246,7 @@ class TestInteract(RuntimeCommandTest):
         ):
             out = self.call(CmdInteract(), "Innkeeper = Hello!", "You say to Innkeeper")
         assert "thought: Greet the guest." in out, out
-        assert "tool say(message='Welcome, friend!') -> ran" in out, out
+        assert "tool say(message: Welcome, friend!) -> ran" in out, out
 
     def test_busy_npc_answers_after_the_running_tick(self):
         script = self.npc.ai.script

@@ -177,7 +177,7 @@ class TestPages(DashboardTestBase):
         assert entry["status"] == "approved", entry["result"]
         assert entry["decided_by"] == self.account.key
         html = client.get(response["Location"]).content.decode()
-        assert f"{self.cid} (Innkeeper: noop) is approved" in html
+        assert f"Approved {self.cid}: Innkeeper&#x27;s noop ran." in html
         # deciding twice is a message, not an error page
         response = client.post(url, {"csrfmiddlewaretoken": token}, follow=True)
         assert response.status_code == 200
@@ -380,3 +380,70 @@ class TestBrowsableAPI(DashboardTestBase):
         assert "Innkeeper" in response.content.decode()
         root = self.staff.get("/ai/api/", HTTP_ACCEPT="application/json").json()
         assert set(root) == {"npcs", "confirmations", "contexts"}
+
+
+class TestPagesReadForPeople(DashboardTestBase):
+    """Numbers, money, times and tool calls read on the pages as in game (one formatter)."""
+
+    def test_counts_and_money_by_the_rules(self):
+        metrics = self.npc.ai.metrics
+        metrics["daily"] = {data_today(): {"tokens": 149483, "cost": 0.0123456}}
+        self.npc.ai.set("metrics", metrics)
+        html = self.staff.get("/ai/").content.decode()
+        assert "149,483" in html and "$0.0123" in html
+        assert "149483" not in html and "0.012346" not in html
+
+    def test_trace_page_durations_steps_and_times(self):
+        trace = make_trace(3)
+        trace.update(
+            started="2026-11-25T14:03:07.123456Z",
+            ended="2026-11-25T14:03:07.144456Z",
+            duration=0.021,
+        )
+        trace["iterations"][0]["latency"] = 0.021
+        trace["iterations"][0]["tool_calls"][0]["result"] = '{"success": true, "message": "Said."}'
+        self.npc.ai.record_trace(trace)
+        html = self.staff.get(f"/ai/npc/{self.npc.id}/trace/3/").content.decode()
+        assert "2026-11-25 14:03:07 UTC" in html and ".123456" not in html
+        assert "(21 ms)" in html and "0.02 s" not in html
+        assert "step 1" in html and "act #0" not in html and "#0" not in html
+        assert "<strong>message</strong>: Hi &lt;there&gt;" in html  # arguments as a list
+        assert "{&#x27;message&#x27;" not in html and "Said." in html
+        assert "&quot;success&quot;" not in html
+        page = self.staff.get(f"/ai/npc/{self.npc.id}/").content.decode()
+        assert "2026-11-25 14:03:07 UTC" in page and "$0.0004" in page
+
+    def test_a_long_persona_is_folded(self):
+        persona = "A warm innkeeper who remembers every guest. " * 115  # about 5,000 characters
+        self.npc.ai.set_persona(persona)
+        html = self.staff.get(f"/ai/npc/{self.npc.id}/").content.decode()
+        assert '<details class="ai-persona" id="ai-persona">' in html
+        summary = html.split("<summary>", 1)[1].split("</summary>", 1)[0]
+        assert len(summary) < 500 and f"show all {len(persona.strip()):,} characters" in summary
+        assert persona.strip().split(". ")[-1] in html  # all of it, behind the summary
+        self.npc.ai.set_persona("A warm innkeeper.")
+        html = self.staff.get(f"/ai/npc/{self.npc.id}/").content.decode()
+        assert '<p class="ai-persona" id="ai-persona">A warm innkeeper.</p>' in html
+
+    def test_confirmation_arguments_read_as_a_list(self):
+        cid = self.queue.add_entry(
+            self.npc, "say", {"arguments": {"message": "Hello all", "loud": True}}
+        )
+        html = self.staff.get("/ai/").content.decode()
+        row = html.split(f'id="confirmation-{cid}"', 1)[1].split("</tr>", 1)[0]
+        assert "<strong>message</strong>: Hello all" in row and "<strong>loud</strong>: yes" in row
+        assert "{" not in row.split("ai-args", 1)[1].split("</ul>", 1)[0]
+        assert "just now" in row or " s ago" in row
+
+    def test_approval_result_in_words(self):
+        cid = self.queue.add_entry(self.npc, "say", {"arguments": {"message": "Hello all"}})
+        response = self.staff.post(f"/ai/confirmations/{cid}/approve/", follow=True)
+        html = response.content.decode()
+        assert f"Approved {cid}: Innkeeper&#x27;s say ran. You said" in html
+        assert "&quot;success&quot;" not in html and "{&#x27;" not in html
+        cid = self.queue.add_entry(self.npc, "move", {"arguments": {"direction": "nowhere"}})
+        html = self.staff.post(f"/ai/confirmations/{cid}/approve/", follow=True).content.decode()
+        entry = self.queue.get_entry(cid)
+        assert entry["status"] == "failed" and entry["result"].startswith("{")
+        assert f"Approved {cid}, but Innkeeper&#x27;s move failed." in html
+        assert "&quot;success&quot;" not in html and "&quot;error&quot;" not in html

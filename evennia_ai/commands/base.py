@@ -32,9 +32,13 @@ from django.conf import settings
 from evennia.utils import logger
 from evennia.utils.utils import class_from_module
 
+from evennia_ai.commands.tables import ClientTable
 from evennia_ai.npc.lookup import LookupError_, find_ai_npc
 
 HELP_CATEGORY = "AI"
+# Narrowest table drawn: below this a table of several columns cannot be read anyway, and
+# EvTable cannot shrink columns below their borders and padding.
+MIN_TABLE_WIDTH = 40
 BUILDER_LOCK = "cmd:perm(Builder)"
 DEVELOPER_LOCK = "cmd:perm(Developer)"
 
@@ -151,6 +155,21 @@ class AICommand(COMMAND_DEFAULT_CLASS):
         body = match.group(1) if match else doc
         lines = [line.strip() for line in body.splitlines() if line.strip()]
         return "Usage:\n  " + "\n  ".join(lines) + f"\n(See |whelp {self.key}|n for details.)"
+
+    def table(self, *headers: str, keep: tuple[int, ...] = (), **kwargs) -> ClientTable:
+        """A table in Evennia's own style (``styled_table``) that fits the caller's client.
+
+        When printed, its columns are sized to the client's screen width (``client_width()``;
+        the game's ``CLIENT_DEFAULT_WIDTH`` when the client does not say): narrow columns keep
+        their width, long cells wrap. Every table of the AI commands is made here.
+
+        Args:
+            *headers: The column headers.
+            keep: Indexes of columns that should not wrap (ids and keys the caller copies).
+            **kwargs: Other EvTable options.
+        """
+        width = max(MIN_TABLE_WIDTH, int(self.client_width() or settings.CLIENT_DEFAULT_WIDTH))
+        return ClientTable(self.styled_table(*headers, **kwargs), headers, width, keep)
 
     def switch(self) -> str | None:
         """The first switch given, or None."""

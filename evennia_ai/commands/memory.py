@@ -14,12 +14,14 @@ import re
 from typing import Any
 
 from evennia.objects.objects import DefaultCharacter
+from evennia.utils.ansi import raw
 from evennia.utils.search import search_object
 from evennia.utils.utils import crop
 
 from evennia_ai import conf
 from evennia_ai.commands.base import CommandError, SwitchedCommand
 from evennia_ai.commands.workspace import apply_character, checked
+from evennia_ai.formatting import count, date, timestamp
 from evennia_ai.memory import block_admin
 from evennia_ai.memory import blocks as pure
 from evennia_ai.memory import entities as entities_mod
@@ -28,11 +30,12 @@ from evennia_ai.memory.blocks import BlockError
 from evennia_ai.memory.entities import forget
 from evennia_ai.memory.keyword_index import KeywordIndexUnavailable
 from evennia_ai.memory.search import check_mode
-from evennia_ai.prompt.longterm_sources import render_memories
+from evennia_ai.utils import clean_text
 from evennia_ai.workspace.journal import TRUST
 
 ARCHIVAL_SHOWN = 20  # archival entries listed / found at once
 LTM_LIST_DEFAULT = 10
+MEMORY_TEXT_MIN = 20  # characters of a memory's text a one-line summary keeps at least
 ENTITY_OBSERVATIONS_SHOWN = 20
 # How far an observation the operator notes is trusted (the operator tells the NPC directly).
 OPERATOR_TRUST_SOURCE = "told_directly"
@@ -152,10 +155,7 @@ class CmdAIBlock(SwitchedCommand):
         if not targets:
             self.msg(f"{npc.key} has no memory blocks. |waiblock/create|n makes one.")
             return
-        lines = [
-            f"|wMemory blocks of {npc.key}|n",
-            f"{'label':<24} {'type':<9} {'schema':<9} {'permission':<10} {'context':<9} size",
-        ]
+        table = self.table("Label", "Type", "Schema", "Permission", "Context", "Size", keep=(0,))
         for target in targets:
             block = target.block
             schema = block.get("schema") or pure.normalise_schema(None)
@@ -165,11 +165,15 @@ class CmdAIBlock(SwitchedCommand):
                 presence = "pinned" if block.get("pinned") else "ephemeral"
             size = len(pure.render_content(schema, block.get("content")))
             label = target.address + (f" (from {target.shared_from})" if target.share_mode else "")
-            lines.append(
-                f"{label:<24} {block.get('type', '?'):<9} {schema.get('kind', 'text'):<9} "
-                f"{target.permission:<10} {presence:<9} {size}"
+            table.add_row(
+                label,
+                block.get("type", "?"),
+                schema.get("kind", "text"),
+                target.permission,
+                presence,
+                count(size),
             )
-        self.msg("\n".join(lines))
+        self.msg(f"|wMemory blocks of {npc.key}|n\n{table}")
 
     def do_show(self):
         npc, label = self.npc_and_rhs("<label>")
@@ -387,9 +391,9 @@ class CmdAIBlock(SwitchedCommand):
             head = f"|wArchive of {npc.key}|n: {len(found)} newest of {len(entries)} entries"
         lines = [head]
         for entry in found:
-            score = f" (score {entry['score']:g})" if "score" in entry else ""
+            score = f" (score {entry['score']:.2f})" if "score" in entry else ""
             lines.append(
-                f"{entry.get('id')} {str(entry.get('created', ''))[:16]}{score}: "
+                f"{entry.get('id')} {timestamp(entry.get('created'))}{score}: "
                 f"{short(entry.get('content'))}"
             )
         self.msg("\n".join(lines))
@@ -401,13 +405,29 @@ class CmdAIBlock(SwitchedCommand):
 
 
 # -- long-term memory ------------------------------------------------------------------------------
-def render_hit(hit) -> str:
-    """One long-term memory for the operator: its id, then the text as the NPC sees it."""
+def memory_line(hit, width: int) -> str:
+    """One long-term memory on one line of ``width``: id, day stored, score (of a search) and
+    the start of its text, whitespace collapsed (``ailtm/show`` gives it in full)."""
 
-    lines = render_memories([hit]).splitlines()
-    text = lines[1][2:] if len(lines) > 1 else short(hit.text)
-    score = f" [score {hit.score:.2f}]" if hit.score else ""
-    return f"{hit.id}: {text}{score}"
+    score = f" score {hit.score:.2f}" if hit.score else ""
+    head = f"{hit.id} {date(hit.time)}{score}: "
+    return head + raw(short(hit.text, max(MEMORY_TEXT_MIN, width - len(head))))
+
+
+def memory_detail(hit, name: str) -> str:
+    """One long-term memory in full, with where it came from."""
+
+    details = [f"stored {timestamp(hit.time)}", f"kind {hit.kind or 'memory'}"]
+    if hit.source:
+        details.append(f"source {str(hit.source).replace('_', ' ')}")
+    if hit.trust is not None:
+        details.append(f"trust {hit.trust:g}")
+    if hit.person_name or hit.person:
+        details.append(f"about {hit.person_name or hit.person}")
+    return (
+        f"|wLong-term memory {hit.id} of {name}|n\n{'; '.join(details)}\n"
+        f"{raw(clean_text(hit.text).strip())}"
+    )
 
 
 def unavailable_message(failure) -> str:
@@ -426,6 +446,7 @@ class CmdAILongTerm(SwitchedCommand):
       ailtm <npc> = <query>
       ailtm/mode <npc> = <keyword||vector||hybrid||auto> <query>
       ailtm/list <npc> [= <count>]
+      ailtm/show <npc> = <memory id>
       ailtm/delete <npc> = <memory id>
       ailtm/status
       ailtm <npc>
@@ -434,7 +455,8 @@ class CmdAILongTerm(SwitchedCommand):
       mode   - search in one mode: keyword (exact words and names), vector (meaning,
                needs the embedder), hybrid (both) or auto (hybrid when the embedder
                is loaded, else keyword; the default).
-      list   - the NPC's most recent memories.
+      list   - the NPC's most recent memories, one line each.
+      show   - one memory in full (by the id a search or /list shows).
       delete - forget one memory (by the id a search or /list shows).
       status - which search mode is active, and why.
 
@@ -445,11 +467,12 @@ class CmdAILongTerm(SwitchedCommand):
       ailtm Innkeeper = who owes money?
       ailtm/mode Innkeeper = keyword Bob
       ailtm/list Innkeeper = 20
+      ailtm/show Innkeeper = 3f2a9c1e-...
       ailtm/delete Innkeeper = 3f2a9c1e-...
     """
 
     key = "ailtm"
-    switch_options = ("mode", "list", "delete", "status")
+    switch_options = ("mode", "list", "show", "delete", "status")
 
     def do_default(self):
         if self.rhs is None:
@@ -486,7 +509,7 @@ class CmdAILongTerm(SwitchedCommand):
         return text + "."
 
     def search(self, npc, query: str, mode: str) -> None:
-        caller, name = self.caller, npc.key
+        caller, name, width = self.caller, npc.key, self.client_width()
 
         def done(outcome):
             head = f"|wLong-term memory of {name}|n for '{query}' ({outcome.mode} search)"
@@ -495,7 +518,7 @@ class CmdAILongTerm(SwitchedCommand):
             if not outcome.hits:
                 caller.msg(f"{head}: nothing found.")
                 return
-            caller.msg("\n".join([head] + [render_hit(hit) for hit in outcome.hits]))
+            caller.msg("\n".join([head] + [memory_line(hit, width) for hit in outcome.hits]))
 
         def failed(failure):
             caller.msg(f"|r{unavailable_message(failure)}|n")
@@ -505,21 +528,37 @@ class CmdAILongTerm(SwitchedCommand):
 
     def do_list(self):
         npc = self.find_npc(self.lhs)
-        count = self.parse_int(self.rhs, "The count", 1, 100) if self.rhs else LTM_LIST_DEFAULT
-        caller, name = self.caller, npc.key
+        limit = self.parse_int(self.rhs, "The count", 1, 100) if self.rhs else LTM_LIST_DEFAULT
+        caller, name, width = self.caller, npc.key, self.client_width()
 
         def done(memories):
             if not memories:
                 caller.msg(f"{name} has no long-term memories.")
                 return
             lines = [f"|wLong-term memory of {name}|n: the {len(memories)} most recent"]
-            lines += [render_hit(memory) for memory in memories]
+            lines += [memory_line(memory, width) for memory in memories]
+            lines.append(f"(|wailtm/show {name} = <id>|n shows one in full.)")
             caller.msg("\n".join(lines))
 
         def failed(failure):
             caller.msg(f"|r{unavailable_message(failure)}|n")
 
-        longterm.recent(npc.dbref, count).addCallbacks(done, failed)
+        longterm.recent(npc.dbref, limit).addCallbacks(done, failed)
+
+    def do_show(self):
+        npc, memory_id = self.npc_and_rhs("<memory id>")
+        caller, name = self.caller, npc.key
+
+        def done(hit):
+            if hit is None:
+                caller.msg(f"|r{name} has no long-term memory with id '{memory_id}'.|n")
+            else:
+                caller.msg(memory_detail(hit, name))
+
+        def failed(failure):
+            caller.msg(f"|r{unavailable_message(failure)}|n")
+
+        longterm.get(npc.dbref, memory_id).addCallbacks(done, failed)
 
     def do_delete(self):
         npc, memory_id = self.npc_and_rhs("<memory id>")
@@ -592,7 +631,7 @@ class CmdAIEntity(SwitchedCommand):
             return
         lines = [f"|wEntities known to {npc.key}|n (most recently seen first)"]
         for profile in profiles:
-            seen = str(profile.get("last_seen") or "never")[:16].replace("T", " ")
+            seen = timestamp(profile.get("last_seen") or "never")
             lines.append(
                 f"{profile.get('name')} ({profile.get('dbref')}, {profile.get('kind', '?')}): "
                 f"{short(profile.get('relationship') or '-', 40)}; last seen {seen}; "
@@ -614,14 +653,13 @@ class CmdAIEntity(SwitchedCommand):
         lines = [
             f"|w{profile.get('name')}|n ({dbref}, {profile.get('kind', '?')}) as {npc.key} knows them",
             f"Relationship: {profile.get('relationship') or '(none)'}",
-            f"First met: {profile.get('created')}  Last seen: {profile.get('last_seen')}",
+            f"First met: {timestamp(profile.get('created'))}  "
+            f"Last seen: {timestamp(profile.get('last_seen') or 'never')}",
         ]
         observations = profile.get("observations") or []
         lines.append("Observations:" if observations else "Observations: (none)")
         for obs in observations[-ENTITY_OBSERVATIONS_SHOWN:]:
-            lines.append(
-                f"- {obs.get('text')} (trust {obs.get('trust')}, {str(obs.get('time'))[:10]})"
-            )
+            lines.append(f"- {obs.get('text')} (trust {obs.get('trust')}, {date(obs.get('time'))})")
         self.msg("\n".join(lines))
 
     def resolve(self, npc, name: str) -> tuple[str, str, str]:

@@ -9,6 +9,9 @@ from evennia.utils.ansi import raw, strip_ansi
 from evennia_ai import conf
 from evennia_ai.commands.base import AICommand, CommandError
 from evennia_ai.engine.trace import TickTrace
+from evennia_ai.formatting import count
+from evennia_ai.formatting import money as format_money
+from evennia_ai.formatting import timestamp
 from evennia_ai.llm import tokens
 from evennia_ai.npc import spending
 from evennia_ai.npc.handler import describe_last_error
@@ -27,7 +30,7 @@ NPC_LOCKS = "puppet:perm(Developer);delete:{pid}perm(Admin);edit:{pid}perm(Admin
 def _limit(value, money: bool = False) -> str:
     if value is None:
         return "none"
-    return f"${value:.4f}" if money else f"{value:,}"
+    return format_money(value) if money else count(value)
 
 
 def _tokens_today(status: dict) -> int:
@@ -135,9 +138,7 @@ class CmdAINpc(AICommand):
         if not npcs:
             self.msg("No AI NPCs yet. |wainpc/create <name>|n makes one.")
             return
-        table = self.styled_table(
-            "NPC", "Location", "Model", "State", "Queued", "Tokens today", "Budget"
-        )
+        table = self.table("NPC", "Location", "Model", "State", "Queued", "Today", keep=(0,))
         warnings: list[str] = []
         failing: list[str] = []
         for npc in npcs:
@@ -148,8 +149,7 @@ class CmdAINpc(AICommand):
                 status["model"],
                 status["state"],
                 status["queued_events"],
-                f"{_tokens_today(status):,}",
-                status["budget_state"],
+                f"{count(_tokens_today(status))} tokens, {status['budget_state']}",
             )
             warnings += [f"{npc.key}: {w}" for w in status["warnings"]]
             if status["last_error_current"]:
@@ -381,7 +381,7 @@ class CmdAIStatus(AICommand):
             status = npc.ai.status()
             lines.append(
                 f"  {npc.key}({npc.dbref}) {status['state']} - {status['model']}, "
-                f"{status['queued_events']} queued, {_tokens_today(status):,} tokens today, "
+                f"{status['queued_events']} queued, {count(_tokens_today(status))} tokens today, "
                 f"{status['ticks']} ticks, {status['errors']} errors, {status['budget_state']}"
             )
             for warning in status["warnings"]:
@@ -394,10 +394,11 @@ class CmdAIStatus(AICommand):
         today = totals["today"]
         lines.append(
             f"|wServer|n: {totals['ticks']} ticks, "
-            f"{totals['prompt_tokens'] + totals['completion_tokens']:,} tokens "
-            f"(prompt {totals['prompt_tokens']:,}, completion {totals['completion_tokens']:,}), "
-            f"cost ${totals['cost']:.4f} in total; today {today['tokens']:,} tokens, "
-            f"${today['cost']:.4f}."
+            f"{count(totals['prompt_tokens'] + totals['completion_tokens'])} tokens "
+            f"(prompt {count(totals['prompt_tokens'])}, "
+            f"completion {count(totals['completion_tokens'])}), "
+            f"cost {format_money(totals['cost'])} in total; today {count(today['tokens'])} tokens, "
+            f"{format_money(today['cost'])}."
         )
         return "\n".join(lines)
 
@@ -409,20 +410,21 @@ class CmdAIStatus(AICommand):
             f"|w{npc.key}({npc.dbref})|n at {_where(npc)}: {status['state']}",
             f"  enabled: {status['enabled']}  paused: {status['paused']}  "
             f"script running: {status['running']}",
-            f"  model: {status['model']}, window {status['window']:,} tokens "
+            f"  model: {status['model']}, window {count(status['window'])} tokens "
             f"({tokens.WINDOW_SOURCES.get(status['window_source'], status['window_source'])})",
-            f"  tokens: today {b['npc_tokens']:,} (cost ${b['npc_cost']:.4f}); total prompt "
-            f"{status['prompt_tokens']:,}, completion {status['completion_tokens']:,}, "
-            f"cost ${float(status['cost'] or 0):.4f}",
+            f"  tokens: today {count(b['npc_tokens'])} (cost {format_money(b['npc_cost'])}); "
+            f"total prompt {count(status['prompt_tokens'])}, "
+            f"completion {count(status['completion_tokens'])}, "
+            f"cost {format_money(status['cost'])}",
             f"  budget: {status['budget_state']}; daily limits per NPC: tokens "
             f"{_limit(b['npc_token_limit'])}, cost {_limit(b['npc_cost_limit'], True)}; "
-            f"server today {b['server_tokens']:,} tokens (limit "
-            f"{_limit(b['server_token_limit'])}), ${b['server_cost']:.4f} (limit "
+            f"server today {count(b['server_tokens'])} tokens (limit "
+            f"{_limit(b['server_token_limit'])}), {format_money(b['server_cost'])} (limit "
             f"{_limit(b['server_cost_limit'], True)}); when over: "
             f"{spending.ACTION_MODES.get(b['action'], b['action'])}",
             f"  sleep: {'asleep' if status['asleep'] else 'awake'}"
             + (
-                f" since {sleep.get('since')} ({sleep.get('reason')}, phase {sleep.get('phase')})"
+                f" since {timestamp(sleep.get('since'))} ({sleep.get('reason')}, phase {sleep.get('phase')})"
                 if status["asleep"]
                 else ""
             ),
@@ -441,7 +443,7 @@ class CmdAIStatus(AICommand):
             )
         for key, kept in npc.ai.quarantined().items():
             lines.append(
-                f"  |ykept aside|n {key} ({kept.get('time')}): {raw(str(kept.get('problem'))[:200])}; "
+                f"  |ykept aside|n {key} ({timestamp(kept.get('time'))}): {raw(str(kept.get('problem'))[:200])}; "
                 f"value {raw(truncate(repr(kept.get('value')), 120))} "
                 f"(aistatus/restore or /discard {npc.key} = {key})"
             )
@@ -453,9 +455,9 @@ class CmdAIStatus(AICommand):
             lines.append("  last ticks:")
             for trace in reversed(traces):
                 lines.append(
-                    f"    #{trace.tick_id} {trace.started[:19]} {trace.context_type or '-'} "
+                    f"    #{trace.tick_id} {timestamp(trace.started)} {trace.context_type or '-'} "
                     f"{trace.stop_reason or '-'} "
-                    f"{trace.prompt_tokens + trace.completion_tokens:,} tokens"
+                    f"{count(trace.prompt_tokens + trace.completion_tokens)} tokens"
                 )
         last_error = describe_last_error(status)
         if last_error:
@@ -466,7 +468,7 @@ class CmdAIStatus(AICommand):
             lines.append("  errors in the last ticks:")
             for trace in errors[-3:]:
                 lines.append(
-                    f"    #{trace.tick_id} {trace.started[:19]}: {raw(str(trace.error)[:300])}"
+                    f"    #{trace.tick_id} {timestamp(trace.started)}: {raw(str(trace.error)[:300])}"
                 )
         return "\n".join(lines)
 

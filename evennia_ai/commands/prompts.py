@@ -246,7 +246,7 @@ class CmdAIPrompt(SwitchedCommand):
         headers = ["ID", "Key", "Name", "Role", "Enabled"]
         if config is not None:
             headers.append(f"In {context_type}")
-        table = self.styled_table(*headers)
+        table = self.table(*headers, keep=(1,))
         for comp in components:
             row = [
                 comp.id if comp.is_static else f"{comp.id} (after {comp.after_static})",
@@ -515,7 +515,7 @@ class CmdAITemplate(SwitchedCommand):
 
     def do_list(self):
         templates = registry().list_templates(include_builtin=True)
-        table = self.styled_table("Key", "Name", "Category", "Placeholders", "Built in")
+        table = self.table("Key", "Name", "Category", "Placeholders", "Built in", keep=(0,))
         for template in templates:
             table.add_row(
                 esc(template.key),
@@ -843,7 +843,7 @@ class CmdAIContext(SwitchedCommand):
 
     def do_list(self):
         customised = registry().list_context_customizations()
-        table = self.styled_table("Context type", "Mode", "Iterations", "Customised")
+        table = self.table("Context type", "Mode", "Iterations", "Customised", keep=(0,))
         reg = registry()
         for context_type in CONTEXT_TYPES:
             try:
@@ -1007,8 +1007,14 @@ class CmdAIExec(AICommand):
             lines.append(f"  {key}: {value}")
         if "allowed_tool_categories" not in config:
             lines.append("  allowed_tool_categories: all")
-        table = self.styled_table(
-            "Context type", "Mode", "Iterations", "Multi-tool", "Sub-agents", "Confirm DANGEROUS"
+        table = self.table(
+            "Context type",
+            "Mode",
+            "Iterations",
+            "Multi-tool",
+            "Sub-agents",
+            "Confirm DANGEROUS",
+            keep=(0,),
         )
         for context_type in CONTEXT_TYPES:
             pattern = select_execution_pattern(config, effective_context_config(context_type))

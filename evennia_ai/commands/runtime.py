@@ -12,12 +12,23 @@ from evennia.utils.utils import delay
 from evennia_ai import conf
 from evennia_ai.commands.base import AICommand, CommandError, parse_switch
 from evennia_ai.engine.trace import TickTrace
+from evennia_ai.formatting import (
+    action_arguments,
+    ago,
+    arguments_text,
+    count,
+    decision_text,
+    duration,
+    money,
+    step_label,
+    timestamp,
+)
 from evennia_ai.memory.events import Event
 from evennia_ai.prompt.execution_pattern import ALL_TOOL_CATEGORIES
 from evennia_ai.tools import load_builtin_tools
 from evennia_ai.tools.approvals import ConfirmationError, get_confirmation_queue
 from evennia_ai.tools.registry import TOOL_REGISTRY, passes_lock
-from evennia_ai.utils import iso_utc, truncate, utcnow
+from evennia_ai.utils import iso_utc, one_line, truncate, utcnow
 from evennia_ai.workspace.sleep import SLEEP_PHASES, go_to_sleep, in_sleep_window, wake_up
 
 BAR_WIDTH = 24
@@ -26,19 +37,14 @@ INTERACT_WAIT_SECONDS = 120.0
 
 
 # -- trace rendering (shared by aitrace and interact) ----------------------------------------------
-def _args_text(arguments: dict, limit: int = 120) -> str:
-    parts = [f"{key}={value!r}" for key, value in (arguments or {}).items()]
-    return truncate(", ".join(parts), limit)
-
-
 def trace_line(trace: TickTrace) -> str:
     """One line for a tick: id, time, event, stop reason, steps, tokens, cost, duration."""
     event = truncate((trace.event_text or trace.context_type or "-").replace("\n", " "), 50)
     return (
-        f"#{trace.tick_id} {trace.started[:19].replace('T', ' ')} {trace.context_type or '-'} "
+        f"#{trace.tick_id} {timestamp(trace.started)} {trace.context_type or '-'} "
         f"[{event}] {trace.stop_reason or '-'}, {len(trace.iterations)} step(s), "
-        f"{trace.prompt_tokens + trace.completion_tokens:,} tokens, ${trace.cost:.4f}, "
-        f"{trace.duration:.1f}s"
+        f"{count(trace.prompt_tokens + trace.completion_tokens)} tokens, {money(trace.cost)}, "
+        f"{duration(trace.duration)}"
     )
 
 
@@ -46,19 +52,18 @@ def trace_steps(trace: TickTrace, result_limit: int = 200) -> list[str]:
     """The steps of a tick: each model call's thought, its tool calls and their results."""
     lines = []
     for it in trace.iterations:
-        label = f"step {it.index + 1}" if it.index >= 0 else it.kind
         usage = it.usage or {}
         lines.append(
-            f"|w{label}|n ({it.kind}, {it.model or '?'}, "
-            f"{int(usage.get('prompt_tokens') or 0):,}+{int(usage.get('completion_tokens') or 0):,}"
-            f" tokens, {it.latency:.1f}s)"
+            f"|w{step_label(it.index, it.kind)}|n ({it.kind}, {it.model or '?'}, "
+            f"{count(usage.get('prompt_tokens'))}+{count(usage.get('completion_tokens'))}"
+            f" tokens, {duration(it.latency)})"
         )
         if it.text:
             lines.append(f"  thought: {truncate(it.text.strip(), 400)}")
         for call in it.tool_calls:
             outcome = call.error if call.error else call.result
             lines.append(
-                f"  tool {call.name}({_args_text(call.arguments)}) -> {call.status}"
+                f"  tool {call.name}({arguments_text(call.arguments, 120)}) -> {call.status}"
                 f"{'' if call.success else ' (failed)'}: {truncate(outcome, result_limit)}"
             )
         if it.error:
@@ -74,10 +79,10 @@ def section_table(sections: dict) -> list[str]:
     widest = max(int(v or 0) for v in sections.values()) or 1
     name_width = max(len(str(name)) for name in sections)
     rows = []
-    for name, count in sorted(sections.items(), key=lambda kv: -int(kv[1] or 0)):
-        count = int(count or 0)
-        bar = "#" * max(1 if count else 0, round(BAR_WIDTH * count / widest))
-        rows.append(f"  {str(name):<{name_width}} {count:>7,} {100 * count / total:5.1f}% {bar}")
+    for name, tokens in sorted(sections.items(), key=lambda kv: -int(kv[1] or 0)):
+        tokens = int(tokens or 0)
+        bar = "#" * max(1 if tokens else 0, round(BAR_WIDTH * tokens / widest))
+        rows.append(f"  {str(name):<{name_width}} {tokens:>7,} {100 * tokens / total:5.1f}% {bar}")
     rows.append(f"  {'total':<{name_width}} {total:>7,}")
     return rows
 
@@ -86,10 +91,10 @@ def trace_detail(trace: TickTrace) -> str:
     """A tick in full: event, pattern, steps, tokens per section, budget and errors."""
     pattern = trace.pattern or {}
     lines = [
-        f"|wTick #{trace.tick_id}|n ({trace.context_type or '-'}) started {trace.started}, "
-        f"ended {trace.ended or '-'}, {trace.duration:.1f}s",
-        f"stop reason: {trace.stop_reason or '-'}; tokens {trace.prompt_tokens:,} prompt + "
-        f"{trace.completion_tokens:,} completion; cost ${trace.cost:.4f}",
+        f"|wTick #{trace.tick_id}|n ({trace.context_type or '-'}) started "
+        f"{timestamp(trace.started)}, ended {timestamp(trace.ended)}, {duration(trace.duration)}",
+        f"stop reason: {trace.stop_reason or '-'}; tokens {count(trace.prompt_tokens)} prompt + "
+        f"{count(trace.completion_tokens)} completion; cost {money(trace.cost)}",
     ]
     if pattern:
         lines.append(
@@ -236,7 +241,7 @@ class CmdAITools(AICommand):
         allowed = npc.ai.tool_allow
         denied = set(npc.ai.tool_deny or [])
         categories = npc.ai.execution_config.get("allowed_tool_categories")
-        table = self.styled_table("Tool", "Category", "For this NPC")
+        table = self.table("Tool", "Category", "For this NPC", keep=(0,))
         usable = 0
         for tool in TOOL_REGISTRY.all():
             verdict = _tool_verdict(npc, tool, allowed, denied, categories)
@@ -337,7 +342,7 @@ class CmdAISleep(AICommand):
         except ValueError as err:
             raise CommandError(str(err)) from None
         go_to_sleep(npc, "operator", until)
-        self.msg(f"{npc.key} falls asleep" + (f" until {until[:16]} UTC." if until else "."))
+        self.msg(f"{npc.key} falls asleep" + (f" until {timestamp(until)}." if until else "."))
 
     def do_wake(self, npc):
         if not npc.ai.sleep.get("asleep"):
@@ -397,8 +402,8 @@ class CmdAISleep(AICommand):
         lines = [f"|wSleep of {npc.key}({npc.dbref})|n"]
         if sleep.get("asleep"):
             lines.append(
-                f"  asleep since {sleep.get('since')} ({sleep.get('reason')}), "
-                f"phase {sleep.get('phase')}, until {sleep.get('until') or 'woken'}"
+                f"  asleep since {timestamp(sleep.get('since'))} ({sleep.get('reason')}), "
+                f"phase {sleep.get('phase')}, until {timestamp(sleep.get('until') or 'woken')}"
             )
         else:
             lines.append(
@@ -406,7 +411,7 @@ class CmdAISleep(AICommand):
                 + (f" ({sleep.get('reason')})" if sleep.get("reason") else "")
                 + (", woken in this sleep window" if sleep.get("woken_in_window") else "")
             )
-        lines.append(f"  last consolidated: {sleep.get('last_consolidated') or 'never'}")
+        lines.append(f"  last consolidated: {timestamp(sleep.get('last_consolidated') or 'never')}")
         window = (
             f"{schedule[0]}-{schedule[1]} server time"
             f"{' (now inside)' if in_sleep_window(schedule) else ''}"
@@ -533,26 +538,23 @@ class CmdAIConfirm(AICommand):
                 )
         except ConfirmationError as err:
             raise CommandError(str(err)) from None
-        self.msg(
-            f"{entry['id']} ({entry['npc_key']}: {entry['action']}) is {entry['status']}: "
-            f"{truncate(entry.get('result') or '', 300)}"
-        )
+        self.msg(decision_text(entry))
 
     def listing(self, entries: list[dict]) -> str:
         if not entries:
             return "No actions await confirmation."
-        table = self.styled_table("Id", "NPC", "Kind", "Action", "Details", "Reason", "Since")
+        table = self.table("Id", "NPC and action", "Details and reason", "Since", keep=(0,))
         for entry in entries:
-            payload = entry.get("payload") or {}
-            details = payload.get("arguments", payload)
+            kind = entry.get("kind")
+            details = one_line(arguments_text(action_arguments(entry)), 120)
+            if entry.get("reason"):
+                details += f"\nreason: {one_line(entry['reason'], 120)}"
             table.add_row(
                 entry["id"],
-                f"{entry.get('npc_key')}(#{entry.get('npc_id')})",
-                entry.get("kind"),
-                entry.get("action"),
-                truncate(_args_text(details) if isinstance(details, dict) else details, 60),
-                truncate(entry.get("reason") or "", 40),
-                (entry.get("created") or "")[:19],
+                f"{entry.get('npc_key')}(#{entry.get('npc_id')}): {entry.get('action')}"
+                + ("" if kind == "tool" else f" ({kind})"),
+                details,
+                ago(entry.get("created")),
             )
         return f"Pending confirmations ({len(entries)}):\n{table}"
 
@@ -562,7 +564,8 @@ def interaction_report(npc, trace: TickTrace) -> str:
     """What the caller of ``interact`` sees when the NPC's tick is done."""
     lines = [
         f"|w{npc.key} thought it over|n (tick #{trace.tick_id}, {trace.stop_reason or '-'}, "
-        f"{trace.prompt_tokens + trace.completion_tokens:,} tokens, {trace.duration:.1f}s):"
+        f"{count(trace.prompt_tokens + trace.completion_tokens)} tokens, "
+        f"{duration(trace.duration)}):"
     ]
     lines.extend("  " + line for line in trace_steps(trace) or ["(no model calls)"])
     if trace.error:

@@ -13,6 +13,7 @@ import re
 from typing import Any, Callable, Iterable
 
 from evennia_ai.commands.base import CommandError, SwitchedCommand, parse_switch, partition_bar
+from evennia_ai.formatting import timestamp
 from evennia_ai.workspace import behaviour_rules as rules_mod
 from evennia_ai.workspace import goals as goals_mod
 from evennia_ai.workspace import journal as journal_mod
@@ -274,7 +275,8 @@ class CmdAIProject(SwitchedCommand):
         self.msg(
             f"|wProject {key}|n of {npc.key}{active}\n"
             f"Status: {slot.get('status')}\nSummary: {slot.get('summary', '')}\n"
-            f"Created: {slot.get('created_at')}  Last active: {slot.get('last_active')}\n"
+            f"Created: {timestamp(slot.get('created_at'))}  "
+            f"Last active: {timestamp(slot.get('last_active'))}\n"
             f"Context:\n{slot.get('context') or '(none)'}"
         )
 

@@ -191,6 +191,9 @@ class TickRunner:
         self.location = self.npc.location
         self.batch: list = []
         self.started = time.monotonic()
+        # The trace's start is the tick's, so started..ended spans its duration (preparation,
+        # memory searches included), not only the model calls.
+        self.started_at = iso_utc(precise=True)
         self.usage = UsageAccountant()
         self.state: TickState | None = None
         self._thinking = None  # the delayed "thinking" line to the speakers, while pending
@@ -451,6 +454,7 @@ class TickRunner:
         trace = TickTrace(
             tick_id=state.tick_id,
             context_type=state.context_type,
+            started=self.started_at,
             event_ids=[e.id for e in state.batch],
             event_text=truncate(state.batch_text, 2000),
             budget=state.spending.describe() if state.spending.exceeded else None,
@@ -613,6 +617,7 @@ class TickRunner:
         trace = TickTrace(
             tick_id=state.tick_id,
             context_type=state.context_type,
+            started=self.started_at,
             event_ids=[e.id for e in state.batch],
             event_text=truncate(state.batch_text, 2000),
             stop_reason=reason.value,

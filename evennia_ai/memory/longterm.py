@@ -935,6 +935,19 @@ class LongTermMemory:
         self.ensure_ready()
         return [_hit_from_doc(doc, 0.0) for doc in self.keyword_index().recent(str(npc), limit)]
 
+    def get_sync(self, npc: str, memory_id: str) -> MemoryHit | None:
+        """One of ``npc``'s memories by id, in full, or None (blocking; from the keyword index).
+
+        Raises:
+            KeywordIndexUnavailable: If the keyword index cannot be opened.
+        """
+        memory_id = str(memory_id or "").strip()
+        if not memory_id:
+            return None
+        self.ensure_ready()
+        doc = self.keyword_index().get(memory_id)
+        return _hit_from_doc(doc, 0.0) if doc is not None and doc.npc == str(npc) else None
+
     def delete_sync(self, npc: str, memory_id: str) -> bool:
         """Forget one of ``npc``'s memories everywhere it is stored (blocking).
 
@@ -1261,6 +1274,11 @@ def consolidate(
 def recent(npc_id: str, limit: int = 10) -> defer.Deferred:
     """An NPC's newest memories, in a thread. Fires with a list of :class:`MemoryHit`."""
     return defer_to_thread(get_memory().recent_sync, npc_id, limit)
+
+
+def get(npc_id: str, memory_id: str) -> defer.Deferred:
+    """One of an NPC's memories by id, in a thread. Fires with a MemoryHit or None."""
+    return defer_to_thread(get_memory().get_sync, npc_id, memory_id)
 
 
 def delete(npc_id: str, memory_id: str) -> defer.Deferred:

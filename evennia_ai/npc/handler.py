@@ -22,6 +22,7 @@ from typing import Any, Callable
 from evennia.utils import logger
 
 from evennia_ai import conf
+from evennia_ai.formatting import timestamp
 from evennia_ai.llm import tokens
 from evennia_ai.memory import context_buffer
 from evennia_ai.memory import events as ev
@@ -507,12 +508,13 @@ def describe_last_error(status: dict) -> str:
     """The last error of an NPC's :meth:`AIHandler.status`, for people ("" when it never failed).
 
     Says at which tick and when it happened, and that it is past once later ticks succeeded:
-    ``tick 12, 2026-01-01T10:00:00Z: model call failed: ... (past: later ticks succeeded)``.
+    ``tick 12, 2026-01-01 10:00:00 UTC: model call failed: ... (past: later ticks succeeded)``.
     """
     error = status.get("last_error")
     if not error:
         return ""
     tick, when = status.get("last_error_tick"), status.get("last_error_time")
+    when = timestamp(when) if when else ""
     head = ", ".join(
         part for part in (f"tick {tick}" if tick is not None else "", when or "") if part
     )

@@ -11,6 +11,8 @@ import zlib
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
+from evennia_ai.formatting import count, money
+
 PALETTE = (
     "#4e79a7",
     "#f28e2b",
@@ -98,7 +100,7 @@ def usage_chart(points: list[dict], title: str, width: int = 540, height: int = 
     if max_cost > 0:
         parts.append(
             f'<text x="{left + plot_w + 4}" y="{top + 8}" font-size="10" fill="{COST_COLOUR}">'
-            f"${escape(f'{max_cost:.4f}')}</text>"
+            f"{escape(money(max_cost))}</text>"
             f'<text x="{left + plot_w + 4}" y="{top + plot_h / 2}" font-size="10" '
             f'fill="{COST_COLOUR}">cost</text>'
         )
@@ -113,7 +115,7 @@ def usage_chart(points: list[dict], title: str, width: int = 540, height: int = 
         parts.append(
             f'<rect class="ai-bar" x="{_num(x)}" y="{_num(top + plot_h - bar_h)}" '
             f'width="{_num(bar_w)}" height="{_num(bar_h)}" fill="{TOKEN_COLOUR}" opacity="0.8">'
-            f"<title>{label}: {tokens} tokens, ${cost:.6f}</title></rect>"
+            f"<title>{label}: {count(tokens)} tokens, {money(cost)}</title></rect>"
         )
         if max_cost > 0:
             cx = left + i * slot + slot / 2
@@ -151,14 +153,14 @@ def section_bar(sections: dict, width: int = 320, height: int = 14) -> SafeStrin
     parts = [
         f'<svg class="ai-sections" role="img" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg">'
-        f"<title>{total} prompt tokens by section</title>"
+        f"<title>{count(total)} prompt tokens by section</title>"
     ]
     x = 0.0
     for name, tokens in items:
         w = width * tokens / total
         parts.append(
             f'<rect x="{_num(x)}" y="0" width="{_num(w)}" height="{height}" '
-            f'fill="{colour_for(name)}"><title>{escape(name)}: {tokens} tokens '
+            f'fill="{colour_for(name)}"><title>{escape(name)}: {count(tokens)} tokens '
             f"({100 * tokens / total:.0f}%)</title></rect>"
         )
         x += w

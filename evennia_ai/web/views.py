@@ -19,10 +19,13 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views import View
 from django.views.generic import TemplateView
 
+from evennia_ai.formatting import decision_text
 from evennia_ai.npc import spending
 from evennia_ai.tools.approvals import ConfirmationError
 from evennia_ai.web import charts, data
 from evennia_ai.web.permissions import is_ai_staff
+
+PERSONA_SHOWN = 300  # characters of a persona shown before "show all"
 
 
 class StaffRequiredMixin(UserPassesTestMixin):
@@ -117,6 +120,7 @@ class NPCDetailView(DashboardPage):
                 detail["usage"]["ticks"], f"{npc.key}: tokens and cost per tick"
             ),
             contexts=data.context_orders(),
+            persona_shown=PERSONA_SHOWN,
         )
         return context
 
@@ -177,10 +181,8 @@ class ConfirmationDecisionView(StaffRequiredMixin, View):
         except ConfirmationError as err:
             messages.error(request, str(err))
         else:
-            text = f"{entry['id']} ({entry['npc_key']}: {entry['action']}) is {entry['status']}"
-            if entry.get("result"):
-                text += f": {str(entry['result'])[:300]}"
-            (messages.success if entry["status"] != "failed" else messages.warning)(request, text)
+            notify = messages.warning if entry["status"] == "failed" else messages.success
+            notify(request, decision_text(entry))
         target = request.POST.get("next") or ""
         if not url_has_allowed_host_and_scheme(
             target, allowed_hosts={request.get_host()}, require_https=request.is_secure()

@@ -1,0 +1,1 @@
+"""Template filters of the dashboard (``{% load ai_format %}``)."""
