@@ -166,6 +166,13 @@ SETTINGS: dict[str, Setting] = {
             "Most tool calls run from one model answer; the rest are refused in the trace.",
         ),
         Setting(
+            "EVENNIA_AI_CONFIRMATION_CHANNEL",
+            None,
+            "Evennia channel (key or alias) that is told, as online Builders are, when an action "
+            "starts waiting for `aiconfirm` and when it is decided; None: no channel. Give it a "
+            "`listen:perm(Builder)` lock: the notices show what NPCs want to run.",
+        ),
+        Setting(
             "EVENNIA_AI_STRICT_CONTRACTS",
             False,
             "Raise ContractViolation when a request lacks its task or inputs (tests); off, it "

@@ -187,17 +187,23 @@ def action_arguments(entry: dict) -> Any:
     return payload.get("arguments", payload) if isinstance(payload, dict) else payload
 
 
-def decision_text(entry: dict, limit: int = 300) -> str:
-    """A decided confirmation in a sentence: what was decided, what ran and what it said."""
+def decision_text(entry: dict, limit: int = 300, *, name_decider: bool = False) -> str:
+    """A decided confirmation in a sentence: what was decided, what ran and what it said.
+
+    With ``name_decider``, who decided follows the id (``Approved c_1a2b3c4d by Ann: ...``).
+    """
     who = f"{entry.get('npc_key') or '?'}'s {entry.get('action') or '?'}"
     said = result_text(entry.get("result"), limit)
     status = entry.get("status")
+    decided = entry.get("id")
+    if name_decider:
+        decided = f"{decided} by {entry.get('decided_by') or 'someone'}"
     if status == "approved":
-        text = f"Approved {entry.get('id')}: {who} ran"
+        text = f"Approved {decided}: {who} ran"
     elif status == "failed":
-        text = f"Approved {entry.get('id')}, but {who} failed"
+        text = f"Approved {decided}, but {who} failed"
     elif status == "rejected":
-        text = f"Rejected {entry.get('id')}: {who} did not run"
+        text = f"Rejected {decided}: {who} did not run"
         said = f"reason given: {said}" if said else ""
     else:
         text = f"{entry.get('id')}: {who} is {status}"

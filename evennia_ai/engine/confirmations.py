@@ -4,7 +4,9 @@ DANGEROUS tool calls (when the execution pattern requires confirmation) and mode
 memory blocks with Partner or Human permission land here. One queue for the whole server lives
 in the Attributes of a :class:`ConfirmationQueue` Script, got or created by key. Approving runs
 the action *as the NPC* (bounded by the NPC's own permissions and locks, never the approver's)
-through an executor registered for the entry's ``kind``.
+through an executor registered for the entry's ``kind``. Online Builders (and the channel of
+``EVENNIA_AI_CONFIRMATION_CHANNEL``) are told when an entry is queued and when it is decided
+(:mod:`evennia_ai.engine.notices`).
 
 Entries are plain dicts::
 
@@ -28,6 +30,7 @@ from evennia.objects.models import ObjectDB
 from evennia.scripts.scripts import DefaultScript
 from evennia.utils import logger
 
+from evennia_ai.engine import notices
 from evennia_ai.memory.block_admin import execute_block_write
 from evennia_ai.tools.approvals import QUEUE_KEY, ConfirmationError
 from evennia_ai.tools.base import ToolContext, ToolResult
@@ -153,6 +156,7 @@ class ConfirmationQueue(DefaultScript):
             "result": None,
         }
         self.db.entries = entries
+        notices.announce_waiting(entries[confirmation_id])
         return confirmation_id
 
     def _decide(self, confirmation_id: str, status: str, decided_by, result: str | None) -> dict:
@@ -172,6 +176,7 @@ class ConfirmationQueue(DefaultScript):
         for old in decided[:-MAX_DECIDED]:
             entries.pop(old["id"], None)
         self.db.entries = entries
+        notices.announce_decision(entry, decided_by)
         return entry
 
     def _pending(self, confirmation_id: str) -> dict:

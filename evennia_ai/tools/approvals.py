@@ -14,6 +14,9 @@ from evennia.utils.create import create_script
 
 QUEUE_KEY = "evennia_ai_confirmations"
 QUEUE_TYPECLASS = "evennia_ai.engine.confirmations.ConfirmationQueue"
+APPROVER_LOCK = "cmd:perm(Builder)"
+"""Who may approve or reject: the lock of ``aiconfirm``, which the notices of waiting actions
+also use to choose who is told."""
 
 
 class ConfirmationError(ValueError):

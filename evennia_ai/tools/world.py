@@ -153,8 +153,15 @@ def inert(text: str) -> str:
     limit = int(conf.get("EVENNIA_AI_MAX_OUTPUT_CHARS"))
     if len(text) > limit:
         text = text[: limit - 1].rstrip() + "\u2026"
+    return escape_inline_functions(text)
+
+
+def escape_inline_functions(text: str) -> str:
+    """``text`` with every ``$`` escaped when the game parses outgoing text for inline
+    functions (``FUNCPARSER_PARSE_OUTGOING_MESSAGES_ENABLED``), so no ``$func()`` in it runs;
+    unchanged otherwise (an escape would then show as a backslash)."""
     if getattr(settings, "FUNCPARSER_PARSE_OUTGOING_MESSAGES_ENABLED", False):
-        text = text.replace("$", "\\$")
+        return text.replace("$", "\\$")
     return text
 
 
