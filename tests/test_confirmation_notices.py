@@ -12,7 +12,11 @@ from support.commands import AICommandTestBase
 
 from evennia_ai.commands.runtime import CmdAIConfirm
 from evennia_ai.engine import notices
+from evennia_ai.memory import block_admin
+from evennia_ai.tools import load_builtin_tools
 from evennia_ai.tools.approvals import APPROVER_LOCK, get_confirmation_queue
+from evennia_ai.tools.base import ToolContext
+from evennia_ai.tools.registry import TOOL_REGISTRY
 
 CHANNEL = "ainotices"
 
@@ -110,6 +114,20 @@ class TestWhoIsTold(NoticeTestBase):
         assert (
             f"Bard(#{bard.id}) wants to replace text in memory block 'persona' of "
             f"Innkeeper(#{self.npc.id}): old: warm; new: cold"
+        ) in line
+        assert f"aiconfirm/approve {cid}" in line
+
+    def test_a_models_write_to_a_human_block_is_noticed_as_it_is_queued(self):
+        load_builtin_tools()
+        block_admin.create_block(self.npc, "vows", permission="Human", schema="map")
+        result = TOOL_REGISTRY.get("block_set_field").safe_run(
+            ToolContext(npc=self.npc, tick_id=3), {"label": "vows", "field": "oath", "value": "x"}
+        )
+        cid = result.content["confirmation_id"]
+        (line,) = self.notices_to(self.char1)
+        assert (
+            f"Innkeeper(#{self.npc.id}) wants to set field in memory block 'vows': "
+            "field: oath; value: x."
         ) in line
         assert f"aiconfirm/approve {cid}" in line
 
