@@ -106,7 +106,7 @@ class TestAISleep(RuntimeCommandTest):
         self.call(CmdAISleep(), "/wake Innkeeper", "Innkeeper wakes up")
         assert self.npc.ai.sleep["last_consolidated"] == "2026-01-01T03:00:00Z"
         out = self.call(CmdAISleep(), "Innkeeper", "Sleep of Innkeeper")
-        assert "last consolidated: 2026-01-01T03:00:00Z" in out
+        assert "last consolidated: 2026-01-01 03:00:00 UTC" in out
 
     def test_bad_schedule(self):
         self.call(CmdAISleep(), "/schedule Innkeeper = colour=blue", "'colour=blue' is not")
