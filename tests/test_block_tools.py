@@ -236,6 +236,7 @@ class TestConfirmations(BlockTestBase):
         assert entry["action"] == "append_text" and entry["tick_id"] == 7
         assert entry["payload"]["label"] == "pact"
         assert entry["payload"]["args"] == {"text": "no fighting"}
+        assert entry["reason"].endswith("(Partner permission): text: no fighting")  # no dict
         decided = queue.approve(cid)
         assert decided["status"] == "approved", decided
         assert self.content("pact") == "Terms:\nno fighting"

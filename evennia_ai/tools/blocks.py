@@ -31,6 +31,7 @@ appends only, attributed to the writer).
 
 from __future__ import annotations
 
+from evennia_ai.formatting import arguments_text
 from evennia_ai.memory import block_admin
 from evennia_ai.memory import blocks as pure
 from evennia_ai.memory.blocks import BlockError, BlockOpResult
@@ -81,7 +82,7 @@ def queue_confirmation(
     }
     reason = (
         f"{writer.key} wants to {op.replace('_', ' ')} in memory block "
-        f"'{target.address}' ({target.permission} permission): {args}"
+        f"'{target.address}' ({target.permission} permission): {arguments_text(args)}"
     )
     try:
         confirmation_id = get_confirmation_queue().add_entry(
