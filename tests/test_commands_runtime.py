@@ -185,6 +185,14 @@ class TestAITrace(RuntimeCommandTest):
         ):
             assert part in out, part
 
+    def test_model_text_is_shown_literally(self):
+        trace = sample_trace(8)
+        trace.iterations[0].text = "I think |rin red|n"
+        trace.iterations[0].tool_calls[0].arguments = {"message": "|555Welcome!"}
+        self.npc.ai.record_trace(trace.to_dict())
+        out = self.call(CmdAITrace(), "/show Innkeeper = 8", "Tick #8 (tick_event)")
+        assert "thought: I think |rin red|n" in out and "say(message: |555Welcome!)" in out
+
     def test_bad_arguments(self):
         self.call(CmdAITrace(), "/show Innkeeper = 99", "Innkeeper has no trace of tick #99")
         self.call(CmdAITrace(), "/show Innkeeper = abc", "The tick id must be a whole number")
@@ -213,6 +221,17 @@ class TestAIConfirm(RuntimeCommandTest):
         self.call(
             CmdAIConfirm(), f"/approve {first}", f"Confirmation '{first}' was already decided"
         )
+
+    def test_model_written_markup_is_shown_literally(self):
+        queue = get_confirmation_queue()
+        queue.add_entry(
+            self.npc,
+            "say",
+            {"arguments": {"message": "|rRED|n |lclook|ltclick|le"}},
+            reason="because |555colour",
+        )
+        out = self.call(CmdAIConfirm(), "", "Pending confirmations (1)")
+        assert "|rRED|n" in out and "|555colour" in out  # (links are dropped by one_line)
 
     def test_bad_arguments(self):
         self.call(CmdAIConfirm(), "/approve c_nothere", "No confirmation with id 'c_nothere'")

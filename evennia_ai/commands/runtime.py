@@ -11,6 +11,7 @@ from evennia.utils.utils import delay
 
 from evennia_ai import conf
 from evennia_ai.commands.base import AICommand, CommandError, parse_switch
+from evennia_ai.commands.tables import literal_cell
 from evennia_ai.engine.trace import TickTrace
 from evennia_ai.formatting import (
     action_arguments,
@@ -59,15 +60,16 @@ def trace_steps(trace: TickTrace, result_limit: int = 200) -> list[str]:
             f" tokens, {duration(it.latency)})"
         )
         if it.text:
-            lines.append(f"  thought: {truncate(it.text.strip(), 400)}")
+            lines.append(f"  thought: {raw(truncate(it.text.strip(), 400))}")
         for call in it.tool_calls:
             outcome = call.error if call.error else call.result
             lines.append(
-                f"  tool {call.name}({arguments_text(call.arguments, 120)}) -> {call.status}"
-                f"{'' if call.success else ' (failed)'}: {truncate(outcome, result_limit)}"
+                f"  tool {raw(call.name)}({raw(arguments_text(call.arguments, 120))}) -> "
+                f"{call.status}{'' if call.success else ' (failed)'}: "
+                f"{raw(truncate(outcome, result_limit))}"
             )
         if it.error:
-            lines.append(f"  |rerror: {truncate(it.error, 300)}|n")
+            lines.append(f"  |rerror: {raw(truncate(it.error, 300))}|n")
     return lines
 
 
@@ -538,7 +540,7 @@ class CmdAIConfirm(AICommand):
                 )
         except ConfirmationError as err:
             raise CommandError(str(err)) from None
-        self.msg(decision_text(entry))
+        self.msg(raw(decision_text(entry)))
 
     def listing(self, entries: list[dict]) -> str:
         if not entries:
@@ -546,13 +548,13 @@ class CmdAIConfirm(AICommand):
         table = self.table("Id", "NPC and action", "Details and reason", "Since", keep=(0,))
         for entry in entries:
             kind = entry.get("kind")
-            details = one_line(arguments_text(action_arguments(entry)), 120)
+            details = literal_cell(one_line(arguments_text(action_arguments(entry)), 120))
             if entry.get("reason"):
-                details += f"\nreason: {one_line(entry['reason'], 120)}"
+                details += f"\nreason: {literal_cell(one_line(entry['reason'], 120))}"
             table.add_row(
                 entry["id"],
-                f"{entry.get('npc_key')}(#{entry.get('npc_id')}): {entry.get('action')}"
-                + ("" if kind == "tool" else f" ({kind})"),
+                f"{literal_cell(entry.get('npc_key'))}(#{entry.get('npc_id')}): "
+                f"{entry.get('action')}" + ("" if kind == "tool" else f" ({kind})"),
                 details,
                 ago(entry.get("created")),
             )
@@ -569,7 +571,7 @@ def interaction_report(npc, trace: TickTrace) -> str:
     ]
     lines.extend("  " + line for line in trace_steps(trace) or ["(no model calls)"])
     if trace.error:
-        lines.append(f"  |rerror: {truncate(trace.error, 300)}|n")
+        lines.append(f"  |rerror: {raw(truncate(trace.error, 300))}|n")
     lines.append(f"(|waitrace/show {npc.key} = {trace.tick_id}|n for the full trace.)")
     return "\n".join(lines)
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable
 
-from evennia.utils.ansi import strip_ansi
+from evennia.utils.ansi import raw, strip_ansi
 
 # What a column adds to its text: a space of padding on each side and the border to its right;
 # the first column also draws the table's left border.
@@ -24,6 +24,16 @@ FIRST_COLUMN_OVERHEAD = 4
 _WORDS = re.compile(r"[^\s-]*-|[^\s-]+")
 MAX_WORD = 20  # a longer word may be cut rather than widen its column further
 MIN_SHARED = 5  # the other columns must keep this much for kept columns to keep their width
+
+
+def literal_cell(text: Any) -> str:
+    """``text`` for a table cell, shown exactly as written (model or player text).
+
+    A cell's markup is parsed twice: by EvTable when the cell is added, and again when the
+    printed table is sent. Escaped once, ``|r`` would come out of the table as a live colour
+    code; escaped twice it reaches the client as the two characters ``|r``.
+    """
+    return raw(raw(str(text)))
 
 
 def display_width(value: Any) -> int:
