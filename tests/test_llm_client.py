@@ -10,6 +10,7 @@ import threading
 from datetime import datetime, timedelta, timezone
 from email.utils import format_datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from unittest import mock
 
 import pytest
 from django.test import override_settings
@@ -183,6 +184,19 @@ def test_settings_are_read_at_call_time_and_env_wins(server, monkeypatch):
 def test_cost_is_none_for_unknown_models_and_known_otherwise(server):
     client = make_client(server)
     assert client.complete_sync(MESSAGES).cost is None
+    import litellm
+
+    with mock.patch.object(litellm, "cost_per_token") as asked:
+        assert client.complete_sync(MESSAGES).cost is None  # not asked again: no price yet
+        asked.assert_not_called()
+    model = client.complete_sync(MESSAGES).model
+    litellm.register_model(
+        {model: {"input_cost_per_token": 1e-6, "output_cost_per_token": 2e-6, "mode": "chat"}}
+    )
+    try:
+        assert client.complete_sync(MESSAGES).cost > 0  # a price registered later is used
+    finally:
+        litellm.model_cost.pop(model, None)
     server.enqueue({"text": "hi", "usage": {"prompt_tokens": 1000, "completion_tokens": 1000}})
     cost = client.complete_sync(MESSAGES, model="openai/gpt-4o-mini").cost
     assert isinstance(cost, float) and cost > 0

@@ -822,9 +822,18 @@ class UnifiedLLMClient:
         return result
 
 
+#: Models litellm had no price for, with the size of its price table then: asking again costs
+#: about 1 ms of CPU per call (litellm tries every generalisation of the name) and gives the
+#: same answer until a price is registered (the table grows).
+_UNPRICED: dict[str, int] = {}
+
+
 def _price(litellm, response, model: str, result: LLMResult) -> float | None:
     """The call's cost in USD by the model name the operator gave, or None if litellm has no
     price for it (the request may have gone through a renamed route, see _compatible_route)."""
+    prices = len(getattr(litellm, "model_cost", None) or ())
+    if _UNPRICED.get(model) == prices:
+        return None
     try:
         prompt, completion = litellm.cost_per_token(
             model=model,
@@ -837,6 +846,7 @@ def _price(litellm, response, model: str, result: LLMResult) -> float | None:
     try:
         return float(litellm.completion_cost(completion_response=response))
     except Exception:  # litellm does not know the model's price
+        _UNPRICED[model] = prices
         return None
 
 
