@@ -750,17 +750,20 @@ def last_compaction(compaction: dict) -> str:
 
 
 def compaction_now(compaction: dict, due: str | None, folds: int) -> str:
-    """Whether a compaction is pending (scheduled), due (a threshold is passed) or neither."""
+    """Whether a compaction is pending (scheduled), due (a threshold is passed) or neither,
+    and what it would fold (``folds``: messages older than the kept recent ones)."""
+    fold = f"it would fold {count(folds)} message(s)" if folds else "nothing is old enough to fold"
     if compaction.get("pending"):
+        reason = compaction.get("reason") or "scheduled"
         when = (
-            "at once, before the queued events"
-            if compaction.get("reason") == "emergency"
-            else "at the next quiet tick or in sleep"
+            "at once, before any queued events"
+            if reason == "emergency"
+            else "on the next tick without events, or in sleep"
         )
-        return f"|ypending|n ({compaction.get('reason') or 'scheduled'}): runs {when}; it would fold {count(folds)} message(s)"
+        return f"|ypending|n ({reason}): runs {when}; {fold}"
     if due:
-        return f"|ydue|n ({due}): a threshold is passed, scheduled after the next tick; it would fold {count(folds)} message(s)"
-    return f"not due (the next would fold {count(folds)} message(s))"
+        return f"|ydue|n ({due}): a cap's threshold is passed, so it is scheduled by the next tick; {fold}"
+    return f"not due; {fold}"
 
 
 class CmdAIHistory(AICommand):
@@ -816,20 +819,19 @@ class CmdAIHistory(AICommand):
         sleep = float(conf.get("EVENNIA_AI_COMPACTION_SLEEP_RATIO"))
         emergency = float(conf.get("EVENNIA_AI_COMPACTION_EMERGENCY_RATIO"))
         table = self.table("Size", "Now", "Cap", "Share", "Compacts at", keep=(0,))
-        caps = {
-            "tokens": "the history's share of the window",
-            "characters": "EVENNIA_AI_HISTORY_MAX_CHARS",
-            "messages": "EVENNIA_AI_HISTORY_MAX_MESSAGES",
-        }
         for what, used, cap in pressure.measures:
             table.add_row(
                 what,
                 count(used),
-                f"{count(cap)} ({caps[what]})",
+                count(cap),
                 percent(used, cap),
-                f"{count(cap * emergency)}, asleep {count(cap * sleep)}",
+                f"{count(cap * emergency)} (asleep {count(cap * sleep)})",
             )
         lines.append(str(table))
+        lines.append(
+            "  caps: tokens - the history's share of the window; characters - "
+            "EVENNIA_AI_HISTORY_MAX_CHARS; messages - EVENNIA_AI_HISTORY_MAX_MESSAGES"
+        )
         compaction = npc.ai.compaction
         folds = len(compaction_batch(history))
         lines.append(f"|wLast compaction|n: {last_compaction(compaction)}")

@@ -50,7 +50,7 @@ RULE_FORMS = {
     EXIT_LOOP: "exit_loop <tool>",
     CONTINUE_LOOP: "continue_loop <tool>",
     MAX_CALLS: "max_calls <tool> <count>",
-    REQUIRES_PRIOR: "requires_prior <tool> <tool that must run first>",
+    REQUIRES_PRIOR: "requires_prior <tool> <tool that must succeed first>",
 }
 """How an operator types each rule type (:meth:`ToolRule.parse`)."""
 
@@ -155,7 +155,7 @@ class ToolRule:
             forms = "; ".join(RULE_FORMS.values())
             shown = f"Unknown tool rule type {words[0]!r}. " if words else "Give a rule. "
             raise ValueError(f"{shown}Rules are: {forms}.")
-        wanted = len(RULE_FORMS[rtype].split())
+        wanted = 3 if rtype in (MAX_CALLS, REQUIRES_PRIOR) else 2  # type, tool[, value]
         if len(words) != wanted:
             raise ValueError(f"A {rtype} rule reads: {RULE_FORMS[rtype]}.")
         value = words[2] if wanted == 3 else None
