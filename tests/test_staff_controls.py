@@ -288,3 +288,11 @@ class TestHistoryView(AICommandTestBase):
     def test_usage_and_unknown_npc(self):
         self.call(CmdAIHistory(), "", "Usage:")
         self.call(CmdAIHistory(), "Nobody", "No AI NPC called 'Nobody'")
+
+    def test_last_messages(self):
+        self.call(CmdAIHistory(), "/last Innkeeper", "Innkeeper has no conversation history.")
+        self.npc.ai.set("history", history(3, text="A |rred|n ale, please."))
+        out = self.call(CmdAIHistory(), "/last Innkeeper = 3", "The last 3 message(s) of Innkeeper")
+        assert " tick 2 " in out and "Innkeeper: A |rred|n ale, please." in out
+        self.call(CmdAIHistory(), "/last Innkeeper = 0", "The count must be at least 1.")
+        self.call(CmdAIHistory(), "/last Innkeeper = many", "The count must be a whole number")

@@ -31,6 +31,7 @@ from evennia_ai.memory import longterm
 from evennia_ai.memory.blocks import BlockError
 from evennia_ai.memory.compression import SUMMARY_BATCH
 from evennia_ai.memory.entities import forget
+from evennia_ai.memory.history import render_text
 from evennia_ai.memory.keyword_index import KeywordIndexUnavailable
 from evennia_ai.memory.search import check_mode
 from evennia_ai.prompt.tasks import compaction_batch
@@ -727,6 +728,7 @@ class CmdAIEntity(SwitchedCommand):
 
 
 # -- conversation history --------------------------------------------------------------------------
+HISTORY_SHOWN = 10  # messages aihistory/last shows by default
 # How each compaction strategy treated the messages it folded.
 FOLDED = {"summarize": "summarised into one message", "truncate": "dropped"}
 
@@ -772,8 +774,12 @@ class CmdAIHistory(AICommand):
 
     Usage:
       aihistory <npc>
+      aihistory/last <npc> [= <count>]
 
-    Shows the history's messages and ticks, its size in tokens (counted for the
+    Switches:
+      last - the last <count> messages (default 10) as a transcript, by tick.
+
+    Without a switch: the history's messages and ticks, its size in tokens (counted for the
     NPC's model), characters and messages against the caps that call for a
     compaction, its share of the model's window, the last compaction (when, and
     what it folded) and whether one is pending or due.
@@ -787,12 +793,25 @@ class CmdAIHistory(AICommand):
 
     Examples:
       aihistory Marta
+      aihistory/last Marta = 20
     """
 
     key = "aihistory"
+    switch_options = ("last",)
 
     def run(self):
-        self.msg(self.report(self.find_npc(self.args)))
+        if self.switch() == "last":
+            self.msg(self.last(self.find_npc(self.lhs)))
+        else:
+            self.msg(self.report(self.find_npc(self.args)))
+
+    def last(self, npc) -> str:
+        wanted = self.parse_int(self.rhs, "The count", 1, 200) if self.rhs else HISTORY_SHOWN
+        shown = npc.ai.history[-wanted:]
+        if not shown:
+            return f"{npc.key} has no conversation history."
+        text = raw(render_text(shown, assistant_name=npc.key))
+        return f"|wThe last {len(shown)} message(s) of {npc.key}'s history|n\n{text}"
 
     def report(self, npc) -> str:
         history = npc.ai.history
