@@ -37,7 +37,7 @@ class TestToolRules(AICommandTestBase):
             ("REQUIRES_PRIOR give look", "Call `give` only after calling `look`"),
         ):
             self.call(
-                CmdAITools(), f"/addrule Innkeeper = {typed}", f"Innkeeper has a new tool rule"
+                CmdAITools(), f"/addrule Innkeeper = {typed}", "Innkeeper has a new tool rule"
             )
             assert described in self.call(CmdAITools(), "/rules Innkeeper", "Tool rules of")
         assert self.npc.ai.tool_rules[-1] == {
