@@ -764,7 +764,7 @@ def compaction_now(compaction: dict, due: str | None, folds: int) -> str:
         )
         return f"|ypending|n ({reason}): runs {when}; {fold}"
     if due:
-        return f"|ydue|n ({due}): a cap's threshold is passed, so it is scheduled by the next tick; {fold}"
+        return f"|ydue|n ({due}): a cap's threshold is passed, the next tick schedules it; {fold}"
     return f"not due; {fold}"
 
 
@@ -779,10 +779,10 @@ class CmdAIHistory(AICommand):
     Switches:
       last - the last <count> messages (default 10) as a transcript, by tick.
 
-    Without a switch: the history's messages and ticks, its size in tokens (counted for the
-    NPC's model), characters and messages against the caps that call for a
-    compaction, its share of the model's window, the last compaction (when, and
-    what it folded) and whether one is pending or due.
+    Without a switch: the history's messages and ticks, its size in tokens
+    (counted for the NPC's model), characters and messages against the caps that
+    call for a compaction, its share of the model's window, the last compaction
+    (when, and what it folded) and whether one is pending or due.
 
     A compaction folds the oldest ticks (all but the last
     EVENNIA_AI_COMPACTION_KEEP_RECENT messages) into one summary, or drops them
@@ -820,15 +820,15 @@ class CmdAIHistory(AICommand):
         pressure = history_pressure(npc.ai, npc.ai.model or None, next_tick)
         used_tokens = pressure.measures[0][1]
         ticks = len({m.get("batch") for m in history} - {SUMMARY_BATCH})
+        window = pressure.window
         lines = [
             f"|wHistory of {npc.key}({npc.dbref})|n: {count(len(history))} message(s) from "
             f"{count(ticks)} tick(s), {count(used_tokens)} tokens for {pressure.model} "
-            f"({percent(used_tokens, pressure.window)} of its {count(pressure.window)}-token window)",
+            f"({percent(used_tokens, window)} of its {count(window)}-token window)",
         ]
         if history:
-            lines.append(
-                f"  oldest {timestamp(history[0].get('ts'))}, newest {timestamp(history[-1].get('ts'))}"
-            )
+            oldest, newest = history[0].get("ts"), history[-1].get("ts")
+            lines.append(f"  oldest {timestamp(oldest)}, newest {timestamp(newest)}")
         summary = [m for m in history if m.get("batch") == SUMMARY_BATCH]
         if summary:
             lines.append(

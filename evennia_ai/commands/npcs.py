@@ -104,11 +104,12 @@ class CmdAINpc(AICommand):
       prompt  - set the operator's system prompt, which takes precedence over the
                 NPC's own guidelines and no tool can change (Developer only).
       budget  - the NPC's own daily limits (tokens, cost in dollars), today's use
-                and the limits in force; with '=', set them (Developer only).
-                They can only tighten the server's per-NPC limits
-                (EVENNIA_AI_DAILY_TOKEN_BUDGET_PER_NPC, ..._COST_...): a looser
-                one is kept but the server's applies. A limit of none removes it;
-                "= none" removes both. Tokens: 20000 or 20k; cost: 0.50 or $2.
+                and every limit in force; with '=', set them (Developer only).
+                Tokens: 20000 or 20k; cost: 0.50 or $2; none removes a limit,
+                "= none" both. They only tighten the server's per-NPC limits
+                (EVENNIA_AI_DAILY_TOKEN_BUDGET_PER_NPC and
+                EVENNIA_AI_DAILY_COST_BUDGET_PER_NPC): a looser one is kept, but
+                the server's applies.
 
     Examples:
       ainpc/list
@@ -327,7 +328,7 @@ def parse_budget(text: str) -> dict:
         try:
             changes[key] = spending.parse_own_limit(key, value)
         except ValueError as err:
-            raise CommandError(str(err)) from None
+            raise CommandError(raw(str(err))) from None
     return changes
 
 
