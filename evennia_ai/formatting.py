@@ -3,6 +3,8 @@
 One rule for each, so a figure reads the same in ``aistatus`` and on the dashboard:
 
 - **counts** (tokens, characters, ticks): thousands separators, ``149,483``.
+- **shares** (of a window, of a cap): whole percents, ``12%``; ``<1%`` for a share that would
+  show as zero but is not.
 - **money** (US dollars): ``$0.00`` for nothing; four decimals below one dollar (``$0.0123``,
   ``$0.0004``), so the cost of one model call stays visible; two decimals with separators
   from one dollar (``$1.23``, ``$1,204.50``); ``<$0.0001`` for a cost that would show as
@@ -37,6 +39,21 @@ def count(value: Any) -> str:
         return f"{int(value or 0):,}"
     except (TypeError, ValueError):
         return MISSING
+
+
+def percent(part: Any, whole: Any) -> str:
+    """``part`` as a share of ``whole`` in whole percents: ``12%``, ``<1%``; ``-`` when
+    ``whole`` is not a positive number."""
+    try:
+        part, whole = float(part or 0), float(whole or 0)
+    except (TypeError, ValueError):
+        return MISSING
+    if whole <= 0:
+        return MISSING
+    ratio = part / whole
+    if 0 < ratio < 0.005:
+        return "<1%"
+    return f"{ratio:.0%}"
 
 
 def money(value: Any) -> str:

@@ -2,6 +2,7 @@
 
 from unittest import mock
 
+import pytest
 from django.test import override_settings
 from test_assistant_tick import AssistantTestBase
 
@@ -156,3 +157,40 @@ class TestOverBudgetTicks(AssistantTestBase):
         assert self.npc.ai.traces()[-1]["budget"] == trace.budget
         assert self.npc.ai.metrics["errors"] == 0
         assert conf.get("EVENNIA_AI_BUDGET_EXCEEDED_ACTION") == "offline"
+
+
+@pytest.mark.parametrize(
+    "key, text, value",
+    [
+        ("tokens", "20000", 20000),
+        ("tokens", "20,000", 20000),
+        ("tokens", "20_000", 20000),
+        ("tokens", "20k", 20000),
+        ("tokens", "1.5M", 1_500_000),
+        ("tokens", "none", None),
+        ("cost", "0.5", 0.5),
+        ("cost", "$2", 2.0),
+        ("cost", "OFF", None),
+    ],
+)
+def test_own_limits_as_typed(key, text, value):
+    assert spending.parse_own_limit(key, text) == value
+
+
+@pytest.mark.parametrize(
+    "key, text, message",
+    [
+        ("tokens", "0", "tokens must be at least 1"),
+        ("tokens", "2.5", "tokens must be a whole number"),
+        ("tokens", "1e99", "tokens must be at most 1,000,000,000"),
+        ("tokens", "inf", "tokens must be a whole number"),
+        ("cost", "-1", "cost must be at least 0.0001"),
+        ("cost", "inf", "cost must be at most"),
+        ("cost", "a lot", "cost must be dollars"),
+        ("calls", "5", "Unknown limit 'calls'"),
+    ],
+)
+def test_own_limits_refused(key, text, message):
+    with pytest.raises(ValueError) as caught:
+        spending.parse_own_limit(key, text)
+    assert message in str(caught.value)

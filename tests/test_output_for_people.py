@@ -47,6 +47,21 @@ def test_money_has_one_rule(value, shown):
     assert fmt.money(value) == shown
 
 
+@pytest.mark.parametrize(
+    "part, whole, shown",
+    [
+        (12, 100, "12%"),
+        (0, 100, "0%"),
+        (1, 1000, "<1%"),
+        (3, 2, "150%"),
+        (5, 0, "-"),
+        (1, "x", "-"),
+    ],
+)
+def test_percent(part, whole, shown):
+    assert fmt.percent(part, whole) == shown
+
+
 def test_timestamps_without_microseconds_in_one_form():
     for value in (
         "2026-11-25T14:03:07.123456Z",
@@ -191,6 +206,7 @@ class TestTablesFitTheClient(AICommandTestBase):
             {"arguments": {"command": "dig north = The cellar of the inn " * 4}},
             reason="The guest asked for a new room under the tavern, with stairs and a door",
         )
+        self.call(runtime.CmdAITools(), "/addrule Innkeeper = requires_prior give look")
 
     def tearDown(self):
         self.queue.delete()
@@ -200,7 +216,9 @@ class TestTablesFitTheClient(AICommandTestBase):
         return [
             (npcs.CmdAINpc(), "/list"),
             (runtime.CmdAITools(), "Innkeeper"),
+            (runtime.CmdAITools(), "/rules Innkeeper"),
             (runtime.CmdAIConfirm(), ""),
+            (memory.CmdAIHistory(), "Innkeeper"),
             (memory.CmdAIBlock(), "Innkeeper"),
             (prompts.CmdAIPrompt(), "/list"),
             (prompts.CmdAIPrompt(), "/list tick_event"),

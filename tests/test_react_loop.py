@@ -599,3 +599,30 @@ def test_tool_rules_hold_for_spoken_text(model):
     assert say.said == []
     spoken = out.trace.tool_calls[0]
     assert spoken.status == "refused" and "Rule" in spoken.error
+
+
+def test_tool_rules_only_restrict():
+    """continue_loop asks for another call only within the iteration limit, and no rule
+    offers a tool the loop was not given or skips a DANGEROUS tool's confirmation."""
+    model = ScriptedModel()
+    model.enqueue({"tool_calls": [call("say", message="one")]}, {"text": "more"})
+    out = run(
+        model,
+        [Say()],
+        pattern(mode="single_action", iterations=1),
+        rules=[ToolRule.continue_loop("say")],
+    )
+    assert len(out.trace.iterations) == 1 and out.stop_reason == StopReason.MAX_ITERATIONS
+    model = ScriptedModel()
+    model.enqueue(*[{"tool_calls": [call("look")]}] * 5)
+    out = run(model, [Look()], pattern(iterations=2), rules=[ToolRule.continue_loop("look")])
+    assert len(out.trace.iterations) == 2
+    wipe, model = Wipe(), ScriptedModel()
+    model.enqueue({"tool_calls": [call("wipe_world")]}, {"text": "done"})
+    rules = [ToolRule.start_constraint("wipe_world"), ToolRule.continue_loop("wipe_world")]
+    run(model, [wipe, Look()], pattern(iterations=3), rules=rules)
+    assert wipe.runs == 0  # it still waits for an operator
+    model = ScriptedModel()
+    model.enqueue({"tool_calls": [call("say", message="hi")]}, {"text": "done"})
+    out = run(model, [Look()], rules=[ToolRule.start_constraint("say"), ToolRule.exit_loop("say")])
+    assert out.trace.tool_calls[0].status == "refused"  # a rule is no way to get a tool

@@ -6,11 +6,13 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
 from evennia_ai.tools.rules import (
+    RULE_FORMS,
     RULE_TYPES,
     ToolRule,
     ToolRuleState,
     parse_rules,
     render_tool_rules,
+    rule_conflict,
 )
 
 
@@ -234,3 +236,45 @@ def test_accepted_calls_never_break_a_rule(rules, attempts):
         assert made[0] in starts
     assert render_tool_rules(rules).count("\n- ") == len(set(rules))
     assert [ToolRule.from_dict(r.to_dict()) for r in rules] == rules
+
+
+# -- typed by an operator (aitools/addrule) ---------------------------------------------------
+def test_parse_reads_every_form():
+    assert ToolRule.parse("start_constraint look") == ToolRule.start_constraint("look")
+    assert ToolRule.parse("EXIT_LOOP say") == ToolRule.exit_loop("say")
+    assert ToolRule.parse(" continue_loop  look ") == ToolRule.continue_loop("look")
+    assert ToolRule.parse("max_calls look 2") == ToolRule.max_calls("look", 2)
+    assert ToolRule.parse("requires_prior give look") == ToolRule.requires_prior("give", "look")
+    assert set(RULE_FORMS) == set(RULE_TYPES)
+    assert ToolRule.requires_prior("give", "look").tools == ("give", "look")
+    assert ToolRule.max_calls("look", 2).tools == ("look",)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("", "Give a rule. Rules are: start_constraint <tool>;"),
+        ("cooldown say", "Unknown tool rule type 'cooldown'. Rules are:"),
+        ("max_calls look", "A max_calls rule reads: max_calls <tool> <count>."),
+        ("requires_prior give", "A requires_prior rule reads: requires_prior <tool> <tool"),
+        ("exit_loop say now", "A exit_loop rule reads: exit_loop <tool>."),
+        ("max_calls look -1", "a whole number of calls >= 1"),
+    ],
+)
+def test_parse_refuses_with_the_expected_form(text, message):
+    with pytest.raises(ValueError) as caught:
+        ToolRule.parse(text)
+    assert message in str(caught.value)
+
+
+def test_rule_conflict():
+    rules = [ToolRule.max_calls("look", 2), ToolRule.requires_prior("give", "look")]
+    assert "already" in rule_conflict(rules, ToolRule.max_calls("look", 2))
+    assert "is already limited" in rule_conflict(rules, ToolRule.max_calls("look", 5))
+    assert rule_conflict(rules, ToolRule.max_calls("say", 5)) is None
+    # a second prior for one tool is fine; a circle, however long, is not
+    assert rule_conflict(rules, ToolRule.requires_prior("give", "say")) is None
+    assert "neither could ever run" in rule_conflict(rules, ToolRule.requires_prior("look", "give"))
+    chain = rules + [ToolRule.requires_prior("look", "say")]
+    assert "neither" in rule_conflict(chain, ToolRule.requires_prior("say", "give"))
+    assert rule_conflict(rules, ToolRule.exit_loop("give")) is None

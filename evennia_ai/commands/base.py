@@ -70,6 +70,11 @@ def parse_switch(value: str, what: str, words: str = "on or off") -> bool:
     raise CommandError(f"{what} must be {words}, not {value!r}.")
 
 
+def has_perm(caller, permission: str) -> bool:
+    """Whether ``caller`` passes ``perm(<permission>)`` as Evennia checks it (puppets included)."""
+    return bool(caller.locks.check_lockstring(caller, f"dummy:perm({permission})"))
+
+
 def partition_bar(text: str) -> tuple[str, str, str]:
     """``text`` split at its ``|`` separator, like :meth:`str.partition`.
 
@@ -212,6 +217,14 @@ class AICommand(COMMAND_DEFAULT_CLASS):
         if maximum is not None and value > maximum:
             raise CommandError(f"{what} must be at most {maximum}.")
         return value
+
+    def require_perm(self, permission: str, action: str) -> None:
+        """Refuse unless the caller has ``permission``: ``Only Developers may <action>.``
+
+        For switches that change what a Builder may only view (the command's lock lets both in).
+        """
+        if not has_perm(self.caller, permission):
+            raise CommandError(f"Only {permission}s may {action}.")
 
     def require(self, value: str, what: str) -> str:
         """``value`` stripped, or a :class:`CommandError` asking for ``what`` with the usage."""

@@ -1,5 +1,6 @@
 """Admin commands over an AI NPC's memory: memory blocks and archival entries, long-term
-memory (mem0 and the keyword index) and entity profiles.
+memory (mem0 and the keyword index), entity profiles, and its conversation history with
+its compaction state.
 
 Thin glue: blocks go through :mod:`evennia_ai.memory.block_admin` (operator writes, which
 bypass block permissions and read-only fields), long-term memory through the Deferred API of
@@ -19,17 +20,21 @@ from evennia.utils.search import search_object
 from evennia.utils.utils import crop
 
 from evennia_ai import conf
-from evennia_ai.commands.base import CommandError, SwitchedCommand
+from evennia_ai.commands.base import AICommand, CommandError, SwitchedCommand
 from evennia_ai.commands.workspace import apply_character, checked
-from evennia_ai.formatting import count, date, timestamp
+from evennia_ai.engine.tick import history_pressure
+from evennia_ai.formatting import ago, count, date, percent, timestamp
 from evennia_ai.memory import block_admin
 from evennia_ai.memory import blocks as pure
 from evennia_ai.memory import entities as entities_mod
 from evennia_ai.memory import longterm
 from evennia_ai.memory.blocks import BlockError
+from evennia_ai.memory.compression import SUMMARY_BATCH
 from evennia_ai.memory.entities import forget
+from evennia_ai.memory.history import render_text
 from evennia_ai.memory.keyword_index import KeywordIndexUnavailable
 from evennia_ai.memory.search import check_mode
+from evennia_ai.prompt.tasks import compaction_batch
 from evennia_ai.utils import clean_text
 from evennia_ai.workspace.journal import TRUST
 
@@ -722,4 +727,139 @@ class CmdAIEntity(SwitchedCommand):
         self.msg(f"{npc.key} forgot its profile of {profile.get('name')} ({dbref}).")
 
 
-COMMANDS = [CmdAIBlock, CmdAILongTerm, CmdAIEntity]
+# -- conversation history --------------------------------------------------------------------------
+HISTORY_SHOWN = 10  # messages aihistory/last shows by default
+# How each compaction strategy treated the messages it folded.
+FOLDED = {"summarize": "summarised into one message", "truncate": "dropped"}
+
+
+def last_compaction(compaction: dict) -> str:
+    """The last compaction in words: when, and what it folded (or why it failed)."""
+    if compaction.get("last_tick") is None:
+        return "never"
+    when = f"tick {compaction['last_tick']}"
+    if compaction.get("time"):
+        when += f", {timestamp(compaction['time'])} ({ago(compaction['time'])})"
+    if compaction.get("error"):
+        return f"{when}: |rfailed|n: {raw(str(compaction['error']))}"
+    removed = compaction.get("removed")
+    how = FOLDED.get(compaction.get("strategy"), "folded")
+    return (
+        f"{when}: {count(removed)} older message(s) {how}"
+        if removed
+        else f"{when}: nothing old enough to fold"
+    )
+
+
+def compaction_now(compaction: dict, due: str | None, folds: int) -> str:
+    """Whether a compaction is pending (scheduled), due (a threshold is passed) or neither,
+    and what it would fold (``folds``: messages older than the kept recent ones)."""
+    fold = f"it would fold {count(folds)} message(s)" if folds else "nothing is old enough to fold"
+    if compaction.get("pending"):
+        reason = compaction.get("reason") or "scheduled"
+        when = (
+            "at once, before any queued events"
+            if reason == "emergency"
+            else "on the next tick without events, or in sleep"
+        )
+        return f"|ypending|n ({reason}): runs {when}; {fold}"
+    if due:
+        return f"|ydue|n ({due}): a cap's threshold is passed, the next tick schedules it; {fold}"
+    return f"not due; {fold}"
+
+
+class CmdAIHistory(AICommand):
+    """
+    Show the size of an AI NPC's conversation history and its compaction state.
+
+    Usage:
+      aihistory <npc>
+      aihistory/last <npc> [= <count>]
+
+    Switches:
+      last - the last <count> messages (default 10) as a transcript, by tick.
+
+    Without a switch: the history's messages and ticks, its size in tokens
+    (counted for the NPC's model), characters and messages against the caps that
+    call for a compaction, its share of the model's window, the last compaction
+    (when, and what it folded) and whether one is pending or due.
+
+    A compaction folds the oldest ticks (all but the last
+    EVENNIA_AI_COMPACTION_KEEP_RECENT messages) into one summary, or drops them
+    (EVENNIA_AI_COMPACTION_STRATEGY). It is due past
+    EVENNIA_AI_COMPACTION_EMERGENCY_RATIO of a cap at any time, past
+    EVENNIA_AI_COMPACTION_SLEEP_RATIO while asleep, never on the tick right after
+    the last one; once due it is pending and runs on a following tick.
+
+    Examples:
+      aihistory Marta
+      aihistory/last Marta = 20
+    """
+
+    key = "aihistory"
+    switch_options = ("last",)
+
+    def run(self):
+        if self.switch() == "last":
+            self.msg(self.last(self.find_npc(self.lhs)))
+        else:
+            self.msg(self.report(self.find_npc(self.args)))
+
+    def last(self, npc) -> str:
+        wanted = self.parse_int(self.rhs, "The count", 1, 200) if self.rhs else HISTORY_SHOWN
+        shown = npc.ai.history[-wanted:]
+        if not shown:
+            return f"{npc.key} has no conversation history."
+        text = raw(render_text(shown, assistant_name=npc.key))
+        return f"|wThe last {len(shown)} message(s) of {npc.key}'s history|n\n{text}"
+
+    def report(self, npc) -> str:
+        history = npc.ai.history
+        script = npc.ai.script
+        next_tick = (script.tick_count if script else 0) + 1
+        pressure = history_pressure(npc.ai, npc.ai.model or None, next_tick)
+        used_tokens = pressure.measures[0][1]
+        ticks = len({m.get("batch") for m in history} - {SUMMARY_BATCH})
+        window = pressure.window
+        lines = [
+            f"|wHistory of {npc.key}({npc.dbref})|n: {count(len(history))} message(s) from "
+            f"{count(ticks)} tick(s), {count(used_tokens)} tokens for {pressure.model} "
+            f"({percent(used_tokens, window)} of its {count(window)}-token window)",
+        ]
+        if history:
+            oldest, newest = history[0].get("ts"), history[-1].get("ts")
+            lines.append(f"  oldest {timestamp(oldest)}, newest {timestamp(newest)}")
+        summary = [m for m in history if m.get("batch") == SUMMARY_BATCH]
+        if summary:
+            lines.append(
+                f"  starts with a summary of earlier conversation "
+                f"({count(sum(len(str(m.get('content') or '')) for m in summary))} characters)"
+            )
+        sleep = float(conf.get("EVENNIA_AI_COMPACTION_SLEEP_RATIO"))
+        emergency = float(conf.get("EVENNIA_AI_COMPACTION_EMERGENCY_RATIO"))
+        table = self.table("Size", "Now", "Cap", "Share", "Compacts at", keep=(0,))
+        for what, used, cap in pressure.measures:
+            table.add_row(
+                what,
+                count(used),
+                count(cap),
+                percent(used, cap),
+                f"{count(cap * emergency)} (asleep {count(cap * sleep)})",
+            )
+        lines.append(str(table))
+        lines.append(
+            "  caps: tokens - the history's share of the window; characters - "
+            "EVENNIA_AI_HISTORY_MAX_CHARS; messages - EVENNIA_AI_HISTORY_MAX_MESSAGES"
+        )
+        compaction = npc.ai.compaction
+        folds = len(compaction_batch(history))
+        lines.append(f"|wLast compaction|n: {last_compaction(compaction)}")
+        lines.append(
+            f"|wNow|n: {compaction_now(compaction, pressure.reason, folds)}; "
+            f"strategy {conf.get('EVENNIA_AI_COMPACTION_STRATEGY')}, keeps the last "
+            f"{count(conf.get('EVENNIA_AI_COMPACTION_KEEP_RECENT'))} messages"
+        )
+        return "\n".join(lines)
+
+
+COMMANDS = [CmdAIBlock, CmdAILongTerm, CmdAIEntity, CmdAIHistory]

@@ -7,7 +7,7 @@ import unicodedata
 from evennia.utils.ansi import raw, strip_ansi
 
 from evennia_ai import conf
-from evennia_ai.commands.base import AICommand, CommandError
+from evennia_ai.commands.base import AICommand, CommandError, has_perm
 from evennia_ai.engine.trace import TickTrace
 from evennia_ai.formatting import count
 from evennia_ai.formatting import money as format_money
@@ -16,7 +16,12 @@ from evennia_ai.llm import tokens
 from evennia_ai.npc import spending
 from evennia_ai.npc.handler import describe_last_error
 from evennia_ai.npc.lookup import all_ai_npcs
-from evennia_ai.npc.setting_sources import SettingOrigin, model_origin, setting_sources
+from evennia_ai.npc.setting_sources import (
+    SettingOrigin,
+    budget_origins,
+    model_origin,
+    setting_sources,
+)
 from evennia_ai.npc.spending import FROM_NPC
 from evennia_ai.typeclasses import AIAssistantCharacter
 from evennia_ai.utils import truncate
@@ -63,11 +68,6 @@ def name_problem(name: str) -> str:
     return ""
 
 
-def has_perm(caller, permission: str) -> bool:
-    """Whether ``caller`` passes ``perm(<permission>)`` as Evennia checks it (puppets included)."""
-    return bool(caller.locks.check_lockstring(caller, f"dummy:perm({permission})"))
-
-
 # -- ainpc --------------------------------------------------------------------------------------
 class CmdAINpc(AICommand):
     """
@@ -84,6 +84,9 @@ class CmdAINpc(AICommand):
       ainpc/model <npc> = <model>
       ainpc/persona <npc> = <text>
       ainpc/prompt <npc> = <operator prompt text>
+      ainpc/budget <npc>
+      ainpc/budget <npc> = [tokens=<count>] [cost=<dollars>]
+      ainpc/budget <npc> = none
 
     Switches:
       list    - every AI NPC with its location, model, state (running, paused,
@@ -100,6 +103,13 @@ class CmdAINpc(AICommand):
       persona - set the NPC's persona (who it is, how it speaks).
       prompt  - set the operator's system prompt, which takes precedence over the
                 NPC's own guidelines and no tool can change (Developer only).
+      budget  - the NPC's own daily limits (tokens, cost in dollars), today's use
+                and every limit in force; with '=', set them (Developer only).
+                Tokens: 20000 or 20k; cost: 0.50 or $2; none removes a limit,
+                "= none" both. They only tighten the server's per-NPC limits
+                (EVENNIA_AI_DAILY_TOKEN_BUDGET_PER_NPC and
+                EVENNIA_AI_DAILY_COST_BUDGET_PER_NPC): a looser one is kept, but
+                the server's applies.
 
     Examples:
       ainpc/list
@@ -108,6 +118,8 @@ class CmdAINpc(AICommand):
       ainpc/model Marta = anthropic/claude-3-5-haiku-latest
       ainpc/persona Marta = A warm innkeeper who knows every rumour in town.
       ainpc/prompt Marta = Never reveal other guests' private business.
+      ainpc/budget Marta = tokens=50k cost=0.25
+      ainpc/budget Marta = cost=none
       ainpc/delete #42
     """
 
@@ -124,6 +136,7 @@ class CmdAINpc(AICommand):
         "model",
         "persona",
         "prompt",
+        "budget",
     )
 
     def run(self):
@@ -280,6 +293,73 @@ class CmdAINpc(AICommand):
             self.msg(f"{npc.key}'s operator prompt is set ({len(text)} characters).")
         else:
             self.msg(f"{npc.key}'s operator prompt is cleared.")
+
+    def do_budget(self):
+        if self.rhs is None and "=" not in self.args:
+            self.msg(budget_report(self.find_npc(self.args)))
+            return
+        self.require_perm("Developer", "set an NPC's budget")
+        npc, text = self._npc_and_value("limits (tokens=<count> cost=<dollars>, or none)")
+        budget = {**(npc.ai.budget or {}), **parse_budget(text)}
+        budget = {key: value for key, value in budget.items() if value is not None}
+        npc.ai.set("budget", budget)
+        self.msg(budget_report(npc, changed=True))
+
+
+# -- budgets -----------------------------------------------------------------------------------
+def parse_budget(text: str) -> dict:
+    """``tokens=<count> cost=<dollars>`` (either, in any order) or ``none`` (both) as the
+    changes to an NPC's own budget: ``{"tokens": 20000}``; None clears a limit.
+
+    Raises:
+        CommandError: a word that is not ``tokens=`` or ``cost=``, or a bad number.
+    """
+    words = text.split()
+    if [word.lower() for word in words] in (["none"], ["off"], ["clear"]):
+        return dict.fromkeys(spending.MAX_OWN_LIMITS)
+    changes = {}
+    for word in words:
+        key, sep, value = word.partition("=")
+        key = key.strip().lower()
+        if not sep or not value.strip():
+            raise CommandError(
+                f"'{raw(word)}' is not tokens=<count> or cost=<dollars> (or give none)."
+            )
+        try:
+            changes[key] = spending.parse_own_limit(key, value)
+        except ValueError as err:
+            raise CommandError(raw(str(err))) from None
+    return changes
+
+
+def budget_report(npc, changed: bool = False) -> str:
+    """An NPC's own daily limits, today's use and every limit in force, with its source."""
+    own = npc.ai.budget or {}
+    status = npc.ai.spending_status()
+    head = (
+        f"{npc.key}'s own daily limits are now"
+        if changed
+        else f"|w{npc.key}({npc.dbref})|n own daily limits:"
+    )
+    lines = [
+        f"{head} tokens {_limit(own.get('tokens'))}, cost {_limit(own.get('cost'), True)}.",
+        f"  today: {count(status.npc_tokens)} tokens, {format_money(status.npc_cost)}; "
+        f"{status.describe()}",
+        "  in force (value - where it comes from):",
+    ]
+    origins = budget_origins(npc)  # this NPC's tokens and cost first, then the server's
+    lines += [f"    {o.label}: {origin_value(o)} - {origin_text(o)}" for o in origins]
+    looser = [
+        key
+        for key, origin in zip(("tokens", "cost"), origins[:2])
+        if own.get(key) is not None and origin.source != FROM_NPC
+    ]
+    if looser:
+        lines.append(
+            f"  |ynote|n: the server's per-NPC {' and '.join(looser)} limit is tighter and "
+            "applies (an NPC's own budget only tightens the server's)."
+        )
+    return "\n".join(lines)
 
 
 # -- aistatus -----------------------------------------------------------------------------------

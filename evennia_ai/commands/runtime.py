@@ -29,6 +29,13 @@ from evennia_ai.prompt.execution_pattern import ALL_TOOL_CATEGORIES
 from evennia_ai.tools import load_builtin_tools
 from evennia_ai.tools.approvals import ConfirmationError, get_confirmation_queue
 from evennia_ai.tools.registry import TOOL_REGISTRY, passes_lock
+from evennia_ai.tools.rules import (
+    REQUIRES_PRIOR,
+    ToolRule,
+    parse_rules,
+    render_tool_rules,
+    rule_conflict,
+)
 from evennia_ai.utils import iso_utc, one_line, truncate, utcnow
 from evennia_ai.workspace.sleep import SLEEP_PHASES, go_to_sleep, in_sleep_window, wake_up
 
@@ -140,9 +147,53 @@ def _tool_verdict(npc, tool, allowed, denied, categories) -> str:
     return "allowed"
 
 
+def known_tools(names) -> list[str]:
+    """``names`` as given, when every one is a registered tool.
+
+    Raises:
+        CommandError: naming the unknown ones.
+    """
+    load_builtin_tools()
+    names = list(names)
+    unknown = [name for name in names if name not in TOOL_REGISTRY]
+    if unknown:
+        raise CommandError(f"Unknown tool(s): {', '.join(unknown)}. |waitools <npc>|n lists them.")
+    return names
+
+
+def stored_rule_text(data) -> str:
+    """A stored rule as it was typed (``max_calls look 2``), whatever it holds."""
+    if not isinstance(data, dict):
+        return raw(truncate(repr(data), 80))
+    words = [data.get("type"), data.get("tool"), data.get("value")]
+    return raw(" ".join(str(word) for word in words if word not in (None, "")))
+
+
+def unoffered(npc, name: str) -> str | None:
+    """Why the NPC is never offered tool ``name`` (unknown, denied, off its allow list), or None."""
+    allowed = npc.ai.tool_allow
+    if name not in TOOL_REGISTRY:
+        return f"`{name}` is no registered tool now"
+    if name in (npc.ai.tool_deny or []) or (allowed is not None and name not in allowed):
+        return f"`{name}` is not offered to {npc.key} (its aitools lists)"
+    return None
+
+
+def rule_notes(npc, rule: ToolRule) -> str:
+    """What an operator should know about ``rule`` on ``npc``, or "".
+
+    A rule on a tool the NPC is never offered has no effect, except a ``requires_prior`` whose
+    first tool is never offered: that one keeps its tool from running.
+    """
+    notes = [why for why in (unoffered(npc, name) for name in rule.tools) if why]
+    if rule.type == REQUIRES_PRIOR and unoffered(npc, rule.value):
+        notes.append(f"so `{rule.tool}` cannot run")
+    return "; ".join(notes)
+
+
 class CmdAITools(AICommand):
     """
-    Show and restrict the tools an AI NPC may use.
+    Show and restrict the tools an AI NPC may use, and the rules of how it calls them.
 
     Usage:
       aitools <npc>
@@ -152,6 +203,9 @@ class CmdAITools(AICommand):
       aitools/category <npc> = <category> [<category>...]
       aitools/category <npc> = all
       aitools/reset <npc>
+      aitools/rules <npc>
+      aitools/addrule <npc> = <rule type> <tool> [<value>]
+      aitools/delrule <npc> = <rule number>||all
 
     Switches:
       allow    - take tools off the NPC's deny list (and onto its allow list, if it
@@ -160,24 +214,56 @@ class CmdAITools(AICommand):
       only     - offer the NPC these tools and no others (an allow list).
       category - tool categories the NPC may use: SAFE_CHAIN, ASYNC_REQUIRED,
                  TERMINAL, DANGEROUS ("all" removes the restriction).
-      reset    - remove the NPC's allow list, deny list and category restriction.
+      reset    - remove the NPC's allow list, deny list and category restriction
+                 (its tool rules stay).
+      rules    - the NPC's tool rules, numbered, and the rules section of its
+                 system prompt exactly as the model reads it.
+      addrule  - add a tool rule (Developer only). Rule types:
+                   start_constraint <tool>  - the first call of a tick must be it
+                   exit_loop <tool>         - the turn ends after it runs
+                   continue_loop <tool>     - the model is called again after it
+                                              (within the tick's iteration limit)
+                   max_calls <tool> <count> - at most <count> calls per tick
+                   requires_prior <tool> <other tool>
+                                            - only after <other tool> succeeded
+      delrule  - remove a tool rule by its number in /rules, or all of them
+                 (Developer only).
 
     These settings only ever restrict: a tool also needs its context, its
-    category and its lock to allow it, and nothing here widens those.
+    category and its lock to allow it, and nothing here widens those. Tool rules
+    refuse calls or end a turn; none offers a tool or skips a confirmation.
 
     Examples:
       aitools Marta
       aitools/deny Marta = execute_command
       aitools/category Marta = SAFE_CHAIN TERMINAL
       aitools/reset Marta
+      aitools/rules Marta
+      aitools/addrule Marta = requires_prior give look
+      aitools/addrule Marta = max_calls look 2
+      aitools/delrule Marta = 1
     """
 
     key = "aitools"
-    switch_options = ("allow", "deny", "only", "category", "reset")
+    switch_options = (
+        "allow",
+        "deny",
+        "only",
+        "category",
+        "reset",
+        "rules",
+        "addrule",
+        "delrule",
+    )
 
     def run(self):
         switch = self.switch()
-        if switch in ("allow", "deny", "only"):
+        if switch in ("addrule", "delrule"):
+            self.require_perm("Developer", "change an NPC's tool rules")
+            getattr(self, f"do_{switch}")(self.find_npc(self.lhs))
+        elif switch == "rules":
+            self.msg(self.rule_list(self.find_npc(self.args)))
+        elif switch in ("allow", "deny", "only"):
             npc = self.find_npc(self.lhs)
             names = self._tool_names()
             getattr(self, f"do_{switch}")(npc, names)
@@ -193,15 +279,9 @@ class CmdAITools(AICommand):
             self.msg(self.tool_list(self.find_npc(self.args)))
 
     def _tool_names(self) -> list[str]:
-        load_builtin_tools()
         text = self.require(self.rhs, "tool name(s) after '='")
         names = [name.strip() for name in text.replace(",", " ").split() if name.strip()]
-        unknown = [name for name in names if name not in TOOL_REGISTRY]
-        if unknown:
-            raise CommandError(
-                f"Unknown tool(s): {', '.join(unknown)}. " f"|waitools <npc>|n lists them."
-            )
-        return names
+        return known_tools(names)
 
     def do_allow(self, npc, names):
         npc.ai.set("tool_deny", [n for n in npc.ai.tool_deny or [] if n not in names])
@@ -238,6 +318,58 @@ class CmdAITools(AICommand):
         kept = [c for c in ALL_TOOL_CATEGORIES if c in words]
         self.msg(f"{npc.key} may use tools of the categories {', '.join(kept)} only.")
 
+    # -- tool rules ------------------------------------------------------------------------------
+    def do_addrule(self, npc):
+        try:
+            rule = ToolRule.parse(self.require(self.rhs, "rule after '='"))
+        except ValueError as err:
+            raise CommandError(str(err)) from None
+        known_tools(rule.tools)
+        stored = npc.ai.tool_rules or []
+        problem = rule_conflict(parse_rules(stored)[0], rule)
+        if problem:
+            raise CommandError(problem)
+        npc.ai.set("tool_rules", stored + [rule.to_dict()])
+        notes = rule_notes(npc, rule)
+        self.msg(
+            f"{npc.key} has a new tool rule (#{len(stored) + 1}): {rule.describe()}."
+            + (f" Note: {notes}." if notes else "")
+        )
+
+    def do_delrule(self, npc):
+        stored = npc.ai.tool_rules or []
+        if not stored:
+            raise CommandError(f"{npc.key} has no tool rules.")
+        which = self.require(self.rhs, "rule number (or all) after '='")
+        if which.lower() == "all":
+            npc.ai.set("tool_rules", [])
+            self.msg(f"{npc.key}'s {len(stored)} tool rule(s) are removed.")
+            return
+        number = self.parse_int(which, "The rule number", minimum=1, maximum=len(stored))
+        removed = stored[number - 1]
+        npc.ai.set("tool_rules", stored[: number - 1] + stored[number:])
+        self.msg(f"{npc.key}'s tool rule #{number} is removed: {stored_rule_text(removed)}.")
+
+    def rule_list(self, npc) -> str:
+        stored = npc.ai.tool_rules or []
+        if not stored:
+            return (
+                f"{npc.key} has no tool rules. |waitools/addrule {npc.key} = <rule>|n adds one "
+                "(|whelp aitools|n lists the rule types)."
+            )
+        table = self.table("#", "Rule", "Note", keep=(0,))
+        for number, data in enumerate(stored, start=1):
+            try:
+                note = rule_notes(npc, ToolRule.from_dict(data))
+            except ValueError as err:
+                note = f"|rignored|n: {raw(str(err))}"
+            table.add_row(number, stored_rule_text(data), note)
+        rendered = render_tool_rules(stored) or "(no rule the model can read)"
+        return (
+            f"Tool rules of {npc.key}({npc.dbref}) ({len(stored)}):\n{table}\n"
+            f"|wAs the model reads them|n (in its system prompt):\n{rendered}"
+        )
+
     def tool_list(self, npc) -> str:
         load_builtin_tools()
         allowed = npc.ai.tool_allow
@@ -255,7 +387,8 @@ class CmdAITools(AICommand):
             "(each context may offer fewer).",
             f"categories: {', '.join(categories) if categories is not None else 'all'}; "
             f"allow list: {', '.join(sorted(allowed)) if allowed is not None else 'none'}; "
-            f"deny list: {', '.join(sorted(denied)) or 'none'}",
+            f"deny list: {', '.join(sorted(denied)) or 'none'}; tool rules: "
+            f"{len(npc.ai.tool_rules or [])} (|waitools/rules {npc.key}|n)",
         ]
         return "\n".join(head) + f"\n{table}"
 

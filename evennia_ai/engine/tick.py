@@ -833,6 +833,7 @@ class TickRunner:
                     raise RuntimeError(problem)
                 return summary
 
+            strategy = "summarize"
             try:
                 new_history, removed = yield defer_to_thread(
                     compression.summarized_history,
@@ -855,13 +856,20 @@ class TickRunner:
                 return
         else:
             new_history, removed = compression.truncate(history, keep)
+            strategy = "truncate"
         if not getattr(self.npc, "pk", None):
             return
         # Messages added while the summary was made (none: ticks never overlap) are kept.
         self.ai.set("history", new_history)
         self.ai.set(
             "compaction",
-            {"pending": False, "last_tick": tick_id, "removed": removed, "time": iso_utc()},
+            {
+                "pending": False,
+                "last_tick": tick_id,
+                "removed": removed,
+                "strategy": strategy,
+                "time": iso_utc(),
+            },
         )
 
     def _fold_history_soon(self) -> None:
@@ -889,29 +897,7 @@ class TickRunner:
 
     def _compaction_due(self, model: str | None, tick_id: int) -> str | None:
         """As :meth:`_history_reason`, for the NPC's ``model`` at tick ``tick_id``."""
-        history = self.ai.history
-        if not history:
-            return None
-        model = _model_name(model)
-        used = tokens.TokenCounter(model).count_messages(history)
-        budget = tokens.get_model_limits(model).history_tokens
-        options = {
-            "asleep": bool(self.ai.sleep.get("asleep")),
-            "tick": tick_id,
-            "last_compaction_tick": self.ai.compaction.get("last_tick"),
-            "sleep_ratio": float(conf.get("EVENNIA_AI_COMPACTION_SLEEP_RATIO")),
-            "emergency_ratio": float(conf.get("EVENNIA_AI_COMPACTION_EMERGENCY_RATIO")),
-        }
-        # The stored history is also capped in messages and characters, caps that drop old
-        # ticks unfolded: compaction must come before them, for windows of any size.
-        size = sum(hist.stored_chars(m) for m in history)
-        return (
-            compaction_reason(used, budget, **options)
-            or compaction_reason(size, int(conf.get("EVENNIA_AI_HISTORY_MAX_CHARS")), **options)
-            or compaction_reason(
-                len(history), int(conf.get("EVENNIA_AI_HISTORY_MAX_MESSAGES")), **options
-            )
-        )
+        return history_pressure(self.ai, model, tick_id).reason
 
     def _learn(self, state: TickState, outcome, trace: TickTrace) -> None:
         """Remember a tool sequence that worked, and when the speakers were last seen."""
@@ -1011,6 +997,59 @@ def _tool_rules(ai) -> list:
     for error in errors:
         ai.log_error(f"ignoring a stored tool rule: {error}")
     return rules
+
+
+@dataclass(frozen=True)
+class HistoryPressure:
+    """How full an NPC's history is against the caps that call for a compaction.
+
+    Attributes:
+        model: The model the tokens were counted for.
+        window: That model's context window, in tokens.
+        measures: ``(what, used, cap)`` for ``tokens`` (cap: the history's share of the
+            window), stored ``characters`` (``EVENNIA_AI_HISTORY_MAX_CHARS``) and
+            ``messages`` (``EVENNIA_AI_HISTORY_MAX_MESSAGES``).
+        reason: ``"sleep"`` or ``"emergency"`` when a compaction is due by one of them (see
+            :func:`~evennia_ai.memory.compression.compaction_reason`), else None.
+    """
+
+    model: str
+    window: int
+    measures: tuple[tuple[str, int, int], ...]
+    reason: str | None
+
+
+def history_pressure(ai, model: str | None, tick_id: int) -> HistoryPressure:
+    """Where the history of ``ai`` (an NPC's handler) stands at tick ``tick_id`` for ``model``
+    (None: the server default): what the tick runner schedules compactions by, and what
+    ``aihistory`` shows."""
+    history = ai.history
+    model = _model_name(model)
+    # The stored history is also capped in messages and characters, caps that drop old
+    # ticks unfolded: compaction must come before them, for windows of any size.
+    measures = (
+        (
+            "tokens",
+            tokens.TokenCounter(model).count_messages(history),
+            tokens.get_model_limits(model).history_tokens,
+        ),
+        (
+            "characters",
+            sum(hist.stored_chars(m) for m in history),
+            int(conf.get("EVENNIA_AI_HISTORY_MAX_CHARS")),
+        ),
+        ("messages", len(history), int(conf.get("EVENNIA_AI_HISTORY_MAX_MESSAGES"))),
+    )
+    options = {
+        "asleep": bool(ai.sleep.get("asleep")),
+        "tick": tick_id,
+        "last_compaction_tick": ai.compaction.get("last_tick"),
+        "sleep_ratio": float(conf.get("EVENNIA_AI_COMPACTION_SLEEP_RATIO")),
+        "emergency_ratio": float(conf.get("EVENNIA_AI_COMPACTION_EMERGENCY_RATIO")),
+    }
+    reasons = (compaction_reason(used, cap, **options) for _, used, cap in measures)
+    reason = next((r for r in reasons if r), None) if history else None
+    return HistoryPressure(model, tokens.get_context_window(model), measures, reason)
 
 
 def _model_name(model: str | None) -> str:

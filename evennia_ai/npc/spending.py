@@ -17,6 +17,7 @@ next UTC day; :func:`check` says which, and ``npc.ai.status()`` shows it.
 
 from __future__ import annotations
 
+import math
 import threading
 from dataclasses import asdict, dataclass
 
@@ -115,6 +116,56 @@ LIMITS = {
 }
 #: The source :func:`limit_origins` gives a limit set by the NPC's own budget.
 FROM_NPC = "this NPC"
+#: The most an NPC's own daily limits may be: anything larger is a typing slip.
+MAX_OWN_LIMITS = {"tokens": 1_000_000_000, "cost": 100_000.0}
+#: The least an NPC's own cost limit may be (a smaller one reads as $0.00).
+MIN_OWN_COST = 0.0001
+_CLEARS = ("none", "off", "clear", "-")
+_SUFFIXES = {"k": 1_000, "m": 1_000_000}
+
+
+def parse_own_limit(key: str, text: str) -> int | float | None:
+    """One of an NPC's own daily limits as an operator types it.
+
+    ``tokens``: a whole number, ``20000``, ``20,000``, ``20k`` or ``1.5m``; ``cost``: dollars,
+    ``0.5`` or ``$0.50``. ``none`` (or ``off``) clears the limit and returns None.
+
+    Raises:
+        ValueError: an unknown key, or a value that is not a positive number within
+            :data:`MAX_OWN_LIMITS`, saying what is expected.
+    """
+    if key not in MAX_OWN_LIMITS:
+        raise ValueError(f"Unknown limit {key!r}: an NPC's own daily limits are tokens and cost.")
+    word = str(text or "").strip().lower().replace(",", "").replace("_", "")
+    if word in _CLEARS:
+        return None
+    if key == "tokens":
+        value = _token_count(word, text)
+        low = 1
+    else:
+        try:
+            value = float(word.removeprefix("$"))
+        except ValueError:
+            raise ValueError(f"cost must be dollars, like 0.50 or $2, not {text!r}.") from None
+        low = MIN_OWN_COST
+    if not value >= low:  # also refuses nan
+        raise ValueError(f"{key} must be at least {low}; 'none' removes the limit.")
+    if value > MAX_OWN_LIMITS[key]:
+        raise ValueError(f"{key} must be at most {MAX_OWN_LIMITS[key]:,} a day.")
+    return value
+
+
+def _token_count(word: str, typed: str) -> int:
+    """A token count from ``20000``, ``20k`` or ``1.5m`` (``word``: ``typed`` tidied)."""
+    scale = _SUFFIXES.get(word[-1:], 1)
+    number = word[:-1] if scale > 1 else word
+    try:
+        value = float(number) * scale
+    except ValueError:
+        value = None
+    if value is None or not math.isfinite(value) or value != int(value):
+        raise ValueError(f"tokens must be a whole number, like 20000 or 20k, not {typed!r}.")
+    return int(value)
 
 
 def limit_origins(npc) -> dict[str, tuple[int | float | None, str, str]]:

@@ -15,7 +15,13 @@ Pure module. The rule types (the spec's, as in Letta):
 
 Rules are stored as plain dicts on the NPC (:meth:`ToolRule.to_dict`), rendered into the
 system prompt by :func:`render_tool_rules`, and enforced by the ReAct loop through a
-:class:`ToolRuleState` made fresh for each tick.
+:class:`ToolRuleState` made fresh for each tick. Operators list, add and remove them with
+``aitools/rules``, ``aitools/addrule`` and ``aitools/delrule`` (typed as :data:`RULE_FORMS`
+says, read by :meth:`ToolRule.parse`, checked by :func:`rule_conflict`).
+
+Rules only ever restrict: they refuse calls or end the turn early, and ``continue_loop`` asks
+for another model call within the tick's iteration limit. No rule offers a tool the NPC's
+filter, categories, locks or lists leave out, or lets a call skip its confirmation.
 
 Example:
     rules = [ToolRule.start_constraint("look"), ToolRule.exit_loop("say")]
@@ -38,6 +44,15 @@ START_CONSTRAINT = "start_constraint"
 
 RULE_TYPES = (START_CONSTRAINT, EXIT_LOOP, CONTINUE_LOOP, MAX_CALLS, REQUIRES_PRIOR)
 """Every rule type, in the order :func:`render_tool_rules` lists them."""
+
+RULE_FORMS = {
+    START_CONSTRAINT: "start_constraint <tool>",
+    EXIT_LOOP: "exit_loop <tool>",
+    CONTINUE_LOOP: "continue_loop <tool>",
+    MAX_CALLS: "max_calls <tool> <count>",
+    REQUIRES_PRIOR: "requires_prior <tool> <tool that must succeed first>",
+}
+"""How an operator types each rule type (:meth:`ToolRule.parse`)."""
 
 EXIT = "exit"
 CONTINUE = "continue"
@@ -126,6 +141,31 @@ class ToolRule:
             value = None
         return cls(rtype, tool, value)
 
+    @classmethod
+    def parse(cls, text: str) -> "ToolRule":
+        """Build a rule from the words an operator types: ``max_calls look 2`` (see
+        :data:`RULE_FORMS`; the type is case-insensitive).
+
+        Raises:
+            ValueError: Saying what is wrong and showing the expected form.
+        """
+        words = str(text or "").split()
+        rtype = words[0].lower() if words else ""
+        if rtype not in RULE_FORMS:
+            forms = "; ".join(RULE_FORMS.values())
+            shown = f"Unknown tool rule type {words[0]!r}. " if words else "Give a rule. "
+            raise ValueError(f"{shown}Rules are: {forms}.")
+        wanted = 3 if rtype in (MAX_CALLS, REQUIRES_PRIOR) else 2  # type, tool[, value]
+        if len(words) != wanted:
+            raise ValueError(f"A {rtype} rule reads: {RULE_FORMS[rtype]}.")
+        value = words[2] if wanted == 3 else None
+        return cls.from_dict({"type": rtype, "tool": words[1], "value": value})
+
+    @property
+    def tools(self) -> tuple[str, ...]:
+        """The tools the rule names: its own, and for ``requires_prior`` the one before it."""
+        return (self.tool, self.value) if self.type == REQUIRES_PRIOR else (self.tool,)
+
     def describe(self) -> str:
         """The rule as one line of the system prompt's rules section."""
         if self.type == START_CONSTRAINT:
@@ -151,6 +191,44 @@ def _call_count(value) -> int:
             f"A max_calls rule needs, in 'value', a whole number of calls >= 1, not {value!r}."
         )
     return value
+
+
+def rule_conflict(rules: Iterable[ToolRule], new: ToolRule) -> str | None:
+    """Why ``new`` should not join ``rules``, or None when it may.
+
+    Refused: the same rule again; a second ``max_calls`` for one tool (say which limit holds:
+    remove the old one first); a ``requires_prior`` that closes a circle (``give`` after
+    ``look`` and ``look`` after ``give``: neither could ever run).
+    """
+    rules = list(rules)
+    if new in rules:
+        return f"That rule is there already: {new.describe()}."
+    if new.type == MAX_CALLS:
+        for rule in rules:
+            if rule.type == MAX_CALLS and rule.tool == new.tool:
+                return (
+                    f"`{new.tool}` is already limited: {rule.describe()}. Remove that rule "
+                    "first to set another count."
+                )
+    if new.type == REQUIRES_PRIOR:
+        after = {}
+        for rule in rules:
+            if rule.type == REQUIRES_PRIOR:
+                after.setdefault(rule.tool, set()).add(rule.value)
+        # new.tool waits on new.value: a circle if new.value already waits (maybe through
+        # others) on new.tool.
+        seen, waiting = set(), [new.value]
+        while waiting:
+            tool = waiting.pop()
+            if tool == new.tool:
+                return (
+                    f"`{new.value}` already has to wait for `{new.tool}`: with this rule neither "
+                    "could ever run."
+                )
+            if tool not in seen:
+                seen.add(tool)
+                waiting.extend(after.get(tool, ()))
+    return None
 
 
 def parse_rules(data: Iterable[Mapping] | None) -> tuple[list[ToolRule], list[str]]:

@@ -57,7 +57,15 @@ class AICommandTestBase(BaseEvenniaCommandTest):
 
     def player(self):
         """``char2`` with only the Player permission (on its account and itself)."""
+        return self.with_permission("Player")
+
+    def builder(self):
+        """``char2`` with only the Builder permission (``char1`` is a Developer)."""
+        return self.with_permission("Builder")
+
+    def with_permission(self, permission: str):
+        """``char2`` with only ``permission`` (on its account and itself)."""
         self.char2.account.permissions.clear()
-        self.char2.account.permissions.add("Player")
+        self.char2.account.permissions.add(permission)
         self.char2.permissions.clear()
         return self.char2
