@@ -26,7 +26,6 @@ from evennia_ai.npc.spending import FROM_NPC
 from evennia_ai.typeclasses import AIAssistantCharacter
 from evennia_ai.utils import truncate
 
-DEVELOPER_CHECK = "dummy:perm(Developer)"
 # Locks of a created NPC: nobody but Developers puppets it; its creator may edit and delete it.
 NPC_LOCKS = "puppet:perm(Developer);delete:{pid}perm(Admin);edit:{pid}perm(Admin)"
 
