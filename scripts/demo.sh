@@ -32,7 +32,9 @@ elif [ -f "$PASSFILE" ]; then
 else
     PASSWORD=$("$ROOT/$VENV/bin/python" -c "import secrets; print(secrets.token_urlsafe(12))")
 fi
+FIRST_START=""
 if [ ! -f "$GAME/server/evennia.db3" ]; then
+    FIRST_START="--first-start"  # its server restarts once after the initial setup
     echo "$PASSWORD" > "$PASSFILE"
     chmod 600 "$PASSFILE"
 fi
@@ -57,7 +59,7 @@ esac
 ADMIN_PASSWORD=$(cat "$ROOT/$PASSFILE" 2>/dev/null || echo "$PASSWORD")
 echo "==> Waiting until a player can log in"
 EVENNIA_SUPERUSER_PASSWORD=$ADMIN_PASSWORD "$ROOT/$VENV/bin/python" "$ROOT/scripts/wait_for_login.py" \
-    --port 4000 --log "$LOG" --since "$LOG_SINCE" --timeout 180 \
+    --port 4000 --log "$LOG" --since "$LOG_SINCE" --timeout 180 $FIRST_START \
     || { echo "The game does not accept logins; see $GAME/server/logs/" >&2; exit 1; }
 
 MODEL=${EVENNIA_AI_MODEL:-evennia_ai/offline (not a language model; see README)}

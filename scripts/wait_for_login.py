@@ -33,12 +33,16 @@ LOGGED_IN = "You become"
 POLL = 0.5
 
 
-def server_is_final(log: str) -> bool:
+def server_is_final(log: str, first_start: bool = False) -> bool:
     """Whether ``log`` (the server log since the start) shows a server up with no restart due.
 
     After "Initial setup complete" the first server may still report itself started before it
-    restarts, so only the restart's own line clears a pending restart.
+    restarts, so only the restart's own line clears a pending restart. On a new database
+    (``first_start``) the server may also report itself started *before* it logs that the setup
+    is complete, so there only the restart's line means the final server is up.
     """
+    if first_start and RESTARTED not in log:
+        return False
     up = pending_restart = False
     for line in log.splitlines():
         if SETUP_DONE in line:
@@ -98,8 +102,11 @@ def wait_for_login(
     password: str,
     timeout: float = 120.0,
     host: str = "127.0.0.1",
+    first_start: bool = False,
 ) -> tuple[bool, str]:
     """Wait for the final server, then for a successful login.
+
+    ``first_start``: the database is new (its server restarts once after the initial setup).
 
     Returns:
         ``(True, "")`` once logged in, or ``(False, reason)`` when ``timeout`` ran out.
@@ -107,7 +114,7 @@ def wait_for_login(
     deadline = time.monotonic() + timeout
     reason = "the server log never showed the server up"
     while time.monotonic() < deadline:
-        if not server_is_final(read_log(log, since)):
+        if not server_is_final(read_log(log, since), first_start):
             time.sleep(POLL)
             continue
         try:
@@ -132,6 +139,11 @@ def main(argv: list[str] | None = None) -> int:
         "--since", type=int, default=0, help="size in bytes of the log before `evennia start`"
     )
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds (default 120)")
+    parser.add_argument(
+        "--first-start",
+        action="store_true",
+        help="a new database: wait for the restart after the initial setup",
+    )
     args = parser.parse_args(argv)
     user = os.environ.get("EVENNIA_SUPERUSER_USERNAME", "")
     password = os.environ.get("EVENNIA_SUPERUSER_PASSWORD", "")
@@ -139,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         print("Set EVENNIA_SUPERUSER_USERNAME and EVENNIA_SUPERUSER_PASSWORD.", file=sys.stderr)
         return 1
     ok, reason = wait_for_login(
-        args.port, args.log, args.since, user, password, args.timeout, args.host
+        args.port, args.log, args.since, user, password, args.timeout, args.host, args.first_start
     )
     if not ok:
         print(f"No login possible after {args.timeout:.0f}s: {reason}", file=sys.stderr)

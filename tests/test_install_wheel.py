@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 from support.game_server import GameServer, TelnetClient
 from support.wheel import build_wheel, documented_settings, run
+from test_crash_survival import responder  # answers what was said through ``say``
 
 from evennia_ai.testing.model_server import ModelServer
 
@@ -39,17 +40,6 @@ def install_into_new_venv(wheel: Path, venv: Path) -> Path:
     # Django up front would double the install time.
     run(venv / "bin" / "python", "-m", "pip", "install", "-q", "--no-compile", wheel, timeout=420)
     return venv / "bin"
-
-
-def responder(body):
-    """Answer whatever was said to the NPC through its ``say`` tool."""
-    last = ""
-    for message in body.get("messages", []):
-        if message.get("role") == "user":
-            last = message.get("content") or ""
-    quoted = re.findall(r'"([^"]+)"', last)
-    heard = quoted[-1] if quoted else last
-    return {"tool_calls": [{"name": "say", "arguments": {"message": f"You said: {heard[:60]}"}}]}
 
 
 def test_the_documented_install_gives_an_npc_that_answers(tmp_path):

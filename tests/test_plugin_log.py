@@ -25,6 +25,7 @@ def evennia_log():
     for name in names:
         python_log = logging.getLogger(name)
         saved[name] = (list(python_log.handlers), python_log.level, python_log.propagate)
+        python_log.setLevel(logging.NOTSET)  # as a fresh server finds them (not quieted yet)
     lines: list[tuple[str, str]] = []
     with (
         mock.patch.object(startstop.logger, "log_info", lambda text: lines.append(("info", text))),

@@ -75,6 +75,13 @@ def test_only_the_server_after_the_setup_restart_counts(lines, final):
     assert wfl.server_is_final("\n".join(lines)) is final
 
 
+def test_a_new_game_waits_for_the_restart_even_when_started_is_logged_before_the_setup():
+    started_first = ["[..] Evennia Server successfully started."]  # setup not logged yet
+    assert wfl.server_is_final("\n".join(started_first)) is True  # an existing game: fine
+    assert wfl.server_is_final("\n".join(started_first), first_start=True) is False
+    assert wfl.server_is_final("\n".join(FIRST_START), first_start=True) is True
+
+
 def test_the_log_is_read_from_the_start_of_this_run(tmp_path):
     log = tmp_path / "server.log"
     log.write_text("[old] Evennia Server successfully started.\n")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable
 
-from evennia.utils.ansi import raw, strip_ansi
+from evennia.utils.ansi import strip_ansi
 
 # What a column adds to its text: a space of padding on each side and the border to its right;
 # the first column also draws the table's left border.
@@ -27,13 +27,14 @@ MIN_SHARED = 5  # the other columns must keep this much for kept columns to keep
 
 
 def literal_cell(text: Any) -> str:
-    """``text`` for a table cell, shown exactly as written (model or player text).
+    """``text`` (model or player text) for a table cell, where it cannot act as markup.
 
-    A cell's markup is parsed twice: by EvTable when the cell is added, and again when the
-    printed table is sent. Escaped once, ``|r`` would come out of the table as a live colour
-    code; escaped twice it reaches the client as the two characters ``|r``.
+    A cell's markup is parsed once by EvTable and again when the printed table is sent, and
+    Evennia versions differ in how (5 and 6 do not agree on what an escaped ``||`` becomes), so
+    no escape survives both. Every ``|`` becomes the look-alike ``¦`` instead: the text reads
+    as written and no colour, link or layout code in it runs.
     """
-    return raw(raw(str(text)))
+    return str(text).replace("|", "\u00a6")
 
 
 def display_width(value: Any) -> int:

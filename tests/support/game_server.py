@@ -94,6 +94,7 @@ class GameServer:
         self.password = password
         self.telnet_port = free_port()
         self.web_port = free_port()
+        self.started_before = False  # the first start of a new game restarts once after setup
         self.env = dict(os.environ)
         self.env.update(
             {
@@ -157,11 +158,18 @@ class GameServer:
         login before that restart is lost: the wait reads the server log from this start on.
         """
         since = self.log_path.stat().st_size if self.log_path.exists() else 0
+        first_start, self.started_before = not self.started_before, True
         result = self.evennia("start", timeout=timeout)
         if result.returncode:
             raise RuntimeError(f"start failed:\n{result.stdout}\n{result.stderr}")
         ok, reason = login_wait.wait_for_login(
-            self.telnet_port, self.log_path, since, "admin", self.password, timeout
+            self.telnet_port,
+            self.log_path,
+            since,
+            "admin",
+            self.password,
+            timeout,
+            first_start=first_start,
         )
         if not ok:
             raise RuntimeError(
