@@ -170,7 +170,7 @@ def browse(driver, game, npc_id: int, cid: str) -> None:
     driver.find_element(By.ID, f"approve-{cid}").click()
     wait_for(
         driver,
-        lambda d: f"{cid} (Innkeeper: noop) is approved"
+        lambda d: f"Approved {cid}: Innkeeper's noop ran"
         in d.find_element(By.TAG_NAME, "body").text,
         what="the approval",
     )
