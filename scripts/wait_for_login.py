@@ -82,7 +82,21 @@ def try_login(host: str, port: int, user: str, password: str, wait: float = 5.0)
             seen += chunk
         if LOGGED_IN.encode() in seen:
             sock.sendall(b"quit\r\n")
+            _wait_closed(sock, wait)
         return seen.replace(b"\xff", b"").decode("utf8", "replace")
+
+
+def _wait_closed(sock: socket.socket, wait: float) -> None:
+    """Read until the game closes the connection (at most ``wait`` s).
+
+    The check logs in as the same account the player (or a test) logs in with next: its quit
+    must be done first, or a late quit unpuppets the character the next login just took over
+    (on a busy machine the player then finds no character commands).
+    """
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        if _drain(sock) is None:
+            return
 
 
 def _drain(sock: socket.socket) -> bytes | None:

@@ -30,6 +30,7 @@ class FakeGame:
         self.sock.listen()
         self.port = self.sock.getsockname()[1]
         self.logins = []
+        self.closed_at = None
         self.thread = threading.Thread(target=self.serve, daemon=True)
         self.thread.start()
 
@@ -45,6 +46,13 @@ class FakeGame:
                 self.logins.append(line)
                 if line == "connect admin secret":
                     conn.sendall(b"\x1b[1mYou become \x1b[1mAdmin\x1b[0m.\r\n")
+                    conn.settimeout(2)
+                    try:
+                        self.logins.append(conn.makefile("rb").readline().decode().strip())
+                    except OSError:
+                        pass
+                    time.sleep(0.3)  # a game busy logging the session out
+                    self.closed_at = time.monotonic()
                 else:
                     conn.sendall(b"Incorrect login information given.\r\n")
 
@@ -108,7 +116,10 @@ def test_waits_through_the_restart_then_logs_in(tmp_path, game):
     writer.join()
     assert ok, reason
     assert time.monotonic() - started >= 1.0, "logged in before the restart"
-    assert game.logins == ["connect admin secret"]
+    assert game.logins == ["connect admin secret", "quit"]
+    # Returned only once the game had closed the check's session: a later login as the same
+    # account cannot be undone by the check's quit.
+    assert game.closed_at is not None and time.monotonic() >= game.closed_at
 
 
 def test_waits_for_a_port_that_opens_late(tmp_path):
