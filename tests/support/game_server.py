@@ -94,7 +94,6 @@ class GameServer:
         self.password = password
         self.telnet_port = free_port()
         self.web_port = free_port()
-        self.started_before = False  # the first start of a new game restarts once after setup
         self.env = dict(os.environ)
         self.env.update(
             {
@@ -152,29 +151,31 @@ class GameServer:
             raise RuntimeError(f"migrate failed:\n{result.stdout}\n{result.stderr}")
 
     def start(self, timeout: float = 90) -> None:
-        """Start portal and server and wait until a login works (``scripts/wait_for_login.py``).
-
-        A new database's first start restarts the server once after its initial setup, and a
-        login before that restart is lost: the wait reads the server log from this start on.
-        """
-        since = self.log_path.stat().st_size if self.log_path.exists() else 0
-        first_start, self.started_before = not self.started_before, True
+        """Start portal and server and wait until a login works."""
         result = self.evennia("start", timeout=timeout)
         if result.returncode:
             raise RuntimeError(f"start failed:\n{result.stdout}\n{result.stderr}")
-        ok, reason = login_wait.wait_for_login(
-            self.telnet_port,
-            self.log_path,
-            since,
-            "admin",
-            self.password,
-            timeout,
-            first_start=first_start,
-        )
-        if not ok:
-            raise RuntimeError(
-                f"server not ready after {timeout}s ({reason}); log:\n{self.log_tail()}"
-            )
+        self.wait_ready(timeout)
+
+    def wait_ready(self, timeout: float = 90) -> None:
+        deadline = time.monotonic() + timeout
+        last = None
+        # A new database's first start restarts the server once after its initial setup;
+        # logging in before that restart loses the session, so wait for it.
+        while time.monotonic() < deadline:
+            log = self.log_tail(400)
+            if "Initial setup complete" not in log or "successfully restarted" in log:
+                break
+            time.sleep(0.25)
+        while time.monotonic() < deadline:
+            try:
+                with TelnetClient(self.telnet_port) as client:
+                    if "You become" in client.login("admin", self.password, wait=2.0):
+                        return
+            except OSError as err:
+                last = err
+            time.sleep(0.5)
+        raise RuntimeError(f"server not ready after {timeout}s ({last}); log:\n{self.log_tail()}")
 
     def reload(self, timeout: float = 90) -> float:
         """``evennia reload`` (the launcher waits for the server to come back).
