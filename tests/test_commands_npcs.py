@@ -69,7 +69,9 @@ class TestAINpc(NpcCommandTest):
         self.call(CmdAINpc(), "/create Marta#2", "Created AI NPC Marta#2")
 
     def test_create_requires_builder(self):
-        self.call(CmdAINpc(), "/create Bob", "You need Builder permission", caller=self.player())
+        self.call(
+            CmdAINpc(), "/create Bob", "Only Builders may create AI NPCs", caller=self.player()
+        )
         assert not [n for n in all_ai_npcs() if n.key == "Bob"]
 
     def test_delete(self):

@@ -125,7 +125,7 @@ class TestToolRules(AICommandTestBase):
             CmdAITools(),
             "/addrule Innkeeper = requires_prior give look",
             "Innkeeper has a new tool rule (#1): Call `give` only after calling `look`. Note: "
-            "`look` is not offered to Innkeeper (its aitools lists); so `give` cannot run.",
+            "`look` is not offered to Innkeeper (its tool lists); so `give` cannot run.",
         )
         self.npc.ai.set(
             "tool_rules", self.npc.ai.tool_rules + [{"type": "cooldown", "tool": "say"}]

@@ -30,17 +30,21 @@ from typing import Any
 
 from django.conf import settings
 from evennia.utils import logger
+from evennia.utils.ansi import raw
 from evennia.utils.utils import class_from_module
 
+from evennia_ai import access
 from evennia_ai.commands.tables import ClientTable
+from evennia_ai.npc.controls import ControlError
 from evennia_ai.npc.lookup import LookupError_, find_ai_npc
 
 HELP_CATEGORY = "AI"
 # Narrowest table drawn: below this a table of several columns cannot be read anyway, and
 # EvTable cannot shrink columns below their borders and padding.
 MIN_TABLE_WIDTH = 40
-BUILDER_LOCK = "cmd:perm(Builder)"
-DEVELOPER_LOCK = "cmd:perm(Developer)"
+# The two command locks of the permission story (:mod:`evennia_ai.access`).
+BUILDER_LOCK = access.lock(access.VIEW)
+DEVELOPER_LOCK = access.lock(access.EDIT)
 
 
 class CommandError(Exception):
@@ -68,11 +72,6 @@ def parse_switch(value: str, what: str, words: str = "on or off") -> bool:
     if lowered in FALSE_WORDS:
         return False
     raise CommandError(f"{what} must be {words}, not {value!r}.")
-
-
-def has_perm(caller, permission: str) -> bool:
-    """Whether ``caller`` passes ``perm(<permission>)`` as Evennia checks it (puppets included)."""
-    return bool(caller.locks.check_lockstring(caller, f"dummy:perm({permission})"))
 
 
 def partition_bar(text: str) -> tuple[str, str, str]:
@@ -142,6 +141,8 @@ class AICommand(COMMAND_DEFAULT_CLASS):
             self.run()
         except CommandError as err:
             self.msg(f"|r{err}|n")
+        except ControlError as err:  # plain text, maybe quoting what the caller typed
+            self.msg(f"|r{raw(str(err))}|n")
         except Exception as err:  # never a traceback to the caller
             logger.log_trace(f"evennia_ai: command {self.key} failed")
             self.msg(
@@ -223,8 +224,8 @@ class AICommand(COMMAND_DEFAULT_CLASS):
 
         For switches that change what a Builder may only view (the command's lock lets both in).
         """
-        if not has_perm(self.caller, permission):
-            raise CommandError(f"Only {permission}s may {action}.")
+        if not access.passes(self.caller, permission):
+            raise CommandError(access.refusal(permission, action))
 
     def require(self, value: str, what: str) -> str:
         """``value`` stripped, or a :class:`CommandError` asking for ``what`` with the usage."""

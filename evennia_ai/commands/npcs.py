@@ -6,14 +6,14 @@ import unicodedata
 
 from evennia.utils.ansi import raw, strip_ansi
 
-from evennia_ai import conf
-from evennia_ai.commands.base import AICommand, CommandError, has_perm
+from evennia_ai import access, conf
+from evennia_ai.commands.base import AICommand, CommandError
 from evennia_ai.engine.trace import TickTrace
 from evennia_ai.formatting import count
 from evennia_ai.formatting import money as format_money
 from evennia_ai.formatting import timestamp
 from evennia_ai.llm import tokens
-from evennia_ai.npc import spending
+from evennia_ai.npc import controls, spending
 from evennia_ai.npc.handler import describe_last_error
 from evennia_ai.npc.lookup import all_ai_npcs
 from evennia_ai.npc.setting_sources import (
@@ -184,8 +184,7 @@ class CmdAINpc(AICommand):
             problem = name_problem(name)
             if problem:
                 raise CommandError(problem)
-        if not has_perm(caller, "Builder"):
-            raise CommandError("You need Builder permission to create AI NPCs.")
+        self.require_perm(access.OPERATE, "create AI NPCs")
         location = caller.location
         if location is None:
             raise CommandError("You are nowhere; stand in a room to create an NPC there.")
@@ -241,19 +240,10 @@ class CmdAINpc(AICommand):
         self.msg(f"{npc.key} is stopped (state kept). |wainpc/start {npc.key}|n restarts it.")
 
     def do_pause(self):
-        npc = self.find_npc(self.args)
-        if npc.ai.paused:
-            raise CommandError(f"{npc.key} is already paused.")
-        npc.ai.pause()
-        self.msg(f"{npc.key} is paused; what it perceives stays queued.")
+        self.msg(raw(controls.pause(self.find_npc(self.args))))
 
     def do_resume(self):
-        npc = self.find_npc(self.args)
-        if not npc.ai.paused:
-            raise CommandError(f"{npc.key} is not paused.")
-        npc.ai.resume()
-        queued = npc.ai.status()["queued_events"]
-        self.msg(f"{npc.key} resumes ({queued} queued event(s) to answer).")
+        self.msg(raw(controls.resume(self.find_npc(self.args))))
 
     # -- configuration -------------------------------------------------------------------------
     def _npc_and_value(self, what: str, allow_empty: bool = False):
@@ -267,70 +257,28 @@ class CmdAINpc(AICommand):
 
     def do_model(self):
         npc, model = self._npc_and_value("model", allow_empty=True)
-        if model.lower() in ("default", "none"):
-            model = ""
-        if " " in model:
-            raise CommandError(f"A model name has no spaces: {model!r}.")
-        npc.ai.set_model(model)
-        self.msg(
-            f"{npc.key} now uses {npc.ai.status()['model']}"
-            + ("" if model else " (the server default)")
-            + "."
-        )
+        self.msg(raw(controls.set_model(npc, model)))
 
     def do_persona(self):
         npc, text = self._npc_and_value("persona text")
-        npc.ai.set_persona(text)
-        self.msg(f"{npc.key}'s persona is set ({len(text)} characters).")
+        self.msg(raw(controls.set_persona(npc, text)))
 
     def do_prompt(self):
-        if not has_perm(self.caller, "Developer"):
-            raise CommandError("Only Developers may set an NPC's operator prompt.")
+        self.require_perm(access.EDIT, "set an NPC's operator prompt")
         npc, text = self._npc_and_value("operator prompt", allow_empty=True)
-        npc.ai.set_user_system_prompt(text)
-        if text:
-            self.msg(f"{npc.key}'s operator prompt is set ({len(text)} characters).")
-        else:
-            self.msg(f"{npc.key}'s operator prompt is cleared.")
+        self.msg(raw(controls.set_operator_prompt(npc, text)))
 
     def do_budget(self):
         if self.rhs is None and "=" not in self.args:
             self.msg(budget_report(self.find_npc(self.args)))
             return
-        self.require_perm("Developer", "set an NPC's budget")
+        self.require_perm(access.EDIT, "set an NPC's budget")
         npc, text = self._npc_and_value("limits (tokens=<count> cost=<dollars>, or none)")
-        budget = {**(npc.ai.budget or {}), **parse_budget(text)}
-        budget = {key: value for key, value in budget.items() if value is not None}
-        npc.ai.set("budget", budget)
+        controls.set_budget(npc, text)
         self.msg(budget_report(npc, changed=True))
 
 
 # -- budgets -----------------------------------------------------------------------------------
-def parse_budget(text: str) -> dict:
-    """``tokens=<count> cost=<dollars>`` (either, in any order) or ``none`` (both) as the
-    changes to an NPC's own budget: ``{"tokens": 20000}``; None clears a limit.
-
-    Raises:
-        CommandError: a word that is not ``tokens=`` or ``cost=``, or a bad number.
-    """
-    words = text.split()
-    if [word.lower() for word in words] in (["none"], ["off"], ["clear"]):
-        return dict.fromkeys(spending.MAX_OWN_LIMITS)
-    changes = {}
-    for word in words:
-        key, sep, value = word.partition("=")
-        key = key.strip().lower()
-        if not sep or not value.strip():
-            raise CommandError(
-                f"'{raw(word)}' is not tokens=<count> or cost=<dollars> (or give none)."
-            )
-        try:
-            changes[key] = spending.parse_own_limit(key, value)
-        except ValueError as err:
-            raise CommandError(raw(str(err))) from None
-    return changes
-
-
 def budget_report(npc, changed: bool = False) -> str:
     """An NPC's own daily limits, today's use and every limit in force, with its source."""
     own = npc.ai.budget or {}
@@ -438,8 +386,8 @@ class CmdAIStatus(AICommand):
         if key not in kept:
             listed = ", ".join(kept) or "none"
             raise CommandError(f"Nothing of '{key}' is kept aside for {npc.key} (kept: {listed}).")
-        if key in self.DEVELOPER_KEYS and not has_perm(self.caller, "Developer"):
-            raise CommandError(f"Only Developers may change an NPC's {key}.")
+        if key in self.DEVELOPER_KEYS:
+            self.require_perm(access.EDIT, f"change an NPC's {key}")
         if action == "discard":
             npc.ai.discard(key)
             self.msg(f"{npc.key}: the value of '{key}' kept aside is forgotten.")

@@ -9,7 +9,7 @@ from evennia.utils import logger
 from evennia.utils.ansi import raw
 from evennia.utils.utils import delay
 
-from evennia_ai import conf
+from evennia_ai import access, conf
 from evennia_ai.commands.base import AICommand, CommandError, parse_switch
 from evennia_ai.commands.tables import literal_cell
 from evennia_ai.engine.trace import TickTrace
@@ -25,17 +25,8 @@ from evennia_ai.formatting import (
     timestamp,
 )
 from evennia_ai.memory.events import Event
-from evennia_ai.prompt.execution_pattern import ALL_TOOL_CATEGORIES
-from evennia_ai.tools import load_builtin_tools
+from evennia_ai.npc import controls
 from evennia_ai.tools.approvals import ConfirmationError, get_confirmation_queue
-from evennia_ai.tools.registry import TOOL_REGISTRY, passes_lock
-from evennia_ai.tools.rules import (
-    REQUIRES_PRIOR,
-    ToolRule,
-    parse_rules,
-    render_tool_rules,
-    rule_conflict,
-)
 from evennia_ai.utils import iso_utc, one_line, truncate, utcnow
 from evennia_ai.workspace.sleep import SLEEP_PHASES, go_to_sleep, in_sleep_window, wake_up
 
@@ -135,62 +126,6 @@ def _traces(npc) -> list[TickTrace]:
 
 
 # -- aitools ------------------------------------------------------------------------------------
-def _tool_verdict(npc, tool, allowed, denied, categories) -> str:
-    if tool.name in denied:
-        return "denied"
-    if allowed is not None and tool.name not in allowed:
-        return "not in allow list"
-    if categories is not None and tool.category not in categories:
-        return "category off"
-    if not passes_lock(npc, tool):
-        return "lock fails"
-    return "allowed"
-
-
-def known_tools(names) -> list[str]:
-    """``names`` as given, when every one is a registered tool.
-
-    Raises:
-        CommandError: naming the unknown ones.
-    """
-    load_builtin_tools()
-    names = list(names)
-    unknown = [name for name in names if name not in TOOL_REGISTRY]
-    if unknown:
-        raise CommandError(f"Unknown tool(s): {', '.join(unknown)}. |waitools <npc>|n lists them.")
-    return names
-
-
-def stored_rule_text(data) -> str:
-    """A stored rule as it was typed (``max_calls look 2``), whatever it holds."""
-    if not isinstance(data, dict):
-        return raw(truncate(repr(data), 80))
-    words = [data.get("type"), data.get("tool"), data.get("value")]
-    return raw(" ".join(str(word) for word in words if word not in (None, "")))
-
-
-def unoffered(npc, name: str) -> str | None:
-    """Why the NPC is never offered tool ``name`` (unknown, denied, off its allow list), or None."""
-    allowed = npc.ai.tool_allow
-    if name not in TOOL_REGISTRY:
-        return f"`{name}` is no registered tool now"
-    if name in (npc.ai.tool_deny or []) or (allowed is not None and name not in allowed):
-        return f"`{name}` is not offered to {npc.key} (its aitools lists)"
-    return None
-
-
-def rule_notes(npc, rule: ToolRule) -> str:
-    """What an operator should know about ``rule`` on ``npc``, or "".
-
-    A rule on a tool the NPC is never offered has no effect, except a ``requires_prior`` whose
-    first tool is never offered: that one keeps its tool from running.
-    """
-    notes = [why for why in (unoffered(npc, name) for name in rule.tools) if why]
-    if rule.type == REQUIRES_PRIOR and unoffered(npc, rule.value):
-        notes.append(f"so `{rule.tool}` cannot run")
-    return "; ".join(notes)
-
-
 class CmdAITools(AICommand):
     """
     Show and restrict the tools an AI NPC may use, and the rules of how it calls them.
@@ -256,135 +191,80 @@ class CmdAITools(AICommand):
         "delrule",
     )
 
+    # Switches that change what the NPC may do: Developer (:data:`evennia_ai.access.EDIT`).
+    EDITS = {
+        "allow": "change an NPC's tool lists",
+        "deny": "change an NPC's tool lists",
+        "only": "change an NPC's tool lists",
+        "category": "change an NPC's tool categories",
+        "reset": "change an NPC's tool lists",
+        "addrule": "change an NPC's tool rules",
+        "delrule": "change an NPC's tool rules",
+    }
+
     def run(self):
         switch = self.switch()
-        if switch in ("addrule", "delrule"):
-            self.require_perm("Developer", "change an NPC's tool rules")
-            getattr(self, f"do_{switch}")(self.find_npc(self.lhs))
-        elif switch == "rules":
+        if switch in self.EDITS:
+            self.require_perm(access.EDIT, self.EDITS[switch])
+        if switch == "rules":
             self.msg(self.rule_list(self.find_npc(self.args)))
         elif switch in ("allow", "deny", "only"):
             npc = self.find_npc(self.lhs)
-            names = self._tool_names()
-            getattr(self, f"do_{switch}")(npc, names)
+            names = controls.split_names(self.require(self.rhs, "tool name(s) after '='"))
+            action = {
+                "allow": controls.allow_tools,
+                "deny": controls.deny_tools,
+                "only": controls.only_tools,
+            }
+            self.msg(raw(action[switch](npc, names)))
         elif switch == "category":
-            self.do_category(self.find_npc(self.lhs))
+            npc = self.find_npc(self.lhs)
+            self.msg(
+                raw(controls.set_categories(npc, self.require(self.rhs, "categories after '='")))
+            )
         elif switch == "reset":
-            npc = self.find_npc(self.args)
-            npc.ai.set("tool_allow", None)
-            npc.ai.set("tool_deny", [])
-            npc.ai.set_allowed_tool_categories(None)
-            self.msg(f"{npc.key}'s tool restrictions are removed.")
+            self.msg(raw(controls.reset_tools(self.find_npc(self.args))))
+        elif switch == "addrule":
+            npc = self.find_npc(self.lhs)
+            self.msg(raw(controls.add_rule(npc, self.require(self.rhs, "rule after '='"))))
+        elif switch == "delrule":
+            npc = self.find_npc(self.lhs)
+            if not npc.ai.tool_rules:
+                raise CommandError(f"{npc.key} has no tool rules.")
+            which = self.require(self.rhs, "rule number (or all) after '='")
+            self.msg(raw(controls.remove_rule(npc, which)))
         else:
             self.msg(self.tool_list(self.find_npc(self.args)))
 
-    def _tool_names(self) -> list[str]:
-        text = self.require(self.rhs, "tool name(s) after '='")
-        names = [name.strip() for name in text.replace(",", " ").split() if name.strip()]
-        return known_tools(names)
-
-    def do_allow(self, npc, names):
-        npc.ai.set("tool_deny", [n for n in npc.ai.tool_deny or [] if n not in names])
-        allowed = npc.ai.tool_allow
-        if allowed is not None:
-            npc.ai.set("tool_allow", sorted(set(allowed) | set(names)))
-        self.msg(
-            f"{npc.key} may use {', '.join(names)} again (if its context, category and "
-            "lock allow it)."
-        )
-
-    def do_deny(self, npc, names):
-        npc.ai.set("tool_deny", sorted(set(npc.ai.tool_deny or []) | set(names)))
-        self.msg(f"{npc.key} may no longer use {', '.join(names)}.")
-
-    def do_only(self, npc, names):
-        npc.ai.set("tool_allow", sorted(set(names)))
-        self.msg(
-            f"{npc.key} is offered only {', '.join(sorted(set(names)))} (within its "
-            "contexts, categories and locks)."
-        )
-
-    def do_category(self, npc):
-        text = self.require(self.rhs, "categories after '='")
-        words = [w.strip().upper() for w in text.replace(",", " ").split() if w.strip()]
-        if words == ["ALL"]:
-            npc.ai.set_allowed_tool_categories(None)
-            self.msg(f"{npc.key} may use tools of every category its contexts allow.")
-            return
-        try:
-            npc.ai.set_allowed_tool_categories(words)
-        except ValueError as err:
-            raise CommandError(str(err)) from None
-        kept = [c for c in ALL_TOOL_CATEGORIES if c in words]
-        self.msg(f"{npc.key} may use tools of the categories {', '.join(kept)} only.")
-
-    # -- tool rules ------------------------------------------------------------------------------
-    def do_addrule(self, npc):
-        try:
-            rule = ToolRule.parse(self.require(self.rhs, "rule after '='"))
-        except ValueError as err:
-            raise CommandError(str(err)) from None
-        known_tools(rule.tools)
-        stored = npc.ai.tool_rules or []
-        problem = rule_conflict(parse_rules(stored)[0], rule)
-        if problem:
-            raise CommandError(problem)
-        npc.ai.set("tool_rules", stored + [rule.to_dict()])
-        notes = rule_notes(npc, rule)
-        self.msg(
-            f"{npc.key} has a new tool rule (#{len(stored) + 1}): {rule.describe()}."
-            + (f" Note: {notes}." if notes else "")
-        )
-
-    def do_delrule(self, npc):
-        stored = npc.ai.tool_rules or []
-        if not stored:
-            raise CommandError(f"{npc.key} has no tool rules.")
-        which = self.require(self.rhs, "rule number (or all) after '='")
-        if which.lower() == "all":
-            npc.ai.set("tool_rules", [])
-            self.msg(f"{npc.key}'s {len(stored)} tool rule(s) are removed.")
-            return
-        number = self.parse_int(which, "The rule number", minimum=1, maximum=len(stored))
-        removed = stored[number - 1]
-        npc.ai.set("tool_rules", stored[: number - 1] + stored[number:])
-        self.msg(f"{npc.key}'s tool rule #{number} is removed: {stored_rule_text(removed)}.")
-
     def rule_list(self, npc) -> str:
-        stored = npc.ai.tool_rules or []
-        if not stored:
+        rows = controls.rule_rows(npc)
+        if not rows:
             return (
                 f"{npc.key} has no tool rules. |waitools/addrule {npc.key} = <rule>|n adds one "
                 "(|whelp aitools|n lists the rule types)."
             )
         table = self.table("#", "Rule", "Note", keep=(0,))
-        for number, data in enumerate(stored, start=1):
-            try:
-                note = rule_notes(npc, ToolRule.from_dict(data))
-            except ValueError as err:
-                note = f"|rignored|n: {raw(str(err))}"
-            table.add_row(number, stored_rule_text(data), note)
-        rendered = render_tool_rules(stored) or "(no rule the model can read)"
+        for row in rows:
+            note = f"|rignored|n: {raw(row.error)}" if row.error else raw(row.note)
+            table.add_row(row.number, raw(row.text), note)
+        rendered = raw(controls.rendered_rules(npc)) or "(no rule the model can read)"
         return (
-            f"Tool rules of {npc.key}({npc.dbref}) ({len(stored)}):\n{table}\n"
+            f"Tool rules of {npc.key}({npc.dbref}) ({len(rows)}):\n{table}\n"
             f"|wAs the model reads them|n (in its system prompt):\n{rendered}"
         )
 
     def tool_list(self, npc) -> str:
-        load_builtin_tools()
+        rows = controls.tool_rows(npc)
         allowed = npc.ai.tool_allow
         denied = set(npc.ai.tool_deny or [])
         categories = npc.ai.execution_config.get("allowed_tool_categories")
         table = self.table("Tool", "Category", "For this NPC", keep=(0,))
-        usable = 0
-        for tool in TOOL_REGISTRY.all():
-            verdict = _tool_verdict(npc, tool, allowed, denied, categories)
-            usable += verdict == "allowed"
-            colour = "|g" if verdict == "allowed" else "|r"
-            table.add_row(tool.name, tool.category, f"{colour}{verdict}|n")
+        for row in rows:
+            colour = "|g" if row.allowed else "|r"
+            table.add_row(row.name, row.category, f"{colour}{row.verdict}|n")
         head = [
-            f"Tools of {npc.key}({npc.dbref}): {usable} of {len(TOOL_REGISTRY)} usable "
-            "(each context may offer fewer).",
+            f"Tools of {npc.key}({npc.dbref}): {sum(r.allowed for r in rows)} of {len(rows)} "
+            "usable (each context may offer fewer).",
             f"categories: {', '.join(categories) if categories is not None else 'all'}; "
             f"allow list: {', '.join(sorted(allowed)) if allowed is not None else 'none'}; "
             f"deny list: {', '.join(sorted(denied)) or 'none'}; tool rules: "

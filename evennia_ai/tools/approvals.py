@@ -12,9 +12,11 @@ from __future__ import annotations
 from evennia.scripts.models import ScriptDB
 from evennia.utils.create import create_script
 
+from evennia_ai import access
+
 QUEUE_KEY = "evennia_ai_confirmations"
 QUEUE_TYPECLASS = "evennia_ai.engine.confirmations.ConfirmationQueue"
-APPROVER_LOCK = "cmd:perm(Builder)"
+APPROVER_LOCK = access.lock(access.APPROVE)
 """Who may approve or reject: the lock of ``aiconfirm``, which the notices of waiting actions
 also use to choose who is told."""
 

@@ -1,35 +1,45 @@
-"""Who may use the dashboard and its API: staff.
+"""Who may use the dashboard and its API: the permission story of :mod:`evennia_ai.access`.
 
-Staff means a superuser, an account with Django's ``is_staff`` (what Evennia's own web admin
-asks for), or an account holding Evennia's ``Admin`` permission or higher (``Developer``),
-checked through the permission hierarchy as Evennia's REST API does.
+Viewing every page and every ``GET`` of the API, and approving or rejecting a waiting action,
+need Evennia's ``Builder`` permission (as the in-game commands do); changing an NPC's tool
+lists, tool rules, operator prompt or budget needs ``Developer``. Permissions are checked on
+the account through Evennia's permission hierarchy, as Evennia's own REST API does; a superuser
+passes every check.
 """
 
 from __future__ import annotations
 
-from evennia.locks.lockhandler import check_perm
 from evennia.web.api.permissions import EvenniaPermission
 
-STAFF_PERMISSION = "Admin"
+from evennia_ai import access
 
 
 def is_ai_staff(user) -> bool:
-    """Whether ``user`` (a request's user) may see and use the dashboard."""
-    if user is None or not getattr(user, "is_authenticated", False):
-        return False
-    if user.is_superuser or getattr(user, "is_staff", False):
-        return True
-    try:
-        return bool(check_perm(user, STAFF_PERMISSION))
-    except Exception:
-        return False
+    """Whether ``user`` (a request's user) may see the dashboard (:data:`access.VIEW`)."""
+    return access.passes(user, access.VIEW)
+
+
+def may(user, permission: str) -> bool:
+    """Whether ``user`` (a request's user) holds ``permission`` (a level of :mod:`access`)."""
+    return access.passes(user, permission)
 
 
 class AIStaffPermission(EvenniaPermission):
-    """DRF permission of the dashboard API: staff only, for every action and object."""
+    """DRF permission of the dashboard API: viewing and deciding at Builder; the actions that
+    edit name their own level with ``required_permission`` (e.g. :data:`access.EDIT`)."""
+
+    message = (
+        "The evennia-ai API needs the Builder permission (editing an NPC's settings needs "
+        "Developer)."
+    )
 
     def has_permission(self, request, view):
-        return is_ai_staff(request.user)
+        needed = getattr(view, "required_permission", None) or access.VIEW
+        if not access.passes(request.user, needed):
+            if needed != access.VIEW:
+                self.message = access.refusal(needed, "change this setting")
+            return False
+        return True
 
     def has_object_permission(self, request, view, obj):
-        return is_ai_staff(request.user)
+        return self.has_permission(request, view)
