@@ -22,19 +22,17 @@ from evennia.utils.utils import crop
 from evennia_ai import conf
 from evennia_ai.commands.base import AICommand, CommandError, SwitchedCommand
 from evennia_ai.commands.workspace import apply_character, checked
-from evennia_ai.engine.tick import history_pressure
-from evennia_ai.formatting import ago, count, date, percent, timestamp
+from evennia_ai.formatting import count, date, percent, timestamp
 from evennia_ai.memory import block_admin
 from evennia_ai.memory import blocks as pure
 from evennia_ai.memory import entities as entities_mod
 from evennia_ai.memory import longterm
 from evennia_ai.memory.blocks import BlockError
-from evennia_ai.memory.compression import SUMMARY_BATCH
 from evennia_ai.memory.entities import forget
 from evennia_ai.memory.history import render_text
 from evennia_ai.memory.keyword_index import KeywordIndexUnavailable
 from evennia_ai.memory.search import check_mode
-from evennia_ai.prompt.tasks import compaction_batch
+from evennia_ai.npc.history_report import history_report
 from evennia_ai.utils import clean_text
 from evennia_ai.workspace.journal import TRUST
 
@@ -729,43 +727,6 @@ class CmdAIEntity(SwitchedCommand):
 
 # -- conversation history --------------------------------------------------------------------------
 HISTORY_SHOWN = 10  # messages aihistory/last shows by default
-# How each compaction strategy treated the messages it folded.
-FOLDED = {"summarize": "summarised into one message", "truncate": "dropped"}
-
-
-def last_compaction(compaction: dict) -> str:
-    """The last compaction in words: when, and what it folded (or why it failed)."""
-    if compaction.get("last_tick") is None:
-        return "never"
-    when = f"tick {compaction['last_tick']}"
-    if compaction.get("time"):
-        when += f", {timestamp(compaction['time'])} ({ago(compaction['time'])})"
-    if compaction.get("error"):
-        return f"{when}: |rfailed|n: {raw(str(compaction['error']))}"
-    removed = compaction.get("removed")
-    how = FOLDED.get(compaction.get("strategy"), "folded")
-    return (
-        f"{when}: {count(removed)} older message(s) {how}"
-        if removed
-        else f"{when}: nothing old enough to fold"
-    )
-
-
-def compaction_now(compaction: dict, due: str | None, folds: int) -> str:
-    """Whether a compaction is pending (scheduled), due (a threshold is passed) or neither,
-    and what it would fold (``folds``: messages older than the kept recent ones)."""
-    fold = f"it would fold {count(folds)} message(s)" if folds else "nothing is old enough to fold"
-    if compaction.get("pending"):
-        reason = compaction.get("reason") or "scheduled"
-        when = (
-            "at once, before any queued events"
-            if reason == "emergency"
-            else "on the next tick without events, or in sleep"
-        )
-        return f"|ypending|n ({reason}): runs {when}; {fold}"
-    if due:
-        return f"|ydue|n ({due}): a cap's threshold is passed, the next tick schedules it; {fold}"
-    return f"not due; {fold}"
 
 
 class CmdAIHistory(AICommand):
@@ -814,50 +775,42 @@ class CmdAIHistory(AICommand):
         return f"|wThe last {len(shown)} message(s) of {npc.key}'s history|n\n{text}"
 
     def report(self, npc) -> str:
-        history = npc.ai.history
-        script = npc.ai.script
-        next_tick = (script.tick_count if script else 0) + 1
-        pressure = history_pressure(npc.ai, npc.ai.model or None, next_tick)
-        used_tokens = pressure.measures[0][1]
-        ticks = len({m.get("batch") for m in history} - {SUMMARY_BATCH})
-        window = pressure.window
+        report = history_report(npc)
         lines = [
-            f"|wHistory of {npc.key}({npc.dbref})|n: {count(len(history))} message(s) from "
-            f"{count(ticks)} tick(s), {count(used_tokens)} tokens for {pressure.model} "
-            f"({percent(used_tokens, window)} of its {count(window)}-token window)",
+            f"|wHistory of {npc.key}({npc.dbref})|n: {count(report.messages)} message(s) from "
+            f"{count(report.ticks)} tick(s), {count(report.tokens)} tokens for {report.model} "
+            f"({percent(report.tokens, report.window)} of its {count(report.window)}-token "
+            "window)",
         ]
-        if history:
-            oldest, newest = history[0].get("ts"), history[-1].get("ts")
-            lines.append(f"  oldest {timestamp(oldest)}, newest {timestamp(newest)}")
-        summary = [m for m in history if m.get("batch") == SUMMARY_BATCH]
-        if summary:
+        if report.messages:
+            lines.append(f"  oldest {timestamp(report.oldest)}, newest {timestamp(report.newest)}")
+        if report.summary_chars:
             lines.append(
-                f"  starts with a summary of earlier conversation "
-                f"({count(sum(len(str(m.get('content') or '')) for m in summary))} characters)"
+                "  starts with a summary of earlier conversation "
+                f"({count(report.summary_chars)} characters)"
             )
-        sleep = float(conf.get("EVENNIA_AI_COMPACTION_SLEEP_RATIO"))
-        emergency = float(conf.get("EVENNIA_AI_COMPACTION_EMERGENCY_RATIO"))
         table = self.table("Size", "Now", "Cap", "Share", "Compacts at", keep=(0,))
-        for what, used, cap in pressure.measures:
+        for m in report.measures:
             table.add_row(
-                what,
-                count(used),
-                count(cap),
-                percent(used, cap),
-                f"{count(cap * emergency)} (asleep {count(cap * sleep)})",
+                m.what,
+                count(m.used),
+                count(m.cap),
+                percent(m.used, m.cap),
+                f"{count(m.compacts_at)} (asleep {count(m.compacts_asleep_at)})",
             )
         lines.append(str(table))
         lines.append(
             "  caps: tokens - the history's share of the window; characters - "
             "EVENNIA_AI_HISTORY_MAX_CHARS; messages - EVENNIA_AI_HISTORY_MAX_MESSAGES"
         )
-        compaction = npc.ai.compaction
-        folds = len(compaction_batch(history))
-        lines.append(f"|wLast compaction|n: {last_compaction(compaction)}")
+        last = raw(report.last_compaction)
+        if report.last_failed:
+            last = last.replace(": failed: ", ": |rfailed|n: ", 1)
+        lines.append(f"|wLast compaction|n: {last}")
+        state = report.state if report.state == "not due" else f"|y{report.state}|n"
         lines.append(
-            f"|wNow|n: {compaction_now(compaction, pressure.reason, folds)}; "
-            f"strategy {conf.get('EVENNIA_AI_COMPACTION_STRATEGY')}, keeps the last "
-            f"{count(conf.get('EVENNIA_AI_COMPACTION_KEEP_RECENT'))} messages"
+            f"|wNow|n: {state}{'; ' if report.state == 'not due' else ' '}{report.now}; "
+            f"strategy {report.strategy}, keeps the last {count(report.keep_recent)} messages"
         )
         return "\n".join(lines)
 

@@ -6,7 +6,7 @@ import unicodedata
 
 from evennia.utils.ansi import raw, strip_ansi
 
-from evennia_ai import access, conf
+from evennia_ai import access
 from evennia_ai.commands.base import AICommand, CommandError
 from evennia_ai.engine.trace import TickTrace
 from evennia_ai.formatting import count
@@ -17,9 +17,11 @@ from evennia_ai.npc import controls, spending
 from evennia_ai.npc.handler import describe_last_error
 from evennia_ai.npc.lookup import all_ai_npcs
 from evennia_ai.npc.setting_sources import (
-    SettingOrigin,
     budget_origins,
+    limit_text,
     model_origin,
+    origin_text,
+    origin_value,
     setting_sources,
 )
 from evennia_ai.npc.spending import FROM_NPC
@@ -31,12 +33,6 @@ NPC_LOCKS = "puppet:perm(Developer);delete:{pid}perm(Admin);edit:{pid}perm(Admin
 
 
 # -- shared helpers (also used by the runtime commands and tests) ---------------------------------
-def _limit(value, money: bool = False) -> str:
-    if value is None:
-        return "none"
-    return format_money(value) if money else count(value)
-
-
 def _tokens_today(status: dict) -> int:
     return int((status.get("budget") or {}).get("npc_tokens", 0))
 
@@ -289,13 +285,13 @@ def budget_report(npc, changed: bool = False) -> str:
         else f"|w{npc.key}({npc.dbref})|n own daily limits:"
     )
     lines = [
-        f"{head} tokens {_limit(own.get('tokens'))}, cost {_limit(own.get('cost'), True)}.",
+        f"{head} tokens {limit_text(own.get('tokens'))}, cost {limit_text(own.get('cost'), True)}.",
         f"  today: {count(status.npc_tokens)} tokens, {format_money(status.npc_cost)}; "
         f"{status.describe()}",
         "  in force (value - where it comes from):",
     ]
     origins = budget_origins(npc)  # this NPC's tokens and cost first, then the server's
-    lines += [f"    {o.label}: {origin_value(o)} - {origin_text(o)}" for o in origins]
+    lines += [f"    {o.label}: {raw(origin_value(o))} - {origin_text(o)}" for o in origins]
     looser = [
         key
         for key, origin in zip(("tokens", "cost"), origins[:2])
@@ -310,28 +306,6 @@ def budget_report(npc, changed: bool = False) -> str:
 
 
 # -- aistatus -----------------------------------------------------------------------------------
-REBOOT_NOTE = "a change applies after evennia reboot, not reload"
-# The daily limit settings, and whether each is money (cost) rather than tokens.
-MONEY_LIMITS = {name: kind is float for name, _, kind in spending.LIMITS.values()}
-
-
-def origin_value(origin: SettingOrigin) -> str:
-    """The value of ``origin`` as shown: limits as numbers or money, ``none`` when unset."""
-    if origin.name in MONEY_LIMITS:
-        return _limit(origin.value, money=MONEY_LIMITS[origin.name])
-    return raw(str(origin.value)) if origin.value not in (None, "") else "none"
-
-
-def origin_text(origin: SettingOrigin) -> str:
-    """Where ``origin`` comes from, e.g. ``environment (EVENNIA_AI_MODEL; a change ...)``."""
-    if origin.source == FROM_NPC and origin.name in conf.SETTINGS:
-        return f"this NPC's own budget (tighter than {origin.name})"
-    if origin.source == FROM_NPC:
-        return f"this NPC's own (set with {origin.name})"
-    note = f"; {REBOOT_NOTE}" if origin.from_environment else ""
-    return f"{origin.source} ({origin.name}{note})"
-
-
 class CmdAIStatus(AICommand):
     """
     Show the status of one AI NPC, or a summary of them all.
@@ -416,7 +390,7 @@ class CmdAIStatus(AICommand):
         if not npcs:
             lines.append("  (none)")
         model = model_origin(None)
-        lines.append(f"|wDefault model|n: {origin_value(model)} - {origin_text(model)}")
+        lines.append(f"|wDefault model|n: {raw(origin_value(model))} - {origin_text(model)}")
         totals = spending.server_totals()
         today = totals["today"]
         lines.append(
@@ -444,10 +418,10 @@ class CmdAIStatus(AICommand):
             f"completion {count(status['completion_tokens'])}, "
             f"cost {format_money(status['cost'])}",
             f"  budget: {status['budget_state']}; daily limits per NPC: tokens "
-            f"{_limit(b['npc_token_limit'])}, cost {_limit(b['npc_cost_limit'], True)}; "
+            f"{limit_text(b['npc_token_limit'])}, cost {limit_text(b['npc_cost_limit'], True)}; "
             f"server today {count(b['server_tokens'])} tokens (limit "
-            f"{_limit(b['server_token_limit'])}), {format_money(b['server_cost'])} (limit "
-            f"{_limit(b['server_cost_limit'], True)}); when over: "
+            f"{limit_text(b['server_token_limit'])}), {format_money(b['server_cost'])} (limit "
+            f"{limit_text(b['server_cost_limit'], True)}); when over: "
             f"{spending.ACTION_MODES.get(b['action'], b['action'])}",
             f"  sleep: {'asleep' if status['asleep'] else 'awake'}"
             + (
@@ -476,7 +450,7 @@ class CmdAIStatus(AICommand):
             )
         lines.append("  settings in use (value - where it comes from):")
         for origin in setting_sources(npc):
-            lines.append(f"    {origin.label}: {origin_value(origin)} - {origin_text(origin)}")
+            lines.append(f"    {origin.label}: {raw(origin_value(origin))} - {origin_text(origin)}")
         traces = [TickTrace.from_dict(t) for t in npc.ai.traces(last=5)]
         if traces:
             lines.append("  last ticks:")

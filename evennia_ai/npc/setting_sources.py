@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from evennia_ai import conf
+from evennia_ai.formatting import count
+from evennia_ai.formatting import money as format_money
 from evennia_ai.llm.client import model_settings
 from evennia_ai.memory import longterm
 from evennia_ai.npc import spending
@@ -102,3 +104,34 @@ def setting_sources(npc) -> list[SettingOrigin]:
             SettingOrigin(key.label, "set" if key.value else "not set", key.source, key.name),
         ]
     return origins + [memory_origin()] + budget_origins(npc)
+
+
+# -- in words (the same in game and on the dashboard) ----------------------------------------------
+REBOOT_NOTE = "a change applies after evennia reboot, not reload"
+# The daily limit settings, and whether each is money (cost) rather than tokens.
+MONEY_LIMITS = {name: kind is float for name, _, kind in spending.LIMITS.values()}
+
+
+def limit_text(value, money: bool = False) -> str:
+    """A daily limit as shown: ``20,000``, ``$0.50``, or ``none`` when there is none."""
+    if value is None:
+        return "none"
+    return format_money(value) if money else count(value)
+
+
+def origin_value(origin: SettingOrigin) -> str:
+    """The value of ``origin`` as shown (plain text): limits as numbers or money, ``none`` when
+    unset."""
+    if origin.name in MONEY_LIMITS:
+        return limit_text(origin.value, money=MONEY_LIMITS[origin.name])
+    return str(origin.value) if origin.value not in (None, "") else "none"
+
+
+def origin_text(origin: SettingOrigin) -> str:
+    """Where ``origin`` comes from, e.g. ``environment (EVENNIA_AI_MODEL; a change ...)``."""
+    if origin.source == FROM_NPC and origin.name in conf.SETTINGS:
+        return f"this NPC's own budget (tighter than {origin.name})"
+    if origin.source == FROM_NPC:
+        return f"this NPC's own (set with {origin.name})"
+    note = f"; {REBOOT_NOTE}" if origin.from_environment else ""
+    return f"{origin.source} ({origin.name}{note})"
