@@ -173,6 +173,14 @@ SETTINGS: dict[str, Setting] = {
             "`listen:perm(Builder)` lock: the notices show what NPCs want to run.",
         ),
         Setting(
+            "EVENNIA_AI_WEB_MENU_LINK",
+            True,
+            'Add an "AI NPCs" link to the website\'s menu for accounts with the Builder '
+            "permission (read when the web app starts). A game with its own "
+            "`web/templates/website/_menu.html` keeps it and adds the link itself (see "
+            "docs/installing.md).",
+        ),
+        Setting(
             "EVENNIA_AI_STRICT_CONTRACTS",
             False,
             "Raise ContractViolation when a request lacks its task or inputs (tests); off, it "

@@ -501,15 +501,7 @@ class CmdAILongTerm(SwitchedCommand):
 
     @staticmethod
     def status_text() -> str:
-        status = longterm.status()
-        text = f"Long-term memory: {status['state']}, searching in {status['mode']} mode"
-        if status.get("vector"):
-            text += f" (vector store: {status.get('vector_store')})"
-        if status.get("reason"):
-            text += f". Vector search is off: {status['reason']}"
-        if status.get("keyword_index") not in ("ready", "not opened"):
-            text += f". Keyword index unavailable: {status['keyword_index']}"
-        return text + "."
+        return raw(longterm.status_text(longterm.status()))
 
     def search(self, npc, query: str, mode: str) -> None:
         caller, name, width = self.caller, npc.key, self.client_width()

@@ -1183,6 +1183,31 @@ def status() -> dict:
     return get_memory().status()
 
 
+def status_text(state: dict) -> str:
+    """A :func:`status` in one sentence: state, search mode, and what is off and why."""
+    text = f"Long-term memory: {state['state']}, searching in {state['mode']} mode"
+    if state.get("vector"):
+        text += f" (vector store: {state.get('vector_store')})"
+    if state.get("reason"):
+        text += f". Vector search is off: {state['reason']}"
+    if state.get("keyword_index") not in ("ready", "not opened"):
+        text += f". Keyword index unavailable: {state['keyword_index']}"
+    return text + "."
+
+
+def memory_count(npc_id: str) -> int | None:
+    """How many long-term memories the NPC with dbref ``npc_id`` has, or None while the keyword
+    index is not open (nothing is opened here). Blocking but quick: not on the reactor in a
+    loop."""
+    index = get_memory().index
+    if index is None:
+        return None
+    try:
+        return index.count(npc=str(npc_id), kind="memory")
+    except Exception:  # a closed or broken index: unknown, not a failed page
+        return None
+
+
 def store(
     npc_id: str,
     text: str,

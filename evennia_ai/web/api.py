@@ -13,12 +13,23 @@ password, as Evennia's API allows by default.
 ``GET  npcs/<id>/traces/?last=<n>``                     trace summaries, newest first
 ``GET  npcs/<id>/traces/<tick_id>/``                    one full trace
 ``GET  npcs/<id>/usage/``                               tokens and cost per day and per tick
+``GET  npcs/<id>/tools/``                               tools, lists, categories and tool rules
+``GET  npcs/<id>/budget/``                              own limits and every limit in force
+``GET  npcs/<id>/history/``                             history size and compaction state
+``GET  npcs/<id>/operator_prompt/``                     the operator prompt (Developer)
+``POST npcs/<id>/settings/<name>/`` ``{"value"}``       change a setting (its own level)
 ``GET  confirmations/?status=pending&npc=<id>``         confirmation entries
 ``GET  confirmations/<cid>/``                           one entry
 ``POST confirmations/<cid>/approve/``                   approve (runs the action as the NPC)
 ``POST confirmations/<cid>/reject/``  ``{"reason"}``    reject
 ``GET  contexts/``                                      component order of each context type
 =====================================================  ========================================
+
+Every endpoint needs the Builder permission; a setting needs its own level too (Builder for
+``pause``, ``resume``, ``model``, ``persona``; Developer for the others: ``operator_prompt``,
+``budget``, ``allow_tools``, ``deny_tools``, ``only_tools``, ``categories``, ``reset_tools``,
+``add_rule``, ``remove_rule``); below it the answer is 403 with the level it needs. A refused
+change is 400 with the reason, e.g. ``{"detail": "Unknown tool(s): fly."}``.
 
 Every URL ends with a slash; the same URL without it redirects there (308, so a POST stays a
 POST). Errors are JSON too: ``{"detail": "..."}`` with the status (404 for an unknown URL or
@@ -39,12 +50,15 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
+from evennia_ai import access
+from evennia_ai.npc.controls import ControlError
 from evennia_ai.tools.approvals import ConfirmationError
 from evennia_ai.web import data
 from evennia_ai.web.permissions import AIStaffPermission
 from evennia_ai.web.serializers import (
     ConfirmationFilterSerializer,
     DecisionSerializer,
+    SettingSerializer,
     TraceFilterSerializer,
 )
 
@@ -98,6 +112,12 @@ class AIViewSetMixin:
         return api_exception_handler
 
 
+def _require(request, permission: str, action: str) -> None:
+    """403 with the level it needs unless the request's account holds ``permission``."""
+    if not access.passes(request.user, permission):
+        raise exceptions.PermissionDenied(access.refusal(permission, action))
+
+
 def _npc(pk):
     try:
         return data.get_npc(pk)
@@ -146,6 +166,44 @@ class NPCViewSet(AIViewSetMixin, viewsets.ViewSet):
     def usage(self, request, pk=None):
         return Response(data.usage_series(_npc(pk)))
 
+    @action(detail=True, methods=["get"])
+    def tools(self, request, pk=None):
+        return Response(data.tool_settings(_npc(pk)))
+
+    @action(detail=True, methods=["get"])
+    def budget(self, request, pk=None):
+        return Response(data.budget_limits(_npc(pk)))
+
+    @action(detail=True, methods=["get"])
+    def history(self, request, pk=None):
+        return Response(data.history(_npc(pk)))
+
+    @action(detail=True, methods=["get"], url_path="operator_prompt")
+    def operator_prompt(self, request, pk=None):
+        _require(request, access.EDIT, "read an NPC's operator prompt")
+        return Response({"operator_prompt": data.operator_prompt(_npc(pk))})
+
+    @action(
+        detail=True,
+        methods=["post"],
+        url_path=r"settings/(?P<name>[a-z_]+)",
+        url_name="setting",
+    )
+    def setting(self, request, pk=None, name=None):
+        try:
+            needed = data.control_level(name)
+        except data.NotFound as err:
+            raise exceptions.NotFound(str(err)) from None
+        _require(request, needed, f"change an NPC's {name.replace('_', ' ')}")
+        npc = _npc(pk)
+        body = SettingSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            message = data.change(npc, name, body.validated_data.get("value", ""))
+        except ControlError as err:
+            return Response({"detail": str(err)}, status=status.HTTP_400_BAD_REQUEST)
+        return Response({"detail": message, "npc": data.npc_summary(npc)})
+
 
 class ConfirmationViewSet(AIViewSetMixin, viewsets.ViewSet):
     """Actions awaiting a decision; approve and reject run what ``aiconfirm`` runs."""
@@ -166,6 +224,7 @@ class ConfirmationViewSet(AIViewSetMixin, viewsets.ViewSet):
             raise exceptions.NotFound(str(err)) from None
 
     def _decide(self, request, pk, approve: bool):
+        _require(request, access.APPROVE, "decide waiting actions")
         self.retrieve(request, pk)  # 404 for an unknown id
         body = DecisionSerializer(data=request.data)
         body.is_valid(raise_exception=True)

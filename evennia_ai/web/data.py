@@ -12,25 +12,33 @@ the reactor thread (:func:`on_reactor`) and waits for it.
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any, Callable
 
 from twisted.internet import reactor, threads
 from twisted.python import threadable
 
-from evennia_ai import conf
+from evennia_ai import access, conf
 from evennia_ai.memory import blocks as pure
+from evennia_ai.memory import longterm
 from evennia_ai.memory.block_admin import visible_blocks
+from evennia_ai.npc import controls
 from evennia_ai.npc.handler import describe_last_error
+from evennia_ai.npc.history_report import history_report
 from evennia_ai.npc.lookup import LookupError_, all_ai_npcs, find_ai_npc
+from evennia_ai.npc.setting_sources import budget_origins, limit_text, origin_text, origin_value
 from evennia_ai.prompt.assembly import select_components
 from evennia_ai.prompt.builder import cache_friendly_order
 from evennia_ai.prompt.contexts import CONTEXT_TYPES
+from evennia_ai.prompt.execution_pattern import ALL_TOOL_CATEGORIES
 from evennia_ai.prompt_registry import PromptRegistryError, get_prompt_registry
 from evennia_ai.tools.approvals import ConfirmationError, get_confirmation_queue
+from evennia_ai.tools.rules import RULE_FORMS
 from evennia_ai.workspace.goals import goal_tree
 from evennia_ai.workspace.projects import list_projects
 
 RECENT_TRACES = 20  # traces shown on an NPC's page
+MAX_VALUE_CHARS = 20_000  # characters of a setting's value from a form or the API
 CHART_DAYS = 14  # days in the daily usage chart
 
 
@@ -106,13 +114,156 @@ def npc_detail(npc) -> dict:
         **npc_summary(npc),
         "location": npc.location.key if npc.location else None,
         "persona": npc.ai.persona,
+        "own_model": npc.ai.model,  # "" when it uses the server default
+        # The operator prompt may hold secrets: its text is for Developers only (operator_prompt).
+        "operator_prompt_chars": len(npc.ai.user_system_prompt or ""),
+        "budget_text": budget_text(npc.ai.budget or {}),
+        "cost_unknown": cost_unknown(npc),
         "goals": goals_tree(npc),
         "projects": projects(npc),
         "blocks": memory_blocks(npc),
         "traces": trace_list(npc, RECENT_TRACES),
         "usage": usage_series(npc),
         "confirmations": confirmations(npc=npc),
+        "tools": tool_settings(npc),
+        "budget_limits": budget_limits(npc),
+        "history": history(npc),
+        "longterm": longterm_status(npc),
     }
+
+
+# -- settings and their controls --------------------------------------------------------------
+def tool_settings(npc) -> dict:
+    """Every tool with its verdict for the NPC, its lists and categories, and its tool rules
+    (numbered, with notes) with the rules section of its system prompt as the model reads it."""
+    rows = controls.tool_rows(npc)
+    return {
+        "tools": [{**asdict(row), "allowed": row.allowed} for row in rows],
+        "usable": sum(row.allowed for row in rows),
+        "allow": npc.ai.tool_allow,
+        "deny": sorted(npc.ai.tool_deny or []),
+        "categories": npc.ai.execution_config.get("allowed_tool_categories"),
+        "all_categories": list(ALL_TOOL_CATEGORIES),
+        "rules": [asdict(row) for row in controls.rule_rows(npc)],
+        "rendered_rules": controls.rendered_rules(npc),
+        "rule_forms": [{"type": kind, "form": form} for kind, form in RULE_FORMS.items()],
+    }
+
+
+def cost_unknown(npc) -> bool:
+    """Whether the NPC spent tokens but no money: its model has no price litellm knows."""
+    daily = (npc.ai.metrics or {}).get("daily") or {}
+    tokens = sum(int((day or {}).get("tokens", 0)) for day in daily.values())
+    cost = sum(float((day or {}).get("cost", 0.0)) for day in daily.values())
+    return tokens > 0 and cost == 0
+
+
+def operator_prompt(npc) -> str:
+    """The NPC's operator prompt (for Developers: it may name secrets)."""
+    return npc.ai.user_system_prompt or ""
+
+
+def budget_text(own: dict) -> str:
+    """An NPC's own budget as typed to set it (``tokens=50000 cost=0.25``; "" for none)."""
+    return " ".join(f"{key}={own[key]:g}" for key in ("tokens", "cost") if own.get(key) is not None)
+
+
+def budget_limits(npc) -> dict:
+    """The NPC's own daily limits and every limit in force, each with where it comes from."""
+    return {
+        "own": dict(npc.ai.budget or {}),
+        "status": npc.ai.spending_status().describe(),
+        "limits": [
+            {
+                "label": origin.label,
+                "value": origin.value,
+                "shown": origin_value(origin),
+                "source": origin_text(origin),
+            }
+            for origin in budget_origins(npc)
+        ],
+    }
+
+
+def history(npc) -> dict:
+    """The NPC's history and compaction state (what ``aihistory`` shows)."""
+    report = history_report(npc)
+    out = asdict(report)
+    for row, measure in zip(out["measures"], report.measures):
+        row["share"] = measure.share
+        row["width"] = max(0, min(100, round(100 * measure.share)))  # of its bar, in %
+    out["window_share"] = report.tokens / report.window if report.window else 0.0
+    return out
+
+
+def longterm_status(npc) -> dict:
+    """The game's long-term memory (state, search mode, what is off and why) and how many
+    memories this NPC has (None while the index is not open)."""
+    state = longterm.status()
+    return {
+        **state,
+        "text": longterm.status_text(state),
+        "memories": longterm.memory_count(npc.dbref),
+    }
+
+
+# What the dashboard and the API may change on an NPC: the level each needs (see
+# :mod:`evennia_ai.access`), whether it takes a value, and the function of
+# :mod:`evennia_ai.npc.controls` that checks and writes it (the admin commands call the same).
+CONTROLS: dict[str, tuple[str, Callable]] = {
+    "pause": (access.OPERATE, lambda npc, value: controls.pause(npc)),
+    "resume": (access.OPERATE, lambda npc, value: controls.resume(npc)),
+    "model": (access.OPERATE, controls.set_model),
+    "persona": (access.OPERATE, controls.set_persona),
+    "operator_prompt": (access.EDIT, controls.set_operator_prompt),
+    "budget": (access.EDIT, lambda npc, value: _budget_changed(npc, value)),
+    "allow_tools": (
+        access.EDIT,
+        lambda npc, value: controls.allow_tools(npc, controls.split_names(value)),
+    ),
+    "deny_tools": (
+        access.EDIT,
+        lambda npc, value: controls.deny_tools(npc, controls.split_names(value)),
+    ),
+    "only_tools": (
+        access.EDIT,
+        lambda npc, value: controls.only_tools(npc, controls.split_names(value)),
+    ),
+    "categories": (access.EDIT, controls.set_categories),
+    "reset_tools": (access.EDIT, lambda npc, value: controls.reset_tools(npc)),
+    "add_rule": (access.EDIT, controls.add_rule),
+    "remove_rule": (access.EDIT, controls.remove_rule),
+}
+
+
+def _budget_changed(npc, value: str) -> str:
+    budget = controls.set_budget(npc, value)
+    return (
+        f"{npc.key}'s own daily limits are now tokens {limit_text(budget.get('tokens'))}, cost "
+        f"{limit_text(budget.get('cost'), money=True)}; today it is "
+        f"{npc.ai.spending_status().describe()}."
+    )
+
+
+def control_level(name: str) -> str:
+    """The permission control ``name`` needs (raises :class:`NotFound` for an unknown one)."""
+    if name not in CONTROLS:
+        raise NotFound(f"No setting '{name}'; known: {', '.join(CONTROLS)}.")
+    return CONTROLS[name][0]
+
+
+def change(npc, name: str, value: str = "") -> str:
+    """Apply control ``name`` with ``value`` to ``npc`` on the reactor thread; the message.
+
+    Raises:
+        NotFound: an unknown control.
+        evennia_ai.npc.controls.ControlError: the change is refused (the message says why).
+    """
+    control_level(name)
+    value = str(value or "")
+    if len(value) > MAX_VALUE_CHARS:
+        raise controls.ControlError(f"A setting's value is at most {MAX_VALUE_CHARS:,} characters.")
+    return on_reactor(CONTROLS[name][1], npc, value)
 
 
 # -- workspace --------------------------------------------------------------------------------
@@ -221,6 +372,7 @@ def usage_series(npc, days: int = CHART_DAYS) -> dict:
             "label": f"#{t.get('tick_id')}",
             "tokens": int(t.get("prompt_tokens") or 0) + int(t.get("completion_tokens") or 0),
             "cost": float(t.get("cost") or 0.0),
+            "error": str(t.get("error") or ""),
         }
         for t in npc.ai.traces(RECENT_TRACES)
     ]

@@ -1,10 +1,11 @@
 """Who may use the dashboard and its API: the permission story of :mod:`evennia_ai.access`.
 
 Viewing every page and every ``GET`` of the API, and approving or rejecting a waiting action,
-need Evennia's ``Builder`` permission (as the in-game commands do); changing an NPC's tool
-lists, tool rules, operator prompt or budget needs ``Developer``. Permissions are checked on
-the account through Evennia's permission hierarchy, as Evennia's own REST API does; a superuser
-passes every check.
+need Evennia's ``Builder`` permission (as the in-game commands do); changing an NPC's settings
+needs the level of that setting (``Builder`` to pause it or set its model or persona,
+``Developer`` for its operator prompt, tools, tool rules and budget; see
+:data:`evennia_ai.web.data.CONTROLS`). Permissions are checked on the account through Evennia's
+permission hierarchy, as Evennia's own REST API does; a superuser passes every check.
 """
 
 from __future__ import annotations
@@ -12,6 +13,11 @@ from __future__ import annotations
 from evennia.web.api.permissions import EvenniaPermission
 
 from evennia_ai import access
+
+REFUSED_VIEW = (
+    "The AI NPC dashboard is for staff with the Builder permission (or above); changing an "
+    "NPC's operator prompt, tools, tool rules or budget needs Developer."
+)
 
 
 def is_ai_staff(user) -> bool:
@@ -24,22 +30,22 @@ def may(user, permission: str) -> bool:
     return access.passes(user, permission)
 
 
-class AIStaffPermission(EvenniaPermission):
-    """DRF permission of the dashboard API: viewing and deciding at Builder; the actions that
-    edit name their own level with ``required_permission`` (e.g. :data:`access.EDIT`)."""
+def permission_names(user) -> list[str]:
+    """The Evennia permissions ``user`` holds, for a refusal page (``[]`` when anonymous)."""
+    if not getattr(user, "is_authenticated", False):
+        return []
+    names = list(user.permissions.all()) if hasattr(user, "permissions") else []
+    return (["superuser"] if user.is_superuser else []) + [str(n) for n in names]
 
-    message = (
-        "The evennia-ai API needs the Builder permission (editing an NPC's settings needs "
-        "Developer)."
-    )
+
+class AIStaffPermission(EvenniaPermission):
+    """DRF permission of the dashboard API: Builder for every endpoint; the settings endpoint
+    checks the level of the setting it changes as well."""
+
+    message = REFUSED_VIEW
 
     def has_permission(self, request, view):
-        needed = getattr(view, "required_permission", None) or access.VIEW
-        if not access.passes(request.user, needed):
-            if needed != access.VIEW:
-                self.message = access.refusal(needed, "change this setting")
-            return False
-        return True
+        return is_ai_staff(request.user)
 
     def has_object_permission(self, request, view, obj):
-        return self.has_permission(request, view)
+        return is_ai_staff(request.user)

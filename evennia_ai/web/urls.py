@@ -16,6 +16,11 @@ urlpatterns = [
         name="trace-detail",
     ),
     path(
+        "npc/<int:npc_id>/control/<str:name>/",
+        views.NPCControlView.as_view(),
+        name="npc-control",
+    ),
+    path(
         "confirmations/<str:confirmation_id>/<str:decision>/",
         views.ConfirmationDecisionView.as_view(),
         name="confirmation-decide",

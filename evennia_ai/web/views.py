@@ -1,8 +1,9 @@
 """HTML pages of the staff dashboard (templates extend Evennia's ``website/base.html``).
 
 The pages get their data from :mod:`evennia_ai.web.data`, as the JSON API does. Visitors who
-are not logged in are sent to the website's login page; logged-in accounts that are not staff
-get 403 (see :mod:`evennia_ai.web.permissions`).
+are not logged in are sent to the website's login page; logged-in accounts below the level a
+page or form needs get a page saying what it needs, with status 403 (see
+:mod:`evennia_ai.access`).
 """
 
 from __future__ import annotations
@@ -14,25 +15,50 @@ from django.contrib import messages
 from django.contrib.auth.mixins import UserPassesTestMixin
 from django.core.exceptions import ImproperlyConfigured
 from django.http import Http404, HttpResponseRedirect
+from django.shortcuts import render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views import View
 from django.views.generic import TemplateView
 
+from evennia_ai import access
 from evennia_ai.formatting import decision_text
+from evennia_ai.memory import longterm
 from evennia_ai.npc import spending
+from evennia_ai.npc.controls import ControlError
 from evennia_ai.tools.approvals import ConfirmationError
 from evennia_ai.web import charts, data
-from evennia_ai.web.permissions import is_ai_staff
+from evennia_ai.web.permissions import REFUSED_VIEW, may, permission_names
 
 PERSONA_SHOWN = 300  # characters of a persona shown before "show all"
 
 
+def refused(request, needed: str, what: str):
+    """The page for an account below ``needed``: what it needs and what the account has."""
+    return render(
+        request,
+        "evennia_ai/refused.html",
+        {
+            "page_title": "Not allowed",
+            "needed": needed,
+            "what": what,
+            "held": permission_names(request.user),
+        },
+        status=403,
+    )
+
+
 class StaffRequiredMixin(UserPassesTestMixin):
-    """Staff only: anonymous visitors go to the login page, other accounts get 403."""
+    """Builders and above (:data:`access.VIEW`): anonymous visitors go to the login page,
+    other accounts get a page saying what they need (403)."""
 
     def test_func(self):
-        return is_ai_staff(self.request.user)
+        return may(self.request.user, access.VIEW)
+
+    def handle_no_permission(self):
+        if not self.request.user.is_authenticated:
+            return super().handle_no_permission()
+        return refused(self.request, access.VIEW, REFUSED_VIEW)
 
     def dispatch(self, request, *args, **kwargs):
         if not apps.is_installed("evennia_ai.web"):
@@ -50,7 +76,13 @@ class DashboardPage(StaffRequiredMixin, TemplateView):
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
-        context["page_title"] = self.page_title
+        user = self.request.user
+        context.update(
+            page_title=self.page_title,
+            may_approve=may(user, access.APPROVE),
+            may_operate=may(user, access.OPERATE),
+            may_edit=may(user, access.EDIT),
+        )
         return context
 
     def npc(self):
@@ -61,9 +93,16 @@ class DashboardPage(StaffRequiredMixin, TemplateView):
 
 
 def _with_bars(traces: list[dict]) -> list[dict]:
-    """Trace rows with their section bar (SVG) added for the template."""
+    """Trace rows with their section bar (SVG) added for the template, every bar on the scale
+    of the largest prompt among them so ticks compare by size."""
+    largest = max(
+        (sum(int(v or 0) for v in (row.get("sections") or {}).values()) for row in traces),
+        default=0,
+    )
     for row in traces:
-        row["section_bar"] = charts.section_bar(row.get("sections") or {})
+        row["section_bar"] = charts.section_bar(
+            row.get("sections") or {}, scale=largest, error=row.get("error")
+        )
     return traces
 
 
@@ -92,6 +131,7 @@ class NPCListView(DashboardPage):
         context["npcs"] = data.npc_list()
         context["totals"] = spending.server_totals()
         context["pending"] = data.confirmations()
+        context["longterm_text"] = longterm.status_text(longterm.status())
         return context
 
 
@@ -119,8 +159,11 @@ class NPCDetailView(DashboardPage):
             tick_chart=charts.usage_chart(
                 detail["usage"]["ticks"], f"{npc.key}: tokens and cost per tick"
             ),
+            daily_totals=charts.totals(detail["usage"]["daily"]),
+            tick_totals=charts.totals(detail["usage"]["ticks"]),
             contexts=data.context_orders(),
             persona_shown=PERSONA_SHOWN,
+            operator_prompt=data.operator_prompt(npc) if context["may_edit"] else "",
         )
         return context
 
@@ -138,6 +181,13 @@ class TraceDetailView(DashboardPage):
         except data.NotFound as err:
             raise Http404(str(err)) from None
         iterations = []
+        largest = max(
+            (
+                sum(int(v or 0) for v in (it.get("sections") or {}).values())
+                for it in trace.get("iterations") or []
+            ),
+            default=0,
+        )
         for iteration in trace.get("iterations") or []:
             sections = iteration.get("sections") or {}
             total = sum(int(v or 0) for v in sections.values()) or 1
@@ -153,7 +203,7 @@ class TraceDetailView(DashboardPage):
             iterations.append(
                 {
                     **iteration,
-                    "section_bar": charts.section_bar(sections, width=480),
+                    "section_bar": charts.section_bar(sections, width=480, scale=largest),
                     "section_rows": rows,
                 }
             )
@@ -167,6 +217,43 @@ class TraceDetailView(DashboardPage):
         return context
 
 
+def _back(request, fallback: str) -> HttpResponseRedirect:
+    """Back to the page the form was on (``next``, same host only), else ``fallback``."""
+    target = request.POST.get("next") or ""
+    if not url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        target = fallback
+    return HttpResponseRedirect(target)
+
+
+class NPCControlView(StaffRequiredMixin, View):
+    """``POST /ai/npc/<id>/control/<name>/``: change one setting, as the admin commands do.
+
+    ``name`` is one of :data:`evennia_ai.web.data.CONTROLS` (``model``, ``add_rule``,
+    ``budget``...), the form's ``value`` its value. Each needs its own level: an account below
+    it gets the refusal page and nothing changes.
+    """
+
+    http_method_names = ["post"]
+
+    def post(self, request, npc_id: int, name: str):
+        try:
+            needed = data.control_level(name)
+            npc = data.get_npc(npc_id)
+        except data.NotFound as err:
+            raise Http404(str(err)) from None
+        if not may(request.user, needed):
+            return refused(
+                request, needed, access.refusal(needed, f"change an NPC's {name.replace('_', ' ')}")
+            )
+        try:
+            messages.success(request, data.change(npc, name, request.POST.get("value", "")))
+        except ControlError as err:
+            messages.error(request, str(err))
+        return _back(request, reverse("evennia_ai:npc-detail", args=[npc.id]) + "#ai-settings")
+
+
 class ConfirmationDecisionView(StaffRequiredMixin, View):
     """``POST /ai/confirmations/<id>/<approve|reject>/``: decide as ``aiconfirm`` does."""
 
@@ -175,6 +262,10 @@ class ConfirmationDecisionView(StaffRequiredMixin, View):
     def post(self, request, confirmation_id: str, decision: str):
         if decision not in ("approve", "reject"):
             raise Http404("The decision must be approve or reject.")
+        if not may(request.user, access.APPROVE):
+            return refused(
+                request, access.APPROVE, access.refusal(access.APPROVE, f"{decision} actions")
+            )
         reason = (request.POST.get("reason") or "").strip()[:500]
         try:
             entry = data.decide(confirmation_id, decision == "approve", request.user, reason)
@@ -183,9 +274,4 @@ class ConfirmationDecisionView(StaffRequiredMixin, View):
         else:
             notify = messages.warning if entry["status"] == "failed" else messages.success
             notify(request, decision_text(entry))
-        target = request.POST.get("next") or ""
-        if not url_has_allowed_host_and_scheme(
-            target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
-        ):
-            target = reverse("evennia_ai:npc-list")
-        return HttpResponseRedirect(target)
+        return _back(request, reverse("evennia_ai:npc-list"))
