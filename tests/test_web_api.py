@@ -149,15 +149,13 @@ class TestPages(DashboardTestBase):
         assert response.status_code == 403
         assert self.queue.get_entry(self.cid)["status"] == "pending"
 
-    def test_staff_means_admin_permission_or_is_staff(self):
+    def test_staff_means_builder_permission_not_is_staff(self):
         from evennia_ai.web.permissions import is_ai_staff
 
-        self.account2.permissions.add("Builder")
+        self.account2.is_staff = True  # Django's flag alone grants nothing here
         assert not is_ai_staff(self.account2)
-        self.account2.is_staff = True
-        assert is_ai_staff(self.account2)
         self.account2.is_staff = False
-        self.account2.permissions.add("Admin")
+        self.account2.permissions.add("Builder")
         assert is_ai_staff(self.account2)
         assert self.player.get("/ai/").status_code == 200
 
@@ -447,3 +445,140 @@ class TestPagesReadForPeople(DashboardTestBase):
         assert entry["status"] == "failed" and entry["result"].startswith("{")
         assert f"Approved {cid}, but Innkeeper&#x27;s move failed." in html
         assert "&quot;success&quot;" not in html and "&quot;error&quot;" not in html
+
+
+class TestSettingsOnTheDashboard(DashboardTestBase):
+    """Part 3 of the staff issue on the web: tool rules, budget, history, as the commands."""
+
+    def post(self, name, value=""):
+        response = self.staff.post(
+            f"/ai/npc/{self.npc.id}/control/{name}/", {"value": value}, follow=True
+        )
+        assert response.status_code == 200
+        return response.content.decode()
+
+    def test_tool_rules_added_shown_rendered_and_removed(self):
+        html = self.post("add_rule", "max_calls look 2")
+        assert "has a new tool rule (#1)" in html
+        assert 'id="ai-rule-table"' in html and "max_calls look 2" in html
+        rendered = html.split('id="ai-rendered-rules">')[1].split("</pre>")[0]
+        assert "Tool Execution Rules" in rendered and "look" in rendered
+        html = self.post("add_rule", "requires_prior look look")
+        assert self.npc.ai.tool_rules == [{"type": "max_calls", "tool": "look", "value": 2}]
+        html = self.post("add_rule", "max_calls fly_to_moon 2")
+        assert "Unknown tool(s): fly_to_moon" in html
+        html = self.post("remove_rule", "1")
+        assert "tool rule #1 is removed" in html and self.npc.ai.tool_rules == []
+
+    def test_budget_override_set_shown_and_refused_when_bad(self):
+        html = self.post("budget", "tokens=20k cost=$0.50")
+        assert self.npc.ai.budget == {"tokens": 20000, "cost": 0.5}
+        assert "own daily limits are now tokens 20,000, cost $0.50" in html
+        assert 'value="tokens=20000 cost=0.5"' in html
+        limits = html.split('id="ai-budget-limits"')[1].split("</table>")[0]
+        assert "this NPC" in limits and "20,000" in limits
+        html = self.post("budget", "tokens=lots")
+        assert "tokens must be a whole number" in html
+        assert self.npc.ai.budget == {"tokens": 20000, "cost": 0.5}
+        self.post("budget", "none")
+        assert self.npc.ai.budget == {}
+
+    def test_history_and_compaction_view(self):
+        self.npc.ai.set(
+            "history",
+            [
+                {
+                    "role": "user",
+                    "content": "Bob says: hello",
+                    "batch": 1,
+                    "ts": "2026-01-01T00:00:00+00:00",
+                },
+                {
+                    "role": "assistant",
+                    "content": "Welcome!",
+                    "batch": 1,
+                    "ts": "2026-01-01T00:00:01+00:00",
+                },
+            ],
+        )
+        self.npc.ai.set("compaction", {"last_tick": 4, "removed": 12, "strategy": "summarize"})
+        html = self.staff.get(f"/ai/npc/{self.npc.id}/").content.decode()
+        history = html.split('id="ai-history"')[1].split('id="ai-longterm"')[0]
+        assert "2 message(s) from 1 tick(s)" in history
+        for size in ("tokens", "characters", "messages"):
+            assert f"<td>{size}</td>" in history
+        assert "tick 4: 12 older message(s) summarised into one message" in history
+        assert "not due" in history
+        api = self.staff.get(f"/ai/api/npcs/{self.npc.id}/history/").json()
+        assert api["messages"] == 2 and api["state"] == "not due"
+
+    def test_longterm_memory_status_on_both_pages(self):
+        for url in ("/ai/", f"/ai/npc/{self.npc.id}/"):
+            html = self.staff.get(url).content.decode()
+            status = html.split('id="ai-longterm-status">')[1].split("</p>")[0]
+            assert "Long-term memory:" in status and "mode" in status
+
+    def test_api_setting_errors_are_400_with_the_reason(self):
+        url = f"/ai/api/npcs/{self.npc.id}/settings/"
+        response = self.staff.post(
+            url + "add_rule/", {"value": "fly"}, content_type="application/json"
+        )
+        assert response.status_code == 400 and "detail" in response.json()
+        response = self.staff.post(url + "launch/", {}, content_type="application/json")
+        assert response.status_code == 404
+        response = self.staff.post(
+            url + "persona/", {"value": "x" * 20_001}, content_type="application/json"
+        )
+        assert response.status_code == 400
+        response = self.staff.post(
+            url + "model/", {"value": "gpt 4"}, content_type="application/json"
+        )
+        assert response.status_code == 400 and "no spaces" in response.json()["detail"]
+        response = self.staff.post(
+            url + "model/", {"value": "openai/x"}, content_type="application/json"
+        )
+        assert response.status_code == 200 and self.npc.ai.model == "openai/x"
+
+
+class TestDashboardCharts(DashboardTestBase):
+    """Part 4: cost beside tokens, bars on one scale, error ticks marked, tables that scroll."""
+
+    def test_cost_is_drawn_even_when_zero(self):
+        svg = str(
+            charts.usage_chart(
+                [
+                    {"label": "a", "tokens": 10, "cost": 0.0},
+                    {"label": "b", "tokens": 20, "cost": 0.0},
+                ],
+                "t",
+            )
+        )
+        assert "ai-cost-line" in svg and "cost</text>" in svg
+
+    def test_error_points_are_marked(self):
+        svg = str(
+            charts.usage_chart(
+                [{"label": "#1", "tokens": 0, "cost": 0, "error": "model <down>"}], "t"
+            )
+        )
+        assert "ai-error-mark" in svg and "model &lt;down&gt;" in svg and "<down>" not in svg
+
+    def test_section_bars_share_the_largest_scale(self):
+        import re
+
+        small = str(charts.section_bar({"a": 50, "b": 50}, width=300, scale=400))
+        widths = [float(w) for w in re.findall(r'<rect x="[^"]+" y="0" width="([^"]+)"', small)]
+        assert abs(sum(widths) - 75.0) < 0.5  # 100 of 400 tokens: a quarter of the width
+        assert "25% of the largest shown" in small
+        failed = str(charts.section_bar({}, error="timeout"))
+        assert "failed" in failed and "timeout" in failed
+
+    def test_npc_page_marks_error_ticks_and_scrolls_tables(self):
+        trace = make_trace(3, tokens=40)
+        trace["error"] = "model call failed: timeout"
+        self.npc.ai.record_trace(trace)
+        html = self.staff.get(f"/ai/npc/{self.npc.id}/").content.decode()
+        assert 'class="ai-tick-error"' in html and "ai-sections-error" in html
+        assert "ai-error-mark" in html  # in the per-tick chart and the table
+        assert html.count('<div class="ai-scroll"><table') >= 5
+        assert "ai-cost" in html.split('id="ai-chart-ticks"')[1].split("</figcaption>")[0]

@@ -356,12 +356,14 @@ class CmdAIStatus(AICommand):
             raise CommandError("Missing '= <key>'.\n" + self.usage())
         npc = self.find_npc(self.lhs)
         key = self.require(self.rhs, "key")
+        if key in self.DEVELOPER_KEYS:
+            self.require_perm(access.EDIT, f"change an NPC's {key}")
         kept = npc.ai.quarantined()
         if key not in kept:
             listed = ", ".join(kept) or "none"
-            raise CommandError(f"Nothing of '{key}' is kept aside for {npc.key} (kept: {listed}).")
-        if key in self.DEVELOPER_KEYS:
-            self.require_perm(access.EDIT, f"change an NPC's {key}")
+            raise CommandError(
+                f"Nothing of '{raw(key)}' is kept aside for {npc.key} (kept: {listed})."
+            )
         if action == "discard":
             npc.ai.discard(key)
             self.msg(f"{npc.key}: the value of '{key}' kept aside is forgotten.")

@@ -34,5 +34,9 @@ class SettingSerializer(serializers.Serializer):
     ``pause``, ``resume`` and ``reset_tools``)."""
 
     value = serializers.CharField(
-        required=False, allow_blank=True, max_length=MAX_VALUE_CHARS, default="", trim_whitespace=True
+        required=False,
+        allow_blank=True,
+        max_length=MAX_VALUE_CHARS,
+        default="",
+        trim_whitespace=True,
     )
