@@ -2,8 +2,11 @@
 
 A player's speech makes the Innkeeper tick through the loopback model server, so a trace
 exists; a confirmation is queued server-side over telnet (the superuser's ``py``). Then the
-browser logs in through the website's login form as the superuser, finds the Innkeeper in the
-NPC list, opens a trace, approves the confirmation, and a non-staff account is refused.
+browser logs in through the website's login form as the superuser, follows the site menu's link
+to the NPC list, finds the Innkeeper, checks the charts (cost, a failed tick marked), history and
+memory status, sets a tool rule and a bad budget through the forms, checks that tables scroll
+inside a phone-sized window, opens a trace, approves the confirmation, and a non-staff account
+gets the refusal page.
 
 Needs Debian's ``chromium`` and ``chromium-driver`` and ``selenium`` in the venv
 (``scripts/install_browser.sh``); skipped cleanly without them. Prints its run time.
@@ -127,6 +130,12 @@ def prepare_game(game) -> tuple[int, str]:
             "__import__('evennia.utils.create', fromlist=['x']).create_account("
             "'visitor', 'visitor@localhost', 'visitor-pass-1').key"
         )
+        # A tick that failed, for the dashboard to mark.
+        admin.py_json(
+            "me.search('Innkeeper').ai.record_trace(__import__('evennia_ai.engine.trace', "
+            "fromlist=['x']).TickTrace(tick_id=999, context_type='tick_event', "
+            "stop_reason='error', error='model call failed: browser test').to_dict()) or 1"
+        )
     return npc_id, cid
 
 
@@ -146,6 +155,10 @@ def browse(driver, game, npc_id: int, cid: str) -> None:
     base = f"http://127.0.0.1:{game.web_port}"
     login(driver, base, "admin", game.password)
     wait_for(driver, lambda d: d.find_elements(By.ID, "ai-npc-list"), what="the NPC list")
+    driver.get(f"{base}/")  # the site menu links the dashboard for staff
+    wait_for(driver, lambda d: d.find_elements(By.ID, "ai-menu-link"), what="the menu link")
+    driver.find_element(By.ID, "ai-menu-link").click()
+    wait_for(driver, lambda d: d.find_elements(By.ID, "ai-npc-list"), what="the NPC list")
     shot(driver, "npc_list")
     row = driver.find_element(By.CSS_SELECTOR, 'tr[data-npc="Innkeeper"]')
     assert row.find_element(By.CSS_SELECTOR, ".ai-state").text in (
@@ -161,7 +174,8 @@ def browse(driver, game, npc_id: int, cid: str) -> None:
     assert driver.find_elements(By.CSS_SELECTOR, "#ai-traces svg.ai-sections")
     assert "Get the tavern ready" in driver.find_element(By.ID, "ai-goals").text
     assert driver.find_elements(By.CSS_SELECTOR, "svg.ai-chart rect.ai-bar")
-    driver.find_element(By.CSS_SELECTOR, "a.ai-trace-link").click()
+    dashboard_parts(driver)
+    driver.find_element(By.CSS_SELECTOR, "tr:not(.ai-tick-error) a.ai-trace-link").click()
     wait_for(driver, lambda d: d.find_elements(By.ID, "ai-trace-title"), what="the trace page")
     assert "say" in driver.find_element(By.TAG_NAME, "body").text
     shot(driver, "trace_detail")
@@ -181,9 +195,54 @@ def browse(driver, game, npc_id: int, cid: str) -> None:
     login(driver, base, "visitor", "visitor-pass-1")
     wait_for(driver, lambda d: "/auth/login/" not in d.current_url, what="the visitor's login")
     driver.get(f"{base}/ai/")
+    wait_for(driver, lambda d: d.find_elements(By.ID, "ai-refused"), what="the refusal page")
     body = driver.find_element(By.TAG_NAME, "body").text
-    assert "403" in body or "Forbidden" in body, body[:500]
+    assert "Not allowed" in body and "perm *visitor = Builder" in body, body[:500]
     assert not driver.find_elements(By.ID, "ai-npc-list")
+    assert not driver.find_elements(By.ID, "ai-menu-link")
+
+
+def dashboard_parts(driver) -> None:
+    """On the NPC page: cost beside tokens, the failed tick marked, bars on one scale, memory
+    status and history, a tool rule and a budget set through the forms, tables that scroll
+    inside a phone-sized window."""
+    from selenium.webdriver.common.by import By
+
+    assert driver.find_elements(By.CSS_SELECTOR, "#ai-chart-ticks svg .ai-cost-point")
+    assert driver.find_elements(By.CSS_SELECTOR, "#ai-chart-ticks svg .ai-error-mark")
+    assert driver.find_elements(By.CSS_SELECTOR, '#ai-traces tr.ai-tick-error[data-tick="999"]')
+    assert "Long-term memory:" in driver.find_element(By.ID, "ai-longterm-status").text
+    assert "messages" in driver.find_element(By.ID, "ai-history-table").text
+
+    field = driver.find_element(By.ID, "ai-value-add_rule")
+    field.send_keys("max_calls say 3")
+    driver.find_element(By.ID, "ai-submit-add_rule").click()
+    wait_for(driver, lambda d: d.find_elements(By.ID, "ai-rendered-rules"), what="the rule")
+    assert "say" in driver.find_element(By.ID, "ai-rendered-rules").text
+    assert "has a new tool rule (#1)" in driver.find_element(By.TAG_NAME, "body").text
+    field = driver.find_element(By.ID, "ai-value-budget")
+    field.clear()
+    field.send_keys("tokens=lots")
+    driver.find_element(By.ID, "ai-submit-budget").click()
+    wait_for(
+        driver,
+        lambda d: "tokens must be a whole number" in d.find_element(By.TAG_NAME, "body").text,
+        what="the budget refusal",
+    )
+    shot(driver, "npc_settings")
+
+    driver.set_window_size(400, 900)
+    try:
+        page_width = driver.execute_script("return document.documentElement.scrollWidth")
+        view_width = driver.execute_script("return window.innerWidth")
+        assert page_width <= view_width + 1, (page_width, view_width)
+        scrolls = driver.execute_script(
+            "const box = document.getElementById('ai-traces').parentElement;"
+            "return [box.className, box.scrollWidth > box.clientWidth];"
+        )
+        assert scrolls == ["ai-scroll", True], scrolls
+    finally:
+        driver.set_window_size(1280, 1000)
 
 
 @pytest.mark.skipif(
