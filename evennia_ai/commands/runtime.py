@@ -151,6 +151,7 @@ class CmdAITools(AICommand):
                  TERMINAL, DANGEROUS ("all" removes the restriction).
       reset    - remove the NPC's allow list, deny list and category restriction
                  (its tool rules stay).
+                 (allow, deny, only, category and reset: Developer only.)
       rules    - the NPC's tool rules, numbered, and the rules section of its
                  system prompt exactly as the model reads it.
       addrule  - add a tool rule (Developer only). Rule types:
