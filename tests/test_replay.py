@@ -45,7 +45,11 @@ class RecordingBase(AssistantTestBase):
             {"text": "An ale, coming up."},
             {"tool_calls": [{"name": "say", "arguments": {"message": "Good night!"}}]},
         )
-        for line in ("Innkeeper, who is here?", "Innkeeper, an ale please.", "Good night, Innkeeper."):
+        for line in (
+            "Innkeeper, who is here?",
+            "Innkeeper, an ale please.",
+            "Good night, Innkeeper.",
+        ):
             self.speak(line)
             self.tick()
 
@@ -75,9 +79,10 @@ class TestRecording(RecordingBase):
         assert "[redacted]" in text
 
     def test_the_size_cap_stops_recording_with_one_log_line(self):
-        with override_settings(EVENNIA_AI_RECORD_MAX_BYTES=1), mock.patch.object(
-            recording.logger, "log_warn"
-        ) as warn:
+        with (
+            override_settings(EVENNIA_AI_RECORD_MAX_BYTES=1),
+            mock.patch.object(recording.logger, "log_warn") as warn,
+        ):
             self.record_scenario()
         assert not os.path.exists(self.path)
         assert warn.call_count == 1 and "EVENNIA_AI_RECORD_MAX_BYTES" in warn.call_args[0][0]
@@ -108,9 +113,11 @@ class TestReplay(RecordingBase):
         def longer():
             found = original()
             return [
-                c.__class__(**{**vars(c), "content": c.content + " Mind the stairs." * 20})
-                if c.key == "system_prompt"
-                else c
+                (
+                    c.__class__(**{**vars(c), "content": c.content + " Mind the stairs." * 20})
+                    if c.key == "system_prompt"
+                    else c
+                )
                 for c in found
             ]
 

@@ -40,8 +40,8 @@ from evennia_ai import conf
 from evennia_ai.engine import audience, scheduler
 from evennia_ai.engine.assessment import assess_task
 from evennia_ai.engine.delegate import run_helper
-from evennia_ai.engine.recording import TickRecorder
 from evennia_ai.engine.react import LoopOutcome, ReactLoop
+from evennia_ai.engine.recording import TickRecorder
 from evennia_ai.engine.trace import StopReason, TickTrace, bounded_trace
 from evennia_ai.llm import tokens
 from evennia_ai.llm.client import defer_to_thread, get_client
