@@ -20,6 +20,9 @@ import json
 import os
 import sys
 
+import django
+from django.conf import settings
+
 
 def setup_django() -> None:
     """Configure Django (no database connection): the game's settings, else Evennia's defaults."""
@@ -29,9 +32,19 @@ def setup_django() -> None:
             os.environ["DJANGO_SETTINGS_MODULE"] = "server.conf.settings"
         else:
             os.environ["DJANGO_SETTINGS_MODULE"] = "evennia.settings_default"
-    import django
-
     django.setup()
+
+
+# The build step reads Evennia's settings when it is imported: configure Django first (a no-op
+# inside a running game or a test run, where it already is).
+if not settings.configured:
+    setup_django()
+
+from evennia_ai.engine.recording import (  # noqa: E402
+    RecordingError,
+    read_recording,
+    replay_tick,
+)
 
 
 def describe(number: int, replay) -> list[str]:
@@ -72,13 +85,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("file", help="a recording: <data dir>/recordings/<npc>-<id>.jsonl")
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     args = parser.parse_args(argv)
-    from django.conf import settings
-
-    if not settings.configured:
-        setup_django()
-    # Imported once Django is configured: the build step reads Evennia's settings.
-    from evennia_ai.engine.recording import RecordingError, read_recording, replay_tick
-
     ticks, problems = [], []
     try:
         for number, line in read_recording(args.file):
