@@ -10,6 +10,7 @@ from test_assistant_tick import AssistantTestBase, sync_thread
 
 from evennia_ai.engine import recording, replay
 from evennia_ai.prompt import components
+from evennia_ai.prompt.components import PromptComponent
 from evennia_ai.testing.scripted_model import ScriptedModel
 
 SECRET = "the smugglers meet in the cellar at midnight"
@@ -38,9 +39,16 @@ class RecordingBase(AssistantTestBase):
         self.path = recording.recording_path(self.npc)
 
     def record_scenario(self):
-        """Three ticks: a tool call then a text reply, a plain reply, a reply after a tool."""
+        """Three ticks: a note then a text reply, a plain reply, a terminal speech tool."""
         self.model.enqueue(
-            {"tool_calls": [{"name": "look_around", "arguments": {}}]},
+            {
+                "tool_calls": [
+                    {
+                        "name": "add_session_memory",
+                        "arguments": {"kind": "fact", "content": "Char drinks dark ale."},
+                    }
+                ]
+            },
             {"text": "Welcome, traveller."},
             {"text": "An ale, coming up."},
             {"tool_calls": [{"name": "say", "arguments": {"message": "Good night!"}}]},
@@ -70,9 +78,10 @@ class TestRecording(RecordingBase):
         assert len(lines) == 3
         first = lines[0]
         assert [c["step"] for c in first["calls"]] == ["act", "act"]
-        assert first["calls"][0]["reply"]["tool_calls"][0]["name"] == "look_around"
+        assert first["calls"][0]["reply"]["tool_calls"][0]["name"] == "add_session_memory"
         results = first["calls"][0]["tool_results"]
-        assert list(results.values())[0]["text"]  # the tool's result, as the next request shows it
+        noted = list(results.values())[0]
+        assert noted["status"] == "ran" and noted["text"]  # as the next request shows it
         assert first["snapshot"]["sources"] and first["baseline"]
         text = open(self.path, encoding="utf-8").read()
         assert SECRET not in text.lower() and "sk-very-secret-key" not in text
@@ -126,6 +135,28 @@ class TestReplay(RecordingBase):
         assert status == 0
         assert "section grown: system_prompt" in out and "changed" in out
 
+    def test_an_added_section_is_reported(self):
+        self.record_scenario()
+        original = recording.components_of
+        rules = PromptComponent(
+            id=1,
+            key="house_rules",
+            name="House rules",
+            description="",
+            content="House rules: no brawling, no credit, no dogs on the tables.",
+            after_static=0,
+        )
+
+        with mock.patch.object(
+            recording,
+            "components_of",
+            lambda inputs: sorted(original(inputs) + [rules], key=lambda c: c.id),
+        ):
+            status, out = self.run_replay()
+        assert status == 0, out
+        assert "section added: house_rules" in out
+        assert "3 tick(s) replayed: 3 changed, 0 diverged" in out
+
     def test_an_extra_call_diverges(self):
         self.record_scenario()
         original = recording.select_execution_pattern
@@ -140,7 +171,9 @@ class TestReplay(RecordingBase):
         assert status == 1
         document = json.loads(out)
         assert document["summary"]["diverged"] == 3
-        assert "plan call where the recording has a act" in document["ticks"][0]["diverged"]
+        assert document["ticks"][0]["diverged"] == (
+            "call 1 is a 'plan' call where the recording has an 'act' one"
+        )
 
     def test_a_truncated_file_gives_a_message_not_a_traceback(self):
         self.record_scenario()

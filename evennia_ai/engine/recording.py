@@ -541,8 +541,11 @@ def _compare(line, built, loop_calls, asked, trace, calls) -> TickReplay:
             replay.diverged = f"call {index + 1} ({new_step}) has no recorded reply"
         elif new_step != recorded["step"]:
             replay.diverged = (
-                f"call {index + 1} is a {new_step} call where the recording has a "
-                f"{recorded['step']} call"
+                f"call {index + 1} is a '{new_step}' call where the recording has "
+                f"an '{recorded['step']}' one"
+                if recorded["step"][:1] in "aeiou"
+                else f"call {index + 1} is a '{new_step}' call where the recording has "
+                f"a '{recorded['step']}' one"
             )
     return replay
 
