@@ -12,6 +12,7 @@ from evennia_ai.engine import recording, replay
 from evennia_ai.prompt import components
 from evennia_ai.prompt.components import PromptComponent
 from evennia_ai.testing.scripted_model import ScriptedModel
+from evennia_ai.tools.registry import TOOL_REGISTRY
 
 SECRET = "the smugglers meet in the cellar at midnight"
 
@@ -134,6 +135,14 @@ class TestReplay(RecordingBase):
             status, out = self.run_replay()
         assert status == 0
         assert "section grown: system_prompt" in out and "changed" in out
+
+    def test_a_longer_tool_description_grows_the_tools_section(self):
+        self.record_scenario()
+        say = TOOL_REGISTRY.get("say")
+        with mock.patch.object(say, "description", say.description + " Be brief." * 30):
+            status, out = self.run_replay()
+        assert status == 0, out
+        assert "section grown: tools" in out
 
     def test_an_added_section_is_reported(self):
         self.record_scenario()

@@ -48,7 +48,9 @@ from evennia_ai.memory.longterm import data_dir
 from evennia_ai.prompt.builder import ContextBuilder, schema_name
 from evennia_ai.prompt.execution_pattern import select_execution_pattern
 from evennia_ai.prompt_registry import components_of, context_config_of, get_prompt_registry
+from evennia_ai.tools import load_builtin_tools
 from evennia_ai.tools.base import LoopState, ToolResult
+from evennia_ai.tools.registry import TOOL_REGISTRY
 from evennia_ai.tools.rules import parse_rules
 from evennia_ai.tools.safety import redact, secret_block_texts, secret_lines
 from evennia_ai.utils import iso_utc, log_prefix
@@ -304,7 +306,8 @@ class _RecordedResult(ToolResult):
 
 
 class _RecordedTool:
-    """A tool of a recording: its schema as recorded, its results those the recording saw.
+    """A tool of a recording: this build's schema (the recorded one for a tool this build does
+    not have), and the results the recording saw.
 
     ``results``: recorded results by tool name, handed out in the order they were recorded.
     """
@@ -314,7 +317,8 @@ class _RecordedTool:
         self.category = str(record.get("category") or "")
         self.bookkeeping = bool(record.get("bookkeeping"))
         self.needs_sub_agents = bool(record.get("needs_sub_agents"))
-        self.schema = record.get("schema") or {}
+        current = TOOL_REGISTRY.get(self.name)
+        self.schema = current.to_schema() if current else record.get("schema") or {}
         self.parameters = (self.schema.get("function") or {}).get("parameters") or {}
         self._results = results
 
@@ -459,6 +463,7 @@ def replay_tick(line: dict) -> TickReplay:
         raise RecordingError(f"not a tick recording (no {err})") from None
     if line.get("format") != FORMAT:
         raise RecordingError(f"recording format {line.get('format')!r}; this build reads {FORMAT}")
+    load_builtin_tools()  # a replay outside the game has not imported them yet
     loop_calls = [c for c in calls if c.get("step")]
     tools = _loop_tools(snapshot, loop_calls)
     records = snapshot.get("tools") or []
