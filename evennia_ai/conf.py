@@ -264,6 +264,16 @@ SETTINGS: dict[str, Setting] = {
             "Most characters of JSON one stored tick trace takes (texts are cut to fit).",
         ),
         Setting(
+            "EVENNIA_AI_RECORD_TICKS",
+            False,
+            "Record every tick (the state its request is built from, each model request and reply, secrets redacted) to `<data dir>/recordings/<npc>-<id>.jsonl`, for `python -m evennia_ai.engine.replay`.",
+        ),
+        Setting(
+            "EVENNIA_AI_RECORD_MAX_BYTES",
+            20_000_000,
+            "Largest size of one NPC's tick recording file; past it recording that NPC stops (one log line).",
+        ),
+        Setting(
             "EVENNIA_AI_SPEAKER_EVENTS_PER_MINUTE",
             20,
             "Most events one speaker can queue for an NPC in a minute; the rest are dropped "

@@ -791,11 +791,10 @@ class PromptRegistry(DefaultScript):
 
     def list_components(self, include_static: bool = True) -> list[PromptComponent]:
         """Components sorted by ID (static ones with their overrides applied)."""
-        result = [_component_to_dataclass(r) for r in self._read("components").values()]
-        if include_static:
-            overrides = self._read("static_overrides")
-            result.extend(with_overrides(c, overrides.get(c.id)) for c in get_static_components())
-        return sorted(result, key=lambda c: c.id)
+        if not include_static:
+            records = self._read("components").values()
+            return sorted((_component_to_dataclass(r) for r in records), key=lambda c: c.id)
+        return components_of(self.request_inputs())
 
     def list_pluggable_components(self) -> list[PromptComponent]:
         """The pluggable components, sorted by ID."""
@@ -1001,6 +1000,22 @@ class PromptRegistry(DefaultScript):
                 longer valid (the message says which field).
         """
         return self._effective(name, self._read("context_configs").get(name, {}), strict=False)
+
+    def request_inputs(self, context_type: str | None = None) -> dict:
+        """What a request takes from the registry, as plain data (a tick recording keeps it).
+
+        ``components`` (the pluggable ones' records), ``static_overrides`` and, for
+        ``context_type``, its ``context_customization``; :func:`components_of` and
+        :func:`context_config_of` turn them back into what the builder uses, with the current
+        static components and context defaults.
+        """
+        inputs = {
+            "components": list(self._read("components").values()),
+            "static_overrides": self._read("static_overrides"),
+        }
+        if context_type:
+            inputs["context_customization"] = self._read("context_configs").get(context_type, {})
+        return inputs
 
     # -- few-shot examples -----------------------------------------------------------------------
     def add_fewshot_example(self, user: str, assistant: str) -> int:
@@ -1384,6 +1399,26 @@ class PromptRegistry(DefaultScript):
             "added": len([e for e in new if e not in old]),
             "removed": len([e for e in old if e not in new]),
         }
+
+
+def components_of(inputs: dict) -> list[PromptComponent]:
+    """Every component for assembly from :meth:`PromptRegistry.request_inputs` data: the static
+    ones (this build's, with the stored overrides) and the stored pluggable ones, by ID."""
+    overrides = {_coerce_id(k): v for k, v in (inputs.get("static_overrides") or {}).items()}
+    result = [_component_to_dataclass(r) for r in inputs.get("components") or ()]
+    result.extend(with_overrides(c, overrides.get(c.id)) for c in get_static_components())
+    return sorted(result, key=lambda c: c.id)
+
+
+def context_config_of(context_type: str, inputs: dict):
+    """The effective ContextConfig of ``context_type`` from :meth:`PromptRegistry.request_inputs`
+    data: this build's default with the stored customisation applied, as a tick reads it."""
+    customization = inputs.get("context_customization") or {}
+    base = prompt_contexts.get_context_config(context_type)
+    if not customization:
+        return base
+    known = set(STATIC_COMPONENT_KEYS) | set(customization.get("component_overrides") or {})
+    return prompt_contexts.apply_context_customization(base, customization, None, known)
 
 
 def get_prompt_registry() -> PromptRegistry:

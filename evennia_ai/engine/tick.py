@@ -41,6 +41,7 @@ from evennia_ai.engine import audience, scheduler
 from evennia_ai.engine.assessment import assess_task
 from evennia_ai.engine.delegate import run_helper
 from evennia_ai.engine.react import LoopOutcome, ReactLoop
+from evennia_ai.engine.recording import TickRecorder
 from evennia_ai.engine.trace import StopReason, TickTrace, bounded_trace
 from evennia_ai.llm import tokens
 from evennia_ai.llm.client import defer_to_thread, get_client
@@ -196,6 +197,7 @@ class TickRunner:
         self.started_at = iso_utc(precise=True)
         self.usage = UsageAccountant()
         self.state: TickState | None = None
+        self.recorder = TickRecorder.for_tick(self.npc)  # None unless EVENNIA_AI_RECORD_TICKS
         self._thinking = None  # the delayed "thinking" line to the speakers, while pending
 
     #: What schedules the "thinking" line (a ``task.Clock`` in tests).
@@ -238,6 +240,11 @@ class TickRunner:
             extra={"pending_event": task},
         )
         return builder.build().addCallback(lambda built: built.messages)
+
+    def client(self):
+        """The LLM client of this tick's calls (recording them when the tick is recorded)."""
+        client = get_client()
+        return self.recorder.client(client) if self.recorder else client
 
     # -- decisions -----------------------------------------------------------------------------
     def _choose(self) -> tuple[str | None, list]:
@@ -465,12 +472,16 @@ class TickRunner:
         )
         if built.history_cut:
             self._fold_history_soon()
+        if self.recorder:
+            self.recorder.keep_build(state, built)
         outcome = yield self._think(state, built, trace)
         self._stop_thinking()
         yield self._maintain(state, trace)
         trace.add_records(self.usage.take_new())
         trace.ended = iso_utc(precise=True)
         trace.duration = round(time.monotonic() - self.started, 4)
+        if self.recorder:
+            self.recorder.save(trace)
         # What the tools said is queued for the players' sessions; let the reactor send it
         # before this tick's bookkeeping (history, traces, metrics) takes its turn.
         yield scheduler.turn()
@@ -483,7 +494,7 @@ class TickRunner:
     @defer.inlineCallbacks
     def _think(self, state: TickState, built, trace: TickTrace):
         """Assess (when enabled), compose the execution pattern and run the ReAct loop."""
-        client = get_client()
+        client = self.client()
         assessment = {
             "context_signals": {
                 "token_pressure": built.token_pressure,
@@ -507,6 +518,8 @@ class TickRunner:
             )
             assessment.update(advice)
             trace.add_records(self.usage.take_new())
+        if self.recorder:
+            self.recorder.keep_assessment(assessment)
         pattern = select_execution_pattern(static, state.config, assessment)
         trace.pattern = _pattern_dict(pattern)
         # Every allowed tool may be called; the request sends the schemas of those offered
@@ -556,7 +569,7 @@ class TickRunner:
             request_limit=built.limit,  # token_budget: the most prompt tokens of one request
             is_cancelled=self.cancelled,
             on_dangerous=self._queue_confirmation,
-            count_tokens=_request_counter(state.model),
+            count_tokens=tokens.request_counter(state.model),
             sections=built.sections,
             usage=self.usage,
             budget_reached=self.budget_reached,
@@ -580,7 +593,7 @@ class TickRunner:
             yield self._consolidate(state.model)
         elif state.context_type == "pre_compaction":
             if self.ai.compaction.get("pending") or self._history_reason(state):
-                yield self._compact(get_client(), state.model, state.tick_id, trace)
+                yield self._compact(self.client(), state.model, state.tick_id, trace)
 
     def _late_usage(self, record) -> None:
         """A model call of this tick that finished after it (a helper that timed out, say).
@@ -1055,15 +1068,6 @@ def history_pressure(ai, model: str | None, tick_id: int) -> HistoryPressure:
 def _model_name(model: str | None) -> str:
     """The model a call with ``model`` goes to (None: the server default)."""
     return model or conf.get("EVENNIA_AI_MODEL") or conf.OFFLINE_MODEL
-
-
-def _request_counter(model: str | None):
-    counter = tokens.TokenCounter(_model_name(model))
-
-    def count(messages, schemas):
-        return counter.count_messages(messages) + (counter.count_tools(schemas) if schemas else 0)
-
-    return count
 
 
 def count_error(metrics: dict, error: str | None, tick: int | None) -> None:

@@ -408,6 +408,17 @@ def count_request(
     return get_counter(model or "").count_request(messages, tools)
 
 
+def request_counter(model: str | None):
+    """``count(messages, schemas)``: tokens of a request to ``model`` (None: the server
+    default), tools included, as the ReAct loop counts each request it sends."""
+    counter = TokenCounter(model or conf.get("EVENNIA_AI_MODEL") or conf.OFFLINE_MODEL)
+
+    def count(messages, schemas):
+        return counter.count_messages(messages) + (counter.count_tools(schemas) if schemas else 0)
+
+    return count
+
+
 # -- context windows --------------------------------------------------------------------------
 def _positive_int(value: Any) -> int | None:
     if isinstance(value, bool):

@@ -105,6 +105,9 @@ class BuiltContext:
             for the same NPC (what a provider's prompt cache can reuse); None on the first.
         request_key: What the next request of the NPC is compared with for ``prefix_share``;
             the tick keeps it (``npc.ndb.ai_last_request``) once the request is sent.
+        sources: The source values as gathered, before fitting: with the task, what
+            :meth:`ContextBuilder.finish` builds this request from (a tick recording keeps them).
+        task: The task message the request was built with, or None.
     """
 
     messages: list[dict]
@@ -121,6 +124,8 @@ class BuiltContext:
     history_cut: bool = False
     fits: bool = True
     blocked: str | None = None
+    sources: dict[str, Any] = field(default_factory=dict)
+    task: str | None = None
 
 
 class ContextBuilder:
@@ -249,6 +254,7 @@ class ContextBuilder:
         """Everything after gathering (synchronous): budget, assembly, counting."""
 
         components = components if components is not None else self.components()
+        sources = dict(values)
         task = self.task
         if task and not values.get("pending_event"):
             values = {**values, "pending_event": task}  # appended when no component shows it
@@ -322,6 +328,8 @@ class ContextBuilder:
                 if self.blocked
                 else None
             ),
+            sources=sources,
+            task=task,
         )
 
 
