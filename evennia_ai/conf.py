@@ -96,7 +96,27 @@ SETTINGS: dict[str, Setting] = {
         Setting(
             "EVENNIA_AI_THREAD_POOL_SIZE",
             10,
-            "Threads for model and memory calls (a pool of daemon threads of its own, so a reload never waits for a call in flight).",
+            "Threads for long-term memory calls and other blocking work (a pool of daemon "
+            "threads of its own, so a reload never waits for a call in flight). Model calls do "
+            "not use it: they run on one event loop (see EVENNIA_AI_MAX_CONCURRENT_CALLS).",
+        ),
+        Setting(
+            "EVENNIA_AI_ROUTER",
+            None,
+            'A litellm Router in the server: {"model_list": [deployments], <Router options: '
+            "routing_strategy, num_retries, allowed_fails, cooldown_time, fallbacks...>}. Model "
+            "names of the list (an NPC's model, EVENNIA_AI_MODEL, a fallback) are served through "
+            "it, across its deployments; EVENNIA_AI_FALLBACK_MODELS come after the Router gave "
+            "up. None: no Router (see docs/scaling.md).",
+        ),
+        Setting(
+            "EVENNIA_AI_MAX_CONCURRENT_CALLS",
+            32,
+            "Model calls in flight at once per endpoint (an api_base, or a provider such as "
+            "openai); more wait their turn without holding a thread. A model's own "
+            "`max_concurrent` in EVENNIA_AI_MODEL_SETTINGS overrides it for its endpoint. Set "
+            "it to what the model server serves in parallel (vLLM's max_num_seqs, Ollama's "
+            "OLLAMA_NUM_PARALLEL) or a provider's rate limit allows.",
         ),
         Setting(
             "EVENNIA_AI_LITELLM_CALLBACKS",

@@ -257,17 +257,19 @@ class TestModelDrivenTick(AssistantTestBase):
 
     def test_deleted_npc_drops_late_result(self):
         self.speak("Hello")
-        original = client_module.UnifiedLLMClient.complete_sync
+        original = client_module.UnifiedLLMClient.complete
         npc = self.npc
 
         def delete_then_answer(self_client, *args, **kwargs):
-            result = original(self_client, *args, **kwargs)
-            npc.ai.script.delete()
-            npc.delete()
-            return result
+            def gone(result):  # the NPC is deleted while its model call is in flight
+                npc.ai.script.delete()
+                npc.delete()
+                return result
+
+            return original(self_client, *args, **kwargs).addCallback(gone)
 
         self.server.enqueue({"tool_calls": [{"name": "say", "arguments": {"message": "hi"}}]})
-        with mock.patch.object(client_module.UnifiedLLMClient, "complete_sync", delete_then_answer):
+        with mock.patch.object(client_module.UnifiedLLMClient, "complete", delete_then_answer):
             d = self.script.run_tick()
         assert d.called  # finished without raising
         assert not npc.pk

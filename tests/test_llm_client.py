@@ -4,9 +4,11 @@ Every test talks HTTP to 127.0.0.1 only. Timeouts are a fraction of a second and
 are recorded instead of slept, so the file runs in seconds.
 """
 
+import asyncio
 import json
 import logging
 import threading
+import time
 from datetime import datetime, timedelta, timezone
 from email.utils import format_datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -16,6 +18,7 @@ import pytest
 from django.test import override_settings
 from twisted.internet import defer
 
+from evennia_ai.llm import aio
 from evennia_ai.llm import client as client_module
 from evennia_ai.llm.client import (
     UnifiedLLMClient,
@@ -205,13 +208,13 @@ def test_cost_is_none_for_unknown_models_and_known_otherwise(server):
 def test_litellm_retries_are_off(server, monkeypatch):
     litellm = get_litellm()
     seen = []
-    real = litellm.completion
+    real = litellm.acompletion
 
-    def spy(**kwargs):
+    async def spy(**kwargs):
         seen.append(kwargs)
-        return real(**kwargs)
+        return await real(**kwargs)
 
-    monkeypatch.setattr(litellm, "completion", spy)
+    monkeypatch.setattr(litellm, "acompletion", spy)
     make_client(server, timeout=0.7).complete_sync(MESSAGES, [SAY], temperature=0.2, max_tokens=50)
     assert seen[0]["num_retries"] == 0 and seen[0]["max_retries"] == 0
     assert seen[0]["timeout"] == 0.7
@@ -595,10 +598,10 @@ def test_offline_model_as_the_last_fallback(server):
 
 # -- never raises ------------------------------------------------------------------------------
 def test_unexpected_exceptions_become_results(server, monkeypatch):
-    def broken(**kwargs):
+    async def broken(**kwargs):
         raise RuntimeError("something odd\nwith a second line")
 
-    monkeypatch.setattr(get_litellm(), "completion", broken)
+    monkeypatch.setattr(get_litellm(), "acompletion", broken)
     result = make_client(server).complete_sync(MESSAGES)
     assert result.error_kind == "unknown" and result.attempts == 1
     assert result.error == "call failed: something odd"
@@ -630,29 +633,89 @@ def test_bad_requests_are_refused_before_the_network(server):
     assert client.in_flight == 0
 
 
-# -- Deferreds ---------------------------------------------------------------------------------
-def test_thread_alias_defaults_to_defer_to_thread():
-    from evennia_ai.llm.threads import run_in_thread
-
-    assert client_module.defer_to_thread is run_in_thread
-
-
-def test_complete_returns_a_deferred(server, monkeypatch):
+# -- Deferreds and the model-call loop ---------------------------------------------------------
+def test_complete_starts_a_coroutine_on_the_loop(server, monkeypatch):
     calls = []
 
-    def synchronous(fn, *args, **kwargs):
+    def start(fn, *args, **kwargs):
         calls.append(fn)
-        return defer.maybeDeferred(fn, *args, **kwargs)
+        return aio.call_blocking(fn, *args, **kwargs)
 
-    monkeypatch.setattr(client_module, "defer_to_thread", synchronous)
+    monkeypatch.setattr(client_module, "call_async", start)
     server.enqueue({"tool_calls": [{"name": "say", "arguments": {"message": "Hi"}}]})
     client = make_client(server)
     d = client.complete(MESSAGES, tools=[SAY], model="openai/npc-model")
     assert isinstance(d, defer.Deferred) and d.called
     result = d.result
     assert result.ok and result.model == "openai/npc-model" and result.tool_calls[0].name == "say"
-    assert calls == [client.complete_sync]
+    assert calls == [client.acomplete]
     assert client.in_flight == 0
+
+
+def test_without_a_running_reactor_complete_has_fired():
+    """Unit tests and scripts have no reactor to deliver the result: the call is waited for."""
+    d = get_client().complete(MESSAGES, model="evennia_ai/offline")
+    assert d.called and d.result.ok
+
+
+def test_calls_wait_on_one_thread_not_a_thread_each(server):
+    """Twenty calls at 0.3 s each, at most 4 in flight per endpoint: they overlap in groups of
+    four on the loop's one thread, and no call ever sees a fifth in flight."""
+    server.latency = 0.3
+    for _ in range(20):
+        server.enqueue({"text": "ok"})
+    client = make_client(server)
+    peak = []
+
+    threads = set()
+
+    async def many():
+        async def one():
+            result = await client.acomplete(MESSAGES)
+            peak.append(max((v["in_flight"] for v in client.limits.snapshot().values()), default=0))
+            threads.add(threading.current_thread().name)
+            return result
+
+        return await asyncio.gather(*(one() for _ in range(20)))
+
+    started = time.monotonic()
+    with override_settings(EVENNIA_AI_MAX_CONCURRENT_CALLS=4):
+        results = aio.run_sync(many)
+    elapsed = time.monotonic() - started
+    assert all(r.ok for r in results)
+    assert max(peak) <= 4
+    assert 1.2 <= elapsed < 3.0  # 5 rounds of 0.3 s, not 20 x 0.3 s and not all at once
+    assert threads == {"evennia_ai-llm"}  # every call waited on the loop's one thread
+    assert client.in_flight == 0
+
+
+def test_a_model_can_have_its_own_limit(server):
+    server.latency = 0.2
+    for _ in range(6):
+        server.enqueue({"text": "ok"})
+    client = make_client(server)
+
+    async def many():
+        return await asyncio.gather(*(client.acomplete(MESSAGES) for _ in range(6)))
+
+    settings = {"openai/test-model": {"max_concurrent": 1}}
+    started = time.monotonic()
+    with override_settings(EVENNIA_AI_MODEL_SETTINGS=settings, EVENNIA_AI_MAX_CONCURRENT_CALLS=50):
+        results = aio.run_sync(many)
+    assert all(r.ok for r in results)
+    assert time.monotonic() - started >= 6 * 0.2 * 0.9  # one at a time
+    assert list(client.limits.snapshot().values())[0]["limit"] == 1
+
+
+def test_run_sync_refuses_the_loops_own_thread():
+    async def inner():
+        try:
+            aio.run_sync(asyncio.sleep, 0)
+        except RuntimeError as err:
+            return str(err)
+        return "no error"
+
+    assert "own thread" in aio.run_sync(inner)
 
 
 def test_get_client_is_a_singleton():
@@ -696,8 +759,8 @@ def test_configured_callback_sees_calls(server, clean_callbacks):
             super().__init__()
             self.events = threading.Event()
 
-        def log_success_event(self, kwargs, response_obj, start_time, end_time):
-            self.events.set()
+        async def async_log_success_event(self, kwargs, response_obj, start_time, end_time):
+            self.events.set()  # model calls are asynchronous: litellm calls the async hook
 
     recorder = Recorder()
     with override_settings(EVENNIA_AI_LITELLM_CALLBACKS=[recorder]):

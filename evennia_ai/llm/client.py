@@ -19,15 +19,19 @@
   tried in turn, with the same policy.
 - **Never raises** for provider problems: an :class:`~evennia_ai.llm.types.LLMResult` with a
   short ``error`` and an ``error_kind`` comes back instead.
-- ``complete()`` runs the blocking call in Twisted's thread pool through the module-level
-  :data:`defer_to_thread` (tests swap it for a synchronous call) and returns a Deferred;
-  ``complete_sync()`` is the blocking call itself, for threads and benchmarks.
+- **No thread per call**: every call is a coroutine (litellm's ``acompletion``) on the one
+  model-call event loop (:mod:`evennia_ai.llm.aio`). ``complete()`` starts it through the
+  module-level :data:`call_async` (tests swap it for a blocking call) and returns a Deferred
+  that fires on the reactor thread; ``complete_sync()`` waits for it, from any thread but the
+  reactor's; ``acomplete()`` is the coroutine itself. How many calls are in flight is bounded
+  per endpoint (``EVENNIA_AI_MAX_CONCURRENT_CALLS``, or ``max_concurrent`` of a model in
+  ``EVENNIA_AI_MODEL_SETTINGS``); calls beyond it wait their turn on the loop, costing nothing.
 - **Offline**: with no model configured, or ``evennia_ai/offline``, the built-in
   :class:`~evennia_ai.llm.offline.OfflineModel` answers; litellm is not even imported.
 
 Per-model options in ``EVENNIA_AI_MODEL_SETTINGS[model]``: ``native_tools`` (bool),
 ``api_base``, ``api_key`` and ``timeout`` (used for that model, e.g. a fallback on another
-server), ``context_window`` (its window) and, for Ollama models, ``num_ctx`` (sent with every
+server), ``max_concurrent`` (calls in flight to its endpoint), ``context_window`` (its window) and, for Ollama models, ``num_ctx`` (sent with every
 request: the window Ollama runs the model with, and the window the plugin fits requests to).
 
 Example:
@@ -39,8 +43,10 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import importlib
+import inspect
 import json
 import logging
 import os
@@ -53,6 +59,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 
 from evennia_ai import conf
+from evennia_ai.llm import aio, router
 from evennia_ai.llm.gate import check_contract, check_window
 from evennia_ai.llm.json_protocol import (
     decode_arguments,
@@ -68,8 +75,10 @@ from evennia_ai.utils import LOG_PREFIX, utcnow
 
 logger = logging.getLogger(__name__)
 
-#: How :meth:`UnifiedLLMClient.complete` reaches a thread. Tests replace it with a synchronous
-#: call (``lambda fn, *a, **kw: defer.maybeDeferred(fn, *a, **kw)``).
+#: How :meth:`UnifiedLLMClient.complete` starts its coroutine on the model-call loop (without
+#: a running reactor, as in unit tests, it waits and returns a fired Deferred).
+call_async = aio.call_async
+#: Blocking work of the plugin's own (history compaction) that runs in its thread pool.
 defer_to_thread = run_in_thread
 
 _litellm = None
@@ -90,10 +99,11 @@ def get_litellm():
     return _litellm
 
 
-# What the plugin relies on in litellm beyond ``completion`` (pinned in pyproject.toml; checked
+# What the plugin relies on in litellm beyond ``acompletion`` (pinned in pyproject.toml; checked
 # by tests/test_litellm_contract.py and logged at server start by evennia_ai.startstop).
 LITELLM_REQUIREMENT = "litellm[mcp]>=1.106.2,<1.107"
 LITELLM_ATTRIBUTES = (
+    "acompletion",
     "completion",
     "completion_cost",
     "cost_per_token",
@@ -304,6 +314,15 @@ def classify_exception(err: Exception) -> ProviderError:
         kind = "timeout"
     elif "RateLimitError" in names or status == 429:
         kind = "rate_limit"
+    elif names & {"RouterRateLimitError", "RouterRateLimitErrorBasic"}:
+        # every deployment of a Router model is cooling down: wait, as for a rate limit
+        cooldown = getattr(err, "cooldown_time", None)
+        return ProviderError(
+            "rate_limit",
+            f"{_KIND_LABELS['rate_limit']}: every server of {getattr(err, 'model', 'the model')} "
+            "is cooling down after failures",
+            float(cooldown) if isinstance(cooldown, (int, float)) else None,
+        )
     elif names & {"AuthenticationError", "PermissionDeniedError"} or status in (401, 403):
         kind = "auth"
     elif _class_names(err) & _CONNECTION_ERRORS or (
@@ -437,9 +456,12 @@ class UnifiedLLMClient:
         max_delay: Longest backoff in seconds; None reads ``EVENNIA_AI_RETRY_MAX_DELAY``.
 
     Attributes:
-        in_flight: Calls running right now. Each occupies one thread of Twisted's pool (10
-            threads by default) for its whole duration, retries and backoff included.
-        sleep: The backoff sleep (``time.sleep``); tests may replace it.
+        in_flight: Calls running right now (retries and backoff included); none occupies a
+            thread while it waits.
+        limits: Calls in flight and waiting per endpoint (:class:`~evennia_ai.llm.aio
+            .EndpointLimits`).
+        sleep: The backoff sleep (``asyncio.sleep``); tests may replace it with a plain
+            callable (its return value is awaited only when it is awaitable).
     """
 
     def __init__(
@@ -462,8 +484,10 @@ class UnifiedLLMClient:
         self.base_delay = base_delay
         self.max_delay = max_delay
         self.offline = OfflineModel()
-        self.sleep = time.sleep
+        self.sleep = asyncio.sleep
         self.in_flight = 0
+        self.limits = aio.EndpointLimits()
+        self._limits_loop = None
         self._lock = threading.Lock()
 
     # -- configuration -------------------------------------------------------------------------
@@ -521,9 +545,10 @@ class UnifiedLLMClient:
         prompt_tokens=None,
         caller="",
     ):
-        """Like :meth:`complete_sync`, in a thread. Returns a Deferred firing with LLMResult."""
-        return defer_to_thread(
-            self.complete_sync,
+        """:meth:`acomplete` on the model-call loop. Returns a Deferred firing with an
+        LLMResult on the reactor thread."""
+        return call_async(
+            self.acomplete,
             messages,
             tools,
             model=model,
@@ -540,7 +565,7 @@ class UnifiedLLMClient:
             caller=caller,
         )
 
-    def complete_sync(
+    async def acomplete(
         self,
         messages: list[dict],
         tools: list[dict] | None = None,
@@ -558,7 +583,10 @@ class UnifiedLLMClient:
         prompt_tokens=None,
         caller="",
     ) -> LLMResult:
-        """Call the model, with retries and fallbacks. Blocking; never raises (but see ``kind``).
+        """Call the model, with retries and fallbacks; never raises (but see ``kind``).
+
+        A coroutine of the model-call loop (:mod:`evennia_ai.llm.aio`); :meth:`complete` and
+        :meth:`complete_sync` run it there.
 
         Every request passes the gate (:mod:`evennia_ai.llm.gate`) first: one that does not fit
         a model's window with the reply reserved is not sent to that model
@@ -595,7 +623,7 @@ class UnifiedLLMClient:
         with self._lock:
             self.in_flight += 1
         try:
-            return self._timed(
+            return await self._timed(
                 messages,
                 tools,
                 model=model,
@@ -614,16 +642,57 @@ class UnifiedLLMClient:
             with self._lock:
                 self.in_flight -= 1
 
-    def _timed(self, messages, tools, *, model, **options) -> LLMResult:
+    def complete_sync(
+        self,
+        messages: list[dict],
+        tools: list[dict] | None = None,
+        *,
+        model=None,
+        api_base=None,
+        api_key=None,
+        timeout=None,
+        temperature=None,
+        max_tokens=None,
+        tick_rate=None,
+        fallbacks=None,
+        response_format=None,
+        kind=None,
+        prompt_tokens=None,
+        caller="",
+    ) -> LLMResult:
+        """:meth:`acomplete`, waited for: the blocking call, for threads (mem0's, scripts,
+        benchmarks). Never on the reactor thread (it would stall the game) nor on the
+        model-call loop's own thread."""
+        return aio.run_sync(
+            self.acomplete,
+            messages,
+            tools,
+            model=model,
+            api_base=api_base,
+            api_key=api_key,
+            timeout=timeout,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            tick_rate=tick_rate,
+            fallbacks=fallbacks,
+            response_format=response_format,
+            kind=kind,
+            prompt_tokens=prompt_tokens,
+            caller=caller,
+        )
+
+    async def _timed(self, messages, tools, *, model, **options) -> LLMResult:
         """:meth:`_complete` with its latency measured and any bug of ours turned into a result."""
         try:
-            if self.resolve_model(model) != conf.OFFLINE_MODEL:
-                get_litellm()  # the one-time import is not this call's latency
+            if self.resolve_model(model) != conf.OFFLINE_MODEL and _litellm is None:
+                # The one-time import (seconds) runs in a thread: not on the loop, and not
+                # this call's latency.
+                await asyncio.get_running_loop().run_in_executor(None, get_litellm)
         except Exception:
             pass  # _call_model reports it
         started = time.monotonic()
         try:
-            result = self._complete(messages, tools, model=model, **options)
+            result = await self._complete(messages, tools, model=model, **options)
         except Exception as err:  # a bug of ours, not a provider problem: report, don't raise
             logger.exception("evennia_ai: unexpected error in the LLM client")
             result = LLMResult(
@@ -634,7 +703,7 @@ class UnifiedLLMClient:
         result.latency = round(time.monotonic() - started, 4)
         return result
 
-    def _complete(
+    async def _complete(
         self, messages, tools, *, model, fallbacks, caller, prompt_tokens=None, **options
     ) -> LLMResult:
         """The main model, then each fallback that the request fits, until one answers.
@@ -669,7 +738,7 @@ class UnifiedLLMClient:
                     attempts=0,
                 )
             else:
-                result = self._call_model(name, messages, tools, caller=caller, **options)
+                result = await self._call_model(name, messages, tools, caller=caller, **options)
             attempts += result.attempts
             result.fallback_used = position > 0
             if result.ok:
@@ -688,7 +757,9 @@ class UnifiedLLMClient:
         result.attempts = attempts
         return result
 
-    def _call_model(self, model: str, messages, tools, *, caller: str, **options) -> LLMResult:
+    async def _call_model(
+        self, model: str, messages, tools, *, caller: str, **options
+    ) -> LLMResult:
         """One model with its retries (each logged as ``caller``, with the reason)."""
         if model == conf.OFFLINE_MODEL:
             return self.offline.respond(messages, tools)
@@ -707,7 +778,7 @@ class UnifiedLLMClient:
         while True:
             attempt += 1
             try:
-                result = self._request(model, messages, tools, native, **options)
+                result = await self._request(model, messages, tools, native, **options)
             except ProviderError as err:
                 if err.kind in RETRYABLE_KINDS and attempt <= max_retries:
                     delay = self.backoff(attempt, err.retry_after)
@@ -720,7 +791,9 @@ class UnifiedLLMClient:
                         max_retries,
                         delay,
                     )
-                    self.sleep(delay)
+                    pause = self.sleep(delay)
+                    if inspect.isawaitable(pause):
+                        await pause
                     continue
                 return LLMResult(
                     error=str(err),
@@ -735,7 +808,7 @@ class UnifiedLLMClient:
             result.latency = time.monotonic() - started
             return result
 
-    def _request(
+    async def _request(
         self,
         model,
         messages,
@@ -750,9 +823,16 @@ class UnifiedLLMClient:
         tick_rate=None,
         response_format=None,
     ) -> LLMResult:
-        """One HTTP attempt. Raises ProviderError for anything that went wrong."""
+        """One HTTP attempt (through the Router for its model names). Raises ProviderError for
+        anything that went wrong."""
         litellm = get_litellm()
         per_model = model_settings(model)
+        routed = model in router.routed_names()
+        if not routed and "/" not in model and conf.get("EVENNIA_AI_ROUTER"):
+            try:  # a name without a provider may be meant for a Router that cannot be built
+                router.get_router(litellm, _compatible_route)
+            except router.RouterConfigError as err:
+                raise ProviderError("bad_request", f"{model} is no Router model: {err}") from None
         kwargs: dict[str, Any] = {
             "model": model,
             "timeout": float(
@@ -771,13 +851,16 @@ class UnifiedLLMClient:
             or conf.get("EVENNIA_AI_API_BASE")
         )
         key = api_key or per_model.get("api_key") or self.api_key or conf.get("EVENNIA_AI_API_KEY")
-        if base:
+        if routed:  # the deployments carry their servers and keys; the Router retries itself
+            base = None
+            for name in ("num_retries", "max_retries"):
+                kwargs.pop(name)
+        elif base:
             kwargs["api_base"] = base
             kwargs["model"] = _compatible_route(model)
-        if key:
+            kwargs["api_key"] = key or "not-needed"  # local servers ignore it; SDKs want one
+        elif key:
             kwargs["api_key"] = key
-        elif base:
-            kwargs["api_key"] = "not-needed"  # local servers ignore it; the OpenAI SDK wants one
         if temperature is not None:
             kwargs["temperature"] = temperature
         if per_model.get("num_ctx") and model.startswith(OLLAMA_PREFIXES):
@@ -796,8 +879,22 @@ class UnifiedLLMClient:
                 # litellm's OpenAI-compatible route edits schemas in place (it drops
                 # additionalProperties): give it a copy, never the tool registry's own dicts.
                 kwargs["tools"] = copy.deepcopy(tools)
+        if routed:
+            try:
+                send = router.get_router(litellm, _compatible_route).acompletion
+            except router.RouterConfigError as err:
+                raise ProviderError("bad_request", str(err)) from None
+            endpoint = f"router:{model}"
+            limit = router.group_limit(model, _max_concurrent(per_model))
+        else:
+            send, endpoint, limit = (
+                litellm.acompletion,
+                _endpoint(model, base),
+                _max_concurrent(per_model),
+            )
         try:
-            response = litellm.completion(**kwargs)
+            async with self._limits().slot(endpoint, limit):
+                response = await send(**kwargs)
         except Exception as err:
             error = classify_exception(err)
             if error.kind == "timeout":
@@ -820,6 +917,29 @@ class UnifiedLLMClient:
         except Exception:
             result.raw = None
         return result
+
+    def _limits(self) -> aio.EndpointLimits:
+        """The endpoint limits of the running loop (new ones if the loop was restarted)."""
+        loop = asyncio.get_running_loop()
+        if self._limits_loop is not loop:
+            self.limits, self._limits_loop = aio.EndpointLimits(), loop
+        return self.limits
+
+
+def _endpoint(model: str, api_base: str | None) -> str:
+    """What a concurrency limit counts against: the server, else the provider."""
+    if api_base:
+        return str(api_base).rstrip("/")
+    return model.split("/", 1)[0] if "/" in model else "default"
+
+
+def _max_concurrent(per_model: dict) -> int:
+    """Calls in flight allowed to a model's endpoint (its own setting, else the server's)."""
+    value = per_model.get("max_concurrent") or conf.get("EVENNIA_AI_MAX_CONCURRENT_CALLS")
+    try:
+        return max(1, int(value))
+    except (TypeError, ValueError):
+        return 1
 
 
 #: Models litellm had no price for, with the size of its price table then: asking again costs

@@ -1,0 +1,156 @@
+"""The event loop that model calls run on: one asyncio loop in one daemon thread.
+
+A model call spends nearly all its time waiting for the model. Waiting in a thread per call
+capped the whole game at ``EVENNIA_AI_THREAD_POOL_SIZE`` calls in flight (10: five calls a
+second at a 2-second latency), and more threads meant more contention for the interpreter lock
+with the reactor. Here every call is a coroutine on one loop (litellm's ``acompletion``), so
+the number in flight is bounded per model endpoint (:class:`EndpointLimits`), not by threads.
+
+- :func:`call_async` starts a coroutine function on the loop from the reactor and returns a
+  Deferred that fires *on the reactor thread* with its result (or failure).
+- :func:`run_sync` runs one to completion from any other thread and returns its result (the
+  blocking client API, e.g. for mem0's threads).
+- The loop's thread is a daemon: a reload or shutdown never waits for a call in flight (the
+  tick it served is replayed after the reload, its events never left the queue).
+
+Nothing here touches the database: results reach game code on the reactor thread only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from twisted.internet import defer, reactor
+
+_LOOP: asyncio.AbstractEventLoop | None = None
+_THREAD: threading.Thread | None = None
+_LOCK = threading.Lock()
+
+
+def get_loop() -> asyncio.AbstractEventLoop:
+    """The model-call loop, started in its daemon thread on first use."""
+    global _LOOP, _THREAD
+    with _LOCK:
+        if _LOOP is None or _LOOP.is_closed() or not (_THREAD and _THREAD.is_alive()):
+            loop = asyncio.new_event_loop()
+            ready = threading.Event()
+
+            def run():
+                asyncio.set_event_loop(loop)
+                loop.call_soon(ready.set)
+                loop.run_forever()
+
+            thread = threading.Thread(target=run, name="evennia_ai-llm", daemon=True)
+            thread.start()
+            ready.wait(10)
+            _LOOP, _THREAD = loop, thread
+        return _LOOP
+
+
+def on_loop_thread() -> bool:
+    """Whether the caller runs on the model-call loop's thread."""
+    return _THREAD is not None and threading.current_thread() is _THREAD
+
+
+def call_async(fn: Callable[..., Awaitable[Any]], *args, **kwargs) -> defer.Deferred:
+    """Run ``fn(*args, **kwargs)`` on the loop; a Deferred firing on the reactor thread.
+
+    Outside a running reactor (unit tests, scripts) nothing would deliver the result, so the
+    call is waited for and the Deferred returned has already fired (:func:`call_blocking`).
+    """
+    if not reactor.running:
+        return call_blocking(fn, *args, **kwargs)
+    d = defer.Deferred()
+    future = asyncio.run_coroutine_threadsafe(fn(*args, **kwargs), get_loop())
+
+    def done(fut):
+        try:
+            value = fut.result()
+        except BaseException as err:  # noqa: BLE001 - handed to the Deferred as a Failure
+            reactor.callFromThread(d.errback, err)
+        else:
+            reactor.callFromThread(d.callback, value)
+
+    future.add_done_callback(done)
+    return d
+
+
+def run_sync(fn: Callable[..., Awaitable[Any]], *args, **kwargs):
+    """Run ``fn(*args, **kwargs)`` on the loop and wait for its result (not on the loop's own
+    thread, where it would wait for itself; not on the reactor, which must never wait).
+
+    Raises:
+        RuntimeError: called on the loop's thread.
+    """
+    if on_loop_thread():
+        raise RuntimeError("run_sync() called on the model-call loop's own thread")
+    future = asyncio.run_coroutine_threadsafe(fn(*args, **kwargs), get_loop())
+    return future.result()
+
+
+def call_blocking(fn: Callable[..., Awaitable[Any]], *args, **kwargs) -> defer.Deferred:
+    """:func:`call_async` for tests and scripts without a running reactor: waits for the
+    coroutine and returns a Deferred that has already fired."""
+    return defer.maybeDeferred(run_sync, fn, *args, **kwargs)
+
+
+class EndpointLimits:
+    """How many model calls may be in flight per endpoint, and how many are.
+
+    An endpoint is a server (``api_base``) or, without one, a provider (``openai``,
+    ``anthropic``...). Each gets an :class:`asyncio.Semaphore` of its limit the first time it
+    is used (the limit is read then: ``EVENNIA_AI_MODEL_SETTINGS[model]["max_concurrent"]``,
+    else ``EVENNIA_AI_MAX_CONCURRENT_CALLS``). Used only on the loop's thread.
+    """
+
+    def __init__(self):
+        self._semaphores: dict[str, asyncio.Semaphore] = {}
+        self.limits: dict[str, int] = {}
+        self.in_flight: dict[str, int] = {}
+        self.waiting: dict[str, int] = {}
+
+    def semaphore(self, endpoint: str, limit: int) -> asyncio.Semaphore:
+        if endpoint not in self._semaphores or self.limits.get(endpoint) != limit:
+            if self.in_flight.get(endpoint) or self.waiting.get(endpoint):
+                return self._semaphores[endpoint]  # a changed limit applies once it is idle
+            self._semaphores[endpoint] = asyncio.Semaphore(max(1, int(limit)))
+            self.limits[endpoint] = max(1, int(limit))
+        return self._semaphores[endpoint]
+
+    def slot(self, endpoint: str, limit: int) -> "_Slot":
+        """``async with limits.slot(endpoint, limit):`` around one HTTP attempt."""
+        return _Slot(self, endpoint, self.semaphore(endpoint, limit))
+
+    def snapshot(self) -> dict[str, dict[str, int]]:
+        """``{endpoint: {"limit", "in_flight", "waiting"}}`` (for status displays)."""
+        return {
+            endpoint: {
+                "limit": self.limits.get(endpoint, 0),
+                "in_flight": self.in_flight.get(endpoint, 0),
+                "waiting": self.waiting.get(endpoint, 0),
+            }
+            for endpoint in self.limits
+        }
+
+
+class _Slot:
+    def __init__(self, limits: EndpointLimits, endpoint: str, semaphore: asyncio.Semaphore):
+        self.limits, self.endpoint, self.semaphore = limits, endpoint, semaphore
+
+    async def __aenter__(self):
+        counts = self.limits
+        counts.waiting[self.endpoint] = counts.waiting.get(self.endpoint, 0) + 1
+        try:
+            await self.semaphore.acquire()
+        finally:
+            counts.waiting[self.endpoint] -= 1
+        counts.in_flight[self.endpoint] = counts.in_flight.get(self.endpoint, 0) + 1
+        return self
+
+    async def __aexit__(self, *exc):
+        self.limits.in_flight[self.endpoint] -= 1
+        self.semaphore.release()
+        return False
