@@ -11,6 +11,8 @@ from evennia_ai.commands.npcs import CmdAIStatus
 from evennia_ai.npc import state as state_module
 from evennia_ai.npc.state_keys import CHARACTER_STATE, SCRIPT_STATE
 
+pytestmark = pytest.mark.postgres  # also run on PostgreSQL (make test)
+
 # A wrong value for every declared key: the shapes the issue saw crash every tick, and more.
 WRONG = {
     "enabled": "yes",
