@@ -49,6 +49,8 @@ SUPERUSER = "postgres"
 ENV_DATABASE = "EVENNIA_AI_TEST_POSTGRES"
 #: The pytest marker of the tests that also run on PostgreSQL (``make test`` runs them).
 MARKER = "postgres"
+#: The Django settings of that run: the test settings with ``DATABASES`` from ``ENV_DATABASE``.
+SETTINGS_MODULE = "evennia_ai_pg_test_settings"
 TESTS_DIR = Path(__file__).resolve().parents[1]
 #: What ``initdb`` or the server are run as when this process is root.
 SYSTEM_USER = "postgres"
@@ -425,17 +427,28 @@ def run_tests(pytest_args: list[str], timeout: float) -> int:
             f"== the '{MARKER}' tests on PostgreSQL ({server.bindir}, 127.0.0.1:{server.port},"
             f" started in {time.monotonic() - started:.1f} s) =="
         )
-        env = {**os.environ, ENV_DATABASE: json.dumps(server.django_database())}
-        command = [
-            sys.executable, "-m", "pytest",
-            "--ds=evennia_ai_pg_test_settings",
+        env = {
+            **os.environ,
+            ENV_DATABASE: json.dumps(server.django_database()),
+            "DJANGO_SETTINGS_MODULE": SETTINGS_MODULE,
+            "PYTHONPATH": os.pathsep.join([str(TESTS_DIR), os.environ.get("PYTHONPATH", "")]),
+        }
+        # Evennia reads its ServerConfig table as it starts (before pytest-django makes the
+        # test database): the game's database is migrated first, as a real game's is.
+        migrate = [sys.executable, "-m", "django", "migrate", "--noinput", "--skip-checks", "-v0"]
+        pytest = [
+            sys.executable, "-m", "pytest", f"--ds={SETTINGS_MODULE}",
             "-m", f"{MARKER} and not server and not browser and not embedder",
             *pytest_args,
         ]  # fmt: skip
+        deadline = time.monotonic() + timeout
         try:
-            return subprocess.run(
-                command, env=env, cwd=TESTS_DIR.parent, timeout=timeout
-            ).returncode
+            for command in (migrate, pytest):
+                remaining = deadline - time.monotonic()
+                result = subprocess.run(command, env=env, cwd=TESTS_DIR.parent, timeout=remaining)
+                if result.returncode != 0:
+                    return result.returncode
+            return 0
         except subprocess.TimeoutExpired:
             print(f"PostgreSQL tests FAILED: still running after {timeout:.0f} s, stopped.")
             return 1
