@@ -36,6 +36,7 @@ import secrets
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -141,6 +142,8 @@ def free_port() -> int:
 class PostgresServer:
     """One PostgreSQL cluster: created on the first :meth:`start`, stopped by :meth:`stop`.
 
+    Starting a running server again does nothing, so ``with server.start():`` is fine.
+
     Args:
         data_dir: Where a kept cluster lives (created if missing). None for a throwaway
             cluster in a temporary directory that :meth:`stop` removes.
@@ -192,11 +195,12 @@ class PostgresServer:
         self.bindir = find_bindir()
         require_driver()
         self.user = server_user()
-        if self.throwaway:
+        if self.throwaway and self.base is None:
             self.base = Path(tempfile.mkdtemp(prefix="evennia_ai_pg_"))
         try:
             self.base.mkdir(parents=True, exist_ok=True)
             self._own(self.base)
+            self._check_reachable()
             if not (self.cluster / "PG_VERSION").is_file():
                 self._initdb()
             self.password = self.password_file.read_text().strip()
@@ -357,6 +361,18 @@ class PostgresServer:
             for extension in self.extensions:
                 conn.execute(
                     sql.SQL("CREATE EXTENSION IF NOT EXISTS {}").format(sql.Identifier(extension))
+                )
+
+    def _check_reachable(self) -> None:
+        """Raise a clear error when the server's user cannot reach the cluster's directory."""
+        if self.user is None:
+            return
+        for parent in self.base.parents:
+            mode = parent.stat()
+            if not (mode.st_mode & stat.S_IXOTH or mode.st_uid == self.user.pw_uid):
+                raise PostgresUnavailable(
+                    f"the '{self.user.pw_name}' user that runs PostgreSQL cannot enter {parent}: "
+                    f"keep the cluster elsewhere or run 'chmod o+x {parent}'"
                 )
 
     def _own(self, path: Path) -> None:
