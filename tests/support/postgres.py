@@ -290,6 +290,13 @@ class PostgresServer:
             "PORT": str(self.port),
         }
 
+    def settings_block(self) -> str:
+        """:meth:`django_database` as the ``DATABASES`` block of a game's settings file."""
+        entries = "".join(
+            f'        "{key}": "{value}",\n' for key, value in self.django_database().items()
+        )
+        return 'DATABASES = {\n    "default": {\n' + entries + "    }\n}\n"
+
     def connect(self, dbname: str = "postgres", superuser: bool = True):
         """A psycopg connection (autocommit) as the superuser, or as the game's role."""
         import psycopg
@@ -488,7 +495,7 @@ def main(argv: list[str] | None = None) -> int:
     tests.add_argument("--timeout", type=float, default=900, help="seconds (default 900)")
     tests.add_argument("pytest_args", nargs=argparse.REMAINDER, help="more pytest arguments")
     for action, text in (
-        ("start", "create (once) and start a kept cluster; print its Django settings as JSON"),
+        ("start", "create (once) and start a kept cluster; print its DATABASES settings block"),
         ("stop", "stop a kept cluster"),
     ):
         kept = sub.add_parser(action, help=text)
@@ -503,7 +510,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.action == "start":
             server.start()
-            print(json.dumps(server.django_database()))
+            print(server.settings_block(), end="")
         else:
             server.stop()
     except (PostgresUnavailable, RuntimeError) as why:
