@@ -123,3 +123,10 @@ def test_a_failed_start_stops_the_server_and_leaves_nothing_behind(monkeypatch):
         started(PostgresServer())
     assert alive(seen["pid"]) is False
     assert not seen["base"].exists()
+
+
+def test_the_documented_settings_block_is_the_one_the_tests_and_the_demo_use():
+    server = PostgresServer()
+    server.password, server.port = "secret", 5432
+    page = (Path(__file__).resolve().parents[1] / "docs" / "scaling.md").read_text()
+    assert f"```python\n{server.settings_block()}```" in page
