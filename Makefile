@@ -12,7 +12,7 @@ export LITELLM_LOCAL_MODEL_COST_MAP ?= True
 export MEM0_TELEMETRY ?= False
 export HF_HUB_OFFLINE ?= 1
 
-.PHONY: install browser-deps demo stop test test-fast test312 bench clean lint format
+.PHONY: install browser-deps postgres-deps demo stop test test-fast test312 bench clean lint format
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -26,23 +26,31 @@ $(STAMP): pyproject.toml Makefile
 
 install: $(STAMP)
 
-demo: $(STAMP)
+# DEMO_DB=postgres make demo: the game's database in a PostgreSQL kept under demo_game/.
+demo: $(STAMP) $(if $(filter postgres,$(DEMO_DB)),postgres-deps)
 	VENV=$(VENV) bash scripts/demo.sh
 
 stop:
 	@if [ -d demo_game ]; then cd demo_game && PATH=$(CURDIR)/$(VENV)/bin:$$PATH ../$(VENV)/bin/evennia stop </dev/null; fi
+	@if [ -d demo_game/server/postgres ]; then $(PY) tests/support/postgres.py stop demo_game/server/postgres; fi
 
 # Headless Chromium and its driver (apt) and selenium, for the dashboard's browser test; when
 # they cannot be installed the browser test is skipped, the rest of the suite still runs.
 browser-deps: $(STAMP)
 	bash scripts/install_browser.sh $(VENV) || echo "browser test dependencies unavailable: the browser test will be skipped"
 
-# The whole suite; where python3.12 exists, its fast part also runs on Evennia 6.x meanwhile.
+# Debian's PostgreSQL server binaries (apt) and psycopg, for the suite's database tests on a real
+# PostgreSQL and for DEMO_DB=postgres; when they cannot be installed those tests are skipped.
+postgres-deps: $(STAMP)
+	bash scripts/install_postgres.sh $(VENV) || echo "PostgreSQL unavailable: the PostgreSQL run of the tests will be skipped"
+
+# The whole suite, then its database tests (the `postgres` marker) on a real PostgreSQL; where
+# python3.12 exists, its fast part also runs on Evennia 6.x meanwhile.
 ifneq ($(PY312),)
-test: $(STAMP) $(STAMP312) browser-deps
+test: $(STAMP) $(STAMP312) browser-deps postgres-deps
 	bash scripts/run_tests.sh $(VENV) $(VENV312)
 else
-test: $(STAMP) browser-deps
+test: $(STAMP) browser-deps postgres-deps
 	bash scripts/run_tests.sh $(VENV)
 endif
 

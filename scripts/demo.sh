@@ -3,6 +3,8 @@
 #   - creates demo_game/ from Evennia's template plus world_example/ (once)
 #   - migrates, creates the superuser `admin`, builds the tavern on the first start
 #   - starts the server on 127.0.0.1 and prints how to connect
+# DEMO_DB=postgres: the game's database is a PostgreSQL cluster kept in demo_game/server/postgres/
+# (created on the first start, started here, stopped by `make stop`; tests/support/postgres.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -24,6 +26,34 @@ if [ ! -d "$GAME" ]; then
     rm -f "$GAME/README.md"
 fi
 
+# The database: SQLite (Evennia's default) or, once chosen, PostgreSQL for good.
+PGDIR="$GAME/server/postgres"
+if [ "${DEMO_DB:-}" = "postgres" ] || [ -d "$PGDIR" ]; then
+    DB=postgres
+elif [ -n "${DEMO_DB:-}" ] && [ "$DEMO_DB" != "sqlite" ]; then
+    echo "DEMO_DB is 'sqlite' (the default) or 'postgres', not '$DEMO_DB'." >&2
+    exit 1
+else
+    DB=sqlite
+fi
+if [ "$DB" = "postgres" ]; then
+    if [ -f "$GAME/server/evennia.db3" ]; then
+        echo "$GAME/ already keeps its world in SQLite: 'make stop', remove $GAME/ and run" \
+            "'DEMO_DB=postgres make demo' again to start over on PostgreSQL." >&2
+        exit 1
+    fi
+    NEW_DB=$([ -f "$PGDIR/data/PG_VERSION" ] || echo yes)
+    echo "==> Starting PostgreSQL ($PGDIR/)"
+    BLOCK=$("$ROOT/$VENV/bin/python" "$ROOT/tests/support/postgres.py" start "$PGDIR") \
+        || { echo "PostgreSQL did not start; see $PGDIR/server.log" >&2; exit 1; }
+    SECRETS="$GAME/server/conf/secret_settings.py"
+    if ! grep -q "^DATABASES = " "$SECRETS" 2>/dev/null; then
+        printf '\n# The demo'"'"'s PostgreSQL (DEMO_DB=postgres; make stop stops it).\n%s\n' "$BLOCK" >>"$SECRETS"
+    fi
+else
+    NEW_DB=$([ -f "$GAME/server/evennia.db3" ] || echo yes)
+fi
+
 PASSFILE="$GAME/.demo_password"
 if [ -n "${DEMO_PASSWORD:-}" ]; then
     PASSWORD=$DEMO_PASSWORD
@@ -33,7 +63,7 @@ else
     PASSWORD=$("$ROOT/$VENV/bin/python" -c "import secrets; print(secrets.token_urlsafe(12))")
 fi
 FIRST_START=""
-if [ ! -f "$GAME/server/evennia.db3" ]; then
+if [ -n "$NEW_DB" ]; then
     FIRST_START="--first-start"  # its server restarts once after the initial setup
     echo "$PASSWORD" > "$PASSFILE"
     chmod 600 "$PASSFILE"
@@ -65,7 +95,7 @@ EVENNIA_SUPERUSER_PASSWORD=$ADMIN_PASSWORD "$ROOT/$VENV/bin/python" "$ROOT/scrip
 MODEL=${EVENNIA_AI_MODEL:-evennia_ai/offline (not a language model; see README)}
 cat <<MSG
 
-The evennia-ai demo is running (model: $MODEL).
+The evennia-ai demo is running (model: $MODEL; database: $DB).
 
   telnet 127.0.0.1 4000
   http://127.0.0.1:4001/webclient
@@ -73,5 +103,5 @@ The evennia-ai demo is running (model: $MODEL).
   account:  admin
   password: $ADMIN_PASSWORD
 
-Stop it with: make stop
+Stop it with: make stop$([ "$DB" = postgres ] && echo " (PostgreSQL too)")
 MSG

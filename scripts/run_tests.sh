@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# The test run behind `make test`: the lint checks (scripts/lint.sh), then the whole suite on the main venv (Python 3.11, Evennia 5)
+# The test run behind `make test`: the lint checks (scripts/lint.sh), then the whole suite on the main venv (Python 3.11, Evennia 5),
+# then its database tests (the `postgres` marker) again on a real PostgreSQL server that
+# tests/support/postgres.py starts and removes (skipped, saying why, where PostgreSQL cannot be had)
 # and, at the same time when a Python 3.12 venv is given, the fast part of the suite on
 # Evennia 6 (no real servers, browsers or local embedder; those need the 3.11 venv). The two
 # runs use a core each; the 3.12 run's output is printed when both have finished.
@@ -23,6 +25,10 @@ lint_rc=$?
 "$VENV/bin/python" -m pytest
 main_rc=$?
 
+echo
+"$VENV/bin/python" "$(dirname "$0")/../tests/support/postgres.py" tests -- -q
+postgres_rc=$?
+
 other_rc=0
 if [ -n "$other_pid" ]; then
     wait "$other_pid"
@@ -37,4 +43,4 @@ if [ -n "$other_pid" ]; then
     rm -f "$log"
 fi
 
-[ "$lint_rc" -eq 0 ] && [ "$main_rc" -eq 0 ] && [ "$other_rc" -eq 0 ]
+[ "$lint_rc" -eq 0 ] && [ "$main_rc" -eq 0 ] && [ "$postgres_rc" -eq 0 ] && [ "$other_rc" -eq 0 ]

@@ -7,6 +7,7 @@ synchronous (``longterm.defer_to_thread``), so a search's answer arrives inside 
 import tempfile
 from unittest import mock
 
+import pytest
 from django.test import override_settings
 from evennia import create_object
 from evennia.objects.objects import DefaultCharacter
@@ -16,6 +17,8 @@ from evennia_ai.commands import memory as cmds
 from evennia_ai.commands.cmdset import COMMAND_MODULES
 from evennia_ai.memory import block_admin, longterm
 from evennia_ai.memory.keyword_index import KeywordIndexUnavailable
+
+pytestmark = pytest.mark.postgres  # also run on PostgreSQL (make test)
 
 
 def fired(deferred):

@@ -3,6 +3,7 @@
 import os
 from unittest import mock
 
+import pytest
 from django.test import override_settings
 from support.commands import AICommandTestBase
 
@@ -15,6 +16,8 @@ from evennia_ai.npc.handler import describe_last_error
 from evennia_ai.npc.lookup import all_ai_npcs
 from evennia_ai.utils import parse_iso
 from evennia_ai.web import data as web_data
+
+pytestmark = pytest.mark.postgres  # also run on PostgreSQL (make test)
 
 
 class NpcCommandTest(AICommandTestBase):

@@ -2,6 +2,7 @@
 
 from unittest import mock
 
+import pytest
 from django.test import override_settings
 from support.commands import AICommandTestBase
 
@@ -17,6 +18,8 @@ from evennia_ai.commands.runtime import (
 from evennia_ai.engine.trace import IterationTrace, TickTrace, ToolCallTrace
 from evennia_ai.testing.model_server import ModelServer
 from evennia_ai.tools.approvals import get_confirmation_queue
+
+pytestmark = pytest.mark.postgres  # also run on PostgreSQL (make test)
 
 
 class RuntimeCommandTest(AICommandTestBase):

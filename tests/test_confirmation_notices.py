@@ -5,6 +5,7 @@ from __future__ import annotations
 from unittest import mock
 
 import evennia
+import pytest
 from django.test import override_settings
 from evennia.server.serversession import ServerSession
 from evennia.utils import create
@@ -17,6 +18,8 @@ from evennia_ai.tools import load_builtin_tools
 from evennia_ai.tools.approvals import APPROVER_LOCK, get_confirmation_queue
 from evennia_ai.tools.base import ToolContext
 from evennia_ai.tools.registry import TOOL_REGISTRY
+
+pytestmark = pytest.mark.postgres  # also run on PostgreSQL (make test)
 
 CHANNEL = "ainotices"
 

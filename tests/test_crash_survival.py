@@ -34,6 +34,8 @@ from evennia_ai.memory import events as ev
 from evennia_ai.testing.model_server import ModelServer
 from evennia_ai.typeclasses import AIAssistantCharacter
 
+pytestmark = pytest.mark.postgres  # also run on PostgreSQL (make test)
+
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 LATENCY = 0.1
 HANG = 40.0  # the call in flight when we reload or kill answers only after this many seconds

@@ -3,6 +3,7 @@ history and compaction view (aihistory), each viewed at Builder and changed at D
 
 from unittest import mock
 
+import pytest
 from django.test import override_settings
 from support.commands import AICommandTestBase
 
@@ -12,6 +13,8 @@ from evennia_ai.commands.runtime import CmdAITools
 from evennia_ai.engine.tick import history_pressure
 from evennia_ai.memory.compression import SUMMARY_BATCH
 from evennia_ai.prompt.sources import own_system_prompt
+
+pytestmark = pytest.mark.postgres  # also run on PostgreSQL (make test)
 
 
 def history(ticks: int, per_tick: int = 2, text: str = "Hello there, innkeeper.") -> list[dict]:

@@ -11,6 +11,8 @@ from evennia_ai.commands.npcs import CmdAIStatus
 from evennia_ai.npc import state as state_module
 from evennia_ai.npc.state_keys import CHARACTER_STATE, SCRIPT_STATE
 
+pytestmark = pytest.mark.postgres  # also run on PostgreSQL (make test)
+
 # A wrong value for every declared key: the shapes the issue saw crash every tick, and more.
 WRONG = {
     "enabled": "yes",
@@ -117,6 +119,17 @@ class TestOneWritePerChange(AssistantTestBase):
         fresh = Attribute.objects.get(pk=stored.pk)
         assert [e["text"] for e in fresh.value] == ["Alice likes pears"]
         assert self.npc.ai.journal[-1]["text"] == "Alice likes pears"
+
+    def test_a_string_attribute_written_over_is_one_update_of_both_fields(self):
+        from evennia.typeclasses.attributes import Attribute
+
+        self.npc.attributes.add("note", "plain text", category="ai", strattr=True)
+        write = lambda: state_module.write_attribute(self.npc, "note", {"n": 1}, "ai")
+        updates = self.updates_of(write)
+        assert len(updates) == 1 and "db_strvalue" in updates[0]
+        stored = self.npc.attributes.get("note", category="ai", return_obj=True)
+        fresh = Attribute.objects.get(pk=stored.pk)
+        assert fresh.db_strvalue is None and fresh.value == {"n": 1}
 
     def test_the_tick_counter_and_a_trace_slot_are_one_update_each(self):
         script = self.npc.ai.script

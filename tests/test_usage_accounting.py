@@ -20,6 +20,8 @@ from evennia_ai.prompt import contexts
 from evennia_ai.utils import today
 from evennia_ai.workspace.goals import add_goal
 
+pytestmark = pytest.mark.postgres  # also run on PostgreSQL (make test)
+
 
 def test_accountant_counts_from_threads_and_hands_late_records_on():
     import threading
