@@ -671,6 +671,7 @@ def render(results: Results, target_tokens: int) -> str:
     )
     days = scenario.sessions[-1].day - scenario.sessions[0].day
     text = (
+        "### Memory quality: recall\n\n"
         f"{len(scenario.players)} players, {len(scenario.sessions)} sessions over {days} days "
         f"of game time, {scenario.lines} lines, {len(questions)} questions; "
         f"{results.memories} long-term memories stored through the NPC; embedder "
