@@ -22,6 +22,7 @@ from bench.common import machine
 BENCHMARKS = [
     "llm_client",
     "context",
+    "recall",
     "archival",
     "tick",
     "calls",

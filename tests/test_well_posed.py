@@ -123,6 +123,14 @@ class TestSleepConsolidation(ReadingBase):
         assert trace.context_type == "sleep_consolidate"
         assert stored == ["Bob's sister is Carol", "Carol's horse is Thunder"]
 
+    def test_calls_past_the_per_answer_cap_are_sent_again(self):
+        stored = self.stored()
+        pets = ("cat", "dog", "horse", "goat", "hawk")
+        self.write_journal(*(f"Bob's {pet} is Rex{n}." for n, pet in enumerate(pets)))
+        with override_settings(EVENNIA_AI_MAX_TOOL_CALLS_PER_REPLY=2):
+            self.sleep()
+        assert stored == [f"Bob's {pet} is Rex{n}" for n, pet in enumerate(pets)]
+
     def test_control_without_the_journal_nothing_is_stored(self):
         stored = self.stored()
         self.write_journal("Bob's sister is Carol, he said.")

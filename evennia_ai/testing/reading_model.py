@@ -26,7 +26,8 @@ each kind of task the way a careful model would, using nothing but the request:
   fact in the new messages.
 
 After its tool calls have answered, it ends the task with ``noop`` (or text when no tool is
-offered). It reads fenced data (see ``evennia_ai.utils.fence``) as the text inside.
+offered); calls the loop refused for the per-answer cap (``not run: at most N tool calls``)
+it sends again first, as the refusal asks. It reads fenced data (see ``evennia_ai.utils.fence``) as the text inside.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ SPEAKER_RE = re.compile(r"^([A-Z][\w-]*) (?:says|asks|whispers|pages)")
 LESSON_RE = re.compile(r"[Ll]esson:\s*(.+?)\s*(?:#\w+\s*)*$")
 EXACTLY_RE = re.compile(r"exactly (\d+) subtasks")
 RANGE_RE = re.compile(r"into (\d+) to (\d+) ")
+REFUSED_FOR_CAP = "not run: at most "  # the loop's refusal past EVENNIA_AI_MAX_TOOL_CALLS_PER_REPLY
 
 
 def _text(message: dict) -> str:
@@ -113,6 +115,9 @@ def read_and_answer(body: dict) -> dict:
     tasks = TASK_RE.findall(whole)
     kind = tasks[-1] if tasks else "tick_event"
     if messages and messages[-1].get("role") == "tool":
+        refused = _refused_calls(messages)
+        if refused:
+            return {"tool_calls": refused}  # the rest of its calls, as the refusal asks
         if kind == "tick_event" and not _called_since_user(messages, "say"):
             return _event(body, messages, whole, "", "")  # its look-up done: now answer
         return _finish(body)  # its calls were answered: the task is done
@@ -127,6 +132,26 @@ def _last_user(messages: list[dict]) -> int:
         if messages[index].get("role") == "user":
             return index
     return -1
+
+
+def _refused_calls(messages: list[dict]) -> list[dict]:
+    """The calls of the last answer that the loop did not run for its per-answer cap."""
+    results = {}
+    index = len(messages) - 1
+    while index >= 0 and messages[index].get("role") == "tool":
+        results[messages[index].get("tool_call_id")] = _text(messages[index])
+        index -= 1
+    calls = messages[index].get("tool_calls") or [] if index >= 0 else []
+    refused = []
+    for call in calls:
+        if results.get(call.get("id"), "").startswith(REFUSED_FOR_CAP):
+            function = call.get("function") or {}
+            try:
+                arguments = json.loads(function.get("arguments") or "{}")
+            except ValueError:
+                continue
+            refused.append(_call(function.get("name", ""), **arguments))
+    return refused
 
 
 def _called_since_user(messages: list[dict], tool: str) -> bool:
