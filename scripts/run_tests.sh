@@ -1,21 +1,32 @@
 #!/usr/bin/env bash
-# The test run behind `make test`: the lint checks (scripts/lint.sh), then the whole suite on the main venv (Python 3.11, Evennia 5),
-# then its database tests (the `postgres` marker) again on a real PostgreSQL server that
-# tests/support/postgres.py starts and removes (skipped, saying why, where PostgreSQL cannot be had)
-# and, at the same time when a Python 3.12 venv is given, the fast part of the suite on
-# Evennia 6 (no real servers, browsers or local embedder; those need the 3.11 venv). The two
-# runs use a core each; the 3.12 run's output is printed when both have finished.
+# The test run behind `make test`: the lint checks (scripts/lint.sh), then the whole suite on
+# the main venv (Python 3.11, Evennia 5). Beside it, on the second core: when a Python 3.12 venv
+# is given, the fast part of the suite on Evennia 6 (no real servers, browsers or local
+# embedder; those need the 3.11 venv), then the database tests (the `postgres` marker) on a real
+# PostgreSQL server that tests/support/postgres.py starts and removes (skipped, saying why,
+# where PostgreSQL cannot be had). Without a 3.12 venv the PostgreSQL run follows the main one.
+# The side runs' output is printed when everything has finished.
 #
 # Usage: scripts/run_tests.sh VENV [VENV312]
 set -uo pipefail
 
 VENV="$1"
 VENV312="${2:-}"
+postgres_tests() {
+    "$VENV/bin/python" "$(dirname "$0")/../tests/support/postgres.py" tests -- -q
+}
+
 other_pid=""
 if [ -n "$VENV312" ]; then
     log="$(mktemp -t evennia_ai_test312.XXXXXX)"
-    "$VENV312/bin/python" -m pytest -q -m "not server and not browser and not embedder" \
-        >"$log" 2>&1 &
+    pglog="$(mktemp -t evennia_ai_testpg.XXXXXX)"
+    rcfile="$(mktemp -t evennia_ai_testrc.XXXXXX)"
+    (
+        "$VENV312/bin/python" -m pytest -q -m "not server and not browser and not embedder" \
+            >"$log" 2>&1
+        echo $? >"$rcfile"
+        postgres_tests >"$pglog" 2>&1
+    ) &
     other_pid=$!
 fi
 
@@ -25,14 +36,12 @@ lint_rc=$?
 "$VENV/bin/python" -m pytest
 main_rc=$?
 
-echo
-"$VENV/bin/python" "$(dirname "$0")/../tests/support/postgres.py" tests -- -q
-postgres_rc=$?
-
 other_rc=0
+postgres_rc=0
 if [ -n "$other_pid" ]; then
     wait "$other_pid"
-    other_rc=$?
+    postgres_rc=$?
+    other_rc="$(cat "$rcfile" 2>/dev/null || echo 1)"
     echo
     echo "== the fast part of the suite on Python 3.12 / Evennia 6 ($VENV312) =="
     if [ "$other_rc" -eq 0 ]; then
@@ -40,7 +49,18 @@ if [ -n "$other_pid" ]; then
     else
         cat "$log"
     fi
-    rm -f "$log"
+    echo
+    echo "== the database tests on PostgreSQL =="
+    if [ "$postgres_rc" -eq 0 ]; then
+        tail -n 3 "$pglog"
+    else
+        cat "$pglog"
+    fi
+    rm -f "$log" "$pglog" "$rcfile"
+else
+    echo
+    postgres_tests
+    postgres_rc=$?
 fi
 
 [ "$lint_rc" -eq 0 ] && [ "$main_rc" -eq 0 ] && [ "$postgres_rc" -eq 0 ] && [ "$other_rc" -eq 0 ]

@@ -275,10 +275,18 @@ _CONNECTION_ERRORS = frozenset(
         "ConnectionError",
         "ConnectionRefusedError",
         "RemoteProtocolError",
+        # aiohttp, litellm's transport for async calls
+        "ClientConnectorError",
+        "ClientOSError",
+        "ClientPayloadError",
+        "ServerDisconnectedError",
     }
 )
+# litellm reports transport failures of its async (aiohttp) route as a 500 with these words.
 _CONNECTION_WORDS = re.compile(
-    r"^Connection error\.?$|Connection refused|Name or service not known"
+    r"^Connection error\.?$|Connection refused|Name or service not known|Server disconnected|"
+    r"Cannot connect to host|ClientPayloadError|Response payload is not completed|"
+    r"ServerDisconnectedError|ClientConnectorError"
 )
 
 
