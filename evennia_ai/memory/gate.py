@@ -1,0 +1,263 @@
+"""The write-side quality gate: what a long-term memory must be to be stored (pure).
+
+Every path that stores a long-term memory (the ``store_memory`` tool, sleep consolidation,
+:func:`evennia_ai.memory.longterm.store`) asks :func:`decide` first. The rules, in order:
+
+1. **Persona**: the NPC's own persona is not a fact about the world (``I am Marta, the
+   innkeeper``): a text restating a sentence of the persona is skipped (``skipped_persona``).
+2. **Restated**: a text restating the NPC's prompt (operator prompt, task instructions) or the
+   result of a world tool this tick (``look``, ``get_system_status``...) is skipped
+   (``skipped_restated``): the prompt is sent on every request and the world can be looked at
+   again.
+3. **Recalled**: a text restating a memory recalled into a request lately (the ``Things you
+   remember`` section, ``recall_memories``) is skipped (``skipped_recalled``): it is already
+   remembered.
+4. **Duplicate**: a text equal to (case and spacing aside) or nearly the same as a current
+   memory of the same NPC about the same person is not stored again (``skipped_duplicate``);
+   when it says more than that memory (it holds all the memory's words and more), it replaces
+   the memory's text under the same id (``merged``).
+5. **Update**: a fact ``<subject> is <value>`` whose subject matches a current memory's with
+   another value (no word in common) supersedes it: the new memory is stored and the old one is kept, marked with
+   when and by which memory (``superseded``); searches leave superseded memories out.
+6. Otherwise the text is stored (``stored``).
+
+Texts are compared by their content words (:func:`content_words`: lower case, English function
+words dropped, a plural ``s`` folded). The thresholds:
+
+- :data:`DUPLICATE_OVERLAP` (0.8): the share of the two texts' words they have in common
+  (Jaccard) at which they are the same memory; ``Alice's horse is Thunder`` and ``Alice told me
+  her horse is Thunder`` share all their words.
+- :data:`RESTATED_SHARE` (0.75): the share of a text's words that one sentence of the persona,
+  the prompt, a tool result or a recalled memory must hold for the text to restate it (``I
+  remember that Alice's horse is Thunder`` restates ``Alice's horse is Thunder``: 3 of its 4
+  words).
+- :data:`MIN_WORDS` (2): a text of fewer content words is never judged a restatement or a
+  near-duplicate (only an equal text is a duplicate): two words say too little to compare.
+
+Example:
+    context = GateContext(persona="Marta, innkeeper of the Gilded Tankard.")
+    decide("I am Marta, innkeeper of the Gilded Tankard", [], context).action
+    # 'skipped_persona'
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+from evennia_ai.memory.keyword_index import KeywordDoc, normalise_text, query_terms
+
+STORED = "stored"
+MERGED = "merged"
+SKIPPED_DUPLICATE = "skipped_duplicate"
+SKIPPED_RESTATED = "skipped_restated"
+SKIPPED_RECALLED = "skipped_recalled"
+SKIPPED_PERSONA = "skipped_persona"
+SUPERSEDED = "superseded"
+#: Every decision counted in the NPC's ``memory_gate`` metrics, in display order.
+DECISIONS = (
+    STORED,
+    MERGED,
+    SKIPPED_DUPLICATE,
+    SKIPPED_RESTATED,
+    SKIPPED_RECALLED,
+    SKIPPED_PERSONA,
+    SUPERSEDED,
+)
+#: Decisions after which the text is not stored.
+SKIPPED = (SKIPPED_DUPLICATE, SKIPPED_RESTATED, SKIPPED_RECALLED, SKIPPED_PERSONA)
+
+DUPLICATE_OVERLAP = 0.8
+RESTATED_SHARE = 0.75
+MIN_WORDS = 2
+CANDIDATES = 20  # current memories compared with a new text (the keyword index's best matches)
+MAX_VALUE_WORDS = 4  # an update's value is short: "Storm", "the blue room"
+
+_SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
+# "<subject> is <value>": the subject names one thing (a possessive or a definite article
+# in front), the value is short. "is now"/"are now" reads the same.
+_FACT = re.compile(
+    r"^(?P<subject>(?:[\w'-]+'s|my|the|his|her|their|our)\s+[\w' -]{1,60}?)\s+"
+    r"(?P<verb>is|are|was|were|lives in|lives at|works at|works as)\s+(?:now\s+)?"
+    r"(?P<value>.+?)(?:\s+now)?$",
+    re.IGNORECASE,
+)
+
+
+@dataclass
+class GateContext:
+    """What the gate compares a new memory with, besides the stored memories.
+
+    Attributes:
+        persona: The NPC's persona.
+        prompts: The NPC's prompt texts (operator prompt, task instruction).
+        tool_results: Texts of this tick's world-tool results.
+        recalled: Texts of memories recalled into a request lately.
+    """
+
+    persona: str = ""
+    prompts: Sequence[str] = ()
+    tool_results: Sequence[str] = ()
+    recalled: Sequence[str] = ()
+
+
+@dataclass
+class GateDecision:
+    """What to do with one new memory.
+
+    Attributes:
+        action: One of :data:`DECISIONS` (``superseded`` is never an action: see
+            ``supersedes``).
+        reason: Why, in a few words, for logs and tool results.
+        existing: The memory a duplicate or a merge refers to.
+        supersedes: Current memories the new one replaces (kept, marked superseded).
+    """
+
+    action: str
+    reason: str = ""
+    existing: KeywordDoc | None = None
+    supersedes: list[KeywordDoc] = field(default_factory=list)
+
+    @property
+    def stores(self) -> bool:
+        """Whether the new text is written (as a new memory or merged into one)."""
+        return self.action not in SKIPPED
+
+
+def content_words(text: str) -> set[str]:
+    """The content words of ``text``: lower case, no function words, a plural ``s`` folded."""
+    words = set()
+    for word in query_terms(text):
+        if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+            word = word[:-1]
+        words.add(word)
+    return words
+
+
+def overlap(first: set[str], second: set[str]) -> float:
+    """The share of the two word sets' words they have in common (Jaccard, 0-1)."""
+    union = first | second
+    return len(first & second) / len(union) if union else 0.0
+
+
+def share_in(words: set[str], other: set[str]) -> float:
+    """The share of ``words`` that ``other`` holds (0-1)."""
+    return len(words & other) / len(words) if words else 0.0
+
+
+def sentences(text: str) -> list[str]:
+    """``text`` cut into sentences and lines."""
+    return [part for part in _SENTENCE.split(str(text or "")) if part.strip()]
+
+
+def restates(text: str, sources: Iterable[str], share: float = RESTATED_SHARE) -> bool:
+    """Whether ``text`` says nothing one sentence of ``sources`` does not say.
+
+    Either ``text`` appears in a source as it is (case and spacing aside), or one sentence of a
+    source holds at least ``share`` of its content words (and it has :data:`MIN_WORDS`).
+    """
+    wanted = normalise_text(text).rstrip(".!")
+    words = content_words(text)
+    for source in sources:
+        if wanted and wanted in normalise_text(source):
+            return True
+        if len(words) < MIN_WORDS:
+            continue
+        for sentence in sentences(source):
+            if share_in(words, content_words(sentence)) >= share:
+                return True
+    return False
+
+
+def fact_parts(text: str) -> tuple[str, str] | None:
+    """``(subject key, value)`` of a fact ``<subject> is <value>``, or None for another text.
+
+    The key is the subject's content words and the verb (``alice horse|is``); the value's
+    content words, sorted. Values longer than :data:`MAX_VALUE_WORDS` words are not facts of
+    this kind (a description, not a value).
+    """
+    match = _FACT.match(" ".join(str(text or "").split()).rstrip(".!"))
+    if not match:
+        return None
+    value = match.group("value")
+    if len(value.split()) > MAX_VALUE_WORDS:
+        return None
+    subject = " ".join(sorted(content_words(match.group("subject"))))
+    verb = match.group("verb").lower()
+    verb = {"are": "is", "was": "is", "were": "is"}.get(verb, verb)
+    if not subject:
+        return None
+    return f"{subject}|{verb}", " ".join(sorted(content_words(value)))
+
+
+def decide(text: str, candidates: Sequence[KeywordDoc], context: GateContext) -> GateDecision:
+    """The gate's decision for a new memory ``text``.
+
+    Args:
+        text: The new memory (cleaned).
+        candidates: Current (not superseded) memories of the same NPC about the same person,
+            best keyword matches first.
+        context: The persona, prompts, tool results and recalled memories to compare with.
+
+    Returns:
+        A :class:`GateDecision`.
+    """
+    if context.persona and restates(text, [context.persona]):
+        return GateDecision(SKIPPED_PERSONA, "it restates your persona")
+    if restates(text, context.prompts):
+        return GateDecision(SKIPPED_RESTATED, "it restates your instructions")
+    if restates(text, context.recalled):
+        return GateDecision(SKIPPED_RECALLED, "it is a memory you just recalled")
+    if restates(text, context.tool_results):
+        return GateDecision(SKIPPED_RESTATED, "it restates a tool result")
+    wanted = normalise_text(text).rstrip(".!")
+    for doc in candidates:
+        if normalise_text(doc.text).rstrip(".!") == wanted:
+            return GateDecision(SKIPPED_DUPLICATE, "you already remember this", existing=doc)
+    replaced = _replaced(text, candidates)
+    words = content_words(text)
+    if len(words) >= MIN_WORDS:
+        for doc in candidates:
+            known = content_words(doc.text)
+            if doc in replaced or overlap(words, known) < DUPLICATE_OVERLAP:
+                continue
+            if known < words:
+                return GateDecision(MERGED, "it adds to a memory", existing=doc)
+            return GateDecision(SKIPPED_DUPLICATE, "you already remember this", existing=doc)
+    return GateDecision(STORED, "", supersedes=replaced)
+
+
+def _replaced(text: str, candidates: Sequence[KeywordDoc]) -> list[KeywordDoc]:
+    """The candidates giving another value to the fact ``text`` states (none for a non-fact)."""
+    fact = fact_parts(text)
+    if fact is None:
+        return []
+    replaced = []
+    for doc in candidates:
+        old = fact_parts(doc.text)
+        # another value shares no word with the old one ("Storm" for "Thunder"); a reworded
+        # one ("called Rex" for "Rex") is the same value
+        if old is not None and old[0] == fact[0] and not set(old[1].split()) & set(fact[1].split()):
+            replaced.append(doc)
+    return replaced
+
+
+def count_decisions(metrics: dict, decisions: Iterable[str]) -> dict:
+    """``metrics`` with the ``memory_gate`` counters raised by ``decisions`` (returns it)."""
+    counts = dict(metrics.get("memory_gate") or {})
+    for decision in decisions:
+        if decision in DECISIONS:
+            counts[decision] = int(counts.get(decision, 0)) + 1
+    metrics["memory_gate"] = counts
+    return metrics
+
+
+def describe_counts(counts: dict | None) -> str:
+    """The ``memory_gate`` counters in one line (``stored 12, merged 1, ...``), or ``nothing yet``."""
+    parts = [
+        f"{name.replace('_', ' ')} {int(counts[name])}"
+        for name in DECISIONS
+        if (counts or {}).get(name)
+    ]
+    return ", ".join(parts) if parts else "nothing yet"
