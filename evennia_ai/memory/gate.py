@@ -43,6 +43,7 @@ Example:
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
@@ -71,6 +72,8 @@ SKIPPED = (SKIPPED_DUPLICATE, SKIPPED_RESTATED, SKIPPED_RECALLED, SKIPPED_PERSON
 DUPLICATE_OVERLAP = 0.8
 RESTATED_SHARE = 0.75
 MIN_WORDS = 2
+RECALLED_SECONDS = 600.0  # how long a recalled memory counts as "just recalled"
+RECALLED_MAX = 50  # recalled memories kept per NPC (the newest)
 CANDIDATES = 20  # current memories compared with a new text (the keyword index's best matches)
 MAX_VALUE_WORDS = 4  # an update's value is short: "Storm", "the blue room"
 
@@ -243,6 +246,52 @@ def _replaced(text: str, candidates: Sequence[KeywordDoc]) -> list[KeywordDoc]:
     return replaced
 
 
+def note_recalled(npc, texts: Iterable[str], now: float | None = None) -> None:
+    """Note memories recalled into ``npc``'s request (in ``npc.ndb``, never the database).
+
+    Kept :data:`RECALLED_SECONDS` seconds, the newest :data:`RECALLED_MAX`; a reload forgets
+    them.
+    """
+    now = time.time() if now is None else now
+    kept = _fresh(getattr(npc.ndb, "ai_recalled", None), now)
+    for text in texts:
+        text = " ".join(str(text or "").split())
+        if text:
+            kept.pop(text, None)
+            kept[text] = now
+    npc.ndb.ai_recalled = dict(list(kept.items())[-RECALLED_MAX:])
+
+
+def recalled_texts(npc, now: float | None = None) -> list[str]:
+    """The memories recalled into ``npc``'s requests lately (see :func:`note_recalled`)."""
+    now = time.time() if now is None else now
+    return list(_fresh(getattr(npc.ndb, "ai_recalled", None), now))
+
+
+def _fresh(recalled, now: float) -> dict:
+    return {
+        text: when
+        for text, when in dict(recalled or {}).items()
+        if now - float(when) < RECALLED_SECONDS
+    }
+
+
+def context_for(npc, *, instruction: str = "", tool_results: Sequence[str] = ()) -> GateContext:
+    """The :class:`GateContext` of a memory ``npc`` is about to store.
+
+    Args:
+        npc: The NPC (its persona, operator prompt and recalled memories are read).
+        instruction: The task instruction of the request that led to the store, if any.
+        tool_results: Texts of this tick's world-tool results.
+    """
+    return GateContext(
+        persona=str(npc.ai.persona or ""),
+        prompts=[text for text in (npc.ai.user_system_prompt, instruction) if text],
+        tool_results=list(tool_results),
+        recalled=recalled_texts(npc),
+    )
+
+
 def count_decisions(metrics: dict, decisions: Iterable[str]) -> dict:
     """``metrics`` with the ``memory_gate`` counters raised by ``decisions`` (returns it)."""
     counts = dict(metrics.get("memory_gate") or {})
@@ -251,6 +300,13 @@ def count_decisions(metrics: dict, decisions: Iterable[str]) -> dict:
             counts[decision] = int(counts.get(decision, 0)) + 1
     metrics["memory_gate"] = counts
     return metrics
+
+
+def record_decisions(npc, decisions: Iterable[str]) -> None:
+    """Count ``decisions`` in ``npc``'s ``memory_gate`` metrics (one write; reactor thread)."""
+    decisions = list(decisions)
+    if decisions and getattr(npc, "pk", None):
+        npc.ai.update("metrics", lambda metrics: count_decisions(metrics, decisions))
 
 
 def describe_counts(counts: dict | None) -> str:

@@ -138,6 +138,11 @@ class StoredMemory:
     superseded: tuple[str, ...] = ()
 
     @property
+    def decisions(self) -> list[str]:
+        """The gate's decision, and ``superseded`` once per memory replaced (for the counters)."""
+        return [self.decision] + [gate.SUPERSEDED] * len(self.superseded)
+
+    @property
     def written(self) -> bool:
         """Whether the text was written (stored or merged), not skipped by the gate."""
         return self.decision not in gate.SKIPPED
@@ -933,8 +938,7 @@ class LongTermMemory:
                     result.unstored += 1
                     continue
                 for memory in memories:
-                    result.decisions.append(memory.decision)
-                    result.decisions += [gate.SUPERSEDED] * len(memory.superseded)
+                    result.decisions += memory.decisions
                     if memory.written or memory.duplicate:
                         result.stored.append(memory)
         result.usage = _usage(calls)
