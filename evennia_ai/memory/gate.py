@@ -15,7 +15,7 @@ Every path that stores a long-term memory (the ``store_memory`` tool, sleep cons
 4. **Duplicate**: a text equal to (case and spacing aside) or nearly the same as a current
    memory of the same NPC about the same person is not stored again (``skipped_duplicate``);
    when it says more than that memory (it holds all the memory's words and more), it replaces
-   the memory's text under the same id (``merged``).
+   the memory's text under the same id, with the higher trust (``merged``).
 5. **Update**: a fact ``<subject> is <value>`` whose subject matches a current memory's with
    another value (no word in common) supersedes it: the new memory is stored and the old one is kept, marked with
    when and by which memory (``superseded``); searches leave superseded memories out.
@@ -27,6 +27,9 @@ words dropped, a plural ``s`` folded). The thresholds:
 - :data:`DUPLICATE_OVERLAP` (0.8): the share of the two texts' words they have in common
   (Jaccard) at which they are the same memory; ``Alice's horse is Thunder`` and ``Alice told me
   her horse is Thunder`` share all their words.
+- :data:`CONTAINED_OVERLAP` (0.6): when one text holds all the other's words, the overlap at
+  which they are the same memory (``The cellar door sticks`` and ``The cellar door sticks in
+  the rain``: the fuller one is merged in, the shorter one skipped).
 - :data:`RESTATED_SHARE` (0.75): the share of a text's words that one sentence of the persona,
   the prompt, a tool result or a recalled memory must hold for the text to restate it (``I
   remember that Alice's horse is Thunder`` restates ``Alice's horse is Thunder``: 3 of its 4
@@ -70,6 +73,7 @@ DECISIONS = (
 SKIPPED = (SKIPPED_DUPLICATE, SKIPPED_RESTATED, SKIPPED_RECALLED, SKIPPED_PERSONA)
 
 DUPLICATE_OVERLAP = 0.8
+CONTAINED_OVERLAP = 0.6
 RESTATED_SHARE = 0.75
 MIN_WORDS = 2
 RECALLED_SECONDS = 600.0  # how long a recalled memory counts as "just recalled"
@@ -158,15 +162,16 @@ def restates(text: str, sources: Iterable[str], share: float = RESTATED_SHARE) -
     """Whether ``text`` says nothing one sentence of ``sources`` does not say.
 
     Either ``text`` appears in a source as it is (case and spacing aside), or one sentence of a
-    source holds at least ``share`` of its content words (and it has :data:`MIN_WORDS`).
+    source holds at least ``share`` of its content words. A text of fewer than
+    :data:`MIN_WORDS` content words restates nothing.
     """
     wanted = normalise_text(text).rstrip(".!")
     words = content_words(text)
+    if len(words) < MIN_WORDS:
+        return False
     for source in sources:
-        if wanted and wanted in normalise_text(source):
+        if wanted in normalise_text(source):
             return True
-        if len(words) < MIN_WORDS:
-            continue
         for sentence in sentences(source):
             if share_in(words, content_words(sentence)) >= share:
                 return True
@@ -223,11 +228,13 @@ def decide(text: str, candidates: Sequence[KeywordDoc], context: GateContext) ->
     if len(words) >= MIN_WORDS:
         for doc in candidates:
             known = content_words(doc.text)
-            if doc in replaced or overlap(words, known) < DUPLICATE_OVERLAP:
+            if doc in replaced:
                 continue
-            if known < words:
+            shared = overlap(words, known)
+            if known < words and shared >= CONTAINED_OVERLAP:
                 return GateDecision(MERGED, "it adds to a memory", existing=doc)
-            return GateDecision(SKIPPED_DUPLICATE, "you already remember this", existing=doc)
+            if shared >= DUPLICATE_OVERLAP or (words <= known and shared >= CONTAINED_OVERLAP):
+                return GateDecision(SKIPPED_DUPLICATE, "you already remember this", existing=doc)
     return GateDecision(STORED, "", supersedes=replaced)
 
 
@@ -269,11 +276,9 @@ def recalled_texts(npc, now: float | None = None) -> list[str]:
 
 
 def _fresh(recalled, now: float) -> dict:
-    return {
-        text: when
-        for text, when in dict(recalled or {}).items()
-        if now - float(when) < RECALLED_SECONDS
-    }
+    if not isinstance(recalled, dict):  # nothing noted yet (ndb answers None)
+        return {}
+    return {text: when for text, when in recalled.items() if now - float(when) < RECALLED_SECONDS}
 
 
 def context_for(npc, *, instruction: str = "", tool_results: Sequence[str] = ()) -> GateContext:
