@@ -23,6 +23,7 @@ BENCHMARKS = [
     "llm_client",
     "context",
     "archival",
+    "memory_audit",
     "tick",
     "calls",
     "state_fuzz",

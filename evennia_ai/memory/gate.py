@@ -30,10 +30,11 @@ words dropped, a plural ``s`` folded). The thresholds:
 - :data:`CONTAINED_OVERLAP` (0.6): when one text holds all the other's words, the overlap at
   which they are the same memory (``The cellar door sticks`` and ``The cellar door sticks in
   the rain``: the fuller one is merged in, the shorter one skipped).
-- :data:`RESTATED_SHARE` (0.75): the share of a text's words that one sentence of the persona,
-  the prompt, a tool result or a recalled memory must hold for the text to restate it (``I
-  remember that Alice's horse is Thunder`` restates ``Alice's horse is Thunder``: 3 of its 4
-  words).
+- :data:`RESTATED_SHARE` (0.75): the share of a text's words that the persona, the prompt, or
+  one sentence of a tool result or of a recalled memory must hold for the text to restate it
+  (``I remember that Alice's horse is Thunder`` restates ``Alice's horse is Thunder``: 3 of its
+  4 words). The persona and the prompt are taken whole (the NPC wrote neither, and a memory
+  made of their words adds nothing); a tool result sentence by sentence (one can be long).
 - :data:`MIN_WORDS` (2): a text of fewer content words is never judged a restatement or a
   near-duplicate (only an equal text is a duplicate): two words say too little to compare.
 
@@ -81,7 +82,7 @@ RECALLED_MAX = 50  # recalled memories kept per NPC (the newest)
 CANDIDATES = 20  # current memories compared with a new text (the keyword index's best matches)
 MAX_VALUE_WORDS = 4  # an update's value is short: "Storm", "the blue room"
 
-_SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 # "<subject> is <value>": the subject names one thing (a possessive or a definite article
 # in front), the value is short. "is now"/"are now" reads the same.
 _FACT = re.compile(
@@ -158,12 +159,12 @@ def sentences(text: str) -> list[str]:
     return [part for part in _SENTENCE.split(str(text or "")) if part.strip()]
 
 
-def restates(text: str, sources: Iterable[str], share: float = RESTATED_SHARE) -> bool:
-    """Whether ``text`` says nothing one sentence of ``sources`` does not say.
+def restates(text: str, sources: Iterable[str], whole: bool = False) -> bool:
+    """Whether ``text`` says nothing that ``sources`` do not say.
 
     Either ``text`` appears in a source as it is (case and spacing aside), or one sentence of a
-    source holds at least ``share`` of its content words. A text of fewer than
-    :data:`MIN_WORDS` content words restates nothing.
+    source (the whole source, with ``whole``) holds at least :data:`RESTATED_SHARE` of its
+    content words. A text of fewer than :data:`MIN_WORDS` content words restates nothing.
     """
     wanted = normalise_text(text).rstrip(".!")
     words = content_words(text)
@@ -172,8 +173,8 @@ def restates(text: str, sources: Iterable[str], share: float = RESTATED_SHARE) -
     for source in sources:
         if wanted in normalise_text(source):
             return True
-        for sentence in sentences(source):
-            if share_in(words, content_words(sentence)) >= share:
+        for part in [source] if whole else sentences(source):
+            if share_in(words, content_words(part)) >= RESTATED_SHARE:
                 return True
     return False
 
@@ -211,9 +212,9 @@ def decide(text: str, candidates: Sequence[KeywordDoc], context: GateContext) ->
     Returns:
         A :class:`GateDecision`.
     """
-    if context.persona and restates(text, [context.persona]):
+    if context.persona and restates(text, [context.persona], whole=True):
         return GateDecision(SKIPPED_PERSONA, "it restates your persona")
-    if restates(text, context.prompts):
+    if restates(text, context.prompts, whole=True):
         return GateDecision(SKIPPED_RESTATED, "it restates your instructions")
     if restates(text, context.recalled):
         return GateDecision(SKIPPED_RECALLED, "it is a memory you just recalled")
