@@ -264,8 +264,12 @@ def live(life: Life, gate_on: bool) -> dict:
     from evennia_ai.testing.scripted_model import ScriptedModel
     from evennia_ai.workspace.sleep import go_to_sleep, wake_up
 
+    class Model(ScriptedModel):
+        def resolve_model(self, name):  # history compaction asks the client (not in the double)
+            return name or MODEL
+
     hoarder = Hoarder()
-    model = ScriptedModel(responder=hoarder, model=MODEL)
+    model = Model(responder=hoarder, model=MODEL)
     with (
         tempfile.TemporaryDirectory() as folder,
         mock.patch.object(tick_module, "get_client", return_value=model),
@@ -280,6 +284,7 @@ def live(life: Life, gate_on: bool) -> dict:
             EVENNIA_AI_DATA_DIR=folder,
             EVENNIA_AI_MEM0_CONFIG=None,
             EVENNIA_AI_MEMORY_GATE=gate_on,
+            EVENNIA_AI_SLEEP_SCHEDULE=None,  # it sleeps when the script says, not by the clock
         ),
     ):
         longterm.close()
@@ -287,19 +292,26 @@ def live(life: Life, gate_on: bool) -> dict:
         room, players, npc = _people()
         script = npc.ai.script
         ticks = 0
+        shown = []  # per player line: the memories its requests showed
         for day in life.days:
             for line in day:
+                first = len(model.requests)
                 players[line.player].at_say(line.text)
                 ticks += _until_idle(script)
+                shown.append(
+                    [
+                        text
+                        for request in model.requests[first:]
+                        for text in remembered(
+                            "\n".join(str(m.get("content") or "") for m in request["messages"])
+                        )
+                    ]
+                )
             go_to_sleep(npc, "bench")
             ticks += _until_idle(script, 4)
             wake_up(npc)
         index = longterm.get_memory().keyword_index()
         docs = list(reversed(index.recent(npc.dbref, 100000)))
-        shown = [
-            remembered("\n".join(str(m.get("content") or "") for m in request["messages"]))
-            for request in model.requests
-        ]
         counts = dict((npc.ai.metrics or {}).get("memory_gate") or {})
         for obj in [npc, *players.values(), room]:
             obj.delete()
@@ -356,13 +368,16 @@ def audit(run: dict, life: Life) -> dict:
     outdated = sum(
         1 for key, values in current.items() for value in values if value != latest.get(key)
     )
-    updated = {key for key in latest if sum(1 for f in told if f[:2] == key) > 1}
-    shown_old = 0
-    for memories in run["shown"]:
+    shown_old = 0  # memories shown with a value a player had already replaced
+    known: dict[tuple[str, str], str] = {}
+    lines = [line for day in life.days for line in day]
+    for line, memories in zip(lines, run["shown"]):
         for text in memories:
             match = FACT_TEXT.match(text)
-            if match and match.groups()[:2] in updated:
-                shown_old += match.group(3) != latest[match.groups()[:2]]
+            if match and match.groups()[:2] in known:
+                shown_old += match.group(3) != known[match.groups()[:2]]
+        if line.fact:
+            known[line.fact[:2]] = line.fact[2]
     total = len(classes)
     by_class = {name: classes.count(name) for name in ("useful", *NOT_USEFUL)}
     return {

@@ -22,7 +22,9 @@ Every path that stores a long-term memory (the ``store_memory`` tool, sleep cons
 6. Otherwise the text is stored (``stored``).
 
 Texts are compared by their content words (:func:`content_words`: lower case, English function
-words dropped, a plural ``s`` folded). The thresholds:
+words dropped, a plural ``s`` folded); a text restates or duplicates another only if that one
+also holds its key words (:func:`key_words`: names, numbers, a fact's subject and value), so
+``Carol's lucky number is seven`` is not ``Bob's lucky number is seven``. The thresholds:
 
 - :data:`DUPLICATE_OVERLAP` (0.8): the share of the two texts' words they have in common
   (Jaccard) at which they are the same memory; ``Alice's horse is Thunder`` and ``Alice told me
@@ -159,22 +161,41 @@ def sentences(text: str) -> list[str]:
     return [part for part in _SENTENCE.split(str(text or "")) if part.strip()]
 
 
+def key_words(text: str) -> set[str]:
+    """The words of ``text`` that name or count something: names (capitalised inside a
+    sentence), numbers, and a fact's subject and value (``Alice's lucky number is seven``:
+    alice, lucky, number, seven). Another text says the same only if it holds them all."""
+    found = set()
+    for sentence in sentences(text):
+        words = re.findall(r"[\w'-]+", sentence)
+        found |= {w for w in words[1:] if w[:1].isupper() and w != "I"}
+        found |= {w for w in words if w.isdigit()}
+    fact = fact_parts(text)
+    if fact is not None:
+        found |= set(fact[0].split("|")[0].split()) | set(fact[1].split())
+    return content_words(" ".join(found))
+
+
 def restates(text: str, sources: Iterable[str], whole: bool = False) -> bool:
     """Whether ``text`` says nothing that ``sources`` do not say.
 
     Either ``text`` appears in a source as it is (case and spacing aside), or one sentence of a
     source (the whole source, with ``whole``) holds at least :data:`RESTATED_SHARE` of its
-    content words. A text of fewer than :data:`MIN_WORDS` content words restates nothing.
+    content words and all its :func:`key_words` (``Carol's lucky number is seven`` does not
+    restate ``Bob's lucky number is seven``). A text of fewer than :data:`MIN_WORDS` content
+    words restates nothing.
     """
     wanted = normalise_text(text).rstrip(".!")
     words = content_words(text)
     if len(words) < MIN_WORDS:
         return False
+    keys = key_words(text)
     for source in sources:
         if wanted in normalise_text(source):
             return True
         for part in [source] if whole else sentences(source):
-            if share_in(words, content_words(part)) >= RESTATED_SHARE:
+            held = content_words(part)
+            if share_in(words, held) >= RESTATED_SHARE and keys <= held:
                 return True
     return False
 
@@ -234,7 +255,10 @@ def decide(text: str, candidates: Sequence[KeywordDoc], context: GateContext) ->
             shared = overlap(words, known)
             if known < words and shared >= CONTAINED_OVERLAP:
                 return GateDecision(MERGED, "it adds to a memory", existing=doc)
-            if shared >= DUPLICATE_OVERLAP or (words <= known and shared >= CONTAINED_OVERLAP):
+            same_keys = key_words(text) <= known
+            if same_keys and (
+                shared >= DUPLICATE_OVERLAP or (words <= known and shared >= CONTAINED_OVERLAP)
+            ):
                 return GateDecision(SKIPPED_DUPLICATE, "you already remember this", existing=doc)
     return GateDecision(STORED, "", supersedes=replaced)
 
