@@ -88,6 +88,11 @@ def scripted_life(days: int, lines_per_day: int, seed: int = 20) -> Life:
     """A reproducible life: the ground truth is in each line."""
     rng = random.Random(seed)
     known: dict[tuple[str, str], str] = {}
+    had: set[tuple[str, str, str]] = set()
+
+    def unused(player: str, thing: str) -> list[str]:
+        return [value for value in THINGS[thing] if (player, thing, value) not in had]
+
     life = Life()
     chat = 0
     for _day in range(days):
@@ -101,6 +106,7 @@ def scripted_life(days: int, lines_per_day: int, seed: int = 20) -> Life:
                 thing = rng.choice(untold)
                 value = THINGS[thing][0]
                 known[(player, thing)] = value
+                had.add((player, thing, value))
                 text = f"Innkeeper, my {thing} is {value}."
                 lines.append(Line(player, text, "tell", (player, thing, value)))
             elif roll < 0.3 and mine:
@@ -108,10 +114,12 @@ def scripted_life(days: int, lines_per_day: int, seed: int = 20) -> Life:
                 value = known[(player, thing)]
                 text = f"As I said, Innkeeper, my {thing} is {value}."
                 lines.append(Line(player, text, "repeat", (player, thing, value)))
-            elif roll < 0.37 and mine:
-                thing = rng.choice(mine)
-                value = rng.choice([v for v in THINGS[thing] if v != known[(player, thing)]])
+            elif roll < 0.37 and any(unused(player, thing) for thing in mine):
+                # news: a value this player has not had before (see docs/memory.md on reverts)
+                thing = rng.choice([thing for thing in mine if unused(player, thing)])
+                value = unused(player, thing)[0]
                 known[(player, thing)] = value
+                had.add((player, thing, value))
                 text = f"Innkeeper, news: my {thing} is {value} now."
                 lines.append(Line(player, text, "update", (player, thing, value)))
             elif roll < 0.55 and mine:

@@ -96,6 +96,16 @@ def test_an_update_supersedes_the_value_it_replaces():
     assert gate.fact_parts("The ale is a dark brew from the hills of the north") is None
 
 
+def test_another_person_or_value_is_never_a_restatement_or_duplicate():
+    context = GateContext(recalled=["Bob's lucky number is seven", "Alice's home town is Riverdale"])
+    assert decide("Carol's lucky number is seven", [], context).action == "stored"
+    assert decide("Carol told me her lucky number is seven", [], context).action == "stored"
+    known = [doc("Alice's home town is Riverdale")]
+    update = decide("Alice's home town is Ashford", known, context)
+    assert update.action == "stored" and update.supersedes == known
+    assert gate.key_words("Carol's lucky number is 7") == {"carol", "lucky", "number", "7"}
+
+
 def test_short_texts_are_only_judged_equal():
     context = GateContext(prompts=["Stew is served at noon."])
     assert decide("Stew", [], context).action == "stored"  # one word: too little to compare
@@ -162,6 +172,12 @@ def test_store_skips_merges_and_supersedes(memory):
     assert [hit.text for hit in found] == ["Alice's horse is Storm"]
     listed = fired(longterm.recent("#5", 10))
     assert any(hit.id == first.id and hit.superseded_by for hit in listed)
+    # sleep re-reading the old statement does not bring the old value back
+    replay = store("Alice's horse is Thunder.", person="#7")
+    assert replay.decision == "skipped_duplicate" and "newer news" in replay.note
+    assert [hit.text for hit in fired(longterm.recall("#5", "horse", person="#7")).hits] == [
+        "Alice's horse is Storm"
+    ]
 
 
 def test_store_skips_what_the_context_restates(memory):

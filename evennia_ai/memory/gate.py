@@ -19,6 +19,9 @@ Every path that stores a long-term memory (the ``store_memory`` tool, sleep cons
 5. **Update**: a fact ``<subject> is <value>`` whose subject matches a current memory's with
    another value (no word in common) supersedes it: the new memory is stored and the old one is kept, marked with
    when and by which memory (``superseded``); searches leave superseded memories out.
+   Restating a superseded value is a duplicate: sleep re-reads old conversation, and an old
+   statement must not undo newer news (a value changed back to an earlier one is therefore not
+   restored by restating it).
 6. Otherwise the text is stored (``stored``).
 
 Texts are compared by their content words (:func:`content_words`: lower case, English function
@@ -162,18 +165,15 @@ def sentences(text: str) -> list[str]:
 
 
 def key_words(text: str) -> set[str]:
-    """The words of ``text`` that name or count something: names (capitalised inside a
-    sentence), numbers, and a fact's subject and value (``Alice's lucky number is seven``:
-    alice, lucky, number, seven). Another text says the same only if it holds them all."""
-    found = set()
-    for sentence in sentences(text):
-        words = re.findall(r"[\w'-]+", sentence)
-        found |= {w for w in words[1:] if w[:1].isupper() and w != "I"}
-        found |= {w for w in words if w.isdigit()}
+    """The words of ``text`` that name or count something: capitalised words, numbers, and a
+    fact's subject and value (``Alice's lucky number is seven``: alice, lucky, number, seven).
+    Another text says the same only if it holds them all."""
+    words = re.findall(r"[\w'-]+", str(text or ""))
+    found = {word for word in words if word[:1].isupper() or word.isdigit()}
     fact = fact_parts(text)
     if fact is not None:
         found |= set(fact[0].split("|")[0].split()) | set(fact[1].split())
-    return content_words(" ".join(found))
+    return content_words(" ".join(found))  # function words ("The", "I") drop out here
 
 
 def restates(text: str, sources: Iterable[str], whole: bool = False) -> bool:
@@ -226,8 +226,8 @@ def decide(text: str, candidates: Sequence[KeywordDoc], context: GateContext) ->
 
     Args:
         text: The new memory (cleaned).
-        candidates: Current (not superseded) memories of the same NPC about the same person,
-            best keyword matches first.
+        candidates: Memories of the same NPC about the same person, best keyword matches
+            first, superseded ones included (restating an old value brings nothing back).
         context: The persona, prompts, tool results and recalled memories to compare with.
 
     Returns:
@@ -244,7 +244,13 @@ def decide(text: str, candidates: Sequence[KeywordDoc], context: GateContext) ->
     wanted = normalise_text(text).rstrip(".!")
     for doc in candidates:
         if normalise_text(doc.text).rstrip(".!") == wanted:
-            return GateDecision(SKIPPED_DUPLICATE, "you already remember this", existing=doc)
+            reason = "you replaced this with newer news" if doc.superseded_by else ""
+            return GateDecision(
+                SKIPPED_DUPLICATE, reason or "you already remember this", existing=doc
+            )
+    if any(_same_fact(text, doc.text) for doc in candidates if doc.superseded_by):
+        return GateDecision(SKIPPED_DUPLICATE, "you replaced this with newer news")
+    candidates = [doc for doc in candidates if not doc.superseded_by]
     replaced = _replaced(text, candidates)
     words = content_words(text)
     if len(words) >= MIN_WORDS:
@@ -261,6 +267,12 @@ def decide(text: str, candidates: Sequence[KeywordDoc], context: GateContext) ->
             ):
                 return GateDecision(SKIPPED_DUPLICATE, "you already remember this", existing=doc)
     return GateDecision(STORED, "", supersedes=replaced)
+
+
+def _same_fact(text: str, other: str) -> bool:
+    """Whether both state the same value of the same fact (``<subject> is <value>``)."""
+    fact = fact_parts(text)
+    return fact is not None and fact == fact_parts(other)
 
 
 def _replaced(text: str, candidates: Sequence[KeywordDoc]) -> list[KeywordDoc]:

@@ -720,7 +720,7 @@ class LongTermMemory:
         candidates = [
             hit.doc
             for hit in index.search(
-                base.npc, base.text, person=base.person, limit=gate.CANDIDATES
+                base.npc, base.text, person=base.person, limit=gate.CANDIDATES, superseded=True
             )
         ]
         return gate.decide(base.text, candidates, context or gate.GateContext())
