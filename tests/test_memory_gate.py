@@ -97,7 +97,9 @@ def test_an_update_supersedes_the_value_it_replaces():
 
 
 def test_another_person_or_value_is_never_a_restatement_or_duplicate():
-    context = GateContext(recalled=["Bob's lucky number is seven", "Alice's home town is Riverdale"])
+    context = GateContext(
+        recalled=["Bob's lucky number is seven", "Alice's home town is Riverdale"]
+    )
     assert decide("Carol's lucky number is seven", [], context).action == "stored"
     assert decide("Carol told me her lucky number is seven", [], context).action == "stored"
     known = [doc("Alice's home town is Riverdale")]
@@ -284,9 +286,11 @@ class TestGateInGame(AICommandTestBase):
         assert persona.success and persona.content["stored"] is False
         assert "persona" in persona.content["note"]
         self.ctx.state.world_results.append("A sign: the stew costs three coins today.")
-        assert self.run_tool("store_memory", content="The stew costs three coins today").content[
-            "note"
-        ].startswith("Not stored: it restates a tool result")
+        assert (
+            self.run_tool("store_memory", content="The stew costs three coins today")
+            .content["note"]
+            .startswith("Not stored: it restates a tool result")
+        )
         assert self.run_tool("recall_memories", query="horse").content["memories"]
         recalled = self.run_tool("store_memory", content="I recall Char2's horse is Thunder")
         assert "just recalled" in recalled.content["note"]

@@ -49,8 +49,9 @@ from evennia_ai.llm.contracts import SLEEP_INSTRUCTION, SUMMARY_INSTRUCTION, ren
 from evennia_ai.llm.usage import UsageAccountant
 from evennia_ai.memory import compression, entities
 from evennia_ai.memory import events as ev
+from evennia_ai.memory import gate
 from evennia_ai.memory import history as hist
-from evennia_ai.memory import gate, longterm, procedures
+from evennia_ai.memory import longterm, procedures
 from evennia_ai.memory.compression import compaction_reason
 from evennia_ai.memory.events import Event, event_signal, main_event, render_events
 from evennia_ai.memory.history import render_text

@@ -61,9 +61,7 @@ def gate_context(ctx: ToolContext) -> gate.GateContext:
     the tick's task instruction and world-tool results, and what it recalled lately."""
     contract = CALL_CONTRACTS.get(ctx.context_type)
     instruction = contract.instruction if contract and contract.instruction_marker else ""
-    return gate.context_for(
-        ctx.npc, instruction=instruction, tool_results=ctx.state.world_results
-    )
+    return gate.context_for(ctx.npc, instruction=instruction, tool_results=ctx.state.world_results)
 
 
 def _failed(action: str):
