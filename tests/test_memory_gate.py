@@ -17,7 +17,8 @@ import pytest
 from django.test import override_settings
 from support.commands import AICommandTestBase, sync_thread
 
-import evennia_ai.tools.longterm  # noqa: F401  (registers the tools)
+import evennia_ai.tools.blocks  # noqa: F401  (registers the tools)
+import evennia_ai.tools.longterm  # noqa: F401
 from evennia_ai.commands import memory as cmds
 from evennia_ai.memory import gate, longterm
 from evennia_ai.memory.events import Event
@@ -318,3 +319,22 @@ class TestGateInGame(AICommandTestBase):
         assert "(superseded): Char2's horse is Thunder" in listed
         with override_settings(EVENNIA_AI_MEMORY_GATE=False):
             assert "Quality gate (off):" in self.call(cmds.CmdAILongTerm(), "Innkeeper", None)
+
+    def test_archival_insert_skips_restatements_and_near_duplicates(self):
+        first = self.run_tool("archival_insert", content="The mill burned down last winter.")
+        assert first.success and first.content.get("archived") is not False
+        again = self.run_tool("archival_insert", content="the mill burned down last winter.")
+        assert again.content["duplicate"]  # an equal entry: "Already archived." as before
+        near = self.run_tool("archival_insert", content="The mill burned down, last winter")
+        assert near.success and near.content["archived"] is False
+        persona = self.run_tool("archival_insert", content="I am Marta Ashgrove of the Tankard")
+        assert "persona" in persona.content["note"]
+        assert len(self.npc.ai.archival) == 1
+        assert self.npc.ai.metrics["memory_gate"] == {
+            "stored": 1,
+            "skipped_duplicate": 2,
+            "skipped_persona": 1,
+        }
+        with override_settings(EVENNIA_AI_MEMORY_GATE=False):
+            self.run_tool("archival_insert", content="The mill burned down, last winter")
+        assert len(self.npc.ai.archival) == 2

@@ -1,7 +1,8 @@
 """The write-side quality gate: what a long-term memory must be to be stored (pure).
 
 Every path that stores a long-term memory (the ``store_memory`` tool, sleep consolidation,
-:func:`evennia_ai.memory.longterm.store`) asks :func:`decide` first. The rules, in order:
+:func:`evennia_ai.memory.longterm.store`, and the ``archival_insert`` tool for the archive,
+skipping rules only) asks :func:`decide` first. The rules, in order:
 
 1. **Persona**: the NPC's own persona is not a fact about the world (``I am Marta, the
    innkeeper``): a text restating a sentence of the persona is skipped (``skipped_persona``).
