@@ -297,20 +297,23 @@ def note_recalled(npc, texts: Iterable[str], now: float | None = None) -> None:
     Kept :data:`RECALLED_SECONDS` seconds, the newest :data:`RECALLED_MAX`; a reload forgets
     them.
     """
+    ndb = getattr(npc, "ndb", None)
+    if ndb is None:  # a stand-in NPC (a replayed tick): nothing to note on
+        return
     now = time.time() if now is None else now
-    kept = _fresh(getattr(npc.ndb, "ai_recalled", None), now)
+    kept = _fresh(getattr(ndb, "ai_recalled", None), now)
     for text in texts:
         text = " ".join(str(text or "").split())
         if text:
             kept.pop(text, None)
             kept[text] = now
-    npc.ndb.ai_recalled = dict(list(kept.items())[-RECALLED_MAX:])
+    ndb.ai_recalled = dict(list(kept.items())[-RECALLED_MAX:])
 
 
 def recalled_texts(npc, now: float | None = None) -> list[str]:
     """The memories recalled into ``npc``'s requests lately (see :func:`note_recalled`)."""
     now = time.time() if now is None else now
-    return list(_fresh(getattr(npc.ndb, "ai_recalled", None), now))
+    return list(_fresh(getattr(getattr(npc, "ndb", None), "ai_recalled", None), now))
 
 
 def _fresh(recalled, now: float) -> dict:
