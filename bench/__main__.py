@@ -24,6 +24,7 @@ BENCHMARKS = [
     "context",
     "recall",
     "archival",
+    "memory_audit",
     "tick",
     "calls",
     "state_fuzz",

@@ -29,6 +29,7 @@ from evennia_ai.memory import entities as entities_mod
 from evennia_ai.memory import longterm
 from evennia_ai.memory.blocks import BlockError
 from evennia_ai.memory.entities import forget
+from evennia_ai.memory.gate import describe_counts
 from evennia_ai.memory.history import render_text
 from evennia_ai.memory.keyword_index import KeywordIndexUnavailable
 from evennia_ai.memory.search import check_mode
@@ -413,7 +414,8 @@ def memory_line(hit, width: int) -> str:
     the start of its text, whitespace collapsed (``ailtm/show`` gives it in full)."""
 
     score = f" score {hit.score:.2f}" if hit.score else ""
-    head = f"{hit.id} {date(hit.time)}{score}: "
+    old = " (superseded)" if hit.superseded_by else ""
+    head = f"{hit.id} {date(hit.time)}{score}{old}: "
     return head + raw(short(hit.text, max(MEMORY_TEXT_MIN, width - len(head))))
 
 
@@ -427,6 +429,11 @@ def memory_detail(hit, name: str) -> str:
         details.append(f"trust {hit.trust:g}")
     if hit.person_name or hit.person:
         details.append(f"about {hit.person_name or hit.person}")
+    if hit.superseded_by:
+        details.append(
+            f"superseded {timestamp(hit.superseded_at)} by {hit.superseded_by} "
+            "(kept, left out of searches)"
+        )
     return (
         f"|wLong-term memory {hit.id} of {name}|n\n{'; '.join(details)}\n"
         f"{raw(clean_text(hit.text).strip())}"
@@ -464,7 +471,10 @@ class CmdAILongTerm(SwitchedCommand):
       status - which search mode is active, and why.
 
     Searches run in a thread; the answer arrives when they finish. Without a
-    query, shows the long-term memory status.
+    query, shows the long-term memory status and what the quality gate
+    (EVENNIA_AI_MEMORY_GATE) did with the NPC's memories: stored, merged,
+    skipped (duplicate, restated, recalled, persona) and superseded. A
+    superseded memory is kept but left out of searches; /list marks it.
 
     Examples:
       ailtm Innkeeper = who owes money?
@@ -480,8 +490,13 @@ class CmdAILongTerm(SwitchedCommand):
     def do_default(self):
         if self.rhs is None:
             npc = self.find_npc(self.args)
+            gate_line = describe_counts((npc.ai.metrics or {}).get("memory_gate"))
             self.msg(
-                f"{npc.key}: " + self.status_text() + "\nSearch with |wailtm <npc> = <query>|n."
+                f"{npc.key}: "
+                + self.status_text()
+                + f"\nQuality gate{'' if conf.get('EVENNIA_AI_MEMORY_GATE') else ' (off)'}: "
+                + f"{gate_line}."
+                + "\nSearch with |wailtm <npc> = <query>|n."
             )
             return
         npc, query = self.npc_and_rhs("<query>")

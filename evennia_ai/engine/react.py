@@ -42,7 +42,7 @@ from evennia_ai.engine.trace import IterationTrace, StopReason, TickTrace, ToolC
 from evennia_ai.llm import tokens
 from evennia_ai.llm.usage import UsageAccountant
 from evennia_ai.prompt.builder import schema_name
-from evennia_ai.tools.base import ToolResult
+from evennia_ai.tools.base import ToolCategory, ToolResult
 from evennia_ai.tools.rules import ToolRuleState
 from evennia_ai.utils import log_prefix, truncate
 
@@ -654,6 +654,9 @@ class ReactLoop:
         if result.success:
             self._consecutive_failures = 0
             self.outcome.tool_names.append(tool.name)
+            # what the NPC looked at, not its own notes or speech: the memory gate's material
+            if not getattr(tool, "bookkeeping", False) and category != ToolCategory.TERMINAL:
+                self.ctx.state.world_results.append(result.to_text())
         else:
             self._consecutive_failures += 1
             self.outcome.failures += 1

@@ -45,10 +45,11 @@ from evennia_ai.engine.recording import TickRecorder
 from evennia_ai.engine.trace import StopReason, TickTrace, bounded_trace
 from evennia_ai.llm import tokens
 from evennia_ai.llm.client import defer_to_thread, get_client
-from evennia_ai.llm.contracts import SUMMARY_INSTRUCTION, render_task
+from evennia_ai.llm.contracts import SLEEP_INSTRUCTION, SUMMARY_INSTRUCTION, render_task
 from evennia_ai.llm.usage import UsageAccountant
 from evennia_ai.memory import compression, entities
 from evennia_ai.memory import events as ev
+from evennia_ai.memory import gate
 from evennia_ai.memory import history as hist
 from evennia_ai.memory import longterm, procedures
 from evennia_ai.memory.compression import compaction_reason
@@ -782,7 +783,11 @@ class TickRunner:
         recent = render_text(self.ai.history[-40:], assistant_name=self.npc.key)
         if recent:
             texts.append(
-                {"content": f"Recent conversation:\n{recent[:4000]}", "source": "observed"}
+                {
+                    "content": f"Recent conversation:\n{recent[:4000]}",
+                    "source": "observed",
+                    "kind": longterm.TRANSCRIPT,
+                }
             )
         if not texts:
             return
@@ -793,10 +798,12 @@ class TickRunner:
                 model=model,
                 usage=self.usage,
                 infer=False if self.budget_reached() else None,  # stored as given: no model call
+                context=gate.context_for(self.npc, instruction=SLEEP_INSTRUCTION),
             )
         except Exception as err:
             logger.log_err(f"{log_prefix(self.npc)}: consolidating memory failed: {err}")
             return
+        gate.record_decisions(self.npc, result.decisions)
         for error in result.errors:
             logger.log_warn(f"{log_prefix(self.npc)}: consolidating memory: {error}")
         if result.unstored:

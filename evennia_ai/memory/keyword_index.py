@@ -66,7 +66,9 @@ _SCHEMA = (
         source TEXT NOT NULL DEFAULT '',
         trust REAL,
         time TEXT NOT NULL DEFAULT '',
-        text TEXT NOT NULL)""",
+        text TEXT NOT NULL,
+        superseded_by TEXT NOT NULL DEFAULT '',
+        superseded_at TEXT NOT NULL DEFAULT '')""",
     "CREATE INDEX IF NOT EXISTS docs_scope ON docs(npc, kind, person)",
     # External-content FTS5 table: the text lives once, in `docs`; triggers keep them in step.
     """CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5(
@@ -81,7 +83,21 @@ _SCHEMA = (
         INSERT INTO docs_fts(rowid, text) VALUES (new.rowid, new.text); END""",
 )
 
-_COLUMNS = ("id", "npc", "kind", "person", "person_name", "source", "trust", "time", "text")
+_COLUMNS = (
+    "id",
+    "npc",
+    "kind",
+    "person",
+    "person_name",
+    "source",
+    "trust",
+    "time",
+    "text",
+    "superseded_by",
+    "superseded_at",
+)
+# Columns added after the first release: an older index file gains them when opened.
+_ADDED_COLUMNS = ("superseded_by", "superseded_at")
 
 
 class KeywordIndexUnavailable(RuntimeError):
@@ -102,6 +118,8 @@ class KeywordDoc:
         source: How the NPC learned it (a journal source such as ``told_directly``).
         trust: How far to trust it, 0-1, or None.
         time: When it was stored, ISO-8601 UTC.
+        superseded_by: Id of the memory that replaced this one ("" while it is current).
+        superseded_at: When it was replaced, ISO-8601 UTC.
     """
 
     id: str
@@ -113,6 +131,8 @@ class KeywordDoc:
     source: str = ""
     trust: float | None = None
     time: str = ""
+    superseded_by: str = ""
+    superseded_at: str = ""
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -214,6 +234,7 @@ class KeywordIndex:
             with self._conn:
                 for statement in _SCHEMA:
                     self._conn.execute(statement)
+                _add_missing_columns(self._conn)
         except sqlite3.Error as err:
             self._conn.close()
             raise KeywordIndexUnavailable(
@@ -239,6 +260,32 @@ class KeywordIndex:
         with self._lock, self._conn:
             self._conn.executemany(sql, rows)
         return len(rows)
+
+    def mark_superseded(self, doc_ids: Iterable[str], by: str, at: str) -> int:
+        """Mark documents as replaced by document ``by`` at time ``at``; returns how many."""
+        ids = [str(doc_id) for doc_id in doc_ids]
+        if not ids:
+            return 0
+        with self._lock, self._conn:
+            cursor = self._conn.execute(
+                "UPDATE docs SET superseded_by = ?, superseded_at = ? "
+                f"WHERE id IN ({', '.join('?' for _ in ids)})",
+                [str(by), str(at), *ids],
+            )
+        return cursor.rowcount
+
+    def superseded_among(self, doc_ids: Iterable[str]) -> set[str]:
+        """The ids among ``doc_ids`` of documents marked superseded."""
+        ids = [str(doc_id) for doc_id in doc_ids]
+        if not ids:
+            return set()
+        with self._lock:
+            rows = self._conn.execute(
+                f"SELECT id FROM docs WHERE superseded_by != '' AND id IN "
+                f"({', '.join('?' for _ in ids)})",
+                ids,
+            ).fetchall()
+        return {row[0] for row in rows}
 
     def delete(self, doc_id: str) -> bool:
         """Remove one document; returns whether it existed."""
@@ -313,6 +360,7 @@ class KeywordIndex:
         person: str | None = None,
         kinds: Iterable[str] | None = (DEFAULT_KIND,),
         limit: int = 5,
+        superseded: bool = False,
     ) -> list[KeywordHit]:
         """The ``limit`` best BM25 matches of ``query`` among one NPC's documents.
 
@@ -322,6 +370,7 @@ class KeywordIndex:
             person: Only documents about this dbref (None: any).
             kinds: Only these kinds (None: all).
             limit: Most hits returned.
+            superseded: Include documents another one replaced (left out by default).
 
         Returns:
             Hits, best first; empty when the query has no searchable word.
@@ -334,6 +383,8 @@ class KeywordIndex:
         where, args = _scope_sql(
             npc, list(kinds) if kinds is not None else None, person, prefix="d."
         )
+        if not superseded:
+            where += " AND d.superseded_by = ''"
         # BM25 picks the candidates; highlight() shows which words matched, for the coverage.
         sql = (
             f"SELECT {', '.join('d.' + c for c in _COLUMNS)}, bm25(docs_fts) AS rank, "
@@ -375,7 +426,17 @@ def _row(doc: KeywordDoc) -> tuple:
         trust,
         str(doc.time or ""),
         text,
+        str(doc.superseded_by or ""),
+        str(doc.superseded_at or ""),
     )
+
+
+def _add_missing_columns(conn: sqlite3.Connection) -> None:
+    """Add the columns an index file written by an older version lacks."""
+    present = {row[1] for row in conn.execute("PRAGMA table_info(docs)")}
+    for column in _ADDED_COLUMNS:
+        if column not in present:
+            conn.execute(f"ALTER TABLE docs ADD COLUMN {column} TEXT NOT NULL DEFAULT ''")
 
 
 def _doc(row) -> KeywordDoc:

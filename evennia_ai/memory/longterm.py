@@ -56,6 +56,7 @@ from evennia_ai.llm import tokens
 from evennia_ai.llm.client import get_client, get_litellm
 from evennia_ai.llm.threads import run_in_thread
 from evennia_ai.llm.usage import UsageAccountant, UsageRecord
+from evennia_ai.memory import gate
 from evennia_ai.memory.keyword_index import KeywordDoc, KeywordIndex, KeywordIndexUnavailable
 from evennia_ai.memory.search import (
     EmbeddingCache,
@@ -91,6 +92,7 @@ LOCAL_EMBEDDER_HINT = (
 MAX_TEXT = 2000  # characters of one memory
 LOCK_RETRIES = 5  # one-second waits for another process to release the embedded Qdrant
 DEFAULT_SOURCE = "inferred"
+TRANSCRIPT = "transcript"  # the kind of a consolidation item holding a conversation
 
 UNINITIALISED = "uninitialised"
 INITIALISING = "initialising"
@@ -113,7 +115,12 @@ class StoredMemory:
         time: When it was stored, ISO-8601 UTC.
         stored_in: ``("keyword",)`` or ``("keyword", "vector")``.
         duplicate: The same text was already remembered in this scope (nothing new stored).
-        note: What went wrong on the way, if anything (the memory is still stored).
+        note: What went wrong on the way, if anything (the memory is still stored), or why the
+            quality gate did not store it.
+        decision: The quality gate's decision (:data:`evennia_ai.memory.gate.DECISIONS`):
+            ``stored``, ``merged`` (``id`` is the memory it went into) or a ``skipped_*``
+            (nothing was written; ``id`` is the memory it duplicates, if any).
+        superseded: Ids of the memories this one replaced (kept, marked superseded).
     """
 
     id: str
@@ -127,10 +134,23 @@ class StoredMemory:
     stored_in: tuple[str, ...] = ()
     duplicate: bool = False
     note: str = ""
+    decision: str = gate.STORED
+    superseded: tuple[str, ...] = ()
+
+    @property
+    def decisions(self) -> list[str]:
+        """The gate's decision, and ``superseded`` once per memory replaced (for the counters)."""
+        return [self.decision] + [gate.SUPERSEDED] * len(self.superseded)
+
+    @property
+    def written(self) -> bool:
+        """Whether the text was written (stored or merged), not skipped by the gate."""
+        return self.decision not in gate.SKIPPED
 
     def to_dict(self) -> dict:
         out = asdict(self)
         out["stored_in"] = list(self.stored_in)
+        out["superseded"] = list(self.superseded)
         return out
 
 
@@ -147,6 +167,8 @@ class ConsolidationResult:
             ``completion_tokens``, ``cost``), for the NPC's accounting.
         unstored: How many texts could not be stored at all (the consolidation failed for
             them: the next one should take them again).
+        decisions: The quality gate's decision for each text stored as given, and
+            ``superseded`` once per memory replaced (for the NPC's ``memory_gate`` counters).
     """
 
     stored: list[StoredMemory] = field(default_factory=list)
@@ -154,6 +176,7 @@ class ConsolidationResult:
     errors: list[str] = field(default_factory=list)
     usage: dict = field(default_factory=dict)
     unstored: int = 0
+    decisions: list[str] = field(default_factory=list)
 
 
 # -- configuration -------------------------------------------------------------------------------
@@ -607,8 +630,13 @@ class LongTermMemory:
         time: str | None = None,
         infer: bool = False,
         model: str | None = None,
+        context: gate.GateContext | None = None,
     ) -> list[StoredMemory]:
-        """Remember ``text`` for ``npc`` (blocking).
+        """Remember ``text`` for ``npc`` (blocking), through the quality gate.
+
+        With ``EVENNIA_AI_MEMORY_GATE`` on (the default), :func:`evennia_ai.memory.gate.decide`
+        judges the text against the NPC's current memories about the same person and
+        ``context``; otherwise only an exact duplicate is refused.
 
         Args:
             npc: The NPC's dbref.
@@ -619,12 +647,16 @@ class LongTermMemory:
             trust: 0-1; None takes the source's trust.
             time: When it was learned (ISO-8601 UTC); None is now.
             infer: Let mem0 extract facts with the language model (``model``) instead of storing
-                the text as given. Needs mem0 and a model.
+                the text as given (mem0 then merges and updates by itself: the gate is not
+                asked). Needs mem0 and a model.
             model: The model for ``infer``.
+            context: The persona, prompts, tool results and recalled memories the gate compares
+                the text with (None: only the stored memories).
 
         Returns:
-            The memories stored: one for ``infer=False`` (marked ``duplicate`` when the same text
-            was already remembered), any number for ``infer=True``.
+            The memories stored: one for ``infer=False`` (its ``decision`` says whether it was
+            stored, merged or skipped; ``duplicate`` when the same memory was already there),
+            any number for ``infer=True``.
 
         Raises:
             ValueError: If ``text`` or ``npc`` is empty.
@@ -647,40 +679,93 @@ class LongTermMemory:
         )
         if infer and self.vector_ready:
             return self._add_to_mem0(base, [text], infer=True, model=model)
-        with self._store_lock:  # the duplicate check and the write must not interleave
-            existing = self._find_duplicate(base)
-            if existing is not None:
+        with self._store_lock:  # the gate's look and the write must not interleave
+            decision = self._judge(base, context)
+            if not decision.stores:
+                existing = decision.existing
                 return [
                     StoredMemory(
                         **{
                             **asdict(base),
-                            "id": existing.id,
-                            "text": existing.text,
-                            "stored_in": ("keyword",),
-                            "duplicate": True,
+                            "id": existing.id if existing is not None else "",
+                            "text": existing.text if existing is not None else text,
+                            "duplicate": decision.action == gate.SKIPPED_DUPLICATE,
+                            "note": decision.reason,
+                            "decision": decision.action,
                         }
                     )
                 ]
-            note = ""
-            if self.vector_ready:
-                try:
-                    stored = self._add_to_mem0(base, [text], infer=False)
-                    self._stored_again()
-                    return stored
-                except Exception as err:  # the vector side broke: keep the memory by keyword
-                    self._store_failed(err)
-                    note = f"vector store failed ({type(err).__name__}: {err}); kept for keyword search"
-            stored = StoredMemory(
-                **{**asdict(base), "id": uuid.uuid4().hex, "stored_in": ("keyword",), "note": note}
-            )
-            self.keyword_index().upsert(_doc(stored))
+            if decision.action == gate.MERGED:
+                return [self._merge(decision.existing, base)]
+            stored = self._write(base)
+            if decision.supersedes:
+                replaced = [doc.id for doc in decision.supersedes]
+                self._index_call("mark_superseded", replaced, stored.id, stored.time)
+                stored.superseded = tuple(replaced)
             return [stored]
 
-    def _find_duplicate(self, memory: StoredMemory) -> KeywordDoc | None:
+    def _judge(self, base: StoredMemory, context: gate.GateContext | None) -> gate.GateDecision:
+        """The gate's decision for ``base`` (only exact duplicates are refused with the gate off)."""
         try:
-            return self.keyword_index().find_text(memory.npc, memory.text, person=memory.person)
+            index = self.keyword_index()
         except KeywordIndexUnavailable:
-            return None
+            return gate.GateDecision(gate.STORED)
+        if not conf.get("EVENNIA_AI_MEMORY_GATE"):
+            existing = index.find_text(base.npc, base.text, person=base.person)
+            if existing is None:
+                return gate.GateDecision(gate.STORED)
+            return gate.GateDecision(
+                gate.SKIPPED_DUPLICATE, "you already remember this", existing=existing
+            )
+        candidates = [
+            hit.doc
+            for hit in index.search(
+                base.npc, base.text, person=base.person, limit=gate.CANDIDATES, superseded=True
+            )
+        ]
+        return gate.decide(base.text, candidates, context or gate.GateContext())
+
+    def _write(self, base: StoredMemory) -> StoredMemory:
+        """Store ``base`` as a new memory: in mem0 when ready, always in the keyword index."""
+        note = ""
+        if self.vector_ready:
+            try:
+                stored = self._add_to_mem0(base, [base.text], infer=False)
+                self._stored_again()
+                if stored:
+                    return stored[0]
+            except Exception as err:  # the vector side broke: keep the memory by keyword
+                self._store_failed(err)
+                note = f"vector store failed ({type(err).__name__}: {err}); kept for keyword search"
+        stored = StoredMemory(
+            **{**asdict(base), "id": uuid.uuid4().hex, "stored_in": ("keyword",), "note": note}
+        )
+        self.keyword_index().upsert(_doc(stored))
+        return stored
+
+    def _merge(self, existing: KeywordDoc, base: StoredMemory) -> StoredMemory:
+        """Put ``base``'s fuller text into the memory ``existing`` (same id, newer time, the
+        higher trust)."""
+        trust = max(t for t in (existing.trust, base.trust) if t is not None)
+        merged = StoredMemory(
+            **{
+                **asdict(base),
+                "id": existing.id,
+                "trust": trust,
+                "stored_in": ("keyword",),
+                "decision": gate.MERGED,
+                "note": "merged into a memory it adds to",
+            }
+        )
+        self.keyword_index().upsert(_doc(merged))
+        if self.vector_ready:
+            try:
+                self.memory.update(existing.id, base.text)
+                self._index_vectors([existing.id], [])
+                merged.stored_in = ("keyword", "vector")
+            except Exception as err:  # a keyword-only memory, or the vector side broke
+                logger.debug("evennia_ai: merged memory %s by keyword only: %s", existing.id, err)
+        return merged
 
     def _store_failed(self, err: Exception) -> None:
         """Log mem0 failing to store a memory: with its traceback the first time, then one line."""
@@ -765,13 +850,21 @@ class LongTermMemory:
         model: str | None = None,
         infer: bool | None = None,
         usage: UsageAccountant | None = None,
+        context: gate.GateContext | None = None,
     ) -> ConsolidationResult:
         """Keep what matters of ``texts`` in long-term memory (blocking; the sleep tick's call).
+
+        Texts stored as given go through the quality gate (see :meth:`store_sync`). A
+        conversation transcript (an item with ``"kind": "transcript"``) is kept only when facts
+        are extracted from it: stored as given, with the gate on, it is skipped as a
+        restatement (the sleep's own pass stores the conversation's facts one by one, and
+        the history keeps the conversation itself).
 
         Args:
             npc: The NPC's dbref.
             texts: Strings, or dicts such as journal entries (``content``, ``source``,
-                ``source_trust``/``trust``, ``timestamp``/``time``); provenance is kept per item.
+                ``source_trust``/``trust``, ``timestamp``/``time``, ``kind``); provenance is
+                kept per item.
             person: Dbref of the person they are about, or None.
             person_name: That person's name.
             model: The NPC's model for fact extraction (None: ``EVENNIA_AI_MODEL``).
@@ -779,6 +872,7 @@ class LongTermMemory:
                 ready and a real model is configured.
             usage: The tick's UsageAccountant; every extraction call is recorded there
                 (kind ``memory_extraction``).
+            context: What the gate compares texts stored as given with.
 
         Returns:
             A :class:`ConsolidationResult`. Items of one source are extracted in one LLM call;
@@ -825,8 +919,11 @@ class LongTermMemory:
                     _LLM_CONTEXT.results = None
                     _LLM_CONTEXT.usage = None
             for item in group:
+                if item["kind"] == TRANSCRIPT and conf.get("EVENNIA_AI_MEMORY_GATE"):
+                    result.decisions.append(gate.SKIPPED_RESTATED)
+                    continue
                 try:
-                    result.stored += self.store_sync(
+                    memories = self.store_sync(
                         npc,
                         item["text"],
                         person=person,
@@ -834,10 +931,16 @@ class LongTermMemory:
                         source=source,
                         trust=trust,
                         time=item["time"] or None,
+                        context=context,
                     )
                 except Exception as err:
                     result.errors.append(f"could not store {item['text'][:40]!r}: {err}")
                     result.unstored += 1
+                    continue
+                for memory in memories:
+                    result.decisions += memory.decisions
+                    if memory.written or memory.duplicate:
+                        result.stored.append(memory)
         result.usage = _usage(calls)
         return result
 
@@ -923,7 +1026,17 @@ class LongTermMemory:
                 found = memory.search(str(query), top_k=n, filters=filters, threshold=threshold)
                 return [_hit_from_mem0(item) for item in (found or {}).get("results", [])]
 
-        return run_search(requested, keyword=keyword, vector=vector, limit=limit)
+        outcome = run_search(requested, keyword=keyword, vector=vector, limit=limit)
+        return self._current_only(outcome)
+
+    def _current_only(self, outcome: SearchOutcome) -> SearchOutcome:
+        """``outcome`` without superseded memories (the vector side does not know the marks)."""
+        if not outcome.hits:
+            return outcome
+        old = self._index_call("superseded_among", [hit.id for hit in outcome.hits])
+        if old:
+            outcome.hits = [hit for hit in outcome.hits if hit.id not in old]
+        return outcome
 
     def recent_sync(self, npc: str, limit: int = 10) -> list[MemoryHit]:
         """``npc``'s ``limit`` newest memories, newest first (blocking; from the keyword index,
@@ -1031,6 +1144,8 @@ def _hit_from_doc(doc: KeywordDoc, score: float) -> MemoryHit:
         person=doc.person,
         person_name=doc.person_name,
         kind=doc.kind,
+        superseded_by=doc.superseded_by,
+        superseded_at=doc.superseded_at,
     )
 
 
@@ -1099,8 +1214,9 @@ def _consolidation_item(value: Any) -> dict | None:
         source = str(value.get("source") or DEFAULT_SOURCE)
         trust = value.get("source_trust", value.get("trust"))
         time = str(value.get("timestamp") or value.get("time") or "")
+        kind = str(value.get("kind") or "")
     else:
-        text, source, trust, time = value, DEFAULT_SOURCE, None, ""
+        text, source, trust, time, kind = value, DEFAULT_SOURCE, None, "", ""
     text = " ".join(str(text or "").split())
     if not text:
         return None
@@ -1108,7 +1224,7 @@ def _consolidation_item(value: Any) -> dict | None:
         trust = float(trust) if trust is not None else trust_of(source)
     except (TypeError, ValueError):
         trust = trust_of(source)
-    return {"text": text[:MAX_TEXT], "source": source, "trust": trust, "time": time}
+    return {"text": text[:MAX_TEXT], "source": source, "trust": trust, "time": time, "kind": kind}
 
 
 def _usage(records: list[UsageRecord]) -> dict:
@@ -1217,12 +1333,14 @@ def store(
     source: str = DEFAULT_SOURCE,
     trust: float | None = None,
     infer: bool = False,
+    context: gate.GateContext | None = None,
 ) -> defer.Deferred:
     """Remember ``text`` for an NPC, in a thread. Fires with a :class:`StoredMemory`.
 
     ``infer`` defaults to False: the text is stored as given, with no LLM call, so it works with
-    the offline model too. See :meth:`LongTermMemory.store_sync` for the arguments; with
-    ``infer=True`` the first extracted fact is returned.
+    the offline model too. See :meth:`LongTermMemory.store_sync` for the arguments (``context``
+    is what the quality gate compares the text with); with ``infer=True`` the first extracted
+    fact is returned.
     """
     memory = get_memory()
 
@@ -1240,6 +1358,7 @@ def store(
         source=source,
         trust=trust,
         infer=infer,
+        context=context,
     ).addCallback(first)
 
 
@@ -1277,6 +1396,7 @@ def consolidate(
     model: str | None = None,
     infer: bool | None = None,
     usage: UsageAccountant | None = None,
+    context: gate.GateContext | None = None,
 ) -> defer.Deferred:
     """Consolidate texts (journal entries, session facts) into long-term memory, in a thread.
 
@@ -1293,6 +1413,7 @@ def consolidate(
         model=model,
         infer=infer,
         usage=usage,
+        context=context,
     )
 
 

@@ -55,6 +55,8 @@ class MemoryHit:
         via: Which searches found it (``keyword``, ``vector``).
         scores: Each search's own score, by search.
         data: The original item, for searches over entries held elsewhere (archival).
+        superseded_by: Id of the memory that replaced this one ("" while it is current).
+        superseded_at: When it was replaced, ISO-8601 UTC.
     """
 
     id: str
@@ -69,6 +71,8 @@ class MemoryHit:
     via: tuple[str, ...] = ()
     scores: dict[str, float] = field(default_factory=dict)
     data: dict | None = None
+    superseded_by: str = ""
+    superseded_at: str = ""
 
     def to_dict(self) -> dict:
         """Plain data for tool results and the web (the original item left out)."""

@@ -168,9 +168,11 @@ _DECLARED: tuple[StateKey, ...] = (
                 "last_error_time": _TEXT_OR_NULL,
                 "last_error_tick": {"type": ["integer", "null"]},
                 "daily": {"type": "object", "additionalProperties": _object()},
+                "memory_gate": {"type": "object", "additionalProperties": _COUNT},
             }
         ),
-        "Counters: ticks, errors, tool calls, tokens and cost (also per day).",
+        "Counters: ticks, errors, tool calls, tokens and cost (also per day), and the long-term "
+        "memory gate's decisions (``memory_gate``).",
     ),
     StateKey("tool_rules", list, _DICTS, "Per-NPC tool rules (cooldowns, limits, order)."),
     StateKey(

@@ -10,6 +10,9 @@ The source never holds a tick up: until long-term memory has finished initialisi
 "" at once (starting the initialisation, in a running server, if nothing has), and a search that
 takes longer than :data:`SEARCH_TIMEOUT` seconds, or fails, renders as "".
 
+The memories shown are noted as recalled (:func:`evennia_ai.memory.gate.note_recalled`), so the
+quality gate does not store them again when the NPC restates them.
+
 Import this module to register the source (the tick imports it with the built-in sources).
 """
 
@@ -18,7 +21,7 @@ from __future__ import annotations
 from evennia.utils import logger
 from twisted.internet import reactor
 
-from evennia_ai.memory import longterm
+from evennia_ai.memory import gate, longterm
 from evennia_ai.prompt.builder import register_source
 from evennia_ai.utils import fence_section, log_prefix
 
@@ -80,8 +83,10 @@ def semantic_memories(builder):
         )
         return ""
 
+    def render(outcome):
+        gate.note_recalled(builder.npc, [hit.text for hit in outcome.hits])
+        return fence_section(render_memories(outcome.hits), "long-term memory")
+
     deferred = longterm.recall(builder.npc.dbref, query)
     deferred.addTimeout(SEARCH_TIMEOUT, reactor)
-    return deferred.addCallback(
-        lambda outcome: fence_section(render_memories(outcome.hits), "long-term memory")
-    ).addErrback(failed)
+    return deferred.addCallback(render).addErrback(failed)

@@ -164,6 +164,8 @@ class LoopState:
         metrics: The NPC's metrics as the tick read them.
         confirmed: The call runs because staff approved it (a DANGEROUS tool).
         helpers_started: ``delegate_task`` helpers this tick has started.
+        world_results: Texts of this tick's successful results of tools that are neither
+            bookkeeping nor speech (what the NPC looked at), for the memory gate.
     """
 
     iteration: int = 1
@@ -175,6 +177,7 @@ class LoopState:
     window: int = 0
     request_tokens: int = 0
     metrics: dict | None = None
+    world_results: list[str] = field(default_factory=list)
     confirmed: bool = False
     helpers_started: int = 0
 

@@ -31,12 +31,16 @@ appends only, attributed to the writer).
 
 from __future__ import annotations
 
+from evennia_ai import conf
 from evennia_ai.formatting import arguments_text
 from evennia_ai.memory import block_admin
 from evennia_ai.memory import blocks as pure
+from evennia_ai.memory import gate
 from evennia_ai.memory.blocks import BlockError, BlockOpResult
+from evennia_ai.memory.keyword_index import KeywordDoc, normalise_text
 from evennia_ai.tools.approvals import ConfirmationError, get_confirmation_queue
 from evennia_ai.tools.base import Tool, ToolCategory, ToolContext, ToolResult
+from evennia_ai.tools.longterm import gate_context
 from evennia_ai.tools.registry import register_tool
 
 ANY_VALUE = {"type": ["string", "number", "boolean", "array", "object"]}
@@ -380,10 +384,42 @@ class ArchivalInsert(Tool):
     )
 
     def run(self, ctx, content, tags=None):
+        refusal = archival_gate(ctx, content)
+        if refusal is not None:
+            return refusal
         metadata = {"tags": list(tags)} if tags else {}
         if ctx.tick_id:
             metadata["tick"] = ctx.tick_id
-        return to_tool_result(block_admin.archival_insert(ctx.npc, content, metadata))
+        result = to_tool_result(block_admin.archival_insert(ctx.npc, content, metadata))
+        if conf.get("EVENNIA_AI_MEMORY_GATE") and result.success:
+            content = result.content if isinstance(result.content, dict) else {}
+            duplicate = bool(content.get("duplicate"))
+            gate.record_decisions(ctx.npc, [gate.SKIPPED_DUPLICATE if duplicate else gate.STORED])
+        return result
+
+
+def archival_gate(ctx: ToolContext, content: str) -> ToolResult | None:
+    """The quality gate for an archival entry: a result refusing it, or None to archive it.
+
+    The archive keeps passages as written (no merging, no superseding): only the skipping rules
+    apply, against the archive's entries. An entry equal to one archived is left to
+    :func:`~evennia_ai.memory.blocks.archival_insert` ("Already archived.").
+    """
+    if not conf.get("EVENNIA_AI_MEMORY_GATE"):
+        return None
+    entries = [
+        KeywordDoc(id=str(entry.get("id") or ""), npc="", text=str(entry.get("content") or ""))
+        for entry in ctx.npc.ai.archival or []
+    ]
+    decision = gate.decide(content, entries, gate_context(ctx))
+    existing = decision.existing
+    equal = existing is not None and normalise_text(existing.text) == normalise_text(content)
+    if decision.stores or equal:
+        return None
+    gate.record_decisions(ctx.npc, [decision.action])
+    return ToolResult.ok(
+        {"success": True, "archived": False, "note": f"Not archived: {decision.reason}."}
+    )
 
 
 @register_tool

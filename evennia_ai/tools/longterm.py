@@ -6,13 +6,17 @@ As with the journal, the model never chooses a memory's trust: it comes from how
 event reached the NPC (:func:`~evennia_ai.tools.workspace.event_source`).
 
 ``store_memory`` stores the text as given (no LLM call), so it works with the offline model;
-sleep consolidation is where facts are extracted by the model.
+sleep consolidation is where facts are extracted by the model. What it stores passes the
+quality gate (:mod:`evennia_ai.memory.gate`) first, told this tick's persona, prompt, world-tool
+results and recalled memories; its decisions are counted in the NPC's ``memory_gate`` metrics.
+What ``recall_memories`` finds is noted as recalled.
 """
 
 from __future__ import annotations
 
 from evennia_ai import conf
-from evennia_ai.memory import longterm
+from evennia_ai.llm.contracts import CALL_CONTRACTS
+from evennia_ai.memory import gate, longterm
 from evennia_ai.memory.search import MODES
 from evennia_ai.tools.base import Tool, ToolCategory, ToolContext, ToolResult
 from evennia_ai.tools.entities import resolve_entity
@@ -52,6 +56,14 @@ def resolve_person(ctx: ToolContext, name: str | None) -> tuple[str | None, str,
     return dbref, key, None
 
 
+def gate_context(ctx: ToolContext) -> gate.GateContext:
+    """What the gate compares a memory the tick stores with: the NPC's persona and prompt,
+    the tick's task instruction and world-tool results, and what it recalled lately."""
+    contract = CALL_CONTRACTS.get(ctx.context_type)
+    instruction = contract.instruction if contract and contract.instruction_marker else ""
+    return gate.context_for(ctx.npc, instruction=instruction, tool_results=ctx.state.world_results)
+
+
 def _failed(action: str):
     def errback(failure):
         return ToolResult.fail(f"Could not {action}: {failure.getErrorMessage()}")
@@ -89,6 +101,11 @@ class StoreMemory(Tool):
         source = event_source(ctx)
 
         def done(stored):
+            gate.record_decisions(ctx.npc, stored.decisions)
+            if not stored.written and not stored.duplicate:
+                return ToolResult.ok(
+                    {"success": True, "stored": False, "note": f"Not stored: {stored.note}."}
+                )
             data = {
                 "success": True,
                 "id": stored.id,
@@ -100,6 +117,8 @@ class StoreMemory(Tool):
                 data["about"] = person_name
             if stored.duplicate:
                 data["note"] = "You already remembered this."
+            elif stored.superseded:
+                data["note"] = "This replaces what you remembered before."
             elif stored.note:
                 data["note"] = stored.note
             return ToolResult.ok(data)
@@ -112,6 +131,7 @@ class StoreMemory(Tool):
                 person_name=person_name,
                 source=source,
                 trust=longterm.trust_of(source),
+                context=gate_context(ctx),
             )
             .addCallback(done)
             .addErrback(_failed("remember that"))
@@ -147,6 +167,7 @@ class RecallMemories(Tool):
             return problem
 
         def done(outcome):
+            gate.note_recalled(ctx.npc, [hit.text for hit in outcome.hits[offset:]])
             memories = []
             for hit in outcome.hits[offset:]:
                 item = {
