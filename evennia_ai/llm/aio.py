@@ -10,6 +10,9 @@ the number in flight is bounded per model endpoint (:class:`EndpointLimits`), no
   Deferred that fires *on the reactor thread* with its result (or failure).
 - :func:`run_sync` runs one to completion from any other thread and returns its result (the
   blocking client API, e.g. for mem0's threads).
+- litellm prepares each request synchronously in the loop's default executor (a few ms in
+  one of :data:`SETUP_THREADS` threads) and then waits for the answer on the loop: no thread
+  is held while the model thinks.
 - The loop's thread is a daemon: a reload or shutdown never waits for a call in flight (the
   tick it served is replayed after the reload, its events never left the queue).
 
@@ -20,11 +23,13 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from twisted.internet import defer, reactor
 
+SETUP_THREADS = 8  # threads that prepare requests (litellm's synchronous part), not wait
 _LOOP: asyncio.AbstractEventLoop | None = None
 _THREAD: threading.Thread | None = None
 _LOCK = threading.Lock()
@@ -36,6 +41,11 @@ def get_loop() -> asyncio.AbstractEventLoop:
     with _LOCK:
         if _LOOP is None or _LOOP.is_closed() or not (_THREAD and _THREAD.is_alive()):
             loop = asyncio.new_event_loop()
+            # litellm's acompletion prepares each request in the loop's default executor (a
+            # short hop; the wait for the model is on the loop): a pool of its own, named.
+            loop.set_default_executor(
+                ThreadPoolExecutor(max_workers=SETUP_THREADS, thread_name_prefix="evennia_ai-llm")
+            )
             ready = threading.Event()
 
             def run():
