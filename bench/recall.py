@@ -491,6 +491,8 @@ class Inn:
     def ask(self, question: Question, mode: str) -> tuple[list[dict], list]:
         """The ``tick_event`` request's messages for ``question`` (recall in ``mode``) and the
         memories the recall found."""
+        from django.test import override_settings
+
         from bench.cost import _kind
         from evennia_ai.memory import longterm
 
@@ -498,13 +500,15 @@ class Inn:
         real = longterm.recall
 
         def recall(npc_id, query, **kwargs):
-            kwargs["mode"] = kwargs.get("mode") or mode
             return real(npc_id, query, **kwargs).addCallback(
                 lambda outcome: found.extend(outcome.hits) or outcome
             )
 
         before = len(self.server.requests_to(CHAT))
-        with mock.patch.object(longterm, "recall", recall):
+        with (
+            mock.patch.object(longterm, "recall", recall),
+            override_settings(EVENNIA_AI_RECALL_MODE=mode),
+        ):
             self.players[question.asker].at_say(question.text)
             self.ticks(3)
         bodies = [r.body or {} for r in self.server.requests_to(CHAT)[before:]]

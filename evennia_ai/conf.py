@@ -365,6 +365,13 @@ SETTINGS: dict[str, Setting] = {
         ),
         Setting("EVENNIA_AI_MEMORY_TOP_K", 5, "Long-term memories recalled per search."),
         Setting(
+            "EVENNIA_AI_RECALL_MODE",
+            "auto",
+            'Search mode of the memories recalled into every request ("Things you remember"): '
+            "auto (hybrid when the embedder is loaded, else keyword), keyword, vector or "
+            "hybrid. An unknown value is logged once and auto is used.",
+        ),
+        Setting(
             "EVENNIA_AI_MEMORY_GATE",
             True,
             "Check each long-term memory before it is stored: near-duplicates are merged or skipped, restatements of the persona, the prompt, a tool result or a memory just recalled are skipped, and an update supersedes the memory it replaces (docs/memory.md, What is kept). False stores every text that is not an exact duplicate.",

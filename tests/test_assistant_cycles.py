@@ -125,6 +125,24 @@ class TestSleep(ModelBase):
             assert self.tick().context_type == "sleep_consolidate"  # the next night
             assert self.npc.ai.sleep["asleep"] and self.npc.ai.sleep["reason"] == "scheduled"
 
+    def test_upkeep_stays_out_of_the_conversation_history(self):
+        """A sleep's tool traffic would be sent with every later request: only what the NPC
+        heard and did in the world joins the history."""
+        from evennia_ai.workspace.journal import add_entry
+        from evennia_ai.workspace.sleep import go_to_sleep
+
+        self.speak("Innkeeper, my horse is Storm.")
+        self.server.default_reply = {"tool_calls": [call("say", message="A fine name.")]}
+        assert self.tick().context_type == "tick_event"
+        before = list(self.npc.ai.history)
+        assert any("Storm" in str(m.get("content")) for m in before)
+        journal, _ = add_entry([], "Served the mayor.", importance=4)
+        self.npc.ai.set("journal", journal)
+        go_to_sleep(self.npc, "test")
+        self.server.default_reply = {"tool_calls": [call("noop")]}
+        assert self.tick().context_type == "sleep_consolidate"
+        assert self.npc.ai.history == before
+
     def consolidate_with(self, outcome):
         """A sleep tick whose consolidation ends with ``outcome``; the log lines it wrote."""
         from twisted.internet import defer

@@ -59,6 +59,7 @@ from evennia_ai.prompt import block_sources  # noqa: F401  (registers the memory
 from evennia_ai.prompt import longterm_sources  # noqa: F401  (sources)
 from evennia_ai.prompt import sources  # noqa: F401  (registers the built-in sources)
 from evennia_ai.prompt.builder import ContextBuilder, schema_name
+from evennia_ai.prompt.contexts import CONVERSATION_CONTEXTS
 from evennia_ai.prompt.execution_pattern import select_execution_pattern
 from evennia_ai.prompt.tasks import compaction_batch, reflection_done
 from evennia_ai.prompt_registry import effective_context_config
@@ -722,7 +723,10 @@ class TickRunner:
                 self.ai.update("event_queue", lambda q: ev.ack(q, ids))
 
     def _record_history(self, state: TickState, outcome, trace: TickTrace) -> None:
-        """Add the tick's messages to the history (one write)."""
+        """Add the tick's messages to the history (one write); the NPC's upkeep (reflection,
+        sleep, compaction, decomposition) stays out of it (see ``CONVERSATION_CONTEXTS``)."""
+        if trace.context_type not in CONVERSATION_CONTEXTS:
+            return
         if outcome.new_messages and outcome.stop_reason != StopReason.CANCELLED:
             event_text = state.batch_text or f"[{trace.context_type}]"
             tick_messages = [{"role": "user", "content": event_text}] + outcome.new_messages

@@ -91,6 +91,11 @@ CONTEXT_TYPES = (
     CONTEXT_GOAL_DECOMPOSE,
     CONTEXT_PRE_COMPACTION,
 )
+# The contexts whose turns join the conversation history: what the NPC heard and did in the
+# world. The others are its own upkeep (reflection, sleep, compaction, goal decomposition),
+# whose results live in the journal, long-term memory, entity notes and goals; their tool
+# traffic in the history would be sent with every later request.
+CONVERSATION_CONTEXTS = (CONTEXT_TICK_EVENT, CONTEXT_TICK_AUTONOMOUS)
 
 # -- tool filters --------------------------------------------------------------------------------
 REFLECTION_TOOLS = ["noop", "add_journal_entry", "review_journal"]
