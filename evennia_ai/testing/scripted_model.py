@@ -79,6 +79,10 @@ class ScriptedModel:
         """Queue answers, in order (validated now, so a typo fails the test at once)."""
         self._queue.extend(ReplySpec.from_dict(spec) for spec in specs)
 
+    def resolve_model(self, model: str | None = None) -> str:
+        """The model a call would use, as the client's (the tick asks it before a summary)."""
+        return model or self.model
+
     def complete(self, messages, tools=None, *, model=None, **options) -> defer.Deferred:
         """The next scripted answer, as the client gives it (a Deferred of an LLMResult)."""
         return defer.succeed(self.complete_sync(messages, tools, model=model, **options))
