@@ -9,14 +9,8 @@
 set -euo pipefail
 
 VENV="${1:-.venv}"
-
-if [ "$(id -u)" -eq 0 ]; then
-    SUDO=""
-elif command -v sudo >/dev/null 2>&1; then
-    SUDO="sudo"
-else
-    SUDO=""
-fi
+# shellcheck source=scripts/install_common.sh
+source "$(dirname "$0")/install_common.sh"
 
 have_server() {
     ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 \
@@ -26,33 +20,17 @@ have_server() {
 if have_server; then
     echo "PostgreSQL server binaries already installed"
 else
-    if [ -z "$SUDO" ] && [ "$(id -u)" -ne 0 ]; then
-        echo "Installing PostgreSQL needs root (or sudo): run 'apt-get install postgresql' as root." >&2
-        exit 1
-    fi
-    echo "Installing postgresql with apt-get..."
-    export DEBIAN_FRONTEND=noninteractive
-    $SUDO apt-get update -q
-    $SUDO apt-get install -y -q --no-install-recommends postgresql
+    apt_install PostgreSQL postgresql
     # The package creates a "main" cluster and may start it on port 5432: nothing here uses it.
     if command -v pg_lsclusters >/dev/null 2>&1; then
         pg_lsclusters --no-header 2>/dev/null | while read -r version name _port status _rest; do
             if [ "$status" = "online" ]; then
-                $SUDO pg_ctlcluster --skip-systemctl-redirect "$version" "$name" stop || true
+                as_root pg_ctlcluster --skip-systemctl-redirect "$version" "$name" stop || true
             fi
         done
     fi
 fi
 
-if [ ! -x "$VENV/bin/python" ]; then
-    echo "No Python venv at $VENV (pass its path as the first argument)." >&2
-    exit 1
-fi
-if "$VENV/bin/python" -c "import psycopg" >/dev/null 2>&1; then
-    echo "psycopg already installed in $VENV"
-else
-    echo "Installing psycopg into $VENV..."
-    "$VENV/bin/python" -m pip install -q "psycopg[binary]"
-fi
+pip_install "$VENV" psycopg "psycopg[binary]"
 
 echo "PostgreSQL test prerequisites ready."

@@ -535,43 +535,10 @@ class UnifiedLLMClient:
         return max(0.0, min(cap, delay))
 
     # -- calls ---------------------------------------------------------------------------------
-    def complete(
-        self,
-        messages: list[dict],
-        tools: list[dict] | None = None,
-        *,
-        model=None,
-        api_base=None,
-        api_key=None,
-        timeout=None,
-        temperature=None,
-        max_tokens=None,
-        tick_rate=None,
-        fallbacks=None,
-        response_format=None,
-        kind=None,
-        prompt_tokens=None,
-        caller="",
-    ):
-        """:meth:`acomplete` on the model-call loop. Returns a Deferred firing with an
-        LLMResult on the reactor thread."""
-        return call_async(
-            self.acomplete,
-            messages,
-            tools,
-            model=model,
-            api_base=api_base,
-            api_key=api_key,
-            timeout=timeout,
-            temperature=temperature,
-            max_tokens=max_tokens,
-            tick_rate=tick_rate,
-            fallbacks=fallbacks,
-            response_format=response_format,
-            kind=kind,
-            prompt_tokens=prompt_tokens,
-            caller=caller,
-        )
+    def complete(self, messages: list[dict], tools: list[dict] | None = None, **options):
+        """:meth:`acomplete` on the model-call loop (same arguments). Returns a Deferred firing
+        with an LLMResult on the reactor thread."""
+        return call_async(self.acomplete, messages, tools, **options)
 
     async def acomplete(
         self,
@@ -651,43 +618,12 @@ class UnifiedLLMClient:
                 self.in_flight -= 1
 
     def complete_sync(
-        self,
-        messages: list[dict],
-        tools: list[dict] | None = None,
-        *,
-        model=None,
-        api_base=None,
-        api_key=None,
-        timeout=None,
-        temperature=None,
-        max_tokens=None,
-        tick_rate=None,
-        fallbacks=None,
-        response_format=None,
-        kind=None,
-        prompt_tokens=None,
-        caller="",
+        self, messages: list[dict], tools: list[dict] | None = None, **options
     ) -> LLMResult:
-        """:meth:`acomplete`, waited for: the blocking call, for threads (mem0's, scripts,
-        benchmarks). Never on the reactor thread (it would stall the game) nor on the
-        model-call loop's own thread."""
-        return aio.run_sync(
-            self.acomplete,
-            messages,
-            tools,
-            model=model,
-            api_base=api_base,
-            api_key=api_key,
-            timeout=timeout,
-            temperature=temperature,
-            max_tokens=max_tokens,
-            tick_rate=tick_rate,
-            fallbacks=fallbacks,
-            response_format=response_format,
-            kind=kind,
-            prompt_tokens=prompt_tokens,
-            caller=caller,
-        )
+        """:meth:`acomplete` (same arguments), waited for: the blocking call, for threads
+        (mem0's, scripts, benchmarks). Never on the reactor thread (it would stall the game)
+        nor on the model-call loop's own thread."""
+        return aio.run_sync(self.acomplete, messages, tools, **options)
 
     async def _timed(self, messages, tools, *, model, **options) -> LLMResult:
         """:meth:`_complete` with its latency measured and any bug of ours turned into a result."""
