@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from support import postgres
-from support.postgres import PostgresServer, PostgresUnavailable
+from support.postgres import PostgresServer, PostgresUnavailable, process_alive
 
 
 def need_postgres() -> None:
@@ -30,11 +30,7 @@ def started(server: PostgresServer) -> PostgresServer:
 
 
 def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
+    return process_alive(pid)
 
 
 def test_a_throwaway_server_starts_serves_the_game_role_and_is_gone_after_stop():

@@ -139,6 +139,22 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` runs. A zombie does not: ``pg_ctl`` daemonises the postmaster,
+    so a stopped one is its init's to reap, and some inits (a container's, a VM's) never do."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # another user's live process
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
 class PostgresServer:
     """One PostgreSQL cluster: created on the first :meth:`start`, stopped by :meth:`stop`.
 
@@ -253,15 +269,7 @@ class PostgresServer:
     def running(self) -> bool:
         """Whether this cluster's postmaster is alive (its pid file names a live process)."""
         pid = self.pid()
-        if pid is None:
-            return False
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
+        return pid is not None and process_alive(pid)
 
     def pid(self) -> int | None:
         """The postmaster's process id from its pid file, or None when it is not running."""
