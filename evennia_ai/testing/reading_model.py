@@ -19,7 +19,8 @@ each kind of task the way a careful model would, using nothing but the request:
   ``update_entity_observation`` (the speaker) when the instruction names that tool.
 - **goal_decompose**: the goal under ``## Goal to decompose`` is split into as many subtasks as
   the request asks for (``exactly N subtasks`` anywhere, else the instruction's minimum).
-- **summarise**: one line per fact in the log it was sent; nothing when the log is empty.
+- **summarise**: one line per fact in the log it was sent whose owner the log names;
+  nothing when the log is empty.
 - **tick_autonomous**: the first active goal under ``## Goals`` gets 10 % more progress.
 - **assessment**: a JSON assessment. **delegate**: a report naming the task.
 - **mem0's extraction** (its own prompt, ``## New Messages``): mem0's JSON, one memory per
@@ -40,7 +41,8 @@ from evennia_ai.utils import unfence
 TASK_RE = re.compile(r"^## Task: (\w+)", re.M)
 FACT_RE = re.compile(r"\b(?:[Mm]y|([A-Z][a-z]+)'s)\s+([a-z][a-z ]{1,40}?) is ([A-Za-z0-9][\w'-]*)")
 QUESTION_RE = re.compile(r"[Ww]hat is my ([a-z][a-z ]{1,40}?)\?")
-SPEAKER_RE = re.compile(r"^([A-Z][\w-]*) (?:says|asks|whispers|pages)")
+# A speaker at the start of a line, after a fence's "| " or a transcript's "Event: " label.
+SPEAKER_RE = re.compile(r"^[|>\s]*(?:Event:\s*)?([A-Z][\w-]*) (?:says|asks|whispers|pages)")
 LESSON_RE = re.compile(r"[Ll]esson:\s*(.+?)\s*(?:#\w+\s*)*$")
 EXACTLY_RE = re.compile(r"exactly (\d+) subtasks")
 RANGE_RE = re.compile(r"into (\d+) to (\d+) ")
@@ -259,7 +261,9 @@ def _decompose(body, messages, whole, task_text, instruction) -> dict:
 
 def _summarise(body, messages, whole, task_text, instruction) -> dict:
     log = section(task_text, "## Conversation log") or ""
-    lines = [_fact_sentence(*fact) + "." for fact in facts_in(log)]
+    # As the instruction asks (who said what): a fact whose owner the log does not name (a
+    # "my ..." quoted in a tool call) is left out rather than stated as nobody's.
+    lines = [_fact_sentence(*fact) + "." for fact in facts_in(log) if fact[0]]
     if not lines and log:
         lines = [f"{len(log.splitlines())} lines of small talk."]
     return {"text": "\n".join(lines)}
