@@ -127,8 +127,9 @@ ASSESSMENT_INSTRUCTION = (
 )
 SUMMARY_INSTRUCTION = (
     "Summarise the part of a character's conversation log below in a few short factual lines: "
-    "who said or did what, every fact a player told, and anything promised. Use only what the "
-    "log says."
+    "who said or did what, every fact a player told, and anything promised. When a fact "
+    "changed, give its latest value and mark the earlier one as formerly so. Use only what "
+    "the log says."
 )
 
 # -- the inputs ---------------------------------------------------------------------------------

@@ -19,8 +19,9 @@ each kind of task the way a careful model would, using nothing but the request:
   ``update_entity_observation`` (the speaker) when the instruction names that tool.
 - **goal_decompose**: the goal under ``## Goal to decompose`` is split into as many subtasks as
   the request asks for (``exactly N subtasks`` anywhere, else the instruction's minimum).
-- **summarise**: one line per fact in the log it was sent whose owner the log names;
-  nothing when the log is empty.
+- **summarise**: one line per fact in the log it was sent whose owner the log names (a fact
+  that changed: its latest value, the earlier ones marked "formerly" when the instruction asks
+  for that); nothing when the log is empty.
 - **tick_autonomous**: the first active goal under ``## Goals`` gets 10 % more progress.
 - **assessment**: a JSON assessment. **delegate**: a report naming the task.
 - **mem0's extraction** (its own prompt, ``## New Messages``): mem0's JSON, one memory per
@@ -259,11 +260,41 @@ def _decompose(body, messages, whole, task_text, instruction) -> dict:
     return {"text": json.dumps({"subtasks": subtasks})}
 
 
+def _facts_oldest_first(log: str) -> list[tuple[str, str, str]]:
+    """:func:`facts_in` of ``log``, where a line of an earlier summary (``X is B; formerly X is
+    A``) gives its former values before its current one."""
+    ordered = []
+    for line in log.splitlines():
+        current, *former = line.split("; formerly ")
+        for part in former + [current]:
+            ordered.extend(facts_in(part if part is current else part.rstrip(".")))
+    return ordered
+
+
 def _summarise(body, messages, whole, task_text, instruction) -> dict:
     log = section(task_text, "## Conversation log") or ""
     # As the instruction asks (who said what): a fact whose owner the log does not name (a
-    # "my ..." quoted in a tool call) is left out rather than stated as nobody's.
-    lines = [_fact_sentence(*fact) + "." for fact in facts_in(log) if fact[0]]
+    # "my ..." quoted in a tool call) is left out rather than stated as nobody's. A fact told
+    # again with another value is given with its latest value, the earlier ones marked as
+    # formerly so, when the instruction asks for that.
+    values: dict[tuple[str, str], list[str]] = {}
+    for who, thing, value in _facts_oldest_first(log):
+        if who:
+            told = values.setdefault((who, thing), [])
+            if value in told:
+                told.remove(value)
+            told.append(value)
+    marks_old = "formerly" in (instruction or "")
+    lines = []
+    for (who, thing), told in values.items():
+        old = told[:-1] if marks_old else []
+        lines.append(
+            _fact_sentence(who, thing, told[-1])
+            + "".join(f"; formerly {_fact_sentence(who, thing, v)}" for v in old)
+            + "."
+        )
+        if not marks_old:
+            lines[-1:] = [_fact_sentence(who, thing, v) + "." for v in told]
     if not lines and log:
         lines = [f"{len(log.splitlines())} lines of small talk."]
     return {"text": "\n".join(lines)}
