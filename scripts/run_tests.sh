@@ -4,7 +4,9 @@
 # is given, the fast part of the suite on Evennia 6 (no real servers, browsers or local
 # embedder; those need the 3.11 venv), then the database tests (the `postgres` marker) on a real
 # PostgreSQL server that tests/support/postgres.py starts and removes (skipped, saying why,
-# where PostgreSQL cannot be had). Without a 3.12 venv the PostgreSQL run follows the main one.
+# where PostgreSQL cannot be had), then the install test (a wheel into a fresh venv and a game
+# from the guide: minutes of its own, so it runs where a core is free). Without a 3.12 venv
+# these follow the main run.
 # The side runs' output is printed when everything has finished.
 #
 # Usage: scripts/run_tests.sh VENV [VENV312]
@@ -12,8 +14,14 @@ set -uo pipefail
 
 VENV="$1"
 VENV312="${2:-}"
+INSTALL_TEST="tests/test_install_wheel.py"
+
 postgres_tests() {
     "$VENV/bin/python" "$(dirname "$0")/../tests/support/postgres.py" tests -- -q
+}
+
+install_test() {
+    "$VENV/bin/python" -m pytest -q "$INSTALL_TEST"
 }
 
 other_pid=""
@@ -26,6 +34,10 @@ if [ -n "$VENV312" ]; then
             >"$log" 2>&1
         echo $? >"$rcfile"
         postgres_tests >"$pglog" 2>&1
+        pg_rc=$?
+        install_test >>"$pglog" 2>&1
+        install_rc=$?
+        [ "$pg_rc" -eq 0 ] && [ "$install_rc" -eq 0 ]
     ) &
     other_pid=$!
 fi
@@ -33,7 +45,7 @@ fi
 bash "$(dirname "$0")/lint.sh" "$VENV"
 lint_rc=$?
 
-"$VENV/bin/python" -m pytest
+"$VENV/bin/python" -m pytest --ignore="$INSTALL_TEST"
 main_rc=$?
 
 other_rc=0
@@ -50,9 +62,9 @@ if [ -n "$other_pid" ]; then
         cat "$log"
     fi
     echo
-    echo "== the database tests on PostgreSQL =="
+    echo "== the database tests on PostgreSQL, then the install test =="
     if [ "$postgres_rc" -eq 0 ]; then
-        tail -n 3 "$pglog"
+        grep -E "passed|failed|skipped|SKIPPED" "$pglog" | tail -n 4
     else
         cat "$pglog"
     fi
@@ -61,6 +73,7 @@ else
     echo
     postgres_tests
     postgres_rc=$?
+    install_test || postgres_rc=1
 fi
 
 [ "$lint_rc" -eq 0 ] && [ "$main_rc" -eq 0 ] && [ "$postgres_rc" -eq 0 ] && [ "$other_rc" -eq 0 ]
