@@ -14,9 +14,9 @@ import os
 import socket
 
 import pytest
+from support import postgres
 
 from evennia_ai import conf
-from support import postgres
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 for _setting in conf.SETTINGS.values():

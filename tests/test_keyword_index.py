@@ -24,7 +24,6 @@ from evennia_ai.memory.keyword_index import (
 )
 from evennia_ai.memory.keyword_pg import PostgresKeywordIndex, fold
 
-
 BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 
 

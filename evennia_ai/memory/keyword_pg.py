@@ -7,7 +7,7 @@ same results: for a game whose long-term memory lives on a PostgreSQL server (be
     EVENNIA_AI_KEYWORD_INDEX = {"backend": "postgres", "dsn": "postgresql://user:pw@host/db"}
 
 (without ``dsn``: the server of a ``pgvector`` ``EVENNIA_AI_MEM0_CONFIG``; see
-:func:`keyword_index_settings`). Needs psycopg 3 (the ``postgres`` extra).
+:func:`evennia_ai.memory.longterm.keyword_index_settings`). Needs psycopg 3 (the ``postgres`` extra).
 
 One table (``evennia_ai_keyword_docs`` unless told otherwise) holds every NPC's documents, with
 a stored ``tsvector`` of the text (English stemming, accents folded as SQLite's
@@ -32,12 +32,10 @@ from __future__ import annotations
 import threading
 import unicodedata
 from typing import Iterable
-from urllib.parse import quote
 
 import psycopg
 from psycopg import sql
 
-from evennia_ai import conf
 from evennia_ai.memory.keyword_index import (
     _COLUMNS,
     DEFAULT_KIND,
@@ -82,51 +80,6 @@ def fold(text: str) -> str:
     return "".join(char for char in decomposed if not unicodedata.combining(char))
 
 
-def mem0_dsn(mem0_config: dict | None) -> str | None:
-    """The connection string of a ``pgvector`` mem0 configuration, or None for other stores."""
-    store = (mem0_config or {}).get("vector_store") or {}
-    if store.get("provider") != "pgvector":
-        return None
-    options = store.get("config") or {}
-    if options.get("connection_string"):
-        return str(options["connection_string"])
-    user = quote(str(options.get("user") or ""), safe="")
-    password = quote(str(options.get("password") or ""), safe="")
-    credentials = f"{user}:{password}@" if password else (f"{user}@" if user else "")
-    host, port = options.get("host") or "localhost", options.get("port") or 5432
-    return f"postgresql://{credentials}{host}:{port}/{options.get('dbname') or 'postgres'}"
-
-
-def keyword_index_settings() -> dict | None:
-    """``EVENNIA_AI_KEYWORD_INDEX`` checked: None for SQLite, else ``{"dsn", "table"}``.
-
-    Raises:
-        KeywordIndexUnavailable: The setting is malformed or names no server (says why).
-    """
-    value = conf.get("EVENNIA_AI_KEYWORD_INDEX")
-    if not value:
-        return None
-    if not isinstance(value, dict):
-        raise KeywordIndexUnavailable(
-            'EVENNIA_AI_KEYWORD_INDEX must be None or a dict such as {"backend": "postgres", '
-            '"dsn": "postgresql://..."}'
-        )
-    backend = str(value.get("backend") or "sqlite").lower()
-    if backend == "sqlite":
-        return None
-    if backend != "postgres":
-        raise KeywordIndexUnavailable(
-            f"EVENNIA_AI_KEYWORD_INDEX: unknown backend '{backend}' (sqlite or postgres)"
-        )
-    dsn = value.get("dsn") or mem0_dsn(conf.get("EVENNIA_AI_MEM0_CONFIG"))
-    if not dsn:
-        raise KeywordIndexUnavailable(
-            "EVENNIA_AI_KEYWORD_INDEX: the postgres backend needs a 'dsn' (or a pgvector "
-            "EVENNIA_AI_MEM0_CONFIG to take the server from)"
-        )
-    return {"dsn": str(dsn), "table": str(value.get("table") or TABLE)}
-
-
 class PostgresKeywordIndex(KeywordIndexBase):
     """A keyword index in one PostgreSQL table (created when missing).
 
@@ -160,7 +113,9 @@ class PostgresKeywordIndex(KeywordIndexBase):
         try:
             conn = psycopg.connect(self.dsn, autocommit=True, connect_timeout=CONNECT_TIMEOUT)
         except psycopg.Error as err:
-            raise KeywordIndexUnavailable(f"Cannot reach the keyword index's server: {err}") from None
+            raise KeywordIndexUnavailable(
+                f"Cannot reach the keyword index's server: {err}"
+            ) from None
         try:
             with conn.transaction():
                 conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [self.table])
@@ -333,5 +288,7 @@ class PostgresKeywordIndex(KeywordIndexBase):
 
 
 def _pg_row(doc: KeywordDoc) -> tuple:
-    row = tuple(value.replace("\x00", " ") if isinstance(value, str) else value for value in _row(doc))
+    row = tuple(
+        value.replace("\x00", " ") if isinstance(value, str) else value for value in _row(doc)
+    )
     return (*row, fold(row[_COLUMNS.index("text")]))
