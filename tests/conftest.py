@@ -18,6 +18,9 @@ from support import postgres
 
 from evennia_ai import conf
 
+#: The ``pgvector_memory`` fixture (long-term memory on PostgreSQL) for any test module.
+pytest_plugins = ["support.memory"]
+
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 for _setting in conf.SETTINGS.values():
     if _setting.env:

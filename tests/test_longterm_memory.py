@@ -5,18 +5,15 @@ Thread hops are made synchronous (``longterm.defer_to_thread``), so every Deferr
 when the call returns.
 """
 
-import hashlib
 import os
-import random
 import uuid
 from unittest import mock
 
-import psycopg
-import psycopg.sql
 import pytest
 from django.test import override_settings
 from evennia import create_object
 from evennia.utils.test_resources import BaseEvenniaTest
+from support.memory import WordEmbedder, drop_tables, pgvector_config
 from twisted.internet import defer
 
 import evennia_ai.tools.longterm  # noqa: F401  (registers the tools)
@@ -51,15 +48,6 @@ def postgres_keyword_index(request, table: str) -> dict | None:
     if request.param != "postgres":
         return None
     return {"backend": "postgres", "dsn": request.getfixturevalue("pgvector_dsn"), "table": table}
-
-
-def drop_tables(dsn: str, *tables: str) -> None:
-    """Remove what a test made on the PostgreSQL server."""
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        for table in tables:
-            conn.execute(
-                psycopg.sql.SQL("DROP TABLE IF EXISTS {}").format(psycopg.sql.Identifier(table))
-            )
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -463,27 +451,6 @@ class TestLongTermTools(BaseEvenniaTest):
 
 
 # -- the real local embedder (Python 3.11 with the local-embedder extra) ------------------------------
-def pgvector_config(dsn: str, collection: str, embedder: dict) -> dict:
-    """The settings block of docs/memory.md ("PostgreSQL"), on the test server: mem0's vectors
-    in pgvector (``EVENNIA_AI_MEM0_CONFIG``), the keyword index in the same database
-    (``EVENNIA_AI_KEYWORD_INDEX`` without a ``dsn`` takes mem0's)."""
-    return {
-        "EVENNIA_AI_MEM0_CONFIG": {
-            "vector_store": {
-                "provider": "pgvector",
-                "config": {
-                    "connection_string": dsn,
-                    "collection_name": collection,
-                    "embedding_model_dims": 384,
-                    "hnsw": True,
-                },
-            },
-            "embedder": embedder,
-        },
-        "EVENNIA_AI_KEYWORD_INDEX": {"backend": "postgres", "table": f"{collection}_keywords"},
-    }
-
-
 def store_of(request) -> str:
     """The vector store the ``embedded_memory`` of this test uses: qdrant or pgvector."""
     return request.node.callspec.params["embedded_memory"]
@@ -719,44 +686,6 @@ def test_mem0_extraction_keeps_its_json_mode():
 
 
 # -- pgvector without the local embedder (make test's PostgreSQL run) ----------------------------
-class WordEmbedder:
-    """A stand-in for mem0's embedder: each word a fixed random direction, a text their sum.
-    Texts sharing words are near; enough to test the store, not meaning."""
-
-    config = None
-
-    def embed(self, text, memory_action=None):
-        vector = [0.0] * 384
-        for word in str(text).lower().split():
-            seed = int.from_bytes(hashlib.sha256(word.strip(".,?!").encode()).digest()[:8], "big")
-            rng = random.Random(seed)
-            vector = [v + rng.gauss(0, 1) for v in vector]
-        norm = sum(v * v for v in vector) ** 0.5 or 1.0
-        return [v / norm for v in vector]
-
-
-@pytest.fixture
-def pgvector_memory(pgvector_dsn, tmp_path, monkeypatch):
-    """Long-term memory with its vectors in pgvector and its keyword index in PostgreSQL,
-    embedding with :class:`WordEmbedder` (mem0 is configured with an embedder it never calls)."""
-    monkeypatch.setattr(longterm, "defer_to_thread", sync_thread)
-    monkeypatch.setattr(longterm, "_MEMORY", None)
-    collection = f"ltm_{uuid.uuid4().hex[:12]}"
-    unused = {"provider": "openai", "config": {"api_key": "unused", "embedding_dims": 384}}
-    with override_settings(
-        EVENNIA_AI_DATA_DIR=str(tmp_path),
-        EVENNIA_AI_MEMORY_THRESHOLD=0.2,
-        **pgvector_config(pgvector_dsn, collection, unused),
-    ):
-        memory = longterm.get_memory()
-        memory.init_sync()
-        assert memory.vector_ready, memory.reason
-        memory.memory.embedding_model = WordEmbedder()
-        yield memory
-        longterm.close()
-    drop_tables(pgvector_dsn, collection, f"{collection}_keywords")
-
-
 @pytest.mark.postgres
 def test_pgvector_store_search_scope_delete_and_restart(pgvector_memory):
     memory = pgvector_memory

@@ -341,6 +341,21 @@ class KeywordIndex(KeywordIndexBase):
             ).fetchall()
         return [_doc(row) for row in rows]
 
+    def batches(self, size: int = 500) -> Iterable[list[KeywordDoc]]:
+        """Every document, ``size`` at a time, in the order they were first added."""
+        last = 0
+        while True:
+            with self._lock:
+                rows = self._conn.execute(
+                    f"SELECT rowid, {', '.join(_COLUMNS)} FROM docs WHERE rowid > ? "
+                    "ORDER BY rowid LIMIT ?",
+                    [last, max(1, int(size))],
+                ).fetchall()
+            if not rows:
+                return
+            last = rows[-1][0]
+            yield [_doc(row[1:]) for row in rows]
+
     def count(self, npc: str | None = None, kind: str | None = None) -> int:
         """How many documents (of one NPC / one kind)."""
         clauses, args = [], []

