@@ -690,6 +690,12 @@ def test_mem0_extraction_keeps_its_json_mode():
 def test_pgvector_store_search_scope_delete_and_restart(pgvector_memory):
     memory = pgvector_memory
     assert longterm.status()["vector_store"] == "pgvector" and memory.vector_index is None
+    store = memory.memory.vector_store
+    with store.connection_pool.connection() as conn:  # searches filter on the NPC: indexed
+        indexes = conn.execute(
+            "SELECT indexname FROM pg_indexes WHERE tablename = %s", [store.collection_name]
+        ).fetchall()
+    assert (f"{store.collection_name}_agent_idx",) in indexes
     debt = memory.store_sync(
         "#5", "Bob owes Alice five gold coins", person="#7", source="told_directly"
     )[0]

@@ -573,6 +573,7 @@ class LongTermMemory:
             return None
         if not _custom_llm():
             memory.llm = NpcModelLLM(getattr(memory.llm, "config", None))
+        _index_pgvector_scope(memory.vector_store, config)
         memory.vector_store = _Serialised(memory.vector_store, threading.Lock())
         self.vector_index = self._load_vector_index(memory, config)
         self.reason = ""
@@ -1193,6 +1194,31 @@ class LongTermMemory:
     def embed(self, text: str):
         """The unit embedding of ``text`` through mem0's embedder (cached). Needs mem0."""
         return self.embedding_cache(text)
+
+
+def _index_pgvector_scope(store, config: dict) -> None:
+    """On pgvector, index the NPC every search filters on (mem0 indexes only the vectors).
+
+    Without it a search reads the whole table (no HNSW index) or, with mem0's HNSW index, takes
+    the nearest vectors of all NPCs and filters them afterwards, missing most of the NPC's own
+    (``bench/RESULTS.md``, ``bench.ltm_store``). Creating it is idempotent; a failure is logged
+    and searches still work.
+    """
+    if ((config.get("vector_store") or {}).get("provider")) != "pgvector":
+        return
+    try:
+        from psycopg import sql  # installed with mem0's pgvector store (the postgres extra)
+
+        store.create_col()  # CREATE TABLE / INDEX IF NOT EXISTS, as mem0's first write would
+        name = store.collection_name
+        with store.connection_pool.connection() as conn:
+            conn.execute(
+                sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} ((payload->>'agent_id'))").format(
+                    sql.Identifier(f"{name}_agent_idx"), sql.Identifier(name)
+                )
+            )
+    except Exception as err:
+        logger.warning("evennia_ai: could not index pgvector's NPC scope: %s", err)
 
 
 def _custom_llm() -> bool:

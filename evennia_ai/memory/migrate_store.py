@@ -222,7 +222,7 @@ class _VectorCopier:
     def embed_docs(self, docs: list[KeywordDoc], progress) -> None:
         """Embed and write the memories only the keyword index held."""
         for number, doc in enumerate(docs, 1):
-            self.write(doc.id, _payload(doc), None)
+            self.write(doc.id, mem0_payload(doc), None)
             if number % BATCH == 0 or number == len(docs):
                 progress(f"Keyword-only memories embedded: {number} of {len(docs)}.")
 
@@ -258,7 +258,7 @@ def _same_embedder(config: dict) -> bool:
     return embedder == longterm.embedded_embedder_config()
 
 
-def _payload(doc: KeywordDoc) -> dict:
+def mem0_payload(doc: KeywordDoc) -> dict:
     """The payload mem0 gives a memory stored as given (``infer=False``) for ``doc``."""
     from mem0.utils.lemmatization import lemmatize_for_bm25  # mem0 is imported when used
 
