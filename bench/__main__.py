@@ -24,6 +24,7 @@ BENCHMARKS = [
     "context",
     "recall",
     "archival",
+    "ltm_store",
     "memory_audit",
     "tick",
     "calls",

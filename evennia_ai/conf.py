@@ -423,6 +423,11 @@ SETTINGS: dict[str, Setting] = {
             "A full mem0 configuration dict replacing the embedded default (Qdrant server, pgvector, any litellm embedder).",
         ),
         Setting(
+            "EVENNIA_AI_KEYWORD_INDEX",
+            None,
+            'Where the keyword index lives: None for SQLite FTS5 in the data folder; `{"backend": "postgres", "dsn": "postgresql://..."}` for PostgreSQL full-text search (without `dsn`: the server of a `pgvector` EVENNIA_AI_MEM0_CONFIG).',
+        ),
+        Setting(
             "EVENNIA_AI_COMPACTION_STRATEGY",
             "summarize",
             "History compression: `summarize` (recursive summarisation by the model; truncation with the offline model) or `truncate`.",

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install what the PostgreSQL tests and `DEMO_DB=postgres make demo` need: Debian's postgresql
-# server binaries (apt, as root or with sudo) and psycopg (pip, into the venv given as $1,
+# server binaries (apt, as root or with sudo), psycopg with its pool and the pgserver wheel (a
+# server with pgvector) (pip, into the venv given as $1,
 # default .venv). Safe to run twice: whatever is already installed is skipped. No server is
 # left running: the tests and the demo start their own (tests/support/postgres.py); the cluster
 # that Debian's package creates and starts, if it does, is stopped again.
@@ -32,5 +33,9 @@ else
 fi
 
 pip_install "$VENV" psycopg "psycopg[binary]"
+pip_install "$VENV" psycopg_pool "psycopg[pool]"
+# Debian's server has no pgvector: the pgserver wheel's has (the long-term memory tests on
+# PostgreSQL use it; tests/support/postgres.py picks the server with the extensions asked for).
+pip_install "$VENV" pgserver pgserver || echo "pgserver unavailable: the pgvector tests will be skipped"
 
 echo "PostgreSQL test prerequisites ready."

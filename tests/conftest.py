@@ -14,8 +14,12 @@ import os
 import socket
 
 import pytest
+from support import postgres
 
 from evennia_ai import conf
+
+#: The ``pgvector_memory`` fixture (long-term memory on PostgreSQL) for any test module.
+pytest_plugins = ["support.memory"]
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 for _setting in conf.SETTINGS.values():
@@ -73,6 +77,26 @@ def _guarded_getaddrinfo(host, *args, **kwargs):
 socket.socket.connect = _guarded_connect
 socket.socket.connect_ex = _guarded_connect_ex
 socket.getaddrinfo = _guarded_getaddrinfo
+
+
+@pytest.fixture(scope="session")
+def pgvector_dsn():
+    """A connection string to a PostgreSQL database with pgvector, for the long-term memory
+    tests on PostgreSQL: the server of ``make test``'s PostgreSQL run when it has pgvector,
+    else a throwaway one started here (and removed after the session); skipped, saying why,
+    where no installation has pgvector."""
+    if os.environ.get(postgres.ENV_PGVECTOR):
+        yield os.environ[postgres.ENV_PGVECTOR]
+        return
+    server = postgres.PostgresServer(extensions=("vector",))
+    try:
+        server.start()
+    except postgres.PostgresUnavailable as why:
+        pytest.skip(f"PostgreSQL with pgvector unavailable: {why}")
+    try:
+        yield server.dsn()
+    finally:
+        server.stop()
 
 
 @pytest.fixture(autouse=True)

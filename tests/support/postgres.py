@@ -48,6 +48,9 @@ GAME_ROLE = "evennia"
 SUPERUSER = "postgres"
 #: Where a throwaway server's settings reach the Django settings module of the test run.
 ENV_DATABASE = "EVENNIA_AI_TEST_POSTGRES"
+#: A pgvector database's connection string, when the ``tests`` run's server has pgvector: the
+#: long-term memory tests on PostgreSQL use it instead of starting a server of their own.
+ENV_PGVECTOR = "EVENNIA_AI_TEST_PGVECTOR"
 #: The pytest marker of the tests that also run on PostgreSQL (``make test`` runs them).
 MARKER = "postgres"
 #: The Django settings of that run: the test settings with ``DATABASES`` from ``ENV_DATABASE``.
@@ -65,23 +68,51 @@ class PostgresUnavailable(RuntimeError):
     """PostgreSQL cannot be had here; the message says what is missing and how to get it."""
 
 
-def find_bindir() -> Path:
-    """The directory holding ``initdb``, ``pg_ctl`` and ``postgres``.
+def find_bindir(extensions: tuple[str, ...] = ()) -> Path:
+    """The directory holding ``initdb``, ``pg_ctl`` and ``postgres`` (and ``extensions``).
 
     Tried in order: ``$PG_BINDIR``; ``pg_config --bindir`` when ``pg_config`` is on PATH; the
-    newest ``/usr/lib/postgresql/<version>/bin``; the ``pgserver`` wheel's own binaries.
+    newest ``/usr/lib/postgresql/<version>/bin``; the ``pgserver`` wheel's own binaries. With
+    ``extensions``, the first installation that has all of them wins (Debian's packages have no
+    pgvector, the ``pgserver`` wheel has).
 
     Raises:
-        PostgresUnavailable: none of these has the server binaries.
+        PostgresUnavailable: none of these has the server binaries (or the extensions).
     """
-    for candidate in _bindir_candidates():
-        if all((candidate / tool).is_file() for tool in ("initdb", "pg_ctl", "postgres")):
+    servers = [
+        candidate
+        for candidate in _bindir_candidates()
+        if all((candidate / tool).is_file() for tool in ("initdb", "pg_ctl", "postgres"))
+    ]
+    for candidate in servers:
+        if all(has_extension(candidate, name) for name in extensions):
             return candidate
+    if servers:
+        raise PostgresUnavailable(
+            f"no PostgreSQL installation here has the extension(s) {', '.join(extensions)} "
+            f"(looked in {', '.join(map(str, servers))}): pip install pgserver (its server "
+            "ships pgvector), or set PG_BINDIR to a server that has them"
+        )
     raise PostgresUnavailable(
         "no PostgreSQL server binaries (initdb, pg_ctl, postgres) were found: install Debian's "
         "'postgresql' package (scripts/install_postgres.sh does) or the PyPI wheel 'pgserver', "
         "or set PG_BINDIR"
     )
+
+
+def has_extension(bindir: Path, name: str) -> bool:
+    """Whether the PostgreSQL installation of ``bindir`` can ``CREATE EXTENSION name``."""
+    return any((share / "extension" / f"{name}.control").is_file() for share in _sharedirs(bindir))
+
+
+def _sharedirs(bindir: Path):
+    pg_config = bindir / "pg_config"
+    if pg_config.is_file():
+        result = subprocess.run([pg_config, "--sharedir"], capture_output=True, text=True)
+        if result.returncode == 0:
+            yield Path(result.stdout.strip())
+    yield bindir.parent / "share" / "postgresql"
+    yield Path("/usr/share/postgresql") / bindir.parent.name  # Debian: lib/postgresql/<v>/bin
 
 
 def _bindir_candidates():
@@ -208,7 +239,7 @@ class PostgresServer:
             PostgresUnavailable: no binaries, no driver, or no user to run as.
             RuntimeError: the server did not start (the message holds its log's tail).
         """
-        self.bindir = find_bindir()
+        self.bindir = find_bindir(self.extensions)
         require_driver()
         self.user = server_user()
         if self.throwaway and self.base is None:
@@ -245,7 +276,7 @@ class PostgresServer:
         if self.base is None:
             return
         if self.running():
-            self.bindir = self.bindir or find_bindir()
+            self.bindir = self.bindir or find_bindir(self.extensions)
             self.user = self.user or server_user()
             try:
                 self._run_tool(
@@ -304,6 +335,13 @@ class PostgresServer:
             f'        "{key}": "{value}",\n' for key, value in self.django_database().items()
         )
         return 'DATABASES = {\n    "default": {\n' + entries + "    }\n}\n"
+
+    def dsn(self) -> str:
+        """A libpq connection string to the game's database as the game's role."""
+        return (
+            f"host=127.0.0.1 port={self.port} dbname={self.database} user={GAME_ROLE} "
+            f"password={self.password}"
+        )
 
     def connect(self, dbname: str = "postgres", superuser: bool = True):
         """A psycopg connection (autocommit) as the superuser, or as the game's role."""
@@ -445,22 +483,29 @@ def run_tests(pytest_args: list[str], timeout: float) -> int:
     The server is stopped and removed afterwards, also when the tests fail, time out or this
     process is asked to stop (SIGTERM, SIGINT, SIGHUP).
     """
-    server = PostgresServer(database="evennia_ai")
     _stop_on_signals()
     started = time.monotonic()
-    try:
-        server.start()
-    except PostgresUnavailable as why:
-        print(f"PostgreSQL tests SKIPPED: {why}.")
+    # pgvector when some installation has it (the long-term memory tests need it), else none
+    for extensions in (("vector",), ()):
+        server = PostgresServer(database="evennia_ai", extensions=extensions)
+        try:
+            server.start()
+            break
+        except PostgresUnavailable as why:
+            reason = why
+    else:
+        print(f"PostgreSQL tests SKIPPED: {reason}.")
         return 0
     try:
         print(
             f"== the '{MARKER}' tests on PostgreSQL ({server.bindir}, 127.0.0.1:{server.port},"
-            f" started in {time.monotonic() - started:.1f} s) =="
+            f" started in {time.monotonic() - started:.1f} s"
+            f"{', with pgvector' if server.extensions else ', no pgvector'}) =="
         )
         env = {
             **os.environ,
             ENV_DATABASE: json.dumps(server.django_database()),
+            **({ENV_PGVECTOR: server.dsn()} if server.extensions else {}),
             "DJANGO_SETTINGS_MODULE": SETTINGS_MODULE,
             "PYTHONPATH": os.pathsep.join([str(TESTS_DIR), os.environ.get("PYTHONPATH", "")]),
         }
