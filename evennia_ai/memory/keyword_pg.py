@@ -33,8 +33,11 @@ import threading
 import unicodedata
 from typing import Iterable
 
-import psycopg
-from psycopg import sql
+try:  # the ``postgres`` extra; without it the index says so when it is asked for
+    import psycopg
+    from psycopg import sql
+except ImportError:  # pragma: no cover - the test environment has it
+    psycopg = sql = None
 
 from evennia_ai.memory.keyword_index import (
     _COLUMNS,
@@ -92,6 +95,11 @@ class PostgresKeywordIndex(KeywordIndexBase):
     """
 
     def __init__(self, dsn: str, table: str = TABLE):
+        if psycopg is None:
+            raise KeywordIndexUnavailable(
+                "EVENNIA_AI_KEYWORD_INDEX names PostgreSQL but psycopg is not installed "
+                "(pip install 'evennia-ai[postgres]')"
+            )
         self.dsn = dsn
         self.table = table
         self.path = f"PostgreSQL table {table}"  # what messages call it (the SQLite one's file)

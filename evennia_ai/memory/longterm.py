@@ -57,7 +57,7 @@ from evennia_ai.llm import tokens
 from evennia_ai.llm.client import get_client, get_litellm
 from evennia_ai.llm.threads import run_in_thread
 from evennia_ai.llm.usage import UsageAccountant, UsageRecord
-from evennia_ai.memory import gate
+from evennia_ai.memory import gate, keyword_pg
 from evennia_ai.memory.keyword_index import (
     KeywordDoc,
     KeywordIndex,
@@ -338,14 +338,9 @@ def open_keyword_index(directory: str | None = None) -> KeywordIndexBase:
     """
     settings_ = keyword_index_settings()
     if settings_ is not None:
-        try:
-            from evennia_ai.memory.keyword_pg import TABLE, PostgresKeywordIndex  # needs psycopg
-        except ImportError:
-            raise KeywordIndexUnavailable(
-                "EVENNIA_AI_KEYWORD_INDEX names PostgreSQL but psycopg is not installed "
-                "(pip install 'evennia-ai[postgres]')"
-            ) from None
-        return PostgresKeywordIndex(settings_["dsn"], table=settings_["table"] or TABLE)
+        return keyword_pg.PostgresKeywordIndex(
+            settings_["dsn"], table=settings_["table"] or keyword_pg.TABLE
+        )
     directory = directory or data_dir()
     os.makedirs(directory, exist_ok=True)
     return KeywordIndex(os.path.join(directory, "keyword.db"))
