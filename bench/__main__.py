@@ -34,6 +34,7 @@ BENCHMARKS = [
     "first_line",
     "load",
     "memory_rss",
+    "scale",
 ]
 
 

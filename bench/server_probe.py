@@ -5,12 +5,16 @@ The benchmark game's settings put the repository root on ``sys.path`` so that
 by the plugin itself.
 
 - :func:`spawn`: N AI NPCs, each alone in a room of its own (so they never hear each other),
-  each with one active goal, so every tick is an autonomous tick with one model call.
+  or ``per_room`` to a room, each with one active goal, so every tick is an autonomous tick
+  with one model call.
+- :func:`make_talkers`: accounts with a character in each bench room, for telnet players.
+- :func:`lag_start`: a 10 ms LoopingCall that records how late the reactor runs it.
 - :func:`start_driver` / :func:`stop_driver`: keep every bench NPC ticking back to back (a
   LoopingCall triggers each script; a busy script runs again as soon as its tick ends).
 - :func:`count_writes`: counts SQL statements that write (INSERT/UPDATE/DELETE/REPLACE) on the
   reactor thread's database connection, through Django's ``execute_wrappers``.
-- :func:`report`: ticks so far, writes so far, RSS, thread-pool state, as a JSON file.
+- :func:`report`: ticks so far, writes so far, RSS, the reactor thread's CPU seconds, the
+  reactor lags recorded since the last report, thread-pool state, as a JSON file.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import time
 from evennia import CmdSet
 
 BENCH_TAG = ("bench_npc", "evennia_ai_bench")
-_STATE = {"writes": 0, "statements": 0, "driver": None, "installed": False}
+_STATE = {"writes": 0, "statements": 0, "driver": None, "installed": False, "lags": []}
 
 
 class TalkCmdSet(CmdSet):
@@ -53,8 +57,10 @@ def count_writes() -> None:
         _STATE["installed"] = True
 
 
-def spawn(count: int, goal: str = "Keep the festival preparations going") -> list:
-    """Create ``count`` AI NPCs, one per new room, each with one active goal."""
+def spawn(
+    count: int, goal: str = "Keep the festival preparations going", per_room: int = 1
+) -> list:
+    """Create ``count`` AI NPCs, ``per_room`` to a new room, each with one active goal."""
     from evennia import create_object
     from evennia.objects.objects import DefaultRoom
 
@@ -62,8 +68,12 @@ def spawn(count: int, goal: str = "Keep the festival preparations going") -> lis
 
     existing = len(bench_npcs())
     made = []
+    room = None
     for index in range(existing, existing + count):
-        room = create_object(DefaultRoom, key=f"Bench Room {index}", tags=[BENCH_TAG])
+        if room is None or index % per_room == 0:
+            room = create_object(
+                DefaultRoom, key=f"Bench Room {index // per_room}", tags=[BENCH_TAG]
+            )
         npc = create_object(
             AIAssistantCharacter, key=f"BenchNPC{index}", location=room, home=room, tags=[BENCH_TAG]
         )
@@ -84,6 +94,56 @@ def spawn(count: int, goal: str = "Keep the festival preparations going") -> lis
         )
         made.append(npc)
     return made
+
+
+def bench_rooms() -> list:
+    """The bench's rooms, oldest first."""
+    from evennia.utils.search import search_tag
+
+    rooms = search_tag(BENCH_TAG[0], category=BENCH_TAG[1])
+    return sorted((obj for obj in rooms if not hasattr(obj, "ai")), key=lambda obj: obj.id)
+
+
+def make_talkers(count: int, password: str, prefix: str = "Talker") -> list:
+    """Accounts ``<prefix>0..`` with a character each, one in each of the first ``count`` bench
+    rooms (they log in over telnet and talk there). Returns their names."""
+    from evennia import DefaultAccount
+
+    names = []
+    for index, room in enumerate(bench_rooms()[:count]):
+        name = f"{prefix}{index}"
+        account, errors = DefaultAccount.create(username=name, password=password)
+        if errors or account is None:
+            raise RuntimeError(f"cannot create {name}: {errors}")
+        for character in account.characters:
+            character.location = room
+            character.home = room
+            character.db.prelogout_location = room
+        names.append(name)
+    return names
+
+
+def lag_start(period: float = 0.01) -> None:
+    """Record how late (seconds) a ``period`` LoopingCall runs on the reactor, until stopped."""
+    from twisted.internet import task
+
+    lag_stop()
+    expected = [time.perf_counter() + period]
+
+    def beat():
+        now = time.perf_counter()
+        _STATE["lags"].append(max(0.0, now - expected[0]))
+        expected[0] = now + period
+
+    loop = task.LoopingCall(beat)
+    loop.start(period, now=False)
+    _STATE["lag_loop"] = loop
+
+
+def lag_stop() -> None:
+    loop = _STATE.pop("lag_loop", None)
+    if loop is not None and loop.running:
+        loop.stop()
 
 
 def bench_npcs() -> list:
@@ -162,11 +222,14 @@ def report(path: str) -> None:
         "writes": _STATE["writes"],
         "statements": _STATE["statements"],
         "rss": rss_bytes(),
+        "reactor_cpu": time.thread_time(),
+        "lags": _STATE["lags"],
         "pool_in_flight": threads.in_flight(),
         "memory_mode": memory_mode(),
         "memory_state": memory_state(),
         "pid": os.getpid(),
     }
+    _STATE["lags"] = []
     tmp = path + ".tmp"
     with open(tmp, "w") as handle:
         json.dump(data, handle)
