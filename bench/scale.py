@@ -263,6 +263,7 @@ def run(npcs: int, rooms: int, warmup: float, window: float) -> dict:
         "ticks": ticks,
         "ticks_per_s": ticks / (last["time"] - first["time"]),
         "reactor_cpu": last["reactor_cpu"] - first["reactor_cpu"],
+        "process_cpu": last["process_cpu"] - first["process_cpu"],
         "probe_seconds": last["time"] - first["time"],
         "writes_per_tick": (last["writes"] - first["writes"]) / ticks if ticks else float("nan"),
         "lines_said": said1 - said0,
@@ -289,6 +290,8 @@ def render(r: dict) -> str:
     lag99 = percentile(lag_ms, 99)
     cpu_per_tick = r["reactor_cpu"] / r["ticks"] * 1000 if r["ticks"] else float("nan")
     busy = r["reactor_cpu"] / r["probe_seconds"] if r["probe_seconds"] else float("nan")
+    process = r["process_cpu"] / r["probe_seconds"] if r["probe_seconds"] else float("nan")
+    demand = min(BOUND, r["npcs"] / LATENCY)  # each NPC has at most one call in flight
     load = lambda avg: ", ".join(f"{x:.1f}" for x in avg)  # noqa: E731
     setup = (
         f"{r['npcs']} AI NPCs in {r['rooms']} rooms, {r['rooms']} telnet players saying a line "
@@ -302,7 +305,12 @@ def render(r: dict) -> str:
         [
             "model calls per second (answered by the servers)",
             f"{r['calls_per_s']:.1f} of {BOUND:.0f} ({of_bound * 100:.0f}%); per server "
-            + " / ".join(str(n) for n in r["per_server"]),
+            + " / ".join(str(n) for n in r["per_server"])
+            + (
+                f"; {r['npcs']} NPCs can ask at most {demand:.0f}/s"
+                if demand < BOUND
+                else ""
+            ),
             f">= {TARGETS['of_bound'] * 100:.0f}%: {_verdict(of_bound >= TARGETS['of_bound'])}",
         ],
         [
@@ -320,7 +328,8 @@ def render(r: dict) -> str:
         [
             "reactor CPU per tick, ms",
             f"{cpu_per_tick:.1f} ({r['ticks']} ticks, {r['ticks_per_s']:.1f}/s; the reactor "
-            f"thread busy {busy * 100:.0f}% of the window)",
+            f"thread busy {busy * 100:.0f}% of the window; the whole server process "
+            f"{process * 100:.0f}% of a core)",
             "reported",
         ],
         ["database writes per tick", f"{r['writes_per_tick']:.2f}", "reported"],

@@ -13,8 +13,8 @@ by the plugin itself.
   LoopingCall triggers each script; a busy script runs again as soon as its tick ends).
 - :func:`count_writes`: counts SQL statements that write (INSERT/UPDATE/DELETE/REPLACE) on the
   reactor thread's database connection, through Django's ``execute_wrappers``.
-- :func:`report`: ticks so far, writes so far, RSS, the reactor thread's CPU seconds, the
-  reactor lags recorded since the last report, thread-pool state, as a JSON file.
+- :func:`report`: ticks so far, writes so far, RSS, the reactor thread's and the whole
+  process's CPU seconds, the reactor lags recorded since the last report, thread-pool state, as a JSON file.
 """
 
 from __future__ import annotations
@@ -223,6 +223,7 @@ def report(path: str) -> None:
         "statements": _STATE["statements"],
         "rss": rss_bytes(),
         "reactor_cpu": time.thread_time(),
+        "process_cpu": time.process_time(),
         "lags": _STATE["lags"],
         "pool_in_flight": threads.in_flight(),
         "memory_mode": memory_mode(),
