@@ -70,6 +70,9 @@ LINES = (
     "Who is minding the lanterns tonight?",
     "I heard the miller lost his key again.",
 )
+#: litellm's Router refuses a call (HTTP 429) to a deployment whose slots are all in use.
+FULL_DEPLOYMENT = "max_parallel_requests slots in use"
+DRIVER_LABEL = "bench driver beat"  # the driver's own time, beside the plugin's pieces
 TARGETS = {"of_bound": 0.85, "lag_p99_ms": 20.0, "look_p99_ms": 50.0}
 
 
@@ -221,8 +224,7 @@ def run(npcs: int, rooms: int, warmup: float, window: float) -> dict:
         spawn_seconds = time.monotonic() - started
         spawned = server_py(
             player,
-            "import bench.server_probe as p; "
-            f"p.make_talkers({rooms}, {TALKER_PASSWORD!r})",
+            f"import bench.server_probe as p; p.make_talkers({rooms}, {TALKER_PASSWORD!r})",
         )
         talkers = Talkers(server.telnet_port, [f"Talker{n}" for n in range(rooms)])
         stack.callback(talkers.close)
@@ -247,6 +249,7 @@ def run(npcs: int, rooms: int, warmup: float, window: float) -> dict:
         pieces_path = os.path.join(folder, "pieces.json")
         server_py(player, f"import bench.server_probe as p; p.pieces_dump({pieces_path!r})")
         pieces = json.loads(Path(pieces_path).read_text())
+        log = server.log_path.read_text(errors="replace")
     calls = sum(counts1) - sum(counts0)
     seconds = time1 - time0
     ticks = last["ticks"] - first["ticks"]
@@ -266,6 +269,12 @@ def run(npcs: int, rooms: int, warmup: float, window: float) -> dict:
         "process_cpu": last["process_cpu"] - first["process_cpu"],
         "probe_seconds": last["time"] - first["time"],
         "writes_per_tick": (last["writes"] - first["writes"]) / ticks if ticks else float("nan"),
+        "statements_per_tick": (
+            (last["statements"] - first["statements"]) / ticks if ticks else float("nan")
+        ),
+        "failed_calls": log.count("got no answer from model"),
+        "full_deployments": log.count(FULL_DEPLOYMENT),
+        "report_seconds": last["report_seconds"],
         "lines_said": said1 - said0,
         "rss_idle": idle_rss,
         "rss_spawned": spawned["rss"],
@@ -306,11 +315,7 @@ def render(r: dict) -> str:
             "model calls per second (answered by the servers)",
             f"{r['calls_per_s']:.1f} of {BOUND:.0f} ({of_bound * 100:.0f}%); per server "
             + " / ".join(str(n) for n in r["per_server"])
-            + (
-                f"; {r['npcs']} NPCs can ask at most {demand:.0f}/s"
-                if demand < BOUND
-                else ""
-            ),
+            + (f"; {r['npcs']} NPCs can ask at most {demand:.0f}/s" if demand < BOUND else ""),
             f">= {TARGETS['of_bound'] * 100:.0f}%: {_verdict(of_bound >= TARGETS['of_bound'])}",
         ],
         [
@@ -332,7 +337,17 @@ def render(r: dict) -> str:
             f"{process * 100:.0f}% of a core)",
             "reported",
         ],
-        ["database writes per tick", f"{r['writes_per_tick']:.2f}", "reported"],
+        [
+            "model calls that failed (whole run, server log)",
+            f"{r['failed_calls']} ticks got no answer; {r['full_deployments']} of them a Router "
+            "429 (every slot of the deployment it picked in use)",
+            "reported",
+        ],
+        [
+            "database writes / SQL statements per tick (PostgreSQL)",
+            f"{r['writes_per_tick']:.2f} / {r['statements_per_tick']:.2f}",
+            "reported",
+        ],
         [
             "server RSS, MB",
             f"idle {r['rss_idle'] / mb:.0f}, after spawning {r['rss_spawned'] / mb:.0f} "
@@ -347,29 +362,55 @@ def render(r: dict) -> str:
         ],
     ]
     part1 = table("Scale (bench.scale)", ["figure", "measured", "target"], rows)
-    return setup + "\n\n" + part1 + "\n" + render_pieces(r["pieces"], r["ticks"])
+    return (
+        setup + "\n\n" + part1 + "\n" + render_pieces(r["pieces"], r["ticks"], r["probe_seconds"])
+    )
 
 
-def render_pieces(pieces: dict, ticks: int, top: int = 12) -> str:
-    """Where the reactor's time goes per tick: the pieces with the most wall time."""
-    totals = sorted(
-        ((sum(times), label, times) for label, times in pieces.items()), reverse=True
-    )[:top]
+def _inside(label: str) -> bool:
+    """Whether a timed label is part of a piece (or a collection during one), not a piece."""
+    return label.startswith(("part: ", "gc ")) or label.endswith("(cpu)")
+
+
+def render_pieces(pieces: dict, ticks: int, seconds: float, top: int = 14) -> str:
+    """Where the reactor's time goes per tick: every piece's sum, then the largest labels."""
+    per_tick = lambda total: total * 1000 / ticks if ticks else float("nan")  # noqa: E731
+    share = lambda total: f"{total / seconds * 100:.0f}%" if seconds else ""  # noqa: E731
+    plugin = [
+        t
+        for label, times in pieces.items()
+        if not _inside(label) and label != DRIVER_LABEL
+        for t in times
+    ]
     rows = [
         [
-            label,
-            len(times),
-            total * 1000 / ticks if ticks else float("nan"),
-            percentile(times, 50) * 1000,
-            percentile(times, 99) * 1000,
-            max(times) * 1000,
+            "every piece of assistant work (sum)",
+            len(plugin),
+            per_tick(sum(plugin)),
+            share(sum(plugin)),
+            "",
+            "",
+            "",
         ]
-        for total, label, times in totals
     ]
+    largest = sorted(((sum(times), label, times) for label, times in pieces.items()), reverse=True)
+    for total, label, times in largest[:top]:
+        rows.append(
+            [
+                label,
+                len(times),
+                per_tick(total),
+                share(total),
+                percentile(times, 50) * 1000,
+                percentile(times, 99) * 1000,
+                max(times) * 1000,
+            ]
+        )
     return table(
-        "Scale (bench.scale): where the reactor's time goes (wall ms; `pieces_start`; parts "
-        "and `(cpu)` rows are inside the pieces)",
-        ["piece", "count", "ms per tick", "p50", "p99", "max"],
+        "Scale (bench.scale): where the reactor's time goes (wall ms; the scheduler's pieces by "
+        "where they resume, `bench/server_probe.py` pieces_start; `part:`, `(cpu)` and `gc` rows "
+        "are inside the pieces)",
+        ["piece", "count", "ms per tick", "of the window", "p50", "p99", "max"],
         rows,
     )
 
