@@ -50,7 +50,7 @@ from bench.load import settings as load_settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from support.postgres import PostgresServer  # noqa: E402
+from support.postgres import PostgresServer, PostgresUnavailable  # noqa: E402
 
 FULL = {"npcs": 500, "rooms": 50, "warmup": 20.0, "window": 60.0}
 QUICK = {"npcs": 100, "rooms": 10, "warmup": 12.0, "window": 20.0}
@@ -240,16 +240,21 @@ def run(npcs: int, rooms: int, warmup: float, window: float) -> dict:
         player.drain(0.2)
         player.py("import bench.server_probe as p; p.pieces_start()", wait=0.05)
         first = probe(player)
+        log_start = server.log_path.stat().st_size
         counts0, time0 = models.read()
         said0 = talkers.said
         loaded = looks_for(player, window)
         last = probe(player)
+        log_end = server.log_path.stat().st_size
         counts1, time1 = models.read()
         said1 = talkers.said
         pieces_path = os.path.join(folder, "pieces.json")
         server_py(player, f"import bench.server_probe as p; p.pieces_dump({pieces_path!r})")
         pieces = json.loads(Path(pieces_path).read_text())
-        log = server.log_path.read_text(errors="replace")
+        logs = sorted(server.log_path.parent.glob(server.log_path.name + "*"))  # rotated too
+        log = "".join(path.read_bytes().decode("utf8", "replace") for path in logs)
+        rotated = log_end < log_start  # then the window's lines are not all in this file
+        in_window = server.log_path.read_bytes()[log_start:log_end].decode("utf8", "replace")
     calls = sum(counts1) - sum(counts0)
     seconds = time1 - time0
     ticks = last["ticks"] - first["ticks"]
@@ -274,6 +279,7 @@ def run(npcs: int, rooms: int, warmup: float, window: float) -> dict:
         ),
         "failed_calls": log.count("got no answer from model"),
         "full_deployments": log.count(FULL_DEPLOYMENT),
+        "failed_in_window": ("?" if rotated else in_window.count("got no answer from model")),
         "report_seconds": last["report_seconds"],
         "lines_said": said1 - said0,
         "rss_idle": idle_rss,
@@ -304,8 +310,9 @@ def render(r: dict) -> str:
     load = lambda avg: ", ".join(f"{x:.1f}" for x in avg)  # noqa: E731
     setup = (
         f"{r['npcs']} AI NPCs in {r['rooms']} rooms, {r['rooms']} telnet players saying a line "
-        f"every {TALK_GAP:.0f} s ({r['lines_said']} lines in the window), PostgreSQL, Router "
-        f"over {SERVERS} loopback model servers ({LATENCY:.0f} s latency, "
+        f"every {TALK_GAP:.0f} s ({r['lines_said']} lines in the window), PostgreSQL (a "
+        "throwaway cluster on this machine: fsync and synchronous_commit off), Router over "
+        f"{SERVERS} loopback model servers ({LATENCY:.0f} s latency, "
         f"max_parallel_requests {PARALLEL} each); window {r['seconds']:.1f} s after a warm-up; "
         f"machine {machine()}, load average {load(r['load_start'])} at the start, "
         f"{load(r['load_end'])} at the end (the machine is shared: figures are noisy)."
@@ -339,8 +346,9 @@ def render(r: dict) -> str:
         ],
         [
             "model calls that failed (whole run, server log)",
-            f"{r['failed_calls']} ticks got no answer; {r['full_deployments']} of them a Router "
-            "429 (every slot of the deployment it picked in use)",
+            f"{r['failed_calls']} ticks got no answer ({r['failed_in_window']} in the window); "
+            f"{r['full_deployments']} of them a Router 429 (every slot of the deployment it "
+            "picked in use)",
             "reported",
         ],
         [
@@ -394,7 +402,9 @@ def render_pieces(pieces: dict, ticks: int, seconds: float, top: int = 14) -> st
         ]
     ]
     largest = sorted(((sum(times), label, times) for label, times in pieces.items()), reverse=True)
-    for total, label, times in largest[:top]:
+    longest = sorted(largest, key=lambda item: max(item[2]), reverse=True)[:3]
+    shown = largest[:top] + [item for item in longest if item not in largest[:top]]
+    for total, label, times in shown:
         rows.append(
             [
                 label,
@@ -409,14 +419,17 @@ def render_pieces(pieces: dict, ticks: int, seconds: float, top: int = 14) -> st
     return table(
         "Scale (bench.scale): where the reactor's time goes (wall ms; the scheduler's pieces by "
         "where they resume, `bench/server_probe.py` pieces_start; `part:`, `(cpu)` and `gc` rows "
-        "are inside the pieces)",
+        "are inside the pieces; the largest by total, then the three longest single ones)",
         ["piece", "count", "ms per tick", "of the window", "p50", "p99", "max"],
         rows,
     )
 
 
 def main(quick: bool = False) -> str:
-    text = render(run(**(QUICK if quick else FULL)))
+    try:
+        text = render(run(**(QUICK if quick else FULL)))
+    except PostgresUnavailable as err:
+        text = f"Did not run: the bench's game database is PostgreSQL, and {err}\n"
     print(text)
     return text
 

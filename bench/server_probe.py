@@ -14,7 +14,8 @@ by the plugin itself.
 - :func:`count_writes`: counts SQL statements that write (INSERT/UPDATE/DELETE/REPLACE) on the
   reactor thread's database connection, through Django's ``execute_wrappers``.
 - :func:`report`: ticks so far, writes so far, RSS, the reactor thread's and the whole
-  process's CPU seconds, the reactor lags recorded since the last report, thread-pool state, as a JSON file.
+  process's CPU seconds, the reactor lags recorded since the last report, thread-pool state,
+  as a JSON file.
 """
 
 from __future__ import annotations
