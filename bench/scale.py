@@ -72,6 +72,7 @@ LINES = (
 )
 #: litellm's Router refuses a call (HTTP 429) to a deployment whose slots are all in use.
 FULL_DEPLOYMENT = "max_parallel_requests slots in use"
+ENDPOINT = f"router:{ROUTED}"  # the plugin's bound on calls in flight to the Router's name
 DRIVER_LABEL = "bench driver beat"  # the driver's own time, beside the plugin's pieces
 TARGETS = {"of_bound": 0.85, "lag_p99_ms": 20.0, "look_p99_ms": 50.0}
 
@@ -281,6 +282,7 @@ def run(npcs: int, rooms: int, warmup: float, window: float) -> dict:
         "full_deployments": log.count(FULL_DEPLOYMENT),
         "failed_in_window": ("?" if rotated else in_window.count("got no answer from model")),
         "report_seconds": last["report_seconds"],
+        "limits": [first["llm_limits"].get(ENDPOINT, {}), last["llm_limits"].get(ENDPOINT, {})],
         "lines_said": said1 - said0,
         "rss_idle": idle_rss,
         "rss_spawned": spawned["rss"],
@@ -342,6 +344,16 @@ def render(r: dict) -> str:
             f"{cpu_per_tick:.1f} ({r['ticks']} ticks, {r['ticks_per_s']:.1f}/s; the reactor "
             f"thread busy {busy * 100:.0f}% of the window; the whole server process "
             f"{process * 100:.0f}% of a core)",
+            "reported",
+        ],
+        [
+            "the plugin's calls to the Router in flight / waiting (window start, end)",
+            " and ".join(
+                f"{limit.get('in_flight', '?')} / {limit.get('waiting', '?')}"
+                for limit in r["limits"]
+            )
+            + f" (its bound {r['limits'][-1].get('limit', '?')}); the servers answered "
+            f"{r['calls_per_s'] * LATENCY:.0f} at a time on average",
             "reported",
         ],
         [

@@ -15,7 +15,7 @@ by the plugin itself.
   reactor thread's database connection, through Django's ``execute_wrappers``.
 - :func:`report`: ticks so far, writes so far, RSS, the reactor thread's and the whole
   process's CPU seconds, the reactor lags recorded since the last report, thread-pool state,
-  as a JSON file.
+  the model calls in flight and waiting per endpoint, as a JSON file.
 """
 
 from __future__ import annotations
@@ -231,6 +231,7 @@ def report(path: str) -> None:
     left out of the reactor lags, which are the game's, not the probe's.
     """
     from evennia_ai.llm import threads
+    from evennia_ai.llm.client import get_client
 
     started = time.perf_counter()
     data = {
@@ -244,6 +245,7 @@ def report(path: str) -> None:
         "process_cpu": time.process_time(),
         "lags": _STATE["lags"],
         "pool_in_flight": threads.in_flight(),
+        "llm_limits": get_client().limits.snapshot(),
         "memory_mode": memory_mode(),
         "memory_state": memory_state(),
         "pid": os.getpid(),
