@@ -36,6 +36,7 @@ import argparse
 import json
 import os
 import select
+import statistics
 import sys
 import tempfile
 import threading
@@ -283,6 +284,7 @@ def run(npcs: int, rooms: int, warmup: float, window: float) -> dict:
         "failed_in_window": ("?" if rotated else in_window.count("got no answer from model")),
         "report_seconds": last["report_seconds"],
         "limits": [first["llm_limits"].get(ENDPOINT, {}), last["llm_limits"].get(ENDPOINT, {})],
+        "in_flight": last["in_flight_samples"],
         "lines_said": said1 - said0,
         "rss_idle": idle_rss,
         "rss_spawned": spawned["rss"],
@@ -352,8 +354,10 @@ def render(r: dict) -> str:
                 f"{limit.get('in_flight', '?')} / {limit.get('waiting', '?')}"
                 for limit in r["limits"]
             )
-            + f" (its bound {r['limits'][-1].get('limit', '?')}); the servers answered "
-            f"{r['calls_per_s'] * LATENCY:.0f} at a time on average",
+            + f" (its bound {r['limits'][-1].get('limit', '?')}); sampled with the lag probe: "
+            f"mean {statistics.fmean(r['in_flight'] or [0]):.0f}, max "
+            f"{max(r['in_flight'], default=0)} ({len(r['in_flight'])} samples); the servers "
+            f"answered {r['calls_per_s'] * LATENCY:.0f} at a time on average",
             "reported",
         ],
         [

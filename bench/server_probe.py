@@ -8,7 +8,8 @@ by the plugin itself.
   or ``per_room`` to a room, each with one active goal, so every tick is an autonomous tick
   with one model call.
 - :func:`make_talkers`: accounts with a character in each bench room, for telnet players.
-- :func:`lag_start`: a 10 ms LoopingCall that records how late the reactor runs it.
+- :func:`lag_start`: a 10 ms LoopingCall that records how late the reactor runs it (and, every
+  tenth beat, the model calls in flight).
 - :func:`start_driver` / :func:`stop_driver`: keep every bench NPC ticking back to back (a
   LoopingCall triggers each script; a busy script runs again as soon as its tick ends).
 - :func:`count_writes`: counts SQL statements that write (INSERT/UPDATE/DELETE/REPLACE) on the
@@ -134,14 +135,19 @@ def lag_start(period: float = 0.01) -> None:
     """Record how late (seconds) a ``period`` LoopingCall runs on the reactor, until stopped."""
     from twisted.internet import task
 
+    from evennia_ai.llm.client import get_client
+
     lag_stop()
     _STATE["lag_period"] = period
     _STATE["lag_expected"] = time.perf_counter() + period
+    _STATE["in_flight"] = []
 
     def beat():
         now = time.perf_counter()
         _STATE["lags"].append(max(0.0, now - _STATE["lag_expected"]))
         _STATE["lag_expected"] = now + period
+        if len(_STATE["lags"]) % 10 == 0:  # the model calls in flight, sampled every 10 beats
+            _STATE["in_flight"].append(sum(get_client().limits.in_flight.values()))
 
     loop = task.LoopingCall(beat)
     loop.start(period, now=False)
@@ -244,6 +250,7 @@ def report(path: str) -> None:
         "reactor_cpu": time.thread_time(),
         "process_cpu": time.process_time(),
         "lags": _STATE["lags"],
+        "in_flight_samples": _STATE.get("in_flight", []),
         "pool_in_flight": threads.in_flight(),
         "llm_limits": get_client().limits.snapshot(),
         "memory_mode": memory_mode(),
@@ -251,7 +258,7 @@ def report(path: str) -> None:
         "pid": os.getpid(),
     }
     data["report_seconds"] = time.perf_counter() - started
-    _STATE["lags"] = []
+    _STATE["lags"], _STATE["in_flight"] = [], []
     if "lag_loop" in _STATE:
         _STATE["lag_expected"] = time.perf_counter() + _STATE["lag_period"]
     tmp = path + ".tmp"

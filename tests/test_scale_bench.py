@@ -46,6 +46,7 @@ def result(**changes) -> dict:
         "full_deployments": 2,
         "report_seconds": 0.1,
         "limits": [{"limit": 192, "in_flight": 180, "waiting": 300}, {}],
+        "in_flight": [170, 190],
         "lines_said": 600,
         "rss_idle": 300 * 2**20,
         "rss_spawned": 350 * 2**20,
@@ -80,7 +81,9 @@ def test_report_gives_each_target_its_verdict():
     assert "90.0 of 96 (94%)" in text and ">= 85%: pass" in text
     assert "p99 <= 20: pass" in text and "p99 <= 50: pass" in text
     assert "RSS growth per NPC, KB | 102 spawned, 205 after ticking" in text
-    assert "180 / 300 and ? / ? (its bound ?); the servers answered 180 at a time" in text
+    assert (
+        "180 / 300 and ? / ? (its bound ?); sampled with the lag probe: mean 180, max 190" in text
+    )
     assert "3 ticks got no answer (1 in the window); 2 of them a Router 429" in text
     assert "every piece of assistant work (sum) | 2 | 0.00 | 0%" in text
     assert "_call_model:364 | 2 | 0.00 | 0% | 6.00 | 6.00 | 6.00" in text
