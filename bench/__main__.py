@@ -35,6 +35,7 @@ BENCHMARKS = [
     "first_line",
     "load",
     "memory_rss",
+    "scale",
 ]
 
 

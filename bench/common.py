@@ -58,11 +58,17 @@ class ExternalModelServer:
 
     Args:
         latency: Seconds before every answer.
-        default_text: Text of every answer (a tool call is not scriptable from the CLI; the
-            client measurements do not depend on the answer's shape).
+        extra_args: More command-line arguments (e.g. ``--default-reply``).
+        module: The module run with ``python -m``; it takes ``--port`` and ``--latency``
+            (``bench.counted_model_server`` also counts the answers in a file).
     """
 
-    def __init__(self, latency: float = 0.0, extra_args: tuple = ()):
+    def __init__(
+        self,
+        latency: float = 0.0,
+        extra_args: tuple = (),
+        module: str = "evennia_ai.testing.model_server",
+    ):
         import socket
         import subprocess
         import sys
@@ -75,7 +81,7 @@ class ExternalModelServer:
             [
                 sys.executable,
                 "-m",
-                "evennia_ai.testing.model_server",
+                module,
                 "--port",
                 str(self.port),
                 "--latency",
@@ -84,6 +90,7 @@ class ExternalModelServer:
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
         )
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline:

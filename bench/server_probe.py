@@ -5,12 +5,18 @@ The benchmark game's settings put the repository root on ``sys.path`` so that
 by the plugin itself.
 
 - :func:`spawn`: N AI NPCs, each alone in a room of its own (so they never hear each other),
-  each with one active goal, so every tick is an autonomous tick with one model call.
+  or ``per_room`` to a room, each with one active goal, so every tick is an autonomous tick
+  with one model call.
+- :func:`make_talkers`: accounts with a character in each bench room, for telnet players.
+- :func:`lag_start`: a 10 ms LoopingCall that records how late the reactor runs it (and, every
+  tenth beat, the model calls in flight).
 - :func:`start_driver` / :func:`stop_driver`: keep every bench NPC ticking back to back (a
   LoopingCall triggers each script; a busy script runs again as soon as its tick ends).
 - :func:`count_writes`: counts SQL statements that write (INSERT/UPDATE/DELETE/REPLACE) on the
   reactor thread's database connection, through Django's ``execute_wrappers``.
-- :func:`report`: ticks so far, writes so far, RSS, thread-pool state, as a JSON file.
+- :func:`report`: ticks so far, writes so far, RSS, the reactor thread's and the whole
+  process's CPU seconds, the reactor lags recorded since the last report, thread-pool state,
+  the model calls in flight and waiting per endpoint, as a JSON file.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ import time
 from evennia import CmdSet
 
 BENCH_TAG = ("bench_npc", "evennia_ai_bench")
-_STATE = {"writes": 0, "statements": 0, "driver": None, "installed": False}
+_STATE = {"writes": 0, "statements": 0, "driver": None, "installed": False, "lags": []}
 
 
 class TalkCmdSet(CmdSet):
@@ -53,8 +59,10 @@ def count_writes() -> None:
         _STATE["installed"] = True
 
 
-def spawn(count: int, goal: str = "Keep the festival preparations going") -> list:
-    """Create ``count`` AI NPCs, one per new room, each with one active goal."""
+def spawn(
+    count: int, goal: str = "Keep the festival preparations going", per_room: int = 1
+) -> list:
+    """Create ``count`` AI NPCs, ``per_room`` to a new room, each with one active goal."""
     from evennia import create_object
     from evennia.objects.objects import DefaultRoom
 
@@ -62,8 +70,12 @@ def spawn(count: int, goal: str = "Keep the festival preparations going") -> lis
 
     existing = len(bench_npcs())
     made = []
+    room = None
     for index in range(existing, existing + count):
-        room = create_object(DefaultRoom, key=f"Bench Room {index}", tags=[BENCH_TAG])
+        if room is None or index % per_room == 0:
+            room = create_object(
+                DefaultRoom, key=f"Bench Room {index // per_room}", tags=[BENCH_TAG]
+            )
         npc = create_object(
             AIAssistantCharacter, key=f"BenchNPC{index}", location=room, home=room, tags=[BENCH_TAG]
         )
@@ -86,6 +98,68 @@ def spawn(count: int, goal: str = "Keep the festival preparations going") -> lis
     return made
 
 
+def bench_rooms() -> list:
+    """The bench's rooms, oldest first."""
+    from evennia.utils.search import search_tag
+
+    rooms = search_tag(BENCH_TAG[0], category=BENCH_TAG[1])
+    return sorted((obj for obj in rooms if not hasattr(obj, "ai")), key=lambda obj: obj.id)
+
+
+def make_talkers(
+    count: int, password: str, prefix: str = "Talker", character_typeclass: str | None = None
+) -> list:
+    """Accounts ``<prefix>0..`` with a character each, one in each of the first ``count`` bench
+    rooms (they log in over telnet and talk there). Returns their names.
+
+    ``character_typeclass`` is the characters' typeclass (None: the game's own Character).
+    """
+    from evennia import DefaultAccount
+
+    extra = {"character_typeclass": character_typeclass} if character_typeclass else {}
+    names = []
+    for index, room in enumerate(bench_rooms()[:count]):
+        name = f"{prefix}{index}"
+        account, errors = DefaultAccount.create(username=name, password=password, **extra)
+        if errors or account is None:
+            raise RuntimeError(f"cannot create {name}: {errors}")
+        for character in account.characters:
+            character.location = room
+            character.home = room
+            character.db.prelogout_location = room
+        names.append(name)
+    return names
+
+
+def lag_start(period: float = 0.01) -> None:
+    """Record how late (seconds) a ``period`` LoopingCall runs on the reactor, until stopped."""
+    from twisted.internet import task
+
+    from evennia_ai.llm.client import get_client
+
+    lag_stop()
+    _STATE["lag_period"] = period
+    _STATE["lag_expected"] = time.perf_counter() + period
+    _STATE["in_flight"] = []
+
+    def beat():
+        now = time.perf_counter()
+        _STATE["lags"].append(max(0.0, now - _STATE["lag_expected"]))
+        _STATE["lag_expected"] = now + period
+        if len(_STATE["lags"]) % 10 == 0:  # the model calls in flight, sampled every 10 beats
+            _STATE["in_flight"].append(sum(get_client().limits.in_flight.values()))
+
+    loop = task.LoopingCall(beat)
+    loop.start(period, now=False)
+    _STATE["lag_loop"] = loop
+
+
+def lag_stop() -> None:
+    loop = _STATE.pop("lag_loop", None)
+    if loop is not None and loop.running:
+        loop.stop()
+
+
 def bench_npcs() -> list:
     from evennia.utils.search import search_tag
 
@@ -101,8 +175,13 @@ def start_driver(period: float = 0.05) -> None:
     scripts = [s for s in scripts if s is not None]
 
     def beat():
+        started = time.perf_counter()
         for script in scripts:
             script.trigger_tick()
+        if "pieces" in _STATE:  # its own cost, beside the plugin's (see pieces_start)
+            _STATE["pieces"].setdefault("bench driver beat", []).append(
+                time.perf_counter() - started
+            )
 
     loop = task.LoopingCall(beat)
     loop.start(period, now=True)
@@ -152,9 +231,15 @@ def memory_state() -> str:
 
 
 def report(path: str) -> None:
-    """Write the figures to ``path`` as JSON (written whole, then renamed)."""
-    from evennia_ai.llm import threads
+    """Write the figures to ``path`` as JSON (written whole, then renamed).
 
+    The time the report itself holds the reactor (counting 500 NPCs' ticks takes a while) is
+    left out of the reactor lags, which are the game's, not the probe's.
+    """
+    from evennia_ai.llm import threads
+    from evennia_ai.llm.client import get_client
+
+    started = time.perf_counter()
     data = {
         "time": time.monotonic(),
         "ticks": total_ticks(),
@@ -162,11 +247,20 @@ def report(path: str) -> None:
         "writes": _STATE["writes"],
         "statements": _STATE["statements"],
         "rss": rss_bytes(),
+        "reactor_cpu": time.thread_time(),
+        "process_cpu": time.process_time(),
+        "lags": _STATE["lags"],
+        "in_flight_samples": _STATE.get("in_flight", []),
         "pool_in_flight": threads.in_flight(),
+        "llm_limits": get_client().limits.snapshot(),
         "memory_mode": memory_mode(),
         "memory_state": memory_state(),
         "pid": os.getpid(),
     }
+    data["report_seconds"] = time.perf_counter() - started
+    _STATE["lags"], _STATE["in_flight"] = [], []
+    if "lag_loop" in _STATE:
+        _STATE["lag_expected"] = time.perf_counter() + _STATE["lag_period"]
     tmp = path + ".tmp"
     with open(tmp, "w") as handle:
         json.dump(data, handle)
