@@ -207,7 +207,23 @@ def _check_fts5(conn: sqlite3.Connection) -> None:
 
 
 class KeywordIndexBase:
-    """What every keyword index backend shares (this SQLite one, :mod:`.keyword_pg`)."""
+    """What every keyword index backend shares (this SQLite one, :mod:`.keyword_pg`).
+
+    Subclasses set ``PLACEHOLDER`` (their driver's parameter mark) and ``ALL_ROWS`` (a
+    condition every row meets).
+    """
+
+    PLACEHOLDER = "?"
+    ALL_ROWS = "1"
+
+    def scope_condition(self, npc: str | None, kind: str | None) -> tuple[str, list]:
+        """The WHERE condition and its parameters of one NPC and/or one kind (None: any)."""
+        clauses, args = [], []
+        for column, value in (("npc", npc), ("kind", kind)):
+            if value is not None:
+                clauses.append(f"{column} = {self.PLACEHOLDER}")
+                args.append(str(value))
+        return " AND ".join(clauses) or self.ALL_ROWS, args
 
     def find_text(
         self, npc: str, text: str, kind: str = DEFAULT_KIND, person: str | None = None
@@ -358,14 +374,7 @@ class KeywordIndex(KeywordIndexBase):
 
     def count(self, npc: str | None = None, kind: str | None = None) -> int:
         """How many documents (of one NPC / one kind)."""
-        clauses, args = [], []
-        if npc is not None:
-            clauses.append("npc = ?")
-            args.append(str(npc))
-        if kind is not None:
-            clauses.append("kind = ?")
-            args.append(kind)
-        where = " AND ".join(clauses) or "1"
+        where, args = self.scope_condition(npc, kind)
         with self._lock:
             return int(
                 self._conn.execute(f"SELECT count(*) FROM docs WHERE {where}", args).fetchone()[0]

@@ -94,6 +94,9 @@ class PostgresKeywordIndex(KeywordIndexBase):
         KeywordIndexUnavailable: The server cannot be reached or the table not prepared.
     """
 
+    PLACEHOLDER = "%s"
+    ALL_ROWS = "TRUE"
+
     def __init__(self, dsn: str, table: str = TABLE):
         if psycopg is None:
             raise KeywordIndexUnavailable(
@@ -229,14 +232,7 @@ class PostgresKeywordIndex(KeywordIndexBase):
 
     def count(self, npc: str | None = None, kind: str | None = None) -> int:
         """How many documents (of one NPC / one kind)."""
-        clauses, args = [], []
-        if npc is not None:
-            clauses.append("npc = %s")
-            args.append(str(npc))
-        if kind is not None:
-            clauses.append("kind = %s")
-            args.append(kind)
-        where = " AND ".join(clauses) or "TRUE"
+        where, args = self.scope_condition(npc, kind)
         return int(self._run(f"SELECT count(*) FROM {{table}} WHERE {where}", args, fetch="one")[0])
 
     def search(
