@@ -164,6 +164,11 @@ def usage_chart(points: list[dict], title: str, width: int = 540, height: int = 
     return mark_safe("".join(parts))
 
 
+def largest_total(section_maps) -> int:
+    """The largest prompt among ``{section: tokens}`` maps: the scale bars shown together share."""
+    return max((sum(int(v or 0) for v in (m or {}).values()) for m in section_maps), default=0)
+
+
 def section_bar(
     sections: dict,
     width: int = 320,

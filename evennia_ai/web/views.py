@@ -95,10 +95,7 @@ class DashboardPage(StaffRequiredMixin, TemplateView):
 def _with_bars(traces: list[dict]) -> list[dict]:
     """Trace rows with their section bar (SVG) added for the template, every bar on the scale
     of the largest prompt among them so ticks compare by size."""
-    largest = max(
-        (sum(int(v or 0) for v in (row.get("sections") or {}).values()) for row in traces),
-        default=0,
-    )
+    largest = charts.largest_total(row.get("sections") for row in traces)
     for row in traces:
         row["section_bar"] = charts.section_bar(
             row.get("sections") or {}, scale=largest, error=row.get("error")
@@ -181,13 +178,7 @@ class TraceDetailView(DashboardPage):
         except data.NotFound as err:
             raise Http404(str(err)) from None
         iterations = []
-        largest = max(
-            (
-                sum(int(v or 0) for v in (it.get("sections") or {}).values())
-                for it in trace.get("iterations") or []
-            ),
-            default=0,
-        )
+        largest = charts.largest_total(it.get("sections") for it in trace.get("iterations") or [])
         for iteration in trace.get("iterations") or []:
             sections = iteration.get("sections") or {}
             total = sum(int(v or 0) for v in sections.values()) or 1
