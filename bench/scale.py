@@ -240,19 +240,29 @@ def run(npcs: int, rooms: int, warmup: float, window: float) -> dict:
         talkers.start()
         time.sleep(warmup)
         player.drain(0.2)
-        player.py("import bench.server_probe as p; p.pieces_start()", wait=0.05)
+        profile = os.environ.get("BENCH_PROFILE")  # a path: cProfile the reactor in the window
+        start = "p.pieces_start()" + ("; p.profile_start()" if profile else "")
+        player.py(f"import bench.server_probe as p; {start}", wait=0.05)
         first = probe(player)
+        window_start = time.time()
         log_start = server.log_path.stat().st_size
         counts0, time0 = models.read()
         said0 = talkers.said
         loaded = looks_for(player, window)
         last = probe(player)
+        if profile:
+            server_py(player, f"import bench.server_probe as p; p.profile_stop({profile!r}, 120)")
         log_end = server.log_path.stat().st_size
         counts1, time1 = models.read()
         said1 = talkers.said
         pieces_path = os.path.join(folder, "pieces.json")
         server_py(player, f"import bench.server_probe as p; p.pieces_dump({pieces_path!r})")
         pieces = json.loads(Path(pieces_path).read_text())
+        times_path = os.path.join(folder, "tick_times.json")
+        server_py(
+            player, f"import bench.server_probe as p; p.tick_times({times_path!r}, {window_start})"
+        )
+        tick_times = json.loads(Path(times_path).read_text())
         logs = sorted(server.log_path.parent.glob(server.log_path.name + "*"))  # rotated too
         log = "".join(path.read_bytes().decode("utf8", "replace") for path in logs)
         rotated = log_end < log_start  # then the window's lines are not all in this file
@@ -291,6 +301,7 @@ def run(npcs: int, rooms: int, warmup: float, window: float) -> dict:
         "rss_end": last["rss"],
         "spawn_seconds": spawn_seconds,
         "pieces": pieces,
+        "tick_times": tick_times,
         "load_start": load_start,
         "load_end": os.getloadavg(),
     }
@@ -349,6 +360,11 @@ def render(r: dict) -> str:
             "reported",
         ],
         [
+            "a tick's time, s: start to end / its model calls / from the previous tick's end",
+            _tick_times(r.get("tick_times") or {}),
+            "reported",
+        ],
+        [
             "the plugin's calls to the Router in flight / waiting (window start, end)",
             " and ".join(
                 f"{limit.get('in_flight', '?')} / {limit.get('waiting', '?')}"
@@ -389,6 +405,18 @@ def render(r: dict) -> str:
     return (
         setup + "\n\n" + part1 + "\n" + render_pieces(r["pieces"], r["ticks"], r["probe_seconds"])
     )
+
+
+def _tick_times(times: dict) -> str:
+    """p50 / p99 of each of the three lists of :func:`bench.server_probe.tick_times`."""
+    parts = []
+    for name in ("duration", "model", "gap"):
+        values = times.get(name) or []
+        if values:
+            parts.append(
+                f"{name} p50 {percentile(values, 50):.2f}, p99 {percentile(values, 99):.2f}"
+            )
+    return "; ".join(parts) + f" ({len(times.get('duration') or [])} ticks)"
 
 
 def _inside(label: str) -> bool:

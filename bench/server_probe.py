@@ -508,3 +508,31 @@ def pieces_dump(path: str) -> None:
     """Write ``{where: [seconds, ...]}`` of :func:`pieces_start` as JSON."""
     with open(path, "w") as handle:
         json.dump(_STATE.get("pieces") or {}, handle)
+
+
+def tick_times(path: str, since: float) -> None:
+    """Where a bench NPC's time went between its ticks ending after ``since`` (a Unix time).
+
+    Writes JSON lists (seconds): each tick's ``duration`` (start to end), the ``model`` part of
+    it (its model calls' latency as the client saw it), and the ``gap`` from the NPC's previous
+    tick's end to this one's start (waiting for a trigger and for its turn on the reactor).
+    """
+    from evennia_ai.utils import parse_iso
+
+    out = {"duration": [], "model": [], "gap": []}
+    for npc in bench_npcs():
+        previous_end = None
+        for trace in npc.ai.traces():
+            started, ended = parse_iso(trace.get("started")), parse_iso(trace.get("ended"))
+            if started is None or ended is None:
+                continue
+            if ended.timestamp() >= since:
+                out["duration"].append(float(trace.get("duration") or 0.0))
+                out["model"].append(
+                    sum(float(it.get("latency") or 0.0) for it in trace.get("iterations") or [])
+                )
+                if previous_end is not None:
+                    out["gap"].append((started - previous_end).total_seconds())
+            previous_end = ended
+    with open(path, "w") as handle:
+        json.dump(out, handle)

@@ -123,6 +123,14 @@ SETTINGS: dict[str, Setting] = {
             [],
             "litellm callbacks (names such as `langfuse`, or dotted paths to CustomLogger instances/classes).",
         ),
+        Setting(
+            "EVENNIA_AI_BATCH_WRITES",
+            True,
+            "Send the assistants' Attribute writes of one reactor turn to the database together "
+            "when the turn ends (one transaction), rather than one transaction per write; the "
+            "values change in memory at once and a shutdown or reload writes them first. "
+            "False: every write is saved at once.",
+        ),
         # --- ticking -------------------------------------------------------------------------
         Setting("EVENNIA_AI_TICK_INTERVAL", 5, "Seconds between an assistant's ticks."),
         Setting(

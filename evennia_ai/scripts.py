@@ -49,6 +49,7 @@ class AssistantScript(DefaultScript):
     def at_start(self, **kwargs):
         self.ndb.busy = False
         self.ndb.again = False
+        self.ndb.tick_queued = False
         npc = self.obj
         if npc is None or not hasattr(npc, "ai"):
             return
@@ -77,7 +78,7 @@ class AssistantScript(DefaultScript):
             logger.log_trace(f"{log_prefix(self.obj)}: could not restart its ticks after a crash")
 
     def at_repeat(self, **kwargs):
-        scheduler.call_soon(self.run_tick)
+        self.trigger_tick()
 
     # -- ticking -------------------------------------------------------------------------------
     @property
@@ -96,12 +97,22 @@ class AssistantScript(DefaultScript):
         return value
 
     def trigger_tick(self) -> None:
-        """Start a tick as soon as possible (now, or right after the running one)."""
+        """Start a tick as soon as possible (now, or right after the running one).
+
+        Triggers that arrive before the tick has its turn on the reactor (ten listeners of one
+        line, a timer beat) start it once.
+        """
         if self.ndb.busy:
             self.ndb.again = True
             return
+        if self.ndb.tick_queued:
+            return
+        self.ndb.tick_queued = True
+        scheduler.call_soon(self._run_queued_tick)
 
-        scheduler.call_soon(self.run_tick)
+    def _run_queued_tick(self):
+        self.ndb.tick_queued = False
+        return self.run_tick()
 
     def run_tick(self):
         """Run one tick unless one is running; returns its Deferred (or None when skipped)."""

@@ -27,7 +27,7 @@ from evennia_ai.llm import tokens
 from evennia_ai.memory import context_buffer
 from evennia_ai.memory import events as ev
 from evennia_ai.memory.events import Event, pending_events
-from evennia_ai.npc import spending
+from evennia_ai.npc import attribute_writes, spending
 from evennia_ai.npc.state import AttributeState, write_attribute
 from evennia_ai.npc.state_keys import CHARACTER_STATE, SCRIPT_STATE
 from evennia_ai.prompt.execution_pattern import ALL_TOOL_CATEGORIES, DEFAULT_EXECUTION_CONFIG
@@ -110,12 +110,18 @@ class AIHandler:
     # -- tick traces -----------------------------------------------------------------------------
     # A ring of EVENNIA_AI_TRACE_RING_SIZE slots, one Attribute each (category ``ai_trace``):
     # recording a tick rewrites the one slot it lands in (``tick_id % size``), so a tick writes
-    # one trace, not the ring, and creates or deletes no rows once the ring has filled.
+    # one trace, not the ring. The ring's slots are created together (empty) by its first
+    # write, so ticks after it create or delete no rows.
     def record_trace(self, trace: dict, ring: int | None = None) -> None:
         """Keep ``trace`` (a TickTrace dict), replacing the one ``ring`` ticks older."""
         size = max(1, int(ring if ring is not None else conf.get("EVENNIA_AI_TRACE_RING_SIZE")))
         tick_id = int(trace.get("tick_id") or 0)
-        write_attribute(self.obj, f"trace_{tick_id % size}", trace, TRACE_CATEGORY)
+        key = f"trace_{tick_id % size}"
+        if not self.obj.attributes.has(key, category=TRACE_CATEGORY):  # the ring's first lap
+            attribute_writes.create_empty(
+                self.obj, [f"trace_{n}" for n in range(size)], TRACE_CATEGORY
+            )
+        write_attribute(self.obj, key, trace, TRACE_CATEGORY)
 
     def traces(self, last: int | None = None) -> list[dict]:
         """The kept tick traces, oldest first (the newest ``last`` only, if given)."""

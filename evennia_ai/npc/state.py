@@ -20,6 +20,7 @@ from typing import Any, Callable, Mapping
 from evennia.utils import logger
 from evennia.utils.dbserialize import to_pickle
 
+from evennia_ai.npc import attribute_writes
 from evennia_ai.npc.state_keys import StateKey
 from evennia_ai.tools.arguments import validate_value
 from evennia_ai.utils import iso_utc, log_prefix, one_line, plain
@@ -31,31 +32,35 @@ _CACHE = "_evennia_ai_plain"  # where a stored value's plain copy is kept, on it
 
 
 def _is_plain(value: Any, depth: int = 0) -> bool:
-    """Whether ``value`` holds only dicts, lists, tuples and scalars (no database objects)."""
-    if isinstance(value, _SCALARS):
+    """Whether ``value`` holds only dicts, lists, tuples and scalars (no database objects, no
+    subclasses: those Evennia's ``to_pickle`` may store differently)."""
+    kind = type(value)
+    if kind in _SCALARS:
         return True
     if depth > 50:
         return False
-    if isinstance(value, dict):
-        return all(isinstance(k, _SCALARS) and _is_plain(v, depth + 1) for k, v in value.items())
-    if isinstance(value, (list, tuple)):
+    if kind is dict:
+        return all(type(k) in _SCALARS and _is_plain(v, depth + 1) for k, v in value.items())
+    if kind is list or kind is tuple:
         return all(_is_plain(v, depth + 1) for v in value)
     return False
 
 
-def _remember(attr, value: Any) -> None:
-    """Keep a pickled plain copy of ``value`` on its Attribute, valid while the stored value is.
+def _remember(attr, data: bytes) -> None:
+    """Keep ``data``, the pickle of ``attr``'s plain value, valid while the stored value is.
 
     Reading a large Attribute (history, traces) otherwise converts it twice per read (Evennia's
     unpacking, then the detached copy); a pickle round trip is several times cheaper. The copy
     is tied to the identity of the Attribute's stored value, which every write replaces.
     """
-    if attr is None or not _is_plain(value):
-        return
-    try:
-        setattr(attr, _CACHE, (attr.db_value, pickle.dumps(value, pickle.HIGHEST_PROTOCOL)))
-    except Exception:  # pragma: no cover - plain values always pickle
-        pass
+    setattr(attr, _CACHE, (attr.db_value, data))
+
+
+def _pickled(value: Any) -> bytes | None:
+    """The pickle of ``value`` if it is plain (else None: Evennia must pack it)."""
+    if not _is_plain(value):
+        return None
+    return pickle.dumps(value, attribute_writes.PICKLE_PROTOCOL)
 
 
 def write_attribute(obj, key: str, value: Any, category: str):
@@ -63,23 +68,34 @@ def write_attribute(obj, key: str, value: Any, category: str):
 
     Evennia's ``attributes.add`` saves an existing Attribute twice (its value setter saves
     ``db_value``, then ``update_attribute`` saves ``db_value`` and ``db_strvalue`` again): two
-    serialisations and two UPDATEs per change. This writes the value as the setter does, once;
-    Evennia's monitors and field hooks still run (they hang on the save). A new Attribute is
-    created by Evennia as usual.
+    serialisations and two UPDATEs per change. This writes the value as the setter does, once,
+    and a plain value (dicts, lists, scalars) is copied by one pickle rather than by Evennia's
+    ``to_pickle`` walk; the pickle is kept for reads and for the write itself. Evennia's
+    monitors still run. On the reactor thread of a running server the row is sent with the
+    turn's other writes when the turn ends (:mod:`evennia_ai.npc.attribute_writes`); the new
+    value is in the Attribute at once. A new Attribute is created by Evennia, empty, then
+    written the same way.
 
     Returns:
         The Attribute.
     """
     attr = obj.attributes.get(key, default=None, category=category, return_obj=True)
+    data = _pickled(value)
     if attr is None or isinstance(attr, list):
-        obj.attributes.add(key, value, category=category)
-        return obj.attributes.get(key, default=None, category=category, return_obj=True)
-    fields = ["db_value"]
+        if data is None:
+            obj.attributes.add(key, value, category=category)
+            return obj.attributes.get(key, default=None, category=category, return_obj=True)
+        # Created empty (Evennia would copy and walk the value twice), then written as below.
+        obj.attributes.add(key, None, category=category)
+        attr = obj.attributes.get(key, default=None, category=category, return_obj=True)
+    attr.db_value = to_pickle(value) if data is None else pickle.loads(data)
+    if data is not None:
+        _remember(attr, data)
     if attr.db_strvalue is not None:  # was a string Attribute: clear it as Evennia would
         attr.db_strvalue = None
-        fields.append("db_strvalue")
-    attr.db_value = to_pickle(value)
-    attr.save(update_fields=fields)
+        attr.save(update_fields=["db_value", "db_strvalue"])
+    else:
+        attribute_writes.save_value(attr, data)  # at once, or with the turn's other writes
     return attr
 
 
@@ -133,13 +149,15 @@ class AttributeState:
         if problems:
             self._keep_aside(key, value, problems[0])
             return declared.default()
-        _remember(attr, value)
+        data = _pickled(value)
+        if data is not None:
+            _remember(attr, data)
         return value
 
     def set(self, key: str, value: Any) -> None:
         """Write ``value`` to ``key`` (one database write)."""
         self.declared(key)
-        _remember(write_attribute(self.obj, key, value, CATEGORY), value)
+        write_attribute(self.obj, key, value, CATEGORY)
 
     def has(self, key: str) -> bool:
         """Whether ``key`` is stored."""

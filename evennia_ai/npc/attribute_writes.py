@@ -1,0 +1,177 @@
+"""Attribute writes of one reactor turn, sent to the database together when the turn ends.
+
+An assistant's state changes in many small writes: a player's line heard by ten NPCs is ten
+event queues and ten ambient buffers; a tick's bookkeeping is a queue, a history, a trace and
+the metrics. Saved one by one through Django, each is a transaction of its own (``BEGIN``,
+``UPDATE``, ``COMMIT``: three round trips to the database, with the reactor waiting on each)
+plus the ORM's work of building the statement. On PostgreSQL that was most of the reactor's
+time in ``bench scale``.
+
+:func:`save_value` therefore changes the Attribute in memory at once (every reader in the
+process sees the new value: Evennia's Attributes are shared instances) and queues the row; at
+the end of the reactor turn :func:`flush` writes every queued row in one transaction with one
+statement per row, sent together. The same Attribute written twice in a turn is written once.
+
+Nothing is lost that a per-write save would have kept: the rows are in the database before the
+reactor does anything else (the next turn starts with the flush), the server's shutdown and
+reload flush first (a ``before shutdown`` trigger), and a crash can only lose the writes of the
+turn it interrupted, which a crash a moment earlier would have lost as well. A flush that fails
+falls back to saving each Attribute on its own, logging any that still fail.
+
+Off the reactor thread, or with no reactor running (unit tests, scripts, ``evennia shell``),
+and with ``EVENNIA_AI_BATCH_WRITES = False``, every write is saved at once, as before.
+"""
+
+from __future__ import annotations
+
+import pickle
+from base64 import b64encode
+from typing import Any
+
+import evennia
+from django.db import DatabaseError, connection, transaction
+from evennia.typeclasses.attributes import Attribute
+from evennia.utils import logger
+from twisted.internet import reactor
+from twisted.python import threadable
+
+from evennia_ai import conf
+
+#: Evennia's PickledObjectField pickles with protocol 4 (its ``DEFAULT_PROTOCOL``).
+PICKLE_PROTOCOL = 4
+
+# id(attr) -> (attr, the value the pickle is of, its pickle or None), in the order first written
+_pending: dict[int, tuple[Attribute, Any, bytes | None]] = {}
+_state = {"call": None, "trigger": None, "flushes": 0, "rows": 0}
+
+
+def batching() -> bool:
+    """Whether writes made now wait for the end of the reactor turn."""
+    return bool(
+        reactor.running
+        and threadable.isInIOThread()
+        and conf.get("EVENNIA_AI_BATCH_WRITES")
+    )
+
+
+def save_value(attr: Attribute, data: bytes | None = None) -> None:
+    """Save ``attr.db_value`` (already set in memory): now, or with this turn's other writes.
+
+    Args:
+        attr: The Attribute.
+        data: The pickle of ``attr.db_value``, if the caller has it (saves pickling again).
+    """
+    if not attr.pk or not batching():
+        attr.save(update_fields=["db_value"])
+        return
+    _pending[id(attr)] = (attr, attr.db_value, data)
+    if _state["call"] is None:
+        _state["call"] = reactor.callLater(0, flush)
+    if _state["trigger"] is not reactor:  # once per reactor
+        _state["trigger"] = reactor
+        reactor.addSystemEventTrigger("before", "shutdown", flush)
+
+
+def create_empty(obj, keys: list[str], category: str) -> None:
+    """Create Attributes ``keys`` of ``category`` on ``obj``, each holding None, together.
+
+    Two statements for any number (Evennia's ``attributes.add`` takes about four round trips
+    each): for a set of slots an object will fill, such as the tick-trace ring. Keys that exist
+    already are left as they are.
+    """
+    handler = obj.attributes
+    existing = {
+        attr.db_key
+        for attr in handler.get(category=category, return_list=True, return_obj=True) or []
+        if attr is not None
+    }
+    missing = [key for key in keys if key not in existing]
+    if not missing:
+        return
+    model = obj.__dbclass__.__name__.lower()  # what Evennia's handler stores as db_model
+    with transaction.atomic():
+        created = Attribute.objects.bulk_create(
+            [
+                Attribute(
+                    db_key=key,
+                    db_category=category,
+                    db_model=model,
+                    db_attrtype=None,
+                    db_lock_storage="",
+                    db_value=None,
+                    db_strvalue=None,
+                )
+                for key in missing
+            ]
+        )
+        obj.db_attributes.add(*created)
+    handler.reset_cache()  # the handler reads them (one query) when next asked
+
+
+def pending() -> int:
+    """How many Attributes wait for the end of the turn."""
+    return len(_pending)
+
+
+def stats() -> dict:
+    """Flushes and rows written since the process started (for ``bench/``)."""
+    return {"flushes": _state["flushes"], "rows": _state["rows"], "pending": len(_pending)}
+
+
+def flush() -> int:
+    """Write every queued Attribute now (one transaction). Returns how many were written."""
+    call, _state["call"] = _state["call"], None
+    if call is not None and call.active():
+        call.cancel()
+    if not _pending:
+        return 0
+    entries = list(_pending.values())
+    _pending.clear()
+    attrs = [attr for attr, _value, _data in entries]
+    rows = [(_encoded(*entry), entry[0].pk) for entry in entries if entry[0].pk]
+    try:
+        with transaction.atomic():
+            with connection.cursor() as cursor:
+                cursor.executemany(
+                    f"UPDATE {Attribute._meta.db_table} SET db_value = %s WHERE id = %s", rows
+                )
+    except DatabaseError:
+        logger.log_trace("evennia_ai: a batch of Attribute writes failed; saving them one by one")
+        _save_each(attrs)
+    _state["flushes"] += 1
+    _state["rows"] += len(rows)
+    _notify_monitors(attrs)
+    return len(rows)
+
+
+def _encoded(attr: Attribute, value: Any, data: bytes | None) -> str:
+    """``db_value`` as Evennia's PickledObjectField stores it (pickled, base64).
+
+    The field's own encoder deep-copies the value first (for lookups by value, which state
+    Attributes never see): for a history or a trace that copy cost more than the write.
+    """
+    if data is None or attr.db_value is not value:  # changed since: pickle what is there now
+        data = pickle.dumps(attr.db_value, protocol=PICKLE_PROTOCOL)
+    return b64encode(data).decode()
+
+
+def _save_each(attrs: list[Attribute]) -> None:
+    for attr in attrs:
+        if not attr.pk:
+            continue
+        try:
+            attr.save(update_fields=["db_value"])
+        except Exception:
+            logger.log_trace(f"evennia_ai: could not save Attribute {attr.db_key!r} (#{attr.pk})")
+
+
+def _notify_monitors(attrs: list[Attribute]) -> None:
+    """Run Evennia's monitors of ``db_value`` (what ``Attribute.save`` would have triggered)."""
+    monitors = evennia.MONITOR_HANDLER
+    if monitors is None:
+        return
+    for attr in attrs:
+        try:
+            monitors.at_update(attr, "db_value")
+        except Exception:
+            logger.log_trace("evennia_ai: a monitor of an Attribute failed")
