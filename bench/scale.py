@@ -90,6 +90,9 @@ def router_config(urls: list[str]) -> dict:
                     "api_key": "x",
                     "max_parallel_requests": PARALLEL,
                 },
+                # Our own servers cost nothing: said so, litellm skips its search for a price
+                # it lacks (its zero-cost diagnostic, ~1 ms of CPU a call; docs/scaling.md).
+                "model_info": {"input_cost_per_token": 0.0, "output_cost_per_token": 0.0},
             }
             for url in urls
         ],

@@ -183,6 +183,7 @@ def at_server_start():
         restore_missing_scripts()
     except Exception:
         logger.log_trace("evennia_ai: could not check the AI NPCs' Scripts")
+    set_switch_interval()
 
     def warm_up(models):
         tokens.count_text("warm up", conf.get("EVENNIA_AI_MODEL") or None)
@@ -215,6 +216,30 @@ def at_server_start():
     # wait for it. It starts after a delay so the restart Evennia makes right after its very
     # first start (and quick reloads) do not meet a half-imported torch.
     reactor.callLater(float(conf.get("EVENNIA_AI_MEMORY_INIT_DELAY")), _start_longterm_memory)
+
+
+def set_switch_interval() -> float | None:
+    """Apply ``EVENNIA_AI_SWITCH_INTERVAL`` to the interpreter; returns the interval in force.
+
+    The model-call loop's thread does real CPU work per call (litellm builds each request and
+    reads each answer), and a thread waiting for the interpreter lock gets it after the switch
+    interval at the latest: the reactor waits up to that long whenever it returns from a socket
+    read while that thread runs. A bad value is logged and Python's interval is kept.
+    """
+    wanted = conf.get("EVENNIA_AI_SWITCH_INTERVAL")
+    if wanted is None:
+        return sys.getswitchinterval()
+    try:
+        seconds = float(wanted)
+        if not 0 < seconds <= 1:
+            raise ValueError("must be above 0 and at most 1 second")
+        sys.setswitchinterval(seconds)
+    except (TypeError, ValueError) as err:
+        logger.log_err(
+            f"evennia_ai: EVENNIA_AI_SWITCH_INTERVAL = {wanted!r} is not usable ({err}); "
+            f"keeping {sys.getswitchinterval()} s"
+        )
+    return sys.getswitchinterval()
 
 
 def npc_models() -> list[str]:

@@ -62,3 +62,25 @@ def test_litellm_is_loaded_while_the_server_starts():
         with override_settings(EVENNIA_AI_MODEL="openai/test-model"):
             startstop.load_model_stack()
             load.assert_called_once()
+
+
+def test_switch_interval_follows_the_setting_and_a_bad_value_keeps_python_s():
+    import sys
+    from unittest import mock
+
+    from evennia_ai import startstop
+
+    before = sys.getswitchinterval()
+    try:
+        with override_settings(EVENNIA_AI_SWITCH_INTERVAL=0.002):
+            assert startstop.set_switch_interval() == 0.002
+        with override_settings(EVENNIA_AI_SWITCH_INTERVAL=None):
+            assert startstop.set_switch_interval() == 0.002  # left as it is
+        for bad in ("fast", 0, -1, 5):
+            with override_settings(EVENNIA_AI_SWITCH_INTERVAL=bad), mock.patch.object(
+                startstop.logger, "log_err"
+            ) as logged:
+                assert startstop.set_switch_interval() == 0.002
+            assert "EVENNIA_AI_SWITCH_INTERVAL" in logged.call_args[0][0]
+    finally:
+        sys.setswitchinterval(before)

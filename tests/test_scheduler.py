@@ -1,6 +1,8 @@
-"""Fair reactor turns: one piece of assistant work per turn, in arrival order."""
+"""Fair reactor turns: a slice of assistant work per turn, in arrival order."""
 
 from unittest import mock
+
+from django.test import override_settings
 
 from evennia_ai.engine import scheduler
 
@@ -25,7 +27,8 @@ def test_without_a_reactor_a_turn_is_immediate():
     assert scheduler.turn().called
 
 
-def test_one_waiter_per_reactor_turn_in_order():
+@override_settings(EVENNIA_AI_TURN_SLICE_MS=0)
+def test_without_a_slice_one_waiter_per_reactor_turn_in_order():
     clock = FakeReactor()
     ran = []
     with mock.patch("evennia_ai.engine.scheduler.reactor", clock):
@@ -37,6 +40,27 @@ def test_one_waiter_per_reactor_turn_in_order():
         clock.advance(0)
         clock.advance(0)
         assert ran == ["a", "b", "c"] and scheduler.pending() == 0
+
+
+@override_settings(EVENNIA_AI_TURN_SLICE_MS=4)
+def test_a_turn_runs_pieces_until_its_slice_is_used_then_the_rest_wait():
+    clock = FakeReactor()
+    now = [0.0]
+    ran = []
+
+    def piece(_, name):  # each piece takes 3 ms of the fake clock
+        ran.append(name)
+        now[0] += 0.003
+
+    with mock.patch("evennia_ai.engine.scheduler.reactor", clock), mock.patch.object(
+        scheduler.time, "perf_counter", lambda: now[0]
+    ):
+        for name in "abcd":
+            scheduler.turn().addCallback(piece, name)
+        clock.advance(0)
+        assert ran == ["a", "b"]  # 3 ms left 1 ms of the slice: b ran, then the turn ended
+        clock.advance(0)
+        assert ran == ["a", "b", "c", "d"] and scheduler.pending() == 0
 
 
 def test_a_failing_waiter_does_not_stall_the_others():

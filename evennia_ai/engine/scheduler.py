@@ -1,12 +1,16 @@
-"""Fair turns on the reactor: one piece of assistant work per reactor turn.
+"""Fair turns on the reactor: a few milliseconds of assistant work per reactor turn.
 
 Each tick runs on the reactor thread in a few pieces: choosing what to do and building the
 context, continuing after each model call, and the bookkeeping at the end. With many assistants,
 Twisted would run every piece that is due in one pass (all ``callLater(0)`` calls and all
 results coming back from threads) before it reads input again, so a player's ``look`` would wait
-behind dozens of ticks. Work that goes through :func:`turn` instead runs one piece per reactor
-turn, first come first served, with the reactor polling its sockets in between: a player's
-command waits at most for the one piece that is running.
+behind dozens of ticks. Work that goes through :func:`turn` instead runs first come first
+served, a slice of ``EVENNIA_AI_TURN_SLICE_MS`` per reactor turn (pieces are never cut: the
+slice ends after the piece that used it up), with the reactor polling its sockets in between: a
+player's command waits at most for one slice and one piece. Running several short pieces per
+turn rather than one saves a pass through the reactor per piece, which under load costs more
+than the piece itself (each pass hands the interpreter to other threads and waits to get it
+back).
 
 Without a running reactor (tests, scripts) :func:`turn` fires at once, so code using it stays
 synchronous there.
@@ -21,9 +25,12 @@ Example::
 
 from __future__ import annotations
 
+import time
 from collections import deque
 
 from twisted.internet import defer, reactor
+
+from evennia_ai import conf
 
 _waiting: deque[defer.Deferred] = deque()
 _scheduled = False
@@ -66,10 +73,13 @@ def _run_one() -> None:
     global _scheduled
 
     _scheduled = False
-    if _waiting:
-        waiter = _waiting.popleft()
-        try:
+    deadline = time.perf_counter() + float(conf.get("EVENNIA_AI_TURN_SLICE_MS")) / 1000.0
+    try:
+        while _waiting:
+            waiter = _waiting.popleft()
             waiter.callback(None)  # runs that caller until it next waits
-        finally:
-            if _waiting:
-                _schedule(reactor)
+            if time.perf_counter() >= deadline:
+                break
+    finally:
+        if _waiting:
+            _schedule(reactor)

@@ -490,7 +490,9 @@ class TickRunner:
         if not getattr(self.npc, "pk", None):
             return trace
         self.npc.ndb.ai_last_request = built.request_key  # the next request's prefix-cache base
-        yield self._record_in_turns(state, outcome, trace)
+        # One piece: the writes only change Attributes in memory and queue their rows, which
+        # go to the database together when the turn ends (npc.attribute_writes).
+        self._record(state, outcome, trace)
         return trace
 
     @defer.inlineCallbacks
@@ -678,18 +680,6 @@ class TickRunner:
     def _record(self, state: TickState, outcome, trace: TickTrace) -> None:
         """Write what the tick did: queue, history, procedures, trace, metrics, follow-ups."""
         for step in self._record_steps(state, outcome, trace):
-            if not getattr(self.npc, "pk", None):
-                logger.log_info(f"{log_prefix(self.npc)}: tick result dropped: the NPC was deleted")
-                return
-            step()
-
-    @defer.inlineCallbacks
-    def _record_in_turns(self, state: TickState, outcome, trace: TickTrace):
-        """:meth:`_record` a piece per reactor turn: each piece writes one or two Attributes,
-        so a player's command waits behind one write, not behind the tick's whole bookkeeping."""
-        for index, step in enumerate(self._record_steps(state, outcome, trace)):
-            if index:
-                yield scheduler.turn()
             if not getattr(self.npc, "pk", None):
                 logger.log_info(f"{log_prefix(self.npc)}: tick result dropped: the NPC was deleted")
                 return
