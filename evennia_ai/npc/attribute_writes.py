@@ -77,7 +77,7 @@ def create_empty(obj, keys: list[str], category: str) -> None:
 
     Two statements for any number (Evennia's ``attributes.add`` takes about four round trips
     each): for a set of slots an object will fill, such as the tick-trace ring. Keys that exist
-    already are left as they are.
+    already are left as they are; with none missing this is a look in the handler's cache.
     """
     handler = obj.attributes
     existing = {
@@ -105,7 +105,10 @@ def create_empty(obj, keys: list[str], category: str) -> None:
             ]
         )
         obj.db_attributes.add(*created)
-    handler.reset_cache()  # the handler reads them (one query) when next asked
+    # The handler has "no such Attribute" cached for keys it was asked about: read them all
+    # again (one query) so that no key costs a query of its own later.
+    handler.reset_cache()
+    handler.all()
 
 
 def pending() -> int:

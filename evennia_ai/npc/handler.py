@@ -116,12 +116,9 @@ class AIHandler:
         """Keep ``trace`` (a TickTrace dict), replacing the one ``ring`` ticks older."""
         size = max(1, int(ring if ring is not None else conf.get("EVENNIA_AI_TRACE_RING_SIZE")))
         tick_id = int(trace.get("tick_id") or 0)
-        key = f"trace_{tick_id % size}"
-        if not self.obj.attributes.has(key, category=TRACE_CATEGORY):  # the ring's first lap
-            attribute_writes.create_empty(
-                self.obj, [f"trace_{n}" for n in range(size)], TRACE_CATEGORY
-            )
-        write_attribute(self.obj, key, trace, TRACE_CATEGORY)
+        ring_keys = [f"trace_{n}" for n in range(size)]
+        attribute_writes.create_empty(self.obj, ring_keys, TRACE_CATEGORY)  # its first lap only
+        write_attribute(self.obj, ring_keys[tick_id % size], trace, TRACE_CATEGORY)
 
     def traces(self, last: int | None = None) -> list[dict]:
         """The kept tick traces, oldest first (the newest ``last`` only, if given)."""
