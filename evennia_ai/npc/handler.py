@@ -116,9 +116,12 @@ class AIHandler:
         """Keep ``trace`` (a TickTrace dict), replacing the one ``ring`` ticks older."""
         size = max(1, int(ring if ring is not None else conf.get("EVENNIA_AI_TRACE_RING_SIZE")))
         tick_id = int(trace.get("tick_id") or 0)
-        ring_keys = [f"trace_{n}" for n in range(size)]
-        attribute_writes.create_empty(self.obj, ring_keys, TRACE_CATEGORY)  # its first lap only
-        write_attribute(self.obj, ring_keys[tick_id % size], trace, TRACE_CATEGORY)
+        key = f"trace_{tick_id % size}"
+        # the slot is looked up alone (reading the whole ring would unpickle 50 traces)
+        if self.obj.attributes.get(key, category=TRACE_CATEGORY, return_obj=True) is None:
+            ring_keys = [f"trace_{n}" for n in range(size)]
+            attribute_writes.create_empty(self.obj, ring_keys, TRACE_CATEGORY)  # first lap
+        write_attribute(self.obj, key, trace, TRACE_CATEGORY)
 
     def traces(self, last: int | None = None) -> list[dict]:
         """The kept tick traces, oldest first (the newest ``last`` only, if given)."""
