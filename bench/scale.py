@@ -111,6 +111,7 @@ def settings(urls: list[str], database: str) -> str:
         load_settings(urls[0], CONCURRENT_CALLS)
         + "EVENNIA_AI_THREAD_POOL_SIZE = 10\n"
         + "EVENNIA_AI_MAX_RETRIES = 2\n"  # the default (the load bench counts failures with 0)
+        + "EVENNIA_AI_SWITCH_INTERVAL = 0.001\n"  # docs/scaling.md: for hundreds of NPCs
         + f"EVENNIA_AI_MODEL = {ROUTED!r}\n"
         + f"EVENNIA_AI_ROUTER = {router_config(urls)!r}\n"
         # 50 players log in one after another: past Evennia's 2 new connections a second.

@@ -140,12 +140,13 @@ SETTINGS: dict[str, Setting] = {
         ),
         Setting(
             "EVENNIA_AI_SWITCH_INTERVAL",
-            0.001,
+            None,
             "Seconds set as the interpreter's thread switch interval at server start "
-            "(sys.setswitchinterval; Python's default is 0.005). The model-call loop's thread "
-            "works for each call and the reactor waits for it up to this long each time it "
-            "wants the interpreter back; 0.001 halved the reactor's lag p99 in `bench scale`. "
-            "None: leave Python's.",
+            "(sys.setswitchinterval; Python's is 0.005). With hundreds of NPCs the model-call "
+            "loop's thread works for every call and the reactor waits for it up to this long "
+            "each time it wants the interpreter back: 0.001 halved the reactor's lag p99 in "
+            "`bench scale` but added ~10 ms to one NPC's reply in `bench npc_ab` "
+            "(docs/scaling.md). None: leave Python's.",
         ),
         # --- ticking -------------------------------------------------------------------------
         Setting("EVENNIA_AI_TICK_INTERVAL", 5, "Seconds between an assistant's ticks."),

@@ -65,6 +65,7 @@ def test_litellm_is_loaded_while_the_server_starts():
 
 
 def test_switch_interval_follows_the_setting_and_a_bad_value_keeps_python_s():
+    """None (the default) leaves Python's interval."""
     import sys
     from unittest import mock
 
