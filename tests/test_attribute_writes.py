@@ -124,13 +124,35 @@ class TestWritesOfOneTurn(AssistantTestBase):
             cursor.executemany = mock.Mock(side_effect=DatabaseError("boom"))
             return cursor
 
-        with mock.patch.object(connection, "cursor", failing), mock.patch.object(
-            attribute_writes.logger, "log_trace"
-        ) as logged:
+        with (
+            mock.patch.object(connection, "cursor", failing),
+            mock.patch.object(attribute_writes.logger, "log_trace") as logged,
+        ):
             self.reactor.end_turn()
         assert "one by one" in logged.call_args[0][0]
         assert all(
             [e["text"] for e in stored(self.buffer_attr(npc))] == ["Thunder."]
+            for npc in [self.npc, *self.others]
+        )
+
+    def test_a_row_that_cannot_be_encoded_is_saved_by_evennia_and_the_rest_in_the_batch(self):
+        self.hear("Rain.")
+        real = attribute_writes._encoded
+        bad = self.buffer_attr(self.others[1])
+
+        def encoded(attr, value, data):
+            if attr is bad:
+                raise TypeError("cannot pickle")
+            return real(attr, value, data)
+
+        with (
+            mock.patch.object(attribute_writes, "_encoded", encoded),
+            mock.patch.object(bad, "save", wraps=bad.save) as saved,
+        ):
+            self.reactor.end_turn()
+        saved.assert_called_once_with(update_fields=["db_value"])
+        assert all(
+            [e["text"] for e in stored(self.buffer_attr(npc))] == ["Rain."]
             for npc in [self.npc, *self.others]
         )
 
@@ -187,7 +209,9 @@ class TestTraceRingSlots(AssistantTestBase):
         with CaptureQueriesContext(connection) as queries:
             self.npc.ai.record_trace({"tick_id": 4, "context_type": "tick_event"}, ring=8)
         sent = [q["sql"].split()[0] for q in queries.captured_queries]
-        assert [verb for verb in sent if verb in ("SELECT", "UPDATE")] == ["UPDATE"], sent  # the slot and the ring come from the handler's cache
+        assert [verb for verb in sent if verb in ("SELECT", "UPDATE")] == [
+            "UPDATE"
+        ], sent  # the slot and the ring come from the handler's cache
         assert [t["tick_id"] for t in self.npc.ai.traces()] == [3, 4]
         # what Evennia reads back from the database is the same
         self.npc.attributes.reset_cache()

@@ -52,8 +52,9 @@ def test_a_turn_runs_pieces_until_its_slice_is_used_then_the_rest_wait():
         ran.append(name)
         now[0] += 0.003
 
-    with mock.patch("evennia_ai.engine.scheduler.reactor", clock), mock.patch.object(
-        scheduler.time, "perf_counter", lambda: now[0]
+    with (
+        mock.patch("evennia_ai.engine.scheduler.reactor", clock),
+        mock.patch.object(scheduler.time, "perf_counter", lambda: now[0]),
     ):
         for name in "abcd":
             scheduler.turn().addCallback(piece, name)

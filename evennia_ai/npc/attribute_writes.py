@@ -42,15 +42,13 @@ PICKLE_PROTOCOL = 4
 
 # id(attr) -> (attr, the value the pickle is of, its pickle or None), in the order first written
 _pending: dict[int, tuple[Attribute, Any, bytes | None]] = {}
-_state = {"call": None, "trigger": None, "flushes": 0, "rows": 0}
+_state = {"call": None, "trigger": None}
 
 
 def batching() -> bool:
     """Whether writes made now wait for the end of the reactor turn."""
     return bool(
-        reactor.running
-        and threadable.isInIOThread()
-        and conf.get("EVENNIA_AI_BATCH_WRITES")
+        reactor.running and threadable.isInIOThread() and conf.get("EVENNIA_AI_BATCH_WRITES")
     )
 
 
@@ -116,11 +114,6 @@ def pending() -> int:
     return len(_pending)
 
 
-def stats() -> dict:
-    """Flushes and rows written since the process started (for ``bench/``)."""
-    return {"flushes": _state["flushes"], "rows": _state["rows"], "pending": len(_pending)}
-
-
 def flush() -> int:
     """Write every queued Attribute now (one transaction). Returns how many were written."""
     call, _state["call"] = _state["call"], None
@@ -130,8 +123,15 @@ def flush() -> int:
         return 0
     entries = list(_pending.values())
     _pending.clear()
-    attrs = [attr for attr, _value, _data in entries]
-    rows = [(_encoded(*entry), entry[0].pk) for entry in entries if entry[0].pk]
+    attrs, rows, apart = [], [], []
+    for attr, value, data in entries:
+        if not attr.pk:  # deleted since
+            continue
+        attrs.append(attr)
+        try:
+            rows.append((_encoded(attr, value, data), attr.pk))
+        except Exception:  # not picklable as it is: Evennia's own save says why
+            apart.append(attr)
     try:
         with transaction.atomic():
             with connection.cursor() as cursor:
@@ -140,9 +140,8 @@ def flush() -> int:
                 )
     except DatabaseError:
         logger.log_trace("evennia_ai: a batch of Attribute writes failed; saving them one by one")
-        _save_each(attrs)
-    _state["flushes"] += 1
-    _state["rows"] += len(rows)
+        apart = attrs
+    _save_each(apart)
     _notify_monitors(attrs)
     return len(rows)
 
@@ -159,9 +158,8 @@ def _encoded(attr: Attribute, value: Any, data: bytes | None) -> str:
 
 
 def _save_each(attrs: list[Attribute]) -> None:
+    """Save each of ``attrs`` through Evennia (after a failed batch), logging any that fail."""
     for attr in attrs:
-        if not attr.pk:
-            continue
         try:
             attr.save(update_fields=["db_value"])
         except Exception:
