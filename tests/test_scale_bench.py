@@ -53,6 +53,11 @@ def result(**changes) -> dict:
         "rss_end": 400 * 2**20,
         "spawn_seconds": 20.0,
         "pieces": {"_call_model:364": [0.004, 0.006]},
+        "tick_times": {
+            "duration": [2.1, 2.2, 2.3],
+            "model": [2.0, 2.05, 2.1],
+            "gap": [0.4, 0.5, 0.6],
+        },
         "load_start": (1.0, 1.0, 1.0),
         "load_end": (2.0, 1.5, 1.0),
     }
@@ -65,7 +70,8 @@ def test_router_config_is_accepted_by_litellm():
     deployments, options = router.check_config(scale.router_config(urls), litellm.Router)
     assert [d["litellm_params"]["api_base"] for d in deployments] == urls
     assert {d["litellm_params"]["max_parallel_requests"] for d in deployments} == {64}
-    assert options["routing_strategy"] == "simple-shuffle"
+    assert options["routing_strategy"] == "least-busy"
+    assert all(d["model_info"]["input_cost_per_token"] == 0.0 for d in deployments)  # free
     assert scale.BOUND == 96
 
 
@@ -73,6 +79,11 @@ def test_settings_put_the_game_on_the_router_and_the_database():
     text = scale.settings(["http://127.0.0.1:9001/v1"], "DATABASES = {}\n")
     assert "EVENNIA_AI_MODEL = 'tavern-llm'" in text
     assert "EVENNIA_AI_MAX_CONCURRENT_CALLS = 256" in text.split("EVENNIA_AI_ROUTER")[0]
+    # the default retries and the large-game switch interval, after the load bench's lines
+    lines = text.splitlines()
+    retries = [n for n, line in enumerate(lines) if line.startswith("EVENNIA_AI_MAX_RETRIES")]
+    assert lines[retries[-1]] == "EVENNIA_AI_MAX_RETRIES = 2"
+    assert "EVENNIA_AI_SWITCH_INTERVAL = 0.001" in lines
     assert text.endswith("DATABASES = {}\n")
 
 
@@ -84,7 +95,11 @@ def test_report_gives_each_target_its_verdict():
     assert (
         "180 / 300 and ? / ? (its bound ?); sampled with the lag probe: mean 180, max 190" in text
     )
-    assert "3 ticks got no answer (1 in the window); 2 of them a Router 429" in text
+    assert "3 ticks got no answer (1 in the window); 2 log lines of a Router 429" in text
+    assert (
+        "duration p50 2.20, p99 2.30; model p50 2.05, p99 2.10; gap p50 0.50, p99 0.60 (3 ticks)"
+        in text
+    )
     assert "every piece of assistant work (sum) | 2 | 0.00 | 0%" in text
     assert "_call_model:364 | 2 | 0.00 | 0% | 6.00 | 6.00 | 6.00" in text
 
