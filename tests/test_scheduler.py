@@ -64,6 +64,20 @@ def test_a_turn_runs_pieces_until_its_slice_is_used_then_the_rest_wait():
         assert ran == ["a", "b", "c", "d"] and scheduler.pending() == 0
 
 
+def test_an_unusable_slice_is_logged_once_and_the_default_used():
+    for bad in ("fast", -1, None):
+        scheduler._warned.clear()
+        with (
+            override_settings(EVENNIA_AI_TURN_SLICE_MS=bad),
+            mock.patch.object(scheduler.logger, "log_err") as logged,
+        ):
+            assert scheduler._slice_seconds() == 0.004
+            assert scheduler._slice_seconds() == 0.004
+        assert logged.call_count == 1 and "EVENNIA_AI_TURN_SLICE_MS" in logged.call_args[0][0]
+    with override_settings(EVENNIA_AI_TURN_SLICE_MS=2):
+        assert scheduler._slice_seconds() == 0.002
+
+
 def test_a_failing_waiter_does_not_stall_the_others():
     clock = FakeReactor()
     ran = []

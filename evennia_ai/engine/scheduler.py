@@ -28,12 +28,14 @@ from __future__ import annotations
 import time
 from collections import deque
 
+from evennia.utils import logger
 from twisted.internet import defer, reactor
 
 from evennia_ai import conf
 
 _waiting: deque[defer.Deferred] = deque()
 _scheduled = False
+_warned: dict[str, str] = {}
 
 
 def turn() -> defer.Deferred:
@@ -62,6 +64,26 @@ def pending() -> int:
     return len(_waiting)
 
 
+def _slice_seconds() -> float:
+    """``EVENNIA_AI_TURN_SLICE_MS`` in seconds; an unusable value is logged once and the
+    default used (a broken setting must not stop every NPC)."""
+    value = conf.get("EVENNIA_AI_TURN_SLICE_MS")
+    try:
+        milliseconds = float(value)
+        if milliseconds < 0 or milliseconds != milliseconds:
+            raise ValueError("must be 0 or more")
+    except (TypeError, ValueError) as err:
+        default = conf.SETTINGS["EVENNIA_AI_TURN_SLICE_MS"].default
+        if _warned.get("slice") != repr(value):
+            _warned["slice"] = repr(value)
+            logger.log_err(
+                f"evennia_ai: EVENNIA_AI_TURN_SLICE_MS = {value!r} is not usable ({err}); "
+                f"using {default}"
+            )
+        milliseconds = default
+    return milliseconds / 1000.0
+
+
 def _schedule(reactor) -> None:
     global _scheduled
     if not _scheduled:
@@ -73,7 +95,7 @@ def _run_one() -> None:
     global _scheduled
 
     _scheduled = False
-    deadline = time.perf_counter() + float(conf.get("EVENNIA_AI_TURN_SLICE_MS")) / 1000.0
+    deadline = time.perf_counter() + _slice_seconds()
     try:
         while _waiting:
             waiter = _waiting.popleft()
