@@ -14,12 +14,15 @@ The table in ``docs/configuration.md`` is generated from :data:`SETTINGS` (and a
 
 from __future__ import annotations
 
+import logging
+import math
 import os
 import sys
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 OFFLINE_MODEL = "evennia_ai/offline"
+_log = logging.getLogger("evennia_ai")  # routed to Evennia's log by evennia_ai.startstop
 
 
 @dataclass(frozen=True)
@@ -31,12 +34,90 @@ class Setting:
         default: Value used when the game sets nothing.
         doc: One line for the configuration reference.
         env: Whether an environment variable of the same name overrides ``settings.py``.
+        read: For budget and security settings: turns a configured value into the one used,
+            raising ValueError (saying what is expected) when it cannot be read. None: the
+            value is used as configured.
+        strict: The value used instead of one ``read`` refuses: the strictest safe value
+            (see docs/security.md, "When stored state cannot be read").
+        holds: An unreadable value has no strictest value that could stand for it (the
+            secrets to keep, the operator's file): every assistant's model calls stop until
+            it is fixed (:func:`holding_problems`).
     """
 
     name: str
     default: Any
     doc: str
     env: bool = False
+    read: Callable[[Any], Any] | None = None
+    strict: Any = None
+    holds: bool = False
+
+
+# -- readers of the budget and security settings (``Setting.read``) -------------------------------
+def _daily_budget(kind: type) -> Callable[[Any], Any]:
+    """A reader of a daily budget: None, "" or 0 mean no limit; else a positive number."""
+
+    def read(value: Any) -> Any:
+        if value in (None, "") or (type(value) in (int, float) and value == 0):
+            return None
+        try:
+            number = float(value) if not isinstance(value, bool) else math.nan
+        except (TypeError, ValueError):
+            number = math.nan
+        if not math.isfinite(number) or number < 0:
+            raise ValueError("must be a positive number, or None for no limit")
+        if kind is int:
+            if number != int(number):
+                raise ValueError("must be a whole number of tokens, or None for no limit")
+            return int(number) or None
+        return number or None
+
+    return read
+
+
+def _whole(low: int) -> Callable[[Any], int]:
+    """A reader of a whole number of at least ``low``."""
+
+    def read(value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise ValueError(f"must be a whole number of at least {low}")
+        try:
+            number = float(value)
+        except ValueError:
+            raise ValueError(f"must be a whole number of at least {low}") from None
+        if not math.isfinite(number) or number != int(number) or number < low:
+            raise ValueError(f"must be a whole number of at least {low}")
+        return int(number)
+
+    return read
+
+
+def _texts(value: Any) -> list[str]:
+    """A reader of a list of texts (one text alone counts as a list of one)."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    if not isinstance(value, (list, tuple, set, frozenset)):
+        raise ValueError("must be a list of texts")
+    if not all(isinstance(item, str) for item in value):
+        raise ValueError("must be a list of texts (an item is not a text)")
+    return list(value)
+
+
+def _budget_action(value: Any) -> str:
+    word = str(value or "offline").strip().lower() if isinstance(value, (str, type(None))) else ""
+    if word not in ("offline", "silence", "message"):
+        raise ValueError("must be offline, silence or message")
+    return word
+
+
+def _path(value: Any) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, (str, os.PathLike)):
+        raise ValueError("must be the path of a file, or empty")
+    return os.fspath(value)
 
 
 SETTINGS: dict[str, Setting] = {
@@ -204,6 +285,7 @@ SETTINGS: dict[str, Setting] = {
             "EVENNIA_AI_HELPER_TOKEN_BUDGET",
             20000,
             "Most prompt plus completion tokens one `delegate_task` helper may use.",
+            read=_whole(1), strict=20000,
         ),
         Setting(
             "EVENNIA_AI_MAX_TOOL_CALLS_PER_REPLY",
@@ -269,6 +351,7 @@ SETTINGS: dict[str, Setting] = {
             "EVENNIA_AI_MAX_OUTPUT_CHARS",
             1000,
             "Most characters of one thing an NPC says, emotes, whispers or pages.",
+            read=_whole(1), strict=1000,
         ),
         Setting(
             "EVENNIA_AI_OUTPUT_STRIP_COLOUR",
@@ -280,18 +363,21 @@ SETTINGS: dict[str, Setting] = {
             [],
             "Lines an NPC may always say, whatever players whispered to it (a required "
             "greeting); lines of an operator prompt starting with `Speakable:` count too.",
+            read=_texts, strict=[],
         ),
         Setting(
             "EVENNIA_AI_SECRETS",
             [],
             "Texts no NPC ever says, emotes, whispers or pages (5 words in a row of one, or all "
             "of a shorter one); lines of an operator prompt starting with `Secret:` count too.",
+            read=_texts, strict=[], holds=True,
         ),
         Setting(
             "EVENNIA_AI_OPERATOR_QUOTE_WORDS",
             12,
             "Most consecutive words of its operator prompt an NPC may repeat to anyone "
             "(speakable lines exempt); 0 turns the check off.",
+            read=_whole(0), strict=12,
         ),
         Setting(
             "EVENNIA_AI_HISTORY_MAX_CHARS",
@@ -323,18 +409,21 @@ SETTINGS: dict[str, Setting] = {
             20,
             "Most events one speaker can queue for an NPC in a minute; the rest are dropped "
             "(noted in the next trace). 0 turns the limit off.",
+            read=_whole(0), strict=20,
         ),
         Setting(
             "EVENNIA_AI_MAX_TOOL_ARGUMENT_CHARS",
             20000,
             "Longest arguments (JSON characters) of one tool call a model may send; longer "
             "calls are refused before anything stores them.",
+            read=_whole(1), strict=20000,
         ),
         Setting(
             "EVENNIA_AI_MAX_EVENT_CHARS",
             2000,
             "Characters of a line a player says (or anything an NPC perceives) kept for it; "
             "a pasted novel is cut before it is queued.",
+            read=_whole(1), strict=2000,
         ),
         Setting("EVENNIA_AI_REFLECTION_INTERVAL", 50, "Ticks between reflections."),
         Setting(
@@ -367,6 +456,7 @@ SETTINGS: dict[str, Setting] = {
             "EVENNIA_AI_OPERATOR_OVERRIDE",
             "",
             "Path of an operator override file injected at the very top of every system prompt; re-read when it changes.",
+            read=_path, strict="", holds=True,
         ),
         Setting(
             "EVENNIA_AI_DATA_DIR",
@@ -485,21 +575,25 @@ SETTINGS: dict[str, Setting] = {
             "EVENNIA_AI_DAILY_TOKEN_BUDGET_PER_NPC",
             None,
             "Tokens one assistant may use per day; None for no limit.",
+            read=_daily_budget(int), strict=0,
         ),
         Setting(
             "EVENNIA_AI_DAILY_TOKEN_BUDGET_SERVER",
             None,
             "Tokens all assistants together may use per day; None for no limit.",
+            read=_daily_budget(int), strict=0,
         ),
         Setting(
             "EVENNIA_AI_DAILY_COST_BUDGET_PER_NPC",
             None,
             "Cost (USD, as litellm prices it) one assistant may spend per day; None for no limit.",
+            read=_daily_budget(float), strict=0.0,
         ),
         Setting(
             "EVENNIA_AI_DAILY_COST_BUDGET_SERVER",
             None,
             "Cost (USD) all assistants together may spend per day; None for no limit.",
+            read=_daily_budget(float), strict=0.0,
         ),
         Setting(
             "EVENNIA_AI_BUDGET_EXCEEDED_ACTION",
@@ -507,6 +601,7 @@ SETTINGS: dict[str, Setting] = {
             "What an assistant does past its budget: `offline` (the offline model), `silence`, "
             "or `message` (no model call; whoever speaks to it gets "
             "`EVENNIA_AI_UNAVAILABLE_MESSAGE`).",
+            read=_budget_action, strict="offline",
         ),
         Setting(
             "EVENNIA_AI_THINKING_DELAY",
@@ -547,6 +642,62 @@ def _from_env(setting: Setting, raw: str) -> Any:
 FROM_ENVIRONMENT = "environment"
 FROM_SETTINGS = "settings file"
 FROM_DEFAULT = "default"
+FROM_STRICT = "strictest value (the setting cannot be read)"
+
+# name -> (the value that cannot be read, shown; what is wrong): settings read in this process
+# whose value was refused. Each is logged once per value.
+_UNREADABLE: dict[str, tuple[str, str]] = {}
+
+
+def _unreadable(name: str, value: Any, problem: str) -> None:
+    shown = _shown(value)
+    if _UNREADABLE.get(name) == (shown, problem):
+        return
+    _UNREADABLE[name] = (shown, problem)
+    setting = SETTINGS[name]
+    instead = (
+        "every assistant's model calls stop until it is fixed"
+        if setting.holds
+        else f"its strictest value {setting.strict!r} is used instead"
+    )
+    _log.warning(f"{name} = {shown} cannot be read ({problem}); {instead}")
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def unreadable_settings() -> dict[str, str]:
+    """Every budget and security setting whose value cannot be read now, with why.
+
+    Reads each of them (so each is logged once): server start and ``aistatus`` report them.
+
+    Returns:
+        ``{name: "<value> cannot be read (<problem>); <what is used instead>"}``.
+    """
+    found = {}
+    for setting in SETTINGS.values():
+        if setting.read is None:
+            continue
+        if lookup(setting.name)[1] == FROM_STRICT:
+            shown, problem = _UNREADABLE.get(setting.name, ("?", "cannot be read"))
+            instead = (
+                "no assistant calls a model until it is fixed"
+                if setting.holds
+                else f"the strictest value {setting.strict!r} is used"
+            )
+            found[setting.name] = f"{shown} cannot be read ({problem}); {instead}"
+    return found
+
+
+def holding_problems() -> list[str]:
+    """Unreadable settings that stop every assistant's model calls (``Setting.holds``)."""
+    return [
+        f"{name} cannot be read"
+        for name, setting in SETTINGS.items()
+        if setting.holds and lookup(name)[1] == FROM_STRICT
+    ]
 
 
 def lookup(name: str) -> tuple[Any, str]:
@@ -569,14 +720,31 @@ def lookup(name: str) -> tuple[Any, str]:
     if setting.env:
         raw = os.environ.get(name)
         if raw not in (None, ""):
-            return _from_env(setting, raw), FROM_ENVIRONMENT
+            try:
+                value = _from_env(setting, raw)
+            except ValueError as err:
+                _unreadable(name, raw, str(err))
+                return setting.strict, FROM_STRICT
+            return _checked(setting, value, FROM_ENVIRONMENT)
     # Django's settings are read only when Django is already loaded: settings cannot have been
     # configured otherwise, and this keeps the pure modules that read settings free of Django.
     django_conf = sys.modules.get("django.conf")
     settings = getattr(django_conf, "settings", None)
     if settings is not None and settings.configured and hasattr(settings, name):
-        return getattr(settings, name), FROM_SETTINGS
+        return _checked(setting, getattr(settings, name), FROM_SETTINGS)
     return setting.default, FROM_DEFAULT
+
+
+def _checked(setting: Setting, value: Any, source: str) -> tuple[Any, str]:
+    """``value`` as ``setting.read`` reads it, or its strict value when it cannot be read."""
+    if setting.read is None:
+        return value, source
+    try:
+        return setting.read(value), source
+    except (TypeError, ValueError) as err:
+        _unreadable(setting.name, value, str(err))
+        strict = setting.strict
+        return (list(strict) if isinstance(strict, list) else strict), FROM_STRICT
 
 
 def get(name: str) -> Any:

@@ -1,4 +1,4 @@
-"""Notices to staff: an action waits for approval, or an approval was decided.
+"""Notices to staff: an action waits for approval, an approval was decided, state was set aside.
 
 When the confirmation queue gains a pending entry (a DANGEROUS tool call, or a model's write to
 a Partner or Human memory block), every online session whose character or account passes the
@@ -11,6 +11,12 @@ if any, gets the same lines.
 Names, arguments and results were written by players or a model: in a notice they are cleaned
 (escape and control characters removed), kept on one line, clipped, and their Evennia markup
 escaped, so ``|r`` or ``$func()`` in them reads literally and never runs.
+
+When a stored value of an NPC's state cannot be read and is set aside
+(:mod:`evennia_ai.npc.state`), the same staff get one line per value set aside
+(:func:`announce_set_aside`): which NPC, which key, what is wrong with it, what is in force
+meanwhile, and the commands to look at it and decide. The value itself is never in the line
+(it may be a Developer-only text such as the operator's prompt).
 
 The queue calls :func:`announce_waiting` and :func:`announce_decision` on the reactor thread,
 where it writes its entries. A notice that cannot be delivered is logged and never stops the
@@ -145,3 +151,20 @@ def announce_waiting(entry: dict) -> None:
 def announce_decision(entry: dict, decider=None) -> None:
     """Tell online approvers (but ``decider``) and the notice channel how ``entry`` was decided."""
     _announce(decision_notice(entry), skip_account=_account_of(decider))
+
+
+def set_aside_text(npc, key: str, problem: str, meanwhile: str) -> str:
+    """The notice of a stored value set aside: whose, which key, why, what holds meanwhile."""
+    name = literal(getattr(npc, "key", "?"), NAME_CHARS)
+    who = _npc_name(getattr(npc, "key", "?"), getattr(npc, "id", None))
+    return (
+        f"{PREFIX}{who}: its stored {literal(key, NAME_CHARS)} cannot be read "
+        f"({literal(problem, VALUE_CHARS * 2)}) and is set aside; {literal(meanwhile, 120)}. "
+        f"|waistatus {name}|n, then |waistatus/restore {name} = {literal(key, NAME_CHARS)}|n "
+        f"or |waistatus/discard {name} = {literal(key, NAME_CHARS)}|n"
+    )
+
+
+def announce_set_aside(npc, key: str, problem: str, meanwhile: str) -> None:
+    """Tell online staff (and the notice channel) once that ``npc``'s ``key`` was set aside."""
+    _announce(set_aside_text(npc, key, problem, meanwhile))

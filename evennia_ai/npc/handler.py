@@ -30,6 +30,7 @@ from evennia_ai.memory.events import Event, pending_events
 from evennia_ai.npc import attribute_writes, spending
 from evennia_ai.npc.state import AttributeState, write_attribute
 from evennia_ai.npc.state_keys import CHARACTER_STATE, SCRIPT_STATE
+from evennia_ai.prompt.builder import OperatorSourceError, read_operator_override
 from evennia_ai.prompt.execution_pattern import ALL_TOOL_CATEGORIES, DEFAULT_EXECUTION_CONFIG
 from evennia_ai.utils import is_live_instance, iso_utc, log_prefix, plain
 
@@ -77,7 +78,6 @@ class AIHandler:
     metrics = _Declared()
     tool_rules = _Declared()
     tool_allow = _Declared()
-    tool_deny = _Declared()
     sleep = _Declared()
     prompt_revisions = _Declared()
     entities = _Declared()
@@ -106,6 +106,16 @@ class AIHandler:
     def update(self, key: str, change: Callable[[Any], Any]) -> Any:
         """Change the character-held ``key`` with ``change`` and write it once."""
         return self.state.update(key, change)
+
+    @property
+    def tool_deny(self) -> list[str]:
+        """Tools this NPC may never use: the stored list (or its strictest value while one is
+        set aside), and while its tool rules are set aside, the tools they covered."""
+        denied = self.state.get("tool_deny")
+        for key, declared in CHARACTER_STATE.items():
+            if declared.denies is not None and self.state.in_fallback(key):
+                denied = sorted(set(denied) | set(declared.denies(self.state.kept(key)["value"])))
+        return denied
 
     # -- tick traces -----------------------------------------------------------------------------
     # A ring of EVENNIA_AI_TRACE_RING_SIZE slots, one Attribute each (category ``ai_trace``):
@@ -249,7 +259,7 @@ class AIHandler:
     @staticmethod
     def script_state(script) -> AttributeState:
         """The declared state held on ``script`` (goals, execution config, counters, pause)."""
-        return AttributeState(script, SCRIPT_STATE)
+        return AttributeState(script, SCRIPT_STATE, npc=script.obj, prefix="script.")
 
     @property
     def goals(self) -> list[dict]:
@@ -475,21 +485,63 @@ class AIHandler:
             "goals_active": sum(1 for g in self.goals if g.get("status") == "active"),
             "budget_state": over.describe(),
             "budget": over.to_dict(),
+            "held": list(over.held),
+            # values of Developer-only keys redacted: quarantined(reveal=True) for Developers
             "quarantined": self.quarantined(check=False),
+            "unreadable_settings": conf.unreadable_settings(),
         }
 
     # -- values kept aside -----------------------------------------------------------------------
-    def quarantined(self, check: bool = True) -> dict[str, dict]:
-        """Stored values that failed their declared shape, kept aside, by key (NPC and Script).
+    def quarantined(self, check: bool = True, reveal: bool = False) -> dict[str, dict]:
+        """Stored values that failed their declared shape, set aside, by key (NPC and Script).
 
-        ``check``: read every stored key first (see ``AttributeState.quarantined``).
+        Args:
+            check: Read every stored key first (see ``AttributeState.quarantined``).
+            reveal: Include the values of Developer-only keys (the operator prompt, tool lists
+                and rules, the budget, the execution config). Without it they read
+                ``"[redacted: Developers only]"`` with ``redacted: True``; pass it only for a
+                caller who passes :data:`evennia_ai.access.EDIT`.
+
+        Returns:
+            ``{key: {"value", "problem", "time", "in_force", ["developer_only", "redacted"]}}``;
+            the Script's keys are named ``script.<key>``.
         """
-        found = self.state.quarantined(check)
+        found = self.state.quarantined(check, reveal)
         script = self.script
         if script is not None:
-            kept = self.script_state(script).quarantined(check)
+            kept = self.script_state(script).quarantined(check, reveal)
             found.update({f"script.{k}": v for k, v in kept.items()})
         return found
+
+    @staticmethod
+    def developer_only(key: str) -> bool:
+        """Whether ``key`` (``script.<key>`` for the Script's) is Developer-only state: only
+        Developers may see a value of it set aside, restore it or discard it."""
+        if key.startswith("script."):
+            declared = SCRIPT_STATE.get(key[len("script.") :])
+        else:
+            declared = CHARACTER_STATE.get(key)
+        return bool(declared and declared.developer_only)
+
+    def held(self) -> list[str]:
+        """Why this NPC may call no model now: the operator's word cannot be read.
+
+        A set-aside value of a key that holds (the operator prompt) with nothing stored
+        since, an ``EVENNIA_AI_OPERATOR_OVERRIDE`` file that cannot be read, or an unreadable
+        setting that holds (``EVENNIA_AI_SECRETS``). Empty when nothing holds it. The daily
+        budget check counts a held NPC as over budget (:func:`evennia_ai.npc.spending.check`).
+        """
+        reasons = [
+            f"its stored {key} cannot be read and is set aside"
+            for key, declared in CHARACTER_STATE.items()
+            if declared.holds and self.state.in_fallback(key)
+        ]
+        try:
+            read_operator_override()
+        except OperatorSourceError:
+            reasons.append("the file of EVENNIA_AI_OPERATOR_OVERRIDE cannot be read")
+        reasons.extend(conf.holding_problems())
+        return reasons
 
     def _state_for(self, key: str) -> tuple[AttributeState, str]:
         if key.startswith("script."):

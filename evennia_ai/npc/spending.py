@@ -39,8 +39,9 @@ ACTION_MODES = {
 _lock = threading.Lock()
 # day -> {"tokens": int, "cost": float}: the server's usage today (this process's view).
 _server_day: dict[str, dict] = {}
-# (npc dbref, day) pairs already logged as over budget, so the log says it once a day.
-_announced: set[tuple[str, str]] = set()
+# (npc dbref, day, scope, held) already logged as over budget or held, so the log says each
+# once a day.
+_announced: set[tuple] = set()
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,10 @@ class SpendingStatus:
         npc_token_limit / npc_cost_limit: Its effective limits (None: no limit).
         server_tokens / server_cost: All assistants' usage today.
         server_token_limit / server_cost_limit: The server's limits (None: no limit).
+        held: Why the operator's word cannot be read, if it cannot (a set-aside operator
+            prompt, an unreadable override file or secrets setting): the assistant calls no
+            model, as past a budget, until staff restore or discard the value or fix the
+            setting. Empty when nothing holds it.
     """
 
     day: str
@@ -70,9 +75,12 @@ class SpendingStatus:
     server_cost: float
     server_token_limit: int | None
     server_cost_limit: float | None
+    held: tuple[str, ...] = ()
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        data = asdict(self)
+        data["held"] = list(self.held)
+        return data
 
     @property
     def unbounded(self) -> bool:
@@ -91,20 +99,26 @@ class SpendingStatus:
         """One line for status displays."""
         if not self.exceeded:
             return "within budget"
-        what = "this NPC's" if self.scope == "npc" else "the server's"
         mode = ACTION_MODES.get(self.action, "silent")
+        if self.scope == HELD:
+            return (
+                f"held: {'; '.join(self.held)}: {mode} until staff restore or discard it "
+                "(aistatus) or fix the setting"
+            )
+        what = "this NPC's" if self.scope == "npc" else "the server's"
         return f"over {what} daily budget: {mode} until 00:00 UTC"
 
 
 def _limit(value, kind=float):
-    """A positive limit from a setting or override, or None (no limit)."""
-    if value in (None, "", 0):
+    """A limit as read: None for no limit, else the number (0: nothing may be spent).
+
+    Settings come through :func:`evennia_ai.conf.get`, which reads a budget setting (None, ""
+    and 0 mean no limit) and gives one that cannot be read its strictest value, 0. An NPC's own
+    budget is checked against its declared shape when read; one set aside reads as 0.
+    """
+    if value is None or value == "":
         return None
-    try:
-        value = kind(value)
-    except (TypeError, ValueError):
-        return None
-    return value if value > 0 else None
+    return kind(value)
 
 
 # Each daily limit of a SpendingStatus: its setting, the key of a per-NPC override, its type.
@@ -114,6 +128,8 @@ LIMITS = {
     "server_token_limit": ("EVENNIA_AI_DAILY_TOKEN_BUDGET_SERVER", None, int),
     "server_cost_limit": ("EVENNIA_AI_DAILY_COST_BUDGET_SERVER", None, float),
 }
+#: The scope of a :class:`SpendingStatus` whose NPC is held (see ``SpendingStatus.held``).
+HELD = "held"
 #: The source :func:`limit_origins` gives a limit set by the NPC's own budget.
 FROM_NPC = "this NPC"
 #: The most an NPC's own daily limits may be: anything larger is a typing slip.
@@ -189,8 +205,11 @@ def limit_origins(npc) -> dict[str, tuple[int | float | None, str, str]]:
 
 
 def action() -> str:
-    """The configured over-budget action (``offline`` unless set to another of :data:`ACTIONS`)."""
-    value = str(conf.get("EVENNIA_AI_BUDGET_EXCEEDED_ACTION") or "offline").lower()
+    """The configured over-budget action (``offline`` unless set to another of :data:`ACTIONS`).
+
+    Also what an assistant does while it is held (``SpendingStatus.held``).
+    """
+    value = conf.get("EVENNIA_AI_BUDGET_EXCEEDED_ACTION")  # an unknown one reads as offline
     return value if value in ACTIONS else "offline"
 
 
@@ -295,8 +314,11 @@ def check(npc, metrics: dict | None = None) -> SpendingStatus:
     else:
         server = server_usage(day)
 
+    held = tuple(npc.ai.held())
     scope = None
-    if (npc_token_limit is not None and npc_tokens >= npc_token_limit) or (
+    if held:
+        scope = HELD
+    elif (npc_token_limit is not None and npc_tokens >= npc_token_limit) or (
         npc_cost_limit is not None and npc_cost >= npc_cost_limit
     ):
         scope = "npc"
@@ -317,9 +339,10 @@ def check(npc, metrics: dict | None = None) -> SpendingStatus:
         server_cost=round(float(server["cost"]), 6),
         server_token_limit=server_token_limit,
         server_cost_limit=server_cost_limit,
+        held=held,
     )
     if status.exceeded:
-        key = (getattr(npc, "dbref", str(id(npc))), day)
+        key = (getattr(npc, "dbref", str(id(npc))), day, scope, held)
         if key not in _announced:
             _announced.add(key)
             logger.log_warn(f"{log_prefix(npc)}: {status.describe()}.")

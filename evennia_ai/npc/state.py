@@ -6,10 +6,16 @@ declared once in :mod:`evennia_ai.npc.state_keys`. :class:`AttributeState` reads
 plain copy, lets pure code change it, and writes the result back once, so a nested edit never
 re-saves the root once per mutation and a crash mid-change leaves the previous value intact.
 
-A stored value is checked against its declared shape when it is read from the database. One
-that fails is moved aside (category ``ai_quarantine``, with the problem and the time), logged
-once, and the default is used: the NPC goes on, and an operator can see the value with
-``aistatus`` and put it back (``aistatus/restore``) or drop it (``aistatus/discard``).
+A value is checked against its declared shape when it is written (a wrong one is refused with
+a ValueError naming the key and the problem, and nothing is stored) and when it is read from the
+database (a value stored by an older layout, a hand edit or a bug). One that fails on reading is
+set aside (category ``ai_quarantine``, with the problem and the time), logged once, and online
+staff are told once. Meanwhile the key reads as its **strictest safe value** if it restricts the
+NPC (``StateKey.strict``: a set-aside tool list leaves the conversation tools only, a set-aside
+budget is zero, a set-aside operator prompt stops the NPC's model calls), else as its default.
+An operator sees the value with ``aistatus`` (Developers only, for Developer-only keys) and puts
+it back (``aistatus/restore``) or drops it (``aistatus/discard``); storing a new value ends the
+fallback too.
 """
 
 from __future__ import annotations
@@ -20,13 +26,15 @@ from typing import Any, Callable, Mapping
 from evennia.utils import logger
 from evennia.utils.dbserialize import to_pickle
 
+from evennia_ai.engine import notices
 from evennia_ai.npc import attribute_writes
-from evennia_ai.npc.state_keys import StateKey
-from evennia_ai.tools.arguments import validate_value
+from evennia_ai.npc.state_keys import StateKey, shape_problem
 from evennia_ai.utils import iso_utc, log_prefix, one_line, plain
 
 CATEGORY = "ai"
 QUARANTINE_CATEGORY = "ai_quarantine"
+#: What a value set aside shows in place of a Developer-only value, below Developer.
+REDACTED = "[redacted: Developers only]"
 _SCALARS = (str, int, float, bool, type(None))
 _CACHE = "_evennia_ai_plain"  # where a stored value's plain copy is kept, on its Attribute
 
@@ -106,11 +114,15 @@ class AttributeState:
         obj: Any typeclassed entity with an ``attributes`` handler (the NPC or its Script).
         keys: The declared keys of ``obj`` (:data:`~evennia_ai.npc.state_keys.CHARACTER_STATE`
             or :data:`~evennia_ai.npc.state_keys.SCRIPT_STATE`).
+        npc: The NPC the state belongs to (``obj`` itself unless it is the NPC's Script).
+        prefix: How keys are named to people (``"script."`` for the Script's).
     """
 
-    def __init__(self, obj, keys: Mapping[str, StateKey]):
+    def __init__(self, obj, keys: Mapping[str, StateKey], npc=None, prefix: str = ""):
         self.obj = obj
         self.keys = keys
+        self.npc = npc if npc is not None else obj
+        self.prefix = prefix
 
     def declared(self, key: str) -> StateKey:
         """The declaration of ``key``.
@@ -132,12 +144,13 @@ class AttributeState:
     def get(self, key: str) -> Any:
         """Return a plain copy of ``key`` (safe to change; nothing is written).
 
-        A stored value of the wrong shape is moved aside and the default returned.
+        A stored value of the wrong shape is set aside; while one is, the key reads as its
+        strictest safe value (``StateKey.fallback``).
         """
         declared = self.declared(key)
         attr = self._attribute(key)
         if attr is None:
-            return declared.default()
+            return self._unstored(declared)
         cached = getattr(attr, _CACHE, None)
         if cached is not None and cached[0] is attr.db_value:
             return pickle.loads(cached[1])
@@ -145,18 +158,34 @@ class AttributeState:
         if value is None:
             return declared.default()
         value = plain(value)
-        problems = validate_value(value, declared.schema, key)
-        if problems:
-            self._keep_aside(key, value, problems[0])
-            return declared.default()
+        problem = shape_problem(value, declared.schema, key)
+        if problem:
+            self._keep_aside(declared, value, problem)
+            return declared.fallback(value)
         data = _pickled(value)
         if data is not None:
             _remember(attr, data)
         return value
 
+    def _unstored(self, declared: StateKey) -> Any:
+        """The value of a key with nothing stored: its fallback while a value is set aside."""
+        if declared.strict is None:
+            return declared.default()
+        kept = self.kept(declared.name)
+        return declared.default() if kept is None else declared.fallback(kept.get("value"))
+
     def set(self, key: str, value: Any) -> None:
-        """Write ``value`` to ``key`` (one database write)."""
-        self.declared(key)
+        """Write ``value`` to ``key`` (one database write).
+
+        Raises:
+            ValueError: ``value`` does not fit the key's declared shape; nothing is written.
+        """
+        declared = self.declared(key)
+        problem = shape_problem(value, declared.schema, key)
+        if problem:
+            raise ValueError(
+                f"'{self.prefix}{key}' of {self.npc.key} was not stored: {problem}."
+            )
         write_attribute(self.obj, key, value, CATEGORY)
 
     def has(self, key: str) -> bool:
@@ -173,6 +202,9 @@ class AttributeState:
 
         Returns:
             The ``result`` part, or the new value.
+
+        Raises:
+            ValueError: the new value does not fit the key's declared shape (nothing written).
         """
         out = change(self.get(key))
         if isinstance(out, tuple) and len(out) == 2:
@@ -183,27 +215,44 @@ class AttributeState:
         return result
 
     # -- values kept aside -----------------------------------------------------------------------
-    def _keep_aside(self, key: str, value: Any, problem: str) -> None:
-        """Move an invalid stored value of ``key`` aside (one log line), leaving the default."""
+    def kept(self, key: str) -> dict | None:
+        """What is set aside for ``key`` (``{"value", "problem", "time"}``), or None."""
+        kept = self.obj.attributes.get(key, default=None, category=QUARANTINE_CATEGORY)
+        return plain(kept) if isinstance(kept, Mapping) else None
+
+    def in_fallback(self, key: str) -> bool:
+        """Whether ``key`` reads as its fallback: a value is set aside and none stored since."""
+        return self.kept(key) is not None and not self.has(key)
+
+    def _keep_aside(self, declared: StateKey, value: Any, problem: str) -> None:
+        """Set an invalid stored value aside (one log line, one notice to online staff)."""
+        key = declared.name
         self.obj.attributes.add(
             key,
             {"value": value, "problem": problem, "time": iso_utc()},
             category=QUARANTINE_CATEGORY,
         )
         self.obj.attributes.remove(key, category=CATEGORY)
+        meanwhile = fallback_text(declared)
         logger.log_warn(
-            f"{log_prefix(self.obj)}: stored '{key}' kept "
-            f"aside and replaced by its default: {one_line(problem, 200)} "
-            f"(see it with aistatus; put it back with aistatus/restore)"
+            f"{log_prefix(self.npc)}: stored '{self.prefix}{key}' set aside: "
+            f"{one_line(problem, 200)}; {meanwhile} (see it with aistatus; put it back with "
+            "aistatus/restore or drop it with aistatus/discard)"
         )
+        notices.announce_set_aside(self.npc, self.prefix + key, problem, meanwhile)
 
-    def quarantined(self, check: bool = True) -> dict[str, dict]:
-        """Values kept aside, by key: ``{"value", "problem", "time"}``.
+    def quarantined(self, check: bool = True, reveal: bool = False) -> dict[str, dict]:
+        """Values set aside, by key: ``{"value", "problem", "time", "in_force"}``.
 
         Args:
             check: Read every stored key first, so a bad value not read yet is found too
                 (``aistatus <npc>``); False lists what is already kept aside (status
                 summaries of many NPCs, where reading every key of each would cost).
+            reveal: Include the values of Developer-only keys. Without it their ``value`` is
+                :data:`REDACTED` and ``redacted`` is True: only show them to Developers.
+
+        ``in_force`` says what the key reads as meanwhile (its fallback), or that a value was
+        stored since.
         """
         for key in self.keys if check else ():
             if self.obj.attributes.has(key, category=CATEGORY):
@@ -211,11 +260,23 @@ class AttributeState:
         stored = self.obj.attributes.get(
             category=QUARANTINE_CATEGORY, return_list=True, return_obj=True
         )
-        return {
-            attr.key: plain(attr.value)
-            for attr in stored or []
-            if attr is not None and isinstance(attr.value, Mapping)
-        }
+        found = {}
+        for attr in stored or []:
+            if attr is None or not isinstance(attr.value, Mapping):
+                continue
+            entry = plain(attr.value)
+            declared = self.keys.get(attr.key)
+            if declared is not None and declared.developer_only:
+                entry["developer_only"] = True
+                if not reveal:
+                    entry["value"], entry["redacted"] = REDACTED, True
+            entry["in_force"] = (
+                "a value stored since"
+                if self.obj.attributes.has(attr.key, category=CATEGORY)
+                else fallback_text(declared)
+            )
+            found[attr.key] = entry
+        return found
 
     def restore(self, key: str, value: Any = None) -> Any:
         """Put the value kept aside for ``key`` back (or ``value`` instead), if it is valid now.
@@ -228,14 +289,14 @@ class AttributeState:
             ValueError: the value still does not fit; the message says why.
         """
         declared = self.declared(key)
-        kept = self.obj.attributes.get(key, category=QUARANTINE_CATEGORY)
+        kept = self.kept(key)
         if value is None:
-            if not isinstance(kept, Mapping):
+            if kept is None:
                 raise KeyError(f"Nothing of '{key}' is kept aside.")
-            value = plain(kept.get("value"))
-        problems = validate_value(value, declared.schema, key)
-        if problems:
-            raise ValueError("; ".join(problems[:3]))
+            value = kept.get("value")
+        problem = shape_problem(value, declared.schema, key)
+        if problem:
+            raise ValueError(problem)
         self.set(key, value)
         self.obj.attributes.remove(key, category=QUARANTINE_CATEGORY)
         return value
@@ -247,3 +308,16 @@ class AttributeState:
             return False
         self.obj.attributes.remove(key, category=QUARANTINE_CATEGORY)
         return True
+
+
+def fallback_text(declared: StateKey | None) -> str:
+    """What a key reads as while a value of it is set aside, in words."""
+    if declared is None:
+        return "no longer declared"
+    if declared.holds:
+        return "the NPC calls no model until staff restore, discard or replace it"
+    if declared.denies is not None:
+        return "no rules, and the tools they covered are denied"
+    if declared.strict is not None:
+        return "its strictest safe value is used"
+    return "its default is used"

@@ -8,15 +8,29 @@ the wrong shape (an old layout, a hand edit with ``set``, a bug) is kept aside a
 the default instead of failing every later tick.
 
 The schemas check what the code dereferences (a dict where ``.get`` is called, a list of dicts
-where items are read), not every field: a stored value that the code can read passes.
+where items are read), not every field: a stored value that the code can read passes. They use
+a small subset of JSON Schema (:data:`SHAPE_KEYWORDS`), checked by :func:`shape_problem` in
+microseconds, so every write is checked too (a 200-message history in well under a
+millisecond).
+
+A key that restricts the NPC (what it is told, may use, may spend, whether it runs) declares its
+**strictest safe value** (``strict``): used instead of the default while a stored value of it is
+set aside, so an unreadable restriction never becomes no restriction. docs/security.md ("When
+stored state cannot be read") lists them.
 """
 
 from __future__ import annotations
 
+import math
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from evennia_ai.memory.events import empty_queue
+from evennia_ai.prompt.execution_pattern import ALL_TOOL_CATEGORIES, DANGEROUS
+from evennia_ai.tools import TOOL_REGISTRY, load_builtin_tools
+from evennia_ai.tools.groups import group_of
 from evennia_ai.workspace.projects import empty_projects
 from evennia_ai.workspace.session_memory import empty_session_memory
 
@@ -27,15 +41,189 @@ class StateKey:
 
     Attributes:
         name: The Attribute key (category ``ai``).
-        default: Factory of the value used when nothing (or something invalid) is stored.
-        schema: JSON Schema of the shape the code relies on.
+        default: Factory of the value used when nothing is stored.
+        schema: JSON Schema of the shape the code relies on (:data:`SHAPE_KEYWORDS` only).
         doc: One line for the reference.
+        strict: For a key that restricts: the strictest safe value, made from the value set
+            aside (tool names are read out of it where it has any), used while a stored value
+            is set aside. None: the default restricts nothing more, and is used.
+        holds: While a stored value is set aside, the NPC calls no model (as past a budget,
+            ``EVENNIA_AI_BUDGET_EXCEEDED_ACTION`` says how) until staff restore or discard it
+            or store a new value.
+        denies: For a key whose restriction only a denial can stand for (tool rules): the
+            tools denied while a stored value is set aside, from the value set aside.
+        developer_only: Only Developers may set it or see it (docs/security.md, "Who may do
+            what"): a value of it set aside is shown to Developers only.
     """
 
     name: str
     default: Callable[[], Any]
     schema: dict
     doc: str
+    strict: Callable[[Any], Any] | None = None
+    holds: bool = False
+    denies: Callable[[Any], list[str]] | None = None
+    developer_only: bool = False
+
+    def fallback(self, kept: Any) -> Any:
+        """The value used while ``kept`` (a stored value of this key) is set aside."""
+        return self.strict(kept) if self.strict is not None else self.default()
+
+
+# -- shapes ----------------------------------------------------------------------------------------
+#: The JSON Schema keywords the declared shapes may use (:func:`shape_problem` checks them all).
+SHAPE_KEYWORDS = frozenset(
+    {"type", "properties", "required", "items", "additionalProperties", "minimum", "enum"}
+)
+_TYPES: dict[str, Callable[[Any], bool]] = {
+    "string": lambda v: isinstance(v, str),
+    "boolean": lambda v: isinstance(v, bool),
+    "null": lambda v: v is None,
+    "object": lambda v: isinstance(v, Mapping),
+    "array": lambda v: isinstance(v, (list, tuple)),
+    "integer": lambda v: (isinstance(v, int) and not isinstance(v, bool))
+    or (isinstance(v, float) and v.is_integer()),
+    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+}
+_JSON_NAMES = {
+    str: "string",
+    bool: "boolean",
+    type(None): "null",
+    int: "integer",
+    float: "number",
+    dict: "object",
+    list: "array",
+    tuple: "array",
+}
+MAX_SHAPE_DEPTH = 50
+
+
+def _json_name(value: Any) -> str:
+    for kind, name in _JSON_NAMES.items():
+        if type(value) is kind:
+            return name
+    return "object" if isinstance(value, Mapping) else type(value).__name__
+
+
+def _at(path: str, part: Any) -> str:
+    return f"{path}[{part}]" if isinstance(part, int) else f"{path}.{part}"
+
+
+def shape_problem(value: Any, schema: Mapping, path: str, depth: int = 0) -> str | None:
+    """The first way ``value`` fails the declared ``schema``, in words, or None if it fits.
+
+    The message names the place and the types, never the value itself (a value set aside may
+    be a Developer-only text). Numbers must be finite.
+    """
+    if depth > MAX_SHAPE_DEPTH:
+        return f"{path} is nested too deeply (at most {MAX_SHAPE_DEPTH} levels)"
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{path} must be a finite number"
+    wanted = schema.get("type")
+    if wanted is not None:
+        names = [wanted] if isinstance(wanted, str) else list(wanted)
+        if not any(_TYPES[name](value) for name in names):
+            return f"{path} must be {' or '.join(names)}, not {_json_name(value)}"
+    if "enum" in schema and value not in schema["enum"]:
+        return f"{path} must be one of " + ", ".join(str(v) for v in schema["enum"])
+    if "minimum" in schema and isinstance(value, (int, float)) and not value >= schema["minimum"]:
+        return f"{path} must be at least {schema['minimum']}"
+    if isinstance(value, Mapping):
+        for name in schema.get("required", ()):
+            if name not in value:
+                return f"{path} lacks '{name}'"
+        properties = schema.get("properties") or {}
+        extra = schema.get("additionalProperties")
+        for key, item in value.items():
+            sub = properties.get(key, extra if isinstance(extra, Mapping) else None)
+            if sub is not None:
+                problem = shape_problem(item, sub, _at(path, key), depth + 1)
+                if problem:
+                    return problem
+    elif isinstance(value, (list, tuple)) and isinstance(schema.get("items"), Mapping):
+        items = schema["items"]
+        for index, item in enumerate(value):
+            problem = shape_problem(item, items, _at(path, index), depth + 1)
+            if problem:
+                return problem
+    return None
+
+
+def _shape_keywords(schema: Any) -> set[str]:
+    """Every keyword ``schema`` uses, nested schemas included."""
+    if not isinstance(schema, Mapping):
+        return set()
+    found = set(schema)
+    for sub in (schema.get("items"), schema.get("additionalProperties")):
+        found |= _shape_keywords(sub)
+    for sub in (schema.get("properties") or {}).values():
+        found |= _shape_keywords(sub)
+    return found
+
+
+# -- strictest safe values -------------------------------------------------------------------------
+#: The tool group an NPC keeps while a tool list or tool rules of it are set aside.
+FALLBACK_GROUP = "conversation"
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+
+
+def _tools() -> list:
+    load_builtin_tools()
+    return TOOL_REGISTRY.all()
+
+
+def fallback_group_tools() -> list[str]:
+    """The names of the tools of :data:`FALLBACK_GROUP`."""
+    return sorted(t.name for t in _tools() if group_of(t) == FALLBACK_GROUP)
+
+
+def outside_fallback_group() -> list[str]:
+    """The names of every tool outside :data:`FALLBACK_GROUP` (those without a group too)."""
+    return sorted(t.name for t in _tools() if group_of(t) != FALLBACK_GROUP)
+
+
+def tools_named_in(value: Any) -> list[str]:
+    """The names of known tools a stored value names anywhere (a text, a list, rule dicts)."""
+    words: set[str] = set()
+    stack, seen = [value], 0
+    while stack and seen < 10_000:
+        item, seen = stack.pop(), seen + 1
+        if isinstance(item, str):
+            words.update(_TOOL_NAME.findall(item))
+        elif isinstance(item, Mapping):
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple, set, frozenset)):
+            stack.extend(item)
+    known = {t.name for t in _tools()}
+    return sorted(words & known)
+
+
+def _strict_allow(kept: Any) -> list[str]:
+    """The fallback group's tools, narrowed to those the set-aside list names, if it names any."""
+    group = fallback_group_tools()
+    named = [name for name in tools_named_in(kept) if name in group]
+    return named or group
+
+
+def _strict_deny(kept: Any) -> list[str]:
+    """Every tool outside the fallback group, and the tools the set-aside list names."""
+    return sorted(set(outside_fallback_group()) | set(tools_named_in(kept)))
+
+
+def _rules_deny(kept: Any) -> list[str]:
+    """The tools set-aside rules covered; every tool outside the fallback group if none is read."""
+    return tools_named_in(kept) or outside_fallback_group()
+
+
+def _strict_budget(kept: Any) -> dict:
+    return {"tokens": 0, "cost": 0.0}
+
+
+def _strict_execution(kept: Any) -> dict:
+    return {
+        "allowed_tool_categories": [c for c in ALL_TOOL_CATEGORIES if c != DANGEROUS],
+        "sub_agents_enabled": False,
+    }
 
 
 def default_metrics() -> dict:
@@ -101,11 +289,23 @@ def _object(properties: dict | None = None, **extra: Any) -> dict:
 
 
 _DECLARED: tuple[StateKey, ...] = (
-    StateKey("enabled", _true, {"type": "boolean"}, "Whether the NPC perceives and ticks."),
+    StateKey(
+        "enabled",
+        _true,
+        {"type": "boolean"},
+        "Whether the NPC perceives and ticks.",
+        strict=lambda kept: False,
+    ),
     StateKey("persona", _empty_text, _TEXT, "Who the NPC is (one paragraph)."),
     StateKey("model", _empty_text, _TEXT, "The NPC's own model (empty: the server's)."),
     StateKey(
-        "user_system_prompt", _empty_text, _TEXT, "The operator's prompt (never the model's)."
+        "user_system_prompt",
+        _empty_text,
+        _TEXT,
+        "The operator's prompt (never the model's).",
+        strict=lambda kept: "",
+        holds=True,
+        developer_only=True,
     ),
     StateKey("assistant_system_prompt", _empty_text, _TEXT, "The NPC's own guidelines."),
     StateKey(
@@ -174,14 +374,31 @@ _DECLARED: tuple[StateKey, ...] = (
         "Counters: ticks, errors, tool calls, tokens and cost (also per day), and the long-term "
         "memory gate's decisions (``memory_gate``).",
     ),
-    StateKey("tool_rules", list, _DICTS, "Per-NPC tool rules (cooldowns, limits, order)."),
+    StateKey(
+        "tool_rules",
+        list,
+        _DICTS,
+        "Per-NPC tool rules (cooldowns, limits, order).",
+        strict=lambda kept: [],
+        denies=_rules_deny,
+        developer_only=True,
+    ),
     StateKey(
         "tool_allow",
         _none,
         {"type": ["array", "null"], "items": _TEXT},
         "Only these tools (null: every tool the filter allows).",
+        strict=_strict_allow,
+        developer_only=True,
     ),
-    StateKey("tool_deny", list, _TEXTS, "Tools this NPC may never use."),
+    StateKey(
+        "tool_deny",
+        list,
+        _TEXTS,
+        "Tools this NPC may never use.",
+        strict=_strict_deny,
+        developer_only=True,
+    ),
     StateKey(
         "sleep",
         default_sleep,
@@ -221,6 +438,8 @@ _DECLARED: tuple[StateKey, ...] = (
         dict,
         _object({"tokens": _COUNT, "cost": {"type": "number", "minimum": 0}}),
         "Per-NPC daily limits, tightening the server's: tokens, cost.",
+        strict=_strict_budget,
+        developer_only=True,
     ),
 )
 
@@ -242,12 +461,31 @@ SCRIPT_STATE: dict[str, StateKey] = {
                 {
                     "max_iterations_per_tick": {"type": "integer"},
                     "sub_agent_budget": {"type": "integer"},
-                    "allowed_tool_categories": _TEXTS,
+                    "allowed_tool_categories": {
+                        "type": "array",
+                        "items": {"type": "string", "enum": list(ALL_TOOL_CATEGORIES)},
+                    },
+                    "multi_action_enabled": {"type": "boolean"},
+                    "task_assessment_enabled": {"type": "boolean"},
+                    "sub_agents_enabled": {"type": "boolean"},
                 }
             ),
             "Layer 1 of the execution pattern (only the values set; defaults fill the rest).",
+            strict=_strict_execution,
+            developer_only=True,
         ),
         StateKey("tick_count", _zero, _COUNT, "Ticks run by this Script."),
-        StateKey("paused", _false, {"type": "boolean"}, "Whether ticking is paused."),
+        StateKey(
+            "paused",
+            _false,
+            {"type": "boolean"},
+            "Whether ticking is paused.",
+            strict=lambda kept: True,
+        ),
     )
 }
+
+for _key in (*CHARACTER_STATE.values(), *SCRIPT_STATE.values()):
+    _unknown = _shape_keywords(_key.schema) - SHAPE_KEYWORDS
+    if _unknown:  # shape_problem would not check them
+        raise TypeError(f"state key '{_key.name}' uses unchecked keywords {sorted(_unknown)}")
