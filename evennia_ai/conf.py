@@ -285,7 +285,8 @@ SETTINGS: dict[str, Setting] = {
             "EVENNIA_AI_HELPER_TOKEN_BUDGET",
             20000,
             "Most prompt plus completion tokens one `delegate_task` helper may use.",
-            read=_whole(1), strict=20000,
+            read=_whole(1),
+            strict=20000,
         ),
         Setting(
             "EVENNIA_AI_MAX_TOOL_CALLS_PER_REPLY",
@@ -351,7 +352,8 @@ SETTINGS: dict[str, Setting] = {
             "EVENNIA_AI_MAX_OUTPUT_CHARS",
             1000,
             "Most characters of one thing an NPC says, emotes, whispers or pages.",
-            read=_whole(1), strict=1000,
+            read=_whole(1),
+            strict=1000,
         ),
         Setting(
             "EVENNIA_AI_OUTPUT_STRIP_COLOUR",
@@ -363,21 +365,25 @@ SETTINGS: dict[str, Setting] = {
             [],
             "Lines an NPC may always say, whatever players whispered to it (a required "
             "greeting); lines of an operator prompt starting with `Speakable:` count too.",
-            read=_texts, strict=[],
+            read=_texts,
+            strict=[],
         ),
         Setting(
             "EVENNIA_AI_SECRETS",
             [],
             "Texts no NPC ever says, emotes, whispers or pages (5 words in a row of one, or all "
             "of a shorter one); lines of an operator prompt starting with `Secret:` count too.",
-            read=_texts, strict=[], holds=True,
+            read=_texts,
+            strict=[],
+            holds=True,
         ),
         Setting(
             "EVENNIA_AI_OPERATOR_QUOTE_WORDS",
             12,
             "Most consecutive words of its operator prompt an NPC may repeat to anyone "
             "(speakable lines exempt); 0 turns the check off.",
-            read=_whole(0), strict=12,
+            read=_whole(0),
+            strict=12,
         ),
         Setting(
             "EVENNIA_AI_HISTORY_MAX_CHARS",
@@ -409,21 +415,24 @@ SETTINGS: dict[str, Setting] = {
             20,
             "Most events one speaker can queue for an NPC in a minute; the rest are dropped "
             "(noted in the next trace). 0 turns the limit off.",
-            read=_whole(0), strict=20,
+            read=_whole(0),
+            strict=20,
         ),
         Setting(
             "EVENNIA_AI_MAX_TOOL_ARGUMENT_CHARS",
             20000,
             "Longest arguments (JSON characters) of one tool call a model may send; longer "
             "calls are refused before anything stores them.",
-            read=_whole(1), strict=20000,
+            read=_whole(1),
+            strict=20000,
         ),
         Setting(
             "EVENNIA_AI_MAX_EVENT_CHARS",
             2000,
             "Characters of a line a player says (or anything an NPC perceives) kept for it; "
             "a pasted novel is cut before it is queued.",
-            read=_whole(1), strict=2000,
+            read=_whole(1),
+            strict=2000,
         ),
         Setting("EVENNIA_AI_REFLECTION_INTERVAL", 50, "Ticks between reflections."),
         Setting(
@@ -456,7 +465,9 @@ SETTINGS: dict[str, Setting] = {
             "EVENNIA_AI_OPERATOR_OVERRIDE",
             "",
             "Path of an operator override file injected at the very top of every system prompt; re-read when it changes.",
-            read=_path, strict="", holds=True,
+            read=_path,
+            strict="",
+            holds=True,
         ),
         Setting(
             "EVENNIA_AI_DATA_DIR",
@@ -575,25 +586,29 @@ SETTINGS: dict[str, Setting] = {
             "EVENNIA_AI_DAILY_TOKEN_BUDGET_PER_NPC",
             None,
             "Tokens one assistant may use per day; None for no limit.",
-            read=_daily_budget(int), strict=0,
+            read=_daily_budget(int),
+            strict=0,
         ),
         Setting(
             "EVENNIA_AI_DAILY_TOKEN_BUDGET_SERVER",
             None,
             "Tokens all assistants together may use per day; None for no limit.",
-            read=_daily_budget(int), strict=0,
+            read=_daily_budget(int),
+            strict=0,
         ),
         Setting(
             "EVENNIA_AI_DAILY_COST_BUDGET_PER_NPC",
             None,
             "Cost (USD, as litellm prices it) one assistant may spend per day; None for no limit.",
-            read=_daily_budget(float), strict=0.0,
+            read=_daily_budget(float),
+            strict=0.0,
         ),
         Setting(
             "EVENNIA_AI_DAILY_COST_BUDGET_SERVER",
             None,
             "Cost (USD) all assistants together may spend per day; None for no limit.",
-            read=_daily_budget(float), strict=0.0,
+            read=_daily_budget(float),
+            strict=0.0,
         ),
         Setting(
             "EVENNIA_AI_BUDGET_EXCEEDED_ACTION",
@@ -601,7 +616,8 @@ SETTINGS: dict[str, Setting] = {
             "What an assistant does past its budget: `offline` (the offline model), `silence`, "
             "or `message` (no model call; whoever speaks to it gets "
             "`EVENNIA_AI_UNAVAILABLE_MESSAGE`).",
-            read=_budget_action, strict="offline",
+            read=_budget_action,
+            strict="offline",
         ),
         Setting(
             "EVENNIA_AI_THINKING_DELAY",

@@ -184,6 +184,7 @@ def at_server_start():
     except Exception:
         logger.log_trace("evennia_ai: could not check the AI NPCs' Scripts")
     set_switch_interval()
+    report_unreadable_settings()
 
     def warm_up(models):
         tokens.count_text("warm up", conf.get("EVENNIA_AI_MODEL") or None)
@@ -250,6 +251,19 @@ def npc_models() -> list[str]:
     except Exception:
         logger.log_trace("evennia_ai: could not read the AI NPCs' models")
     return list(dict.fromkeys(models))
+
+
+def report_unreadable_settings() -> dict[str, str]:
+    """Log each budget or security setting that cannot be read, and what is used instead.
+
+    Such a setting counts as its strictest value (a daily budget as 0: nothing may be spent);
+    one with no strictest value (``EVENNIA_AI_SECRETS``, ``EVENNIA_AI_OPERATOR_OVERRIDE``)
+    stops every assistant's model calls until it is fixed. ``aistatus`` lists them too.
+    """
+    found = conf.unreadable_settings()
+    for name, problem in found.items():
+        logger.log_err(f"evennia_ai: setting {name} = {problem} (docs/security.md)")
+    return found
 
 
 def warn_unbounded_spend(models) -> None:

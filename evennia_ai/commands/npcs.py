@@ -6,7 +6,7 @@ import unicodedata
 
 from evennia.utils.ansi import raw, strip_ansi
 
-from evennia_ai import access
+from evennia_ai import access, conf
 from evennia_ai.commands.base import AICommand, CommandError
 from evennia_ai.engine.trace import TickTrace
 from evennia_ai.formatting import count
@@ -325,10 +325,15 @@ class CmdAIStatus(AICommand):
     reload keeps the environment the server started with).
 
     A stored value that does not have the shape its key needs (an old layout,
-    a hand edit) is kept aside and the NPC goes on with the key's default; the
-    report lists such values. /restore puts one back once it fits (it says
-    why not otherwise), /discard forgets it. Keys held on the NPC's Script are
-    named script.<key> (script.current_goals).
+    a hand edit) is kept aside. Meanwhile a key that restricts the NPC reads
+    as its strictest safe value (a tool list: the conversation tools only; a
+    budget: zero; the operator prompt: no model calls at all), any other key
+    as its default; the report lists such values, and budget or security
+    settings that cannot be read. The values of Developer-only keys (operator
+    prompt, tool lists and rules, budget, execution config) are shown to
+    Developers only. /restore puts one back once it fits (it says why not
+    otherwise), /discard forgets it (the key then reads as its default).
+    Keys held on the NPC's Script are named script.<key>.
 
     Examples:
       aistatus
@@ -340,8 +345,6 @@ class CmdAIStatus(AICommand):
     key = "aistatus"
     switch_options = ("restore", "discard")
     needs_args = False
-    # Keys only Developers may write back (the operator's word and the NPC's spending limits).
-    DEVELOPER_KEYS = ("user_system_prompt", "budget")
 
     def run(self):
         if self.switches:
@@ -356,7 +359,7 @@ class CmdAIStatus(AICommand):
             raise CommandError("Missing '= <key>'.\n" + self.usage())
         npc = self.find_npc(self.lhs)
         key = self.require(self.rhs, "key")
-        if key in self.DEVELOPER_KEYS:
+        if npc.ai.developer_only(key):  # the operator's word, tools, spending limits
             self.require_perm(access.EDIT, f"change an NPC's {key}")
         kept = npc.ai.quarantined()
         if key not in kept:
@@ -393,6 +396,8 @@ class CmdAIStatus(AICommand):
             lines.append("  (none)")
         model = model_origin(None)
         lines.append(f"|wDefault model|n: {raw(origin_value(model))} - {origin_text(model)}")
+        for name, problem in conf.unreadable_settings().items():
+            lines.append(f"|yunreadable setting|n {name}: {raw(problem)}")
         totals = spending.server_totals()
         today = totals["today"]
         lines.append(
@@ -444,12 +449,22 @@ class CmdAIStatus(AICommand):
                 "the request did not fit the model's window (shorten the operator prompt or "
                 "the override file, or give the NPC a model with a larger window)"
             )
-        for key, kept in npc.ai.quarantined().items():
-            lines.append(
-                f"  |ykept aside|n {key} ({timestamp(kept.get('time'))}): {raw(str(kept.get('problem'))[:200])}; "
-                f"value {raw(truncate(repr(kept.get('value')), 120))} "
-                f"(aistatus/restore or /discard {npc.key} = {key})"
+        for reason in status["held"]:
+            lines.append(f"  |rheld|n: {raw(reason)}: no model is called until it is fixed")
+        developer = access.passes(self.caller, access.EDIT)
+        for key, kept in npc.ai.quarantined(reveal=developer).items():
+            value = (
+                "shown to Developers only"
+                if kept.get("redacted")
+                else f"value {raw(truncate(repr(kept.get('value')), 120))}"
             )
+            lines.append(
+                f"  |ykept aside|n {key} ({timestamp(kept.get('time'))}): "
+                f"{raw(str(kept.get('problem'))[:200])}; meanwhile {kept.get('in_force')}; "
+                f"{value} (aistatus/restore or /discard {npc.key} = {key})"
+            )
+        for name, problem in status["unreadable_settings"].items():
+            lines.append(f"  |yunreadable setting|n {name}: {raw(problem)}")
         lines.append("  settings in use (value - where it comes from):")
         for origin in setting_sources(npc):
             lines.append(f"    {origin.label}: {raw(origin_value(origin))} - {origin_text(origin)}")

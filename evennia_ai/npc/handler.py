@@ -113,7 +113,10 @@ class AIHandler:
         set aside), and while its tool rules are set aside, the tools they covered."""
         denied = self.state.get("tool_deny")
         for key, declared in CHARACTER_STATE.items():
-            if declared.denies is not None and self.state.in_fallback(key):
+            if declared.denies is None:
+                continue
+            self.state.get(key)  # a stored value not read yet is checked (and set aside) now
+            if self.state.in_fallback(key):
                 denied = sorted(set(denied) | set(declared.denies(self.state.kept(key)["value"])))
         return denied
 
@@ -531,11 +534,13 @@ class AIHandler:
         setting that holds (``EVENNIA_AI_SECRETS``). Empty when nothing holds it. The daily
         budget check counts a held NPC as over budget (:func:`evennia_ai.npc.spending.check`).
         """
-        reasons = [
-            f"its stored {key} cannot be read and is set aside"
-            for key, declared in CHARACTER_STATE.items()
-            if declared.holds and self.state.in_fallback(key)
-        ]
+        reasons = []
+        for key, declared in CHARACTER_STATE.items():
+            if not declared.holds:
+                continue
+            self.state.get(key)  # a stored value not read yet is checked (and set aside) now
+            if self.state.in_fallback(key):
+                reasons.append(f"its stored {key} cannot be read and is set aside")
         try:
             read_operator_override()
         except OperatorSourceError:

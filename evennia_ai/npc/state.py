@@ -183,9 +183,7 @@ class AttributeState:
         declared = self.declared(key)
         problem = shape_problem(value, declared.schema, key)
         if problem:
-            raise ValueError(
-                f"'{self.prefix}{key}' of {self.npc.key} was not stored: {problem}."
-            )
+            raise ValueError(f"'{self.prefix}{key}' of {self.npc.key} was not stored: {problem}.")
         write_attribute(self.obj, key, value, CATEGORY)
 
     def has(self, key: str) -> bool:
