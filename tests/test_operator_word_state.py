@@ -213,15 +213,15 @@ class TestNoticesAndRedaction(StateTestBase):
     def test_one_notice_per_value_set_aside_without_the_value(self):
         self.store("user_system_prompt", SECRET_PROMPT)
         for _ in range(3):
-            self.npc.ai.user_system_prompt
+            assert self.npc.ai.user_system_prompt == ""
             self.npc.ai.status()
         assert self.announced.call_count == 1
         text = self.announced.call_args.args[0]
         assert "Innkeeper" in text and "user_system_prompt" in text and "aistatus" in text
         assert "4711" not in text
         self.store("tool_deny", "page")
-        self.npc.ai.tool_deny
-        self.npc.ai.tool_deny
+        for _ in range(2):
+            assert "page" in self.npc.ai.tool_deny
         assert self.announced.call_count == 2
 
     def test_status_redacts_developer_only_values(self):
