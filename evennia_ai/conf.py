@@ -786,9 +786,18 @@ def render_settings_markdown() -> str:
         "default). This file is generated from `evennia_ai/conf.py` by",
         "`scripts/gen_config_docs.py` (a test keeps them in step).",
         "",
+        "A budget or security setting whose value cannot be read (a word where a number",
+        "belongs, a negative budget, a secret that is not text) is logged, reported at server",
+        "start and by `aistatus`, and counts as its strictest value, given in its row as",
+        "*Unreadable:* (see `docs/security.md`, \"When stored state cannot be read\").",
+        "",
         "| setting | default | env | meaning |",
         "|---|---|---|---|",
     ]
     for s in SETTINGS.values():
-        lines.append(f"| `{s.name}` | `{s.default!r}` | {'yes' if s.env else ''} | {s.doc} |")
+        doc = s.doc
+        if s.read is not None:
+            strict = "no assistant calls a model" if s.holds else f"`{s.strict!r}`"
+            doc += f" *Unreadable:* {strict}."
+        lines.append(f"| `{s.name}` | `{s.default!r}` | {'yes' if s.env else ''} | {doc} |")
     return "\n".join(lines) + "\n"
