@@ -206,7 +206,8 @@ class TestWritesAreChecked(StateTestBase):
         started = time.perf_counter()
         for _ in range(50):
             assert shape_problem(history, schema, "history") is None
-        assert (time.perf_counter() - started) / 50 < 0.005  # measured ~0.1 ms
+        # measured 0.3 ms idle (jsonschema: 1.9 ms); generous for a loaded machine
+        assert (time.perf_counter() - started) / 50 < 0.02
 
 
 class TestNoticesAndRedaction(StateTestBase):

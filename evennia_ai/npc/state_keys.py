@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -80,12 +80,13 @@ _TYPES: dict[str, Callable[[Any], bool]] = {
     "boolean": lambda v: isinstance(v, bool),
     "null": lambda v: v is None,
     "object": lambda v: isinstance(v, Mapping),
-    "array": lambda v: isinstance(v, (list, tuple)),
+    "array": lambda v: isinstance(v, Sequence) and not isinstance(v, (str, bytes)),
     "integer": lambda v: (isinstance(v, int) and not isinstance(v, bool))
     or (isinstance(v, float) and v.is_integer()),
     "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
 }
-_JSON_NAMES = {
+# The JSON type of the plain Python types, for the common case (one dict lookup).
+_JSON_TYPES = {
     str: "string",
     bool: "boolean",
     type(None): "null",
@@ -99,10 +100,21 @@ MAX_SHAPE_DEPTH = 50
 
 
 def _json_name(value: Any) -> str:
-    for kind, name in _JSON_NAMES.items():
-        if type(value) is kind:
-            return name
+    name = _JSON_TYPES.get(type(value))
+    if name is not None:
+        return name
     return "object" if isinstance(value, Mapping) else type(value).__name__
+
+
+def _fits_type(value: Any, names: tuple[str, ...] | list[str]) -> bool:
+    name = _JSON_TYPES.get(type(value))
+    if name is not None and name in names:
+        return True
+    if name == "integer" and "number" in names:
+        return True
+    if name == "number" and "integer" in names:
+        return value.is_integer()
+    return name is None and any(_TYPES[n](value) for n in names)
 
 
 def _at(path: str, part: Any) -> str:
@@ -113,39 +125,44 @@ def shape_problem(value: Any, schema: Mapping, path: str, depth: int = 0) -> str
     """The first way ``value`` fails the declared ``schema``, in words, or None if it fits.
 
     The message names the place and the types, never the value itself (a value set aside may
-    be a Developer-only text). Numbers must be finite.
+    be a Developer-only text). Numbers must be finite. Only the keywords of
+    :data:`SHAPE_KEYWORDS` are checked (the declarations use no others).
     """
     if depth > MAX_SHAPE_DEPTH:
         return f"{path} is nested too deeply (at most {MAX_SHAPE_DEPTH} levels)"
-    if isinstance(value, float) and not math.isfinite(value):
+    kind = type(value)
+    if kind is float and not math.isfinite(value):
         return f"{path} must be a finite number"
     wanted = schema.get("type")
     if wanted is not None:
-        names = [wanted] if isinstance(wanted, str) else list(wanted)
-        if not any(_TYPES[name](value) for name in names):
+        names = (wanted,) if isinstance(wanted, str) else wanted
+        if not _fits_type(value, names):
             return f"{path} must be {' or '.join(names)}, not {_json_name(value)}"
     if "enum" in schema and value not in schema["enum"]:
         return f"{path} must be one of " + ", ".join(str(v) for v in schema["enum"])
-    if "minimum" in schema and isinstance(value, (int, float)) and not value >= schema["minimum"]:
+    if "minimum" in schema and kind in (int, float) and not value >= schema["minimum"]:
         return f"{path} must be at least {schema['minimum']}"
-    if isinstance(value, Mapping):
+    if kind is dict or (kind not in _JSON_TYPES and isinstance(value, Mapping)):
         for name in schema.get("required", ()):
             if name not in value:
                 return f"{path} lacks '{name}'"
         properties = schema.get("properties") or {}
         extra = schema.get("additionalProperties")
-        for key, item in value.items():
-            sub = properties.get(key, extra if isinstance(extra, Mapping) else None)
-            if sub is not None:
-                problem = shape_problem(item, sub, _at(path, key), depth + 1)
-                if problem:
-                    return problem
-    elif isinstance(value, (list, tuple)) and isinstance(schema.get("items"), Mapping):
-        items = schema["items"]
-        for index, item in enumerate(value):
-            problem = shape_problem(item, items, _at(path, index), depth + 1)
+        if isinstance(extra, Mapping):
+            pairs = ((k, v, properties.get(k, extra)) for k, v in value.items())
+        else:  # only the declared properties are checked: look them up
+            pairs = ((k, value[k], sub) for k, sub in properties.items() if k in value)
+        for key, item, sub in pairs:
+            problem = shape_problem(item, sub, _at(path, key), depth + 1)
             if problem:
                 return problem
+    elif kind is list or kind is tuple or (kind not in _JSON_TYPES and _TYPES["array"](value)):
+        items = schema.get("items")
+        if items:
+            for index, item in enumerate(value):
+                problem = shape_problem(item, items, _at(path, index), depth + 1)
+                if problem:
+                    return problem
     return None
 
 
