@@ -433,7 +433,14 @@ class AIHandler:
 
     # -- status --------------------------------------------------------------------------------
     def status(self) -> dict:
-        """A summary for admin commands and the dashboard."""
+        """A summary for admin commands and the dashboard, safe to show a Builder.
+
+        Besides the figures: ``held`` (why the NPC calls no model, if it does not: see
+        :meth:`held`), ``quarantined`` (values set aside, those of Developer-only keys
+        redacted: :meth:`quarantined` with ``reveal=True`` for Developers) and
+        ``unreadable_settings`` (budget and security settings counted as their strictest value,
+        by name, with why).
+        """
 
         metrics = self.metrics
         over = self.spending_status(metrics)

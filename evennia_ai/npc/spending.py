@@ -13,6 +13,13 @@ switches to the offline model, stays silent, or answers whoever speaks to it wit
 in-character line (``EVENNIA_AI_UNAVAILABLE_MESSAGE``) and calls no model
 (``EVENNIA_AI_BUDGET_EXCEEDED_ACTION``: ``offline``, ``silence`` or ``message``) until the
 next UTC day; :func:`check` says which, and ``npc.ai.status()`` shows it.
+
+A budget that cannot be read is never no budget: a setting that cannot be read counts as 0
+(:mod:`evennia_ai.conf` reads it, logs it and reports it), and an NPC's own budget set aside for
+its shape reads as ``{"tokens": 0, "cost": 0}``. An NPC whose operator's word cannot be read (a
+set-aside operator prompt, an unreadable override file or secrets setting) is *held*: the check
+counts it as over budget (``scope == "held"``), so it calls no model the same way, until staff
+restore or discard the value or fix the setting.
 """
 
 from __future__ import annotations
