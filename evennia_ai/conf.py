@@ -789,7 +789,7 @@ def render_settings_markdown() -> str:
         "A budget or security setting whose value cannot be read (a word where a number",
         "belongs, a negative budget, a secret that is not text) is logged, reported at server",
         "start and by `aistatus`, and counts as its strictest value, given in its row as",
-        "*Unreadable:* (see `docs/security.md`, \"When stored state cannot be read\").",
+        '*Unreadable:* (see `docs/security.md`, "When stored state cannot be read").',
         "",
         "| setting | default | env | meaning |",
         "|---|---|---|---|",

@@ -20,6 +20,7 @@ from test_assistant_tick import AssistantTestBase
 
 from evennia_ai import conf, startstop
 from evennia_ai.commands.npcs import CmdAIStatus
+from evennia_ai.commands.runtime import CmdAITools
 from evennia_ai.engine import notices
 from evennia_ai.engine.tick import TickState
 from evennia_ai.npc import spending
@@ -299,6 +300,11 @@ class TestAIStatusCommand(AICommandTestBase):
     def test_developers_do(self):
         out = self.call(CmdAIStatus(), "Innkeeper", caller=self.with_permission("Developer"))
         assert "4711" in out
+
+    def test_aitools_says_its_lists_are_strictest_values(self):
+        self.npc.attributes.add("tool_deny", "page", category="ai")
+        out = self.call(CmdAITools(), "Innkeeper", caller=self.char1)
+        assert "set aside" in out and "tool_deny" in out and "move" in out
 
     def test_unreadable_settings_are_listed(self):
         with override_settings(EVENNIA_AI_DAILY_COST_BUDGET_SERVER="cheap"):

@@ -126,6 +126,10 @@ def _traces(npc) -> list[TickTrace]:
 
 
 # -- aitools ------------------------------------------------------------------------------------
+#: The keys whose set-aside values change what ``aitools`` lists (their strictest values).
+SET_ASIDE_TOOL_KEYS = ("tool_allow", "tool_deny", "tool_rules", "script.execution_config")
+
+
 class CmdAITools(AICommand):
     """
     Show and restrict the tools an AI NPC may use, and the rules of how it calls them.
@@ -271,6 +275,12 @@ class CmdAITools(AICommand):
             f"deny list: {', '.join(sorted(denied)) or 'none'}; tool rules: "
             f"{len(npc.ai.tool_rules or [])} (|waitools/rules {npc.key}|n)",
         ]
+        kept = [k for k in npc.ai.quarantined(check=False) if k in SET_ASIDE_TOOL_KEYS]
+        if kept:
+            head.append(
+                f"|yset aside|n (cannot be read): {', '.join(kept)}; the lists above are their "
+                f"strictest values until staff decide (|waistatus {npc.key}|n)"
+            )
         return "\n".join(head) + f"\n{table}"
 
 
