@@ -318,6 +318,26 @@ class TestWebKeepsSecretsWithDevelopers(BaseEvenniaTest):
                 assert kept["value"] == KEPT_ASIDE_WITHHELD and kept["redacted"]
                 assert "ai-kept-aside" in page and KEPT_ASIDE_WITHHELD in page
 
+    def test_developers_see_a_value_the_handler_summarised(self):
+        self.quarantine_operator_prompt()
+        status = self.npc.ai.status()
+        summarised = {
+            "user_system_prompt": {"problem": "not text", "time": "2026", "redacted": True}
+        }
+        with mock.patch.object(
+            type(self.npc.ai), "status", return_value={**status, "quarantined": summarised}
+        ):
+            developer = self.clients["Developer"].get(f"/ai/api/npcs/{self.npc.id}/").json()
+            builder = self.clients["Builder"].get(f"/ai/api/npcs/{self.npc.id}/").json()
+        assert developer["quarantined"]["user_system_prompt"]["value"] == [f"Secret: {CELLAR}"]
+        assert CELLAR not in json.dumps(builder)
+
+    def test_a_secret_of_a_kept_aside_prompt_stays_secret_in_traces(self):
+        self.quarantine_operator_prompt()  # the NPC's operator prompt is now empty
+        self.npc.ai.record_trace(refused_say_trace(tick_id=8))
+        api = self.clients["Builder"].get(f"/ai/api/npcs/{self.npc.id}/traces/8/").json()
+        assert CELLAR not in json.dumps(api)
+
     def test_refused_secret_arguments_are_withheld_in_the_trace_api_and_page(self):
         self.npc.ai.set_user_system_prompt(OPERATOR_PROMPT)
         self.npc.ai.record_trace(refused_say_trace(tick_id=7))  # stored as main stored it

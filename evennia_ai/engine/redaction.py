@@ -41,8 +41,9 @@ from typing import Any, Iterable, Mapping
 
 from evennia.utils import logger
 
-from evennia_ai import conf
+from evennia_ai import access, conf
 from evennia_ai.tools.safety import secret_block_texts, secret_leak, secret_lines
+from evennia_ai.utils import plain
 
 REDACTED = "[redacted]"
 """What stands in place of a secret."""
@@ -227,12 +228,16 @@ def api_keys() -> list[str]:
 
 
 def _kept_aside(npc, key: str) -> Any:
-    """The value of ``key`` kept aside on ``npc`` (None when nothing is)."""
-    attributes = getattr(npc, "attributes", None)
+    """The value of ``key`` kept aside on ``npc`` (``script.<key>``: on its Script), read from
+    the Attribute itself (None when nothing is)."""
+    holder = npc
+    if key.startswith("script."):
+        holder, key = getattr(getattr(npc, "ai", None), "script", None), key[len("script.") :]
+    attributes = getattr(holder, "attributes", None)
     if attributes is None:
         return None
     kept = attributes.get(key, category=QUARANTINE_CATEGORY)
-    return kept.get("value") if isinstance(kept, Mapping) else None
+    return plain(kept.get("value")) if isinstance(kept, Mapping) else None
 
 
 def npc_secrets(npc) -> Secrets:
@@ -311,13 +316,27 @@ def trace_for(trace: dict, secrets: Secrets, developer: bool) -> dict:
     def change(text: str) -> str:
         return WITHHELD if recites(text, secrets) else text
 
-    shown = _walk(withheld, change)
-    return redact_secrets(shown, secrets.texts)
+    # one check of all its texts first: most traces recite nothing, and a run of words found
+    # in no text of the trace is in none of them
+    if recites("\n".join(_texts_in(withheld)), secrets):
+        withheld = _walk(withheld, change)
+    return redact_secrets(withheld, secrets.texts)
 
 
 def traces_for(traces: Iterable[dict], secrets: Secrets, developer: bool) -> list[dict]:
     """:func:`trace_for` of each of ``traces``."""
     return [trace_for(trace, secrets, developer) for trace in traces]
+
+
+def traces_shown_to(viewer, npc, traces: Iterable[dict]) -> list[dict]:
+    """``npc``'s ``traces`` as ``viewer`` (a caller or a request's user) may see them.
+
+    What the dashboard, the API and the admin commands (``aitrace``, ``interact``) show.
+    """
+    traces = list(traces)
+    if not traces or access.passes(viewer, access.EDIT):
+        return traces
+    return traces_for(traces, npc_secrets(npc), developer=False)
 
 
 # -- values kept aside ----------------------------------------------------------------------------
@@ -347,3 +366,24 @@ def quarantined_for(kept: Mapping, secrets: Secrets, developer: bool) -> dict:
             entry["problem"] = redact_secrets(shown, secrets.texts)
         out[key] = entry
     return out
+
+
+def quarantined_shown_to(viewer, npc, kept: Mapping) -> dict:
+    """``npc``'s values kept aside as ``viewer`` may see them (:func:`quarantined_for`).
+
+    ``kept`` is what ``npc.ai.status()["quarantined"]`` lists. Developers see every value
+    whole: one the handler summarised (no ``value``, or ``redacted``) is read from its
+    Attribute.
+    """
+    if not kept:
+        return {}
+    if access.passes(viewer, access.EDIT):
+        whole = {}
+        for key, entry in kept.items():
+            entry = dict(entry) if isinstance(entry, Mapping) else {"value": entry}
+            if "value" not in entry or entry.get("redacted"):  # summarised by the handler
+                entry["value"] = _kept_aside(npc, key)
+                entry["redacted"] = False
+            whole[key] = entry
+        return whole
+    return quarantined_for(kept, npc_secrets(npc), developer=False)

@@ -96,22 +96,15 @@ def budget_message(budget: dict) -> str:
     return f"Over {scope} daily budget: offline model until 00:00 UTC."
 
 
-def is_developer(viewer) -> bool:
-    """Whether ``viewer`` sees what only Developers see (:data:`access.EDIT`)."""
-    return access.passes(viewer, access.EDIT)
-
-
 def npc_summary(npc, viewer=None) -> dict:
     """The NPC-list row: ``npc.ai.status()`` plus state, today's usage and the budget line.
 
     Values kept aside (``quarantined``) are shown as ``viewer`` may see them
-    (:func:`evennia_ai.engine.redaction.quarantined_for`).
+    (:func:`evennia_ai.engine.redaction.quarantined_shown_to`).
     """
     status = npc.ai.status()
     budget = status.get("budget") or {}
-    kept = status.get("quarantined") or {}
-    if kept:
-        kept = redaction.quarantined_for(kept, redaction.npc_secrets(npc), is_developer(viewer))
+    kept = redaction.quarantined_shown_to(viewer, npc, status.get("quarantined") or {})
     return {
         **status,
         "quarantined": kept,
@@ -318,7 +311,7 @@ def refusal(viewer, name: str, value: str = "") -> str:
 
 def model_choices(viewer) -> list[str] | None:
     """The models ``viewer`` may pick from a list (None: any model, typed; [] none at all)."""
-    if is_developer(viewer):
+    if access.passes(viewer, access.EDIT):
         return None
     if not access.passes(viewer, access.OPERATE):
         return []
@@ -411,9 +404,7 @@ def trace_summary(trace: dict) -> dict:
 def shown_traces(npc, traces: list[dict], viewer=None) -> list[dict]:
     """``traces`` of ``npc`` as ``viewer`` may see them (below Developer: without secrets, see
     :func:`evennia_ai.engine.redaction.trace_for`)."""
-    if not traces:
-        return []
-    return redaction.traces_for(traces, redaction.npc_secrets(npc), is_developer(viewer))
+    return redaction.traces_shown_to(viewer, npc, traces)
 
 
 def trace_list(npc, last: int | None = None, viewer=None) -> list[dict]:
