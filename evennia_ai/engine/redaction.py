@@ -344,9 +344,10 @@ def quarantined_for(kept: Mapping, secrets: Secrets, developer: bool) -> dict:
     """Values kept aside (``{key: {"value", "problem", "time", ...}}``) as someone may see them.
 
     Developers see them whole. Below Developer, the value of a key of :data:`DEVELOPER_KEYS`
-    (``script.<key>`` for the Script's) is :data:`KEPT_ASIDE_WITHHELD` and the other values,
-    and every problem text, have the NPC's secrets redacted; ``redacted`` says whether the
-    value is withheld. An entry already redacted by the handler (no ``value``) stays so.
+    (``script.<key>`` for the Script's), or of one the handler marks ``developer_only``, is
+    :data:`KEPT_ASIDE_WITHHELD`; the other values and every problem text have the NPC's
+    secrets redacted. ``redacted`` says whether the value is withheld (an entry the handler
+    already redacted stays so).
     """
     out = {}
     for key, entry in (kept or {}).items():
@@ -354,7 +355,11 @@ def quarantined_for(kept: Mapping, secrets: Secrets, developer: bool) -> dict:
         if developer:
             out[key] = entry
             continue
-        hidden = key in DEVELOPER_KEYS or f"script.{key}" in DEVELOPER_KEYS
+        hidden = (
+            key in DEVELOPER_KEYS
+            or f"script.{key}" in DEVELOPER_KEYS
+            or bool(entry.get("developer_only"))  # as the key's declaration says
+        )
         if "value" in entry:
             entry["value"] = (
                 KEPT_ASIDE_WITHHELD if hidden else redact_secrets(entry["value"], secrets.texts)
