@@ -13,11 +13,14 @@ level         permission   what it covers
 ``APPROVE``   Builder      approve or reject an action waiting for a decision
                            (``aiconfirm``, the dashboard's buttons, the API's POSTs)
 ``OPERATE``   Builder      run NPCs day to day: create, start, stop, pause, resume,
-                           model, persona, goals, projects, memory contents, sleep
+                           persona, goals, projects, memory contents, sleep; the
+                           model only among ``EVENNIA_AI_BUILDER_MODELS``
 ``EDIT``      Developer    change what an NPC is told by its operators, may do or may
                            spend: prompts, templates, the registry, contexts, the
                            execution config, the operator prompt, tool lists, tool
-                           categories, tool rules and budgets
+                           categories, tool rules, budgets and any model; and see
+                           what only they may change: the operator prompt's text,
+                           values of those keys kept aside, secrets in traces
 ============  ===========  ===========================================================
 
 The same checks run in game (a command's lock and its switches) and on the web (every page,
@@ -26,6 +29,8 @@ Evennia's ``Builder`` permission (``perm *ann = Builder``).
 """
 
 from __future__ import annotations
+
+from evennia_ai import conf
 
 VIEW = "Builder"
 APPROVE = "Builder"
@@ -64,3 +69,57 @@ def refusal(permission: str, action: str) -> str:
     """The message for someone below ``permission`` who tried ``action``."""
     who = LEVEL_NAMES.get(permission, f"accounts with the {permission} permission")
     return f"Only {who} may {action}."
+
+
+# -- models: what an NPC spends ------------------------------------------------------------------
+SERVER_DEFAULT = "default"
+"""How ``EVENNIA_AI_BUILDER_MODELS`` names the server's model (an NPC without its own)."""
+
+
+def model_choice(model: str | None) -> str:
+    """``model`` as a choice: its name, or :data:`SERVER_DEFAULT` (empty, ``default``, ``none``)."""
+    name = str(model or "").strip()
+    return SERVER_DEFAULT if name.lower() in ("", "default", "none") else name
+
+
+def builder_models() -> list[str]:
+    """The models Builders may choose (``EVENNIA_AI_BUILDER_MODELS``), in the order listed.
+
+    A single name counts as a list of one; anything else that is not a list of names is read
+    as no models, so an unreadable setting leaves model changes to Developers.
+    """
+    listed = conf.get("EVENNIA_AI_BUILDER_MODELS")
+    if isinstance(listed, str):
+        listed = [listed]
+    if not isinstance(listed, (list, tuple)):
+        return []
+    names = [model_choice(name) for name in listed if isinstance(name, str) and name.strip()]
+    return list(dict.fromkeys(names))
+
+
+def model_refusal(who, model: str | None) -> str:
+    """Why ``who`` may not give an NPC ``model`` ("" when they may).
+
+    Developers choose any model; Builders only one of :func:`builder_models` (the model sets
+    what an NPC spends, which is the Developers' to decide); below Builder, nothing.
+    """
+    if passes(who, EDIT):
+        return ""
+    if not passes(who, OPERATE):
+        return refusal(OPERATE, "change an NPC's model")
+    listed = builder_models()
+    choice = model_choice(model)
+    if choice in listed:
+        return ""
+    shown = "the server's model" if choice == SERVER_DEFAULT else f"'{choice}'"
+    if not listed:
+        return refusal(
+            EDIT,
+            f"change an NPC's model (to {shown}): the model sets what it spends, and the "
+            "operators list no models for Builders (EVENNIA_AI_BUILDER_MODELS)",
+        )
+    return refusal(
+        EDIT,
+        f"give an NPC {shown}: the model sets what it spends. Builders may choose "
+        f"{', '.join(listed)} (EVENNIA_AI_BUILDER_MODELS)",
+    )

@@ -175,6 +175,13 @@ SETTINGS: dict[str, Setting] = {
             "Per-model options: `native_tools`, `context_window`, `api_base`, `api_key`, `timeout`, e.g. `{'ollama/llama2': {'native_tools': False, 'context_window': 4096}}`.",
         ),
         Setting(
+            "EVENNIA_AI_BUILDER_MODELS",
+            [],
+            "Models a Builder may give an NPC (`ainpc/model`, the dashboard, the API); `default` "
+            "lets Builders return an NPC to the server's model. Any other choice needs Developer, "
+            "since the model sets what an NPC spends. Empty: only Developers change models.",
+        ),
+        Setting(
             "EVENNIA_AI_THREAD_POOL_SIZE",
             10,
             "Threads for long-term memory calls and other blocking work (a pool of daemon "

@@ -3,7 +3,8 @@
 Every page, API endpoint, dashboard control and admin command is walked as a Player, a
 Builder, an Admin and a Developer (Evennia's hierarchy: Player < Builder < Admin < Developer):
 viewing and deciding need Builder, running an NPC day to day needs Builder, changing what an
-NPC is told, may do or may spend needs Developer. The expectations are written out here, not
+NPC is told, may do or may spend needs Developer: its model too, unless the operators list the
+model for Builders (``EVENNIA_AI_BUILDER_MODELS``). The expectations are written out here, not
 read from the code, so a lock changed by mistake fails a test.
 """
 
@@ -41,13 +42,15 @@ EDIT_CALLS = [
     (CmdAITools, "/addrule Innkeeper = max_calls look 2"),
     (CmdAITools, "/delrule Innkeeper = all"),
     (CmdAIStatus, "/restore Innkeeper = user_system_prompt"),
+    # the model sets what the NPC spends: Developer unless listed in EVENNIA_AI_BUILDER_MODELS
+    (CmdAINpc, "/model Innkeeper = openai/gpt-4o-mini"),
+    (CmdAINpc, "/model Innkeeper = default"),
 ]
 # Views and day-to-day operations every Builder may run (their replies, not refusals).
 BUILDER_CALLS = [
     (CmdAINpc, "/budget Innkeeper", "Innkeeper"),
     (CmdAINpc, "/pause Innkeeper", "Innkeeper is paused"),
     (CmdAINpc, "/resume Innkeeper", "Innkeeper resumes"),
-    (CmdAINpc, "/model Innkeeper = openai/gpt-4o-mini", "Innkeeper now uses"),
     (CmdAINpc, "/persona Innkeeper = A kind innkeeper.", "Innkeeper's persona is set"),
     (CmdAITools, "Innkeeper", "Tools of Innkeeper"),
     (CmdAITools, "/rules Innkeeper", "Innkeeper has no tool rules"),
@@ -59,7 +62,7 @@ BUILDER_CALLS = [
 CONTROLS = {
     "pause": ("Builder", ""),
     "resume": ("Builder", ""),
-    "model": ("Builder", "openai/gpt-4o-mini"),
+    "model": ("Developer", "openai/gpt-4o-mini"),
     "persona": ("Builder", "A kind innkeeper."),
     "operator_prompt": ("Developer", "Be kind."),
     "budget": ("Developer", "tokens=10k cost=0.5"),
@@ -122,6 +125,21 @@ class TestCommands(AICommandTestBase):
             for cls, args, expected in BUILDER_CALLS:
                 reply = self.call(cls(), args, caller=self.with_permission(role))
                 assert "Only " not in reply and reply.startswith(expected), (role, args, reply)
+
+    def test_builders_choose_only_the_listed_models(self):
+        listed = ["openai/gpt-4o-mini", "default"]
+        with override_settings(EVENNIA_AI_BUILDER_MODELS=listed):
+            for role in ROLES[1:]:
+                caller = self.with_permission(role)
+                for model in ("openai/gpt-4o-mini", "default"):
+                    reply = self.call(CmdAINpc(), f"/model Innkeeper = {model}", caller=caller)
+                    assert reply.startswith("Innkeeper now uses"), (role, model, reply)
+                before = self.npc.ai.model
+                reply = self.call(CmdAINpc(), "/model Innkeeper = openai/gpt-4o", caller=caller)
+                assert reply.startswith("Only Developers may") == (role != "Developer"), reply
+                if role != "Developer":
+                    assert self.npc.ai.model == before
+                    assert "openai/gpt-4o-mini, default" in reply  # what a Builder may choose
 
 
 @override_settings(ROOT_URLCONF="web_test_urls")
@@ -237,6 +255,31 @@ class TestWeb(BaseEvenniaTest):
                 if name == "resume" and self.npc.ai.paused:
                     self.npc.ai.resume()
 
+    def test_a_listed_model_is_the_builders_choice_on_the_page_and_the_api(self):
+        with override_settings(EVENNIA_AI_BUILDER_MODELS=["openai/gpt-4o-mini"]):
+            for role, client in self.clients.items():
+                for model, needed in (
+                    ("openai/gpt-4o-mini", "Builder"),
+                    ("openai/gpt-4o", "Developer"),
+                ):
+                    self.npc.ai.set_model("")
+                    page = client.post(f"/ai/npc/{self.npc.id}/control/model/", {"value": model})
+                    assert (page.status_code == 302) == allowed(role, needed), (role, model)
+                    assert (self.npc.ai.model == model) == allowed(role, needed), (role, model)
+                    self.npc.ai.set_model("")
+                    api = client.post(
+                        f"/ai/api/npcs/{self.npc.id}/settings/model/",
+                        {"value": model},
+                        content_type="application/json",
+                    )
+                    assert (api.status_code == 200) == allowed(role, needed), (role, model)
+                    assert (self.npc.ai.model == model) == allowed(role, needed), (role, model)
+                    if role == "Builder" and needed == "Developer":
+                        assert "Only Developers may give an NPC 'openai/gpt-4o'" in (
+                            api.json()["detail"]
+                        )
+                        assert "Builders may choose openai/gpt-4o-mini" in page.content.decode()
+
     def test_deciding_needs_builder(self):
         for role, client in self.clients.items():
             cid = self.queue.add_entry(self.npc, "noop", {"arguments": {}}, reason="test")
@@ -266,6 +309,14 @@ class TestWeb(BaseEvenniaTest):
         form = html.split('id="ai-control-add_rule"')[1].split("</form>")[0]
         assert "disabled" in form
         form = html.split('id="ai-control-model"')[1].split("</form>")[0]
-        assert "disabled" not in form
+        assert "disabled" in form  # no model is listed for Builders
+        with override_settings(EVENNIA_AI_BUILDER_MODELS=["openai/gpt-4o-mini", "default"]):
+            html = self.clients["Builder"].get(f"/ai/npc/{self.npc.id}/").content.decode()
+        form = html.split('id="ai-control-model"')[1].split("</form>")[0]
+        assert "disabled" not in form and "<select" in form
+        assert '<option value="openai/gpt-4o-mini">' in form
+        assert '<option value="default" selected>' in form
         html = self.clients["Developer"].get(f"/ai/npc/{self.npc.id}/").content.decode()
         assert "Developer only" not in html
+        form = html.split('id="ai-control-model"')[1].split("</form>")[0]
+        assert 'type="text"' in form and "disabled" not in form

@@ -87,7 +87,8 @@ class CmdAINpc(AICommand):
       list    - every AI NPC with its location, model, state (running, paused,
                 stopped or asleep), queued events, tokens used today and budget.
       create  - create an AI assistant in your location; the model is optional
-                (empty: the server default, EVENNIA_AI_MODEL).
+                (empty: the server default, EVENNIA_AI_MODEL; Builders may name
+                only a model of EVENNIA_AI_BUILDER_MODELS).
       delete  - delete an AI NPC and stop its script (AI NPCs only, no undo;
                 needs the NPC's delete lock: its creator or an Admin).
       start   - enable the NPC and start its script.
@@ -95,6 +96,9 @@ class CmdAINpc(AICommand):
       pause   - stop ticking; events it perceives stay queued.
       resume  - tick again and answer what was queued meanwhile.
       model   - set the NPC's model ("default" or empty: the server default).
+                The model sets what the NPC spends: Builders choose only among
+                EVENNIA_AI_BUILDER_MODELS ("default" if listed), any other
+                choice is Developer only.
       persona - set the NPC's persona (who it is, how it speaks).
       prompt  - set the operator's system prompt, which takes precedence over the
                 NPC's own guidelines and no tool can change (Developer only).
@@ -189,6 +193,10 @@ class CmdAINpc(AICommand):
         model = (self.rhs or "").strip()
         if model and " " in model:
             raise CommandError(f"A model name has no spaces: {model!r}.")
+        if access.model_choice(model) == access.SERVER_DEFAULT:
+            model = ""  # "default": the server's model, as ainpc/model reads it
+        if model:
+            self.require_model(model)
         account = getattr(caller, "account", None)
         pid = f"pid({account.id}) or " if account else ""
         npc, errors = AIAssistantCharacter.create(
@@ -253,7 +261,14 @@ class CmdAINpc(AICommand):
 
     def do_model(self):
         npc, model = self._npc_and_value("model", allow_empty=True)
+        self.require_model(model)
         self.msg(raw(controls.set_model(npc, model)))
+
+    def require_model(self, model: str) -> None:
+        """Refuse a model the caller may not choose (see :func:`access.model_refusal`)."""
+        problem = access.model_refusal(self.caller, model)
+        if problem:
+            raise CommandError(raw(problem))
 
     def do_persona(self):
         npc, text = self._npc_and_value("persona text")

@@ -15,8 +15,9 @@ With ``EVENNIA_AI_RECORD_TICKS`` on, every tick that calls a model appends one J
   recorded, which a replay compares its own build with.
 
 Secrets never reach the file: the NPC's secrets (``EVENNIA_AI_SECRETS``, the operator prompt's
-``Secret:`` lines, secret memory blocks) and the API keys are replaced by ``[redacted]``
-(:func:`~evennia_ai.tools.safety.redact`) before anything is written. The line is built and
+``Secret:`` lines, secret memory blocks) and the API keys are replaced by ``[redacted]`` on word
+and token boundaries (:func:`~evennia_ai.engine.redaction.redact_secrets`: a short secret does
+not eat into longer words, a long key is found inside a URL) before anything is written. The line is built and
 written in a thread once the tick has finished; a file that would pass
 ``EVENNIA_AI_RECORD_MAX_BYTES`` is not written to again (one log line). Recording never fails a
 tick: any error is logged and the tick goes on.
@@ -40,6 +41,7 @@ from twisted.internet import defer
 
 from evennia_ai import conf
 from evennia_ai.engine.react import ReactLoop
+from evennia_ai.engine.redaction import npc_secrets, redact_secrets
 from evennia_ai.engine.trace import TickTrace
 from evennia_ai.llm.threads import run_in_thread
 from evennia_ai.llm.tokens import request_counter
@@ -52,7 +54,6 @@ from evennia_ai.tools import load_builtin_tools
 from evennia_ai.tools.base import LoopState, ToolResult
 from evennia_ai.tools.registry import TOOL_REGISTRY
 from evennia_ai.tools.rules import parse_rules
-from evennia_ai.tools.safety import redact, secret_block_texts, secret_lines
 from evennia_ai.utils import iso_utc, log_prefix
 
 #: How a recording line reaches its writing thread. Tests replace it with a synchronous call.
@@ -60,6 +61,10 @@ defer_to_thread = run_in_thread
 
 FORMAT = 1
 """Version of a recording line's layout (``format``)."""
+
+MAX_NESTING = 200
+"""Deepest nesting of lists and objects a recording line may have (a recorded tick has about
+fifteen levels); a deeper line is refused as unreadable instead of exhausting the stack."""
 
 _FULL: set[str] = set()  # files found full in this process (logged once each)
 
@@ -72,13 +77,7 @@ def recording_path(npc) -> str:
 
 def recording_secrets(npc) -> list[str]:
     """The texts a recording of ``npc`` must not hold: its secrets and the API keys."""
-    ai = npc.ai
-    texts = secret_lines(ai.get("user_system_prompt")) + secret_block_texts(ai.get("blocks"))
-    texts.append(conf.get("EVENNIA_AI_API_KEY") or "")
-    for options in (conf.get("EVENNIA_AI_MODEL_SETTINGS") or {}).values():
-        if isinstance(options, dict):
-            texts.append(str(options.get("api_key") or ""))
-    return [text for text in texts if text]
+    return list(npc_secrets(npc).texts)
 
 
 def _reply(result) -> dict:
@@ -265,7 +264,7 @@ def label_loop_calls(calls: list[dict], trace: TickTrace) -> list[dict]:
 
 def _write_line(path: str, line: dict, secrets: list[str]) -> None:
     """Redact, check the size cap, append (in a thread). One log line when the file is full."""
-    text = json.dumps(redact(line, secrets), default=str, ensure_ascii=False)
+    text = json.dumps(redact_secrets(line, secrets), default=str, ensure_ascii=False)
     line = json.loads(text)
     try:
         line["baseline"] = build_request(line["snapshot"])[0].sections
@@ -561,6 +560,32 @@ def _tokens(count, request: dict | None) -> int | None:
     return int(count(request.get("messages") or [], request.get("tools") or []))
 
 
+def _too_deep(number: int) -> RecordingError:
+    return RecordingError(
+        f"line {number}: nested too deeply (more than {MAX_NESTING} levels of lists and "
+        "objects); it is not a tick recording this build wrote"
+    )
+
+
+def nesting(value: Any) -> int:
+    """How deeply lists and dicts nest in ``value`` (0 for a scalar), without recursion."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, depth)
+        if deepest > MAX_NESTING:
+            return deepest
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
 def read_recording(path: str):
     """The lines of a recording file: ``(line number, dict or RecordingError)`` each.
 
@@ -578,10 +603,16 @@ def read_recording(path: str):
             continue
         try:
             value = json.loads(raw)
+        except RecursionError:
+            yield number, _too_deep(number)
+            continue
         except ValueError as err:
             last = number == len(lines) and not text.endswith("\n")
             why = "it is cut short (the file was truncated)" if last else f"not JSON ({err})"
             yield number, RecordingError(f"line {number}: {why}")
+            continue
+        if nesting(value) > MAX_NESTING:
+            yield number, _too_deep(number)
             continue
         if not isinstance(value, dict):
             yield number, RecordingError(f"line {number}: not a tick recording")

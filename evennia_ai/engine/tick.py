@@ -42,6 +42,7 @@ from evennia_ai.engine.assessment import assess_task
 from evennia_ai.engine.delegate import run_helper
 from evennia_ai.engine.react import LoopOutcome, ReactLoop
 from evennia_ai.engine.recording import TickRecorder
+from evennia_ai.engine.redaction import npc_secrets, withhold_refused_secrets
 from evennia_ai.engine.trace import StopReason, TickTrace, bounded_trace
 from evennia_ai.llm import tokens
 from evennia_ai.llm.client import defer_to_thread, get_client
@@ -738,9 +739,8 @@ class TickRunner:
     def _record_trace(self, state: TickState, outcome, trace: TickTrace) -> None:
         """What worked (procedures, people seen) and the trace."""
         self._learn(state, outcome, trace)
-        self.ai.record_trace(
-            bounded_trace(trace.to_dict(), int(conf.get("EVENNIA_AI_TRACE_MAX_CHARS")))
-        )
+        stored = withhold_refused_secrets(trace.to_dict(), npc_secrets(self.npc))
+        self.ai.record_trace(bounded_trace(stored, int(conf.get("EVENNIA_AI_TRACE_MAX_CHARS"))))
 
     def _follow_up(self, state: TickState, outcome, trace: TickTrace) -> None:
         """What the next ticks do: sleep phases, reflection follow-ups, compaction."""

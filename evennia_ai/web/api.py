@@ -26,10 +26,15 @@ password, as Evennia's API allows by default.
 =====================================================  ========================================
 
 Every endpoint needs the Builder permission; a setting needs its own level too (Builder for
-``pause``, ``resume``, ``model``, ``persona``; Developer for the others: ``operator_prompt``,
-``budget``, ``allow_tools``, ``deny_tools``, ``only_tools``, ``categories``, ``reset_tools``,
-``add_rule``, ``remove_rule``); below it the answer is 403 with the level it needs. A refused
-change is 400 with the reason, e.g. ``{"detail": "Unknown tool(s): fly."}``.
+``pause``, ``resume``, ``persona``, and ``model`` among ``EVENNIA_AI_BUILDER_MODELS``;
+Developer for any other model and the others: ``operator_prompt``, ``budget``,
+``allow_tools``, ``deny_tools``, ``only_tools``, ``categories``, ``reset_tools``, ``add_rule``,
+``remove_rule``); below it the answer is 403 with the level it needs. A refused change is 400
+with the reason, e.g. ``{"detail": "Unknown tool(s): fly."}``.
+
+What only Developers see stays with them: below Developer, ``quarantined`` (values kept aside)
+shows no value of a key only Developers change, and traces show no text that would reveal one
+of the NPC's secrets (see :mod:`evennia_ai.engine.redaction`).
 
 Every URL ends with a slash; the same URL without it redirects there (308, so a POST stays a
 POST). Errors are JSON too: ``{"detail": "..."}`` with the status (404 for an unknown URL or
@@ -131,10 +136,10 @@ class NPCViewSet(AIViewSetMixin, viewsets.ViewSet):
     lookup_value_regex = "[0-9]+"
 
     def list(self, request):
-        return Response(data.npc_list())
+        return Response(data.npc_list(request.user))
 
     def retrieve(self, request, pk=None):
-        return Response(data.npc_detail(_npc(pk)))
+        return Response(data.npc_detail(_npc(pk), request.user))
 
     @action(detail=True, methods=["get"])
     def goals(self, request, pk=None):
@@ -148,7 +153,7 @@ class NPCViewSet(AIViewSetMixin, viewsets.ViewSet):
     def traces(self, request, pk=None):
         query = TraceFilterSerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
-        return Response(data.trace_list(_npc(pk), query.validated_data.get("last")))
+        return Response(data.trace_list(_npc(pk), query.validated_data.get("last"), request.user))
 
     @action(
         detail=True,
@@ -158,13 +163,13 @@ class NPCViewSet(AIViewSetMixin, viewsets.ViewSet):
     )
     def trace(self, request, pk=None, tick_id=None):
         try:
-            return Response(data.trace_detail(_npc(pk), tick_id))
+            return Response(data.trace_detail(_npc(pk), tick_id, request.user))
         except data.NotFound as err:
             raise exceptions.NotFound(str(err)) from None
 
     @action(detail=True, methods=["get"])
     def usage(self, request, pk=None):
-        return Response(data.usage_series(_npc(pk)))
+        return Response(data.usage_series(_npc(pk), viewer=request.user))
 
     @action(detail=True, methods=["get"])
     def tools(self, request, pk=None):
@@ -198,11 +203,15 @@ class NPCViewSet(AIViewSetMixin, viewsets.ViewSet):
         npc = _npc(pk)
         body = SettingSerializer(data=request.data)
         body.is_valid(raise_exception=True)
+        value = body.validated_data.get("value", "")
+        refused = data.refusal(request.user, name, value)  # the model chosen, too
+        if refused:
+            raise exceptions.PermissionDenied(refused)
         try:
-            message = data.change(npc, name, body.validated_data.get("value", ""))
+            message = data.change(npc, name, value)
         except ControlError as err:
             return Response({"detail": str(err)}, status=status.HTTP_400_BAD_REQUEST)
-        return Response({"detail": message, "npc": data.npc_summary(npc)})
+        return Response({"detail": message, "npc": data.npc_summary(npc, request.user)})
 
 
 class ConfirmationViewSet(AIViewSetMixin, viewsets.ViewSet):

@@ -4,6 +4,12 @@ Both the HTML pages (:mod:`evennia_ai.web.views`) and the JSON API (:mod:`evenni
 call these functions, so a page always shows what the API returns. Everything here is a quick
 ORM read or a single decision; nothing calls a model or long-term memory.
 
+What only Developers may see stays with them: the functions that show an NPC's state or traces
+take the ``viewer`` (a request's user) and, below Developer, redact what
+:mod:`evennia_ai.engine.redaction` keeps for Developers (values kept aside of the keys only they
+change, texts of traces that would reveal a secret). Without a viewer they show what a Builder
+sees.
+
 Evennia serves its website from the Server process through Twisted's WSGI resource, in a
 thread pool. Reads from a view thread are what Evennia's own website does; deciding a
 confirmation runs the NPC's action, which may message sessions, so :func:`decide` hands it to
@@ -12,6 +18,7 @@ the reactor thread (:func:`on_reactor`) and waits for it.
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict
 from typing import Any, Callable
 
@@ -19,6 +26,7 @@ from twisted.internet import reactor, threads
 from twisted.python import threadable
 
 from evennia_ai import access, conf
+from evennia_ai.engine import redaction
 from evennia_ai.memory import blocks as pure
 from evennia_ai.memory import longterm
 from evennia_ai.memory.block_admin import visible_blocks
@@ -34,12 +42,14 @@ from evennia_ai.prompt.execution_pattern import ALL_TOOL_CATEGORIES
 from evennia_ai.prompt_registry import PromptRegistryError, get_prompt_registry
 from evennia_ai.tools.approvals import ConfirmationError, get_confirmation_queue
 from evennia_ai.tools.rules import RULE_FORMS
+from evennia_ai.utils import truncate
 from evennia_ai.workspace.goals import goal_tree
 from evennia_ai.workspace.projects import list_projects
 
 RECENT_TRACES = 20  # traces shown on an NPC's page
 MAX_VALUE_CHARS = 20_000  # characters of a setting's value from a form or the API
 CHART_DAYS = 14  # days in the daily usage chart
+KEPT_VALUE_CHARS = 200  # characters of a value kept aside shown on the NPC page
 
 
 class NotFound(LookupError):
@@ -86,12 +96,18 @@ def budget_message(budget: dict) -> str:
     return f"Over {scope} daily budget: offline model until 00:00 UTC."
 
 
-def npc_summary(npc) -> dict:
-    """The NPC-list row: ``npc.ai.status()`` plus state, today's usage and the budget line."""
+def npc_summary(npc, viewer=None) -> dict:
+    """The NPC-list row: ``npc.ai.status()`` plus state, today's usage and the budget line.
+
+    Values kept aside (``quarantined``) are shown as ``viewer`` may see them
+    (:func:`evennia_ai.engine.redaction.quarantined_shown_to`).
+    """
     status = npc.ai.status()
     budget = status.get("budget") or {}
+    kept = redaction.quarantined_shown_to(viewer, npc, status.get("quarantined") or {})
     return {
         **status,
+        "quarantined": kept,
         "id": npc.id,
         "state": status["state"],
         "tokens_today": int(budget.get("npc_tokens") or 0),
@@ -102,16 +118,18 @@ def npc_summary(npc) -> dict:
     }
 
 
-def npc_list() -> list[dict]:
-    """Every AI NPC's summary, by id."""
+def npc_list(viewer=None) -> list[dict]:
+    """Every AI NPC's summary, by id, as ``viewer`` may see it."""
 
-    return [npc_summary(npc) for npc in all_ai_npcs()]
+    return [npc_summary(npc, viewer) for npc in all_ai_npcs()]
 
 
-def npc_detail(npc) -> dict:
-    """Everything the NPC page shows, in one dict (the API's NPC detail)."""
+def npc_detail(npc, viewer=None) -> dict:
+    """Everything the NPC page shows, in one dict (the API's NPC detail), as ``viewer`` may
+    see it."""
+    summary = npc_summary(npc, viewer)
     return {
-        **npc_summary(npc),
+        **summary,
         "location": npc.location.key if npc.location else None,
         "persona": npc.ai.persona,
         "own_model": npc.ai.model,  # "" when it uses the server default
@@ -122,14 +140,35 @@ def npc_detail(npc) -> dict:
         "goals": goals_tree(npc),
         "projects": projects(npc),
         "blocks": memory_blocks(npc),
-        "traces": trace_list(npc, RECENT_TRACES),
-        "usage": usage_series(npc),
+        "traces": trace_list(npc, RECENT_TRACES, viewer),
+        "usage": usage_series(npc, viewer=viewer),
         "confirmations": confirmations(npc=npc),
         "tools": tool_settings(npc),
         "budget_limits": budget_limits(npc),
         "history": history(npc),
         "longterm": longterm_status(npc),
+        "kept_aside": kept_aside_rows(summary["quarantined"]),
     }
+
+
+def kept_aside_rows(kept: dict) -> list[dict]:
+    """Values kept aside (already as the viewer may see them) as rows: key, time, problem and
+    the value as JSON text (cut to :data:`KEPT_VALUE_CHARS`), or the marker it was replaced by."""
+    rows = []
+    for key, entry in (kept or {}).items():
+        entry = entry if isinstance(entry, dict) else {}
+        value = entry.get("value", redaction.KEPT_ASIDE_WITHHELD)
+        text = value if isinstance(value, str) else json.dumps(value, default=str)
+        rows.append(
+            {
+                "key": key,
+                "time": entry.get("time"),
+                "problem": str(entry.get("problem") or ""),
+                "value_text": truncate(text, KEPT_VALUE_CHARS),
+                "redacted": bool(entry.get("redacted")),
+            }
+        )
+    return rows
 
 
 # -- settings and their controls --------------------------------------------------------------
@@ -208,8 +247,9 @@ def longterm_status(npc) -> dict:
 
 
 # What the dashboard and the API may change on an NPC: the level each needs (see
-# :mod:`evennia_ai.access`), whether it takes a value, and the function of
-# :mod:`evennia_ai.npc.controls` that checks and writes it (the admin commands call the same).
+# :mod:`evennia_ai.access`; the model also checks the model chosen, :func:`refusal`), and the
+# function of :mod:`evennia_ai.npc.controls` that checks and writes it (the admin commands call
+# the same).
 CONTROLS: dict[str, tuple[str, Callable]] = {
     "pause": (access.OPERATE, lambda npc, value: controls.pause(npc)),
     "resume": (access.OPERATE, lambda npc, value: controls.resume(npc)),
@@ -250,6 +290,32 @@ def control_level(name: str) -> str:
     if name not in CONTROLS:
         raise NotFound(f"No setting '{name}'; known: {', '.join(CONTROLS)}.")
     return CONTROLS[name][0]
+
+
+def refusal(viewer, name: str, value: str = "") -> str:
+    """Why ``viewer`` may not apply control ``name`` with ``value`` ("" when they may).
+
+    The control's level (:func:`control_level`), and for ``model`` the model chosen: Builders
+    choose only among ``EVENNIA_AI_BUILDER_MODELS`` (:func:`access.model_refusal`).
+
+    Raises:
+        NotFound: an unknown control.
+    """
+    needed = control_level(name)
+    if not access.passes(viewer, needed):
+        return access.refusal(needed, f"change an NPC's {name.replace('_', ' ')}")
+    if name == "model":
+        return access.model_refusal(viewer, value)
+    return ""
+
+
+def model_choices(viewer) -> list[str] | None:
+    """The models ``viewer`` may pick from a list (None: any model, typed; [] none at all)."""
+    if access.passes(viewer, access.EDIT):
+        return None
+    if not access.passes(viewer, access.OPERATE):
+        return []
+    return access.builder_models()
 
 
 def change(npc, name: str, value: str = "") -> str:
@@ -335,13 +401,20 @@ def trace_summary(trace: dict) -> dict:
     }
 
 
-def trace_list(npc, last: int | None = None) -> list[dict]:
+def shown_traces(npc, traces: list[dict], viewer=None) -> list[dict]:
+    """``traces`` of ``npc`` as ``viewer`` may see them (below Developer: without secrets, see
+    :func:`evennia_ai.engine.redaction.trace_for`)."""
+    return redaction.traces_shown_to(viewer, npc, traces)
+
+
+def trace_list(npc, last: int | None = None, viewer=None) -> list[dict]:
     """Summaries of the NPC's kept traces, newest first (the newest ``last`` only)."""
-    return [trace_summary(t) for t in reversed(npc.ai.traces(last))]
+    traces = shown_traces(npc, npc.ai.traces(last), viewer)
+    return [trace_summary(t) for t in reversed(traces)]
 
 
-def trace_detail(npc, tick_id: Any) -> dict:
-    """One full trace plus its summary (raises :class:`NotFound`)."""
+def trace_detail(npc, tick_id: Any, viewer=None) -> dict:
+    """One full trace plus its summary, as ``viewer`` may see it (raises :class:`NotFound`)."""
     try:
         number = int(tick_id)
     except (TypeError, ValueError):
@@ -352,10 +425,11 @@ def trace_detail(npc, tick_id: Any) -> dict:
             f"{npc.key} has no trace of tick #{number} (only the last "
             f"{conf.get('EVENNIA_AI_TRACE_RING_SIZE')} are kept)."
         )
+    trace = shown_traces(npc, [trace], viewer)[0]
     return {**trace, "summary": trace_summary(trace)}
 
 
-def usage_series(npc, days: int = CHART_DAYS) -> dict:
+def usage_series(npc, days: int = CHART_DAYS, viewer=None) -> dict:
     """Tokens and cost over time: per UTC day (last ``days`` with use) and per kept tick."""
     metrics = npc.ai.metrics or {}
     daily = metrics.get("daily") or {}
@@ -374,7 +448,7 @@ def usage_series(npc, days: int = CHART_DAYS) -> dict:
             "cost": float(t.get("cost") or 0.0),
             "error": str(t.get("error") or ""),
         }
-        for t in npc.ai.traces(RECENT_TRACES)
+        for t in shown_traces(npc, npc.ai.traces(RECENT_TRACES), viewer)
     ]
     return {"daily": per_day, "ticks": per_tick}
 

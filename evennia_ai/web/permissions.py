@@ -2,9 +2,10 @@
 
 Viewing every page and every ``GET`` of the API, and approving or rejecting a waiting action,
 need Evennia's ``Builder`` permission (as the in-game commands do); changing an NPC's settings
-needs the level of that setting (``Builder`` to pause it or set its model or persona,
-``Developer`` for its operator prompt, tools, tool rules and budget; see
-:data:`evennia_ai.web.data.CONTROLS`). Permissions are checked on the account through Evennia's
+needs the level of that setting (``Builder`` to pause it or set its persona, or its model
+among ``EVENNIA_AI_BUILDER_MODELS``; ``Developer`` for any other model, its operator prompt,
+tools, tool rules and budget; see :data:`evennia_ai.web.data.CONTROLS` and
+:func:`evennia_ai.web.data.refusal`). Permissions are checked on the account through Evennia's
 permission hierarchy, as Evennia's own REST API does; a superuser passes every check.
 """
 
@@ -16,7 +17,8 @@ from evennia_ai import access
 
 REFUSED_VIEW = (
     "The AI NPC dashboard is for staff with the Builder permission (or above); changing an "
-    "NPC's operator prompt, tools, tool rules or budget needs Developer."
+    "NPC's operator prompt, tools, tool rules, budget or (unless listed for Builders) model "
+    "needs Developer."
 )
 
 

@@ -125,7 +125,7 @@ class NPCListView(DashboardPage):
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
-        context["npcs"] = data.npc_list()
+        context["npcs"] = data.npc_list(self.request.user)
         context["totals"] = spending.server_totals()
         context["pending"] = data.confirmations()
         context["longterm_text"] = longterm.status_text(longterm.status())
@@ -140,7 +140,7 @@ class NPCDetailView(DashboardPage):
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
         npc = self.npc()
-        detail = data.npc_detail(npc)
+        detail = data.npc_detail(npc, self.request.user)
         _with_bars(detail["traces"])
         names = []
         for row in detail["traces"]:
@@ -161,6 +161,7 @@ class NPCDetailView(DashboardPage):
             contexts=data.context_orders(),
             persona_shown=PERSONA_SHOWN,
             operator_prompt=data.operator_prompt(npc) if context["may_edit"] else "",
+            model_choices=data.model_choices(self.request.user),
         )
         return context
 
@@ -174,7 +175,7 @@ class TraceDetailView(DashboardPage):
         context = super().get_context_data(**kwargs)
         npc = self.npc()
         try:
-            trace = data.trace_detail(npc, self.kwargs["tick_id"])
+            trace = data.trace_detail(npc, self.kwargs["tick_id"], self.request.user)
         except data.NotFound as err:
             raise Http404(str(err)) from None
         iterations = []
@@ -199,7 +200,7 @@ class TraceDetailView(DashboardPage):
                 }
             )
         context.update(
-            npc=data.npc_summary(npc),
+            npc=data.npc_summary(npc, self.request.user),
             trace=trace,
             pattern_text=json.dumps(trace.get("pattern") or {}, indent=2, default=str),
             iterations=iterations,
@@ -222,8 +223,9 @@ class NPCControlView(StaffRequiredMixin, View):
     """``POST /ai/npc/<id>/control/<name>/``: change one setting, as the admin commands do.
 
     ``name`` is one of :data:`evennia_ai.web.data.CONTROLS` (``model``, ``add_rule``,
-    ``budget``...), the form's ``value`` its value. Each needs its own level: an account below
-    it gets the refusal page and nothing changes.
+    ``budget``...), the form's ``value`` its value. Each needs its own level (a model, the
+    level of the model chosen: :func:`evennia_ai.web.data.refusal`): an account below it gets
+    the refusal page and nothing changes.
     """
 
     http_method_names = ["post"]
@@ -234,12 +236,14 @@ class NPCControlView(StaffRequiredMixin, View):
             npc = data.get_npc(npc_id)
         except data.NotFound as err:
             raise Http404(str(err)) from None
-        if not may(request.user, needed):
-            return refused(
-                request, needed, access.refusal(needed, f"change an NPC's {name.replace('_', ' ')}")
-            )
+        value = request.POST.get("value", "")
+        problem = data.refusal(request.user, name, value)  # its level, and the model chosen
+        if problem:
+            # a Builder's model outside EVENNIA_AI_BUILDER_MODELS needs Developer
+            shown = needed if not may(request.user, needed) else access.EDIT
+            return refused(request, shown, problem)
         try:
-            messages.success(request, data.change(npc, name, request.POST.get("value", "")))
+            messages.success(request, data.change(npc, name, value))
         except ControlError as err:
             messages.error(request, str(err))
         return _back(request, reverse("evennia_ai:npc-detail", args=[npc.id]) + "#ai-settings")
