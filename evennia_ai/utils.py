@@ -226,6 +226,7 @@ FENCE_TAG = "untrusted"
 OPERATOR_TAG = "operator"
 GUIDANCE_TAG = "own_guidance"
 PROMPT_TAGS = (FENCE_TAG, OPERATOR_TAG, GUIDANCE_TAG)
+_FENCES = (FENCE_TAG, GUIDANCE_TAG)
 """The elements the plugin's prompts are made of: no one else's text may open or close one."""
 DEFUSED_BRACKET = "\u00ab"
 """What takes the place of a ``<`` that would open or close a prompt element (``«operator>``):
@@ -293,37 +294,54 @@ def clean_name(name: Any, limit: int = 80) -> str:
     return defuse_tags(line.lstrip("#<>|`*-=_~ ")) or "someone"
 
 
-def fence(text: Any, source: str) -> str:
+def fence(text: Any, source: str, tag: str = FENCE_TAG) -> str:
     """Untrusted ``text`` as an element it cannot close and in which no line can open a section.
 
     Every line is prefixed with ``| `` (nothing inside starts with ``#`` or a tag), the
     plugin's elements are defused in any case, width or look-alike letters (``«/untrusted>``,
     ``«operator>``: :func:`defuse_tags`), escape and control characters are removed. The
     system prompt tells the model that fenced text is information, never instructions.
+
+    Args:
+        text: What to fence.
+        source: Who or what it comes from (the element's ``source``).
+        tag: The element: :data:`FENCE_TAG`, or :data:`GUIDANCE_TAG` for the NPC's own standing
+            guidance (:func:`guidance`).
     """
     body = clean_text(text)
     lines = body.strip("\n").split("\n")
     inner = "\n".join(f"| {line}".rstrip() for line in lines)
     label = one_line(clean_text(source), 60).replace('"', "'").replace("<", "").replace(">", "")
-    return f'<{FENCE_TAG} source="{label}">\n{inner}\n</{FENCE_TAG}>'
+    return f'<{tag} source="{label}">\n{inner}\n</{tag}>'
 
 
-def fence_section(text: Any, source: str) -> str:
+def fence_section(text: Any, source: str, tag: str = FENCE_TAG) -> str:
     """:func:`fence` the body of a rendered section, keeping its own ``## heading`` line."""
     text = "" if text is None else str(text)
     if not text.strip():
         return ""
     if text.startswith("## ") and "\n" in text:
         heading, body = text.split("\n", 1)
-        return f"{heading}\n{fence(body, source)}" if body.strip() else heading
-    return fence(text, source)
+        return f"{heading}\n{fence(body, source, tag)}" if body.strip() else heading
+    return fence(text, source, tag)
+
+
+def guidance(text: Any, source: str) -> str:
+    """The NPC's own standing guidance (its guidelines, the rules it learned), fenced as its own.
+
+    Fenced exactly as :func:`fence` does (nothing inside can close it or open a section), in a
+    :data:`GUIDANCE_TAG` element, which no player's, object's or model's text can open: every
+    such text is defused (:func:`clean_text`). The system prompt tells the model to follow it
+    below the operator's word.
+    """
+    return fence_section(text, source, GUIDANCE_TAG)
 
 
 def unfence(text: str) -> str:
     """The text inside fences (for tools that show a fenced value back, and for tests)."""
     out = []
     for line in (text or "").split("\n"):
-        if line.startswith(f"<{FENCE_TAG} ") or line == f"</{FENCE_TAG}>":
+        if any(line.startswith(f"<{tag} ") or line == f"</{tag}>" for tag in _FENCES):
             continue
         out.append(line[2:] if line.startswith("| ") else ("" if line == "|" else line))
     return "\n".join(out)
