@@ -18,7 +18,14 @@ from evennia_ai.prompt.tasks import compaction_batch, reflection_results
 from evennia_ai.prompt.templates import get_default_template, safe_render_template
 from evennia_ai.prompt_registry import get_prompt_registry
 from evennia_ai.tools.rules import parse_rules, render_tool_rules
-from evennia_ai.utils import OPERATOR_TAG, clean_name, fence, fence_section, guidance
+from evennia_ai.utils import (
+    OPERATOR_TAG,
+    clean_name,
+    defuse_tags,
+    fence,
+    fence_section,
+    guidance,
+)
 from evennia_ai.workspace.behaviour_rules import render_rules
 from evennia_ai.workspace.goals import render_goals
 from evennia_ai.workspace.projects import render_active_project
@@ -139,11 +146,11 @@ def _system_prompt(builder):
 def _character_context(builder) -> str:
     ai = builder.npc.ai
     parts = []
-    if ai.persona:
-        parts.append(f"## Persona\n{ai.persona}")
+    if ai.persona:  # a Builder's text: it opens none of the prompt's elements
+        parts.append(f"## Persona\n{defuse_tags(ai.persona)}")
     location = builder.npc.location
     if location is not None:
-        parts.append(f"You are in: {location.key}")
+        parts.append(f"You are in: {defuse_tags(location.key)}")
     project = render_active_project(ai.projects)
     if project:
         parts.append(fence_section(project, "your project"))
