@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping
@@ -104,7 +105,19 @@ def rendered(text) -> str:
 
 
 def normalise(text) -> str:
-    """The words of ``text`` as seen (see the module docstring): for matching only."""
+    """The words of ``text`` as seen (see the module docstring): for matching only.
+
+    Remembered for the last :data:`NORMALISED_CACHE` texts: the guard reads the same whispers,
+    secrets and speakable lines at every line the NPC says.
+    """
+    return _normalised("" if text is None else str(text))
+
+
+NORMALISED_CACHE = 1024
+
+
+@functools.lru_cache(maxsize=NORMALISED_CACHE)
+def _normalised(text: str) -> str:
     seen = fold(rendered(text))
     return " ".join(_NON_WORD.sub(" ", seen.replace("_", " ")).split())
 
@@ -199,27 +212,69 @@ def repeats_in_pieces(
     """
     if not is_guarded(secret):
         return False
-    source = [w for w in _tokens(secret, speakable) if w != "|"]
-    if not source:
-        return False
-    size = min(PIECE_WORDS, len(source))
-    needed = min(SHINGLE_WORDS, len(source))
-    where: dict[tuple[str, ...], list[int]] = {}
-    for i in range(len(source) - size + 1):
-        where.setdefault(tuple(source[i : i + size]), []).append(i)
     before = _tokens(said_before, speakable) if said_before else []
-    said = before + _tokens(text, speakable)
+    said = _Said.of(before, _tokens(text, speakable))
+    return _covered(_Pieces.of(_tokens(secret, speakable)), said)
+
+
+@dataclass
+class _Pieces:
+    """A secret's runs of words, ready to look for (see :func:`repeats_in_pieces`)."""
+
+    where: dict[tuple[str, ...], list[int]]
+    size: int
+    needed: int
+
+    @classmethod
+    def of(cls, secret: list[str]) -> "_Pieces | None":
+        source = [w for w in secret if w != "|"]
+        if not source:
+            return None
+        size = min(PIECE_WORDS, len(source))
+        where: dict[tuple[str, ...], list[int]] = {}
+        for i in range(len(source) - size + 1):
+            where.setdefault(tuple(source[i : i + size]), []).append(i)
+        return cls(where, size, min(SHINGLE_WORDS, len(source)))
+
+
+@dataclass
+class _Said:
+    """What a listener would have heard, cut into runs of words (see :func:`repeats_in_pieces`)."""
+
+    runs: dict[int, list[tuple[str, ...]]]  # run size -> every run, in order
+    first_new: dict[int, int]  # run size -> index of the first run taking a new word
+
+    @classmethod
+    def of(cls, before: list[str], new: list[str]) -> "_Said":
+        said = before + new
+        runs, first_new = {}, {}
+        for size in range(1, PIECE_WORDS + 1):
+            runs[size] = [
+                tuple(said[i : i + size])
+                for i in range(len(said) - size + 1)
+                if "|" not in said[i : i + size]
+            ]
+            first_new[size] = max(0, len(before) - size + 1)
+        return cls(runs, first_new)
+
+
+@functools.lru_cache(maxsize=NORMALISED_CACHE)
+def _pieces_of(secret: str, speakable: tuple[str, ...]) -> "_Pieces | None":
+    return _Pieces.of(_tokens(secret, speakable))
+
+
+def _covered(pieces: "_Pieces | None", said: _Said) -> bool:
+    """:func:`repeats_in_pieces` on words already cut into runs."""
+    if pieces is None:
+        return False
+    runs = said.runs[pieces.size]
+    if not any(run in pieces.where for run in runs[said.first_new[pieces.size] :]):
+        return False  # cheap and usual: nothing new is a piece of the secret
     covered: set[int] = set()
-    reaches_new = False
-    for i in range(len(said) - size + 1):
-        run = tuple(said[i : i + size])
-        if "|" in run or run not in where:
-            continue
-        if i + size > len(before):
-            reaches_new = True
-        for start in where[run]:
-            covered.update(range(start, start + size))
-    return reaches_new and len(covered) >= needed
+    for run in runs:
+        for start in pieces.where.get(run, ()):
+            covered.update(range(start, start + pieces.size))
+    return len(covered) >= pieces.needed
 
 
 def repeats(secret: str, text: str, speakable: Iterable[str] = ()) -> bool:
@@ -254,12 +309,17 @@ def whisper_leak(
     if not listeners:
         return None
     heard = heard or {}
+    speakable = list(speakable)
+    new = _tokens(text, speakable)
+    if not new:
+        return None
+    said = {who: _Said.of(_tokens(heard.get(who) or "", speakable), new) for who in listeners}
     for entry in reversed(list(whispers or [])):
-        if not isinstance(entry, dict):
+        if not isinstance(entry, dict) or not is_guarded(entry.get("text", "")):
             continue
-        secret = entry.get("text", "")
+        pieces = _pieces_of(str(entry.get("text", "")), tuple(speakable))
         for listener in sorted(listeners - {str(entry.get("source"))}):
-            if repeats_in_pieces(secret, heard.get(listener, ""), text, speakable):
+            if _covered(pieces, said[listener]):
                 return entry
     return None
 
