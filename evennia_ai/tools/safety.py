@@ -249,11 +249,8 @@ class _Said:
         said = before + new
         runs, first_new = {}, {}
         for size in range(1, PIECE_WORDS + 1):
-            runs[size] = [
-                tuple(said[i : i + size])
-                for i in range(len(said) - size + 1)
-                if "|" not in said[i : i + size]
-            ]
+            # a run across a speakable line holds its "|" mark: no piece of a secret has one
+            runs[size] = [tuple(said[i : i + size]) for i in range(len(said) - size + 1)]
             first_new[size] = max(0, len(before) - size + 1)
         return cls(runs, first_new)
 
