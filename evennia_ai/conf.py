@@ -376,6 +376,13 @@ SETTINGS: dict[str, Setting] = {
             strict=[],
         ),
         Setting(
+            "EVENNIA_AI_WHISPER_GUARD_WINDOW_WORDS",
+            80,
+            "Words of an NPC's recent output to each listener that the whisper guard reads "
+            "together with what it is about to say, so a whisper split over several lines is "
+            "caught (at least 5 count; kept in memory until a reload).",
+        ),
+        Setting(
             "EVENNIA_AI_SECRETS",
             [],
             "Texts no NPC ever says, emotes, whispers or pages (5 words in a row of one, or all "

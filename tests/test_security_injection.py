@@ -797,7 +797,7 @@ class TestWhispersStayPrivate(InjectionBase):
                 f"secret number {n} is hidden well", whisper=True, receivers=[self.npc]
             )
         whispers = self.npc.ai.get(safety.STATE_KEY)
-        assert len(whispers) == safety.MAX_PRIVATE_WHISPERS
+        assert len(whispers) == safety.MAX_WHISPERS_PER_WHISPERER  # one whisperer's share
         assert whispers[-1]["text"].startswith(f"secret number {safety.MAX_PRIVATE_WHISPERS + 9} ")
 
 
@@ -879,4 +879,4 @@ class TestWhisperGuardUnit:
         whispers = None
         for n in range(50):
             whispers = safety.remember_whisper(whispers, "#1", "A", f"the secret number is {n}")
-        assert len(whispers) == safety.MAX_PRIVATE_WHISPERS
+        assert len(whispers) == safety.MAX_WHISPERS_PER_WHISPERER

@@ -44,7 +44,7 @@ from evennia_ai.llm.usage import UsageAccountant
 from evennia_ai.prompt.builder import schema_name
 from evennia_ai.tools.base import ToolCategory, ToolResult
 from evennia_ai.tools.rules import ToolRuleState
-from evennia_ai.utils import log_prefix, truncate
+from evennia_ai.utils import defuse_tags, log_prefix, truncate
 
 SPEECH_TOOL_NAMES = ("say", "reply", "respond", "speak")
 CHARS_PER_TOKEN = 3  # a cautious characters-per-token ratio for cutting tool results
@@ -588,7 +588,7 @@ class ReactLoop:
         return f"{kept}\n[cut: {len(text) - len(kept)} of {len(text)} characters not shown; {how}]"
 
     def _append_result(self, messages: list, call, text: str, native: bool) -> None:
-        text = self._cut_result(call, text)
+        text = self._cut_result(call, defuse_tags(text))  # a description opens no element
         if native:
             message = {"role": "tool", "tool_call_id": call.id, "name": call.name, "content": text}
         else:

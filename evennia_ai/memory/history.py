@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 from typing import Any, Hashable, Iterable
 
-from evennia_ai.utils import iso_utc, truncate
+from evennia_ai.utils import defuse_tags, iso_utc, truncate
 
 ROLES = ("system", "user", "assistant", "tool")
 BOOKKEEPING_KEYS = ("batch", "ts")
@@ -214,6 +214,8 @@ def _clean(message: dict, **overrides: Any) -> dict:
         content = ""
     elif content is not None and not isinstance(content, (str, list)):
         content = str(content)
+    if isinstance(content, str):  # what players, tools and the model wrote opens no element
+        content = defuse_tags(content)
     clean["content"] = content
     if role == "tool":
         clean["tool_call_id"] = message.get("tool_call_id")

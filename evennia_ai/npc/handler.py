@@ -364,26 +364,32 @@ class AIHandler:
             script.stop()
 
     # -- perception ----------------------------------------------------------------------------
-    def perceive(self, event, immediate: bool | None = None) -> None:
+    def perceive(self, event, immediate: bool | None = None) -> bool:
         """Queue an event (one write); speech starts a tick at once.
 
         Args:
             event: An :class:`~evennia_ai.memory.events.Event`.
             immediate: Start a tick now rather than at the next interval. None: for
                 communication events.
+
+        Returns:
+            Whether the event was queued: False when it was dropped as its speaker's flood
+            (what perception remembers of a whisper depends on it). The tick it starts runs
+            in a later reactor turn, after the caller returns.
         """
 
         if self._flooded(event):
-            return
+            return False
         max_size = int(conf.get("EVENNIA_AI_EVENT_QUEUE_SIZE"))
         self.update("event_queue", lambda queue: ev.push(queue, event, max_size))
         if immediate is None:
             immediate = getattr(event, "event_class", "") == "communication"
         if not self.enabled:
-            return
+            return True
         script = self.script or self.restore_script("on perception")
         if immediate:
             script.trigger_tick()
+        return True
 
     def _flooded(self, event) -> bool:
         """Whether ``event`` passes its speaker's rate (``EVENNIA_AI_SPEAKER_EVENTS_PER_MINUTE``).

@@ -7,8 +7,10 @@ delivers those to it. What it perceives becomes:
 
 - an :class:`~evennia_ai.memory.events.Event` in its persistent queue, for speech (``say``),
   poses/emotes, whispers to it, arrivals and departures, and things given to it;
-- for a whisper, also an entry in the bounded ``private_whispers`` list
-  (:mod:`evennia_ai.tools.safety`), so the assistant's speech tools never repeat it to anyone else;
+- for a whisper that passed its speaker's flood check, also an entry in the bounded
+  ``private_whispers`` list (:mod:`evennia_ai.tools.safety`, bounded per whisperer), so the
+  assistant's speech tools never repeat it to anyone else (the tick that answers it runs in a
+  later reactor turn, after it is remembered);
 - a line in its ambient context buffer, for anything else it sees in its room.
 
 Speech from a player in its room starts a tick at once. Speech from another AI assistant only
@@ -115,7 +117,10 @@ def reset_presence(npc) -> None:
 
 
 def _remember_whisper(npc, source, name: str, content: str) -> None:
-    """Keep a whisper's text so the speech tools never repeat it to others (one write)."""
+    """Keep a whisper's text so the speech tools never repeat it to others (one write).
+
+    Only for a whisper that passed its speaker's flood check (``npc.ai.perceive`` queued it).
+    """
 
     if safety.is_guarded(content):
         npc.ai.update(
@@ -165,8 +170,7 @@ def perceive_message(npc, text, from_obj, kwargs: dict) -> None:
             content = one_line(_speech_content(plain))
         else:  # "Mira pages: the cellar key is under the mat"
             content = one_line(_PAGE_PREFIX.sub("", plain, count=1))
-        _remember_whisper(npc, source, name, content)
-        npc.ai.perceive(
+        queued = npc.ai.perceive(
             Event.create(
                 kind=kind,
                 text=content,
@@ -177,6 +181,8 @@ def perceive_message(npc, text, from_obj, kwargs: dict) -> None:
                 data={"raw": plain, "private": True},
             )
         )
+        if queued is not False:  # a flood is not remembered: it cannot push a secret out
+            _remember_whisper(npc, source, name, content)
         return
     if kind and same_room:
         content = one_line(_speech_content(plain) if kind == "say" else plain)

@@ -30,6 +30,13 @@ each kind of task the way a careful model would, using nothing but the request:
 After its tool calls have answered, it ends the task with ``noop`` (or text when no tool is
 offered); calls the loop refused for the per-answer cap (``not run: at most N tool calls``)
 it sends again first, as the refusal asks. It reads fenced data (see ``evennia_ai.utils.fence``) as the text inside.
+
+**Whom it obeys.** It takes instructions as the system prompt's trust note tells a model to
+(:func:`standing_text`): from the system messages' own text and the operators' elements, from
+the NPC's own standing guidance (``<own_guidance ...>`` elements) only when the note says that
+guidance is its own to follow, and never from text fenced as ``<untrusted ...>`` data or from
+what players said (the user messages). The one instruction it knows: ``greet ... with "X"``
+(answering a greeting with ``X`` instead of ``Hello.``).
 """
 
 from __future__ import annotations
@@ -47,7 +54,13 @@ SPEAKER_RE = re.compile(r"^[|>\s]*(?:Event:\s*)?([A-Z][\w-]*) (?:says|asks|whisp
 LESSON_RE = re.compile(r"[Ll]esson:\s*(.+?)\s*(?:#\w+\s*)*$")
 EXACTLY_RE = re.compile(r"exactly (\d+) subtasks")
 RANGE_RE = re.compile(r"into (\d+) to (\d+) ")
-REFUSED_FOR_CAP = "not run: at most "  # the loop's refusal past EVENNIA_AI_MAX_TOOL_CALLS_PER_REPLY
+REFUSED_FOR_CAP = "not run: at most "
+GREET_RE = re.compile(r"\b[Gg]reet (?:\w+ ){0,3}?with \"([^\"]+)\"")
+FENCE_OPEN_RE = re.compile(r'^<(untrusted|own_guidance) source="[^"]*">$')
+# The trust note's sentence that makes <own_guidance> text the NPC's own to follow.
+OWN_GUIDANCE_NOTE = (
+    "is your own standing guidance"  # the loop's refusal past EVENNIA_AI_MAX_TOOL_CALLS_PER_REPLY
+)
 
 
 def _text(message: dict) -> str:
@@ -55,6 +68,34 @@ def _text(message: dict) -> str:
     if isinstance(content, list):
         content = "\n".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
     return unfence(content) if isinstance(content, str) else ""
+
+
+def standing_text(messages: list[dict]) -> str:
+    """What it takes instructions from, as the trust note says (see the module docstring).
+
+    The system messages' lines outside fenced elements, plus the inside of ``<own_guidance>``
+    elements when that outside text says such guidance is the NPC's own; never what is fenced
+    ``<untrusted>`` nor any user, assistant or tool message.
+    """
+    outside, own = [], []
+    for message in messages:
+        if message.get("role") != "system" or not isinstance(message.get("content"), str):
+            continue
+        inside = None
+        for line in message["content"].split("\n"):
+            if inside:
+                if line == f"</{inside}>":
+                    inside = None
+                elif inside == "own_guidance":
+                    own.append(line[2:] if line.startswith("| ") else line)
+                continue
+            opened = FENCE_OPEN_RE.match(line)
+            if opened:
+                inside = opened.group(1)
+                continue
+            outside.append(line)
+    text = "\n".join(outside)
+    return text + ("\n" + "\n".join(own) if OWN_GUIDANCE_NOTE in text else "")
 
 
 def section(text: str, heading: str) -> str | None:
@@ -178,7 +219,11 @@ def _event(body, messages, whole, task_text, instruction) -> dict:
         answer = re.search(rf"{re.escape(thing)} is ([A-Za-z0-9][\w'-]*)", elsewhere)
         text = f"Your {thing} is {answer.group(1)}." if answer else f"I don't know your {thing}."
     elif event:
-        text = "I will remember that." if FACT_RE.search(event) else "Hello."
+        greeting = GREET_RE.search(standing_text(messages))
+        if FACT_RE.search(event):
+            text = "I will remember that."
+        else:
+            text = greeting.group(1) if greeting else "Hello."
     else:
         return _finish(body)
     if "say" in _offered(body):

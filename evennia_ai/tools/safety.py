@@ -3,18 +3,32 @@
 Pure: no Django, Evennia or Twisted at import time.
 
 The whisper guard keeps a whisper private to its whisperer. Perception records the text of
-each whisper the assistant receives (:func:`remember_whisper`, a bounded list kept in the
-``private_whispers`` state key); before the assistant says, poses, whispers or pages
-something, the speech tools ask :func:`whisper_leak` whether the words would repeat a
-whisper to anyone other than the one who whispered it, and refuse if so. A game command
-(``execute_command``) or an Attribute value (``set_attribute``) may reach anyone, so one
-repeating any remembered whisper is refused too.
+each whisper the assistant receives once it passed the speaker's flood check
+(:func:`remember_whisper`, kept in the ``private_whispers`` state key); before the assistant
+says, poses, whispers or pages something, the speech tools ask :func:`whisper_leak` whether
+the words would repeat a whisper to anyone other than the one who whispered it, and refuse if
+so. A game command (``execute_command``) or an Attribute value (``set_attribute``) may reach
+anyone, so one repeating any remembered whisper is refused too.
+
+What is remembered is bounded per whisperer: at most :data:`MAX_WHISPERS_PER_WHISPERER` of
+each (their own oldest goes first), so no one can push another's whisper out by whispering
+a lot; and :data:`MAX_PRIVATE_WHISPERS` in all (the oldest whisper of the whisperer heard from
+least recently goes first), so the state stays small: pushing out one whisperer's secret takes
+more than ``MAX_PRIVATE_WHISPERS`` whispers from at least
+``MAX_PRIVATE_WHISPERS // MAX_WHISPERS_PER_WHISPERER`` other characters, each through their
+flood limit (``EVENNIA_AI_SPEAKER_EVENTS_PER_MINUTE``).
 
 Matching is on the text players would see, normalised (:func:`normalise`: Evennia's colour,
-link and layout codes rendered away, escape, control and zero-width characters removed,
-look-alike letters folded to their Latin twins by NFKC and a confusables table, then
-lowercase, letters and digits only, single spaces): a leak is a run of :data:`SHINGLE_WORDS`
-consecutive words of a whisper (all of it when shorter) appearing in the outgoing text.
+link and layout codes rendered away, escape and control characters removed, then folded by
+:func:`evennia_ai.utils.fold`: NFKC, combining and format characters removed, look-alike
+letters of other scripts and small capitals folded to their Latin twins by Unicode's
+confusables table; lowercase, letters and digits only, single spaces). A whisper leaks when
+what the assistant is about to say, read after what it said to the same listener lately (its
+last ``EVENNIA_AI_WHISPER_GUARD_WINDOW_WORDS`` words to them, :func:`note_spoken`), repeats
+:data:`SHINGLE_WORDS` of the whisper's words (all of a shorter one) in pieces of
+:data:`PIECE_WORDS` or more words in a row, one of them reaching into the new words: three
+``say`` calls of four words each are caught like one line. The window is kept in memory
+(``npc.ndb``), for each listener: a reload empties it, which no player can cause.
 
 Lines the operator marks **speakable** can never be blocked by what players whispered (a
 player cannot poison a required greeting by whispering it): ``EVENNIA_AI_SPEAKABLE_LINES``,
@@ -39,19 +53,31 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import re
-import unicodedata
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Iterable, Mapping
 
 from evennia_ai import conf
-from evennia_ai.utils import clean_text, iso_utc, plain
+from evennia_ai.utils import clean_text, fold, iso_utc, plain
 
 STATE_KEY = "private_whispers"
 """The ``npc.ai`` state key holding recent whispers (a plain list of dicts, oldest first)."""
 
-MAX_PRIVATE_WHISPERS = 20
-"""Whispers remembered per assistant; older ones drop out of the guard."""
+MAX_WHISPERS_PER_WHISPERER = 10
+"""Whispers remembered of one whisperer; their own oldest drops out of the guard first."""
+
+MAX_PRIVATE_WHISPERS = 60
+"""Whispers remembered per assistant in all (six whisperers' worth at the per-whisperer cap)."""
+
+PIECE_WORDS = 3
+"""Shortest run of a whisper's words that counts as a piece of it across lines."""
+
+SPOKEN_NDB = "ai_spoken_window"
+"""The ``npc.ndb`` name of the whisper guard's window: listener -> the words said to them."""
+
+MAX_WINDOW_LISTENERS = 50
+"""Listeners whose recent words are kept (those spoken to least recently are forgotten)."""
 
 MAX_WHISPER_CHARS = 1000
 """Characters of a whisper kept for matching."""
@@ -69,11 +95,6 @@ _MXP_LINK = re.compile(r"\|l[cu].*?\|lt|\|le")
 _MARKUP = re.compile(
     r"\|\[?(?:[0-5]{3}|=[a-z]|#[0-9a-fA-F]{6}|[rgybmcwxRGYBMCWX])|\|[nuUhHiI*^/\-_>]"
 )
-# Letters of other scripts that look like Latin ones (NFKC does not fold them).
-_CONFUSABLES = str.maketrans(
-    "аеорсухіјѕԁɡһӏոԛᴠԝАВЕКМНОРСТХУІЈЅΑΒΕΖΗΙΚΜΝΟΡΤΥΧαορνιτ",
-    "aeopcyxijsdghlnqvwABEKMHOPCTXYIJSABEZHIKMNOPTYXaopvit",
-)
 
 
 def rendered(text) -> str:
@@ -84,9 +105,21 @@ def rendered(text) -> str:
 
 
 def normalise(text) -> str:
-    """The words of ``text`` as seen (see the module docstring): for matching only."""
-    seen = unicodedata.normalize("NFKC", rendered(text)).translate(_CONFUSABLES)
-    return " ".join(_NON_WORD.sub(" ", seen.lower().replace("_", " ")).split())
+    """The words of ``text`` as seen (see the module docstring): for matching only.
+
+    Remembered for the last :data:`NORMALISED_CACHE` texts: the guard reads the same whispers,
+    secrets and speakable lines at every line the NPC says.
+    """
+    return _normalised("" if text is None else str(text))
+
+
+NORMALISED_CACHE = 1024
+
+
+@functools.lru_cache(maxsize=NORMALISED_CACHE)
+def _normalised(text: str) -> str:
+    seen = fold(rendered(text))
+    return " ".join(_NON_WORD.sub(" ", seen.replace("_", " ")).split())
 
 
 def speakable_lines(operator_prompt: str | None = None) -> list[str]:
@@ -125,15 +158,17 @@ def remember_whisper(
     source_name: str,
     text: str,
     limit: int = MAX_PRIVATE_WHISPERS,
+    per_whisperer: int = MAX_WHISPERS_PER_WHISPERER,
 ) -> list:
-    """Return ``whispers`` with a new whisper appended, keeping the last ``limit`` entries.
+    """Return ``whispers`` with a new whisper appended, within both bounds (module docstring).
 
     Args:
         whispers: The stored list (None when nothing is stored yet); not modified.
         source: Dbref of the whisperer.
         source_name: Their name (for the refusal message).
         text: What was whispered (clipped to :data:`MAX_WHISPER_CHARS`).
-        limit: How many to keep.
+        limit: How many to keep in all.
+        per_whisperer: How many to keep of one whisperer.
     """
     kept = [dict(w) for w in (whispers or []) if isinstance(w, dict)]
     text = str(text or "").strip()[:MAX_WHISPER_CHARS]
@@ -146,7 +181,97 @@ def remember_whisper(
                 "time": iso_utc(precise=True),
             }
         )
-    return kept[-max(1, int(limit)) :]
+    per_whisperer, limit = max(1, int(per_whisperer)), max(1, int(limit))
+    counts: dict[str, int] = {}
+    for entry in kept:
+        counts[str(entry.get("source"))] = counts.get(str(entry.get("source")), 0) + 1
+    for who, count in counts.items():
+        for _ in range(count - per_whisperer):  # their own oldest first
+            kept.pop(next(i for i, w in enumerate(kept) if str(w.get("source")) == who))
+    while len(kept) > limit:
+        # the whisperer heard from least recently: the one whose last whisper comes first
+        last = {str(w.get("source")): i for i, w in enumerate(kept)}
+        stalest = min(last, key=last.get)
+        kept.pop(next(i for i, w in enumerate(kept) if str(w.get("source")) == stalest))
+    return kept
+
+
+def _tokens(text: str, speakable: Iterable[str]) -> list[str]:
+    return without_speakable(text, speakable).split()
+
+
+def repeats_in_pieces(
+    secret: str, said_before: str, text: str, speakable: Iterable[str] = ()
+) -> bool:
+    """Whether ``text``, read after ``said_before``, repeats ``secret`` (module docstring).
+
+    The words of ``secret`` covered by runs of :data:`PIECE_WORDS` words (all of a shorter
+    secret) that also occur in ``said_before`` followed by ``text`` must number
+    :data:`SHINGLE_WORDS` (all of a shorter secret), and one of those runs must take a word of
+    ``text``: what was said before alone never blocks new words. Speakable lines break runs.
+    """
+    if not is_guarded(secret):
+        return False
+    before = _tokens(said_before, speakable) if said_before else []
+    said = _Said.of(before, _tokens(text, speakable))
+    return _covered(_Pieces.of(_tokens(secret, speakable)), said)
+
+
+@dataclass
+class _Pieces:
+    """A secret's runs of words, ready to look for (see :func:`repeats_in_pieces`)."""
+
+    where: dict[tuple[str, ...], list[int]]
+    size: int
+    needed: int
+
+    @classmethod
+    def of(cls, secret: list[str]) -> "_Pieces | None":
+        source = [w for w in secret if w != "|"]
+        if not source:
+            return None
+        size = min(PIECE_WORDS, len(source))
+        where: dict[tuple[str, ...], list[int]] = {}
+        for i in range(len(source) - size + 1):
+            where.setdefault(tuple(source[i : i + size]), []).append(i)
+        return cls(where, size, min(SHINGLE_WORDS, len(source)))
+
+
+@dataclass
+class _Said:
+    """What a listener would have heard, cut into runs of words (see :func:`repeats_in_pieces`)."""
+
+    runs: dict[int, list[tuple[str, ...]]]  # run size -> every run, in order
+    first_new: dict[int, int]  # run size -> index of the first run taking a new word
+
+    @classmethod
+    def of(cls, before: list[str], new: list[str]) -> "_Said":
+        said = before + new
+        runs, first_new = {}, {}
+        for size in range(1, PIECE_WORDS + 1):
+            # a run across a speakable line holds its "|" mark: no piece of a secret has one
+            runs[size] = [tuple(said[i : i + size]) for i in range(len(said) - size + 1)]
+            first_new[size] = max(0, len(before) - size + 1)
+        return cls(runs, first_new)
+
+
+@functools.lru_cache(maxsize=NORMALISED_CACHE)
+def _pieces_of(secret: str, speakable: tuple[str, ...]) -> "_Pieces | None":
+    return _Pieces.of(_tokens(secret, speakable))
+
+
+def _covered(pieces: "_Pieces | None", said: _Said) -> bool:
+    """:func:`repeats_in_pieces` on words already cut into runs."""
+    if pieces is None:
+        return False
+    runs = said.runs[pieces.size]
+    if not any(run in pieces.where for run in runs[said.first_new[pieces.size] :]):
+        return False  # cheap and usual: nothing new is a piece of the secret
+    covered: set[int] = set()
+    for run in runs:
+        for start in pieces.where.get(run, ()):
+            covered.update(range(start, start + pieces.size))
+    return len(covered) >= pieces.needed
 
 
 def repeats(secret: str, text: str, speakable: Iterable[str] = ()) -> bool:
@@ -158,7 +283,11 @@ def repeats(secret: str, text: str, speakable: Iterable[str] = ()) -> bool:
 
 
 def whisper_leak(
-    whispers: list | None, text: str, audience: Iterable, speakable: Iterable[str] = ()
+    whispers: list | None,
+    text: str,
+    audience: Iterable,
+    speakable: Iterable[str] = (),
+    heard: Mapping[str, str] | None = None,
 ) -> dict | None:
     """The first remembered whisper ``text`` would repeat to someone who did not whisper it.
 
@@ -167,6 +296,8 @@ def whisper_leak(
         text: What the assistant is about to say, pose, whisper or page.
         audience: Dbrefs of everyone who would receive ``text`` (the assistant excluded).
         speakable: Lines no whisper can block (:func:`speakable_lines`).
+        heard: What each listener heard the assistant say lately (:func:`spoken_window`),
+            read before ``text``.
 
     Returns:
         The whisper's entry, or None when nothing private would reach anyone new.
@@ -174,14 +305,60 @@ def whisper_leak(
     listeners = {str(who) for who in audience if who}
     if not listeners:
         return None
+    heard = heard or {}
+    speakable = list(speakable)
+    new = _tokens(text, speakable)
+    if not new:
+        return None
+    said = {who: _Said.of(_tokens(heard.get(who) or "", speakable), new) for who in listeners}
     for entry in reversed(list(whispers or [])):
-        if not isinstance(entry, dict):
+        if not isinstance(entry, dict) or not is_guarded(entry.get("text", "")):
             continue
-        if not listeners - {str(entry.get("source"))}:
-            continue  # only the whisperer would hear it back
-        if repeats(entry.get("text", ""), text, speakable):
-            return entry
+        pieces = _pieces_of(str(entry.get("text", "")), tuple(speakable))
+        for listener in sorted(listeners - {str(entry.get("source"))}):
+            if _covered(pieces, said[listener]):
+                return entry
     return None
+
+
+def window_words() -> int:
+    """``EVENNIA_AI_WHISPER_GUARD_WINDOW_WORDS``, at least :data:`SHINGLE_WORDS`."""
+    try:
+        words = int(conf.get("EVENNIA_AI_WHISPER_GUARD_WINDOW_WORDS"))
+    except (TypeError, ValueError):
+        words = int(conf.SETTINGS["EVENNIA_AI_WHISPER_GUARD_WINDOW_WORDS"].default)
+    return max(SHINGLE_WORDS, words)
+
+
+def spoken_window(npc) -> dict[str, str]:
+    """What each listener heard ``npc`` say lately (normalised words, oldest first)."""
+    ndb = getattr(npc, "ndb", None)
+    window = getattr(ndb, SPOKEN_NDB, None) if ndb is not None else None
+    return dict(window) if isinstance(window, dict) else {}
+
+
+def note_spoken(npc, text: str, audience: Iterable) -> None:
+    """Add what ``npc`` just said to ``audience`` to each listener's window (after delivery).
+
+    Each listener keeps the last :func:`window_words` words; the listeners spoken to least
+    recently are forgotten past :data:`MAX_WINDOW_LISTENERS`.
+    """
+    ndb = getattr(npc, "ndb", None)
+    words = normalise(text).split()
+    if ndb is None or not words:
+        return
+    own = getattr(npc, "dbref", None)
+    keep = window_words()
+    window = spoken_window(npc)
+    for who in audience:
+        listener = str(getattr(who, "dbref", who) or "")
+        if not listener or listener == own:
+            continue
+        said = window.pop(listener, "").split() + words
+        window[listener] = " ".join(said[-keep:])
+    while len(window) > MAX_WINDOW_LISTENERS:
+        window.pop(next(iter(window)))
+    setattr(ndb, SPOKEN_NDB, window)
 
 
 def leak_message(entry: dict) -> str:
@@ -309,7 +486,8 @@ def check_speech(npc, text: str, audience: Iterable) -> str | None:
     own = getattr(npc, "dbref", None)
     dbrefs = [getattr(who, "dbref", who) for who in audience]
     speakable = speakable_lines(operator_prompt)
-    entry = whisper_leak(whispers, text, [d for d in dbrefs if d and d != own], speakable)
+    listeners = [d for d in dbrefs if d and d != own]
+    entry = whisper_leak(whispers, text, listeners, speakable, heard=spoken_window(npc))
     return leak_message(entry) if entry else None
 
 

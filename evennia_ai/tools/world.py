@@ -34,7 +34,7 @@ from evennia.utils.utils import inherits_from
 from evennia_ai import conf
 from evennia_ai.tools.base import TEXT, Tool, ToolCategory, ToolContext, ToolResult, object_schema
 from evennia_ai.tools.registry import register_tool
-from evennia_ai.tools.safety import ai_state_kept, check_speech
+from evennia_ai.tools.safety import ai_state_kept, check_speech, note_spoken
 from evennia_ai.utils import clean_text, is_assistant, truncate
 
 MAX_MESSAGE_LENGTH = 2000
@@ -307,6 +307,7 @@ class Say(Tool):
         if not speech:
             return ToolResult.fail("You could not speak just now.")
         npc.at_say(speech, msg_self=True)
+        note_spoken(npc, speech, _characters_here(npc))
         return ToolResult.ok(f'You said: "{speech}" {_listeners(npc)}', data={"spoken": speech})
 
 
@@ -345,6 +346,7 @@ class Emote(Tool):
         npc.location.msg_contents(
             text=("{pose}", {"type": "pose"}), mapping={"pose": pose}, from_obj=npc
         )
+        note_spoken(npc, pose, _characters_here(npc))
         return ToolResult.ok(f"Everyone here sees: {pose}", data={"pose": pose})
 
 
@@ -398,6 +400,7 @@ class Whisper(Tool):
         if not speech:
             return ToolResult.fail("You could not whisper just now.")
         npc.at_say(speech, msg_self=True, receivers=[receiver], whisper=True)
+        note_spoken(npc, speech, [receiver])
         return ToolResult.ok(
             f'You whispered to {receiver.key}: "{speech}"',
             data={"spoken": speech, "to": receiver.dbref},
@@ -454,6 +457,7 @@ class Page(Tool):
         message = inert(message)
         text = f"{npc.key} pages: {message}"
         receiver.msg(text=(text, {"type": "page"}), from_obj=npc)
+        note_spoken(npc, message, [receiver])
         note = ""
         if not is_player(receiver) and not is_assistant(receiver):
             note = f" (no one plays {receiver.key} right now; the page may go unread)"
@@ -780,6 +784,7 @@ class ExecuteCommand(Tool):
 
         with ai_state_kept(npc) as kept, capture_messages(npc) as said:
             deferred = npc.execute_cmd(command)
+        note_spoken(npc, command, _ANYONE)
         if kept.restored:
             return ToolResult.fail(kept.describe(command, npc.key))
         finished = True
@@ -873,6 +878,7 @@ class SetAttribute(Tool):
         ):
             return ToolResult.fail(f"You may not change the Attribute '{name}' on {obj.key}.")
         obj.attributes.add(name, value, category=category, accessing_obj=npc, default_access=True)
+        note_spoken(npc, json.dumps(value, default=str, ensure_ascii=False), _ANYONE)
         verb = "Modified" if existing is not None else "Created"
         shown = f"{name}:{category}" if category else name
         text = truncate(json.dumps(value, default=str, ensure_ascii=False), 300)
