@@ -2,8 +2,8 @@
 
 The tool itself (name, arguments, category) is declared in :mod:`evennia_ai.tools.delegate`;
 the tick hands it :func:`run_helper` as the ``run_helper`` service. The child gets its own
-short context (the operator's section and the trust note, the NPC's name and persona, the
-task; see :func:`helper_messages`), the parent's tools minus DANGEROUS and TERMINAL ones and ``delegate_task`` itself, at most 3 iterations, and returns its final text
+short context (:func:`helper_messages`), the parent's tools minus DANGEROUS
+and TERMINAL ones and ``delegate_task`` itself, at most 3 iterations, and returns its final text
 as the tool result. It is refused past ``sub_agent_budget`` concurrent children, or where any
 layer forbids sub-agents (the execution pattern's ``sub_agents_enabled``). Its model calls go
 through the same client (a thread each); its trace is attached to the parent's result.
