@@ -26,6 +26,12 @@ Rules every operation follows:
   description and role; only ``enabled`` and ``content`` can be overridden.
 - Pluggable components take the free ID after a static one (``allocate_pluggable_id``);
   :meth:`PromptRegistry.move_component` re-allocates it after another static component.
+- **No edit breaks a kind of call's contract.** Every write of components, static overrides or
+  context customisations (methods, imports and dry runs alike; the ``aiprompt``, ``aicontext``
+  and ``airegistry`` commands call these) is refused when it would leave a context type's
+  requests without an input a component carries (``tick_event``'s event in ``pending_event``,
+  ...: :func:`contract_problems_of_state`). The operator's section is not a component and
+  cannot be edited away here (:mod:`evennia_ai.prompt.operator`).
 
 JSON export/import covers single templates and components and the whole registry; datetimes
 travel as ISO strings. Whole-registry import is all-or-nothing, can be tried with
