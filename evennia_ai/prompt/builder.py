@@ -1,14 +1,18 @@
 """The context builder: sources -> components -> a chat request within the model's window.
 
 For one tick it gathers the value of every source the context type's enabled components need,
-concurrently (database reads on the reactor thread; slow sources such as long-term memory
-return Deferreds from threads; all combined with a DeferredList), renders the registry's
-components in ID order into chat messages (:mod:`evennia_ai.prompt.assembly`), and counts the tokens
-of the request exactly as it will be sent, per section.
+and the parts of the operator's section (:mod:`evennia_ai.prompt.operator`), which every
+request carries first whatever its components, concurrently (database reads on the reactor
+thread; slow sources such as long-term memory return Deferreds from threads; all combined with
+a DeferredList), renders the operator's section and the registry's components in ID order into
+chat messages (:mod:`evennia_ai.prompt.assembly`), counts the tokens of the request exactly as
+it will be sent, per section, and checks it against its kind's contract
+(:func:`request_contract_problems`; a tick does not send a request that breaks it).
 
 Sources are pluggable: :func:`register_source` maps a placeholder name to a function
 ``(builder) -> value | Deferred``. A failing source is logged and renders empty; it never
-fails the tick.
+fails the tick, except one the operator's instructions depend on (:data:`OPERATOR_SOURCES`):
+then the request is not sent.
 """
 
 from __future__ import annotations
@@ -185,7 +189,6 @@ class ContextBuilder:
         self.model = model or npc.ai.model or conf.get("EVENNIA_AI_MODEL") or conf.OFFLINE_MODEL
         self._task: str | None | bool = False  # not rendered yet
         self.blocked: list[str] = []  # failed sources the operator's instructions depend on
-        self._operator = ""
 
     @property
     def task(self) -> str | None:
@@ -193,11 +196,6 @@ class ContextBuilder:
         if self._task is False:
             self._task = None if self.batch else TaskBuilder(self).render()
         return self._task
-
-    @property
-    def operator_text(self) -> str:
-        """The operator's section of this request, when built (see :meth:`finish`)."""
-        return self._operator
 
     @property
     def metrics(self) -> dict:
@@ -283,7 +281,6 @@ class ContextBuilder:
         operator = operator_section.section_text(
             values, own_prompt=own_prompt if isinstance(own_prompt, str) else None
         )
-        self._operator = operator
         task = self.task
         if task and not values.get("pending_event"):
             values = {**values, "pending_event": task}  # appended when no component shows it
