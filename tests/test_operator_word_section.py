@@ -25,6 +25,7 @@ from evennia_ai.commands.npcs import CmdAIStatus
 from evennia_ai.engine.delegate import helper_messages
 from evennia_ai.engine.tick import TickState, prepare
 from evennia_ai.llm import contracts
+from evennia_ai.memory import history as hist
 from evennia_ai.memory.events import pending_events
 from evennia_ai.prompt.builder import ContextBuilder
 from evennia_ai.prompt.contexts import CONTEXT_TYPES, contract_problems_of, get_context_config
@@ -140,6 +141,34 @@ class TestTheSectionIsNotAComponent(OperatorSetUp, ModelBase):
         assert "Never sell ale to minors." in assessment  # the operator's rules still apply
         assert "cellar key" not in assessment and "Secret:" not in assessment
         assert "Secret: the cellar key is under the mat" in acting  # the NPC must keep it
+
+    def test_a_summary_carries_no_operator_text(self):
+        self.npc.ai.set(
+            "history",
+            hist.append_tick(
+                [],
+                1,
+                [{"role": "user", "content": f"Line {i} of an old talk."} for i in range(30)],
+                200,
+            ),
+        )
+        self.npc.ai.set("compaction", {"pending": True, "last_tick": None})
+        self.server.enqueue(
+            {"tool_calls": [call("noop")]},  # the pre_compaction tick's own call
+            {"text": "Guests talked about old things."},  # the summary
+        )
+        with override_settings(
+            EVENNIA_AI_COMPACTION_STRATEGY="summarize", EVENNIA_AI_COMPACTION_KEEP_RECENT=0
+        ):
+            self.tick()
+        texts = [
+            contracts.request_text(r.body["messages"])
+            for r in self.server.requests_to("/v1/chat/completions")
+        ]
+        summaries = [t for t in texts if "## Task: summarise" in t]
+        assert summaries, texts
+        for text in summaries:
+            assert "cellar key" not in text and "Never sell ale" not in text
 
     def test_a_helper_gets_the_operators_section_and_the_trust_note(self):
         self.npc.ai.set_execution_config(sub_agents_enabled=True, sub_agent_budget=1)
