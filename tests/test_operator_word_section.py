@@ -27,8 +27,11 @@ from evennia_ai.engine.tick import TickState, prepare
 from evennia_ai.llm import contracts
 from evennia_ai.memory import history as hist
 from evennia_ai.memory.events import pending_events
+from evennia_ai.prompt.assembly import assemble_messages, validate_chat_messages
 from evennia_ai.prompt.builder import ContextBuilder
+from evennia_ai.prompt.components import get_static_components
 from evennia_ai.prompt.contexts import CONTEXT_TYPES, contract_problems_of, get_context_config
+from evennia_ai.prompt.operator import public_text, without_secrets
 from evennia_ai.prompt.sources import TRUST_NOTE
 from evennia_ai.prompt_registry import PromptRegistryError, get_prompt_registry
 from evennia_ai.workspace.goals import add_goal, decomposition_prompt
@@ -351,3 +354,25 @@ def test_the_contracts_name_the_components_they_need():
         "context 'tick_event' must include component 6000 (pending_event): it carries the "
         "event of every tick_event request"
     ]
+
+
+def test_assembly_opens_with_the_operators_section_whatever_is_selected():
+    config = get_context_config("tick_event")
+    config.enabled_components = [6000]
+    values = {"system_prompt": "You are Bob.", "pending_event": 'Alice says: "Hi."'}
+    for components in (get_static_components(), []):
+        prompt = assemble_messages(
+            components, config, values, operator="<operator>\nX\n</operator>"
+        )
+        assert prompt.messages[0] == {"role": "system", "content": "<operator>\nX\n</operator>"}
+        assert prompt.sections[0].key == "operator"
+        assert validate_chat_messages(prompt.messages) == []
+
+
+def test_the_public_text_leaves_out_secret_lines_only():
+    section = "<operator>\nBe kind.\n  secret : the key\nSecret: the map\n</operator>"
+    assert public_text(section) == "<operator>\nBe kind.\n</operator>"
+    messages = [{"role": "system", "content": section + "\n\nYou are Bob."}]
+    public = without_secrets(messages, section)
+    assert public[0]["content"] == "<operator>\nBe kind.\n</operator>\n\nYou are Bob."
+    assert messages[0]["content"].startswith(section)  # the input is not changed
