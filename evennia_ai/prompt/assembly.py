@@ -35,9 +35,10 @@ Pure module (no Django, Evennia or Twisted). :func:`assemble_messages` follows t
 6. **Frame.** The operator's section (``operator=``, :mod:`evennia_ai.prompt.operator`) opens
    the first system message, whatever the components and the context select: it is not a
    component, and no component edit or context config removes it. The first message is always
-   system (:data:`DEFAULT_SYSTEM_FALLBACK` when nothing else is); and, unless ``ensure_user_turn=False``, a request that would end on a system or
-   assistant message gets a short user turn (:data:`DEFAULT_USER_TURN`): some providers reject
-   a request with only a system message, and treat a trailing assistant message as a prefill.
+   system (:data:`DEFAULT_SYSTEM_FALLBACK` when nothing else is); and, unless
+   ``ensure_user_turn=False``, a request that would end on a system or assistant message gets a
+   short user turn (:data:`DEFAULT_USER_TURN`): some providers reject a request with only a
+   system message, and treat a trailing assistant message as a prefill.
 
 The result always passes :func:`validate_chat_messages`. It also lists its
 :class:`Section` s (which component produced which text, in which message), so a budgeter can

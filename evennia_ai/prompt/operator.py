@@ -12,7 +12,7 @@ Its parts, in order, each a placeholder value the builder gathers (see :data:`PA
 
 - ``operator_override``: the override file (``EVENNIA_AI_OPERATOR_OVERRIDE``), fenced as
   ``<operator>``;
-- ``operator_prompt``: the operator's prompt for this NPC (``aiprompt`` ... ``set_operator_prompt``),
+- ``operator_prompt``: the operator's prompt for this NPC (``ainpc/prompt``, the dashboard),
   fenced as ``<operator>`` under :data:`OPERATOR_HEADER`;
 - ``tool_rules``: the "# Tool Execution Rules" the operator set for this NPC (``aitools/addrule``);
 - ``trust_note``: how to read fenced text, only when the request does not carry it already in

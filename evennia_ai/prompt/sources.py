@@ -80,7 +80,7 @@ def own_system_prompt(builder) -> str:
 
 @register_source("operator_override")
 def _operator_override(builder) -> str:
-    """The operator override file (``EVENNIA_AI_OPERATOR_OVERRIDE``), first in the operator's section."""
+    """The override file (``EVENNIA_AI_OPERATOR_OVERRIDE``), first in the operator's section."""
     return render_override(read_operator_override())
 
 
