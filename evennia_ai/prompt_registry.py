@@ -26,6 +26,12 @@ Rules every operation follows:
   description and role; only ``enabled`` and ``content`` can be overridden.
 - Pluggable components take the free ID after a static one (``allocate_pluggable_id``);
   :meth:`PromptRegistry.move_component` re-allocates it after another static component.
+- **No edit breaks a kind of call's contract.** Every write of components, static overrides or
+  context customisations (methods, imports and dry runs alike; the ``aiprompt``, ``aicontext``
+  and ``airegistry`` commands call these) is refused when it would leave a context type's
+  requests without an input a component carries (``tick_event``'s event in ``pending_event``,
+  ...: :func:`contract_problems_of_state`). The operator's section is not a component and
+  cannot be edited away here (:mod:`evennia_ai.prompt.operator`).
 
 JSON export/import covers single templates and components and the whole registry; datetimes
 travel as ISO strings. Whole-registry import is all-or-nothing, can be tried with
@@ -452,6 +458,29 @@ class PromptRegistry(DefaultScript):
         else:
             attr.value = value
 
+    def _refuse_contract_breaks(self, **pending) -> None:
+        """Refuse a write that would keep a context type's requests from carrying what their
+        contract needs (a ``tick_event`` without its event, say).
+
+        Args:
+            pending: The new value of ``components``, ``static_overrides`` or
+                ``context_configs`` about to be written (the others are read).
+
+        Raises:
+            PromptRegistryError: Naming each component, context and input the write would
+                break. Problems the stored state already has are not the write's: a registry
+                stored before this check can still be edited and repaired.
+        """
+        names = ("components", "static_overrides", "context_configs")
+        current = {name: self._read(name) for name in names}
+        after = {name: pending.get(name, current[name]) for name in names}
+        before = set(contract_problems_of_state(**current))
+        new = [p for p in contract_problems_of_state(**after) if p not in before]
+        if new:
+            raise PromptRegistryError(
+                "Refused: " + " ".join(f"{problem[0].upper()}{problem[1:]}." for problem in new)
+            )
+
     # -- templates -------------------------------------------------------------------------------
     def get_template(self, key: str) -> PromptTemplate | None:
         """The user template ``key``, else the built-in one, else None."""
@@ -755,6 +784,7 @@ class PromptRegistry(DefaultScript):
         if "content" in fields:
             entry["content"] = _check_text(fields["content"], "content", what)
         overrides[cid] = entry
+        self._refuse_contract_breaks(static_overrides=overrides)
         self._write("static_overrides", overrides)
         return self._static(cid, overrides)
 
@@ -962,6 +992,7 @@ class PromptRegistry(DefaultScript):
             merged["component_overrides"] = {**old_overrides, **merged["component_overrides"]}
         effective = self._effective(context_type, merged)
         configs[context_type] = merged
+        self._refuse_contract_breaks(context_configs=configs)
         self._write("context_configs", configs)
         return effective
 
@@ -989,6 +1020,7 @@ class PromptRegistry(DefaultScript):
                 configs[context_type] = remaining
             else:
                 del configs[context_type]
+        self._refuse_contract_breaks(context_configs=configs)
         self._write("context_configs", configs)
         return True
 
@@ -1121,6 +1153,7 @@ class PromptRegistry(DefaultScript):
         if record["is_static"]:
             overrides = self._read("static_overrides")
             self._merge_static_override(overrides, record["id"], record, overwrite)
+            self._refuse_contract_breaks(static_overrides=overrides)
             self._write("static_overrides", overrides)
             return self._static(record["id"], overrides)
         components = self._read("components")
@@ -1285,6 +1318,11 @@ class PromptRegistry(DefaultScript):
             ),
         }
         changed = [name for name in _ATTRS if after[name] != before[name]]
+        self._refuse_contract_breaks(
+            components=after["components"],
+            static_overrides=after["static_overrides"],
+            context_configs=after["context_configs"],
+        )
         summary["changed"] = bool(changed)
         if changed and not dry_run:
             with transaction.atomic():
@@ -1399,6 +1437,26 @@ class PromptRegistry(DefaultScript):
             "added": len([e for e in new if e not in old]),
             "removed": len([e for e in old if e not in new]),
         }
+
+
+def contract_problems_of_state(
+    components: dict, static_overrides: dict, context_configs: dict
+) -> list[str]:
+    """Every way a registry state (its stored ``components``, ``static_overrides`` and
+    ``context_configs``) would keep a context type's requests from carrying what their contract
+    needs (:func:`~evennia_ai.prompt.contexts.contract_problems_of`), one sentence each."""
+    comps = components_of(
+        {"components": list((components or {}).values()), "static_overrides": static_overrides}
+    )
+    problems: list[str] = []
+    for context_type in prompt_contexts.CONTEXT_TYPES:
+        inputs = {"context_customization": (context_configs or {}).get(context_type) or {}}
+        try:
+            config = context_config_of(context_type, inputs)
+        except ValueError:
+            continue  # an invalid stored customisation is reported where it is read
+        problems.extend(prompt_contexts.contract_problems_of(config, comps))
+    return problems
 
 
 def components_of(inputs: dict) -> list[PromptComponent]:

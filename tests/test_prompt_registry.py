@@ -384,7 +384,7 @@ class TestComponents(RegistryTestCase):
     def test_component_to_prompt_component_and_assembly_list(self):
         self.registry.create_component("mine", "Mine", "M {x}", after_static=5000, role="user")
         self.registry.update_component(0, content="Custom {system_prompt}")
-        self.registry.update_component(6000, enabled=False)
+        self.registry.update_component(3000, enabled=False)  # 6000 carries the event: refused
         comp = self.registry.component_to_prompt_component(5001)
         self.assertEqual(
             (comp.key, comp.role, comp.after_static, comp.is_static), ("mine", "user", 5000, False)
@@ -396,7 +396,7 @@ class TestComponents(RegistryTestCase):
         self.assertEqual(len(every), 10)
         by_id = {c.id: c for c in every}
         self.assertEqual(by_id[0].content, "Custom {system_prompt}")
-        self.assertFalse(by_id[6000].enabled)
+        self.assertFalse(by_id[3000].enabled)
         self.assertEqual(by_id[5001].content, "M {x}")
         self.assertEqual(sorted(by_id), [c.id for c in every])
         # Static defaults are untouched by the registry's overrides.
@@ -1044,7 +1044,7 @@ class TestPersistence(RegistryTestCase):
         reg.create_component("house", "House", "Rules", after_static=1000)
         reg.create_component("tail", "Tail", "t", after_static=7000, role="assistant")
         reg.update_component(0, content="Hi {system_prompt}")
-        reg.update_component(4000, enabled=False)
+        reg.update_component(3000, enabled=False)  # 4000 carries tick_autonomous's goals
         reg.set_context_customization("reflection", max_iterations=2)
         reg.add_fewshot_example("Hi", "Ahoy!")
         exported = reg.export_json()
@@ -1056,7 +1056,7 @@ class TestPersistence(RegistryTestCase):
         self.assertEqual(sorted(fresh.db.components), [1001, 7001])  # int keys kept
         self.assertIsInstance(fresh.db.templates["pirate"]["created"], datetime)
         self.assertEqual(fresh.get_component(0).content, "Hi {system_prompt}")
-        self.assertFalse(fresh.get_component(4000).enabled)
+        self.assertFalse(fresh.get_component(3000).enabled)
         self.assertEqual(fresh.get_effective_context_config("reflection").max_iterations, 2)
         self.assertEqual(fresh.list_fewshot_examples(), [{"user": "Hi", "assistant": "Ahoy!"}])
         # and it keeps working on the fresh object

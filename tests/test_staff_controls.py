@@ -12,7 +12,7 @@ from evennia_ai.commands.npcs import CmdAINpc
 from evennia_ai.commands.runtime import CmdAITools
 from evennia_ai.engine.tick import history_pressure
 from evennia_ai.memory.compression import SUMMARY_BATCH
-from evennia_ai.prompt.sources import own_system_prompt
+from evennia_ai.prompt.operator import section_for
 
 pytestmark = pytest.mark.postgres  # also run on PostgreSQL (make test)
 
@@ -50,10 +50,10 @@ class TestToolRules(AICommandTestBase):
         }
         assert self.npc.ai.tool_rules[3]["value"] == 2
         out = self.call(CmdAITools(), "/rules Innkeeper", "Tool rules of Innkeeper")
-        # the section as the model reads it is the one in its system prompt
+        # the section as the model reads it is the one in its system prompt (the operator's)
         section = out.split("(in its system prompt):\n", 1)[1]
         assert section.startswith("# Tool Execution Rules")
-        prompt = own_system_prompt(mock.Mock(npc=self.npc, model="m"))
+        prompt = section_for(self.npc, "", "").text
         assert section in prompt
         self.call(
             CmdAITools(),

@@ -207,12 +207,17 @@ class CmdAIPrompt(SwitchedCommand):
                 prompt; keep its {placeholder} to keep what the game fills in).
       move    - move a pluggable component after another static component.
       enable  - include a component in assembly again.
-      disable - leave a component out of every context (static ones too).
+      disable - leave a component out of every context (static ones too). Refused
+                for a component a kind of call needs (6000 carries tick_event's
+                event, 4000 tick_autonomous's goals, 7000 reflection_cont's results),
+                as is an edit that drops its {placeholder}.
       delete  - delete a pluggable component (static ones can only be disabled).
       reset   - give a static component back its default content, and enable it.
 
     A component is named by its ID or its key. Contents may use {placeholders}
-    filled at assembly; unknown ones stay visible.
+    filled at assembly; unknown ones stay visible. The operator's section (the
+    override file, the NPC's operator prompt, its tool rules) is not a component:
+    it opens every request whatever the components and contexts say.
 
     Examples:
       aiprompt/list
@@ -310,7 +315,8 @@ class CmdAIPrompt(SwitchedCommand):
         if skipped:
             lines.append("Left out: " + ", ".join(f"{esc(key)} ({why})" for key, why in skipped))
         lines.append(
-            "{placeholders} are filled per NPC at each tick; "
+            "Before them, not a component: the operator's section (override file, operator "
+            "prompt, tool rules). {placeholders} are filled per NPC at each tick; "
             f"|waiprompt/show {context_type} = <npc>|n shows the filled request."
         )
         self.msg("\n".join(lines))
@@ -447,6 +453,14 @@ def render_built(name: str, context_type: str, built, events: int) -> str:
         lines.append(
             "Shrunk to fit: "
             + ", ".join(f"{esc(key)} ({esc(how)})" for key, how in built.shrunk.items())
+        )
+    if built.blocked:
+        lines.append(f"|rNot sent: {esc(built.blocked)}.|n")
+    elif built.contract_problems:
+        lines.append(
+            "|rA tick would not send it (contract_violation): "
+            + esc("; ".join(built.contract_problems))
+            + ".|n"
         )
     for index, message in enumerate(built.messages):
         extra = ""
@@ -821,7 +835,11 @@ class CmdAIContext(SwitchedCommand):
       reset - drop the customisation (or only the fields named): back to defaults.
 
     Each NPC's own limits (aiexec) still apply on top: a context setting can
-    never let an NPC do more than its execution config allows.
+    never let an NPC do more than its execution config allows. A change that
+    would leave out what the context's requests must carry (tick_event's
+    pending_event 6000, tick_autonomous's goals 4000, reflection_cont's
+    tool_result 7000, or their {placeholder}) is refused. The operator's section
+    is not a component: no context leaves it out.
 
     Context types: tick_event, tick_autonomous, reflection, reflection_cont,
     sleep_consolidate, goal_decompose, pre_compaction.

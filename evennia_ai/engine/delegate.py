@@ -2,7 +2,7 @@
 
 The tool itself (name, arguments, category) is declared in :mod:`evennia_ai.tools.delegate`;
 the tick hands it :func:`run_helper` as the ``run_helper`` service. The child gets its own
-short context (the task, the NPC's identity and persona), the parent's tools minus DANGEROUS
+short context (:func:`helper_messages`), the parent's tools minus DANGEROUS
 and TERMINAL ones and ``delegate_task`` itself, at most 3 iterations, and returns its final text
 as the tool result. It is refused past ``sub_agent_budget`` concurrent children, or where any
 layer forbids sub-agents (the execution pattern's ``sub_agents_enabled``). Its model calls go
@@ -20,7 +20,10 @@ from evennia_ai.engine.react import ReactLoop, TickLimits
 from evennia_ai.engine.trace import TickTrace
 from evennia_ai.llm.contracts import DELEGATE_INSTRUCTION, render_task
 from evennia_ai.llm.usage import UsageAccountant
+from evennia_ai.prompt.builder import OperatorSourceError, read_operator_override
 from evennia_ai.prompt.execution_pattern import ExecutionPattern
+from evennia_ai.prompt.operator import section_for
+from evennia_ai.prompt.sources import TRUST_NOTE
 from evennia_ai.tools.base import LoopState, ToolCategory, ToolContext, ToolResult
 
 CHILD_ITERATIONS = 3
@@ -29,6 +32,27 @@ CHILD_PROMPT = (
     "You are a helper working for {name}, a character in a text game.\n\nPersona of {name}: "
     "{persona}"
 )
+
+
+def helper_messages(npc, task: str) -> list[dict]:
+    """The first request of a helper of ``npc``.
+
+    The operator's section and the trust note open its system message, as in every acting
+    request (:func:`~evennia_ai.prompt.operator.section_for`); then whom it works for, and the
+    delegated task.
+
+    Raises:
+        OperatorSourceError: The operator's override file is configured but cannot be read:
+            no helper runs without the operator's instructions.
+    """
+    section = section_for(npc, read_operator_override(), TRUST_NOTE)
+    system = section.system_message(
+        CHILD_PROMPT.format(name=npc.key, persona=npc.ai.persona or "-")
+    )
+    return [
+        {"role": "system", "content": system},
+        {"role": "user", "content": render_task("delegate", DELEGATE_INSTRUCTION, {"task": task})},
+    ]
 
 
 def run_helper(ctx: ToolContext, task: str):
@@ -83,16 +107,10 @@ def run_helper(ctx: ToolContext, task: str):
         services=replace(services, tools=tools, pattern=child_pattern),
     )
     trace = TickTrace(tick_id=ctx.tick_id, context_type="sub_agent")
-    messages = [
-        {
-            "role": "system",
-            "content": CHILD_PROMPT.format(name=npc.key, persona=npc.ai.persona or "-"),
-        },
-        {
-            "role": "user",
-            "content": render_task("delegate", DELEGATE_INSTRUCTION, {"task": task}),
-        },
-    ]
+    try:
+        messages = helper_messages(npc, task)
+    except OperatorSourceError as err:
+        return ToolResult.fail(f"No helper was started: {err}.")
     # The helper's own accountant caps the helper and hands every record on to the tick's.
     usage = UsageAccountant(parent=services.usage) if services.usage is not None else None
     available = {t.name for t in tools}

@@ -44,7 +44,7 @@ from evennia_ai.engine.react import LoopOutcome, ReactLoop
 from evennia_ai.engine.recording import TickRecorder
 from evennia_ai.engine.redaction import npc_secrets, withhold_refused_secrets
 from evennia_ai.engine.trace import StopReason, TickTrace, bounded_trace
-from evennia_ai.llm import tokens
+from evennia_ai.llm import contracts, tokens
 from evennia_ai.llm.client import defer_to_thread, get_client
 from evennia_ai.llm.contracts import SLEEP_INSTRUCTION, SUMMARY_INSTRUCTION, render_task
 from evennia_ai.llm.usage import UsageAccountant
@@ -242,7 +242,7 @@ class TickRunner:
             metrics=state.metrics if state else None,
             extra={"pending_event": task},
         )
-        return builder.build().addCallback(lambda built: built.messages)
+        return builder.build().addCallback(_sendable_messages, context_type)
 
     def client(self):
         """The LLM client of this tick's calls (recording them when the tick is recorded)."""
@@ -458,6 +458,8 @@ class TickRunner:
         built = yield prepare(self.npc, state)
         if built.blocked:
             return self._blocked_tick(state, built.blocked)
+        if built.contract_problems:
+            return self._contract_tick(state, built.contract_problems)
         # Choosing and building was one piece of reactor work; the loop's start is the next
         # (the loop checks first that the NPC is still there and may act).
         yield scheduler.turn()
@@ -516,7 +518,7 @@ class TickRunner:
         ):
             advice, _result = yield assess_task(
                 client,
-                built.messages,
+                built.public_messages,  # it only transforms text: no Secret: lines
                 model=state.model,
                 usage=self.usage,
                 caller=log_prefix(self.npc),
@@ -663,6 +665,19 @@ class TickRunner:
         logger.log_err(f"{log_prefix(self.npc)}: {why}")
         return self._unsent_tick(state, StopReason.ERROR, error=why)
 
+    def _contract_tick(self, state: TickState, problems: list[str]) -> TickTrace:
+        """The request lacks what its kind of call must carry (a component the contract needs
+        was removed, say): it is not sent. The tick stops with ``contract_violation``; the
+        reason is in the trace, the metrics (``aistatus``) and the log, the violation is
+        counted, and the events go back to the queue (each counts an attempt)."""
+        contracts.record_violation(state.context_type, problems)
+        why = (
+            f"the {state.context_type} request breaks its contract: {'; '.join(problems)}; "
+            "it was not sent"
+        )
+        logger.log_err(f"{log_prefix(self.npc)}: {why}")
+        return self._unsent_tick(state, StopReason.CONTRACT_VIOLATION, error=why)
+
     def _queue_confirmation(self, tool, arguments: dict, ctx) -> str:
         reason = ""
         if self.batch:
@@ -702,7 +717,10 @@ class TickRunner:
         provider_failed = (
             outcome.stop_reason == StopReason.ERROR
             and (any(it.error for it in trace.iterations) or not trace.iterations)
-        ) or outcome.stop_reason == StopReason.CONTEXT_OVERFLOW  # answered by a later tick
+        ) or outcome.stop_reason in (
+            StopReason.CONTEXT_OVERFLOW,  # answered by a later tick
+            StopReason.CONTRACT_VIOLATION,  # answered once staff restore what it lacked
+        )
         if provider_failed and outcome.stop_reason == StopReason.ERROR:
             self._model_failed(state, trace)
         if ids:
@@ -958,7 +976,7 @@ class TickRunner:
             _add_usage(m, day, trace.prompt_tokens, trace.completion_tokens, trace.cost)
             stop_counts = m.setdefault("stop_reasons", {})
             stop_counts[trace.stop_reason] = stop_counts.get(trace.stop_reason, 0) + 1
-            if trace.stop_reason == StopReason.ERROR.value:
+            if trace.stop_reason in (StopReason.ERROR.value, StopReason.CONTRACT_VIOLATION.value):
                 count_error(m, trace.error, trace.tick_id)
             else:
                 failed_before.append(m.get("consecutive_errors", 0))
@@ -1006,6 +1024,21 @@ class TickRunner:
 
 
 # -- helpers shared with commands and tools ------------------------------------------------------
+def _sendable_messages(built, kind: str) -> list[dict]:
+    """The messages of a ``kind`` request built for a call inside the tick, if it may be sent.
+
+    Raises:
+        RuntimeError: The operator's instructions could not be read, or the request breaks its
+            contract (the violation is counted); the calling tool fails with the reason.
+    """
+    if built.blocked:
+        raise RuntimeError(built.blocked)
+    if built.contract_problems:
+        contracts.record_violation(kind, built.contract_problems)
+        raise RuntimeError("the request breaks its contract: " + "; ".join(built.contract_problems))
+    return built.messages
+
+
 def _tool_rules(ai) -> list:
     rules, errors = parse_rules(ai.tool_rules or [])
     for error in errors:

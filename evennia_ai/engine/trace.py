@@ -25,6 +25,7 @@ class StopReason(str, Enum):
     BUDGET = "budget"  # the tick's token or cost budget ran out
     CANCELLED = "cancelled"  # the NPC was paused, deleted or moved away mid-tick
     CONTEXT_OVERFLOW = "context_overflow"  # a request did not fit the window: it was not sent
+    CONTRACT_VIOLATION = "contract_violation"  # a request lacked what its kind must carry: unsent
 
 
 def _from_dict(cls, data: dict):

@@ -14,7 +14,10 @@ generated from :data:`CALL_CONTRACTS` (``python -m evennia_ai.llm.contracts docs
 rewrites it between its markers; a test keeps the two equal).
 
 Violations are counted per kind (:func:`violation_counts`), logged by the client, and in tests
-(``EVENNIA_AI_STRICT_CONTRACTS``) raised as :class:`ContractViolation`.
+(``EVENNIA_AI_STRICT_CONTRACTS``) raised as :class:`ContractViolation`. A tick checks its
+request before the client sees it and does not send one that breaks its contract (stop reason
+``contract_violation``); the prompt registry refuses an edit that would remove a component an
+input comes from (:func:`required_components`).
 """
 
 from __future__ import annotations
@@ -43,6 +46,10 @@ class TaskInput:
         source: Where the request builder takes it from, for ``docs/prompts.md``.
         in_task: Whether :func:`render_task` writes it into the task message (False: another
             part of the request carries it, such as the goals component).
+        component: The key of the prompt component that carries it when that is not the task
+            message (``pending_event``, ``goals``, ``tool_result``), else None: a context
+            config or component edit that would leave it out is refused
+            (:func:`required_components`).
     """
 
     name: str
@@ -50,6 +57,7 @@ class TaskInput:
     description: str
     source: str
     in_task: bool = True
+    component: str | None = None
 
 
 @dataclass(frozen=True)
@@ -139,9 +147,15 @@ EVENT = TaskInput(
     'The events the tick answers, rendered (``Alice says to you: "..."``).',
     "pending_event component (the tick's batch)",
     in_task=False,
+    component="pending_event",
 )
 GOALS = TaskInput(
-    "goals", "## Goals", "The NPC's goals with their progress.", "goals component", in_task=False
+    "goals",
+    "## Goals",
+    "The NPC's goals with their progress.",
+    "goals component",
+    in_task=False,
+    component="goals",
 )
 METRICS = TaskInput(
     "metrics",
@@ -163,6 +177,7 @@ REFLECTION_RESULTS = TaskInput(
     "What the reflection's journal tools returned.",
     "tool_result component (stored by the reflection tick)",
     in_task=False,
+    component="tool_result",
 )
 JOURNAL_SINCE_SLEEP = TaskInput(
     "journal",
@@ -332,6 +347,31 @@ CALL_CONTRACTS: dict[str, CallContract] = {
 }
 
 
+ACTING_KINDS: tuple[str, ...] = (
+    "tick_event",
+    "tick_autonomous",
+    "reflection",
+    "reflection_cont",
+    "goal_decompose",
+    "sleep_consolidate",
+    "pre_compaction",
+    "delegate",
+)
+"""Kinds of call in which the model acts or speaks: each carries the operator's section
+(:mod:`evennia_ai.prompt.operator`). The others (assessment, summarise, memory_extraction) only
+transform text and never carry the operator's ``Secret:`` lines."""
+
+
+def required_components(kind: str) -> tuple[tuple[str, str], ...]:
+    """``(component key, input name)`` of every input of ``kind`` that a prompt component
+    carries (its event, its goals, its tool results). Removing one of those components from a
+    ``kind`` request, by a context config or a component edit, breaks the contract."""
+    contract = CALL_CONTRACTS.get(kind)
+    if contract is None:
+        return ()
+    return tuple((item.component, item.name) for item in contract.inputs if item.component)
+
+
 class ContractViolation(AssertionError):
     """A request that does not carry what its kind of call needs (raised in strict mode)."""
 
@@ -451,11 +491,21 @@ def render_markdown() -> str:
         "Every request the plugin sends is checked before it leaves: it must carry its task "
         f"instruction (the `{TASK_HEADING}<kind>` heading with text under it) and every input "
         f"its task needs (an input may be empty, shown as `{NOTHING}`, but never missing), and "
-        "it must fit the model's window with the reply reserved. A request that does not is "
-        "logged and counted (`violation_counts()`); in tests "
-        "(`EVENNIA_AI_STRICT_CONTRACTS = True`) it fails the test. Operators customise the "
-        "instructions through the PromptRegistry (`aicontext`, the `reflection` template); the "
-        "headings stay.",
+        "it must fit the model's window with the reply reserved. A tick's request that does "
+        "not is not sent: the tick stops with `contract_violation`, shown in `aistatus` and "
+        "the trace; any other request that does not is logged; both are counted "
+        "(`violation_counts()`), and in tests (`EVENNIA_AI_STRICT_CONTRACTS = True`) the "
+        "client raises. Operators customise the instructions through the PromptRegistry "
+        "(`aicontext`, the `reflection` template); the headings stay. An edit that would "
+        "remove the component an input comes from (the event's `pending_event`, say) is "
+        "refused when it is made, on every path (`aiprompt`, `aicontext`, `airegistry` "
+        "import, the registry's methods).",
+        "",
+        "Every request in which the model acts or speaks ("
+        + ", ".join(f"`{kind}`" for kind in ACTING_KINDS)
+        + ") opens with the operator's section (the override file, the operator's prompt, "
+        "the tool rules), which is not a component: no component or context edit removes it. "
+        "The others only transform text and never carry the operator's `Secret:` lines.",
         "",
     ]
     for contract in CALL_CONTRACTS.values():
@@ -472,7 +522,10 @@ def render_markdown() -> str:
         ]
         for item in contract.inputs:
             where = f"under `{item.heading}`" if item.heading else "a user message"
-            lines.append(f"  - `{item.name}` ({where}, from {item.source}): {item.description}")
+            needs = f"; needs component `{item.component}`" if item.component else ""
+            lines.append(
+                f"  - `{item.name}` ({where}, from {item.source}{needs}): {item.description}"
+            )
         lines.append("")
     return "\n".join(lines).rstrip("\n")
 

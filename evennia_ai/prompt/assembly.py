@@ -32,10 +32,13 @@ Pure module (no Django, Evennia or Twisted). :func:`assemble_messages` follows t
    (``[called look({}) - no result kept]``), so the model still sees what it did. Empty
    messages are dropped, except that an assistant message with tool calls may have no content;
    an empty tool result that answers a call reads :data:`EMPTY_TOOL_OUTPUT`.
-6. **Frame.** The first message is always system (:data:`DEFAULT_SYSTEM_FALLBACK` when nothing
-   else is); and, unless ``ensure_user_turn=False``, a request that would end on a system or
-   assistant message gets a short user turn (:data:`DEFAULT_USER_TURN`): some providers reject
-   a request with only a system message, and treat a trailing assistant message as a prefill.
+6. **Frame.** The operator's section (``operator=``, :mod:`evennia_ai.prompt.operator`) opens
+   the first system message, whatever the components and the context select: it is not a
+   component, and no component edit or context config removes it. The first message is always
+   system (:data:`DEFAULT_SYSTEM_FALLBACK` when nothing else is); and, unless
+   ``ensure_user_turn=False``, a request that would end on a system or assistant message gets a
+   short user turn (:data:`DEFAULT_USER_TURN`): some providers reject a request with only a
+   system message, and treat a trailing assistant message as a prefill.
 
 The result always passes :func:`validate_chat_messages`. It also lists its
 :class:`Section` s (which component produced which text, in which message), so a budgeter can
@@ -70,6 +73,7 @@ DEFAULT_USER_TURN = "Continue."
 SECTION_FALLBACK_SYSTEM = "_fallback_system"
 SECTION_USER_TURN = "_user_turn"
 SECTION_TASK = "_task"
+SECTION_OPERATOR = "operator"
 TASK_PLACEHOLDER = "pending_event"
 EMPTY_TOOL_OUTPUT = "(no output)"
 
@@ -456,6 +460,7 @@ def assemble_messages(
     fallback_system: str = DEFAULT_SYSTEM_FALLBACK,
     ensure_user_turn: bool = True,
     task: str | None = None,
+    operator: str | None = None,
 ) -> AssembledPrompt:
     """Render a context's components into a valid chat-completions request.
 
@@ -471,6 +476,9 @@ def assemble_messages(
         task: The task message of a context type without an event (see
             :mod:`evennia_ai.prompt.tasks`). No component rendering ``{pending_event}``: it is
             appended as the last user message (section :data:`SECTION_TASK`).
+        operator: The operator's section (:mod:`evennia_ai.prompt.operator`). Not a component:
+            it opens the first system message whatever ``components`` and ``context_config``
+            select (section :data:`SECTION_OPERATOR`).
 
     Returns:
         An :class:`AssembledPrompt` whose messages pass :func:`validate_chat_messages`.
@@ -504,6 +512,8 @@ def assemble_messages(
     if task and not any(TASK_PLACEHOLDER in _PLACEHOLDER.findall(c.content) for c in chosen):
         parts.append(_Part(SECTION_TASK, "user", task))
     parts = _make_valid(parts)
+    if isinstance(operator, str) and operator.strip():
+        parts.insert(0, _Part(SECTION_OPERATOR, "system", operator.strip()))
     if not parts or parts[0].role != "system":
         fallback = fallback_system.strip() if isinstance(fallback_system, str) else ""
         parts.insert(

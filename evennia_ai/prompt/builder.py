@@ -1,14 +1,18 @@
 """The context builder: sources -> components -> a chat request within the model's window.
 
 For one tick it gathers the value of every source the context type's enabled components need,
-concurrently (database reads on the reactor thread; slow sources such as long-term memory
-return Deferreds from threads; all combined with a DeferredList), renders the registry's
-components in ID order into chat messages (:mod:`evennia_ai.prompt.assembly`), and counts the tokens
-of the request exactly as it will be sent, per section.
+and the parts of the operator's section (:mod:`evennia_ai.prompt.operator`), which every
+request carries first whatever its components, concurrently (database reads on the reactor
+thread; slow sources such as long-term memory return Deferreds from threads; all combined with
+a DeferredList), renders the operator's section and the registry's components in ID order into
+chat messages (:mod:`evennia_ai.prompt.assembly`), counts the tokens of the request exactly as
+it will be sent, per section, and checks it against its kind's contract
+(:func:`request_contract_problems`; a tick does not send a request that breaks it).
 
 Sources are pluggable: :func:`register_source` maps a placeholder name to a function
 ``(builder) -> value | Deferred``. A failing source is logged and renders empty; it never
-fails the tick.
+fails the tick, except one the operator's instructions depend on (:data:`OPERATOR_SOURCES`):
+then the request is not sent.
 """
 
 from __future__ import annotations
@@ -21,8 +25,9 @@ from evennia.utils import logger
 from twisted.internet import defer
 
 from evennia_ai import conf
-from evennia_ai.llm import tokens
+from evennia_ai.llm import contracts, tokens
 from evennia_ai.memory.events import render_events
+from evennia_ai.prompt import operator as operator_section
 from evennia_ai.prompt.assembly import assemble_messages, select_components
 from evennia_ai.prompt.components import anchor_of, get_static_components
 from evennia_ai.prompt.fitting import fit_to_window
@@ -37,16 +42,17 @@ _SOURCES: dict[str, Callable[["ContextBuilder"], Any]] = {}
 # Sources that have no component of their own render inside a host component's placeholder,
 # after the host's own text. Fitting to the window still shrinks each of them separately.
 COMPOSED_SOURCES: dict[str, tuple[str, ...]] = {
-    "system_prompt": ("fewshot_examples", "operator_prompt"),
+    "system_prompt": ("fewshot_examples",),
     "character_context": ("self_model", "procedural_hints"),
     "entity_context": ("memory_blocks",),
     "semantic_memories": ("archival_hits",),
 }
+# The parts of the operator's section (:mod:`evennia_ai.prompt.operator`): gathered for every
+# request, whatever the context's components, and put first in the system message by assembly.
+OPERATOR_PARTS: tuple[str, ...] = operator_section.PARTS + (operator_section.TRUST_PART,)
 # Sources the operator's instructions depend on: when one fails, the request is not sent (the
-# model is never called without them). The system prompt carries the tool rules too.
-OPERATOR_SOURCES = frozenset({"system_prompt", "operator_prompt", "operator_override"})
-# Sources rendered inside a host placeholder *before* the host's own text.
-LEADING_SOURCES: dict[str, tuple[str, ...]] = {"system_prompt": ("operator_override",)}
+# model is never called without them). The NPC's own system prompt carries the trust note.
+OPERATOR_SOURCES = frozenset(("system_prompt",) + OPERATOR_PARTS)
 
 
 def _texts(values: dict, names: tuple[str, ...]) -> list[str]:
@@ -55,16 +61,15 @@ def _texts(values: dict, names: tuple[str, ...]) -> list[str]:
 
 
 def compose(values: dict) -> dict:
-    """Fold composed sources into their host placeholders (:data:`COMPOSED_SOURCES` after the
-    host's own text, :data:`LEADING_SOURCES` before it)."""
+    """Fold composed sources into their host placeholders, after the host's own text
+    (:data:`COMPOSED_SOURCES`)."""
     out = dict(values)
-    for host in dict.fromkeys(list(LEADING_SOURCES) + list(COMPOSED_SOURCES)):
-        before = _texts(out, LEADING_SOURCES.get(host, ()))
-        after = _texts(out, COMPOSED_SOURCES.get(host, ()))
-        if before or after:
+    for host, names in COMPOSED_SOURCES.items():
+        after = _texts(out, names)
+        if after:
             own = out.get(host)
             own = [own.strip()] if isinstance(own, str) and own.strip() else []
-            out[host] = "\n\n".join(before + own + after)
+            out[host] = "\n\n".join(own + after)
     return out
 
 
@@ -108,6 +113,10 @@ class BuiltContext:
         sources: The source values as gathered, before fitting: with the task, what
             :meth:`ContextBuilder.finish` builds this request from (a tick recording keeps them).
         task: The task message the request was built with, or None.
+        operator: The operator's section the request opens with ("" when the operator said
+            nothing; :mod:`evennia_ai.prompt.operator`).
+        contract_problems: What the request lacks that its kind of call must carry
+            (:func:`request_contract_problems`); a tick does not send a request with any.
     """
 
     messages: list[dict]
@@ -126,6 +135,14 @@ class BuiltContext:
     blocked: str | None = None
     sources: dict[str, Any] = field(default_factory=dict)
     task: str | None = None
+    operator: str = ""
+    contract_problems: list[str] = field(default_factory=list)
+
+    @property
+    def public_messages(self) -> list[dict]:
+        """The messages with the operator's ``Secret:`` lines left out: what a request that
+        only transforms text (the assessment) may carry of this one."""
+        return operator_section.without_secrets(self.messages, self.operator)
 
 
 class ContextBuilder:
@@ -208,10 +225,15 @@ class ContextBuilder:
             content = assembly_config(self.config).get_component_content_override(comp.key)
             content = content or comp.content
             for name in extract_placeholders(content):
-                extras = LEADING_SOURCES.get(name, ()) + COMPOSED_SOURCES.get(name, ())
-                for needed in (name,) + extras:
+                for needed in (name,) + COMPOSED_SOURCES.get(name, ()):
                     if needed not in names:
                         names.append(needed)
+        return names
+
+    def request_sources(self, components) -> list[str]:
+        """Every source the request needs: the operator's section's parts, then the components'."""
+        names = list(OPERATOR_PARTS)
+        names += [name for name in self.needed_sources(components) if name not in names]
         return names
 
     # -- gathering -----------------------------------------------------------------------------
@@ -247,7 +269,7 @@ class ContextBuilder:
     def build(self):
         """Gather, fit to the budget, assemble and count. Fires with a :class:`BuiltContext`."""
         components = self.components()
-        values = yield self.gather(self.needed_sources(components))
+        values = yield self.gather(self.request_sources(components))
         return self.finish(values, components)
 
     def finish(self, values: dict, components: list | None = None) -> BuiltContext:
@@ -255,6 +277,10 @@ class ContextBuilder:
 
         components = components if components is not None else self.components()
         sources = dict(values)
+        own_prompt = values.get("system_prompt")
+        operator = operator_section.section_text(
+            values, own_prompt=own_prompt if isinstance(own_prompt, str) else None
+        )
         task = self.task
         if task and not values.get("pending_event"):
             values = {**values, "pending_event": task}  # appended when no component shows it
@@ -278,6 +304,7 @@ class ContextBuilder:
                 config,
                 compose(candidate),
                 task=candidate.get("pending_event") if task else None,
+                operator=operator,
             )
             message_tokens = [counter.count_message(m) for m in assembled.messages]
             total = sum(message_tokens) + tokens.REPLY_PRIMING + offered.tokens
@@ -299,6 +326,7 @@ class ContextBuilder:
         if schemas:
             sections["tools"] = tool_tokens
         request_key = request_key_of(assembled.messages, schemas)
+        problems = request_contract_problems(self.config.context_type, assembled.messages, operator)
         share = prefix_cache_share(
             getattr(self.npc.ndb, "ai_last_request", None),
             request_key,
@@ -330,7 +358,20 @@ class ContextBuilder:
             ),
             sources=sources,
             task=task,
+            operator=operator,
+            contract_problems=problems,
         )
+
+
+def request_contract_problems(kind: str, messages: list[dict], operator: str) -> list[str]:
+    """What an acting request of ``kind`` lacks: its contract's task and inputs
+    (:func:`~evennia_ai.llm.contracts.contract_problems`), and the operator's section first in
+    its system message. Empty when it may be sent."""
+    problems = list(contracts.contract_problems(kind, messages))
+    first = messages[0].get("content") if messages else None
+    if operator and not (isinstance(first, str) and first.startswith(operator)):
+        problems.append("the operator's section does not open the system message")
+    return problems
 
 
 CONTINUATION_SHARE = 0.05
@@ -346,10 +387,10 @@ def continuation_reserve(limit: int) -> int:
 def assembly_config(config):
     """``config`` as assembly applies it: without a ``system_prompt`` content override.
 
-    A context's system prompt override (reflection's) is the *base template* of the system
-    prompt source (:func:`~evennia_ai.prompt.sources.build_system_prompt`), which keeps the
-    identity, the NPC's guidelines and the operator's section around it. Replacing the whole
-    component with it would drop the operator's instructions from that context's requests.
+    A context's system prompt override (reflection's) is the *base template* of the NPC's own
+    system prompt (:func:`~evennia_ai.prompt.sources.own_system_prompt`), which keeps the
+    identity and the NPC's guidelines around it; replacing the whole component with it would
+    drop them. (The operator's section is not a component: nothing here can drop it.)
     """
     overrides = dict(getattr(config, "component_overrides", None) or {})
     if "system_prompt" not in overrides:

@@ -44,6 +44,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from evennia_ai.llm.contracts import required_components
 from evennia_ai.prompt.components import (
     COMPONENT_CHARACTER_CONTEXT,
     COMPONENT_CONTEXT_BUFFER,
@@ -54,6 +55,8 @@ from evennia_ai.prompt.components import (
     COMPONENT_SEMANTIC_MEMORIES,
     COMPONENT_SYSTEM_PROMPT,
     COMPONENT_TOOL_RESULT,
+    PromptComponent,
+    get_static_component,
     get_static_components,
 )
 from evennia_ai.prompt.execution_pattern import (  # noqa: F401  (re-exported)
@@ -579,6 +582,51 @@ def apply_context_customization(
         else:
             data[key] = plain(value)
     return ContextConfig.from_dict(data)
+
+
+def contract_problems_of(
+    config: ContextConfig, components: Iterable[PromptComponent] | None = None
+) -> list[str]:
+    """Why requests of ``config``'s context type could not carry what their contract needs.
+
+    Each input a prompt component carries (:func:`~evennia_ai.llm.contracts.required_components`:
+    a ``tick_event``'s event in ``pending_event``, a ``tick_autonomous``'s goals in ``goals``,
+    a ``reflection_cont``'s tool results in ``tool_result``) needs that component enabled, in
+    the context's ``enabled_components``, and with content (the context's override, else the
+    component's own) that still shows its placeholder. The task of the other context types and
+    the operator's section are not components (nothing here can remove them).
+
+    Args:
+        config: The effective config of a context type.
+        components: The components as edited (static ones with their overrides); None: the
+            static defaults.
+
+    Returns:
+        One sentence per problem, naming the component, the context and the input; empty when
+        the config keeps every one.
+    """
+    kind = config.context_type
+    by_key = {c.key: c for c in components or () if getattr(c, "is_static", False)}
+    enabled_ids = {v for v in config.enabled_components or () if isinstance(v, int)}
+    problems = []
+    for key, input_name in required_components(kind):
+        comp = by_key.get(key) or get_static_component(key)
+        if comp is None:
+            continue
+        named = f"component {comp.id} ({key})"
+        carries = f"it carries the {input_name} of every {kind} request"
+        if not comp.enabled:
+            problems.append(f"{named} cannot be disabled: {carries}")
+        elif comp.id not in enabled_ids:
+            problems.append(f"context '{kind}' must include {named}: {carries}")
+        else:
+            content = config.get_component_content_override(key)
+            content = comp.content if content is None else content
+            if "{" + key + "}" not in (content or ""):
+                problems.append(
+                    f"the content of {named} must keep {{{key}}} in context '{kind}': {carries}"
+                )
+    return problems
 
 
 def diff_context_config(base: ContextConfig, edited: ContextConfig) -> dict:

@@ -16,8 +16,10 @@ next step of :data:`SHRINK_ORDER` runs:
    then the character, the tool result, the task or event and the NPC's own system prompt
    (the last two never below :data:`MIN_TEXT` characters, then to their first words).
 
-The operator's sources (:data:`NEVER_SHRUNK`) are never touched: when nothing else is left to
-shrink, the request does not fit and the caller must not send it.
+The operator's section (:data:`NEVER_SHRUNK`: the override file, the operator's prompt, the tool
+rules and, when the section carries it, the trust note; see :mod:`evennia_ai.prompt.operator`)
+is never touched: when nothing else is left to shrink, the request does not fit and the caller
+must not send it.
 
 Steps 1-3 aim ``reserve`` tokens lower than the limit: room for the loop's next request, which
 adds the model's tool call and its (cut) result. Step 4 only shrinks to the limit itself, so
@@ -56,7 +58,7 @@ ESSENTIAL = (
 # Lowest priority first.
 SHRINK_ORDER = OPTIONAL + (RAW_HISTORY, TOOLS) + ESSENTIAL
 NEVER_EMPTY = ("system_prompt", "pending_event")
-NEVER_SHRUNK = ("operator_override", "operator_prompt")
+NEVER_SHRUNK = ("operator_override", "operator_prompt", "tool_rules", "trust_note")
 MIN_TEXT = 200  # characters a never-empty source keeps at least
 
 
