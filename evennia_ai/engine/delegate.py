@@ -110,6 +110,7 @@ def run_helper(ctx: ToolContext, task: str):
         record_as="delegate",
         budget_reached=services.budget_reached,
     )
+    child_ctx.services.offer_tools = loop.offer_tools  # request_tools asks the helper's loop
     ctx.state.helpers_started += 1
     npc.ndb.ai_sub_agents = running + 1
 
