@@ -17,11 +17,14 @@ tools run), as in ``tests/test_security_injection.py``.
 
 from __future__ import annotations
 
+from unittest import mock
+
 from django.test import override_settings
 from support.commands import AICommandTestBase
 from test_security_injection import InjectionBase
 
 from evennia_ai.commands.runtime import CmdAIConfirm
+from evennia_ai.engine import confirmations
 from evennia_ai.engine.confirmations import npc_notice
 from evennia_ai.memory.events import pending_events
 from evennia_ai.tools import load_builtin_tools
@@ -442,3 +445,15 @@ def test_an_undeclared_write_drops_every_cached_result():
     runs = _Reads.runs
     reads.safe_run(ctx, {})
     assert _Reads.runs == runs + 1
+
+
+class TestACheckThatFailsRefuses(AICommandTestBase):
+    def test_an_unreadable_setting_at_approval_refuses_the_call(self):
+        self.npc.permissions.add("Developer")
+        arguments = {"target": "Obj", "attribute": "gold", "value": 5}
+        queue = get_confirmation_queue()
+        cid = queue.add_entry(self.npc, "set_attribute", {"arguments": arguments})
+        with mock.patch.object(confirmations, "select_tools", side_effect=RuntimeError("boom")):
+            decided = queue.approve(cid, self.char1)
+        assert decided["refused"] and "could not be read" in decided["result"]
+        assert self.obj1.attributes.get("gold") is None

@@ -195,7 +195,11 @@ def _run_tool_as_npc(npc, entry: dict) -> tuple[bool, str]:
     tool = TOOL_REGISTRY.get(entry["action"])
     if tool is None:
         raise ApprovalRefused(f"the tool '{entry['action']}' no longer exists")
-    refusal = tool_refusal(npc, entry, tool)
+    try:
+        refusal = tool_refusal(npc, entry, tool)
+    except Exception:  # a check that cannot be made does not pass
+        logger.log_trace(f"{log_prefix(npc)}: approval of {entry.get('id')} could not be checked")
+        refusal = f"{npc.key}'s settings could not be read to check the call again (see the log)"
     if refusal:
         raise ApprovalRefused(refusal)
     ctx = ToolContext(npc=npc, tick_id=entry.get("tick_id") or 0, context_type="confirmation")
