@@ -457,3 +457,31 @@ class TestACheckThatFailsRefuses(AICommandTestBase):
             decided = queue.approve(cid, self.char1)
         assert decided["refused"] and "could not be read" in decided["result"]
         assert self.obj1.attributes.get("gold") is None
+
+
+# -- the shared rule state ------------------------------------------------------------------------
+def test_a_call_counts_from_its_start_so_a_running_helper_meets_the_start_constraint():
+    state = ToolRuleState([ToolRule.start_constraint("delegate_task")])
+    assert state.check("look")  # nothing called yet: delegate_task must come first
+    state.begin("delegate_task")  # the helper starts while the call runs
+    assert state.check("look") is None
+    assert "delegate_task" not in state.succeeded
+    state.finish("delegate_task", success=True)
+    assert "delegate_task" in state.succeeded
+
+
+def test_a_snapshot_restores_the_calls_under_the_rules_of_now():
+    state = ToolRuleState([])
+    state.record("look")
+    state.record("give", success=False)
+    snapshot = state.snapshot()
+    assert snapshot == {"calls": ["look", "give"], "succeeded": ["look"]}
+    later = ToolRuleState.restore([ToolRule.max_calls("give", 1)], snapshot)
+    assert "at most 1 time" in later.check("give")
+    assert ToolRuleState.restore([], {"calls": "look", "succeeded": [3]}).calls == []
+
+
+def test_a_helper_is_told_a_prior_tool_is_not_available_to_it():
+    state = ToolRuleState([ToolRule.requires_prior("give", "look")], available=["look", "give"])
+    assert state.check("give") == "Rule: call `look` successfully before `give`."
+    assert "not available now" in state.check("give", available=["give"])
