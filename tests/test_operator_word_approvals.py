@@ -27,6 +27,7 @@ from evennia_ai.commands.runtime import CmdAIConfirm
 from evennia_ai.engine import confirmations
 from evennia_ai.engine.confirmations import npc_notice
 from evennia_ai.memory.events import pending_events
+from evennia_ai.prompt_registry import get_prompt_registry
 from evennia_ai.tools import load_builtin_tools
 from evennia_ai.tools.approvals import get_confirmation_queue
 from evennia_ai.tools.base import Tool, ToolCategory, ToolContext, ToolResult
@@ -106,6 +107,28 @@ class TestApprovalIsAFreshCall(ApprovalBase):
         with override_settings(EVENNIA_AI_DAILY_TOKEN_BUDGET_PER_NPC=1):
             decided = self.approve(entry)
         self.assert_refused(decided, "over this NPC's daily budget")
+        assert self.obj1.key == "Obj"
+
+    def test_a_call_the_context_no_longer_offers_is_refused(self):
+        entry = self.park(RENAME)
+        registry = get_prompt_registry()
+        registry.set_context_customization("tick_event", tool_filter=["look", "say"])
+        self.addCleanup(registry.clear_context_customization, "tick_event")
+        decided = self.approve(entry)
+        self.assert_refused(decided, "the tick_event context does not offer it")
+        assert self.obj1.key == "Obj"
+
+    def test_dangerous_tools_turned_off_for_the_context_are_refused(self):
+        entry = self.park(RENAME)
+        registry = get_prompt_registry()
+        registry.set_context_customization(
+            "tick_event", allowed_tool_categories=["SAFE_CHAIN", "TERMINAL"]
+        )
+        self.addCleanup(registry.clear_context_customization, "tick_event")
+        decided = self.approve(entry)
+        self.assert_refused(
+            decided, "DANGEROUS tools are turned off (the tick_event context allows SAFE_CHAIN"
+        )
         assert self.obj1.key == "Obj"
 
     def test_a_call_outside_the_allow_list_is_refused(self):
