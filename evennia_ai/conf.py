@@ -296,6 +296,14 @@ SETTINGS: dict[str, Setting] = {
             strict=20000,
         ),
         Setting(
+            "EVENNIA_AI_HELPER_TOOLS_UNRESTRICTED",
+            False,
+            "Let `delegate_task` helpers use the tools that change the NPC itself or undo things "
+            "(`update_system_prompt`, memory block writes, `archival_delete`, `move`, `give`, "
+            "...), when the NPC may use them. Off: a helper gets its parent's tools without "
+            "those; DANGEROUS and speech tools are never a helper's.",
+        ),
+        Setting(
             "EVENNIA_AI_MAX_TOOL_CALLS_PER_REPLY",
             8,
             "Most tool calls run from one model answer; the rest are refused in the trace.",

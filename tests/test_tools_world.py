@@ -2,6 +2,7 @@
 
 from unittest import mock
 
+import pytest
 from evennia import create_object
 from evennia.objects.objects import DefaultCharacter
 from evennia.utils.test_resources import BaseEvenniaTest
@@ -316,13 +317,17 @@ class TestDangerous(WorldToolTest):
         puppeted = ToolContext(npc=self.char1)  # linked to an account
         assert "puppeted" in self.run_tool("execute_command", ctx=puppeted, command="look").error
 
-    def test_approved_confirmation_runs_as_the_npc(self):
-        from evennia_ai.engine.confirmations import _run_tool_as_npc
+    def test_an_approval_for_an_object_that_is_no_ai_npc_does_not_run(self):
+        # An approval is checked as a fresh call of the NPC (its settings, state and budgets):
+        # an object without them is refused. tests/test_operator_word_approvals.py runs approved
+        # calls as an AI NPC.
+        from evennia_ai.engine.confirmations import ApprovalRefused, _run_tool_as_npc
 
-        ok, text = _run_tool_as_npc(
-            self.npc, {"action": "execute_command", "payload": {"arguments": {"command": "look"}}}
-        )
-        assert ok and self.room1.key in text
+        entry = {"action": "execute_command", "payload": {"arguments": {"command": "look"}}}
+        with mock.patch.object(world.ExecuteCommand, "run") as run:
+            with pytest.raises(ApprovalRefused, match="no longer an AI NPC"):
+                _run_tool_as_npc(self.npc, entry)
+        run.assert_not_called()
 
     def test_set_attribute_on_an_editable_object(self):
         self.obj1.locks.add(f"edit:id({self.npc.id})")

@@ -8,16 +8,36 @@ through an executor registered for the entry's ``kind``. Online Builders (and th
 ``EVENNIA_AI_CONFIRMATION_CHANNEL``) are told when an entry is queued and when it is decided
 (:mod:`evennia_ai.engine.notices`).
 
+An approval is a fresh call. Before a parked tool call runs, everything a new call of that tool
+would be checked against is checked again, as it is at that moment (:func:`tool_refusal`): the
+NPC is enabled, its Script runs and is not paused, it is within its daily budgets; the tool
+still exists and is in the tool set the tick would give it now (the context's filter and
+categories, the categories of the NPC's execution settings, its allow and deny lists, the
+tool's lock: the functions the tick uses, :func:`~evennia_ai.tools.select_tools` and
+:func:`~evennia_ai.prompt.execution_pattern.select_execution_pattern`); and its tool rules,
+counted with the calls its tick had made when it parked the call plus the approved runs of that
+tick. What no longer holds refuses the approval: the entry is decided ``failed`` with
+``refused: True`` and the reason, and nothing runs.
+
 Entries are plain dicts::
 
     {"id": "c_1a2b3c4d", "kind": "tool", "npc_id": 12, "npc_key": "Innkeeper",
      "action": "execute_command", "payload": {"arguments": {...}},
-     "reason": "...", "tick_id": 42, "created": iso, "status": "pending",
+     "reason": "...", "tick_id": 42, "context_type": "tick_event",
+     "rules_before": {"calls": ["look"], "succeeded": ["look"]},
+     "created": iso, "status": "pending", "refused": False,
      "decided_by": None, "decided_at": None, "result": None}
 
+``context_type`` and ``rules_before`` describe the tick that parked the call (the tool rules'
+count before it, :meth:`~evennia_ai.tools.rules.ToolRuleState.snapshot`); entries queued
+without a tick's context have None there and are checked as calls of a ``tick_event`` tick
+made first in their tick.
+
 Status is one of ``pending``, ``approved`` (ran successfully), ``failed`` (approved but the
-action failed or could not run), ``rejected``. Decided entries beyond
-:data:`MAX_DECIDED` are dropped oldest first; pending ones are never dropped silently.
+action failed, or ``refused`` at approval and did not run), ``rejected``. Decided entries beyond
+:data:`MAX_DECIDED` are dropped oldest first; pending ones are never dropped silently. The NPC
+is told every decision as a system event, in words that say whether its action ran
+(:func:`npc_notice`).
 """
 
 from __future__ import annotations
@@ -32,10 +52,15 @@ from evennia.utils import logger
 
 from evennia_ai.engine import notices
 from evennia_ai.memory.block_admin import execute_block_write
-from evennia_ai.tools.approvals import QUEUE_KEY, ConfirmationError
+from evennia_ai.prompt.contexts import CONTEXT_TICK_EVENT, CONTEXT_TYPES
+from evennia_ai.prompt.execution_pattern import select_execution_pattern
+from evennia_ai.prompt_registry import effective_context_config
+from evennia_ai.tools import select_tools
+from evennia_ai.tools.approvals import QUEUE_KEY, ConfirmationError, get_confirmation_queue
 from evennia_ai.tools.base import ToolContext, ToolResult
 from evennia_ai.tools.registry import TOOL_REGISTRY, passes_lock
-from evennia_ai.utils import iso_utc, parse_iso
+from evennia_ai.tools.rules import ToolRuleState, parse_rules
+from evennia_ai.utils import iso_utc, log_prefix, parse_iso
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
@@ -43,8 +68,15 @@ MAX_DECIDED = 200
 MAX_PENDING = 500
 MAX_PENDING_PER_NPC = 20  # one NPC (and whoever talks to it) cannot fill the whole queue
 
+REFUSED_PREFIX = "refused at approval: "
+"""How the result of an approval that was refused begins (the reason follows)."""
+
 # kind -> callable(npc, entry) -> (success: bool, result text)
 _EXECUTORS: dict[str, Callable[[Any, dict], tuple[bool, str]]] = {}
+
+
+class ApprovalRefused(Exception):
+    """An approved action may not run now; the message says why, as a clause for people."""
 
 
 def register_executor(kind: str, executor: Callable[[Any, dict], tuple[bool, str]]) -> None:
@@ -52,29 +84,129 @@ def register_executor(kind: str, executor: Callable[[Any, dict], tuple[bool, str
 
     Args:
         kind: Entry kind, e.g. "tool" or "block_write".
-        executor: ``(npc, entry) -> (success, result_text)``; runs on the reactor thread.
+        executor: ``(npc, entry) -> (success, result_text)``; runs on the reactor thread. It
+            raises :class:`ApprovalRefused` when the action may not run at all now.
     """
     _EXECUTORS[kind] = executor
 
 
+# -- the fresh checks ------------------------------------------------------------------------------
+def npc_refusal(npc) -> str | None:
+    """Why ``npc`` would make no call now (stopped, paused, over budget), or None."""
+    ai = getattr(npc, "ai", None)
+    if ai is None:
+        return f"{npc.key} is no longer an AI NPC"
+    if not ai.enabled:
+        return f"{npc.key} is stopped"
+    script = ai.script
+    if script is None or not script.is_active:
+        return f"{npc.key}'s AI script is not running"
+    if ai.paused:
+        return f"{npc.key} is paused"
+    spending = ai.spending_status()
+    if spending.exceeded:
+        return f"{npc.key} is {spending.describe()}"
+    return None
+
+
+def _context_type(entry: dict) -> str:
+    stored = entry.get("context_type")
+    return stored if stored in CONTEXT_TYPES else CONTEXT_TICK_EVENT
+
+
+def tool_refusal(npc, entry: dict, tool) -> str | None:
+    """Why a new call of ``tool`` by ``npc`` in the entry's tick would be refused now, or None.
+
+    The NPC's state (:func:`npc_refusal`), the tool set the tick would give it (context filter
+    and categories, execution settings, allow and deny lists, locks) and its tool rules, counted
+    with the calls of the tick that parked the call and the approved runs of that tick.
+    """
+    refusal = npc_refusal(npc)
+    if refusal:
+        return refusal
+    context_type = _context_type(entry)
+    config = effective_context_config(context_type)
+    ai = npc.ai
+    pattern = select_execution_pattern(ai.execution_config, config)
+    tools = [
+        t
+        for t in select_tools(npc, config)
+        if pattern.allows_category(t.category)
+        and (pattern.sub_agents_enabled or not t.needs_sub_agents)
+    ]
+    names = {t.name for t in tools}
+    if tool.name not in names:
+        return _not_offered(npc, tool, context_type, config, pattern)
+    rules, _errors = parse_rules(ai.tool_rules or [])  # the tick skips unreadable rules too
+    state = ToolRuleState.restore(rules, entry.get("rules_before"), available=names)
+    for run in _approved_runs_of_tick(npc, entry):
+        state.record(run)
+    broken = state.check(tool.name)
+    if broken:
+        return "a tool rule forbids it now: " + broken.removeprefix("Rule: ")
+    return None
+
+
+def _not_offered(npc, tool, context_type: str, config, pattern) -> str:
+    """Why ``tool`` is not in ``npc``'s tool set now, in words (for the approver and the NPC)."""
+    where = f"'{tool.name}' is no longer in {npc.key}'s tool set"
+    ai = npc.ai
+    denied = ai.tool_deny or []
+    allowed = ai.tool_allow
+    if tool.name in denied:
+        return f"{where}: its deny list names it"
+    if allowed is not None and tool.name not in allowed:
+        return f"{where}: its allow list does not name it"
+    if config.tool_filter is not None and tool.name not in config.tool_filter:
+        return f"{where}: the {context_type} context does not offer it"
+    if not pattern.allows_category(tool.category):
+        source = pattern.source_layers.get("allowed_categories")
+        whose = (
+            f"{npc.key}'s execution settings allow"
+            if source == "static"
+            else f"the {context_type} context allows"
+        )
+        shown = ", ".join(pattern.allowed_categories or []) or "none"
+        return f"{where}: {tool.category} tools are turned off ({whose} {shown})"
+    if not passes_lock(npc, tool):
+        return f"{where}: {npc.key} does not pass its lock ({tool.lock})"
+    if tool.needs_sub_agents and not pattern.sub_agents_enabled:
+        return f"{where}: helpers are turned off for {npc.key}"
+    return where
+
+
+def _approved_runs_of_tick(npc, entry: dict) -> list[str]:
+    """Actions of the entry's tick that were approved and ran since it was parked."""
+    tick_id = entry.get("tick_id")
+    if tick_id is None:
+        return []
+    return [
+        other.get("action")
+        for other in get_confirmation_queue().list_entries(npc, status="approved")
+        if other.get("kind") == "tool"
+        and other.get("tick_id") == tick_id
+        and other.get("id") != entry.get("id")
+        and other.get("rules_before") is not None
+    ]
+
+
 def _run_tool_as_npc(npc, entry: dict) -> tuple[bool, str]:
-    """Executor for ``kind="tool"``: run the stored tool call as the NPC, confirmed."""
+    """Executor for ``kind="tool"``: check the call afresh, then run it as the NPC, confirmed."""
     tool = TOOL_REGISTRY.get(entry["action"])
     if tool is None:
-        return False, f"tool '{entry['action']}' no longer exists"
-    # Still bounded by the NPC's tool set and the tool's lock as they are now, not when queued.
-    ai = getattr(npc, "ai", None)
-    allowed = ai.tool_allow if ai is not None else None
-    denied = (ai.tool_deny if ai is not None else None) or []
-    if tool.name in denied or (allowed is not None and tool.name not in allowed):
-        return False, f"'{tool.name}' is no longer in {npc.key}'s tool set"
-    if not passes_lock(npc, tool):
-        return False, f"{npc.key} no longer passes the lock of '{tool.name}'"
+        raise ApprovalRefused(f"the tool '{entry['action']}' no longer exists")
+    try:
+        refusal = tool_refusal(npc, entry, tool)
+    except Exception:  # a check that cannot be made does not pass
+        logger.log_trace(f"{log_prefix(npc)}: approval of {entry.get('id')} could not be checked")
+        refusal = f"{npc.key}'s settings could not be read to check the call again (see the log)"
+    if refusal:
+        raise ApprovalRefused(refusal)
     ctx = ToolContext(npc=npc, tick_id=entry.get("tick_id") or 0, context_type="confirmation")
     ctx.state.confirmed = True
     outcome = tool.safe_run(ctx, dict(entry.get("payload", {}).get("arguments", {})))
     if not isinstance(outcome, ToolResult):
-        return False, "the tool answered asynchronously; run it again from the NPC"
+        return False, "the tool started but answers later; its result will not be reported here"
     return bool(outcome.success), outcome.to_text()
 
 
@@ -126,8 +258,21 @@ class ConfirmationQueue(DefaultScript):
         kind: str = "tool",
         reason: str = "",
         tick_id: int | None = None,
+        ctx: ToolContext | None = None,
     ) -> str:
-        """Queue an action for confirmation; returns its id (one database write)."""
+        """Queue an action for confirmation; returns its id (one database write).
+
+        Args:
+            npc: The NPC the action is for.
+            action: The tool (or block operation) wanted.
+            payload: What the executor needs (``{"arguments": {...}}`` for a tool call).
+            kind: Which executor carries it out.
+            reason: Why it was asked for, for the approver.
+            tick_id: The tick that asked (``ctx``'s when it is given).
+            ctx: The context of the tool call that is parked: its tick, context type and the
+                tool rules' count so far are kept, so the approval checks the call as a call
+                of that tick.
+        """
         entries = self._entries()
         pending = [e for e in entries.values() if e.get("status") == "pending"]
         if len(pending) >= MAX_PENDING:
@@ -140,6 +285,14 @@ class ConfirmationQueue(DefaultScript):
                 "nothing more is queued until an operator decides them."
             )
         confirmation_id = "c_" + uuid.uuid4().hex[:8]
+        context_type, rules_before = None, None
+        if ctx is not None:
+            tick_id = ctx.tick_id if tick_id is None else tick_id
+            context_type = ctx.context_type
+            rule_state = ctx.services.rule_state
+            rules_before = (
+                rule_state.snapshot() if rule_state is not None else {"calls": [], "succeeded": []}
+            )
         entries[confirmation_id] = {
             "id": confirmation_id,
             "kind": kind,
@@ -149,8 +302,11 @@ class ConfirmationQueue(DefaultScript):
             "payload": payload,
             "reason": reason,
             "tick_id": tick_id,
+            "context_type": context_type,
+            "rules_before": rules_before,
             "created": iso_utc(),
             "status": "pending",
+            "refused": False,
             "decided_by": None,
             "decided_at": None,
             "result": None,
@@ -159,11 +315,19 @@ class ConfirmationQueue(DefaultScript):
         notices.announce_waiting(entries[confirmation_id])
         return confirmation_id
 
-    def _decide(self, confirmation_id: str, status: str, decided_by, result: str | None) -> dict:
+    def _decide(
+        self,
+        confirmation_id: str,
+        status: str,
+        decided_by,
+        result: str | None,
+        refused: bool = False,
+    ) -> dict:
         entries = self._entries()
         entry = entries.get(confirmation_id)
         entry.update(
             status=status,
+            refused=refused,
             decided_by=getattr(decided_by, "key", None)
             or (str(decided_by) if decided_by else None),
             decided_at=iso_utc(),
@@ -188,21 +352,45 @@ class ConfirmationQueue(DefaultScript):
         return entry
 
     def approve(self, confirmation_id: str, approver=None) -> dict:
-        """Approve and carry out an entry as its NPC. Returns the decided entry."""
+        """Approve and carry out an entry as its NPC, if it may still run. Returns the entry.
+
+        A tool call is checked again as a new call would be (see the module docstring); when a
+        check fails nothing runs and the entry is decided ``failed`` with ``refused: True`` and
+        a result starting ``refused at approval:``, naming the reason. The NPC is told either
+        way (:func:`npc_notice`).
+        """
         entry = self._pending(confirmation_id)
         npc = _find_npc(entry.get("npc_id"))
         if npc is None:
-            return self._decide(entry["id"], "failed", approver, "the NPC no longer exists")
+            return self._refuse(entry, approver, "the NPC no longer exists")
         executor = _EXECUTORS.get(entry.get("kind", "tool"))
         if executor is None:
-            return self._decide(entry["id"], "failed", approver, f"no executor for {entry['kind']}")
+            return self._refuse(
+                entry, approver, f"nothing can carry out a '{entry.get('kind')}' action", npc
+            )
         try:
             success, result = executor(npc, entry)
+        except ApprovalRefused as refusal:
+            return self._refuse(entry, approver, str(refusal), npc)
         except Exception as err:
             logger.log_trace(f"evennia_ai: confirmation {entry['id']} failed")
             success, result = False, f"error: {err}"
         decided = self._decide(entry["id"], "approved" if success else "failed", approver, result)
         _tell_npc(npc, decided)
+        return decided
+
+    def _refuse(self, entry: dict, approver, reason: str, npc=None) -> dict:
+        """Decide an approved entry that may not run: ``failed``, ``refused``, with why."""
+        if npc is not None:
+            logger.log_info(
+                f"{log_prefix(npc)}: approval of {entry['id']} ({entry.get('action')}) refused: "
+                f"{reason}"
+            )
+        decided = self._decide(
+            entry["id"], "failed", approver, f"{REFUSED_PREFIX}{reason}", refused=True
+        )
+        if npc is not None:
+            _tell_npc(npc, decided)
         return decided
 
     def reject(self, confirmation_id: str, rejecter=None, reason: str = "") -> dict:
@@ -224,15 +412,36 @@ def _find_npc(npc_id):
         return None
 
 
+def npc_notice(entry: dict) -> str:
+    """What the NPC is told of a decision on its pending action, in words that say whether it ran.
+
+    Example:
+        ``An operator approved your pending 'execute_command' (c_1a2b3c4d); it ran: ...``
+    """
+    action = f"your pending '{entry.get('action')}' ({entry.get('id')})"
+    result = str(entry.get("result") or "").strip()
+    status = entry.get("status")
+    if status == "approved":
+        text = f"An operator approved {action}; it ran"
+    elif status == "failed" and entry.get("refused"):
+        result = result.removeprefix(REFUSED_PREFIX)
+        text = f"An operator approved {action}, but it was refused at approval and did not run"
+    elif status == "failed":
+        text = f"An operator approved {action}; it ran but failed"
+    elif status == "rejected":
+        reason = result if result and result != "rejected" else "none given"
+        return f"An operator rejected {action}; it did not run. Their reason: {reason}"
+    else:
+        text = f"{action[0].upper()}{action[1:]} is {status}"
+    return f"{text}: {result}" if result else f"{text}."
+
+
 def _tell_npc(npc, entry: dict) -> None:
     """Let the NPC perceive the decision as a system event, so it can follow up."""
     ai = getattr(npc, "ai", None)
     if ai is None or not hasattr(ai, "notify_system"):
         return
     try:
-        ai.notify_system(
-            f"An operator {entry['status']} your pending '{entry['action']}' "
-            f"({entry['id']}): {entry.get('result') or ''}".strip()
-        )
+        ai.notify_system(npc_notice(entry))
     except Exception:
         logger.log_trace("evennia_ai: could not notify NPC of a confirmation decision")

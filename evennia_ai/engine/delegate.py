@@ -1,12 +1,17 @@
 """Helpers (sub-agents): the child ReAct loop behind the ``delegate_task`` tool.
 
-The tool itself (name, arguments, category) is declared in :mod:`evennia_ai.tools.delegate`;
-the tick hands it :func:`run_helper` as the ``run_helper`` service. The child gets its own
-short context (:func:`helper_messages`), the parent's tools minus DANGEROUS
-and TERMINAL ones and ``delegate_task`` itself, at most 3 iterations, and returns its final text
-as the tool result. It is refused past ``sub_agent_budget`` concurrent children, or where any
-layer forbids sub-agents (the execution pattern's ``sub_agents_enabled``). Its model calls go
-through the same client (a thread each); its trace is attached to the parent's result.
+The tool itself (name, arguments, category) is declared in :mod:`evennia_ai.tools.delegate`; the
+tick hands it :func:`run_helper` as the ``run_helper`` service. The child gets its own short
+context (:func:`helper_messages`: the operator's section, the trust note, the task, the NPC's
+identity and persona), the parent's tools less those a helper may not use
+(:func:`evennia_ai.tools.delegate.helper_tools`: never DANGEROUS, TERMINAL or ``delegate_task``;
+the self-modifying and destructive ones only with ``EVENNIA_AI_HELPER_TOOLS_UNRESTRICTED``), at
+most 3 iterations, and returns its final text as the tool result. The parent's tool rules hold
+in the helper with the parent's counts (one :class:`~evennia_ai.tools.rules.ToolRuleState` for
+the tick), and the two share the tick's tool cache, so what the helper writes is read afresh by
+its parent. It is refused past ``sub_agent_budget`` concurrent children, or where any layer
+forbids sub-agents (the execution pattern's ``sub_agents_enabled``). Its model calls go through
+the same client (a thread each); its trace is attached to the parent's result.
 """
 
 from __future__ import annotations
@@ -24,7 +29,8 @@ from evennia_ai.prompt.builder import OperatorSourceError, read_operator_overrid
 from evennia_ai.prompt.execution_pattern import ExecutionPattern
 from evennia_ai.prompt.operator import section_for
 from evennia_ai.prompt.sources import TRUST_NOTE
-from evennia_ai.tools.base import LoopState, ToolCategory, ToolContext, ToolResult
+from evennia_ai.tools.base import LoopState, ToolContext, ToolResult
+from evennia_ai.tools.delegate import helper_tools
 
 CHILD_ITERATIONS = 3
 
@@ -81,13 +87,7 @@ def run_helper(ctx: ToolContext, task: str):
     client = services.client
     if client is None:
         return ToolResult.fail("No model client available for a helper.")
-    tools = [
-        t
-        for t in services.tools
-        if t.category != ToolCategory.DANGEROUS
-        and t.name != "delegate_task"
-        and t.category != ToolCategory.TERMINAL
-    ]
+    tools = helper_tools(services.tools)
     child_pattern = ExecutionPattern(
         mode="react_loop",
         max_iterations=min(CHILD_ITERATIONS, pattern.max_iterations),
@@ -103,6 +103,8 @@ def run_helper(ctx: ToolContext, task: str):
         tick_id=ctx.tick_id,
         context_type=ctx.context_type,
         event=ctx.event,
+        cache=ctx.cache,  # one tick, one cache: a write by either is read afresh by both
+        cache_reads=ctx.cache_reads,
         state=LoopState(depth=ctx.state.depth + 1),
         services=replace(services, tools=tools, pattern=child_pattern),
     )
@@ -113,20 +115,21 @@ def run_helper(ctx: ToolContext, task: str):
         return ToolResult.fail(f"No helper was started: {err}.")
     # The helper's own accountant caps the helper and hands every record on to the tick's.
     usage = UsageAccountant(parent=services.usage) if services.usage is not None else None
-    available = {t.name for t in tools}
     loop = ReactLoop(
         client=client,
         tools=tools,
         pattern=child_pattern,
         ctx=child_ctx,
         trace=trace,
-        rules=[rule for rule in services.rules if rule.tool in available],
+        rules=services.rules,
+        rule_state=services.rule_state,  # the parent's counts: the helper's calls join them
         model=services.model,
         limits=TickLimits(max_tokens=int(conf.get("EVENNIA_AI_HELPER_TOKEN_BUDGET"))),
         usage=usage,
         record_as="delegate",
         budget_reached=services.budget_reached,
     )
+    child_ctx.services.offer_tools = loop.offer_tools  # request_tools asks the helper's loop
     ctx.state.helpers_started += 1
     npc.ndb.ai_sub_agents = running + 1
 

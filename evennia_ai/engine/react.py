@@ -135,6 +135,10 @@ class ReactLoop:
         ctx: The ToolContext handed to every tool.
         trace: The TickTrace to fill.
         rules: Tool rules of this NPC (:class:`~evennia_ai.tools.rules.ToolRule`).
+        rule_state: The count of calls to enforce ``rules`` over, when this loop shares one
+            (a ``delegate_task`` helper counts with its parent: its rules are the state's);
+            None starts a new one for ``rules``. Either way it is handed to the tools as
+            ``ctx.services.rule_state``.
         model: Model override (the NPC's), or None for the configured default.
         limits: Token/cost limits of the tick.
         is_cancelled: Called before and after every model call; returns a reason string when
@@ -190,14 +194,20 @@ class ReactLoop:
         max_calls_per_reply: int | None = None,
         budget_reached: Callable[[], bool] | None = None,
         request_limit: int | None = None,
+        rule_state: ToolRuleState | None = None,
     ):
         self.client = client
         self.tools = {tool.name: tool for tool in tools}
         self.pattern = pattern
         self.ctx = ctx
         self.trace = trace
-        self.rules = list(rules)
-        self.rule_state = ToolRuleState(self.rules, available=[t.name for t in tools])
+        if rule_state is None:
+            rule_state = ToolRuleState(list(rules), available=[t.name for t in tools])
+        self.rule_state = rule_state
+        self.rules = list(rule_state.rules)
+        services = getattr(ctx, "services", None)
+        if services is not None:
+            services.rule_state = rule_state
         self.model = model
         self.limits = limits or TickLimits()
         self.is_cancelled = is_cancelled or (lambda: None)
@@ -263,6 +273,10 @@ class ReactLoop:
         if self.limits.max_cost is not None and cost >= self.limits.max_cost:
             return False
         return True
+
+    def _rule_refusal(self, tool_name: str) -> str | None:
+        """Why the tool rules refuse ``tool_name`` now (counting the whole tick), or None."""
+        return self.rule_state.check(tool_name, available=self.tools)
 
     def _count(self, messages: list, schemas: list) -> int:
         if self.count_tokens is None:
@@ -488,7 +502,7 @@ class ReactLoop:
         messages.append(message)
         self.outcome.new_messages.append(message)
         speech = _speech_tool(self.tools)
-        refusal = self.rule_state.check(speech.name) if text and speech is not None else None
+        refusal = self._rule_refusal(speech.name) if text and speech is not None else None
         if refusal:  # the NPC's tool rules hold for spoken text as for tool calls
             self.trace.iterations[-1].tool_calls.append(
                 ToolCallTrace(
@@ -632,7 +646,7 @@ class ReactLoop:
             return self._refuse(
                 call, f"Invalid arguments for '{call.name}': " + "; ".join(problems), category
             )
-        refusal = self.rule_state.check(call.name)
+        refusal = self._rule_refusal(call.name)
         if refusal:
             return self._refuse(call, refusal, category)
 
@@ -648,8 +662,9 @@ class ReactLoop:
                 return self._queue_confirmation(tool, call)
 
         started = time.monotonic()
+        self.rule_state.begin(call.name)  # counts while it runs (a helper's calls come after)
         result = yield self._execute(tool, call.arguments or {}, checked=True)
-        self.rule_state.record(call.name, success=bool(result.success))
+        self.rule_state.finish(call.name, success=bool(result.success))
         latency = round(time.monotonic() - started, 4)
         if result.success:
             self._consecutive_failures = 0

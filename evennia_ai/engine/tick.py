@@ -689,7 +689,7 @@ class TickRunner:
             {"arguments": arguments},
             kind="tool",
             reason=reason,
-            tick_id=ctx.tick_id,
+            ctx=ctx,  # its tick, context and tool-rule count: the approval checks them again
         )
 
     # -- writing the results -------------------------------------------------------------------

@@ -19,6 +19,11 @@ Categories (:class:`ToolCategory`, plain strings so they compare with configurat
 - ``DANGEROUS``: at most one per tick, and only after a Builder's confirmation when the
   execution pattern requires it (``execute_command``, ``set_attribute``).
 
+Within one tick a ``cacheable`` tool's successful result is served again for the same
+arguments, until a successful call of a tool that writes what it reads
+(:attr:`Tool.reads`, :attr:`Tool.writes`; a tool that does not say what it writes drops every
+cached result): ``review_journal`` after ``add_journal_entry`` reads the journal again.
+
 Arguments are checked against ``parameters`` by :mod:`evennia_ai.tools.arguments` (jsonschema,
 every keyword of the schema's draft, NaN and infinities refused) before ``run`` is called; the
 model reads the problems as short sentences. A float with no fraction (``3.0``) is an integer,
@@ -200,6 +205,9 @@ class TickServices:
         context_config: ``context type -> effective ContextConfig`` (operator customisations).
         run_helper: Starts a ``delegate_task`` helper (``(ctx, task) -> ToolResult``).
         rules: The NPC's tool rules (``ToolRule``); helpers run under them too.
+        rule_state: The tick's :class:`~evennia_ai.tools.rules.ToolRuleState`, set by the loop:
+            one count of the tick's calls, which a helper's calls join and a parked call's
+            confirmation keeps a snapshot of.
         budget_reached: ``() -> bool``: today's budgets are reached (counting this tick's
             calls); a tool that would make a paid model call checks it first.
         build_request: ``(context type, task text) -> Deferred`` firing with the messages of
@@ -217,6 +225,7 @@ class TickServices:
     context_config: Callable[[str], Any] | None = None
     run_helper: Callable[..., Any] | None = None
     rules: list = field(default_factory=list)
+    rule_state: Any = None
     budget_reached: Callable[[], bool] | None = None
     build_request: Callable[[str, str], Any] | None = None
     offer_tools: Callable[[list[str]], list[str]] | None = None
@@ -237,6 +246,9 @@ class ToolContext:
         context_type: Context type of the tick (``tick_event``, ``reflection``, ...).
         event: The event the tick answers, as a dict, if any.
         cache: Per-tick cache of cacheable tool results, keyed ``(tool name, arguments JSON)``.
+            A successful call of a tool that writes drops the results it may have changed
+            (:meth:`forget_written`); a helper shares its parent's cache.
+        cache_reads: For each tool with a cached result, what it reads (its :attr:`Tool.reads`).
         state: Where the loop is (:class:`LoopState`).
         services: What the tick lends its tools (:class:`TickServices`).
     """
@@ -247,6 +259,7 @@ class ToolContext:
     context_type: str = "tick_event"
     event: dict | None = None
     cache: dict = field(default_factory=dict)
+    cache_reads: dict = field(default_factory=dict)
     state: LoopState = field(default_factory=LoopState)
     services: TickServices = field(default_factory=TickServices)
 
@@ -256,6 +269,27 @@ class ToolContext:
         for key in list(self.cache):
             if not names or (isinstance(key, tuple) and key and key[0] in names):
                 self.cache.pop(key, None)
+
+    def forget_written(self, writes: frozenset[str] | None) -> None:
+        """Drop the cached results a successful write of ``writes`` may have made stale.
+
+        Args:
+            writes: What the write changed (:attr:`Tool.writes`). None: anything, so every
+                cached result goes. Otherwise the results of tools reading any of it go, and
+                those of tools that did not say what they read.
+        """
+        if writes is None:
+            self.invalidate()
+            return
+        if not writes:
+            return
+        stale = [
+            name
+            for name, reads in self.cache_reads.items()
+            if reads is None or set(reads) & set(writes)
+        ]
+        if stale:
+            self.invalidate(*stale)
 
 
 class Tool:
@@ -284,6 +318,13 @@ class Tool:
             ``items``, ``memory``, ``blocks``, ``goals``, ``building``, ``self``, or a game's
             own). A context sends the schemas of the groups its situation needs; the model asks
             for another group with ``request_tools``. None: sent in every request.
+        reads: What the result of a cacheable tool depends on, as names of state (``"journal"``,
+            ``"room"``, ``"projects"``, or a game's own): its cached results are dropped when a
+            call writing any of it succeeds. None: dropped by every write.
+        writes: What a successful call changes, in the same names. None (the default): it may
+            change anything, so every cached result of the tick is dropped after it; an empty
+            set declares a tool that changes nothing a cached result shows. Cacheable tools
+            are reads and never drop anything.
     """
 
     name: str = ""
@@ -297,6 +338,8 @@ class Tool:
     needs_sub_agents: bool = False
     bookkeeping: bool = False
     group: str | None = None
+    reads: frozenset[str] | None = None
+    writes: frozenset[str] | None = None
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r} ({self.category})>"
@@ -371,8 +414,14 @@ class Tool:
 
     def _finish(self, outcome: Any, ctx: ToolContext, cache_key) -> ToolResult:
         result = normalise_result(outcome)
-        if cache_key is not None and result.success:
-            ctx.cache[cache_key] = result
+        if not result.success:
+            return result
+        if self.cacheable:
+            if cache_key is not None:
+                ctx.cache[cache_key] = result
+                ctx.cache_reads[self.name] = self.reads
+        else:  # a write (as far as anyone said): what it changed is read again
+            ctx.forget_written(self.writes)
         return result
 
     def _deferred_failure(self, failure) -> ToolResult:

@@ -15,7 +15,11 @@ Pure module. The rule types (the spec's, as in Letta):
 
 Rules are stored as plain dicts on the NPC (:meth:`ToolRule.to_dict`), rendered into the
 system prompt by :func:`render_tool_rules`, and enforced by the ReAct loop through a
-:class:`ToolRuleState` made fresh for each tick. Operators list, add and remove them with
+:class:`ToolRuleState` made fresh for each tick. That one state counts every call of the tick:
+the calls of a ``delegate_task`` helper count with its parent's (``max_calls give 1`` is one
+``give`` for the two together), and a call parked for an operator's approval counts as the
+call of the tick that asked for it (:meth:`ToolRuleState.snapshot` is stored with it, and the
+approval checks the rules again against that snapshot, :meth:`ToolRuleState.restore`). Operators list, add and remove them with
 ``aitools/rules``, ``aitools/addrule`` and ``aitools/delrule`` (typed as :data:`RULE_FORMS`
 says, read by :meth:`ToolRule.parse`, checked by :func:`rule_conflict`).
 
@@ -264,8 +268,10 @@ class ToolRuleState:
     """Enforces tool rules over the calls of one tick.
 
     Ask :meth:`check` before running a call; if it returns a message, refuse the call with it.
-    After running, :meth:`record` the call, then ask :meth:`after_call` whether the loop must
-    end or go on.
+    Then :meth:`begin` the call, run it, :meth:`finish` it with its success (or :meth:`record`
+    both at once), and ask :meth:`after_call` whether the loop must end or go on. A call counts
+    toward ``max_calls`` and the start constraint from :meth:`begin`, so a call still running
+    (a helper's ``delegate_task``) is already the tick's first call.
 
     Args:
         rules: The NPC's rules.
@@ -283,11 +289,42 @@ class ToolRuleState:
             starts = [name for name in starts if name in self.available]
         self.start_tools = list(dict.fromkeys(starts))
 
-    def check(self, tool_name: str) -> str | None:
-        """A refusal message if calling ``tool_name`` now breaks a rule, else None."""
+    @classmethod
+    def restore(
+        cls,
+        rules: Iterable[ToolRule],
+        snapshot: Mapping | None,
+        available: Iterable[str] | None = None,
+    ) -> "ToolRuleState":
+        """A state for ``rules`` that has seen the calls of ``snapshot`` (:meth:`snapshot`).
+
+        Used to check a parked call again when it is approved: the rules as they are now, the
+        calls its tick had made when it asked. Names that are not strings are skipped.
+        """
+        state = cls(rules, available)
+        snapshot = snapshot if isinstance(snapshot, Mapping) else {}
+        calls, succeeded = snapshot.get("calls"), snapshot.get("succeeded")
+        state.calls = [n for n in calls if isinstance(n, str)] if isinstance(calls, list) else []
+        if isinstance(succeeded, list):
+            state.succeeded = {n for n in succeeded if isinstance(n, str)}
+        return state
+
+    def snapshot(self) -> dict:
+        """The calls so far as plain data: ``{"calls": [names in order], "succeeded": [names]}``."""
+        return {"calls": list(self.calls), "succeeded": sorted(self.succeeded)}
+
+    def check(self, tool_name: str, available: Iterable[str] | None = None) -> str | None:
+        """A refusal message if calling ``tool_name`` now breaks a rule, else None.
+
+        Args:
+            tool_name: The tool about to be called.
+            available: The tools the caller can use, when fewer than the state's (a helper
+                has fewer than its parent): a prior tool outside them is named as unavailable.
+        """
         if not self.calls and self.start_tools and tool_name not in self.start_tools:
             first = " or ".join(f"`{name}`" for name in self.start_tools)
             return f"Rule: call {first} first, before any other tool."
+        usable = set(available) if available is not None else self.available
         for rule in self.rules:
             if rule.tool != tool_name:
                 continue
@@ -300,7 +337,7 @@ class ToolRuleState:
                         "called that often already. Use another tool or finish your turn."
                     )
             elif rule.type == REQUIRES_PRIOR and rule.value not in self.succeeded:
-                if self.available is not None and rule.value not in self.available:
+                if usable is not None and rule.value not in usable:
                     return (
                         f"Rule: `{tool_name}` may only be called after `{rule.value}`, which is "
                         "not available now."
@@ -308,11 +345,19 @@ class ToolRuleState:
                 return f"Rule: call `{rule.value}` successfully before `{tool_name}`."
         return None
 
-    def record(self, tool_name: str, success: bool = True) -> None:
-        """Note that ``tool_name`` ran (``success``: whether it did what was asked)."""
+    def begin(self, tool_name: str) -> None:
+        """Note that ``tool_name`` is being called (it counts from now on)."""
         self.calls.append(tool_name)
+
+    def finish(self, tool_name: str, success: bool = True) -> None:
+        """Note how a call :meth:`begin` noted ended (``success``: it did what was asked)."""
         if success:
             self.succeeded.add(tool_name)
+
+    def record(self, tool_name: str, success: bool = True) -> None:
+        """Note that ``tool_name`` ran (``success``: whether it did what was asked)."""
+        self.begin(tool_name)
+        self.finish(tool_name, success)
 
     def after_call(self, tool_name: str) -> str | None:
         """``"exit"`` when the turn ends after this tool, ``"continue"`` when the model must be
