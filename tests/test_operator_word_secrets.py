@@ -22,6 +22,7 @@ from support.commands import AICommandTestBase
 from test_replay import SECRET, RecordingBase
 
 from evennia_ai.commands.npcs import CmdAINpc
+from evennia_ai.commands.runtime import CmdAITrace
 from evennia_ai.engine import recording, redaction, replay
 from evennia_ai.engine.redaction import (
     KEPT_ASIDE_WITHHELD,
@@ -401,3 +402,17 @@ class TestModelCommands(AICommandTestBase):
         with override_settings(EVENNIA_AI_BUILDER_MODELS="openai/gpt-4o"):
             reply = self.call(CmdAINpc(), "/model Innkeeper = openai/gpt-4o", caller=builder)
         assert reply.startswith("Innkeeper now uses")
+
+
+class TestTraceCommands(AICommandTestBase):
+    """``aitrace`` shows a Builder what the trace API shows them: no secret in a refused call."""
+
+    def test_aitrace_withholds_a_refused_secret_below_developer(self):
+        self.npc.ai.set_user_system_prompt(OPERATOR_PROMPT)
+        self.npc.ai.record_trace(refused_say_trace(tick_id=7))  # stored as main stored it
+        builder = self.with_permission("Builder")
+        shown = self.call(CmdAITrace(), "/show Innkeeper = 7", caller=builder)
+        assert CELLAR not in shown and "Refused: this would reveal" in shown
+        assert CELLAR not in self.call(CmdAITrace(), "Innkeeper", caller=builder)
+        developer = self.with_permission("Developer")
+        assert CELLAR in self.call(CmdAITrace(), "/show Innkeeper = 7", caller=developer)

@@ -12,6 +12,7 @@ from evennia.utils.utils import delay
 from evennia_ai import access, conf
 from evennia_ai.commands.base import AICommand, CommandError, parse_switch
 from evennia_ai.commands.tables import literal_cell
+from evennia_ai.engine.redaction import traces_shown_to
 from evennia_ai.engine.trace import TickTrace
 from evennia_ai.formatting import (
     action_arguments,
@@ -121,8 +122,9 @@ def trace_detail(trace: TickTrace) -> str:
     return "\n".join(lines)
 
 
-def _traces(npc) -> list[TickTrace]:
-    return [TickTrace.from_dict(t) for t in npc.ai.traces()]
+def _traces(npc, viewer) -> list[TickTrace]:
+    """``npc``'s kept traces as ``viewer`` may see them (secrets withheld below Developer)."""
+    return [TickTrace.from_dict(t) for t in traces_shown_to(viewer, npc, npc.ai.traces())]
 
 
 # -- aitools ------------------------------------------------------------------------------------
@@ -496,14 +498,15 @@ class CmdAITrace(AICommand):
                     f"{npc.key} has no trace of tick #{tick_id} (only the last "
                     f"{conf.get('EVENNIA_AI_TRACE_RING_SIZE')} are kept)."
                 )
-            self.msg(trace_detail(TickTrace.from_dict(found)))
+            shown = traces_shown_to(self.caller, npc, [found])[0]
+            self.msg(trace_detail(TickTrace.from_dict(shown)))
             return
         name, count = self.args.strip(), 10
         head, _, tail = name.rpartition(" ")
         if head and tail.lstrip("-").isdigit():
             name, count = head, self.parse_int(tail, "The count", minimum=1, maximum=1000)
         npc = self.find_npc(name)
-        traces = _traces(npc)[-count:]
+        traces = _traces(npc, self.caller)[-count:]
         if not traces:
             self.msg(f"{npc.key} has not ticked yet.")
             return
@@ -661,7 +664,7 @@ class _TraceWaiter:
     def find(self) -> TickTrace | None:
         if not self.npc.pk:
             return None
-        for trace in reversed(_traces(self.npc)):
+        for trace in reversed(_traces(self.npc, self.caller)):
             if self.event_id in (trace.event_ids or []):
                 return trace
         return None
