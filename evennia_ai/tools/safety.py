@@ -381,35 +381,6 @@ def secret_lines(operator_prompt: str | None = None) -> list[str]:
     return [line for line in lines if normalise(line)]
 
 
-REDACTED = "[redacted]"
-"""What :func:`redact` puts in place of a secret."""
-
-
-def redact(value, secrets: Iterable[str]):
-    """``value`` (text, or JSON-able lists and dicts of it) with every secret text replaced.
-
-    Each of ``secrets`` is replaced wherever it occurs verbatim (any case) by
-    :data:`REDACTED`, longest first so a secret inside a longer one goes with it. For what is
-    written outside the game (tick recordings); the speech guards match paraphrase-tolerant runs
-    of words instead (:func:`secret_leak`).
-    """
-    texts = sorted({str(s).strip() for s in secrets if s and str(s).strip()}, key=len, reverse=True)
-    if not texts:
-        return value
-    pattern = re.compile("|".join(re.escape(text) for text in texts), re.I)
-
-    def walk(item):
-        if isinstance(item, str):
-            return pattern.sub(REDACTED, item)
-        if isinstance(item, dict):
-            return {key: walk(inner) for key, inner in item.items()}
-        if isinstance(item, (list, tuple)):
-            return [walk(inner) for inner in item]
-        return item
-
-    return walk(value)
-
-
 def quotes_run(source: str, text: str, words: int, speakable: Iterable[str] = ()) -> bool:
     """Whether ``text`` repeats ``words`` consecutive words of ``source`` (all of a shorter one)."""
     source_words = without_speakable(source, speakable).replace("|", " ").split()
