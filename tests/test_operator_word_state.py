@@ -33,7 +33,7 @@ from evennia_ai.npc.state_keys import (
     shape_problem,
 )
 from evennia_ai.prompt_registry import effective_context_config
-from evennia_ai.tools import select_tools
+from evennia_ai.tools import safety, select_tools
 
 SECRET_PROMPT = ["Secret: the vault code is 4711", "Never open the cellar."]
 
@@ -154,6 +154,20 @@ class TestOtherRestrictions(StateTestBase):
         dangerous = {"execute_command", "set_attribute"}
         assert not dangerous & tool_names(self.npc, "reflection")
 
+    def test_set_aside_whispers_stay_private(self):
+        """Whispers stored in the wrong shape keep guarding what was whispered."""
+        whisper = {"source": "#99", "source_name": "Ann", "text": "the vault code is 4711"}
+        self.store("private_whispers", {"kept": whisper})  # a dict where a list belongs
+        kept = self.npc.ai.private_whispers
+        assert [w["text"] for w in kept] == ["the vault code is 4711"]
+        assert safety.whisper_leak(kept, "Well, the vault code is 4711!", audience=["#5"])
+
+    def test_set_aside_blocks_keep_their_secret_marks(self):
+        block = {"label": "vault", "value": "code 4711", "secret": True, "permission": "read_only"}
+        self.store("blocks", [block])  # a list where a mapping by label belongs
+        kept = self.npc.ai.blocks
+        assert kept["vault"]["secret"] is True and kept["vault"]["permission"] == "read_only"
+
     def test_every_restricting_key_declares_its_strictest_value(self):
         restricting = {
             "enabled",
@@ -162,6 +176,8 @@ class TestOtherRestrictions(StateTestBase):
             "tool_allow",
             "tool_deny",
             "budget",
+            "private_whispers",
+            "blocks",
         }
         for name in restricting:
             assert CHARACTER_STATE[name].strict is not None, name

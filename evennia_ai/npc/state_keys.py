@@ -232,6 +232,38 @@ def _rules_deny(kept: Any) -> list[str]:
     return tools_named_in(kept) or outside_fallback_group()
 
 
+def _salvaged_dicts(kept: Any, needed: str) -> list[dict]:
+    """The dicts with a text under ``needed`` found anywhere in a set-aside value (bounded walk)."""
+    found: list[dict] = []
+    stack, seen = [kept], 0
+    while stack and seen < 10_000:
+        item, seen = stack.pop(), seen + 1
+        if isinstance(item, Mapping):
+            if isinstance(item.get(needed), str):
+                found.append(dict(item))
+            else:
+                stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(reversed(item))
+    return found
+
+
+def _strict_whispers(kept: Any) -> list[dict]:
+    """The whispers still readable in a set-aside list: they stay private to their senders."""
+    return _salvaged_dicts(kept, "text")
+
+
+def _strict_blocks(kept: Any) -> dict:
+    """The memory blocks still readable in a set-aside value, by label: their ReadOnly
+    permissions and secret marks keep holding."""
+    if isinstance(kept, Mapping):
+        return {str(k): dict(v) for k, v in kept.items() if isinstance(v, Mapping)}
+    return {
+        block.get("label") or str(n): block
+        for n, block in enumerate(_salvaged_dicts(kept, "label"))
+    }
+
+
 def _strict_budget(kept: Any) -> dict:
     return {"tokens": 0, "cost": 0.0}
 
@@ -366,7 +398,13 @@ _DECLARED: tuple[StateKey, ...] = (
         "The conversation sent to the model, oldest first.",
     ),
     StateKey("context_buffer", list, _DICTS, "Recent ambient lines seen in the room."),
-    StateKey("private_whispers", list, _DICTS, "Latest whispers, private to their senders."),
+    StateKey(
+        "private_whispers",
+        list,
+        _DICTS,
+        "Latest whispers, private to their senders (at most 10 per whisperer, 60 in all).",
+        strict=_strict_whispers,
+    ),
     StateKey(
         "metrics",
         default_metrics,
@@ -434,6 +472,7 @@ _DECLARED: tuple[StateKey, ...] = (
         dict,
         {"type": "object", "additionalProperties": _object()},
         "Memory blocks by label.",
+        strict=_strict_blocks,
     ),
     StateKey("archival", list, _DICTS, "Archival memory entries kept on the character."),
     StateKey("procedures", list, _DICTS, "Tool sequences that worked, by kind of event."),
