@@ -19,21 +19,10 @@ from typing import Iterable
 
 from evennia_ai import conf
 from evennia_ai.tools.base import Tool, ToolCategory, ToolContext, ToolResult
+from evennia_ai.tools.blocks import BlockWriteTool
 from evennia_ai.tools.registry import register_tool
 
-BLOCK_WRITE_TOOLS = frozenset(
-    {
-        "block_set_text",
-        "block_append_text",
-        "block_replace_text",
-        "block_set_field",
-        "block_increment",
-        "block_push_item",
-        "block_insert_item",
-        "block_delete_item",
-        "block_append_log",
-    }
-)
+BLOCK_WRITE_TOOLS = frozenset(tool.name for tool in BlockWriteTool.__subclasses__())
 """The tools that write the NPC's memory blocks."""
 
 HELPER_WITHHELD_TOOLS = (
