@@ -128,12 +128,7 @@ def tool_refusal(npc, entry: dict, tool) -> str | None:
     config = effective_context_config(context_type)
     ai = npc.ai
     pattern = select_execution_pattern(ai.execution_config, config)
-    tools = [
-        t
-        for t in select_tools(npc, config)
-        if pattern.allows_category(t.category)
-        and (pattern.sub_agents_enabled or not t.needs_sub_agents)
-    ]
+    tools = [t for t in select_tools(npc, config) if pattern.allows(t)]
     names = {t.name for t in tools}
     if tool.name not in names:
         return _not_offered(npc, tool, context_type, config, pattern)

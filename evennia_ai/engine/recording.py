@@ -476,9 +476,7 @@ def replay_tick(line: dict) -> TickReplay:
     callable_tools = [
         t
         for t, r in zip(tools, records)
-        if (r.get("allowed") or r.get("offered"))
-        and pattern.allows_category(t.category)
-        and (pattern.sub_agents_enabled or not t.needs_sub_agents)
+        if (r.get("allowed") or r.get("offered")) and pattern.allows(t)
     ]
     names = {t.name for t in callable_tools}
     schemas = [s for s in built.tool_schemas if schema_name(s) in names]

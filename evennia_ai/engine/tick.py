@@ -532,12 +532,7 @@ class TickRunner:
         # Every allowed tool may be called; the request sends the schemas of those offered
         # (the groups, less any the fitting left out), and request_tools adds more.
         extra = [t for t in state.offered if isinstance(t, RequestTools)]
-        tools = [
-            t
-            for t in state.tools + extra
-            if pattern.allows_category(t.category)
-            and (pattern.sub_agents_enabled or not t.needs_sub_agents)
-        ]
+        tools = [t for t in state.tools + extra if pattern.allows(t)]
         callable_names = {t.name for t in tools}
         schemas = [s for s in built.tool_schemas if schema_name(s) in callable_names]
 

@@ -147,6 +147,13 @@ class ExecutionPattern:
         """Whether tools of ``category`` may be used."""
         return self.allowed_categories is None or category in self.allowed_categories
 
+    def allows(self, tool: Any) -> bool:
+        """Whether ``tool`` may be called: its category is allowed, and it needs no sub-agents
+        where they are off (the one filter of the tick, its replay and approvals)."""
+        return self.allows_category(tool.category) and (
+            self.sub_agents_enabled or not getattr(tool, "needs_sub_agents", False)
+        )
+
     def to_dict(self) -> dict:
         """A plain, JSON-able copy (for traces and status pages)."""
         return asdict(self)
