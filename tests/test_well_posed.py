@@ -13,7 +13,7 @@ from django.test import override_settings
 from test_assistant_cycles import ModelBase, call
 
 from evennia_ai.engine.trace import StopReason
-from evennia_ai.llm import contracts, gate
+from evennia_ai.llm import contracts, request_gate
 from evennia_ai.memory.longterm import ConsolidationResult, StoredMemory
 from evennia_ai.prompt import tasks
 from evennia_ai.prompt_registry import get_prompt_registry
@@ -255,13 +255,13 @@ class TestGate:
         problems = contracts.contract_problems("reflection", messages)
         assert any("## Task: reflection" in p for p in problems)
         with pytest.raises(contracts.ContractViolation):
-            gate.check_contract("reflection", messages)
+            request_gate.check_contract("reflection", messages)
         assert contracts.take_violations()[0][0] == "reflection"
 
     def test_outside_tests_a_violation_is_logged_and_counted(self):
         before = contracts.violation_counts().get("summarise", 0)
         with override_settings(EVENNIA_AI_STRICT_CONTRACTS=False):
-            gate.check_contract("summarise", [{"role": "system", "content": "x"}])
+            request_gate.check_contract("summarise", [{"role": "system", "content": "x"}])
         assert contracts.violation_counts()["summarise"] == before + 1
         contracts.take_violations()
 
@@ -279,11 +279,11 @@ class TestGate:
             assert contracts.contract_problems(kind, messages) == [], kind
 
     def test_a_request_over_the_window_is_not_sent(self):
-        check = gate.check_window(
+        check = request_gate.check_window(
             "openai/test-model", [{"role": "user", "content": "word " * 5000}], None
         )
         with override_settings(EVENNIA_AI_CONTEXT_WINDOWS={"openai/test-model": 4096}):
-            check = gate.check_window(
+            check = request_gate.check_window(
                 "openai/test-model", [{"role": "user", "content": "word " * 5000}], None
             )
         assert not check.fits and "context_overflow" in check.describe()

@@ -60,13 +60,13 @@ from typing import Any
 
 from evennia_ai import conf
 from evennia_ai.llm import aio, router
-from evennia_ai.llm.gate import check_contract, check_window
 from evennia_ai.llm.json_protocol import (
     decode_arguments,
     parse_tool_calls_from_text,
     to_text_protocol,
 )
 from evennia_ai.llm.offline import OfflineModel
+from evennia_ai.llm.request_gate import check_contract, check_window
 from evennia_ai.llm.served_windows import OLLAMA_PREFIXES
 from evennia_ai.llm.threads import run_in_thread
 from evennia_ai.llm.tokens import model_info
@@ -563,8 +563,8 @@ class UnifiedLLMClient:
         A coroutine of the model-call loop (:mod:`evennia_ai.llm.aio`); :meth:`complete` and
         :meth:`complete_sync` run it there.
 
-        Every request passes the gate (:mod:`evennia_ai.llm.gate`) first: one that does not fit
-        a model's window with the reply reserved is not sent to that model
+        Every request passes the request gate (:mod:`evennia_ai.llm.request_gate`) first: one
+        that does not fit a model's window with the reply reserved is not sent to that model
         (``error_kind="context_overflow"``).
 
         Args:

@@ -4,8 +4,8 @@ Pure module (no Django, Evennia or Twisted). One :class:`CallContract` per kind 
 plugin makes: the seven context types of a tick, a ``delegate_task`` helper, the task
 assessment, a history summary and mem0's fact extraction. The request builders render each
 task with :func:`render_task` (a ``## Task: <kind>`` heading, the instruction, then one heading
-per input), and the client's gate checks every request against its kind's contract with
-:func:`contract_problems` before anything is sent.
+per input), and the client's request gate (:mod:`evennia_ai.llm.request_gate`) checks every
+request against its kind's contract with :func:`contract_problems` before anything is sent.
 
 A contract is checked by what a reader of the request can see: the instruction heading with
 some text under it, and the heading of every input (an input may be empty, shown as

@@ -24,8 +24,8 @@ from collections import deque
 from twisted.internet import defer
 
 from evennia_ai import conf
-from evennia_ai.llm.gate import check_contract, check_window
 from evennia_ai.llm.json_protocol import decode_arguments
+from evennia_ai.llm.request_gate import check_contract, check_window
 from evennia_ai.llm.types import LLMResult, LLMUsage, ToolCall
 from evennia_ai.testing.model_server import (
     ReplySpec,
@@ -90,7 +90,8 @@ class ScriptedModel:
     def complete_sync(self, messages, tools=None, *, model=None, **options) -> LLMResult:
         """The next answer: the queue's, else the responder's, else the default.
 
-        The request passes the client's gate first (its kind's contract, the model's window).
+        The request passes the client's request gate first (its kind's contract, the model's
+        window).
         """
         check_contract(options.get("kind"), messages)
         self.requests.append(

@@ -1,4 +1,4 @@
-"""The gate every request passes before it is sent: its kind's contract, and the model's window.
+"""The request gate: what every request passes before it is sent (its contract, the window).
 
 Pure module (settings read at call time; no Django, Evennia or Twisted). The client calls
 :func:`check` for every request and every model of its fallback chain:
