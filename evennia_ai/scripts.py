@@ -1,9 +1,10 @@
 """AssistantScript: the heartbeat of one assistant.
 
 One per assistant (``obj=npc``), ticking every ``EVENNIA_AI_TICK_INTERVAL`` seconds (default 5),
-and at once when speech arrives (:meth:`AssistantScript.trigger_tick`). Holds the spec's
-script-side state as Attributes of category ``ai``: ``execution_config`` (Layer 1 of the
-execution pattern), ``current_goals``, ``tick_count``, ``paused``.
+and at once when speech arrives (:meth:`AssistantScript.trigger_tick`). Holds the state that
+lives on the Script rather than the character (docs/architecture.md, "Where state lives") as
+Attributes of category ``ai``: ``execution_config`` (the static limits of the execution
+pattern), ``current_goals``, ``tick_count``, ``paused``.
 
 Ticks never overlap: ``ndb.busy`` guards the running tick, and a trigger that arrives while a
 tick runs sets ``ndb.again`` so the lines that arrived meanwhile are taken together by the next

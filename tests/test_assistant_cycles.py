@@ -260,7 +260,7 @@ class TestAutonomyAndSubAgents(ModelBase):
         )
         with override_settings(EVENNIA_AI_AUTONOMY=True, EVENNIA_AI_AUTONOMOUS_MIN_INTERVAL=0):
             trace = self.tick()
-        # sub_agents_enabled is off in Layer 1 by default: the tool is not even offered
+        # sub_agents_enabled is off in the static limits by default: the tool is not even offered
         offered = {t["function"]["name"] for t in self.server.requests[0].body["tools"]}
         assert "delegate_task" not in offered
         assert "Unknown tool 'delegate_task'" in trace.tool_calls[0].error

@@ -410,7 +410,7 @@ class TestAIContext(PromptCommandTest):
         self.call(
             cmds.CmdAIContext(),
             '/edit tick_event = {"max_iterations_per_tick": 2}',
-            "'max_iterations_per_tick' is an NPC's own limit (Layer 1)",
+            "'max_iterations_per_tick' is one of an NPC's own static limits",
         )
         self.call(
             cmds.CmdAIContext(),
@@ -444,7 +444,7 @@ class TestAIContext(PromptCommandTest):
 
 class TestAIExec(PromptCommandTest):
     def test_show_and_set(self):
-        out = self.call(cmds.CmdAIExec(), "Innkeeper", "Execution config of Innkeeper (Layer 1):")
+        out = self.call(cmds.CmdAIExec(), "Innkeeper", "Execution config of Innkeeper (static limits):")
         assert "max_iterations_per_tick: 5" in out and "goal_decompose" in out
         out = self.call(
             cmds.CmdAIExec(),

@@ -74,14 +74,14 @@ def test_defaults_with_empty_static_config():
     pattern = select_execution_pattern({}, get_context_config("tick_event"))
     assert pattern.mode == MODE_REACT_LOOP
     assert pattern.max_iterations == DEFAULT_EXECUTION_CONFIG["max_iterations_per_tick"] == 5
-    assert pattern.sub_agents_enabled is False  # Layer 1 default
+    assert pattern.sub_agents_enabled is False  # the static limits' default
     assert pattern.sub_agent_budget == 0
     assert pattern.dangerous_requires_confirm is True
     assert pattern.terminal_ends_loop is True
     assert pattern.allowed_categories is None
 
 
-# -- Layer 1 --------------------------------------------------------------------------------------
+# -- the static limits ----------------------------------------------------------------------------
 def test_multi_action_disabled_forces_single_action_with_one_iteration():
     pattern = select_execution_pattern(
         {"multi_action_enabled": False, "max_iterations_per_tick": 8},
@@ -206,7 +206,7 @@ def test_single_action_turns_sub_agents_off():
     assert pattern.source_layers["sub_agents_enabled"] == "signal:event_class"
 
 
-# -- Layer 2 --------------------------------------------------------------------------------------
+# -- the context limits ---------------------------------------------------------------------------
 def test_goal_decompose_is_single_action_from_the_context():
     pattern = select_execution_pattern(FULL, get_context_config("goal_decompose"))
     assert (pattern.mode, pattern.max_iterations, pattern.multi_tool_enabled) == (
@@ -299,7 +299,7 @@ def test_terminal_ends_loop_comes_from_the_context():
     assert pattern.source_layers["terminal_ends_loop"] == "context"
 
 
-# -- Layer 3 --------------------------------------------------------------------------------------
+# -- the assessment advice ------------------------------------------------------------------------
 def test_assessment_may_lower_iterations_but_not_raise_them():
     pattern = select_execution_pattern(
         FULL, get_context_config("tick_event"), {"recommended_iterations": 2}

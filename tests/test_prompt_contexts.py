@@ -1,4 +1,4 @@
-"""Context types, their defaults from the spec, and operator customisation (pure)."""
+"""Context types, their defaults, and operator customisation (pure)."""
 
 import json
 from collections.abc import MutableSequence
@@ -142,7 +142,7 @@ def test_anchor_static_id(component_id, anchor):
     assert anchor_static_id(component_id) == anchor
 
 
-# -- defaults from the spec ------------------------------------------------------------------------
+# -- the defaults ---------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "name, components",
     [
@@ -207,12 +207,12 @@ def test_goal_decompose_offers_no_tools_while_none_means_all():
 @pytest.mark.parametrize(
     "name, mode, iterations, multi, sub_agents",
     [
-        # the spec's Layer-2 table
+        # the context limits of the defaults (prompt/contexts.py)
         ("tick_event", "react_loop", 5, True, True),
         ("reflection", "react_loop", 3, True, False),
         ("sleep_consolidate", "react_loop", 10, True, False),
         ("goal_decompose", "single_action", 1, False, False),
-        # the summary table's limits; the rest chosen in the module docstring
+        # the values the module docstring explains
         ("tick_autonomous", "react_loop", 5, True, True),
         ("reflection_cont", "react_loop", 2, True, False),
         ("pre_compaction", "react_loop", 5, True, False),

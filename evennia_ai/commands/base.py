@@ -36,7 +36,7 @@ from evennia.utils.utils import class_from_module
 from evennia_ai import access
 from evennia_ai.commands.tables import ClientTable
 from evennia_ai.npc.controls import ControlError
-from evennia_ai.npc.lookup import LookupError_, find_ai_npc
+from evennia_ai.npc.lookup import NPCMatchError, find_ai_npc
 
 HELP_CATEGORY = "AI"
 # Narrowest table drawn: below this a table of several columns cannot be read anyway, and
@@ -191,7 +191,7 @@ class AICommand(COMMAND_DEFAULT_CLASS):
 
         try:
             return find_ai_npc(name, caller=self.caller)
-        except LookupError_ as err:
+        except NPCMatchError as err:
             raise CommandError(str(err)) from None
 
     @staticmethod

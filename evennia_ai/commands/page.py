@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from evennia.commands.default.comms import CmdPage as EvenniaCmdPage
 
-from evennia_ai.npc.lookup import LookupError_, find_ai_npc
+from evennia_ai.npc.lookup import NPCMatchError, find_ai_npc
 
 
 class CmdPage(EvenniaCmdPage):
@@ -59,6 +59,6 @@ class CmdPage(EvenniaCmdPage):
                 continue  # an account: Evennia's page handles it
             try:
                 return find_ai_npc(name)
-            except LookupError_:
+            except NPCMatchError:
                 continue
         return None

@@ -780,7 +780,7 @@ class CmdAIRegistry(AICommand):
 
 
 # -- aicontext -----------------------------------------------------------------------------------
-LAYER3_FIELDS = (
+ASSESSMENT_FIELDS = (
     "recommended_iterations",
     "recommended_mode",
     "recommend_confirm_dangerous",
@@ -798,10 +798,10 @@ def check_context_fields(fields: dict) -> None:
         shown = esc(str(name)[:40])
         if name in DEFAULT_EXECUTION_CONFIG or name == "allowed_tool_categories":
             problems.append(
-                f"'{shown}' is an NPC's own limit (Layer 1): set it with "
+                f"'{shown}' is one of an NPC's own static limits: set it with "
                 "|waiexec/set <npc> = {shown}=<value>|n."
             )
-        elif name in LAYER3_FIELDS:
+        elif name in ASSESSMENT_FIELDS:
             problems.append(f"'{shown}' is advice a model gives during a tick, not a setting.")
         else:
             problems.append(f"'{shown}' is not a context setting.")
@@ -976,7 +976,7 @@ def parse_categories(text: str) -> list[str] | None:
 
 class CmdAIExec(AICommand):
     """
-    Show or set an AI NPC's execution config: its own hard limits (Layer 1).
+    Show or set an AI NPC's execution config: its own static limits.
 
     Usage:
       aiexec <npc>
@@ -1014,7 +1014,7 @@ class CmdAIExec(AICommand):
 
     def show(self, npc) -> None:
         config = npc.ai.execution_config
-        lines = [f"|wExecution config of {npc.key}|n (Layer 1):"]
+        lines = [f"|wExecution config of {npc.key}|n (static limits):"]
         for key, value in config.items():
             if isinstance(value, bool):
                 value = "on" if value else "off"

@@ -1,4 +1,4 @@
-"""Layer-3 task assessment: a short model call that may only restrict the execution pattern.
+"""Task assessment: a short model call whose advice may only restrict the execution pattern.
 
 With ``task_assessment_enabled`` in the NPC's execution config, the tick first asks the model
 how much work the situation needs. The reply format (documented for operators and prompt
@@ -32,7 +32,7 @@ _OBJECT = re.compile(r"\{.*\}", re.S)
 
 
 def parse_assessment(text: str | None) -> dict:
-    """Parse the model's assessment reply into a (possibly empty) Layer-3 dict."""
+    """Parse the model's assessment reply into a (possibly empty) assessment-advice dict."""
     if not text:
         return {}
     match = _OBJECT.search(text)
@@ -61,7 +61,7 @@ def parse_assessment(text: str | None) -> dict:
 def assess_task(
     client, messages: list[dict], model: str | None = None, usage=None, caller: str = LOG_PREFIX
 ):
-    """Ask the model for Layer-3 advice; fires with (advice dict, LLMResult).
+    """Ask the model for assessment advice; fires with (advice dict, LLMResult).
 
     ``usage``: the tick's UsageAccountant, where the call is recorded (kind ``assessment``).
     ``caller``: who asks, as log lines start (``evennia_ai [Marta#12]``); a failed call is

@@ -95,7 +95,7 @@ class TickState:
         spending: Where the NPC stands against its daily budgets.
         metrics: The NPC's counters.
         goals: The NPC's goals.
-        execution_config: Layer 1 of the execution pattern.
+        execution_config: The static limits of the execution pattern.
         tools: The tools the context allows this NPC (before the pattern narrows them).
         offered: The tools whose schemas the request sends: the context's tool groups and
             those the events call for, with ``request_tools`` when some are left out

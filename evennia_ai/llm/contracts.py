@@ -246,7 +246,7 @@ CALL_CONTRACTS: dict[str, CallContract] = {
             "section) tells the NPC how to act; the event is the task.",
             [EVENT],
             "Tool calls (say, emote, ...) or text spoken aloud.",
-            "Every tool the NPC may use (the context's filter, categories, Layer 1).",
+            "Every tool the NPC may use (the context's filter, categories, static limits).",
             "engine.tick via prompt.builder",
             marker=None,
         ),

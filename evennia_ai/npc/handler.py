@@ -4,8 +4,9 @@ Reached as ``npc.ai`` on any object whose typeclass uses
 :class:`~evennia_ai.typeclasses.AIAssistantMixin`. Everything persistent is a plain dict or list
 in an Attribute of category ``ai``: on the character for what belongs to the character
 (projects, session memory, journal, prompts, history, queue, traces), on its
-:class:`~evennia_ai.scripts.AssistantScript` for what the spec keeps on the script (goals,
-execution config, tick counters). Each change is one write (see :mod:`evennia_ai.npc.state`).
+:class:`~evennia_ai.scripts.AssistantScript` for what belongs to its heartbeat (goals, execution
+config, tick counters; docs/architecture.md, "Where state lives"). Each change is one write
+(see :mod:`evennia_ai.npc.state`).
 
 Example:
     npc.ai.set_persona("A gruff but kind innkeeper who knows every local rumour.")
@@ -276,7 +277,7 @@ class AIHandler:
 
     @property
     def execution_config(self) -> dict:
-        """Layer 1 of the execution pattern (held on the script), with defaults filled in."""
+        """The execution pattern's static limits (held on the script), defaults filled in."""
         config = dict(DEFAULT_EXECUTION_CONFIG)
         script = self.script
         if script is not None:
@@ -284,7 +285,7 @@ class AIHandler:
         return config
 
     def set_execution_config(self, **values) -> dict:
-        """Validate and store Layer-1 values; raises ValueError naming a bad value."""
+        """Validate and store static-limit values; raises ValueError naming a bad value."""
         config = self.execution_config
         for key, value in values.items():
             if key not in DEFAULT_EXECUTION_CONFIG:
@@ -312,7 +313,7 @@ class AIHandler:
         return config
 
     def set_allowed_tool_categories(self, categories: list[str] | None) -> dict:
-        """Set Layer 1's ``allowed_tool_categories`` (None: every category); one write.
+        """Set the static ``allowed_tool_categories`` (None: every category); one write.
 
         It can only narrow what the contexts allow (see :mod:`evennia_ai.prompt.execution_pattern`).
 

@@ -17,8 +17,11 @@ ASSISTANT_TAG = "ai_assistant"
 ASSISTANT_TAG_CATEGORY = "evennia_ai"
 
 
-class LookupError_(LookupError):
-    """No AI NPC, or more than one, matches; the message says which."""
+class NPCMatchError(LookupError):
+    """No AI NPC, or more than one, matches a name; the message says which, for the user.
+
+    A :class:`LookupError`, so code catching that still catches it.
+    """
 
 
 def tag_assistant(obj) -> None:
@@ -51,18 +54,18 @@ def find_ai_npc(name: str, caller=None):
     """The one AI NPC matching ``name`` (key, alias or #dbref), searched globally.
 
     Raises:
-        LookupError_: nothing or several match; the message is for the user.
+        NPCMatchError: nothing or several match; the message is for the user.
     """
     name = (name or "").strip()
     if not name:
-        raise LookupError_("Which AI NPC? Give its name or #dbref.")
+        raise NPCMatchError("Which AI NPC? Give its name or #dbref.")
     found = [obj for obj in search_object(name) if is_assistant(obj)]
     if not found and not name.startswith("#"):
         lowered = name.lower()
         found = [obj for obj in all_ai_npcs() if obj.key.lower().startswith(lowered)]
     if not found:
-        raise LookupError_(f"No AI NPC called '{name}'. |wainpc/list|n shows them.")
+        raise NPCMatchError(f"No AI NPC called '{name}'. |wainpc/list|n shows them.")
     if len(found) > 1:
         names = ", ".join(f"{obj.key}({obj.dbref})" for obj in found[:10])
-        raise LookupError_(f"'{name}' matches several AI NPCs: {names}. Use the #dbref.")
+        raise NPCMatchError(f"'{name}' matches several AI NPCs: {names}. Use the #dbref.")
     return found[0]

@@ -508,7 +508,7 @@ SCRIPT_STATE: dict[str, StateKey] = {
             "current_goals",
             list,
             {"type": "array", "items": _object({"description": _TEXT})},
-            "Goals, held on the AssistantScript as the spec says.",
+            "Goals, held on the AssistantScript (docs/architecture.md, Where state lives).",
         ),
         StateKey(
             "execution_config",
@@ -526,7 +526,7 @@ SCRIPT_STATE: dict[str, StateKey] = {
                     "sub_agents_enabled": {"type": "boolean"},
                 }
             ),
-            "Layer 1 of the execution pattern (only the values set; defaults fill the rest).",
+            "The execution pattern's static limits (only the values set; defaults fill the rest).",
             strict=_strict_execution,
             developer_only=True,
         ),

@@ -2,22 +2,22 @@
 
 Pure module (no Django, Evennia or Twisted). A :class:`ContextConfig` names the prompt
 components a context assembles, the tools it offers (``tool_filter``: ``None`` means every tool,
-``[]`` none), its token budget (``None``: the model's window) and its Layer-2 execution
-settings. :func:`get_context_config` returns a fresh copy of a default. Operators customise a
-context type through the PromptRegistry, which validates with
+``[]`` none), its token budget (``None``: the model's window) and its execution settings (the
+context limits of the execution pattern). :func:`get_context_config` returns a fresh copy of a
+default. Operators customise a context type through the PromptRegistry, which validates with
 :func:`apply_context_customization`; at run time the result is still composed under each NPC's
-own Layer 1 by :func:`select_execution_pattern`, so no customisation widens what an NPC may do.
+own static limits by :func:`select_execution_pattern`, so no customisation widens what an NPC
+may do.
 
-The spec's tables fix the component sets, the tool filters, the iteration limits and, for
-tick_event, reflection, sleep_consolidate and goal_decompose, every execution setting. Values it
-leaves open, and why they are what they are here:
+:data:`DEFAULT_CONTEXT_CONFIGS` holds the defaults (docs/prompts.md, "Context types"). Some of
+their values, and why they are what they are:
 
 - ``tick_autonomous`` is set like ``tick_event`` (react_loop, 5 iterations, multi-tool,
-  sub-agents allowed): the summary table gives both the same components, tools and limit, and
-  goal work needs the same reach as answering an event. Layer 1 keeps sub-agents off unless the
+  sub-agents allowed): both have the same components, tools and limit, and goal work needs the
+  same reach as answering an event. The NPC's static limits keep sub-agents off unless the
   operator turns them on for an NPC.
 - ``reflection_cont`` uses react_loop with multi-tool and no sub-agents, like ``reflection``
-  which it continues; its 2 iterations come from the summary table.
+  which it continues, with 2 iterations.
 - ``pre_compaction`` uses react_loop with multi-tool (it may record several facts in one pass)
   and no sub-agents (extraction must stay inside the one history it is shown); 5 iterations.
 - ``goal_decompose`` offers **no** tools (``tool_filter=[]``): the subtasks are read from the
@@ -35,7 +35,7 @@ leaves open, and why they are what they are here:
 
 The mode constants, tool categories, :class:`ExecutionPattern` and
 :func:`select_execution_pattern` live in :mod:`evennia_ai.prompt.execution_pattern` and are
-re-exported here, where the spec places them.
+re-exported here, next to the context configs they are composed with.
 """
 
 from __future__ import annotations
@@ -167,7 +167,7 @@ class UnknownContextTypeError(KeyError):
 
 @dataclass
 class ContextConfig:
-    """How the model is called in one context type (Layer 2 of the execution pattern).
+    """How the model is called in one context type (the execution pattern's context limits).
 
     Attributes:
         context_type: One of :data:`CONTEXT_TYPES`.
@@ -546,8 +546,8 @@ def apply_context_customization(
     merged per component key (a key set to None removes the base's override, e.g.
     ``{"component_overrides": {"system_prompt": None}}`` gives reflection the normal system
     prompt back). Customisations may set any field, but at run time the config is still composed
-    under each NPC's Layer 1 by :func:`select_execution_pattern`, so it never widens what an NPC
-    is allowed.
+    under each NPC's static limits by :func:`select_execution_pattern`, so it never widens what
+    an NPC is allowed.
 
     Args:
         base: The config to start from (usually :func:`get_context_config`).

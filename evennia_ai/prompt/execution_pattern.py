@@ -1,32 +1,35 @@
-"""The three-layer restrictive execution pattern: how an assistant may act in one tick.
+"""The restrictive execution pattern: how an assistant may act in one tick.
 
-Pure module (no Django, Evennia or Twisted). The pattern is composed from three layers, each
-of which may only restrict what the one before allows, then from the context signals::
+Pure module (no Django, Evennia or Twisted). The pattern is composed from three sources of
+limits, each of which may only restrict what the one before allows, then from the context
+signals (the names are the values of :attr:`ExecutionPattern.source_layers`)::
 
-    Layer 1 (the NPC's static execution_config)
-      ⊇ Layer 2 (the context type's ContextConfig)
-        ⊇ Layer 3 (advice from a task assessment, and the context signals)
+    static limits (the NPC's own execution_config)
+      ⊇ context limits (the context type's ContextConfig)
+        ⊇ assessment advice (from a task assessment), then the context signals
 
 Composition rules:
 
-- **mode** follows the order ``single_action < plan_execute < react_loop`` and every layer can
-  only move it down. Layer 1 allows ``react_loop`` (the widest) when ``multi_action_enabled``,
-  otherwise only ``single_action``. ``react_loop`` is the widest because the model re-decides
-  after every tool result; ``plan_execute`` first commits to a written plan (a model call that
-  cannot act) and then spends the same iterations carrying it out, so moving from
-  ``react_loop`` to ``plan_execute`` is a narrowing an assessment may ask for, and moving back
-  is a widening nobody can ask for. Both need multi-tool execution: when any layer disallows
-  it the mode is ``single_action``. Nothing ever moves a mode up.
-- **max_iterations**: the minimum over the layers; Layer 1's value is clamped to 1-10;
+- **mode** follows the order ``single_action < plan_execute < react_loop`` and every source can
+  only move it down. The static limits allow ``react_loop`` (the widest) when
+  ``multi_action_enabled``, otherwise only ``single_action``. ``react_loop`` is the widest
+  because the model re-decides after every tool result; ``plan_execute`` first commits to a
+  written plan (a model call that cannot act) and then spends the same iterations carrying it
+  out, so moving from ``react_loop`` to ``plan_execute`` is a narrowing an assessment may ask
+  for, and moving back is a widening nobody can ask for. Both need multi-tool execution: when
+  any source disallows it the mode is ``single_action``. Nothing ever moves a mode up.
+- **max_iterations**: the minimum over the sources; the static value is clamped to 1-10;
   ``single_action`` always means 1 (one model call).
 - **allowed_categories**: the intersection (``None`` = every category). Besides the context's
-  ``allowed_tool_categories``, Layer 1 may carry an optional ``allowed_tool_categories`` list
-  (not in the spec; lets a game keep one NPC away from, say, DANGEROUS tools for good).
+  ``allowed_tool_categories``, the static limits may carry an optional
+  ``allowed_tool_categories`` list (lets a game keep one NPC away from, say, DANGEROUS tools
+  for good; ``aiexec/set``).
 - **dangerous_requires_confirm**: OR over the context, the advice and the signals.
-- **multi_tool_enabled**: AND over the layers, and False whenever the mode is single_action.
-- **sub_agents_enabled**: AND over Layer 1 and Layer 2, and only with multi-tool execution
-  (delegation is multi-step work; a tick forced to one action does not start helpers).
-  ``sub_agent_budget`` is Layer 1's (clamped to 0-10); 0 when sub-agents are off.
+- **multi_tool_enabled**: AND over the sources, and False whenever the mode is single_action.
+- **sub_agents_enabled**: AND over the static and the context limits, and only with multi-tool
+  execution (delegation is multi-step work; a tick forced to one action does not start
+  helpers).
+  ``sub_agent_budget`` is the static one (clamped to 0-10); 0 when sub-agents are off.
 - **terminal_ends_loop** comes from the context alone.
 
 Context signals (``llm_assessment["context_signals"]``, filled by the tick from measurements,
@@ -47,12 +50,12 @@ not by a model):
 ``"signal:goal_urgency=high"``) so status pages and tick traces say how urgent the NPC's goals
 were when it acted; autonomy scheduling may use it to decide how soon to tick again.
 
-``task_assessment_enabled`` (Layer 1) decides whether the tick *asks* a model for advice; advice
+``task_assessment_enabled`` (static) decides whether the tick *asks* a model for advice; advice
 that is passed in is always applied, because it can only restrict.
 
-Malformed input never widens and never raises. A Layer-1 or Layer-2 value that cannot be read
+Malformed input never widens and never raises. A static or context value that cannot be read
 takes its most restrictive reading (1 iteration, single_action, no sub-agents, confirmation on,
-no categories); an invalid Layer-3 entry is ignored, since a model wrote it. Either way a line
+no categories); an invalid assessment entry is ignored, since a model wrote it. Either way a line
 is added to :attr:`ExecutionPattern.notes` for the trace.
 
 Example:
@@ -89,7 +92,7 @@ TERMINAL = "TERMINAL"
 DANGEROUS = "DANGEROUS"
 ALL_TOOL_CATEGORIES = (SAFE_CHAIN, ASYNC_REQUIRED, TERMINAL, DANGEROUS)
 
-# -- hard bounds and Layer-1 defaults -----------------------------------------------------------
+# -- hard bounds and the static limits' defaults ------------------------------------------------
 MIN_ITERATIONS, MAX_ITERATIONS = 1, 10
 MAX_SUB_AGENT_BUDGET = 10
 REDUCED_ITERATIONS = 2  # the cap set by high token pressure or two recent errors
@@ -101,7 +104,7 @@ DEFAULT_EXECUTION_CONFIG = {
     "sub_agent_budget": 3,
 }
 
-# Values of ``source_layers``.
+# Values of ``source_layers``: the sources of limits (see the module docstring).
 SOURCE_STATIC = "static"
 SOURCE_CONTEXT = "context"
 SOURCE_ASSESSMENT = "assessment"
@@ -127,7 +130,7 @@ class ExecutionPattern:
         sub_agent_budget: Most helpers running at once (0 when sub-agents are off).
         signals: The context signals the pattern was composed with.
         source_layers: For each value, what set it: "static", "context", "assessment",
-            "signal:<name>", or "allowed" when no layer restricted it.
+            "signal:<name>", or "allowed" when no source restricted it.
         notes: Inputs that were malformed and how they were read (for the trace).
     """
 
@@ -222,7 +225,7 @@ def _show(raw: Any) -> str:
 
 
 class _Composer:
-    """The running composition: each value with the layer that last narrowed it."""
+    """The running composition: each value with the source that last narrowed it."""
 
     def __init__(self) -> None:
         self.mode = MODE_REACT_LOOP
@@ -230,7 +233,7 @@ class _Composer:
         self.categories: list[str] | None = None
         self.confirm = False
         self.sub_agents = True
-        self.multi_source: str | None = None  # first layer that turned multi-tool off
+        self.multi_source: str | None = None  # first source that turned multi-tool off
         self.src: dict[str, str] = {
             "mode": SOURCE_ALLOWED,
             "max_iterations": SOURCE_ALLOWED,
@@ -242,8 +245,9 @@ class _Composer:
         self.notes: list[str] = []
 
     def mode_to(self, mode: str, source: str, *, claims: bool = False) -> None:
-        """Narrow the mode. ``claims``: the layer chose the mode, so it is named as the source
-        even when it leaves the mode as it is (the spec's example: the context sets the mode)."""
+        """Narrow the mode. ``claims``: the source chose the mode, so it is named as the source
+        even when it leaves the mode as it is (a context's ``execution_mode`` sets the mode, and
+        ``source_layers["mode"]`` says ``"context"`` even when that is the widest)."""
         if MODE_WIDTH[mode] < MODE_WIDTH[self.mode]:
             self.mode = mode
             self.src["mode"] = source
@@ -282,9 +286,9 @@ class _Composer:
             self.src["sub_agents_enabled"] = source
 
 
-# -- the layers ----------------------------------------------------------------------------------
-def _layer_static(c: _Composer, static: Any) -> int:
-    """Apply Layer 1; return the sub-agent budget."""
+# -- the sources of limits ------------------------------------------------------------------------
+def _apply_static(c: _Composer, static: Any) -> int:
+    """Apply the static limits; return the sub-agent budget."""
     if not isinstance(static, Mapping):
         if static is not None:
             c.notes.append("static: execution_config is not a mapping; its defaults were used")
@@ -336,8 +340,8 @@ def _layer_static(c: _Composer, static: Any) -> int:
     return budget
 
 
-def _layer_context(c: _Composer, config: Any) -> bool:
-    """Apply Layer 2; return ``terminal_ends_loop``."""
+def _apply_context(c: _Composer, config: Any) -> bool:
+    """Apply the context limits; return ``terminal_ends_loop``."""
     if config is None:
         config = {}
 
@@ -378,8 +382,8 @@ def _layer_context(c: _Composer, config: Any) -> bool:
     return flag("terminal_ends_loop", True, True)
 
 
-def _layer_assessment(c: _Composer, assessment: Mapping) -> None:
-    """Apply Layer-3 advice; invalid entries are ignored (a model wrote them)."""
+def _apply_assessment(c: _Composer, assessment: Mapping) -> None:
+    """Apply the assessment advice; invalid entries are ignored (a model wrote them)."""
     raw = assessment.get("recommended_iterations")
     if raw is not None:
         iterations = _read_int(raw)
@@ -403,7 +407,7 @@ def _layer_assessment(c: _Composer, assessment: Mapping) -> None:
             c.confirm_on(SOURCE_ASSESSMENT)
 
 
-def _layer_signals(c: _Composer, signals: Mapping) -> None:
+def _apply_signals(c: _Composer, signals: Mapping) -> None:
     """Apply the context-signal table of the module docstring."""
     pressure = signals.get("token_pressure")
     if isinstance(pressure, str):
@@ -439,33 +443,36 @@ def select_execution_pattern(
     """Compose the execution pattern of a tick (see the module docstring for the rules).
 
     Args:
-        static_config: Layer 1, the NPC's ``execution_config``: ``multi_action_enabled``,
-            ``max_iterations_per_tick`` (1-10, clamped), ``task_assessment_enabled``,
-            ``sub_agents_enabled``, ``sub_agent_budget`` and optionally
-            ``allowed_tool_categories``. Missing keys take :data:`DEFAULT_EXECUTION_CONFIG`.
-        context_config: Layer 2, the tick's :class:`~evennia_ai.prompt.contexts.ContextConfig`
-            (or a mapping with the same fields).
-        llm_assessment: Layer 3: ``recommended_iterations``, ``recommended_mode``,
-            ``recommend_confirm_dangerous`` and ``context_signals`` (``token_pressure``,
-            ``recent_errors``, ``event_class``, ``goal_urgency``). Optional.
+        static_config: The static limits, the NPC's ``execution_config``:
+            ``multi_action_enabled``, ``max_iterations_per_tick`` (1-10, clamped),
+            ``task_assessment_enabled``, ``sub_agents_enabled``, ``sub_agent_budget`` and
+            optionally ``allowed_tool_categories``. Missing keys take
+            :data:`DEFAULT_EXECUTION_CONFIG`.
+        context_config: The context limits, the tick's
+            :class:`~evennia_ai.prompt.contexts.ContextConfig` (or a mapping with the same
+            fields).
+        llm_assessment: The assessment advice: ``recommended_iterations``,
+            ``recommended_mode``, ``recommend_confirm_dangerous`` and ``context_signals``
+            (``token_pressure``, ``recent_errors``, ``event_class``, ``goal_urgency``).
+            Optional.
 
     Returns:
-        The :class:`ExecutionPattern`. It is never wider than any layer allows, and this
+        The :class:`ExecutionPattern`. It is never wider than any source allows, and this
         function never raises for malformed input.
     """
     c = _Composer()
-    budget = _layer_static(c, static_config)
-    terminal_ends_loop = _layer_context(c, context_config)
+    budget = _apply_static(c, static_config)
+    terminal_ends_loop = _apply_context(c, context_config)
 
     assessment = llm_assessment if isinstance(llm_assessment, Mapping) else {}
     if llm_assessment is not None and not isinstance(llm_assessment, Mapping):
         c.notes.append("assessment: not a mapping; ignored")
-    _layer_assessment(c, assessment)
+    _apply_assessment(c, assessment)
     raw_signals = assessment.get("context_signals")
     signals = dict(raw_signals) if isinstance(raw_signals, Mapping) else {}
     if raw_signals is not None and not isinstance(raw_signals, Mapping):
         c.notes.append("signals: context_signals is not a mapping; ignored")
-    _layer_signals(c, signals)
+    _apply_signals(c, signals)
 
     # single_action is one model call, one tool, no helpers.
     if c.mode == MODE_SINGLE_ACTION:

@@ -33,7 +33,7 @@ from evennia_ai.memory.block_admin import visible_blocks
 from evennia_ai.npc import controls
 from evennia_ai.npc.handler import describe_last_error
 from evennia_ai.npc.history_report import history_report
-from evennia_ai.npc.lookup import LookupError_, all_ai_npcs, find_ai_npc
+from evennia_ai.npc.lookup import NPCMatchError, all_ai_npcs, find_ai_npc
 from evennia_ai.npc.setting_sources import budget_origins, limit_text, origin_text, origin_value
 from evennia_ai.prompt.assembly import select_components
 from evennia_ai.prompt.builder import cache_friendly_order
@@ -80,7 +80,7 @@ def get_npc(npc_id: Any):
         raise NotFound(f"'{npc_id}' is not an NPC id.") from None
     try:
         return find_ai_npc(f"#{number}")
-    except LookupError_:
+    except NPCMatchError:
         raise NotFound(f"No AI NPC with id #{number}.") from None
 
 
