@@ -444,8 +444,11 @@ class TestAIContext(PromptCommandTest):
 
 class TestAIExec(PromptCommandTest):
     def test_show_and_set(self):
-        out = self.call(cmds.CmdAIExec(), "Innkeeper", "Execution config of Innkeeper (static limits):")
+        out = self.call(
+            cmds.CmdAIExec(), "Innkeeper", "Execution config of Innkeeper (static limits):"
+        )
         assert "max_iterations_per_tick: 5" in out and "goal_decompose" in out
+        assert "Layer" not in out and "Layer" not in cmds.CmdAIExec.__doc__
         out = self.call(
             cmds.CmdAIExec(),
             "/set Innkeeper = max_iterations_per_tick=3 sub_agents_enabled=on",

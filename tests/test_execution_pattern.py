@@ -1,6 +1,11 @@
-"""The three-layer restrictive execution pattern (pure; no database)."""
+"""The restrictive execution pattern: static limits, context limits, assessment advice, signals.
+
+Pure; no database.
+"""
 
 import json
+import re
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -670,3 +675,25 @@ def test_adding_layer_three_never_widens(static, context, assessment):
     assert with_advice.dangerous_requires_confirm >= without.dangerous_requires_confirm
     if without.allowed_categories is not None:
         assert set(with_advice.allowed_categories) <= set(without.allowed_categories)
+
+
+# -- names --------------------------------------------------------------------------------------
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_the_sources_are_named_not_numbered_like_the_package_layers():
+    """ "Layer 1/2/3" read like the package's layers (docs/architecture.md): the docstrings, the
+    command help, the call contracts and the docs name the sources the way source_layers does."""
+    numbered = re.compile(r"\bLayers?[- ]?[123]\b|\bL[123], L[123]\b", re.IGNORECASE)
+    files = [*sorted((ROOT / "evennia_ai").rglob("*.py")), *sorted((ROOT / "docs").glob("*.md"))]
+    found = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for path in files
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if numbered.search(line)
+    ]
+    assert not found, found
+    # The names stay the values stored in traces, which must still load.
+    pattern = select_execution_pattern(FULL, get_context_config("reflection"))
+    assert set(pattern.source_layers.values()) <= {"static", "context", "allowed"}
+    assert pattern.source_layers["mode"] == "context"

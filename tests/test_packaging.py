@@ -114,3 +114,36 @@ def test_no_install_command_asks_an_index_for_the_unpublished_package():
             assert not re.fullmatch(
                 r"pip install \"?evennia-ai(\[[\w,-]+\])?\"?", line
             ), f"{doc.name}: {line}"
+
+
+# -- docstrings point at the docs the package ships ---------------------------------------------
+PACKAGE_SOURCES = sorted((ROOT / "evennia_ai").rglob("*.py"))
+DOC_REFERENCE = re.compile(r'docs/(\w+)\.md(?:,\s+"([^"]+)")?')
+
+
+def doc_headings(name: str) -> set[str]:
+    text = (ROOT / "docs" / f"{name}.md").read_text()
+    return {line.lstrip("#").strip().lower() for line in text.splitlines() if line.startswith("#")}
+
+
+def test_no_docstring_or_comment_cites_a_spec_the_repository_lacks():
+    cites = [
+        f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+        for path in PACKAGE_SOURCES
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if re.search(r"\bthe spec\b|\bspec's\b", line)
+    ]
+    assert not cites, "cite docs/ or say it plainly:\n" + "\n".join(cites)
+
+
+def test_every_docs_reference_in_the_package_names_a_page_and_section_that_exist():
+    broken = []
+    for path in PACKAGE_SOURCES:
+        for match in DOC_REFERENCE.finditer(path.read_text()):
+            page, section = match.group(1), match.group(2)
+            where = f"{path.relative_to(ROOT)}: {match.group(0)!r}"
+            if not (ROOT / "docs" / f"{page}.md").exists():
+                broken.append(f"{where} (no such page)")
+            elif section and " ".join(section.split()).lower() not in doc_headings(page):
+                broken.append(f"{where} (no such section)")
+    assert not broken, "\n".join(broken)

@@ -6,6 +6,7 @@ request carries. Each has a control: with the instruction or the input taken out
 request, the reading model fails the task and the test sees it fail.
 """
 
+import importlib.util
 from unittest import mock
 
 import pytest
@@ -287,6 +288,13 @@ class TestGate:
                 "openai/test-model", [{"role": "user", "content": "word " * 5000}], None
             )
         assert not check.fits and "context_overflow" in check.describe()
+
+    def test_the_request_gate_is_not_named_like_the_memory_gate(self):
+        # llm.gate and memory.gate were two different gates with one name; memory.gate is the
+        # documented path (docs/memory.md) and stays.
+        assert importlib.util.find_spec("evennia_ai.llm.gate") is None
+        assert importlib.util.find_spec("evennia_ai.memory.gate") is not None
+        assert request_gate.__name__ == "evennia_ai.llm.request_gate"
 
 
 class TestFacts:

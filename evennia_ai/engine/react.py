@@ -482,7 +482,7 @@ class ReactLoop:
     def _single_action_calls(self, calls: list) -> list:
         """The calls a single-action tick runs: its first action, and the note-taking before it.
 
-        One action per tick, as the spec's single_action says; tools marked ``bookkeeping``
+        One action per tick (docs/prompts.md, "Execution pattern"); tools marked ``bookkeeping``
         (remembering a fact, a journal entry, an entity observation) change nothing in the world
         and run when they come before that action, so an NPC answering a player still keeps
         what the player told it.

@@ -36,8 +36,9 @@ that is sent.
 ``EVENNIA_AI_MODEL_SETTINGS[model]["context_window"]``, then what the model's server reported
 (:func:`set_served_window`, from :mod:`evennia_ai.llm.served_windows` at server start), then
 litellm's bundled model map, then :data:`DEFAULT_CONTEXT_WINDOW` (a guess:
-:func:`window_source` says ``"guess"``, and status displays warn). :func:`get_model_limits` shares a window out as the spec's
-:class:`ModelContextLimits`; :func:`token_pressure` and :func:`advisory` grade how full it is.
+:func:`window_source` says ``"guess"``, and status displays warn). :func:`get_model_limits`
+shares a window out as a :class:`ModelContextLimits`; :func:`token_pressure` and
+:func:`advisory` grade how full it is (docs/prompts.md, "How a window is shared out").
 
 Example:
     counter = TokenCounter("openai/gpt-4o-mini")
@@ -563,7 +564,7 @@ def window_guessed(model: str | None) -> bool:
 
 @dataclass(frozen=True)
 class ModelContextLimits:
-    """How one model's context window is shared out (the spec's ``ModelContextLimits``).
+    """How one model's context window is shared out (:func:`get_model_limits`).
 
     Attributes:
         max_tokens: The whole context window.
@@ -651,7 +652,7 @@ _ADVISORIES = {
 
 
 def advisory(used: int, limit: int) -> dict:
-    """The spec's ``token_advisory`` for ``get_system_status``.
+    """The ``token_advisory`` the ``get_system_status`` tool shows: how full the window is.
 
     Returns:
         ``{"level": "normal"|"warning"|"critical", "message": str, "threshold": int}``, where

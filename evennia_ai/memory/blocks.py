@@ -40,7 +40,7 @@ Human      like Partner (a human, rather than a partner agent, approves)
 - ``{"kind": "composite", "sections": [{"name", "schema", "read_only", "description"}]}``:
   a dict section name -> section content, each section with its own (non-composite) schema.
 
-**Operations** (:data:`OPS`, :func:`apply_op`) follow the spec: ``set_text``,
+**Operations** (:data:`OPS`, :func:`apply_op`), one per kind of edit: ``set_text``,
 ``append_text``, ``replace_text`` (text); ``set_field``, ``set_text_field``,
 ``append_to_list_field``, ``increment_counter``, ``delete_field`` (map); ``push_item``,
 ``insert_item``, ``delete_item`` (list); ``append_log_entry`` (log). On a composite block,
@@ -1228,7 +1228,7 @@ def render_block(
     permission: str | None = None,
     start: int | None = None,
 ) -> str:
-    """A block in the spec's prompt format::
+    """A block as the prompt shows it::
 
         <block:label permission="ReadWrite">
         Description

@@ -8,7 +8,7 @@ budget while asleep, at ``EVENNIA_AI_COMPACTION_EMERGENCY_RATIO`` (80 %) at any 
 the tick right after a compaction. The last ``EVENNIA_AI_COMPACTION_KEEP_RECENT`` (20) messages
 are always kept verbatim.
 
-How (the spec's strategies):
+How (two strategies, ``EVENNIA_AI_COMPACTION_STRATEGY``):
 
 - **Truncate** (``keep_recent``): the oldest whole batches are dropped.
 - **RecursiveSummarization** (``chunk_size``, summarisation model): the old batches' transcript is

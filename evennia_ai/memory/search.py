@@ -1,6 +1,6 @@
 """Search modes over long-term memories, archival entries and history (pure).
 
-Four modes, as the spec names them:
+Four modes (docs/memory.md, "How it searches"):
 
 - ``keyword``: SQLite FTS5 ranked by BM25 (:mod:`evennia_ai.memory.keyword_index`). Always
   available; finds exact names and rare words; no relevance threshold (a shared word is the

@@ -508,7 +508,7 @@ SCRIPT_STATE: dict[str, StateKey] = {
             "current_goals",
             list,
             {"type": "array", "items": _object({"description": _TEXT})},
-            "Goals, held on the AssistantScript (docs/architecture.md, Where state lives).",
+            'Goals, held on the AssistantScript (docs/architecture.md, "Where state lives").',
         ),
         StateKey(
             "execution_config",

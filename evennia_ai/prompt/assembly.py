@@ -1,6 +1,7 @@
 """Runtime assembly: prompt components + source values -> a valid chat-completions request.
 
-Pure module (no Django, Evennia or Twisted). :func:`assemble_messages` follows the spec's steps:
+Pure module (no Django, Evennia or Twisted). :func:`assemble_messages` takes these steps
+(docs/prompts.md, "Components"):
 
 1. **Select.** A static component is kept when its ID is in the context type's
    ``enabled_components``. A pluggable component is kept when the static component it follows

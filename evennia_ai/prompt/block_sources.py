@@ -2,7 +2,8 @@
 
 ``memory_blocks``: the NPC's blocks that belong in this tick (Core and pinned always; ephemeral
 ones when the tick's event text or tool result names them), then the blocks other NPCs share
-with it (``shared_from="..."``), each in the spec's format::
+with it (``shared_from="..."``), each as :func:`evennia_ai.memory.blocks.render_block` renders
+it::
 
     ## Memory blocks
     Your own memory, kept between conversations. Change it with the block_* tools, as each

@@ -516,9 +516,9 @@ def prefix_cache_share(
 def suppress_duplicates(values: dict) -> dict:
     """Drop a source whose content another source already carries.
 
-    As the spec suppresses the world model under temporal insights: when one rendered value
-    contains another in full (e.g. an entity profile repeated by a memory block), the contained
-    one is emptied so the same text is not paid for twice. Short values (< 40 chars) are kept.
+    When one rendered value contains another in full (e.g. an entity profile repeated by a
+    memory block), the contained one is emptied so the same text is not paid for twice. Short
+    values (< 40 chars) are kept.
     """
     texts = {k: v for k, v in values.items() if isinstance(v, str) and len(v.strip()) >= 40}
     out = dict(values)

@@ -662,7 +662,7 @@ def resolve_tool_calls(spec: ReplySpec, body: dict, next_id: Callable[[], int]) 
 
 
 def estimate_usage(spec: ReplySpec, body: dict, completion_length: int) -> dict:
-    """Token counts of an answer: the spec's own, else about four characters a token."""
+    """Token counts of an answer: those the reply spec gives, else about four characters a token."""
     prompt = spec.usage.get("prompt_tokens", _prompt_chars(body) // 4)
     completion = spec.usage.get("completion_tokens", completion_length // 4)
     return {
@@ -851,8 +851,8 @@ class _Handler(BaseHTTPRequestHandler):
         """Answer the faults both protocols share.
 
         Returns:
-            None when the request is finished, else the spec to answer with: after a "hang"
-            that is the hang spec's own text/tool calls, or the default reply if it has none.
+            None when the request is finished, else the reply spec to answer with: after a
+            "hang" that is the hang's own text/tool calls, or the default reply if it has none.
         """
         if spec.fault == "500":
             self._send_json(

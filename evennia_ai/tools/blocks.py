@@ -3,11 +3,11 @@
 Thin glue over :mod:`evennia_ai.memory.blocks` (pure) and
 :mod:`evennia_ai.memory.block_admin`. One tool per kind of edit, each taking the block's
 ``label`` (``Owner/label`` for an ambiguous block shared by another NPC) and, for a composite
-block, the ``section`` to edit; so the spec's section edits are the same tools with ``section``
-set, and there is no separate section tool.
+block, the ``section`` to edit; so section edits are the same tools with ``section`` set, and
+there is no separate section tool.
 
 ========================  ====================================================================
-tool                      spec operation
+tool                      operation (:data:`evennia_ai.memory.blocks.OPS`)
 ========================  ====================================================================
 block_read                (read a block, or list all without a label)
 block_set_text            set_text

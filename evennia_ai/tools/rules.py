@@ -1,6 +1,6 @@
 """Tool rules: constraints on how an NPC calls its tools within one tick.
 
-Pure module. The rule types (the spec's, as in Letta):
+Pure module. The rule types (those of Letta's tool rules; docs/commands.md, ``aitools``):
 
 - ``exit_loop``: the turn ends after this tool runs, whatever its category.
 - ``continue_loop``: after this tool runs the model is called again, even if the tool is

@@ -6,7 +6,7 @@ which can then correct itself. Exceptions are kept for programming errors of the
 negative tick, an unknown journal source), never for what the model sent.
 
 Timestamps are ISO-8601 UTC strings with second precision and a ``Z`` suffix
-(``2025-12-06T10:00:00Z``, :func:`evennia_ai.utils.iso_utc`), as in the spec;
+(``2025-12-06T10:00:00Z``, :func:`evennia_ai.utils.iso_utc`), as every stored time is;
 :func:`evennia_ai.utils.parse_iso` also reads the ``+00:00`` form with microseconds, so always
 compare timestamps through it rather than as strings.
 """

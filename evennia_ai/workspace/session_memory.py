@@ -123,7 +123,8 @@ def is_self_referential(content: str, self_names: Iterable[str] = ()) -> bool:
 
 
 def persona_error() -> OpResult:
-    """The spec's rejection of self-referential content (``to_dict()`` is the exact response)."""
+    """The refusal of a text about the NPC itself rather than the world (``to_dict()`` is what
+    the model gets back)."""
     return OpResult.fail(PERSONA_ERROR, suggestion=PERSONA_SUGGESTION)
 
 
