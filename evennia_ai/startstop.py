@@ -187,7 +187,7 @@ def at_server_start():
     report_unreadable_settings()
 
     def warm_up(models):
-        tokens.count_text("warm up", conf.get("EVENNIA_AI_MODEL") or None)
+        tokens.count_text("warm up", resolve_model())
         served_windows.learn_windows(models)  # before litellm: the servers answer in ms
         if resolve_model() != conf.OFFLINE_MODEL:
             get_litellm()

@@ -962,7 +962,7 @@ class LongTermMemory:
         if not items:
             return result
         self.ensure_ready()
-        chosen_model = model or conf.get("EVENNIA_AI_MODEL")
+        chosen_model = resolve_model(model)
         if infer is None:
             infer = self._can_infer(chosen_model)
         infer = bool(infer) and self.vector_ready
