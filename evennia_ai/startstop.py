@@ -25,6 +25,7 @@ from evennia_ai.llm.client import (
     get_litellm,
     litellm_contract_problems,
 )
+from evennia_ai.llm.models import resolve_model
 from evennia_ai.memory import longterm
 from evennia_ai.npc import spending
 from evennia_ai.npc.lookup import all_ai_npcs, tag_untagged_assistants
@@ -124,8 +125,7 @@ def load_model_stack() -> float:
     commands, no thread is left importing it when Evennia restarts the process after a game's
     first start. Nothing is loaded for the offline model.
     """
-    model = conf.get("EVENNIA_AI_MODEL")
-    if not model or model == conf.OFFLINE_MODEL:
+    if resolve_model() == conf.OFFLINE_MODEL:
         return 0.0
     started = time.monotonic()
     try:
@@ -187,10 +187,9 @@ def at_server_start():
     report_unreadable_settings()
 
     def warm_up(models):
-        tokens.count_text("warm up", conf.get("EVENNIA_AI_MODEL") or None)
+        tokens.count_text("warm up", resolve_model())
         served_windows.learn_windows(models)  # before litellm: the servers answer in ms
-        model = conf.get("EVENNIA_AI_MODEL")
-        if model and model != conf.OFFLINE_MODEL:
+        if resolve_model() != conf.OFFLINE_MODEL:
             get_litellm()
             route_plugin_log()
             problems = litellm_contract_problems()
@@ -245,9 +244,9 @@ def set_switch_interval() -> float | None:
 
 def npc_models() -> list[str]:
     """The models the game's AI NPCs use (the default first), each once."""
-    models = [conf.get("EVENNIA_AI_MODEL") or conf.OFFLINE_MODEL]
+    models = [resolve_model()]
     try:
-        models += [npc.ai.model or models[0] for npc in all_ai_npcs()]
+        models += [resolve_model(npc.ai.model) for npc in all_ai_npcs()]
     except Exception:
         logger.log_trace("evennia_ai: could not read the AI NPCs' models")
     return list(dict.fromkeys(models))

@@ -13,6 +13,7 @@ from twisted.internet import defer, task
 from evennia_ai.engine.react import ReactLoop, TickLimits
 from evennia_ai.engine.trace import StopReason, TickTrace
 from evennia_ai.llm import client as client_module
+from evennia_ai.llm import tokens
 from evennia_ai.llm.client import UnifiedLLMClient
 from evennia_ai.prompt.assembly import validate_chat_messages
 from evennia_ai.prompt.execution_pattern import ExecutionPattern
@@ -626,3 +627,35 @@ def test_tool_rules_only_restrict():
     model.enqueue({"tool_calls": [call("say", message="hi")]}, {"text": "done"})
     out = run(model, [Look()], rules=[ToolRule.start_constraint("say"), ToolRule.exit_loop("say")])
     assert out.trace.tool_calls[0].status == "refused"  # a rule is no way to get a tool
+
+
+def run_for(model_name, client, messages, **kwargs):
+    """Run a loop whose requests go to ``model_name`` (``run`` names no model)."""
+    loop = ReactLoop(
+        client=client,
+        tools=[Say()],
+        pattern=pattern(),
+        ctx=ToolContext(),
+        trace=TickTrace(tick_id=1),
+        model=model_name,
+        **kwargs,
+    )
+    d = loop.run(messages)
+    assert d.called, "the loop did not finish synchronously"
+    return d.result
+
+
+def test_an_overflow_reads_the_same_whether_the_loop_or_the_gate_stops_it(model):
+    """The loop checks a request before it sends it, the client's gate again for each model:
+    both against the one request limit, both with the one message."""
+    big = [MESSAGES[0], {"role": "user", "content": "word " * 3000}]
+    with override_settings(EVENNIA_AI_CONTEXT_WINDOWS={"m/small": 2048}):
+        limit = tokens.request_limit("m/small")
+        needed = tokens.request_counter("m/small")(big, [Say().to_schema()])
+        stopped = run_for("m/small", model, big, count_tokens=tokens.request_counter("m/small"))
+        # a limit handed to the loop that the window cannot hold: the gate stops the request
+        gated = run_for("m/small", ScriptedModel(), big, request_limit=10**6)
+    expected = tokens.overflow_message(needed, limit, "m/small")
+    assert stopped.stop_reason == gated.stop_reason == StopReason.CONTEXT_OVERFLOW
+    assert stopped.trace.error == gated.trace.error == expected
+    assert model.requests == []  # the loop's check: nothing reached the model

@@ -15,7 +15,7 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
 from evennia_ai import conf
-from evennia_ai.llm import tokens
+from evennia_ai.llm import gate, tokens
 from evennia_ai.llm.tokens import ModelContextLimits, TokenCounter
 
 LITELLM_DIR = tokens.litellm_tokenizer_dir()
@@ -488,3 +488,57 @@ def test_advisory_messages_follow_the_spec():
     assert tokens.advisory(10, 100)["message"] == "Sufficient context available"
     assert "wrapping up" in tokens.advisory(65, 100)["message"]
     assert "respond immediately" in tokens.advisory(90, 100)["message"]
+
+
+# -- the one request limit and the one overflow message --------------------------------------
+def test_request_limit_is_the_window_minus_what_the_reply_keeps():
+    with override_settings(
+        EVENNIA_AI_CONTEXT_WINDOWS={"m/big": 128000, "m/small": 2000},
+        EVENNIA_AI_RESERVED_RESPONSE_TOKENS=1024,
+    ):
+        assert tokens.request_limit("m/big") == 128000 - 1024
+        assert tokens.request_limit("m/big") == tokens.get_model_limits("m/big").prompt_budget
+        assert tokens.request_limit("m/small") == 2000 - 500  # reserved: a quarter at most
+        # a call's own max_tokens is kept free instead of the reserved response tokens
+        assert tokens.request_limit("m/big", max_tokens=4000) == 128000 - 4000
+        assert tokens.request_limit("m/small", max_tokens=1900) == 100
+        assert tokens.request_limit("m/small", max_tokens=5000) == 0  # never below 0
+
+
+@pytest.mark.parametrize("budget, expected", [(None, 126976), (0, 126976), (12000, 12000)])
+def test_request_limit_is_capped_by_a_context_token_budget(budget, expected):
+    with override_settings(
+        EVENNIA_AI_CONTEXT_WINDOWS={"m/big": 128000}, EVENNIA_AI_RESERVED_RESPONSE_TOKENS=1024
+    ):
+        assert tokens.request_limit("m/big", token_budget=budget) == expected
+        assert tokens.request_limit("m/big", token_budget=10**9) == 126976  # never raised
+
+
+def test_request_limit_of_no_model_is_the_default_models():
+    with override_settings(EVENNIA_AI_MODEL="", EVENNIA_AI_RESERVED_RESPONSE_TOKENS=1024):
+        assert tokens.request_limit(None) == tokens.request_limit(conf.OFFLINE_MODEL)
+
+
+def test_overflow_message_names_the_cause_in_words():
+    with override_settings(EVENNIA_AI_MODEL="openai/server-default"):
+        text = tokens.overflow_message(5000, 3072, "m/small")
+        assert text == (
+            "context_overflow: the request needs 5000 tokens, over the 3072 a request to "
+            "m/small may use; it was not sent"
+        )
+        assert "openai/server-default may use" in tokens.overflow_message(5000, 3072, None)
+
+
+def test_the_gate_uses_the_one_limit_and_message():
+    messages = [{"role": "user", "content": "word " * 5000}]
+    with override_settings(
+        EVENNIA_AI_CONTEXT_WINDOWS={"m/small": 4096}, EVENNIA_AI_RESERVED_RESPONSE_TOKENS=1024
+    ):
+        check = gate.check_window("m/small", messages, None)
+        assert check.limit == tokens.request_limit("m/small") == 3072
+        assert not check.fits
+        assert check.describe() == tokens.overflow_message(check.prompt_tokens, 3072, "m/small")
+        exact = gate.check_window("m/small", messages, None, prompt_tokens=3072)
+        assert exact.fits and not gate.check_window("m/small", [], None, prompt_tokens=3073).fits
+        own = gate.check_window("m/small", messages, None, max_tokens=96, prompt_tokens=4000)
+        assert own.limit == tokens.request_limit("m/small", max_tokens=96) == 4000 and own.fits

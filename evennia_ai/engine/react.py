@@ -40,6 +40,7 @@ from evennia_ai import conf
 from evennia_ai.engine import scheduler
 from evennia_ai.engine.trace import IterationTrace, StopReason, TickTrace, ToolCallTrace
 from evennia_ai.llm import tokens
+from evennia_ai.llm.models import resolve_model
 from evennia_ai.llm.usage import UsageAccountant
 from evennia_ai.prompt.builder import schema_name
 from evennia_ai.tools.base import ToolCategory, ToolResult
@@ -229,10 +230,7 @@ class ReactLoop:
             max_calls_per_reply = conf.get("EVENNIA_AI_MAX_TOOL_CALLS_PER_REPLY")
         self.max_calls_per_reply = max(1, int(max_calls_per_reply))
         self.kind = record_as or getattr(ctx, "context_type", None)  # the call's contract
-        model_limits = tokens.get_model_limits(
-            model or conf.get("EVENNIA_AI_MODEL") or conf.OFFLINE_MODEL
-        )
-        self.request_limit = int(request_limit or model_limits.prompt_budget)
+        self.request_limit = int(request_limit or tokens.request_limit(resolve_model(model)))
         self.result_chars = max(
             400,
             int(self.request_limit * float(conf.get("EVENNIA_AI_TOOL_RESULT_SHARE")))
@@ -350,8 +348,7 @@ class ReactLoop:
             return (
                 self._finish(
                     StopReason.CONTEXT_OVERFLOW,
-                    f"context_overflow: the request needs {request_tokens} tokens, over the "
-                    f"{self.request_limit} a request may use; it was not sent",
+                    tokens.overflow_message(request_tokens, self.request_limit, self.model),
                 ),
                 None,
             )

@@ -47,6 +47,7 @@ from evennia_ai.engine.trace import StopReason, TickTrace, bounded_trace
 from evennia_ai.llm import contracts, tokens
 from evennia_ai.llm.client import defer_to_thread, get_client
 from evennia_ai.llm.contracts import SLEEP_INSTRUCTION, SUMMARY_INSTRUCTION, render_task
+from evennia_ai.llm.models import resolve_model
 from evennia_ai.llm.usage import UsageAccountant
 from evennia_ai.memory import compression, entities
 from evennia_ai.memory import events as ev
@@ -766,7 +767,7 @@ class TickRunner:
         Each speaker is told once per line (on its first failed attempt; the line is tried
         again on the next ticks).
         """
-        model = _model_name(state.model)
+        model = resolve_model(state.model)
         reason = trace.error or "no reply"
         reason = reason.replace(f"failed: {model}: ", "failed: ", 1)  # the model is named once
         logger.log_err(
@@ -986,7 +987,7 @@ class TickRunner:
     def _model_recovered(self, failures: int, trace: TickTrace) -> None:
         """Log that the NPC's model answers again after ``failures`` failed ticks in a row."""
         logger.log_info(
-            f"{log_prefix(self.npc)}: model {trace.iterations[-1].model or _model_name(None)} "
+            f"{log_prefix(self.npc)}: model {trace.iterations[-1].model or resolve_model()} "
             f"answers again after {failures} failed tick(s)"
         )
 
@@ -1066,7 +1067,7 @@ def history_pressure(ai, model: str | None, tick_id: int) -> HistoryPressure:
     (None: the server default): what the tick runner schedules compactions by, and what
     ``aihistory`` shows."""
     history = ai.history
-    model = _model_name(model)
+    model = resolve_model(model)
     # The stored history is also capped in messages and characters, caps that drop old
     # ticks unfolded: compaction must come before them, for windows of any size.
     measures = (
@@ -1092,11 +1093,6 @@ def history_pressure(ai, model: str | None, tick_id: int) -> HistoryPressure:
     reasons = (compaction_reason(used, cap, **options) for _, used, cap in measures)
     reason = next((r for r in reasons if r), None) if history else None
     return HistoryPressure(model, tokens.get_context_window(model), measures, reason)
-
-
-def _model_name(model: str | None) -> str:
-    """The model a call with ``model`` goes to (None: the server default)."""
-    return model or conf.get("EVENNIA_AI_MODEL") or conf.OFFLINE_MODEL
 
 
 def count_error(metrics: dict, error: str | None, tick: int | None) -> None:

@@ -65,6 +65,7 @@ from evennia_ai.llm.json_protocol import (
     parse_tool_calls_from_text,
     to_text_protocol,
 )
+from evennia_ai.llm.models import resolve_model
 from evennia_ai.llm.offline import OfflineModel
 from evennia_ai.llm.request_gate import check_contract, check_window
 from evennia_ai.llm.served_windows import OLLAMA_PREFIXES
@@ -506,7 +507,7 @@ class UnifiedLLMClient:
 
     def resolve_model(self, model: str | None = None) -> str:
         """The model a call would use: per call, this client's, the setting, else offline."""
-        return model or self.model or conf.get("EVENNIA_AI_MODEL") or conf.OFFLINE_MODEL
+        return resolve_model(model or self.model)
 
     def fallback_models(self, primary: str, fallbacks=None) -> list[str]:
         """Models to try after ``primary``, in order, without repeats."""

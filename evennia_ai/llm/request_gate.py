@@ -33,23 +33,22 @@ class WindowCheck:
         prompt_tokens: Tokens of the messages and tool schemas as sent.
         reserved: Tokens kept free for the reply.
         window: The model's context window.
+        limit: The most prompt tokens the request may have
+            (:func:`~evennia_ai.llm.tokens.request_limit`).
     """
 
     model: str
     prompt_tokens: int
     reserved: int
     window: int
+    limit: int
 
     @property
     def fits(self) -> bool:
-        return self.prompt_tokens + self.reserved <= self.window
+        return self.prompt_tokens <= self.limit
 
     def describe(self) -> str:
-        return (
-            f"context_overflow: the request needs {self.prompt_tokens} tokens plus "
-            f"{self.reserved} reserved for the reply, over the {self.window}-token window of "
-            f"{self.model}; it was not sent"
-        )
+        return tokens.overflow_message(self.prompt_tokens, self.limit, self.model)
 
 
 def request_tokens(model: str, messages: list[dict], tools: list[dict] | None) -> int:
@@ -71,7 +70,11 @@ def check_window(
     reserved = int(max_tokens) if max_tokens else limits.reserved_response_tokens
     used = prompt_tokens if prompt_tokens is not None else request_tokens(model, messages, tools)
     return WindowCheck(
-        model=model, prompt_tokens=int(used), reserved=reserved, window=limits.max_tokens
+        model=model,
+        prompt_tokens=int(used),
+        reserved=reserved,
+        window=limits.max_tokens,
+        limit=limits.request_limit(max_tokens=max_tokens),
     )
 
 

@@ -62,6 +62,7 @@ import tiktoken
 from tiktoken.model import encoding_name_for_model
 
 from evennia_ai import conf
+from evennia_ai.llm.models import resolve_model
 
 _log = logging.getLogger("evennia_ai")
 
@@ -412,7 +413,7 @@ def count_request(
 def request_counter(model: str | None):
     """``count(messages, schemas)``: tokens of a request to ``model`` (None: the server
     default), tools included, as the ReAct loop counts each request it sends."""
-    counter = TokenCounter(model or conf.get("EVENNIA_AI_MODEL") or conf.OFFLINE_MODEL)
+    counter = TokenCounter(resolve_model(model))
 
     def count(messages, schemas):
         return counter.count_messages(messages) + (counter.count_tools(schemas) if schemas else 0)
@@ -581,7 +582,31 @@ class ModelContextLimits:
     @property
     def prompt_budget(self) -> int:
         """Tokens a request may use: the window minus the reserved response tokens."""
-        return max(0, self.max_tokens - self.reserved_response_tokens)
+        return self.request_limit()
+
+    def request_limit(
+        self, *, max_tokens: int | None = None, token_budget: int | None = None
+    ) -> int:
+        """Most prompt tokens (messages and tool schemas) one request may have.
+
+        Every check of a request against the window uses it (through :func:`request_limit`):
+        fitting the prompt while it is built, the ReAct loop before it sends, and the client's
+        gate for each model of the fallback chain.
+
+        Args:
+            max_tokens: The reply's own limit when the call sets one: kept free instead of
+                :attr:`reserved_response_tokens`.
+            token_budget: A context type's own cap on the request (0 or None: none).
+
+        Returns:
+            The window minus the tokens kept free for the reply (never below 0), capped at
+            ``token_budget``.
+        """
+        reserved = int(max_tokens) if max_tokens else self.reserved_response_tokens
+        limit = max(0, self.max_tokens - reserved)
+        if token_budget:
+            limit = min(limit, int(token_budget))
+        return limit
 
 
 MEMORY_SHARE = 0.25
@@ -617,6 +642,29 @@ def get_model_limits(model: str | None) -> ModelContextLimits:
         memory_tokens=int(usable * MEMORY_SHARE),
         history_tokens=int(usable * HISTORY_SHARE),
         reserved_response_tokens=reserved,
+    )
+
+
+def request_limit(
+    model: str | None, *, max_tokens: int | None = None, token_budget: int | None = None
+) -> int:
+    """Most prompt tokens one request to ``model`` may have: the window of ``model`` minus the
+    tokens kept free for the reply, capped at ``token_budget`` (see
+    :meth:`ModelContextLimits.request_limit`, which has the arguments)."""
+    return get_model_limits(model).request_limit(max_tokens=max_tokens, token_budget=token_budget)
+
+
+def overflow_message(needed: int, limit: int, model: str | None) -> str:
+    """Why a request over :func:`request_limit` was not sent (the ``context_overflow`` error).
+
+    Args:
+        needed: Prompt tokens of the request.
+        limit: The most it may have (:func:`request_limit`).
+        model: The model it was meant for (None: the server default).
+    """
+    return (
+        f"context_overflow: the request needs {needed} tokens, over the {limit} a request to "
+        f"{resolve_model(model)} may use; it was not sent"
     )
 
 

@@ -55,6 +55,7 @@ from twisted.internet import defer
 from evennia_ai import conf
 from evennia_ai.llm import tokens
 from evennia_ai.llm.client import get_client, get_litellm
+from evennia_ai.llm.models import resolve_model
 from evennia_ai.llm.threads import run_in_thread
 from evennia_ai.llm.usage import UsageAccountant, UsageRecord
 from evennia_ai.memory import gate, keyword_pg
@@ -233,7 +234,7 @@ def embedded_llm_config() -> dict:
     """mem0's LLM section for the embedded default (its calls are rerouted: see NpcModelLLM)."""
     return {
         "provider": "litellm",
-        "config": {"model": conf.get("EVENNIA_AI_MODEL") or conf.OFFLINE_MODEL},
+        "config": {"model": resolve_model()},
     }
 
 
@@ -364,8 +365,8 @@ class NpcModelLLM:
         self.config = config  # mem0 reads only generate_response (and config for vision)
 
     def generate_response(self, messages, response_format=None, tools=None, tool_choice="auto"):
-        model = getattr(_LLM_CONTEXT, "model", None) or conf.get("EVENNIA_AI_MODEL")
-        if not model or model == conf.OFFLINE_MODEL:
+        model = resolve_model(getattr(_LLM_CONTEXT, "model", None))
+        if model == conf.OFFLINE_MODEL:
             raise RuntimeError("no language model is configured for fact extraction")
         # mem0 asks for JSON (``response_format={"type": "json_object"}``) when it extracts
         # facts; the request keeps it, as mem0's own providers would send it.
@@ -961,7 +962,7 @@ class LongTermMemory:
         if not items:
             return result
         self.ensure_ready()
-        chosen_model = model or conf.get("EVENNIA_AI_MODEL")
+        chosen_model = resolve_model(model)
         if infer is None:
             infer = self._can_infer(chosen_model)
         infer = bool(infer) and self.vector_ready

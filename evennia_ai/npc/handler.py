@@ -25,6 +25,7 @@ from evennia.utils import logger
 from evennia_ai import conf
 from evennia_ai.formatting import timestamp
 from evennia_ai.llm import tokens
+from evennia_ai.llm.models import resolve_model
 from evennia_ai.memory import context_buffer
 from evennia_ai.memory import events as ev
 from evennia_ai.memory.events import Event, pending_events
@@ -459,7 +460,7 @@ class AIHandler:
             state = "stopped"
         else:
             state = "paused" if paused else ("asleep" if sleep.get("asleep") else "running")
-        model = self.model or conf.get("EVENNIA_AI_MODEL") or conf.OFFLINE_MODEL
+        model = resolve_model(self.model)
         window, window_source = tokens.window_and_source(model)
         warnings = []
         if window_source == "guess":

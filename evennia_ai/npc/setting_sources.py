@@ -19,6 +19,7 @@ from evennia_ai import conf
 from evennia_ai.formatting import count
 from evennia_ai.formatting import money as format_money
 from evennia_ai.llm.client import model_settings
+from evennia_ai.llm.models import OWN_MODEL, choose_model
 from evennia_ai.memory import longterm
 from evennia_ai.npc import spending
 from evennia_ai.npc.spending import FROM_NPC
@@ -51,11 +52,10 @@ class SettingOrigin:
 def model_origin(npc=None) -> SettingOrigin:
     """The NPC's model: its own (``ainpc/model``) or the server default (``npc`` None: the
     server default)."""
-    own = npc.ai.model if npc is not None else ""
-    if own:
-        return SettingOrigin("model", own, FROM_NPC, "ainpc/model")
-    value, source = conf.lookup("EVENNIA_AI_MODEL")
-    return SettingOrigin("model", value or conf.OFFLINE_MODEL, source, "EVENNIA_AI_MODEL")
+    choice = choose_model(npc.ai.model if npc is not None else "")
+    if choice.source == OWN_MODEL:
+        return SettingOrigin("model", choice.name, FROM_NPC, "ainpc/model")
+    return SettingOrigin("model", choice.name, choice.source, "EVENNIA_AI_MODEL")
 
 
 def per_model_origin(label: str, model: str, key: str, setting: str) -> SettingOrigin:

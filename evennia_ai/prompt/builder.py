@@ -26,6 +26,7 @@ from twisted.internet import defer
 
 from evennia_ai import conf
 from evennia_ai.llm import contracts, tokens
+from evennia_ai.llm.models import resolve_model
 from evennia_ai.memory.events import render_events
 from evennia_ai.prompt import operator as operator_section
 from evennia_ai.prompt.assembly import assemble_messages, select_components
@@ -186,7 +187,7 @@ class ContextBuilder:
         self.tools = list(tools)
         self.tool_result = tool_result
         self.extra = dict(extra or {})
-        self.model = model or npc.ai.model or conf.get("EVENNIA_AI_MODEL") or conf.OFFLINE_MODEL
+        self.model = resolve_model(model or npc.ai.model)
         self._task: str | None | bool = False  # not rendered yet
         self.blocked: list[str] = []  # failed sources the operator's instructions depend on
 
@@ -292,9 +293,7 @@ class ContextBuilder:
         counter = tokens.TokenCounter(self.model)
         offered = OfferedTools(counter, [tool.to_schema() for tool in self.tools])
         limits = tokens.get_model_limits(self.model)
-        limit = limits.prompt_budget
-        if self.config.token_budget:
-            limit = min(limit, int(self.config.token_budget))
+        limit = limits.request_limit(token_budget=self.config.token_budget)
 
         last: dict = {}
 

@@ -100,9 +100,7 @@ class TaskBuilder:
         self.npc = builder.npc
         self.ai = builder.npc.ai
         self.counter = tokens.TokenCounter(builder.model)
-        budget = tokens.get_model_limits(builder.model).prompt_budget
-        if builder.config.token_budget:
-            budget = min(budget, int(builder.config.token_budget))
+        budget = tokens.request_limit(builder.model, token_budget=builder.config.token_budget)
         self.input_budget = max(200, int(budget * TASK_SHARE))
 
     def render(self) -> str | None:
