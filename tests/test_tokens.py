@@ -15,7 +15,7 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
 from evennia_ai import conf
-from evennia_ai.llm import gate, tokens
+from evennia_ai.llm import request_gate, tokens
 from evennia_ai.llm.tokens import ModelContextLimits, TokenCounter
 
 LITELLM_DIR = tokens.litellm_tokenizer_dir()
@@ -534,11 +534,16 @@ def test_the_gate_uses_the_one_limit_and_message():
     with override_settings(
         EVENNIA_AI_CONTEXT_WINDOWS={"m/small": 4096}, EVENNIA_AI_RESERVED_RESPONSE_TOKENS=1024
     ):
-        check = gate.check_window("m/small", messages, None)
+        check = request_gate.check_window("m/small", messages, None)
         assert check.limit == tokens.request_limit("m/small") == 3072
         assert not check.fits
         assert check.describe() == tokens.overflow_message(check.prompt_tokens, 3072, "m/small")
-        exact = gate.check_window("m/small", messages, None, prompt_tokens=3072)
-        assert exact.fits and not gate.check_window("m/small", [], None, prompt_tokens=3073).fits
-        own = gate.check_window("m/small", messages, None, max_tokens=96, prompt_tokens=4000)
+        exact = request_gate.check_window("m/small", messages, None, prompt_tokens=3072)
+        assert (
+            exact.fits
+            and not request_gate.check_window("m/small", [], None, prompt_tokens=3073).fits
+        )
+        own = request_gate.check_window(
+            "m/small", messages, None, max_tokens=96, prompt_tokens=4000
+        )
         assert own.limit == tokens.request_limit("m/small", max_tokens=96) == 4000 and own.fits
