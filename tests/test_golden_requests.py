@@ -1,0 +1,223 @@
+"""Golden requests: what the demo Innkeeper sends for the calls replay does not rebuild.
+
+``python -m evennia_ai.engine.replay`` rebuilds the request of every recorded tick, but not the
+calls made inside a tick: the history summary (``summarise``), the task assessment
+(``assessment``) and the goal decomposition (``goal_decompose``). These tests pin those
+requests exactly, so a refactor that must leave every request byte-identical shows any change
+as a diff against ``tests/golden/<kind>.json``.
+
+Each test sets up the Innkeeper of the benchmarks (``bench/tick.py``: persona, operator
+prompt, three goals, a 50-message history, 20 journal entries, 10 known people) on the test
+database, with the clock frozen and model calls going through the real client (litellm) to the
+loopback model server, answered by the reading model. What is compared, per call kind:
+
+- ``call``: what the tick handed the client (messages, tool schemas, model, kind and the
+  other options), taken at :meth:`UnifiedLLMClient.acomplete`;
+- ``sent``: the JSON body the model server received (what litellm made of it: the model name
+  as routed, the parameters; messages and tools that arrived exactly as the client got them
+  are written ``"(as in call)"``).
+
+Database ids (``#12``) are written as the name of their object (``#<Innkeeper>``), so the
+files do not depend on how many objects other tests created first.
+
+To regenerate the files after a deliberate change of a request::
+
+    EVENNIA_AI_UPDATE_GOLDEN=1 python -m pytest tests/test_golden_requests.py
+
+then read ``git diff tests/golden/`` and explain every change in the pull request.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from unittest import mock
+
+from django.test import override_settings
+from evennia.utils.test_resources import BaseEvenniaTestCase
+from test_assistant_tick import sync_thread
+
+from evennia_ai import utils
+from evennia_ai.engine import tick as tick_module
+from evennia_ai.llm import client as client_module
+from evennia_ai.llm.client import UnifiedLLMClient
+from evennia_ai.memory import longterm
+from evennia_ai.testing.model_server import ModelServer
+from evennia_ai.testing.reading_model import read_and_answer
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.tick import _innkeeper  # noqa: E402
+
+GOLDEN = Path(__file__).resolve().parent / "golden"
+UPDATE = os.environ.get("EVENNIA_AI_UPDATE_GOLDEN", "") not in ("", "0")
+MODEL = "openai/test-model"
+#: The moment the clock stands still at (a Friday evening).
+FROZEN = datetime(2026, 3, 6, 19, 30, 0, tzinfo=timezone.utc)
+_DBREF = re.compile(r"#(\d+)\b")
+#: What ``sent`` holds for messages or tools that reached the server exactly as the client got
+#: them.
+SAME_AS_CALL = "(as in call)"
+
+
+# -- the capture point (a refactor that renames it changes this helper only) ---------------------
+#: Options of a client call that never reach the model: who asks (for log lines) and the
+#: caller's own token count of the request.
+NOT_SENT = ("caller", "prompt_tokens")
+
+
+def capture_client_calls(calls: list) -> mock._patch:
+    """A patch that notes every call the LLM client is given, then makes it as usual.
+
+    Noted: the messages, the tool schemas, the model that answers (resolved as the client
+    resolves it, so passing the default model by name or as None is the same call) and every
+    other option (``kind``, ``max_tokens``, ...) but those in :data:`NOT_SENT`.
+    """
+    real = UnifiedLLMClient.acomplete
+
+    async def noted(self, messages, tools=None, **options):
+        noted_options = {k: v for k, v in options.items() if k not in NOT_SENT}
+        noted_options["model"] = self.resolve_model(options.get("model"))
+        calls.append(copy.deepcopy({"messages": messages, "tools": tools, **noted_options}))
+        return await real(self, messages, tools, **options)
+
+    return mock.patch.object(UnifiedLLMClient, "acomplete", noted)
+
+
+def patch_everywhere(original, replacement) -> list:
+    """Patches that put ``replacement`` wherever a module of the plugin holds ``original``.
+
+    Found by identity in every loaded ``evennia_ai`` module, so the patch follows a function
+    that a refactor moves or imports by name elsewhere.
+    """
+    return [
+        mock.patch.object(module, name, replacement)
+        for module_name, module in list(sys.modules.items())
+        if module_name.split(".")[0] == "evennia_ai" and module is not None
+        for name, value in list(vars(module).items())
+        if value is original
+    ]
+
+
+def frozen_clock() -> list:
+    """Patches that stop the plugin's clock (:func:`evennia_ai.utils.utcnow`) at :data:`FROZEN`."""
+    return patch_everywhere(utils.utcnow, lambda: FROZEN)
+
+
+# -- comparing -----------------------------------------------------------------------------------
+def with_names(data, names: dict[int, str]):
+    """``data`` with every ``#<id>`` of a known object written ``#<its name>``."""
+
+    def named(match: re.Match) -> str:
+        number = int(match.group(1))
+        return f"#<{names[number]}>" if number in names else match.group(0)
+
+    return json.loads(_DBREF.sub(named, json.dumps(data, ensure_ascii=False)))
+
+
+def check_golden(test, kind: str, found: dict) -> None:
+    """Assert ``found`` equals ``tests/golden/<kind>.json`` (or write it when updating)."""
+    path = GOLDEN / f"{kind}.json"
+    text = json.dumps(found, indent=2, ensure_ascii=False, sort_keys=True) + "\n"
+    if UPDATE:
+        GOLDEN.mkdir(exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        return
+    assert (
+        path.exists()
+    ), f"{path} is missing: run EVENNIA_AI_UPDATE_GOLDEN=1 pytest {Path(__file__).name}"
+    golden = json.loads(path.read_text(encoding="utf-8"))
+    test.maxDiff = None
+    test.assertEqual(golden, json.loads(text), f"the {kind} request changed (see {path})")
+
+
+class GoldenBase(BaseEvenniaTestCase):
+    """The benchmarks' Innkeeper, a frozen clock, the real client and the loopback server."""
+
+    def setUp(self):
+        super().setUp()
+        for module in (client_module, longterm, tick_module):
+            self.patch(mock.patch.object(module, "defer_to_thread", sync_thread))
+        for patch in frozen_clock():
+            self.patch(patch)
+        self.server = ModelServer(responder=read_and_answer).start()
+        self.addCleanup(self.server.stop)
+        self.patch(
+            override_settings(
+                EVENNIA_AI_MODEL=MODEL,
+                EVENNIA_AI_API_BASE=self.server.url,
+                EVENNIA_AI_API_KEY="x",
+                EVENNIA_AI_MAX_RETRIES=0,
+                EVENNIA_AI_TIMEOUT=5,
+                EVENNIA_AI_CONTEXT_WINDOWS={MODEL: 128000},
+                EVENNIA_AI_AUTONOMY=False,
+                EVENNIA_AI_SPEAKER_EVENTS_PER_MINUTE=0,
+                EVENNIA_AI_REFLECTION_INTERVAL=0,
+                EVENNIA_AI_REFLECTION_IMPORTANCE_THRESHOLD=0,
+                EVENNIA_AI_COMPACTION_KEEP_RECENT=10,
+            )
+        )
+        self.calls: list = []
+        self.patch(capture_client_calls(self.calls))
+        self.npc, self.player = _innkeeper()
+        self.script = self.npc.ai.script
+        self.script.trigger_tick = lambda: None
+
+    def patch(self, patcher):
+        patcher.enable() if hasattr(patcher, "enable") else patcher.start()
+        self.addCleanup(patcher.disable if hasattr(patcher, "disable") else patcher.stop)
+
+    def tearDown(self):
+        if self.script.pk:
+            self.script.stop()  # its timer; the rows go with the test's transaction
+        super().tearDown()
+
+    def tick(self):
+        d = self.script.run_tick()
+        assert d is not None and d.called, "the tick did not finish synchronously"
+        return d.result
+
+    def golden(self, kind: str) -> dict:
+        """The first ``kind`` call of the test: what the client got and what was sent."""
+        calls = [c for c in self.calls if c.get("kind") == kind]
+        assert calls, f"no {kind} call was made (kinds: {[c.get('kind') for c in self.calls]})"
+        call = calls[0]
+        bodies = [r.body for r in self.server.requests_to("/v1/chat/completions")]
+        sent = [b for b in bodies if b.get("messages") == call["messages"]]
+        assert sent, f"the {kind} call did not reach the model server as it was given"
+        body = dict(sent[0])
+        for key in ("messages", "tools"):  # the same as the call's: not written twice
+            if key in body and body[key] == call[key]:
+                body[key] = SAME_AS_CALL
+        names = {obj.id: obj.key for obj in (self.npc, self.player, self.npc.location)}
+        return with_names({"kind": kind, "call": call, "sent": body}, names)
+
+
+class TestGoldenRequests(GoldenBase):
+    def test_summarise(self):
+        self.npc.ai.set("compaction", {"pending": True, "reason": "sleep", "last_tick": None})
+        with override_settings(EVENNIA_AI_COMPACTION_STRATEGY="summarize"):
+            trace = self.tick()
+        assert trace.context_type == "pre_compaction"
+        check_golden(self, "summarise", self.golden("summarise"))
+
+    def test_assessment(self):
+        self.npc.ai.set_execution_config(task_assessment_enabled=True)
+        self.player.at_say("Innkeeper, what is good to eat tonight?")
+        trace = self.tick()
+        assert trace.context_type == "tick_event"
+        check_golden(self, "assessment", self.golden("assessment"))
+
+    def test_goal_decompose(self):
+        goal_id = next(g["id"] for g in self.npc.ai.goals if g.get("status") == "active")
+        self.server.enqueue(
+            {"tool_calls": [{"name": "decompose_goal", "arguments": {"goal_id": goal_id}}]}
+        )
+        with override_settings(EVENNIA_AI_AUTONOMY=True, EVENNIA_AI_AUTONOMOUS_MIN_INTERVAL=0):
+            trace = self.tick()
+        assert trace.context_type == "tick_autonomous"
+        check_golden(self, "goal_decompose", self.golden("goal_decompose"))
