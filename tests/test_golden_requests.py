@@ -17,8 +17,10 @@ loopback model server, answered by the reading model. What is compared, per call
   as routed, the parameters; messages and tools that arrived exactly as the client got them
   are written ``"(as in call)"``).
 
-Database ids (``#12``) are written as the name of their object (``#<Innkeeper>``), so the
-files do not depend on how many objects other tests created first.
+Each message's text is stored as the list of its lines, so a changed word shows as one changed
+line in ``git diff`` and in the failure. Database ids (``#12``) are written as the name of
+their object (``#<Innkeeper>``), so the files do not depend on how many objects other tests
+created first; the clock stands at :data:`FROZEN`.
 
 To regenerate the files after a deliberate change of a request::
 
@@ -30,6 +32,7 @@ then read ``git diff tests/golden/`` and explain every change in the pull reques
 from __future__ import annotations
 
 import copy
+import difflib
 import json
 import os
 import re
@@ -55,6 +58,7 @@ from bench.tick import _innkeeper  # noqa: E402
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 UPDATE = os.environ.get("EVENNIA_AI_UPDATE_GOLDEN", "") not in ("", "0")
+REGENERATE = "regenerate with EVENNIA_AI_UPDATE_GOLDEN=1 pytest tests/test_golden_requests.py"
 MODEL = "openai/test-model"
 #: The moment the clock stands still at (a Friday evening).
 FROZEN = datetime(2026, 3, 6, 19, 30, 0, tzinfo=timezone.utc)
@@ -119,7 +123,18 @@ def with_names(data, names: dict[int, str]):
     return json.loads(_DBREF.sub(named, json.dumps(data, ensure_ascii=False)))
 
 
-def check_golden(test, kind: str, found: dict) -> None:
+def with_lines(messages):
+    """``messages`` with each text content as a list of its lines (a one-word change then
+    shows as one changed line; joined with newlines, the lines are the content again)."""
+    if not isinstance(messages, list):
+        return messages
+    return [
+        {**m, "content": m["content"].split("\n")} if isinstance(m.get("content"), str) else m
+        for m in messages
+    ]
+
+
+def check_golden(kind: str, found: dict) -> None:
     """Assert ``found`` equals ``tests/golden/<kind>.json`` (or write it when updating)."""
     path = GOLDEN / f"{kind}.json"
     text = json.dumps(found, indent=2, ensure_ascii=False, sort_keys=True) + "\n"
@@ -127,12 +142,17 @@ def check_golden(test, kind: str, found: dict) -> None:
         GOLDEN.mkdir(exist_ok=True)
         path.write_text(text, encoding="utf-8")
         return
-    assert (
-        path.exists()
-    ), f"{path} is missing: run EVENNIA_AI_UPDATE_GOLDEN=1 pytest {Path(__file__).name}"
-    golden = json.loads(path.read_text(encoding="utf-8"))
-    test.maxDiff = None
-    test.assertEqual(golden, json.loads(text), f"the {kind} request changed (see {path})")
+    assert path.exists(), f"{path} is missing: {REGENERATE}"
+    golden = path.read_text(encoding="utf-8")
+    if json.loads(golden) != json.loads(text):
+        diff = difflib.unified_diff(
+            golden.splitlines(), text.splitlines(), f"golden/{kind}.json", "now", lineterm="", n=2
+        )
+        shown = "\n".join(list(diff)[:120])
+        raise AssertionError(
+            f"the {kind} request changed; if that is meant, {REGENERATE} and explain the "
+            f"change:\n{shown}"
+        )
 
 
 class GoldenBase(BaseEvenniaTestCase):
@@ -185,7 +205,7 @@ class GoldenBase(BaseEvenniaTestCase):
         """The first ``kind`` call of the test: what the client got and what was sent."""
         calls = [c for c in self.calls if c.get("kind") == kind]
         assert calls, f"no {kind} call was made (kinds: {[c.get('kind') for c in self.calls]})"
-        call = calls[0]
+        call = dict(calls[0])
         bodies = [r.body for r in self.server.requests_to("/v1/chat/completions")]
         sent = [b for b in bodies if b.get("messages") == call["messages"]]
         assert sent, f"the {kind} call did not reach the model server as it was given"
@@ -193,6 +213,8 @@ class GoldenBase(BaseEvenniaTestCase):
         for key in ("messages", "tools"):  # the same as the call's: not written twice
             if key in body and body[key] == call[key]:
                 body[key] = SAME_AS_CALL
+        call["messages"] = with_lines(call["messages"])
+        body["messages"] = with_lines(body.get("messages"))
         names = {obj.id: obj.key for obj in (self.npc, self.player, self.npc.location)}
         return with_names({"kind": kind, "call": call, "sent": body}, names)
 
@@ -203,14 +225,14 @@ class TestGoldenRequests(GoldenBase):
         with override_settings(EVENNIA_AI_COMPACTION_STRATEGY="summarize"):
             trace = self.tick()
         assert trace.context_type == "pre_compaction"
-        check_golden(self, "summarise", self.golden("summarise"))
+        check_golden("summarise", self.golden("summarise"))
 
     def test_assessment(self):
         self.npc.ai.set_execution_config(task_assessment_enabled=True)
         self.player.at_say("Innkeeper, what is good to eat tonight?")
         trace = self.tick()
         assert trace.context_type == "tick_event"
-        check_golden(self, "assessment", self.golden("assessment"))
+        check_golden("assessment", self.golden("assessment"))
 
     def test_goal_decompose(self):
         goal_id = next(g["id"] for g in self.npc.ai.goals if g.get("status") == "active")
@@ -220,4 +242,4 @@ class TestGoldenRequests(GoldenBase):
         with override_settings(EVENNIA_AI_AUTONOMY=True, EVENNIA_AI_AUTONOMOUS_MIN_INTERVAL=0):
             trace = self.tick()
         assert trace.context_type == "tick_autonomous"
-        check_golden(self, "goal_decompose", self.golden("goal_decompose"))
+        check_golden("goal_decompose", self.golden("goal_decompose"))
