@@ -50,6 +50,9 @@ from evennia_ai.engine import tick as tick_module
 from evennia_ai.llm import client as client_module
 from evennia_ai.llm.client import UnifiedLLMClient
 from evennia_ai.memory import longterm
+from evennia_ai.memory.compression import SUMMARY_BATCH, SUMMARY_PREFIX
+from evennia_ai.memory.history import append_tick
+from evennia_ai.prompt_registry import get_prompt_registry
 from evennia_ai.testing.model_server import ModelServer
 from evennia_ai.testing.reading_model import read_and_answer
 
@@ -134,24 +137,34 @@ def with_lines(messages):
     ]
 
 
-def check_golden(kind: str, found: dict) -> None:
-    """Assert ``found`` equals ``tests/golden/<kind>.json`` (or write it when updating)."""
+def _dumped(data) -> str:
+    return json.dumps(data, indent=2, ensure_ascii=False, sort_keys=True) + "\n"
+
+
+def check_golden(kind: str, case: str, found: dict) -> None:
+    """Assert ``found`` equals case ``case`` of ``tests/golden/<kind>.json`` (or write it there
+    when updating)."""
     path = GOLDEN / f"{kind}.json"
-    text = json.dumps(found, indent=2, ensure_ascii=False, sort_keys=True) + "\n"
+    stored = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    found = json.loads(_dumped(found))  # as it reads back
     if UPDATE:
         GOLDEN.mkdir(exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        path.write_text(_dumped({**stored, case: found}), encoding="utf-8")
         return
-    assert path.exists(), f"{path} is missing: {REGENERATE}"
-    golden = path.read_text(encoding="utf-8")
-    if json.loads(golden) != json.loads(text):
+    assert case in stored, f"{path} has no case {case!r}: {REGENERATE}"
+    if stored[case] != found:
         diff = difflib.unified_diff(
-            golden.splitlines(), text.splitlines(), f"golden/{kind}.json", "now", lineterm="", n=2
+            _dumped(stored[case]).splitlines(),
+            _dumped(found).splitlines(),
+            f"golden/{kind}.json: {case}",
+            "now",
+            lineterm="",
+            n=2,
         )
         shown = "\n".join(list(diff)[:120])
         raise AssertionError(
-            f"the {kind} request changed; if that is meant, {REGENERATE} and explain the "
-            f"change:\n{shown}"
+            f"the {kind} request ({case}) changed; if that is meant, {REGENERATE} and explain "
+            f"the change:\n{shown}"
         )
 
 
@@ -219,22 +232,77 @@ class GoldenBase(BaseEvenniaTestCase):
         return with_names({"kind": kind, "call": call, "sent": body}, names)
 
 
+def tool_tick(number: int) -> list[dict]:
+    """One tick's messages where the Innkeeper answered through a tool."""
+    call_id = f"call_{number}"
+    return [
+        {"role": "user", "content": f'Alice says to you: "Is room {number} free tonight?"'},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": call_id,
+                    "type": "function",
+                    "function": {
+                        "name": "say",
+                        "arguments": json.dumps({"message": f"Room {number} is yours."}),
+                    },
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": call_id, "content": f'You say, "Room {number} is yours."'},
+    ]
+
+
 class TestGoldenRequests(GoldenBase):
-    def test_summarise(self):
+    def summarise(self) -> dict:
         self.npc.ai.set("compaction", {"pending": True, "reason": "sleep", "last_tick": None})
         with override_settings(EVENNIA_AI_COMPACTION_STRATEGY="summarize"):
             trace = self.tick()
         assert trace.context_type == "pre_compaction"
-        check_golden("summarise", self.golden("summarise"))
+        return self.golden("summarise")
 
-    def test_assessment(self):
+    def test_summarise(self):
+        check_golden("summarise", "innkeeper", self.summarise())
+
+    def test_summarise_with_an_earlier_summary_and_tool_calls(self):
+        history = [
+            {
+                "role": "user",
+                "content": f"{SUMMARY_PREFIX}\nAlice asked about the ale; it was fresh.",
+                "batch": SUMMARY_BATCH,
+            }
+        ]
+        for number in range(1, 13):
+            history = append_tick(history, 100 + number, tool_tick(number), 200)
+        self.npc.ai.set("history", history)
+        found = self.summarise()
+        text = "\n".join(found["call"]["messages"][-1]["content"])
+        assert (
+            "Earlier summary: Alice asked about the ale" in text and "You (actions): say(" in text
+        )
+        check_golden("summarise", "earlier_summary_and_tool_calls", found)
+
+    def assess(self) -> dict:
         self.npc.ai.set_execution_config(task_assessment_enabled=True)
         self.player.at_say("Innkeeper, what is good to eat tonight?")
         trace = self.tick()
         assert trace.context_type == "tick_event"
-        check_golden("assessment", self.golden("assessment"))
+        return self.golden("assessment")
 
-    def test_goal_decompose(self):
+    def test_assessment(self):
+        check_golden("assessment", "innkeeper", self.assess())
+
+    def test_assessment_leaves_out_the_operators_secrets(self):
+        self.npc.ai.set_user_system_prompt(
+            "Keep the tavern friendly.\nSecret: the cellar key is under the third barrel."
+        )
+        found = self.assess()
+        assert "third barrel" not in json.dumps(found)
+        check_golden("assessment", "operator_secret", found)
+
+    def decompose(self) -> dict:
         goal_id = next(g["id"] for g in self.npc.ai.goals if g.get("status") == "active")
         self.server.enqueue(
             {"tool_calls": [{"name": "decompose_goal", "arguments": {"goal_id": goal_id}}]}
@@ -242,4 +310,20 @@ class TestGoldenRequests(GoldenBase):
         with override_settings(EVENNIA_AI_AUTONOMY=True, EVENNIA_AI_AUTONOMOUS_MIN_INTERVAL=0):
             trace = self.tick()
         assert trace.context_type == "tick_autonomous"
-        check_golden("goal_decompose", self.golden("goal_decompose"))
+        return self.golden("goal_decompose")
+
+    def test_goal_decompose(self):
+        check_golden("goal_decompose", "innkeeper", self.decompose())
+
+    def test_goal_decompose_as_the_operator_customised_it(self):
+        registry = get_prompt_registry()
+        registry.set_context_customization(
+            "goal_decompose",
+            component_overrides={
+                "system_prompt": {"content": "You plan the Gilded Tankard's work in 4 subtasks."}
+            },
+        )
+        self.addCleanup(registry.clear_context_customization, "goal_decompose")
+        found = self.decompose()
+        assert "in 4 subtasks" in json.dumps(found)
+        check_golden("goal_decompose", "customised", found)
