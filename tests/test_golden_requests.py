@@ -39,6 +39,7 @@ import re
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 from unittest import mock
 
 from django.test import override_settings
@@ -77,7 +78,7 @@ SAME_AS_CALL = "(as in call)"
 NOT_SENT = ("caller", "prompt_tokens")
 
 
-def capture_client_calls(calls: list) -> mock._patch:
+def capture_client_calls(calls: list) -> Any:
     """A patch that notes every call the LLM client is given, then makes it as usual.
 
     Noted: the messages, the tool schemas, the model that answers (resolved as the client
@@ -200,9 +201,14 @@ class GoldenBase(BaseEvenniaTestCase):
         self.script = self.npc.ai.script
         self.script.trigger_tick = lambda: None
 
-    def patch(self, patcher):
-        patcher.enable() if hasattr(patcher, "enable") else patcher.start()
-        self.addCleanup(patcher.disable if hasattr(patcher, "disable") else patcher.stop)
+    def patch(self, patcher) -> None:
+        """Start ``patcher`` (a mock patch or an ``override_settings``) until the test ends."""
+        if hasattr(patcher, "enable"):  # override_settings
+            patcher.enable()
+            self.addCleanup(patcher.disable)
+        else:
+            patcher.start()
+            self.addCleanup(patcher.stop)
 
     def tearDown(self):
         if self.script.pk:
@@ -229,7 +235,7 @@ class GoldenBase(BaseEvenniaTestCase):
         call["messages"] = with_lines(call["messages"])
         body["messages"] = with_lines(body.get("messages"))
         names = {obj.id: obj.key for obj in (self.npc, self.player, self.npc.location)}
-        return with_names({"kind": kind, "call": call, "sent": body}, names)
+        return with_names({"call": call, "sent": body}, names)
 
 
 def tool_tick(number: int) -> list[dict]:
