@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Callable
-from unittest import mock
 
 from django.test import override_settings
 from evennia.objects.objects import DefaultCharacter
@@ -34,9 +33,8 @@ from test_assistant_tick import sync_thread
 from test_golden_requests import patch_everywhere
 from twisted.internet import defer
 
-from evennia_ai.engine import tick as tick_module
 from evennia_ai.engine.trace import StopReason
-from evennia_ai.llm import client as client_module
+from evennia_ai.llm import threads
 from evennia_ai.memory import events as ev
 from evennia_ai.memory import longterm
 from evennia_ai.memory.longterm import ConsolidationResult
@@ -446,8 +444,8 @@ class GoldenAgendaBase(BaseEvenniaTestCase):
 
     def setUp(self):
         super().setUp()
-        for module in (client_module, longterm, tick_module):
-            patcher = mock.patch.object(module, "defer_to_thread", sync_thread)
+        # Model and memory calls run in this thread, so a tick ends inside run_tick().
+        for patcher in patch_everywhere(threads.run_in_thread, sync_thread):
             patcher.start()
             self.addCleanup(patcher.stop)
         # Memory consolidation is stored as done: what it stores is not the agenda's business.

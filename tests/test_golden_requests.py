@@ -47,10 +47,8 @@ from evennia.utils.test_resources import BaseEvenniaTestCase
 from test_assistant_tick import sync_thread
 
 from evennia_ai import utils
-from evennia_ai.engine import tick as tick_module
-from evennia_ai.llm import client as client_module
+from evennia_ai.llm import threads
 from evennia_ai.llm.client import UnifiedLLMClient
-from evennia_ai.memory import longterm
 from evennia_ai.memory.compression import SUMMARY_BATCH, SUMMARY_PREFIX
 from evennia_ai.memory.history import append_tick
 from evennia_ai.prompt_registry import get_prompt_registry
@@ -174,8 +172,8 @@ class GoldenBase(BaseEvenniaTestCase):
 
     def setUp(self):
         super().setUp()
-        for module in (client_module, longterm, tick_module):
-            self.patch(mock.patch.object(module, "defer_to_thread", sync_thread))
+        for patch in patch_everywhere(threads.run_in_thread, sync_thread):
+            self.patch(patch)  # model and memory calls in this thread: a tick ends in tick()
         for patch in frozen_clock():
             self.patch(patch)
         self.server = ModelServer(responder=read_and_answer).start()
