@@ -363,6 +363,13 @@ SITUATIONS = (
         then=one_queued,
     ),
     Situation(
+        "in_the_sleep_window_addressed_wakes_for_the_night",
+        say,
+        (CONSOLIDATE, EVENT, IDLE),
+        then=awake,
+        clock_settings=lambda: {"EVENNIA_AI_SLEEP_SCHEDULE": window_around_now()},
+    ),
+    Situation(
         "in_the_sleep_window_after_a_wake_up_stays_awake",
         lambda c: (c.npc.ai.set("sleep", {"woken_in_window": True}), say(c)),
         (EVENT, IDLE),
