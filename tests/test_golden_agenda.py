@@ -24,17 +24,17 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Callable
+from unittest import mock
 
 from django.test import override_settings
 from evennia.objects.objects import DefaultCharacter
 from evennia.utils.create import create_object
 from evennia.utils.test_resources import BaseEvenniaTestCase
-from test_assistant_tick import sync_thread
-from test_golden_requests import patch_everywhere
+from test_golden_requests import calls_in_this_thread
 from twisted.internet import defer
 
+from evennia_ai import scripts  # noqa: F401  (the tick and what it uses, imported first)
 from evennia_ai.engine.trace import StopReason
-from evennia_ai.llm import threads
 from evennia_ai.memory import events as ev
 from evennia_ai.memory import longterm
 from evennia_ai.memory.longterm import ConsolidationResult
@@ -43,6 +43,22 @@ from evennia_ai.workspace.sleep import go_to_sleep
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.tick import _innkeeper  # noqa: E402
+
+
+def patch_everywhere(original, replacement) -> list:
+    """Patches that put ``replacement`` wherever a module of the plugin holds ``original``.
+
+    Found by identity in every loaded ``evennia_ai`` module (the tick and what it uses are
+    imported above, before any patch), so the patch follows a function a refactor moves or
+    imports by name elsewhere.
+    """
+    return [
+        mock.patch.object(module, name, replacement)
+        for module_name, module in list(sys.modules.items())
+        if module_name.split(".")[0] == "evennia_ai" and module is not None
+        for name, value in list(vars(module).items())
+        if value is original
+    ]
 
 
 @dataclass(frozen=True)
@@ -451,10 +467,9 @@ class GoldenAgendaBase(BaseEvenniaTestCase):
 
     def setUp(self):
         super().setUp()
-        # Model and memory calls run in this thread, so a tick ends inside run_tick().
-        for patcher in patch_everywhere(threads.run_in_thread, sync_thread):
-            patcher.start()
-            self.addCleanup(patcher.stop)
+        patcher = calls_in_this_thread()
+        patcher.start()
+        self.addCleanup(patcher.stop)
         # Memory consolidation is stored as done: what it stores is not the agenda's business.
         for patcher in patch_everywhere(
             longterm.consolidate, lambda *args, **kwargs: defer.succeed(ConsolidationResult())

@@ -44,10 +44,11 @@ from unittest import mock
 
 from django.test import override_settings
 from evennia.utils.test_resources import BaseEvenniaTestCase
-from test_assistant_tick import sync_thread
+from twisted.internet import defer
+from twisted.internet import threads as twisted_threads
 
+from evennia_ai import scripts  # noqa: F401  (the tick and what it uses, imported first)
 from evennia_ai import utils
-from evennia_ai.llm import threads
 from evennia_ai.llm.client import UnifiedLLMClient
 from evennia_ai.memory.compression import SUMMARY_BATCH, SUMMARY_PREFIX
 from evennia_ai.memory.history import append_tick
@@ -94,24 +95,41 @@ def capture_client_calls(calls: list) -> Any:
     return mock.patch.object(UnifiedLLMClient, "acomplete", noted)
 
 
-def patch_everywhere(original, replacement) -> list:
-    """Patches that put ``replacement`` wherever a module of the plugin holds ``original``.
+def in_this_thread(_reactor, _pool, fn, *args, **kwargs):
+    """Twisted's ``deferToThreadPool``, run in the calling thread."""
+    return defer.maybeDeferred(fn, *args, **kwargs)
 
-    Found by identity in every loaded ``evennia_ai`` module, so the patch follows a function
-    that a refactor moves or imports by name elsewhere.
+
+def calls_in_this_thread() -> Any:
+    """A patch that runs the plugin's model and memory calls in the calling thread, so a tick
+    ends inside the call that started it.
+
+    Patched at Twisted, which every thread hop of the plugin goes through, rather than at each
+    module's ``defer_to_thread``: a module imported while the patch is on keeps no copy of it.
     """
-    return [
-        mock.patch.object(module, name, replacement)
-        for module_name, module in list(sys.modules.items())
-        if module_name.split(".")[0] == "evennia_ai" and module is not None
-        for name, value in list(vars(module).items())
-        if value is original
-    ]
+    return mock.patch.object(twisted_threads, "deferToThreadPool", in_this_thread)
 
 
-def frozen_clock() -> list:
-    """Patches that stop the plugin's clock (:func:`evennia_ai.utils.utcnow`) at :data:`FROZEN`."""
-    return patch_everywhere(utils.utcnow, lambda: FROZEN)
+class _FrozenClockType(type):
+    def __instancecheck__(cls, obj) -> bool:
+        return isinstance(obj, datetime)
+
+
+class FrozenDatetime(datetime, metaclass=_FrozenClockType):
+    """:class:`datetime.datetime` whose ``now()`` is :data:`FROZEN` (instances of either class
+    count as instances of both)."""
+
+    @classmethod
+    def now(cls, tz=None) -> datetime:
+        return FROZEN.astimezone(tz) if tz is not None else FROZEN.replace(tzinfo=None)
+
+
+def frozen_clock() -> Any:
+    """A patch that stops the plugin's clock (:func:`evennia_ai.utils.utcnow`) at :data:`FROZEN`.
+
+    Patched where that clock reads the time, so every module holding ``utcnow`` sees it.
+    """
+    return mock.patch.object(utils, "datetime", FrozenDatetime)
 
 
 # -- comparing -----------------------------------------------------------------------------------
@@ -172,10 +190,9 @@ class GoldenBase(BaseEvenniaTestCase):
 
     def setUp(self):
         super().setUp()
-        for patch in patch_everywhere(threads.run_in_thread, sync_thread):
-            self.patch(patch)  # model and memory calls in this thread: a tick ends in tick()
-        for patch in frozen_clock():
-            self.patch(patch)
+        self.patch(calls_in_this_thread())
+        self.patch(frozen_clock())
+        assert utils.iso_utc() == "2026-03-06T19:30:00Z", "the clock is not frozen"
         self.server = ModelServer(responder=read_and_answer).start()
         self.addCleanup(self.server.stop)
         self.patch(
