@@ -31,8 +31,8 @@ PUBLIC_NAMES = {
     # prompts and context
     "PromptComponent": "evennia_ai.prompt.components",
     "register_source": "evennia_ai.prompt.builder",
-    "get_prompt_registry": "evennia_ai.prompt_registry",
-    "effective_context_config": "evennia_ai.prompt_registry",
+    "get_prompt_registry": "evennia_ai.prompt.registry",
+    "effective_context_config": "evennia_ai.prompt.registry",
     # running work off the reactor, model access, spending
     "run_in_thread": "evennia_ai.llm.threads",
     "get_client": "evennia_ai.llm.client",

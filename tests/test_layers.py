@@ -190,6 +190,7 @@ def test_imports_inside_functions_are_heavy_optional_dependencies_only():
         "evennia_ai.utils",
         "evennia_ai.conf",
         "evennia_ai.prompt.templates",
+        "evennia_ai.prompt.registry_io",
         "evennia_ai.llm.tokens",
     ],
 )

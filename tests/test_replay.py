@@ -131,7 +131,7 @@ class TestReplay(RecordingBase):
                 for c in found
             ]
 
-        with mock.patch("evennia_ai.prompt_registry.get_static_components", longer):
+        with mock.patch("evennia_ai.prompt.registry_io.get_static_components", longer):
             status, out = self.run_replay()
         assert status == 0
         assert "section grown: system_prompt" in out and "changed" in out

@@ -1,7 +1,7 @@
 """Admin commands over the prompt system: components, templates, the registry's JSON, context
 configs, an NPC's execution config and the operator's few-shot examples.
 
-Every command is thin glue over :mod:`evennia_ai.prompt_registry` (the game's store of
+Every command is thin glue over :mod:`evennia_ai.prompt.registry` (the game's store of
 templates, components, context customisations and few-shots) and the NPC handler: the registry
 validates everything and writes once, and its :class:`PromptRegistryError` messages are shown
 to the caller as they are. ``aiprompt/show <context> = <npc>`` builds the request the way a tick
@@ -43,11 +43,8 @@ from evennia_ai.prompt.execution_pattern import (
     DEFAULT_EXECUTION_CONFIG,
     select_execution_pattern,
 )
-from evennia_ai.prompt_registry import (
-    MAX_FEWSHOT_EXAMPLES,
-    effective_context_config,
-    get_prompt_registry,
-)
+from evennia_ai.prompt.registry import effective_context_config, get_prompt_registry
+from evennia_ai.prompt.registry_io import MAX_FEWSHOT_EXAMPLES
 
 MAX_IMPORT_BYTES = 5_000_000
 PREVIEW_CHARS = 70

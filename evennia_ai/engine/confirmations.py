@@ -54,7 +54,7 @@ from evennia_ai.engine import notices
 from evennia_ai.memory.block_admin import execute_block_write
 from evennia_ai.prompt.contexts import CONTEXT_TICK_EVENT, CONTEXT_TYPES
 from evennia_ai.prompt.execution_pattern import select_execution_pattern
-from evennia_ai.prompt_registry import effective_context_config
+from evennia_ai.prompt.registry import effective_context_config
 from evennia_ai.tools import select_tools
 from evennia_ai.tools.approvals import QUEUE_KEY, ConfirmationError, get_confirmation_queue
 from evennia_ai.tools.base import ToolContext, ToolResult

@@ -49,7 +49,8 @@ from evennia_ai.llm.types import LLMResult, LLMUsage, ToolCall
 from evennia_ai.memory.longterm import data_dir
 from evennia_ai.prompt.builder import ContextBuilder, schema_name
 from evennia_ai.prompt.execution_pattern import select_execution_pattern
-from evennia_ai.prompt_registry import components_of, context_config_of, get_prompt_registry
+from evennia_ai.prompt.registry import get_prompt_registry
+from evennia_ai.prompt.registry_io import components_of, context_config_of
 from evennia_ai.tools import load_builtin_tools
 from evennia_ai.tools.base import LoopState, ToolResult
 from evennia_ai.tools.registry import TOOL_REGISTRY

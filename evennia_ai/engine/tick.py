@@ -63,8 +63,8 @@ from evennia_ai.prompt import sources  # noqa: F401  (registers the built-in sou
 from evennia_ai.prompt.builder import ContextBuilder, schema_name
 from evennia_ai.prompt.contexts import CONVERSATION_CONTEXTS
 from evennia_ai.prompt.execution_pattern import select_execution_pattern
+from evennia_ai.prompt.registry import effective_context_config
 from evennia_ai.prompt.tasks import compaction_batch, reflection_done
-from evennia_ai.prompt_registry import effective_context_config
 from evennia_ai.tools import select_tools
 from evennia_ai.tools.approvals import get_confirmation_queue
 from evennia_ai.tools.base import LoopState, TickServices, ToolContext

@@ -32,9 +32,9 @@ from evennia_ai.prompt import operator as operator_section
 from evennia_ai.prompt.assembly import assemble_messages, select_components
 from evennia_ai.prompt.components import anchor_of, get_static_components
 from evennia_ai.prompt.fitting import fit_to_window
+from evennia_ai.prompt.registry import get_prompt_registry
 from evennia_ai.prompt.tasks import TaskBuilder
 from evennia_ai.prompt.templates import extract_placeholders
-from evennia_ai.prompt_registry import get_prompt_registry
 from evennia_ai.utils import log_prefix
 
 # placeholder name -> the function that fills it (see register_source)

@@ -21,9 +21,9 @@ from evennia_ai.prompt.operator import (  # noqa: F401  (OPERATOR_HEADER re-expo
     render_operator_rules,
     render_override,
 )
+from evennia_ai.prompt.registry import get_prompt_registry
 from evennia_ai.prompt.tasks import compaction_batch, reflection_results
 from evennia_ai.prompt.templates import get_default_template, safe_render_template
-from evennia_ai.prompt_registry import get_prompt_registry
 from evennia_ai.utils import (
     clean_name,
     defuse_tags,

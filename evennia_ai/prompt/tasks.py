@@ -20,8 +20,8 @@ from evennia_ai import conf
 from evennia_ai.llm import contracts, tokens
 from evennia_ai.memory.compression import plan as compaction_plan
 from evennia_ai.memory.history import render_text
+from evennia_ai.prompt.registry import get_prompt_registry
 from evennia_ai.prompt.templates import REFLECTION_METRICS, get_template, safe_render_template
-from evennia_ai.prompt_registry import get_prompt_registry
 from evennia_ai.utils import fence, iso_utc
 from evennia_ai.workspace.journal import entries_since, render_journal
 

@@ -39,7 +39,8 @@ from evennia_ai.prompt.assembly import select_components
 from evennia_ai.prompt.builder import cache_friendly_order
 from evennia_ai.prompt.contexts import CONTEXT_TYPES
 from evennia_ai.prompt.execution_pattern import ALL_TOOL_CATEGORIES
-from evennia_ai.prompt_registry import PromptRegistryError, get_prompt_registry
+from evennia_ai.prompt.registry import get_prompt_registry
+from evennia_ai.prompt.registry_io import PromptRegistryError
 from evennia_ai.tools.approvals import ConfirmationError, get_confirmation_queue
 from evennia_ai.tools.rules import RULE_FORMS
 from evennia_ai.utils import truncate
