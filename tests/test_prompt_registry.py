@@ -1,8 +1,10 @@
 """PromptRegistry script: CRUD, bridge, JSON, customisations, few-shots, persistence, one write
-per operation, and every invalid input leaving the registry exactly as it was."""
+per operation, every invalid input leaving the registry exactly as it was, and a registry saved
+under the typeclass path it had before it moved into ``prompt/``."""
 
 import json
 from datetime import datetime
+from unittest import mock
 
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -10,7 +12,12 @@ from evennia import ScriptDB, create_script
 from evennia.scripts.scripts import DefaultScript
 from evennia.utils.idmapper.models import flush_cache
 from evennia.utils.test_resources import BaseEvenniaTestCase
+from evennia.utils.utils import class_from_module
 
+import evennia_ai
+from evennia_ai import prompt_registry
+from evennia_ai.prompt import registry as registry_storage
+from evennia_ai.prompt import registry_io
 from evennia_ai.prompt.components import PromptComponent, get_static_components
 from evennia_ai.prompt.templates import PromptTemplate, get_default_template
 from evennia_ai.prompt_registry import (
@@ -18,6 +25,7 @@ from evennia_ai.prompt_registry import (
     REGISTRY_KEY,
     PromptRegistry,
     PromptRegistryError,
+    effective_context_config,
     get_prompt_registry,
 )
 
@@ -1084,3 +1092,131 @@ class TestPersistence(RegistryTestCase):
         self.assertEqual(self.registry.get_component(0).content, "{system_prompt}")
         self.assertEqual(self.registry.list_fewshot_examples(), [])
         self.assertEqual(self.registry.get_context_customization("tick_event"), {})
+
+
+# A registry saved by 0.2, before the Script class moved into evennia_ai/prompt/: the row's
+# stored typeclass path and its Attributes exactly as that version wrote them.
+OLD_PATH = "evennia_ai.prompt_registry.PromptRegistry"
+SAVED = datetime(2026, 11, 1, 12, 0)
+SAVED_BEFORE_THE_MOVE = {
+    "templates": {
+        "tavern": {
+            "key": "tavern",
+            "name": "Tavern voice",
+            "description": "How the inn's staff speak",
+            "content": "You work at {inn}. Speak plainly.",
+            "placeholders": ["inn"],
+            "category": "system_prompt",
+            "is_builtin": False,
+            "created": SAVED,
+            "updated": SAVED,
+        }
+    },
+    "components": {
+        1: {
+            "id": 1,
+            "key": "house_rules",
+            "name": "House rules",
+            "description": "",
+            "content": "Never reveal the cellar.",
+            "role": "system",
+            "after_static": 0,
+            "is_static": False,
+            "enabled": True,
+            "created": SAVED,
+            "updated": SAVED,
+        }
+    },
+    "static_overrides": {4000: {"enabled": True, "content": "What you are after:\n{goals}"}},
+    "context_configs": {"tick_event": {"max_iterations": 3}},
+    "fewshot_examples": [{"user": "Any rooms free?", "assistant": "One, up the stairs."}],
+}
+
+
+class TestRegistrySavedBeforeTheMove(RegistryTestCase):
+    """The registry Script moved from ``evennia_ai/prompt_registry.py`` into ``prompt/``: one
+    stored under the old typeclass path loads, keeps every customisation, and takes the class's
+    path; a new one is created under the class's path."""
+
+    def setUp(self):
+        super().setUp()
+        self.registry.delete()
+        flush_cache()
+        old = create_script(DefaultScript, key=REGISTRY_KEY, persistent=True, autostart=False)
+        ScriptDB.objects.filter(id=old.id).update(db_typeclass_path=OLD_PATH)
+        for name, value in SAVED_BEFORE_THE_MOVE.items():
+            old.attributes.add(name, value)
+        self.old_id = old.id
+        flush_cache()  # from here on, every instance is loaded from the row
+
+    def test_evennia_loads_the_old_path_as_the_registry_class(self):
+        loaded = ScriptDB.objects.get(id=self.old_id)
+        self.assertEqual(loaded.db_typeclass_path, OLD_PATH)
+        self.assertIs(type(loaded), PromptRegistry)  # not Evennia's fallback typeclass
+        self.assertEqual(loaded.get_template("tavern").name, "Tavern voice")
+
+    def test_customisations_are_found_through_the_new_code(self):
+        with mock.patch.object(registry_storage.logger, "log_info") as logged:
+            reg = get_prompt_registry()
+        self.assertEqual(reg.id, self.old_id)
+        self.assertIsInstance(reg, PromptRegistry)
+        template = reg.get_template("tavern")
+        self.assertEqual((template.content, template.placeholders), SAVED_CONTENT)
+        self.assertEqual(json.loads(reg.export_template_json("tavern"))["key"], "tavern")
+        rules = reg.get_component_by_key("house_rules")
+        self.assertEqual((rules.id, rules.content, rules.after_static), (1, RULES, 0))
+        every = {c.key: c for c in reg.get_all_prompt_components()}
+        self.assertEqual(every["house_rules"].content, RULES)
+        self.assertEqual(every["goals"].content, "What you are after:\n{goals}")
+        self.assertEqual(reg.get_effective_context_config("tick_event").max_iterations, 3)
+        self.assertEqual(effective_context_config("tick_event").max_iterations, 3)
+        self.assertEqual(reg.list_fewshot_examples(), SAVED_BEFORE_THE_MOVE["fewshot_examples"])
+        # the stored path now is the class's own, once; the contents are as they were
+        self.assertEqual(reg.db_typeclass_path, PromptRegistry.path)
+        self.assertEqual(
+            ScriptDB.objects.get(id=self.old_id).db_typeclass_path,
+            "evennia_ai.prompt.registry.PromptRegistry",
+        )
+        self.assertEqual(list(PromptRegistry.objects.all()), [reg])
+        self.assertEqual(logged.call_count, 1)
+        self.assertIn(OLD_PATH, logged.call_args.args[0])
+        flush_cache()
+        again = get_prompt_registry()
+        self.assertEqual(again.id, self.old_id)
+        self.assertEqual(again.get_component_by_key("house_rules").content, RULES)
+        self.assertEqual(json.loads(again.export_json())["context_configs"], CONFIGS)
+
+    def test_the_path_update_writes_only_that_column(self):
+        with CaptureQueriesContext(connection) as ctx:
+            get_prompt_registry()
+        writes = _writes(ctx.captured_queries)
+        self.assertEqual(len(writes), 1, writes)
+        self.assertIn('"db_typeclass_path"', writes[0])
+        self.assertNotIn("typeclasses_attribute", writes[0])
+
+    def test_the_effective_config_needs_no_registry_fetched_first(self):
+        self.assertEqual(effective_context_config("tick_event").max_iterations, 3)
+        self.assertEqual(effective_context_config("reflection").max_iterations, 3)
+
+    def test_a_new_registry_is_created_under_the_class_path(self):
+        ScriptDB.objects.get(id=self.old_id).delete()
+        flush_cache()
+        reg = get_prompt_registry()
+        self.assertNotEqual(reg.id, self.old_id)
+        self.assertEqual(reg.db_typeclass_path, "evennia_ai.prompt.registry.PromptRegistry")
+        self.assertEqual(reg.list_templates(include_builtin=False), [])
+
+    def test_the_old_import_path_is_the_same_class_and_functions(self):
+        self.assertIs(PromptRegistry, registry_storage.PromptRegistry)
+        self.assertEqual(OLD_PATH, prompt_registry.LEGACY_TYPECLASS_PATH)
+        self.assertIs(class_from_module(OLD_PATH), registry_storage.PromptRegistry)
+        for name in ("get_prompt_registry", "effective_context_config"):
+            self.assertIs(getattr(prompt_registry, name), getattr(registry_storage, name))
+            self.assertIs(getattr(evennia_ai, name), getattr(registry_storage, name))
+        self.assertIs(PromptRegistryError, registry_io.PromptRegistryError)
+        self.assertEqual(prompt_registry.EXPORT_FORMAT, "evennia_ai.prompt_registry")
+
+
+SAVED_CONTENT = ("You work at {inn}. Speak plainly.", ["inn"])
+RULES = "Never reveal the cellar."
+CONFIGS = {"tick_event": {"max_iterations": 3}}
