@@ -76,7 +76,6 @@ from evennia_ai.prompt.registry_io import (
     EXPORT_FORMAT,
     EXPORT_VERSION,
     MAX_FEWSHOT_EXAMPLES,
-    REGISTRY_SECTIONS,
     STATIC_EDITABLE,
     TEMPLATE_EDITABLE,
     PromptRegistryError,
@@ -95,6 +94,7 @@ from evennia_ai.prompt.registry_io import (
     contract_problems_of_state,
     is_int,
     load_json,
+    load_registry_json,
     place_component,
     same_component,
     same_template,
@@ -991,23 +991,7 @@ class PromptRegistry(DefaultScript):
             PromptRegistryError: Malformed or wrong-shaped JSON, any invalid entry, conflicts
                 without ``overwrite``; the registry is left unchanged.
         """
-        data = load_json(data, "Registry")
-        check_shape(data, REGISTRY_SECTIONS, (), "Registry")
-        if "format" in data and data["format"] != EXPORT_FORMAT:
-            raise PromptRegistryError(
-                f"Registry: 'format' must be {EXPORT_FORMAT!r}, not {data['format']!r}."
-            )
-        if "version" in data and data["version"] != EXPORT_VERSION:
-            raise PromptRegistryError(
-                f"Registry: unsupported version {data['version']!r} (this is {EXPORT_VERSION})."
-            )
-        for name in ("templates", "components", "fewshot_examples"):
-            if not isinstance(data.get(name, []), list):
-                raise PromptRegistryError(f"Registry: '{name}' must be a list.")
-        for name in ("static_overrides", "context_configs"):
-            if not isinstance(data.get(name, {}), dict):
-                raise PromptRegistryError(f"Registry: '{name}' must be a mapping.")
-
+        data = load_registry_json(data)
         before = {name: self._read(name) for name in _ATTRS}
         after = copy.deepcopy(before)
         summary: dict[str, Any] = {

@@ -223,6 +223,29 @@ def check_shape(data: dict, allowed, required, what: str) -> None:
         raise PromptRegistryError(f"{what}: missing required field(s) {', '.join(missing)}.")
 
 
+def load_registry_json(data) -> dict:
+    """A whole-registry import (JSON text or a dict) as a detached dict, its outer shape checked:
+    known sections only, this export format and version, lists and mappings where they belong.
+    The entries of each section are checked by the registry as it applies them."""
+    data = load_json(data, "Registry")
+    check_shape(data, REGISTRY_SECTIONS, (), "Registry")
+    if "format" in data and data["format"] != EXPORT_FORMAT:
+        raise PromptRegistryError(
+            f"Registry: 'format' must be {EXPORT_FORMAT!r}, not {data['format']!r}."
+        )
+    if "version" in data and data["version"] != EXPORT_VERSION:
+        raise PromptRegistryError(
+            f"Registry: unsupported version {data['version']!r} (this is {EXPORT_VERSION})."
+        )
+    for name in ("templates", "components", "fewshot_examples"):
+        if not isinstance(data.get(name, []), list):
+            raise PromptRegistryError(f"Registry: '{name}' must be a list.")
+    for name in ("static_overrides", "context_configs"):
+        if not isinstance(data.get(name, {}), dict):
+            raise PromptRegistryError(f"Registry: '{name}' must be a mapping.")
+    return data
+
+
 def template_to_dataclass(record: dict) -> PromptTemplate:
     return PromptTemplate(
         key=record["key"],
