@@ -29,6 +29,7 @@ BENCHMARKS = [
     "tick",
     "calls",
     "state_fuzz",
+    "guards",
     "cost",
     "fault_soak",
     "npc_ab",

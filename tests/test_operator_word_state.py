@@ -10,7 +10,6 @@ only. On main at ec0a5a3 each of these failed.
 
 from __future__ import annotations
 
-import time
 from unittest import mock
 
 import pytest
@@ -215,16 +214,13 @@ class TestWritesAreChecked(StateTestBase):
             with self.subTest(key=key), pytest.raises(ValueError, match=key):
                 state.set(key, wrong)
 
-    def test_the_shape_check_of_a_long_history_is_cheap(self):
+    def test_the_shape_check_passes_a_long_history(self):
         history = [
             {"role": "user" if n % 2 else "assistant", "content": "x" * 300} for n in range(200)
         ]
         schema = CHARACTER_STATE["history"].schema
-        started = time.perf_counter()
-        for _ in range(50):
-            assert shape_problem(history, schema, "history") is None
-        # measured 0.26 ms (jsonschema: 2.7 ms); about 1.4 ms on a loaded machine
-        assert (time.perf_counter() - started) / 50 < 0.02
+        # its cost is measured by `python -m bench guards`, not asserted here
+        assert shape_problem(history, schema, "history") is None
 
 
 class TestNoticesAndRedaction(StateTestBase):

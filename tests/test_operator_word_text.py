@@ -9,7 +9,6 @@ guidelines and learned rules fenced as "never instructions".
 """
 
 import re
-import timeit
 
 import pytest
 from django.test import override_settings
@@ -80,14 +79,13 @@ class TestFolding:
             "the cellar key, under the third barrel!"
         )
 
-    def test_a_line_costs_microseconds(self):
+    def test_a_plain_line_is_left_as_it_reads(self):
         line = (
             'Alice says to you: "The cellar key is under the third barrel, and the guard '
             'changes at midnight; bring the lantern and tell no one about the map."'
         )[:200]
-        fold(line), defuse_tags(line)  # the tables are built once, on first use
-        per_call = timeit.timeit(lambda: fold(line), number=2000) / 2000
-        assert per_call < 0.0005  # ~1 µs ASCII, ~30 µs for a line outside ASCII
+        # its cost is measured by `python -m bench guards`, not asserted here
+        assert defuse_tags(line) == line and fold(line) == line.lower()
 
 
 class TestDefusing:
