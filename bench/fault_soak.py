@@ -20,7 +20,7 @@ promises):
 
 It runs in-process in a test database (pytest-django, like the unit tests) with the model call
 made synchronous, so 1,000 ticks are exact and take about a minute:
-``python -m bench fault_soak`` runs ``tests/test_fault_soak.py`` with ``SOAK_TICKS=1000``.
+``python -m bench fault_soak`` runs ``tests/system/test_fault_soak.py`` with ``SOAK_TICKS=1000``.
 """
 
 from __future__ import annotations
@@ -343,7 +343,7 @@ def main(ticks: int = 1000) -> str:
                 sys.executable,
                 "-m",
                 "pytest",
-                "tests/test_fault_soak.py",
+                "tests/system/test_fault_soak.py",
                 "-q",
                 "-x",
                 "-p",

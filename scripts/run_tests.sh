@@ -14,7 +14,7 @@ set -uo pipefail
 
 VENV="$1"
 VENV312="${2:-}"
-INSTALL_TEST="tests/test_install_wheel.py"
+INSTALL_TEST="tests/system/test_install_wheel.py"
 
 postgres_tests() {
     "$VENV/bin/python" "$(dirname "$0")/../tests/support/postgres.py" tests -- -q

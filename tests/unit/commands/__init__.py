@@ -1,0 +1,1 @@
+"""Tests of ``evennia_ai.commands``: the admin commands, their help and their fuzzing."""

@@ -1,0 +1,1 @@
+"""Tests of ``evennia_ai.engine``: the tick, the ReAct loop, traces, replay, notices."""

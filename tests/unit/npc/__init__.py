@@ -1,0 +1,1 @@
+"""Tests of ``evennia_ai.npc``: declared state, attribute writes, lookup, spending."""

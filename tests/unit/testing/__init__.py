@@ -1,0 +1,1 @@
+"""Tests of ``evennia_ai.testing``: the loopback model server."""

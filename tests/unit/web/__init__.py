@@ -1,0 +1,1 @@
+"""Tests of ``evennia_ai.web``: the staff dashboard and its JSON API (Django's test client)."""

@@ -1,0 +1,1 @@
+"""Tests of ``evennia_ai.workspace``: goals, projects, journal, session memory."""
