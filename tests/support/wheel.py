@@ -1,7 +1,7 @@
 """The package as users get it: a wheel built from a copy of the checkout, and the guide's lines.
 
-Shared by the fast packaging checks (``tests/system/test_packaging.py``) and the end-to-end install
-test (``tests/system/test_install_wheel.py``).
+Shared by the fast packaging checks (``tests/system/test_packaging.py``) and the end-to-end
+install test (``tests/system/test_install_wheel.py``).
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Output for people: one format for numbers, money and times, and tables that fit the client.
 
 The formatters are pure (:mod:`evennia_ai.formatting`); the command tests render every table
-an AI command prints at 80 and 60 columns; the dashboard tests are in ``test_web_api.py``.
+an AI command prints at 80 and 60 columns; the dashboard tests are in
+``tests/unit/web/test_web_api.py``.
 """
 
 from datetime import datetime, timedelta, timezone
