@@ -47,15 +47,18 @@ def _test_folders() -> list[Path]:
     )
 
 
-def test_no_test_file_at_the_root_of_tests(pytestconfig):
+def test_no_test_file_at_the_root_of_tests_nor_outside_unit_and_system(pytestconfig):
     patterns = pytestconfig.getini("python_files")
     stray = sorted(
-        path.name
-        for path in TESTS.glob("*.py")
-        if path.name not in SHARED and _is_test_file(path.name, patterns)
+        str(path.relative_to(TESTS.parent))
+        for path in TESTS.rglob("*.py")
+        if path.relative_to(TESTS).parts[0] not in ("unit", "system")
+        and path.name not in SHARED
+        and _is_test_file(path.name, patterns)
     )
     assert not stray, (
-        f"test files at the root of tests/: {', '.join(stray)}. Move each (git mv) to {WHERE}; "
+        f"test files outside tests/unit/ and tests/system/: {', '.join(stray)}. "
+        f"Move each (git mv) to {WHERE}; "
         "fix its imports of other test modules to their dotted names "
         "(from unit.engine.test_assistant_tick import AssistantTestBase)."
     )
