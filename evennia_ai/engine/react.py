@@ -178,17 +178,18 @@ class ReactLoop:
     execution ``pattern``, the ``tools`` this loop may call (already filtered by context,
     categories, locks and the NPC's tool set), the NPC's tool ``rules`` and the ``rule_state``
     counting them (a helper's services carry its parent's, so the helper's calls join the
-    tick's count; None starts a count), ``budget_reached`` (today's budgets, asked before every
-    model call) and the ``usage`` accountant every model call is recorded on (so the tick's
-    limits count every call of the tick, helpers' and tools' included). The loop puts its
-    ``rule_state`` and its :meth:`offer_tools` there for the tools.
+    tick's count; None starts a count), ``budget_reached`` (today's budgets, counting every call
+    of the tick; asked before every model call) and the tick's ``usage`` accountant, on which
+    every model call is recorded. The loop puts its ``rule_state`` and its :meth:`offer_tools`
+    there for the tools.
 
     What the request holds is read from ``request``: the messages, the tool schemas it was built
-    with, the sections (for the trace), its token count (the first call is not counted again;
-    each later request is counted with the model's counter,
-    :func:`~evennia_ai.llm.tokens.request_counter`) and its limit, the most prompt tokens one
-    request may have. Before each call the loop collapses this tick's older tool results to stay
-    under that limit; a request still over it is not sent (``context_overflow``, worded by
+    with, the sections (for the trace), its token count and its limit, the most prompt tokens
+    one request may have. The first call is not counted again; each later request is counted
+    with the model's counter (:func:`~evennia_ai.llm.tokens.request_counter`), unless the maker
+    did not count the first (a helper's): then none is, and the client's gate checks the window.
+    Before each call the loop collapses this tick's older tool results to stay under the limit;
+    a request still over it is not sent (``context_overflow``, worded by
     :func:`~evennia_ai.llm.tokens.overflow_message`).
 
     Args:
