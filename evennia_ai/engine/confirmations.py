@@ -339,7 +339,7 @@ class ConfirmationQueue(DefaultScript):
         refused: bool = False,
     ) -> dict:
         entries = self._entries()
-        entry = entries.get(confirmation_id)
+        entry = entries[confirmation_id]  # _pending found it
         entry.update(
             status=status,
             refused=refused,

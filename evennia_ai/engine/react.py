@@ -30,11 +30,10 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 from evennia.utils import logger
 from twisted.internet import defer, reactor
-from twisted.internet.interfaces import IReactorTime
 from twisted.python.failure import Failure
 
 from evennia_ai import conf
@@ -56,6 +55,20 @@ PLAN_INSTRUCTION = (
     "Before acting, write a short numbered plan (at most {steps} steps) of the tool calls you "
     "will make for the current situation. Do not call any tool yet; answer with the plan only."
 )
+
+
+class Timer(Protocol):
+    """A call scheduled by a :class:`Clock`."""
+
+    def active(self) -> bool: ...
+
+    def cancel(self) -> None: ...
+
+
+class Clock(Protocol):
+    """What the loop needs of the reactor: tool timeouts (a ``task.Clock`` in tests)."""
+
+    def callLater(self, delay: float, function: Callable[[], None], /) -> Timer: ...
 
 
 @dataclass(frozen=True)
@@ -228,7 +241,7 @@ class ReactLoop:
         on_dangerous: Callable[[Tool, dict, ToolContext], str] | None = None,
         limits: TickLimits | None = None,
         record_as: str | None = None,
-        clock: IReactorTime | None = None,
+        clock: Clock | None = None,
     ):
         services = ctx.services
         if services.client is None:
@@ -817,7 +830,7 @@ class ReactLoop:
         if isinstance(outcome, defer.Deferred):
             clock = self.clock or reactor
             timeout = float(tool.get_timeout() if hasattr(tool, "get_timeout") else 30.0)
-            finished = defer.Deferred()
+            finished: defer.Deferred[ToolResult] = defer.Deferred()
 
             def expire():
                 if not finished.called:

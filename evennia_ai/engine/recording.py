@@ -34,7 +34,7 @@ import os
 import re
 from dataclasses import asdict, dataclass, field
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, Iterable
 
 from evennia.utils import logger
 from twisted.internet import defer
@@ -540,7 +540,8 @@ def _compare(line, built, loop_calls, asked, trace, calls) -> TickReplay:
                 "step": step,
                 "recorded": _tokens(count, recorded),
                 "rebuilt": _tokens(count, rebuilt),
-                "same": bool(recorded and rebuilt)
+                "same": recorded is not None
+                and rebuilt is not None
                 and recorded.get("messages") == rebuilt["messages"]
                 and (recorded.get("tools") or None) == rebuilt["tools"],
             }
@@ -580,6 +581,7 @@ def nesting(value: Any) -> int:
     stack = [(value, 1)]
     while stack:
         item, depth = stack.pop()
+        children: Iterable[Any]
         if isinstance(item, dict):
             children = item.values()
         elif isinstance(item, list):
