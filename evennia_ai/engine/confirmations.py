@@ -209,6 +209,42 @@ register_executor("tool", _run_tool_as_npc)
 register_executor("block_write", execute_block_write)
 
 
+def _check_room(entries: dict, npc) -> None:
+    """Refuse a new entry when the queue, or ``npc``'s share of it, is full.
+
+    Raises:
+        ConfirmationError: :data:`MAX_PENDING` entries are pending, or
+            :data:`MAX_PENDING_PER_NPC` of ``npc``'s.
+    """
+    pending = [e for e in entries.values() if e.get("status") == "pending"]
+    if len(pending) >= MAX_PENDING:
+        raise ConfirmationError(
+            f"{MAX_PENDING} confirmations are already pending; decide some first."
+        )
+    if sum(1 for e in pending if e.get("npc_id") == npc.id) >= MAX_PENDING_PER_NPC:
+        raise ConfirmationError(
+            f"{npc.key} already has {MAX_PENDING_PER_NPC} actions waiting for confirmation; "
+            "nothing more is queued until an operator decides them."
+        )
+
+
+def _parked_in(
+    ctx: ToolContext | None, tick_id: int | None
+) -> tuple[int | None, str | None, dict | None]:
+    """``(tick id, context type, tool rules' count)`` of the tick a call is parked from.
+
+    Without a tool context: ``tick_id`` as given and None for the others (the approval checks
+    the call as a first call of a ``tick_event`` tick).
+    """
+    if ctx is None:
+        return tick_id, None, None
+    rule_state = ctx.services.rule_state
+    rules_before = (
+        rule_state.snapshot() if rule_state is not None else {"calls": [], "succeeded": []}
+    )
+    return (ctx.tick_id if tick_id is None else tick_id), ctx.context_type, rules_before
+
+
 class ConfirmationQueue(DefaultScript):
     """Server-wide queue of actions awaiting a Builder's decision (no timer)."""
 
@@ -269,25 +305,9 @@ class ConfirmationQueue(DefaultScript):
                 of that tick.
         """
         entries = self._entries()
-        pending = [e for e in entries.values() if e.get("status") == "pending"]
-        if len(pending) >= MAX_PENDING:
-            raise ConfirmationError(
-                f"{MAX_PENDING} confirmations are already pending; decide some first."
-            )
-        if sum(1 for e in pending if e.get("npc_id") == npc.id) >= MAX_PENDING_PER_NPC:
-            raise ConfirmationError(
-                f"{npc.key} already has {MAX_PENDING_PER_NPC} actions waiting for confirmation; "
-                "nothing more is queued until an operator decides them."
-            )
+        _check_room(entries, npc)
         confirmation_id = "c_" + uuid.uuid4().hex[:8]
-        context_type, rules_before = None, None
-        if ctx is not None:
-            tick_id = ctx.tick_id if tick_id is None else tick_id
-            context_type = ctx.context_type
-            rule_state = ctx.services.rule_state
-            rules_before = (
-                rule_state.snapshot() if rule_state is not None else {"calls": [], "succeeded": []}
-            )
+        tick_id, context_type, rules_before = _parked_in(ctx, tick_id)
         entries[confirmation_id] = {
             "id": confirmation_id,
             "kind": kind,
@@ -319,7 +339,7 @@ class ConfirmationQueue(DefaultScript):
         refused: bool = False,
     ) -> dict:
         entries = self._entries()
-        entry = entries.get(confirmation_id)
+        entry = entries[confirmation_id]  # _pending found it
         entry.update(
             status=status,
             refused=refused,

@@ -21,10 +21,9 @@ from dataclasses import replace
 from twisted.internet import defer
 
 from evennia_ai import conf
-from evennia_ai.engine.react import ReactLoop, TickLimits
+from evennia_ai.engine.react import LoopOutcome, LoopRequest, ReactLoop, TickLimits
 from evennia_ai.engine.trace import TickTrace
 from evennia_ai.llm.contracts import DELEGATE_INSTRUCTION, render_task
-from evennia_ai.llm.usage import UsageAccountant
 from evennia_ai.prompt.builder import OperatorSourceError, read_operator_override
 from evennia_ai.prompt.execution_pattern import ExecutionPattern
 from evennia_ai.prompt.operator import section_for
@@ -63,42 +62,87 @@ def helper_messages(npc, task: str) -> list[dict]:
 
 def run_helper(ctx: ToolContext, task: str):
     """Run a helper on ``task`` for the NPC of ``ctx``; returns a ToolResult or a Deferred of one."""
+    refusal = helper_refusal(ctx)
+    if refusal:
+        return ToolResult.fail(refusal)
+    npc = ctx.npc
+    try:
+        messages = helper_messages(npc, task)
+    except OperatorSourceError as err:
+        return ToolResult.fail(f"No helper was started: {err}.")
+    trace = TickTrace(tick_id=ctx.tick_id, context_type="sub_agent")
+    loop = ReactLoop(
+        helper_context(ctx),
+        LoopRequest(messages),  # not counted: the client's gate checks each request's window
+        trace=trace,
+        limits=TickLimits(max_tokens=int(conf.get("EVENNIA_AI_HELPER_TOKEN_BUDGET"))),
+        record_as="delegate",
+    )
+    ctx.state.helpers_started += 1
+    npc.ndb.ai_sub_agents = int(npc.ndb.ai_sub_agents or 0) + 1
+
+    def finished(outcome):
+        npc.ndb.ai_sub_agents = max(0, int(npc.ndb.ai_sub_agents or 1) - 1)
+        return helper_report(outcome, trace)
+
+    def failed(failure):
+        npc.ndb.ai_sub_agents = max(0, int(npc.ndb.ai_sub_agents or 1) - 1)
+        return ToolResult.fail(f"The helper failed: {failure.getErrorMessage()}")
+
+    return defer.maybeDeferred(loop.run).addCallbacks(finished, failed)
+
+
+def helper_refusal(ctx: ToolContext) -> str | None:
+    """Why no helper may be started from ``ctx`` now, in words for the model, or None.
+
+    Sub-agents must be allowed by the execution pattern, a helper starts none of its own, at
+    most ``sub_agent_budget`` run at once and ``EVENNIA_AI_HELPERS_PER_TICK`` start in one
+    tick, today's budget must not be reached, and a model client must be at hand.
+    """
     services = ctx.services
     pattern = services.pattern
     if pattern is None or not getattr(pattern, "sub_agents_enabled", False):
-        return ToolResult.fail("Sub-agents are not allowed here.")
+        return "Sub-agents are not allowed here."
     if ctx.state.depth >= 1:
-        return ToolResult.fail("A helper cannot start helpers of its own.")
-    npc = ctx.npc
-    running = int(npc.ndb.ai_sub_agents or 0)
+        return "A helper cannot start helpers of its own."
+    running = int(ctx.npc.ndb.ai_sub_agents or 0)
     budget = int(getattr(pattern, "sub_agent_budget", 0) or 0)
     if running >= budget:
-        return ToolResult.fail(
-            f"Already {running} helpers running (budget {budget}); wait for them."
-        )
+        return f"Already {running} helpers running (budget {budget}); wait for them."
     if services.over_budget():
-        return ToolResult.fail("Today's budget is reached: no helper can be started.")
+        return "Today's budget is reached: no helper can be started."
     per_tick = int(conf.get("EVENNIA_AI_HELPERS_PER_TICK"))
     if ctx.state.helpers_started >= per_tick:
-        return ToolResult.fail(
+        return (
             f"At most {per_tick} helpers may be started in one turn; do the rest yourself or "
             "next turn."
         )
-    client = services.client
-    if client is None:
-        return ToolResult.fail("No model client available for a helper.")
-    tools = helper_tools(services.tools)
+    if services.client is None:
+        return "No model client available for a helper."
+    return None
+
+
+def helper_context(ctx: ToolContext) -> ToolContext:
+    """The ToolContext of a helper of the tick of ``ctx``.
+
+    The same NPC, tick, event, tool cache and services, with the tools a helper may use
+    (:func:`~evennia_ai.tools.delegate.helper_tools`) and its own execution pattern: at most
+    :data:`CHILD_ITERATIONS` iterations (fewer when the parent's pattern allows fewer), no
+    helpers of its own. The services keep the parent's tool-rule count, so the helper's calls
+    join it, and the tick's accountant, which every call of the helper is recorded on.
+    """
+    services = ctx.services
     child_pattern = ExecutionPattern(
         mode="react_loop",
-        max_iterations=min(CHILD_ITERATIONS, pattern.max_iterations),
+        max_iterations=min(CHILD_ITERATIONS, services.pattern.max_iterations),
         allowed_categories=None,
         terminal_ends_loop=True,
         dangerous_requires_confirm=True,
         multi_tool_enabled=True,
         sub_agents_enabled=False,
     )
-    child_ctx = ToolContext(
-        npc=npc,
+    return ToolContext(
+        npc=ctx.npc,
         script=ctx.script,
         tick_id=ctx.tick_id,
         context_type=ctx.context_type,
@@ -106,48 +150,20 @@ def run_helper(ctx: ToolContext, task: str):
         cache=ctx.cache,  # one tick, one cache: a write by either is read afresh by both
         cache_reads=ctx.cache_reads,
         state=LoopState(depth=ctx.state.depth + 1),
-        services=replace(services, tools=tools, pattern=child_pattern),
+        services=replace(services, tools=helper_tools(services.tools), pattern=child_pattern),
     )
-    trace = TickTrace(tick_id=ctx.tick_id, context_type="sub_agent")
-    try:
-        messages = helper_messages(npc, task)
-    except OperatorSourceError as err:
-        return ToolResult.fail(f"No helper was started: {err}.")
-    # The helper's own accountant caps the helper and hands every record on to the tick's.
-    usage = UsageAccountant(parent=services.usage) if services.usage is not None else None
-    loop = ReactLoop(
-        client=client,
-        tools=tools,
-        pattern=child_pattern,
-        ctx=child_ctx,
-        trace=trace,
-        rules=services.rules,
-        rule_state=services.rule_state,  # the parent's counts: the helper's calls join them
-        model=services.model,
-        limits=TickLimits(max_tokens=int(conf.get("EVENNIA_AI_HELPER_TOKEN_BUDGET"))),
-        usage=usage,
-        record_as="delegate",
-        budget_reached=services.budget_reached,
+
+
+def helper_report(outcome: LoopOutcome, trace: TickTrace) -> ToolResult:
+    """What the helper's parent reads: its final text as the report, how it stopped, the tools
+    it used; its trace rides along in the result's data."""
+    text = outcome.final_text or "(the helper produced no report)"
+    return ToolResult.ok(
+        {
+            "success": outcome.stop_reason.value != "error",
+            "report": text,
+            "stop_reason": outcome.stop_reason.value,
+            "tools_used": outcome.tool_names,
+        },
+        data={"trace": trace.to_dict()},
     )
-    child_ctx.services.offer_tools = loop.offer_tools  # request_tools asks the helper's loop
-    ctx.state.helpers_started += 1
-    npc.ndb.ai_sub_agents = running + 1
-
-    def finished(outcome):
-        npc.ndb.ai_sub_agents = max(0, int(npc.ndb.ai_sub_agents or 1) - 1)
-        text = outcome.final_text or "(the helper produced no report)"
-        return ToolResult.ok(
-            {
-                "success": outcome.stop_reason.value != "error",
-                "report": text,
-                "stop_reason": outcome.stop_reason.value,
-                "tools_used": outcome.tool_names,
-            },
-            data={"trace": trace.to_dict()},
-        )
-
-    def failed(failure):
-        npc.ndb.ai_sub_agents = max(0, int(npc.ndb.ai_sub_agents or 1) - 1)
-        return ToolResult.fail(f"The helper failed: {failure.getErrorMessage()}")
-
-    return defer.maybeDeferred(loop.run, messages).addCallbacks(finished, failed)

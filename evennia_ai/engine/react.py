@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Protocol
 
 from evennia.utils import logger
 from twisted.internet import defer, reactor
@@ -41,9 +41,10 @@ from evennia_ai.engine import scheduler
 from evennia_ai.engine.trace import IterationTrace, StopReason, TickTrace, ToolCallTrace
 from evennia_ai.llm import tokens
 from evennia_ai.llm.models import resolve_model
+from evennia_ai.llm.types import LLMResult, ToolCall
 from evennia_ai.llm.usage import UsageAccountant
-from evennia_ai.prompt.builder import schema_name
-from evennia_ai.tools.base import ToolCategory, ToolResult
+from evennia_ai.prompt.builder import BuiltContext, schema_name
+from evennia_ai.tools.base import TickServices, Tool, ToolCategory, ToolContext, ToolResult
 from evennia_ai.tools.rules import ToolRuleState
 from evennia_ai.utils import defuse_tags, log_prefix, truncate
 
@@ -56,17 +57,75 @@ PLAN_INSTRUCTION = (
 )
 
 
-@dataclass
+class Timer(Protocol):
+    """A call scheduled by a :class:`Clock`."""
+
+    def active(self) -> bool: ...
+
+    def cancel(self) -> None: ...
+
+
+class Clock(Protocol):
+    """What the loop needs of the reactor: tool timeouts (a ``task.Clock`` in tests)."""
+
+    def callLater(self, delay: float, function: Callable[[], None], /) -> Timer: ...
+
+
+@dataclass(frozen=True)
 class TickLimits:
-    """Limits of one tick; ``None`` means no limit.
+    """Caps on the model calls of one loop (a ``delegate_task`` helper's); None means no cap.
+
+    The day's budgets are not here: the loop asks ``ctx.services`` before every call
+    (:meth:`~evennia_ai.tools.base.TickServices.over_budget`).
 
     Attributes:
-        max_tokens: Prompt plus completion tokens the tick may use in total.
-        max_cost: USD the tick may spend (only enforced where litellm knows the cost).
+        max_tokens: Prompt plus completion tokens the loop's calls may use in total.
+        max_cost: USD they may spend (only enforced where litellm knows the cost).
     """
 
     max_tokens: int | None = None
     max_cost: float | None = None
+
+    def allows(self, used_tokens: int, used_cost: float, request_tokens: int) -> bool:
+        """Whether a request of ``request_tokens`` may be sent after the loop's calls so far.
+
+        Args:
+            used_tokens: Prompt plus completion tokens of the loop's calls so far.
+            used_cost: USD they cost.
+            request_tokens: Prompt tokens of the request about to be sent.
+        """
+        if self.max_tokens is not None and used_tokens + request_tokens > self.max_tokens:
+            return False
+        return self.max_cost is None or used_cost < self.max_cost
+
+
+@dataclass
+class LoopRequest:
+    """A first request the prompt builder did not make (a helper's), for :class:`ReactLoop`.
+
+    A tick's loop starts from the builder's :class:`~evennia_ai.prompt.builder.BuiltContext`,
+    which has the same fields.
+
+    Attributes:
+        messages: Chat messages exactly as they will be sent.
+        tool_schemas: The tool schemas it was made with; None: those of the loop's tools.
+        sections: Token count per prompt section, for the trace.
+        total_tokens: Tokens of the request as sent, as its maker counted them; None when it
+            was not counted: then the loop counts none of its requests (the client's gate
+            still checks each against the window).
+        limit: Most prompt tokens one request may have; 0 for the model's
+            (:func:`~evennia_ai.llm.tokens.request_limit`).
+    """
+
+    messages: list[dict]
+    tool_schemas: list[dict] | None = None
+    sections: dict[str, int] = field(default_factory=dict)
+    total_tokens: int | None = None
+    limit: int = 0
+
+
+FirstRequest = BuiltContext | LoopRequest
+"""What a :class:`ReactLoop` starts from: the builder's request, or one made by hand."""
 
 
 @dataclass
@@ -125,123 +184,121 @@ def _speech_arguments(tool, text: str) -> dict:
 
 
 class ReactLoop:
-    """Run one tick's ReAct loop.
+    """Run one tick's ReAct loop (or a helper's) from the tick's context and its first request.
+
+    What the tick lends is read from ``ctx.services``
+    (:class:`~evennia_ai.tools.base.TickServices`): the model ``client`` and the ``model``, the
+    execution ``pattern``, the ``tools`` this loop may call (already filtered by context,
+    categories, locks and the NPC's tool set), the NPC's tool ``rules`` and the ``rule_state``
+    counting them (a helper's services carry its parent's, so the helper's calls join the
+    tick's count; None starts a count), ``budget_reached`` (today's budgets, counting every call
+    of the tick; asked before every model call) and the tick's ``usage`` accountant, on which
+    every model call is recorded. The loop puts its ``rule_state`` and its :meth:`offer_tools`
+    there for the tools.
+
+    What the request holds is read from ``request``: the messages, the tool schemas it was built
+    with, the sections (for the trace), its token count and its limit, the most prompt tokens
+    one request may have. The first call is not counted again; each later request is counted
+    with the model's counter (:func:`~evennia_ai.llm.tokens.request_counter`), unless the maker
+    did not count the first (a helper's): then none is, and the client's gate checks the window.
+    Before each call the loop collapses this tick's older tool results to stay under the limit;
+    a request still over it is not sent (``context_overflow``, worded by
+    :func:`~evennia_ai.llm.tokens.overflow_message`).
 
     Args:
-        client: An object with ``complete(messages, tools=None, model=None, ...) -> Deferred``
-            firing with an :class:`~evennia_ai.llm.types.LLMResult`.
-        tools: The tools this tick may use (already filtered by context, categories, locks
-            and the NPC's tool set).
-        pattern: The composed ExecutionPattern.
-        ctx: The ToolContext handed to every tool.
+        ctx: The tick's ToolContext, handed to every tool.
+        request: The first request: the builder's
+            :class:`~evennia_ai.prompt.builder.BuiltContext`, or a :class:`LoopRequest`.
         trace: The TickTrace to fill.
-        rules: Tool rules of this NPC (:class:`~evennia_ai.tools.rules.ToolRule`).
-        rule_state: The count of calls to enforce ``rules`` over, when this loop shares one
-            (a ``delegate_task`` helper counts with its parent: its rules are the state's);
-            None starts a new one for ``rules``. Either way it is handed to the tools as
-            ``ctx.services.rule_state``.
-        model: Model override (the NPC's), or None for the configured default.
-        limits: Token/cost limits of the tick.
+        schemas: The tool schemas of the first request when the caller narrowed them to the
+            tools of ``ctx.services``; None narrows ``request.tool_schemas`` here (every tool's
+            schema when the request names none).
         is_cancelled: Called before and after every model call; returns a reason string when
             the tick must stop (NPC paused, deleted or moved), else None.
         on_dangerous: ``(tool, arguments, ctx) -> confirmation id``; stores a pending
             confirmation. Required for DANGEROUS tools to be runnable under confirmation.
-        count_tokens: ``(messages, tool_schemas) -> int`` counting a request exactly as sent.
-        sections: Token count per prompt section of the initial request, for the trace.
-        usage: The tick's :class:`~evennia_ai.llm.usage.UsageAccountant`: every model call is
-            recorded there, and the token limit counts every call of the tick (assessment and
-            helpers included), not only this loop's.
+        limits: Caps on this loop's own model calls (a helper's budget); None: none.
         record_as: Record this loop's calls under this kind and leave them out of ``trace``'s
             totals (a ``delegate_task`` helper: the tick adds them to its own trace); None
             records them as ``act``/``plan`` calls already in ``trace``.
-        schemas: The tool schemas as the request was built with them (built once per tick);
-            None builds them from ``tools``.
-        first_request_tokens: Tokens of ``messages`` with ``schemas`` as the builder counted
-            them, so the first call is not counted again.
-        max_calls_per_reply: Most tool calls run from one model answer (the rest are refused
-            in the trace and told to the model); None reads
-            ``EVENNIA_AI_MAX_TOOL_CALLS_PER_REPLY``.
-        budget_reached: Called before every model call; True stops the loop with ``budget``
-            (today's budgets, counting the tick's calls so far).
-        request_limit: Most prompt tokens one request may have (the model's window minus the
-            reserved reply, or the context's ``token_budget`` when smaller); None reads the
-            model's window. Before each call the loop collapses this tick's older tool results
-            to stay under it; a request still over it is not sent (``context_overflow``).
-        max_consecutive_failures: Failed tool calls in a row that end the tick with ERROR.
         clock: The reactor (or a ``task.Clock`` in tests) for tool timeouts.
+
+    Raises:
+        ValueError: ``ctx.services`` has no model client.
     """
+
+    MAX_CONSECUTIVE_FAILURES = 3
+    """Failed tool calls in a row that end the tick with ERROR."""
 
     def __init__(
         self,
+        ctx: ToolContext,
+        request: FirstRequest,
         *,
-        client,
-        tools: Sequence,
-        pattern,
-        ctx,
         trace: TickTrace,
-        rules: Sequence = (),
-        model: str | None = None,
-        limits: TickLimits | None = None,
-        is_cancelled: Callable[[], str | None] | None = None,
-        on_dangerous: Callable[[Any, dict, Any], str] | None = None,
-        count_tokens: Callable[[list, list], int] | None = None,
-        sections: dict | None = None,
-        max_consecutive_failures: int = 3,
-        clock=None,
-        usage: UsageAccountant | None = None,
-        record_as: str | None = None,
         schemas: list[dict] | None = None,
-        first_request_tokens: int | None = None,
-        max_calls_per_reply: int | None = None,
-        budget_reached: Callable[[], bool] | None = None,
-        request_limit: int | None = None,
-        rule_state: ToolRuleState | None = None,
+        is_cancelled: Callable[[], str | None] | None = None,
+        on_dangerous: Callable[[Tool, dict, ToolContext], str] | None = None,
+        limits: TickLimits | None = None,
+        record_as: str | None = None,
+        clock: Clock | None = None,
     ):
-        self.client = client
-        self.tools = {tool.name: tool for tool in tools}
-        self.pattern = pattern
-        self.ctx = ctx
-        self.trace = trace
-        if rule_state is None:
-            rule_state = ToolRuleState(list(rules), available=[t.name for t in tools])
-        self.rule_state = rule_state
-        self.rules = list(rule_state.rules)
-        services = getattr(ctx, "services", None)
-        if services is not None:
-            services.rule_state = rule_state
-        self.model = model
-        self.limits = limits or TickLimits()
+        services = ctx.services
+        if services.client is None:
+            raise ValueError("the tick lends this loop no model client (ctx.services.client)")
+        self.ctx, self.services, self.request, self.trace = ctx, services, request, trace
+        self.client = services.client
+        self.model = services.model
+        self.pattern = services.pattern
+        self.tools = {tool.name: tool for tool in services.tools}
+        self.rule_state = self._join_rule_state(services)
+        services.offer_tools = self.offer_tools
         self.is_cancelled = is_cancelled or (lambda: None)
         self.on_dangerous = on_dangerous
-        self.count_tokens = count_tokens
-        self.sections = dict(sections or {})
-        self.max_consecutive_failures = max(1, int(max_consecutive_failures))
-        self.clock = clock
-        self.schemas = (
-            list(schemas)
-            if schemas is not None
-            else [tool.to_schema() for tool in self.tools.values()]
-        )
-        self.usage = usage
+        self.limits = limits or TickLimits()
         self.record_as = record_as
-        self._first_request_tokens = first_request_tokens
-        self.budget_reached = budget_reached
-        if max_calls_per_reply is None:
-            max_calls_per_reply = conf.get("EVENNIA_AI_MAX_TOOL_CALLS_PER_REPLY")
-        self.max_calls_per_reply = max(1, int(max_calls_per_reply))
-        self.kind = record_as or getattr(ctx, "context_type", None)  # the call's contract
-        self.request_limit = int(request_limit or tokens.request_limit(resolve_model(model)))
-        self.result_chars = max(
-            400,
-            int(self.request_limit * float(conf.get("EVENNIA_AI_TOOL_RESULT_SHARE")))
-            * CHARS_PER_TOKEN,
-        )
-        self._tick_start = None  # index of the first message this loop added
+        self.kind = record_as or ctx.context_type  # the call's contract
+        self.clock = clock
+        # this loop's own calls (its limits count them); each record goes on to the tick's
+        self.spent = UsageAccountant(parent=services.usage)
+        self._measure_request(request, schemas)
+        self.max_calls_per_reply = max(1, int(conf.get("EVENNIA_AI_MAX_TOOL_CALLS_PER_REPLY")))
+        self._tick_start: int | None = None  # index of the first message this loop added
         self.dangerous_used = False
         self.outcome = LoopOutcome(stop_reason=StopReason.ERROR, trace=trace)
         self._consecutive_failures = 0
         self._only_bookkeeping = False  # the last answer's calls were all note-taking
         self._only_refused = False  # the last answer's calls were all refused before running
+
+    def _join_rule_state(self, services: TickServices) -> ToolRuleState:
+        """The count of calls this loop's rules hold over: the services' (a helper shares its
+        parent's), else a new one, which the tools then find there."""
+        if services.rule_state is None:
+            services.rule_state = ToolRuleState(list(services.rules), available=list(self.tools))
+        return services.rule_state
+
+    def _measure_request(self, request: FirstRequest, schemas: list[dict] | None) -> None:
+        """The first request's schemas and tokens; how later requests are counted and capped."""
+        built_schemas = request.tool_schemas
+        if schemas is None:
+            schemas = (
+                [s for s in built_schemas if schema_name(s) in self.tools]
+                if built_schemas is not None
+                else [tool.to_schema() for tool in self.tools.values()]
+            )
+        self.schemas = list(schemas)
+        self.sections = dict(request.sections)
+        counted = request.total_tokens is not None
+        self.count_tokens = tokens.request_counter(self.model) if counted else None
+        # the maker's count holds while the pattern left every tool in the request
+        same_tools = built_schemas is None or len(self.schemas) == len(built_schemas)
+        self._first_request_tokens = request.total_tokens if same_tools else None
+        self.request_limit = int(request.limit or tokens.request_limit(resolve_model(self.model)))
+        self.result_chars = max(
+            400,
+            int(self.request_limit * float(conf.get("EVENNIA_AI_TOOL_RESULT_SHARE")))
+            * CHARS_PER_TOKEN,
+        )
 
     # -- helpers -------------------------------------------------------------------------------
     def offer_tools(self, names) -> list[str]:
@@ -260,17 +317,9 @@ class ReactLoop:
         return self.pattern.mode == "single_action" or not self.pattern.multi_tool_enabled
 
     def _budget_left(self, request_tokens: int) -> bool:
-        if self.budget_reached is not None and self.budget_reached():
+        if self.services.over_budget():
             return False
-        if self.usage is not None:
-            used, cost = self.usage.tokens, self.usage.cost
-        else:
-            used, cost = self.trace.prompt_tokens + self.trace.completion_tokens, self.trace.cost
-        if self.limits.max_tokens is not None and used + request_tokens > self.limits.max_tokens:
-            return False
-        if self.limits.max_cost is not None and cost >= self.limits.max_cost:
-            return False
-        return True
+        return self.limits.allows(self.spent.tokens, self.spent.cost, request_tokens)
 
     def _rule_refusal(self, tool_name: str) -> str | None:
         """Why the tool rules refuse ``tool_name`` now (counting the whole tick), or None."""
@@ -301,9 +350,9 @@ class ReactLoop:
 
     # -- the loop ------------------------------------------------------------------------------
     @defer.inlineCallbacks
-    def run(self, messages: list[dict]):
-        """Run the loop on ``messages`` (the assembled request). Fires with a LoopOutcome."""
-        messages = list(messages)
+    def run(self):
+        """Run the loop on the first request's messages. Fires with a LoopOutcome."""
+        messages = list(self.request.messages)
         self._tick_start = len(messages)
         try:
             if self.pattern.mode == "plan_execute" and not self.single_action:
@@ -331,12 +380,9 @@ class ReactLoop:
             logger.log_trace(f"{log_prefix(self.ctx.npc)}: ReAct loop failed")
             return self._finish(StopReason.ERROR, f"internal error: {err}")
 
-    @defer.inlineCallbacks
-    def _call_model(self, messages: list[dict], schemas: list, index: int, kind: str):
-        """Make one model call; returns (IterationTrace, LLMResult) or a LoopOutcome to stop."""
-        reason = self.is_cancelled()
-        if reason:
-            return self._finish(StopReason.CANCELLED, reason), None
+    def _request_tokens(self, messages: list[dict], schemas: list, kind: str) -> int:
+        """Tokens of the request about to be sent: the maker's count for the first, else
+        counted; this tick's older tool results collapsed while it is over the limit."""
         known, self._first_request_tokens = self._first_request_tokens, None
         if known is not None and kind == "act" and schemas == self.schemas:
             request_tokens = int(known)  # the builder counted this very request
@@ -344,16 +390,29 @@ class ReactLoop:
             request_tokens = self._count(messages, schemas)
         if request_tokens > self.request_limit:
             request_tokens = self._collapse(messages, schemas, request_tokens)
+        return request_tokens
+
+    def _refusal_to_send(self, request_tokens: int) -> LoopOutcome | None:
+        """The outcome when the request must not be sent (over the limit, over budget)."""
         if request_tokens > self.request_limit:
-            return (
-                self._finish(
-                    StopReason.CONTEXT_OVERFLOW,
-                    tokens.overflow_message(request_tokens, self.request_limit, self.model),
-                ),
-                None,
+            return self._finish(
+                StopReason.CONTEXT_OVERFLOW,
+                tokens.overflow_message(request_tokens, self.request_limit, self.model),
             )
         if not self._budget_left(request_tokens):
-            return self._finish(StopReason.BUDGET, "tick token or cost budget exhausted"), None
+            return self._finish(StopReason.BUDGET, "tick token or cost budget exhausted")
+        return None
+
+    @defer.inlineCallbacks
+    def _call_model(self, messages: list[dict], schemas: list, index: int, kind: str):
+        """Make one model call; returns (IterationTrace, LLMResult) or a LoopOutcome to stop."""
+        reason = self.is_cancelled()
+        if reason:
+            return self._finish(StopReason.CANCELLED, reason), None
+        request_tokens = self._request_tokens(messages, schemas, kind)
+        refused = self._refusal_to_send(request_tokens)
+        if refused is not None:
+            return refused, None
         self.ctx.state.request_tokens = request_tokens  # what get_system_status reports now
         sections = dict(self.sections) if index <= 0 else {}
         if index > 0 or kind != "act":
@@ -368,11 +427,23 @@ class ReactLoop:
         result = yield self.client.complete(
             messages, tools=schemas or None, model=self.model, **options
         )
-        if self.usage is not None:
-            self.usage.record_result(
-                result, self.record_as or kind, in_trace=self.record_as is None
-            )
+        self.spent.record_result(result, self.record_as or kind, in_trace=self.record_as is None)
         yield scheduler.turn()  # many replies come back at once: continue in this NPC's turn
+        self._fill_iteration(it, result, started)
+        if result.error:
+            if getattr(result, "error_kind", None) == "context_overflow":
+                return self._finish(StopReason.CONTEXT_OVERFLOW, result.error), None
+            return (
+                self._finish(StopReason.ERROR, f"model call failed: {_named_error(result)}"),
+                None,
+            )
+        reason = self.is_cancelled()
+        if reason:
+            return self._finish(StopReason.CANCELLED, reason), None
+        return it, result
+
+    def _fill_iteration(self, it: IterationTrace, result: LLMResult, started: float) -> None:
+        """Put what the call returned in its iteration and the iteration in the trace."""
         it.latency = round(time.monotonic() - started, 4)
         it.model = getattr(result, "model", "") or ""
         usage = getattr(result, "usage", None)
@@ -385,17 +456,6 @@ class ReactLoop:
         it.text = truncate(result.text, 4000) if result.text else result.text
         it.error = result.error
         self.trace.add_iteration(it)
-        if result.error:
-            if getattr(result, "error_kind", None) == "context_overflow":
-                return self._finish(StopReason.CONTEXT_OVERFLOW, result.error), None
-            return (
-                self._finish(StopReason.ERROR, f"model call failed: {_named_error(result)}"),
-                None,
-            )
-        reason = self.is_cancelled()
-        if reason:
-            return self._finish(StopReason.CANCELLED, reason), None
-        return it, result
 
     @defer.inlineCallbacks
     def _plan(self, messages: list[dict]):
@@ -433,30 +493,19 @@ class ReactLoop:
         assistant = self._assistant_message(result.text, calls, native)
         messages.append(assistant)
         self.outcome.new_messages.append(assistant)
+        return (yield self._answer_calls(iteration, it, calls, run_calls, messages, native))
 
+    @defer.inlineCallbacks
+    def _answer_calls(self, iteration, it, calls, run_calls, messages, native):
+        """Run ``run_calls`` of the answer's ``calls`` in order and answer each of ``calls``
+        (the others are skipped, with why). Returns a LoopOutcome to stop, else None."""
         stop: StopReason | None = None
         force_continue = False
         for position, call in enumerate(calls):
             pending = [c.name for c in run_calls[position + 1 :]]
             self._set_loop_state(iteration, pending)
             if stop is not None or call not in run_calls:
-                if call in run_calls:
-                    why = "not run: the loop ended before this call"
-                elif self.single_action:
-                    why = "not run: only one action per tick in this situation"
-                else:
-                    why = (
-                        f"not run: at most {self.max_calls_per_reply} tool calls are run from "
-                        "one answer; ask again for the rest if they are still needed"
-                    )
-                call_trace = ToolCallTrace(
-                    id=call.id,
-                    name=call.name,
-                    arguments=call.arguments or {},
-                    status="skipped",
-                    error=why,
-                )
-                text = why
+                call_trace, text = self._skip(call, ran_out=call in run_calls)
             else:
                 call_trace, text, control = yield self._run_call(call)
                 if control == "stop":
@@ -465,7 +514,7 @@ class ReactLoop:
                     force_continue = True
             it.tool_calls.append(call_trace)
             self._append_result(messages, call, text, native)
-            if self._consecutive_failures >= self.max_consecutive_failures:
+            if self._consecutive_failures >= self.MAX_CONSECUTIVE_FAILURES:
                 return self._finish(
                     StopReason.ERROR,
                     f"{self._consecutive_failures} tool calls failed in a row",
@@ -475,6 +524,27 @@ class ReactLoop:
         if stop is not None and not force_continue:
             return self._finish(stop)
         return None
+
+    def _skip(self, call: ToolCall, ran_out: bool) -> tuple[ToolCallTrace, str]:
+        """The trace and the answer of a call that is not run (``ran_out``: the loop ended
+        before it; else one action per tick, or past the cap of calls per answer)."""
+        if ran_out:
+            why = "not run: the loop ended before this call"
+        elif self.single_action:
+            why = "not run: only one action per tick in this situation"
+        else:
+            why = (
+                f"not run: at most {self.max_calls_per_reply} tool calls are run from "
+                "one answer; ask again for the rest if they are still needed"
+            )
+        call_trace = ToolCallTrace(
+            id=call.id,
+            name=call.name,
+            arguments=call.arguments or {},
+            status="skipped",
+            error=why,
+        )
+        return call_trace, why
 
     def _single_action_calls(self, calls: list) -> list:
         """The calls a single-action tick runs: its first action, and the note-taking before it.
@@ -624,10 +694,9 @@ class ReactLoop:
         )
         return call_trace, result.to_text(), None
 
-    @defer.inlineCallbacks
-    def _run_call(self, call):
-        """Check and run one tool call. Returns (ToolCallTrace, text for the model, control)."""
-        tool = self.tools.get(call.name)
+    def _check_call(self, call: ToolCall, tool: Tool | None) -> tuple | None:
+        """The refusal of a call that must not run (unknown tool, bad arguments, a tool rule,
+        a second DANGEROUS action, one that waits for confirmation), else None."""
         if tool is None:
             available = ", ".join(sorted(self.tools)) or "none"
             return self._refuse(call, f"Unknown tool '{call.name}'. Available tools: {available}.")
@@ -646,7 +715,6 @@ class ReactLoop:
         refusal = self._rule_refusal(call.name)
         if refusal:
             return self._refuse(call, refusal, category)
-
         if category == "DANGEROUS":
             if self.dangerous_used:
                 return self._refuse(
@@ -657,21 +725,22 @@ class ReactLoop:
             self.dangerous_used = True
             if self.pattern.dangerous_requires_confirm:
                 return self._queue_confirmation(tool, call)
+        return None
 
+    @defer.inlineCallbacks
+    def _run_call(self, call):
+        """Check and run one tool call. Returns (ToolCallTrace, text for the model, control)."""
+        tool = self.tools.get(call.name)
+        refused = self._check_call(call, tool)
+        if refused is not None:
+            return refused
+        category = _category(tool)
         started = time.monotonic()
         self.rule_state.begin(call.name)  # counts while it runs (a helper's calls come after)
         result = yield self._execute(tool, call.arguments or {}, checked=True)
         self.rule_state.finish(call.name, success=bool(result.success))
         latency = round(time.monotonic() - started, 4)
-        if result.success:
-            self._consecutive_failures = 0
-            self.outcome.tool_names.append(tool.name)
-            # what the NPC looked at, not its own notes or speech: the memory gate's material
-            if not getattr(tool, "bookkeeping", False) and category != ToolCategory.TERMINAL:
-                self.ctx.state.world_results.append(result.to_text())
-        else:
-            self._consecutive_failures += 1
-            self.outcome.failures += 1
+        self._count_result(tool, category, result)
         text = result.to_text()
         pending = bool(getattr(result, "pending", False))
         if pending and result.data.get("confirmation_id"):
@@ -687,15 +756,31 @@ class ReactLoop:
             status="pending" if pending else ("ran" if result.success else "error"),
             latency=latency,
         )
+        return call_trace, text, self._control_after(call, category, result)
+
+    def _count_result(self, tool: Tool, category: str, result: ToolResult) -> None:
+        """Count a call that ran: its success, or one more failure (in a row)."""
+        if result.success:
+            self._consecutive_failures = 0
+            self.outcome.tool_names.append(tool.name)
+            # what the NPC looked at, not its own notes or speech: the memory gate's material
+            if not getattr(tool, "bookkeeping", False) and category != ToolCategory.TERMINAL:
+                self.ctx.state.world_results.append(result.to_text())
+        else:
+            self._consecutive_failures += 1
+            self.outcome.failures += 1
+
+    def _control_after(self, call: ToolCall, category: str, result: ToolResult) -> str | None:
+        """What a call that ran does to the loop: "stop", "continue" (tool rules), or None."""
         control = self.rule_state.after_call(call.name)
         if control == "exit":
-            return call_trace, text, "stop"
+            return "stop"
         if control == "continue":
-            return call_trace, text, "continue"
+            return "continue"
         if result.success and (category == "TERMINAL" or getattr(result, "terminal", False)):
             if self.pattern.terminal_ends_loop:
-                return call_trace, text, "stop"
-        return call_trace, text, None
+                return "stop"
+        return None
 
     def _queue_confirmation(self, tool, call) -> tuple:
         if self.on_dangerous is None:
@@ -745,7 +830,7 @@ class ReactLoop:
         if isinstance(outcome, defer.Deferred):
             clock = self.clock or reactor
             timeout = float(tool.get_timeout() if hasattr(tool, "get_timeout") else 30.0)
-            finished = defer.Deferred()
+            finished: defer.Deferred[ToolResult] = defer.Deferred()
 
             def expire():
                 if not finished.called:

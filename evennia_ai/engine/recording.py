@@ -34,7 +34,7 @@ import os
 import re
 from dataclasses import asdict, dataclass, field
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, Iterable
 
 from evennia.utils import logger
 from twisted.internet import defer
@@ -47,12 +47,12 @@ from evennia_ai.llm.threads import run_in_thread
 from evennia_ai.llm.tokens import request_counter
 from evennia_ai.llm.types import LLMResult, LLMUsage, ToolCall
 from evennia_ai.memory.longterm import data_dir
-from evennia_ai.prompt.builder import ContextBuilder, schema_name
+from evennia_ai.prompt.builder import ContextBuilder
 from evennia_ai.prompt.execution_pattern import select_execution_pattern
 from evennia_ai.prompt.registry import get_prompt_registry
 from evennia_ai.prompt.registry_io import components_of, context_config_of
 from evennia_ai.tools import load_builtin_tools
-from evennia_ai.tools.base import LoopState, ToolResult
+from evennia_ai.tools.base import LoopState, TickServices, ToolContext, ToolResult
 from evennia_ai.tools.registry import TOOL_REGISTRY
 from evennia_ai.tools.rules import parse_rules
 from evennia_ai.utils import iso_utc, log_prefix
@@ -456,13 +456,7 @@ def replay_tick(line: dict) -> TickReplay:
     Raises:
         RecordingError: The line is not a tick recording this build can read.
     """
-    try:
-        snapshot, calls = line["snapshot"], list(line.get("calls") or [])
-        context_type = snapshot["context_type"]
-    except (KeyError, TypeError) as err:
-        raise RecordingError(f"not a tick recording (no {err})") from None
-    if line.get("format") != FORMAT:
-        raise RecordingError(f"recording format {line.get('format')!r}; this build reads {FORMAT}")
+    snapshot, context_type, calls = _recorded_tick(line)
     load_builtin_tools()  # a replay outside the game has not imported them yet
     loop_calls = [c for c in calls if c.get("step")]
     tools = _loop_tools(snapshot, loop_calls)
@@ -479,35 +473,49 @@ def replay_tick(line: dict) -> TickReplay:
         for t, r in zip(tools, records)
         if (r.get("allowed") or r.get("offered")) and pattern.allows(t)
     ]
-    names = {t.name for t in callable_tools}
-    schemas = [s for s in built.tool_schemas if schema_name(s) in names]
     trace = TickTrace(tick_id=line.get("tick_id") or 0, context_type=context_type)
     client = _ReplayClient(loop_calls)
-    npc = SimpleNamespace(key=line.get("npc") or "replay", dbref=f"#{line.get('npc_id')}")
-    ctx = SimpleNamespace(
-        npc=npc,
-        context_type=context_type,
-        tick_id=trace.tick_id,
-        state=LoopState(window=built.window, request_tokens=built.total_tokens, metrics={}),
+    services = TickServices(
+        client=client,
+        model=snapshot.get("model"),
+        pattern=pattern,
+        tools=callable_tools,
+        rules=parse_rules(snapshot.get("tool_rules"))[0],
     )
     loop = ReactLoop(
-        client=client,
-        tools=callable_tools,
-        pattern=pattern,
-        ctx=ctx,
-        trace=trace,
-        rules=parse_rules(snapshot.get("tool_rules"))[0],
-        model=snapshot.get("model"),
-        request_limit=built.limit,
-        count_tokens=request_counter(snapshot.get("model")),
-        sections=built.sections,
-        schemas=schemas,
-        first_request_tokens=(
-            built.total_tokens if len(schemas) == len(built.tool_schemas) else None
-        ),
-    )
-    loop.run(built.messages)  # synchronous: no reactor runs, every reply is at hand
+        _replay_context(line, built, trace, services), built, trace=trace
+    )  # the built schemas of the tools it may call
+    loop.run()  # synchronous: no reactor runs, every reply is at hand
     return _compare(line, built, loop_calls, client.asked, trace, calls)
+
+
+def _recorded_tick(line: dict) -> tuple[dict, str, list[dict]]:
+    """The snapshot, the context type and the model calls of a recording line.
+
+    Raises:
+        RecordingError: The line is not a tick recording, or one of another format.
+    """
+    try:
+        snapshot, calls = line["snapshot"], list(line.get("calls") or [])
+        context_type = snapshot["context_type"]
+    except (KeyError, TypeError) as err:
+        raise RecordingError(f"not a tick recording (no {err})") from None
+    if line.get("format") != FORMAT:
+        raise RecordingError(f"recording format {line.get('format')!r}; this build reads {FORMAT}")
+    return snapshot, context_type, calls
+
+
+def _replay_context(line: dict, built, trace: TickTrace, services: TickServices) -> ToolContext:
+    """The ToolContext of a replayed tick: a stand-in NPC, the tick's number and context type,
+    the window and the first request's tokens as the rebuilt request has them, ``services``."""
+    npc = SimpleNamespace(key=line.get("npc") or "replay", dbref=f"#{line.get('npc_id')}")
+    return ToolContext(
+        npc=npc,
+        tick_id=trace.tick_id,
+        context_type=trace.context_type,
+        state=LoopState(window=built.window, request_tokens=built.total_tokens, metrics={}),
+        services=services,
+    )
 
 
 def _compare(line, built, loop_calls, asked, trace, calls) -> TickReplay:
@@ -532,7 +540,8 @@ def _compare(line, built, loop_calls, asked, trace, calls) -> TickReplay:
                 "step": step,
                 "recorded": _tokens(count, recorded),
                 "rebuilt": _tokens(count, rebuilt),
-                "same": bool(recorded and rebuilt)
+                "same": recorded is not None
+                and rebuilt is not None
                 and recorded.get("messages") == rebuilt["messages"]
                 and (recorded.get("tools") or None) == rebuilt["tools"],
             }
@@ -572,6 +581,7 @@ def nesting(value: Any) -> int:
     stack = [(value, 1)]
     while stack:
         item, depth = stack.pop()
+        children: Iterable[Any]
         if isinstance(item, dict):
             children = item.values()
         elif isinstance(item, list):

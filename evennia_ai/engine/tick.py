@@ -561,29 +561,16 @@ class TickRunner:
                 build_request=self.build_request,
             ),
         )
+        # model, client, tools, rules, budgets: ctx.services; limit, sections, count: built
         loop = ReactLoop(
-            client=client,
-            tools=tools,
-            pattern=pattern,
-            ctx=ctx,
+            ctx,
+            built,
             trace=trace,
-            rules=rules,
-            model=state.model,
-            request_limit=built.limit,  # token_budget: the most prompt tokens of one request
+            schemas=schemas,
             is_cancelled=self.cancelled,
             on_dangerous=self._queue_confirmation,
-            count_tokens=tokens.request_counter(state.model),
-            sections=built.sections,
-            usage=self.usage,
-            budget_reached=self.budget_reached,
-            schemas=schemas,
-            # the builder's count holds while the pattern left every tool in the request
-            first_request_tokens=(
-                built.total_tokens if len(schemas) == len(built.tool_schemas) else None
-            ),
         )
-        ctx.services.offer_tools = loop.offer_tools
-        outcome = yield loop.run(built.messages)
+        outcome = yield loop.run()
         trace.add_records(self.usage.take_new())  # helpers' and tools' own model calls
         return outcome
 

@@ -11,7 +11,8 @@ fallbacks, the JSON protocol), which need the real HTTP path.
 Example:
     model = ScriptedModel()
     model.enqueue({"tool_calls": [{"name": "say", "arguments": {"message": "Hi"}}]})
-    loop = ReactLoop(client=model, ...)
+    services = TickServices(client=model, pattern=pattern, tools=tools)
+    loop = ReactLoop(ToolContext(services=services), LoopRequest(messages), trace=trace)
     model.requests[0]["messages"]  # what the loop sent
 """
 

@@ -4,22 +4,28 @@
 The client's thread hop is made synchronous, so each loop runs to completion inside the test.
 """
 
+import dataclasses
+import inspect
 import json
+import typing
 
 import pytest
 from django.test import override_settings
 from twisted.internet import defer, task
 
-from evennia_ai.engine.react import ReactLoop, TickLimits
+from evennia_ai.engine.react import LoopRequest, ReactLoop, TickLimits
 from evennia_ai.engine.trace import StopReason, TickTrace
 from evennia_ai.llm import client as client_module
 from evennia_ai.llm import tokens
 from evennia_ai.llm.client import UnifiedLLMClient
+from evennia_ai.llm.contracts import DELEGATE_INSTRUCTION, render_task
+from evennia_ai.llm.usage import UsageAccountant, UsageRecord
 from evennia_ai.prompt.assembly import validate_chat_messages
+from evennia_ai.prompt.builder import BuiltContext, schema_name
 from evennia_ai.prompt.execution_pattern import ExecutionPattern
 from evennia_ai.testing.model_server import ModelServer
 from evennia_ai.testing.scripted_model import ScriptedModel
-from evennia_ai.tools.base import Tool, ToolCategory, ToolContext, ToolResult
+from evennia_ai.tools.base import TickServices, Tool, ToolCategory, ToolContext, ToolResult
 from evennia_ai.tools.rules import ToolRule
 
 
@@ -141,27 +147,35 @@ MESSAGES = [
 ]
 
 
+def make_loop(client, tools, pat=None, *, model=None, rules=(), request=None, **kwargs):
+    """A loop as a tick builds it: what the tick lends in ``ctx.services``, then the request
+    (``request``, by default MESSAGES uncounted) and what is the loop's own (``kwargs``)."""
+    services = TickServices(
+        client=client, model=model, pattern=pat or pattern(), tools=list(tools), rules=list(rules)
+    )
+    ctx = ToolContext(services=services)
+    return ReactLoop(ctx, request or LoopRequest(MESSAGES), trace=TickTrace(tick_id=1), **kwargs)
+
+
 def run(model, tools, pat=None, messages=MESSAGES, **kwargs):
     """Run a loop against ``model``: a ScriptedModel, or the HTTP model server (real client)."""
-    trace = TickTrace(tick_id=1)
     client = kwargs.pop("client", None)
     if client is None:
         client = model if isinstance(model, ScriptedModel) else make_client(model)
-    loop = ReactLoop(
-        client=client,
-        tools=tools,
-        pattern=pat or pattern(),
-        ctx=ToolContext(),
-        trace=trace,
-        **kwargs,
-    )
-    d = loop.run(messages)
+    kwargs.setdefault("request", LoopRequest(messages))
+    d = make_loop(client, tools, pat, **kwargs).run()
     assert d.called, "the loop did not finish synchronously"
     return d.result
 
 
 def call(name, **arguments):
     return {"name": name, "arguments": arguments}
+
+
+def counted(messages, total_tokens):
+    """A first request its maker counted (as the builder counts each): the loop counts the
+    requests after it with the model's counter."""
+    return LoopRequest(messages, total_tokens=total_tokens)
 
 
 def test_terminal_tool_ends_loop(model):
@@ -336,7 +350,7 @@ def test_dangerous_tool_with_no_confirmation_channel_is_refused(model):
 
 
 def test_budget_stops_before_the_call(model):
-    out = run(model, [Say()], limits=TickLimits(max_tokens=5), count_tokens=lambda m, t: 100)
+    out = run(model, [Say()], limits=TickLimits(max_tokens=5), request=counted(MESSAGES, 100))
     assert out.stop_reason == StopReason.BUDGET
     assert not model.requests
 
@@ -431,16 +445,7 @@ def test_async_tool_times_out():
                 )
             return defer.succeed(LLMResult(text="gave up", model="fake"))
 
-    trace = TickTrace(tick_id=1)
-    loop = ReactLoop(
-        client=Client(),
-        tools=ctx_tools,
-        pattern=pattern(),
-        ctx=ToolContext(),
-        trace=trace,
-        clock=clock,
-    )
-    d = loop.run(MESSAGES)
+    d = make_loop(Client(), ctx_tools, clock=clock).run()
     assert not d.called
     clock.advance(5.1)
     assert d.called
@@ -539,11 +544,9 @@ def test_system_status_reports_the_current_request_size(model):
         {"tool_calls": [call("get_system_status")]},
         {"text": "done"},
     )
-    out = run(
-        model,
-        [GetSystemStatus()],
-        count_tokens=lambda messages, schemas: len(json.dumps(messages)) // 4,
-    )
+    status = GetSystemStatus()
+    first = tokens.request_counter(None)(MESSAGES, [status.to_schema()])
+    out = run(model, [status], request=counted(MESSAGES, first))
     used = [json.loads(c.result)["token_usage"]["estimated_used"] for c in out.trace.tool_calls]
     assert used[0] > 0 and used[1] > used[0]  # the second request carries the first result
 
@@ -551,7 +554,8 @@ def test_system_status_reports_the_current_request_size(model):
 def test_tool_calls_from_one_answer_are_capped(model):
     look = Look()
     model.enqueue({"tool_calls": [call("look", target=f"t{i}") for i in range(12)]}, {"text": "ok"})
-    out = run(model, [look], max_calls_per_reply=3)
+    with override_settings(EVENNIA_AI_MAX_TOOL_CALLS_PER_REPLY=3):
+        out = run(model, [look])
     calls = out.trace.tool_calls
     assert look.runs == 3 and len(calls) == 12
     assert all(c.status == "skipped" and "at most 3 tool calls" in c.error for c in calls[3:])
@@ -629,18 +633,9 @@ def test_tool_rules_only_restrict():
     assert out.trace.tool_calls[0].status == "refused"  # a rule is no way to get a tool
 
 
-def run_for(model_name, client, messages, **kwargs):
+def run_for(model_name, client, request):
     """Run a loop whose requests go to ``model_name`` (``run`` names no model)."""
-    loop = ReactLoop(
-        client=client,
-        tools=[Say()],
-        pattern=pattern(),
-        ctx=ToolContext(),
-        trace=TickTrace(tick_id=1),
-        model=model_name,
-        **kwargs,
-    )
-    d = loop.run(messages)
+    d = make_loop(client, [Say()], model=model_name, request=request).run()
     assert d.called, "the loop did not finish synchronously"
     return d.result
 
@@ -652,10 +647,152 @@ def test_an_overflow_reads_the_same_whether_the_loop_or_the_gate_stops_it(model)
     with override_settings(EVENNIA_AI_CONTEXT_WINDOWS={"m/small": 2048}):
         limit = tokens.request_limit("m/small")
         needed = tokens.request_counter("m/small")(big, [Say().to_schema()])
-        stopped = run_for("m/small", model, big, count_tokens=tokens.request_counter("m/small"))
+        stopped = run_for("m/small", model, counted(big, needed))
         # a limit handed to the loop that the window cannot hold: the gate stops the request
-        gated = run_for("m/small", ScriptedModel(), big, request_limit=10**6)
+        gated = run_for("m/small", ScriptedModel(), LoopRequest(big, limit=10**6))
     expected = tokens.overflow_message(needed, limit, "m/small")
     assert stopped.stop_reason == gated.stop_reason == StopReason.CONTEXT_OVERFLOW
     assert stopped.trace.error == gated.trace.error == expected
     assert model.requests == []  # the loop's check: nothing reached the model
+
+
+# -- the loop is built from the tick's context and its first request ------------------------------
+def test_the_loop_reads_what_the_tick_lends_from_ctx_services(model):
+    """Client, model, tools, pattern and tool rules come from the services, not arguments."""
+    say, look = Say(), Look()
+    model.enqueue(
+        {"tool_calls": [call("say", message="too early")]},
+        {"tool_calls": [call("look"), call("say", message="now")]},
+    )
+    loop = make_loop(
+        model, [say, look], model="openai/npc-own", rules=[ToolRule.requires_prior("say", "look")]
+    )
+    out = loop.run().result
+    assert [r["model"] for r in model.requests] == ["openai/npc-own"] * 2
+    assert [schema_name(s) for s in model.requests[0]["tools"]] == ["say", "look"]
+    assert out.trace.tool_calls[0].status == "refused"  # the services' rules hold
+    assert say.said == ["now"]
+    # what the tools find in the services: the loop's count of calls and its request_tools
+    services = loop.ctx.services
+    assert services.rule_state is loop.rule_state and services.rule_state.calls == ["look", "say"]
+    assert services.offer_tools == loop.offer_tools
+
+
+def test_a_loop_built_the_old_way_no_longer_exists(model):
+    with pytest.raises(TypeError):
+        ReactLoop(
+            client=model,
+            tools=[Say()],
+            pattern=pattern(),
+            ctx=ToolContext(),
+            trace=TickTrace(tick_id=1),
+        )
+    lent_by_the_tick = {"client", "model", "usage", "pattern", "tools", "rules", "rule_state"}
+    from_the_request = {"request_limit", "count_tokens", "sections", "first_request_tokens"}
+    parameters = set(inspect.signature(ReactLoop).parameters)
+    assert not parameters & (lent_by_the_tick | {"budget_reached"} | from_the_request)
+    assert {"ctx", "request", "trace"} <= parameters
+
+
+def test_a_loop_needs_a_model_client_in_the_services():
+    with pytest.raises(ValueError, match="no model client"):
+        ReactLoop(ToolContext(), LoopRequest(MESSAGES), trace=TickTrace(tick_id=1))
+
+
+def test_todays_budget_is_asked_of_the_services(model):
+    services = TickServices(
+        client=model, pattern=pattern(), tools=[Say()], budget_reached=lambda: True
+    )
+    loop = ReactLoop(
+        ToolContext(services=services), LoopRequest(MESSAGES), trace=TickTrace(tick_id=1)
+    )
+    out = loop.run().result
+    assert out.stop_reason == StopReason.BUDGET and not model.requests
+
+
+def built_request(tools, total_tokens=123, limit=100_000):
+    return BuiltContext(
+        messages=MESSAGES,
+        tool_schemas=[tool.to_schema() for tool in tools],
+        sections={"persona": 7, "tools": 40},
+        total_tokens=total_tokens,
+        limit=limit,
+    )
+
+
+def test_the_built_request_gives_the_first_count_and_its_sections(model):
+    say, look = Say(), Look()
+    model.enqueue({"tool_calls": [call("look")]}, {"tool_calls": [call("say", message="hi")]})
+    out = make_loop(model, [say, look], request=built_request([say, look])).run().result
+    first, second = out.trace.iterations
+    assert first.prompt_tokens == 123  # the builder's count: not counted again
+    assert first.sections == {"persona": 7, "tools": 40}
+    asked = model.requests[1]
+    # the calls after it are counted as the builder counts, with the model's counter
+    assert second.prompt_tokens == tokens.request_counter(None)(asked["messages"], asked["tools"])
+    assert second.sections == {"request": second.prompt_tokens}
+    assert model.requests[0]["options"]["prompt_tokens"] == 123
+
+
+def test_the_built_schemas_are_narrowed_to_the_tools_of_the_services(model):
+    say, look, wipe = Say(), Look(), Wipe()
+    model.enqueue({"text": "hm"})
+    out = make_loop(model, [say, look], request=built_request([wipe, say, look])).run().result
+    sent = model.requests[0]["tools"]
+    assert [schema_name(s) for s in sent] == ["say", "look"]
+    # the builder counted a request with wipe_world's schema too: this one is counted afresh
+    assert out.trace.iterations[0].prompt_tokens == tokens.request_counter(None)(MESSAGES, sent)
+
+
+def test_the_built_limit_is_the_request_limit(model):
+    out = make_loop(model, [Say()], request=built_request([Say()], limit=50)).run().result
+    assert out.stop_reason == StopReason.CONTEXT_OVERFLOW and not model.requests
+    assert out.trace.error == tokens.overflow_message(123, 50, None)
+
+
+def test_calls_are_recorded_on_the_ticks_accountant_and_limits_count_the_loops_own(model):
+    """A helper's cap counts the helper's calls, not the tick's; each call reaches the tick's
+    accountant once, under the loop's kind."""
+    task = render_task("delegate", DELEGATE_INSTRUCTION, {"task": "Look around"})
+    request = LoopRequest([MESSAGES[0], {"role": "user", "content": task}])
+    usage = UsageAccountant()
+    usage.record(UsageRecord(kind="assessment", prompt_tokens=10_000))
+    model.enqueue({"tool_calls": [call("look")]}, {"text": "done"})
+    services = TickServices(client=model, pattern=pattern(), tools=[Look()], usage=usage)
+    loop = ReactLoop(
+        ToolContext(services=services),
+        request,
+        trace=TickTrace(tick_id=1),
+        limits=TickLimits(max_tokens=5_000),
+        record_as="delegate",
+    )
+    out = loop.run().result
+    assert out.stop_reason == StopReason.TEXT_REPLY
+    assert [r.kind for r in usage.records] == ["assessment", "delegate", "delegate"]
+    assert not any(r.in_trace for r in usage.records)
+    assert loop.spent.tokens == usage.tokens - 10_000 > 0
+    assert {r["options"]["kind"] for r in model.requests} == {"delegate"}
+
+
+def test_a_ticks_own_calls_are_recorded_in_its_trace(model):
+    usage = UsageAccountant()
+    model.enqueue({"text": "1. look"}, {"tool_calls": [call("say", message="hi")]})
+    services = TickServices(
+        client=model, pattern=pattern(mode="plan_execute"), tools=[Say()], usage=usage
+    )
+    ctx = ToolContext(context_type="tick_event", services=services)
+    ReactLoop(ctx, LoopRequest(MESSAGES), trace=TickTrace(tick_id=1)).run()
+    assert [(r.kind, r.in_trace) for r in usage.records] == [("plan", True), ("act", True)]
+    assert {r["options"]["kind"] for r in model.requests} == {"tick_event"}
+
+
+def test_tick_limits_are_typed_caps_without_state():
+    limits = TickLimits(max_tokens=100, max_cost=0.5)
+    assert limits.allows(used_tokens=60, used_cost=0.1, request_tokens=40)
+    assert not limits.allows(used_tokens=61, used_cost=0.1, request_tokens=40)
+    assert not limits.allows(used_tokens=0, used_cost=0.5, request_tokens=1)
+    assert TickLimits().allows(10**9, 10**6, 10**9)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        limits.max_tokens = 1  # type: ignore[misc]
+    hints = typing.get_type_hints(TickLimits)
+    assert hints == {"max_tokens": int | None, "max_cost": float | None}
