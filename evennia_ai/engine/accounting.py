@@ -318,7 +318,7 @@ class TickAccounts:
 
         Called from any thread; counted on the reactor in the NPC's metrics and the budgets.
         """
-        reactor.callFromThread(self.count_late, record)
+        reactor.callFromThread(self.count_late, record)  # type: ignore[attr-defined]
 
     def count_late(self, record: UsageRecord) -> None:
         """Count a late call's tokens and cost (on the reactor), unless the NPC is gone."""

@@ -138,6 +138,8 @@ class Bookkeeper:
         if not state.batch:
             return
         event = main_event(state.batch)
+        if event is None:  # a batch always has a main event
+            return
         if trace.context_type == "tick_event" and outcome.tool_names and not outcome.failures:
             text = state.batch_text
             self.ai.update(

@@ -234,6 +234,7 @@ class TickRunner:
 
     def _read(self, decision: TickDecision) -> TickState:
         """Read the tick's snapshot (the Script's tick counter advances for this tick)."""
+        assert decision.context_type is not None, "an idle decision runs no tick"
         tick_id = self.script.next_tick_id()
         self.state = TickState.read(self.npc, decision.context_type, self.batch, tick_id)
         return self.state
