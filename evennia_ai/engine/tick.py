@@ -9,9 +9,9 @@ what the tick did (:mod:`evennia_ai.engine.bookkeeping`). Every model call of th
 counted in its accounts (:mod:`evennia_ai.engine.accounting`), which the budgets check before
 each paid call.
 
-The tick writes nothing on its Script: the agenda's :class:`~evennia_ai.engine.agenda.
-TickDecision` (in :attr:`TickRunner.decision`) says whether to run again at once and when an
-autonomous tick was chosen, and the Script keeps those itself.
+The tick writes nothing on its Script: the agenda's decision (a
+:class:`~evennia_ai.engine.agenda.TickDecision`, in :attr:`TickRunner.decision`) says whether
+to run again at once and when an autonomous tick was chosen, and the Script keeps those itself.
 
 All model and memory calls happen off the reactor; every state write happens here on the
 reactor thread, once per piece of state, after checking the NPC still exists and is where it
