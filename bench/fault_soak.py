@@ -103,7 +103,7 @@ def run_soak(
     """
     from django.test import override_settings
 
-    from evennia_ai.engine import tick as tick_module
+    from evennia_ai.engine import upkeep
     from evennia_ai.llm import client as client_module
     from evennia_ai.memory import longterm
     from evennia_ai.testing.model_server import ModelServer
@@ -131,7 +131,7 @@ def run_soak(
         ) as server,
         mock.patch.object(client_module, "defer_to_thread", _sync_thread),
         mock.patch.object(longterm, "defer_to_thread", _sync_thread),
-        mock.patch.object(tick_module, "defer_to_thread", _sync_thread),
+        mock.patch.object(upkeep, "defer_to_thread", _sync_thread),
         override_settings(
             EVENNIA_AI_MODEL=PRIMARY,
             EVENNIA_AI_API_BASE=server.url,

@@ -483,16 +483,17 @@ def _timed(label: str, function):
 
 def _time_parts() -> None:
     """Time the parts of a tick's pieces too: choosing, reading the state, building, each write."""
-    from evennia_ai.engine import tick
+    from evennia_ai.engine import bookkeeping, tick
     from evennia_ai.prompt import builder
 
     runner = tick.TickRunner
-    runner._choose = _timed("part: choose", runner._choose)
+    runner.choose = _timed("part: choose", runner.choose)
     tick.TickState.read = staticmethod(_timed("part: TickState.read", tick.TickState.read))
     builder.ContextBuilder.finish = _timed(
         "part: ContextBuilder.finish", builder.ContextBuilder.finish
     )
-    steps = runner._record_steps
+    books = bookkeeping.Bookkeeper
+    steps = books.steps
 
     def record_steps(self, state, outcome, trace):
         names = ("queue", "history", "trace", "metrics", "follow_up")
@@ -501,7 +502,7 @@ def _time_parts() -> None:
             for name, step in zip(names, steps(self, state, outcome, trace))
         ]
 
-    runner._record_steps = record_steps
+    books.steps = record_steps
 
 
 def pieces_dump(path: str) -> None:

@@ -77,6 +77,7 @@ def run(ticks: int = TICKS, seed: int = 7) -> dict:
     from evennia.utils.create import create_object
 
     from evennia_ai.engine import tick as tick_module
+    from evennia_ai.engine import upkeep
     from evennia_ai.llm import client as client_module
     from evennia_ai.memory import block_admin, longterm
     from evennia_ai.testing.scripted_model import ScriptedModel
@@ -96,7 +97,7 @@ def run(ticks: int = TICKS, seed: int = 7) -> dict:
     with (
         mock.patch.object(client_module, "defer_to_thread", in_this_thread),
         mock.patch.object(longterm, "defer_to_thread", in_this_thread),
-        mock.patch.object(tick_module, "defer_to_thread", in_this_thread),
+        mock.patch.object(upkeep, "defer_to_thread", in_this_thread),
         mock.patch.object(tick_module, "get_client", return_value=model),
         mock.patch("evennia_ai.npc.handler.time.monotonic", lambda: clock[0]),
         override_settings(

@@ -70,14 +70,14 @@ def synchronous_calls():
     tick finishes inside ``run_tick`` (the loopback server answers from its own thread)."""
     runner, old = _database()
     try:
-        from evennia_ai.engine import tick as tick_module
+        from evennia_ai.engine import upkeep
         from evennia_ai.llm import client as client_module
         from evennia_ai.memory import longterm
 
         with (
             mock.patch.object(client_module, "defer_to_thread", _in_this_thread),
             mock.patch.object(longterm, "defer_to_thread", _in_this_thread),
-            mock.patch.object(tick_module, "defer_to_thread", _in_this_thread),
+            mock.patch.object(upkeep, "defer_to_thread", _in_this_thread),
         ):
             yield
     finally:

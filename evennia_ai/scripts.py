@@ -8,8 +8,11 @@ pattern), ``current_goals``, ``tick_count``, ``paused``.
 
 Ticks never overlap: ``ndb.busy`` guards the running tick, and a trigger that arrives while a
 tick runs sets ``ndb.again`` so the lines that arrived meanwhile are taken together by the next
-tick, started as soon as this one ends. An error in a tick is logged with its trace and counted
-on the NPC; it never stops the Script. After a reload (``at_start``) events that were in flight
+tick, started as soon as this one ends. The tick writes nothing on the Script: what its agenda
+chose (:class:`~evennia_ai.engine.agenda.TickDecision`) comes back with it, and the Script
+keeps its own flags from it (``ndb.again`` when the work asks for another tick at once,
+``ndb.last_autonomous`` when an autonomous tick was chosen). An error in a tick is logged with
+its trace and counted on the NPC; it never stops the Script. After a reload (``at_start``) events that were in flight
 are put back in the queue, so nothing queued is lost.
 
 After a crash (``kill -9``, power loss) Evennia never paused the Script, so it neither unpauses
@@ -25,7 +28,9 @@ from twisted.internet import defer
 
 from evennia_ai import conf
 from evennia_ai.engine import scheduler
-from evennia_ai.engine.tick import TickRunner, count_error
+from evennia_ai.engine.accounting import count_error
+from evennia_ai.engine.agenda import TickDecision
+from evennia_ai.engine.tick import TickRunner
 from evennia_ai.memory import events as ev
 from evennia_ai.npc.handler import SCRIPT_KEY
 from evennia_ai.npc.state import AttributeState
@@ -128,13 +133,25 @@ class AssistantScript(DefaultScript):
 
         self.ndb.busy = True
         self.ndb.again = False
+        runner = None
         try:
-            d = defer.maybeDeferred(TickRunner(self).run)
-        except Exception:  # pragma: no cover - maybeDeferred catches; belt and braces
+            runner = TickRunner(self)
+            d = defer.maybeDeferred(runner.run)
+        except Exception:  # a runner that cannot be made fails the tick, not the Script
             d = defer.fail()
         d.addErrback(self._tick_failed)
-        d.addBoth(self._tick_done)
+        d.addBoth(self._tick_done, runner)
         return d
+
+    def _act_on(self, decision: TickDecision | None) -> None:
+        """Keep what the tick's agenda chose for the next choices (nothing if it chose
+        nothing, or failed before choosing)."""
+        if decision is None:
+            return
+        if decision.autonomous_at is not None:
+            self.ndb.last_autonomous = decision.autonomous_at
+        if decision.run_again:
+            self.ndb.again = True
 
     def _tick_failed(self, failure):
         logger.log_err(f"{log_prefix(self.obj)}: tick failed:\n{failure.getTraceback()}")
@@ -151,7 +168,8 @@ class AssistantScript(DefaultScript):
             logger.log_trace("evennia_ai: could not count a tick error")
         return None
 
-    def _tick_done(self, result):
+    def _tick_done(self, result, runner: TickRunner | None = None):
+        self._act_on(runner.decision if runner is not None else None)
         self.ndb.busy = False
         if self.ndb.again and self.pk:
             self.ndb.again = False

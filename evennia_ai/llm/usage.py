@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import asdict, dataclass
-from typing import Any, Callable
+from typing import Callable
 
 #: The kinds of model call, as traces and metrics name them.
 CALL_KINDS = (
@@ -67,8 +67,9 @@ class UsageRecord:
         return self.prompt_tokens + self.completion_tokens
 
     @classmethod
-    def of(cls, result: Any, kind: str, *, in_trace: bool = False) -> "UsageRecord":
-        """The record of an :class:`~evennia_ai.llm.types.LLMResult` (or anything shaped so)."""
+    def of(cls, result: object, kind: str, *, in_trace: bool = False) -> "UsageRecord":
+        """The record of an :class:`~evennia_ai.llm.types.LLMResult` (or anything shaped so:
+        a figure it lacks counts as 0)."""
         usage = getattr(result, "usage", None)
         text = getattr(result, "text", None)
         return cls(
@@ -83,7 +84,7 @@ class UsageRecord:
             in_trace=in_trace,
         )
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, object]:
         return asdict(self)
 
 
@@ -131,7 +132,7 @@ class UsageAccountant:
         if self.parent is not None:
             self.parent.record(record)
 
-    def record_result(self, result: Any, kind: str, *, in_trace: bool = False) -> UsageRecord:
+    def record_result(self, result: object, kind: str, *, in_trace: bool = False) -> UsageRecord:
         """Count the call that produced ``result``; returns its record."""
         record = UsageRecord.of(result, kind, in_trace=in_trace)
         self.record(record)

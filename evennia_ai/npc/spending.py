@@ -26,22 +26,20 @@ from __future__ import annotations
 
 import math
 import threading
-from dataclasses import asdict, dataclass
 
 from evennia.utils import logger
 
 from evennia_ai import conf
+from evennia_ai.engine.accounting import (  # noqa: F401  (re-exported: this module's names)
+    ACTION_MODES,
+    ACTIONS,
+    HELD,
+    SpendingStatus,
+    usage_on,
+)
 from evennia_ai.llm.tokens import model_info
 from evennia_ai.npc.lookup import all_ai_npcs
 from evennia_ai.utils import log_prefix, today
-
-ACTIONS = ("offline", "silence", "message")
-#: What each action does, for status lines.
-ACTION_MODES = {
-    "offline": "answering with the offline model",
-    "silence": "silent",
-    "message": "telling speakers it cannot answer",
-}
 
 _lock = threading.Lock()
 # day -> {"tokens": int, "cost": float}: the server's usage today (this process's view).
@@ -49,71 +47,6 @@ _server_day: dict[str, dict] = {}
 # (npc dbref, day, scope, held) already logged as over budget or held, so the log says each
 # once a day.
 _announced: set[tuple] = set()
-
-
-@dataclass(frozen=True)
-class SpendingStatus:
-    """Where one assistant stands against its daily budgets.
-
-    Attributes:
-        day: The UTC date the figures are for.
-        exceeded: Whether any limit is reached.
-        scope: ``"npc"`` or ``"server"``: which limit was reached first (None when not exceeded).
-        action: What the assistant does while exceeded (one of :data:`ACTIONS`).
-        npc_tokens / npc_cost: The assistant's usage today.
-        npc_token_limit / npc_cost_limit: Its effective limits (None: no limit).
-        server_tokens / server_cost: All assistants' usage today.
-        server_token_limit / server_cost_limit: The server's limits (None: no limit).
-        held: Why the operator's word cannot be read, if it cannot (a set-aside operator
-            prompt, an unreadable override file or secrets setting): the assistant calls no
-            model, as past a budget, until staff restore or discard the value or fix the
-            setting. Empty when nothing holds it.
-    """
-
-    day: str
-    exceeded: bool
-    scope: str | None
-    action: str
-    npc_tokens: int
-    npc_cost: float
-    npc_token_limit: int | None
-    npc_cost_limit: float | None
-    server_tokens: int
-    server_cost: float
-    server_token_limit: int | None
-    server_cost_limit: float | None
-    held: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict:
-        data = asdict(self)
-        data["held"] = list(self.held)
-        return data
-
-    @property
-    def unbounded(self) -> bool:
-        """Whether no daily limit applies to this assistant at all (per NPC or server)."""
-        return all(
-            limit is None
-            for limit in (
-                self.npc_token_limit,
-                self.npc_cost_limit,
-                self.server_token_limit,
-                self.server_cost_limit,
-            )
-        )
-
-    def describe(self) -> str:
-        """One line for status displays."""
-        if not self.exceeded:
-            return "within budget"
-        mode = ACTION_MODES.get(self.action, "silent")
-        if self.scope == HELD:
-            return (
-                f"held: {'; '.join(self.held)}: {mode} until staff restore or discard it "
-                "(aistatus) or fix the setting"
-            )
-        what = "this NPC's" if self.scope == "npc" else "the server's"
-        return f"over {what} daily budget: {mode} until 00:00 UTC"
 
 
 def _limit(value, kind=float):
@@ -135,8 +68,6 @@ LIMITS = {
     "server_token_limit": ("EVENNIA_AI_DAILY_TOKEN_BUDGET_SERVER", None, int),
     "server_cost_limit": ("EVENNIA_AI_DAILY_COST_BUDGET_SERVER", None, float),
 }
-#: The scope of a :class:`SpendingStatus` whose NPC is held (see ``SpendingStatus.held``).
-HELD = "held"
 #: The source :func:`limit_origins` gives a limit set by the NPC's own budget.
 FROM_NPC = "this NPC"
 #: The most an NPC's own daily limits may be: anything larger is a typing slip.
@@ -248,12 +179,6 @@ def unbounded_spend_warning(model: str | None, status: SpendingStatus | None = N
         f"{model} is a paid model and no daily budget is set: spending is unbounded (set "
         "EVENNIA_AI_DAILY_COST_BUDGET_SERVER or a per-NPC budget)"
     )
-
-
-def usage_on(metrics: dict, day: str) -> tuple[int, float]:
-    """Tokens and cost recorded in ``metrics`` for ``day``."""
-    entry = (metrics or {}).get("daily", {}).get(day) or {}
-    return int(entry.get("tokens", 0)), float(entry.get("cost", 0.0))
 
 
 def server_usage(day: str | None = None) -> dict:

@@ -10,7 +10,7 @@ from support.commands import AICommandTestBase
 from evennia_ai import conf
 from evennia_ai.commands.cmdset import AIAdminCmdSet
 from evennia_ai.commands.npcs import COMMANDS, CmdAINpc, CmdAIStatus
-from evennia_ai.engine.tick import count_error
+from evennia_ai.engine.accounting import count_error
 from evennia_ai.formatting import timestamp
 from evennia_ai.npc.handler import describe_last_error
 from evennia_ai.npc.lookup import all_ai_npcs

@@ -125,17 +125,17 @@ class TestAISleep(RuntimeCommandTest):
         assert parse_until("+30") > parse_until("+10m")
 
     def test_reflect_makes_reflection_due(self):
-        from evennia_ai.engine.tick import TickRunner
+        from evennia_ai.engine.agenda import Agenda
 
         self.call(CmdAISleep(), "/reflect Innkeeper", "Innkeeper will reflect on its next tick")
-        runner = TickRunner(self.npc.ai.script)
-        assert runner._reflection_due(self.npc.ai.reflection)
+        agenda = Agenda(self.npc, self.npc.ai.script.tick_count)
+        assert agenda.reflection_due(self.npc.ai.reflection)
         with override_settings(
             EVENNIA_AI_REFLECTION_INTERVAL=0, EVENNIA_AI_REFLECTION_IMPORTANCE_THRESHOLD=0
         ):
-            assert runner._reflection_due(self.npc.ai.reflection)  # asked, not by interval
+            assert agenda.reflection_due(self.npc.ai.reflection)  # asked, not by interval
             self.npc.ai.update("reflection", lambda state: {**state, "requested": False})
-            assert not runner._reflection_due(self.npc.ai.reflection)
+            assert not agenda.reflection_due(self.npc.ai.reflection)
 
 
 def sample_trace(tick_id=7):

@@ -10,7 +10,7 @@ from support.commands import AICommandTestBase
 from evennia_ai.commands.memory import CmdAIHistory
 from evennia_ai.commands.npcs import CmdAINpc
 from evennia_ai.commands.runtime import CmdAITools
-from evennia_ai.engine.tick import history_pressure
+from evennia_ai.engine.upkeep import history_pressure
 from evennia_ai.memory.compression import SUMMARY_BATCH
 from evennia_ai.prompt.operator import section_for
 

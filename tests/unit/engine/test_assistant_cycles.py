@@ -106,7 +106,7 @@ class TestSleep(ModelBase):
         self.npc.ai.set("journal", journal)
         night = {"now": True}
         with (
-            mock.patch("evennia_ai.engine.tick.in_sleep_window", lambda _s: night["now"]),
+            mock.patch("evennia_ai.engine.agenda.in_sleep_window", lambda _s: night["now"]),
             mock.patch("evennia_ai.workspace.sleep.in_sleep_window", lambda _s: night["now"]),
             override_settings(EVENNIA_AI_SLEEP_SCHEDULE=("22:00", "06:00")),
         ):
@@ -156,9 +156,9 @@ class TestSleep(ModelBase):
         self.server.default_reply = {"tool_calls": [call("noop")]}
         done = defer.fail(outcome) if isinstance(outcome, Exception) else defer.succeed(outcome)
         with (
-            mock.patch("evennia_ai.engine.tick.longterm.consolidate", return_value=done),
-            mock.patch("evennia_ai.engine.tick.logger.log_err") as log_err,
-            mock.patch("evennia_ai.engine.tick.logger.log_warn") as log_warn,
+            mock.patch("evennia_ai.engine.upkeep.longterm.consolidate", return_value=done),
+            mock.patch("evennia_ai.engine.upkeep.logger.log_err") as log_err,
+            mock.patch("evennia_ai.engine.upkeep.logger.log_warn") as log_warn,
         ):
             assert self.tick().context_type == "sleep_consolidate"
         return [c.args[0] for c in log_err.call_args_list + log_warn.call_args_list]

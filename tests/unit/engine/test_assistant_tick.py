@@ -24,10 +24,10 @@ def sync_thread(fn, *args, **kwargs):
 class AssistantTestBase(BaseEvenniaTest):
     def setUp(self):
         super().setUp()
-        from evennia_ai.engine import tick as tick_module
+        from evennia_ai.engine import upkeep
         from evennia_ai.memory import longterm
 
-        for module in (client_module, longterm, tick_module):
+        for module in (client_module, longterm, upkeep):
             patcher = mock.patch.object(module, "defer_to_thread", sync_thread)
             patcher.start()
             self.addCleanup(patcher.stop)

@@ -121,7 +121,7 @@ class TestIdleCostsNothing(PlayerBase):
             assert self.tick().context_type == "tick_autonomous"
         with (
             mock.patch.object(audience.time, "time", return_value=audience.time.time() + 601),
-            mock.patch("evennia_ai.engine.tick.time.time", return_value=10**10),
+            mock.patch("evennia_ai.engine.agenda.time.time", return_value=10**10),
         ):
             assert self.tick() is None
 
@@ -320,7 +320,7 @@ class TestNeverInSilence(PlayerBase):
     def test_a_failed_model_tells_the_speaker_and_the_log(self):
         self.server.enqueue({"fault": "500"})
         self.speak("Hello Innkeeper!")
-        with mock.patch("evennia_ai.engine.tick.logger.log_err") as log_err:
+        with mock.patch("evennia_ai.engine.bookkeeping.logger.log_err") as log_err:
             self.tick()
         assert any("seems lost in thought" in line for line in self.heard())
         logged = " ".join(str(c) for c in log_err.call_args_list)
@@ -330,7 +330,7 @@ class TestNeverInSilence(PlayerBase):
         who = f"evennia_ai [Innkeeper{self.npc.dbref}]"
         self.server.enqueue({"fault": "500"})
         self.speak("Hello Innkeeper!")
-        with mock.patch("evennia_ai.engine.tick.logger.log_err") as log_err:
+        with mock.patch("evennia_ai.engine.bookkeeping.logger.log_err") as log_err:
             trace = self.tick()
         assert log_err.call_args_list == [
             mock.call(
@@ -340,7 +340,7 @@ class TestNeverInSilence(PlayerBase):
             )
         ]
         self.server.enqueue({"tool_calls": [call("say", message="Sorry, I was miles away.")]})
-        with mock.patch("evennia_ai.engine.tick.logger.log_info") as log_info:
+        with mock.patch("evennia_ai.engine.accounting.logger.log_info") as log_info:
             self.tick()
         assert (
             mock.call(f"{who}: model openai/test-model answers again after 1 failed tick(s)")
@@ -422,7 +422,7 @@ class TestWhatWasLeftOutIsShown(PlayerBase):
 class TestQuietNights(PlayerBase):
     def test_a_scheduled_night_after_a_quiet_day_makes_no_call(self):
         with (
-            mock.patch("evennia_ai.engine.tick.in_sleep_window", lambda _s: True),
+            mock.patch("evennia_ai.engine.agenda.in_sleep_window", lambda _s: True),
             override_settings(EVENNIA_AI_SLEEP_SCHEDULE=("22:00", "06:00")),
         ):
             assert self.tick() is None

@@ -104,7 +104,7 @@ class TestSleepConsolidation(ReadingBase):
         patcher = mock.patch("evennia_ai.tools.longterm.longterm.store", store)
         patcher.start()
         self.addCleanup(patcher.stop)
-        consolidate = mock.patch("evennia_ai.engine.tick.longterm.consolidate")
+        consolidate = mock.patch("evennia_ai.engine.upkeep.longterm.consolidate")
         consolidate.start().return_value = __import__(
             "twisted.internet.defer"
         ).internet.defer.succeed(ConsolidationResult())
@@ -497,7 +497,7 @@ class TestSummaries(ReadingBase):
         with (
             override_settings(EVENNIA_AI_COMPACTION_KEEP_RECENT=10),
             mock.patch(
-                "evennia_ai.engine.tick.render_task",
+                "evennia_ai.engine.upkeep.render_task",
                 lambda kind, instruction, inputs=None: contracts.render_task(kind, instruction),
             ),
         ):

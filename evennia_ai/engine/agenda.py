@@ -1,0 +1,192 @@
+"""Choosing the work of a tick: which context type runs, with which events, and what follows.
+
+:class:`Agenda` looks at the NPC's state once per tick and returns a :class:`TickDecision`.
+What it chooses, in order of precedence:
+
+1. **Sleep.** While asleep the assistant runs its sleep phases once each (``sleep_consolidate``,
+   then ``pre_compaction``), skipping a phase with nothing to do, and then rests until its
+   window ends, or until it is addressed when ``EVENNIA_AI_WAKE_WHEN_ADDRESSED``. A scheduled
+   window (``EVENNIA_AI_SLEEP_SCHEDULE``) or the ``go_to_sleep`` tool puts it to sleep.
+2. **Compaction** that is pending goes first when no events wait; an *emergency* compaction
+   goes before the events, which stay queued for a tick that follows at once
+   (``TickDecision.run_again``).
+3. **Events.** The highest-priority queued event, together with the speech that arrived with it
+   (``tick_event``); the batch is marked in flight in the queue (one write).
+4. **Reflection** when asked for, every ``EVENNIA_AI_REFLECTION_INTERVAL`` ticks, or earlier
+   when the journal's summed importance since the last reflection reaches
+   ``EVENNIA_AI_REFLECTION_IMPORTANCE_THRESHOLD``; a ``reflection_cont`` when the reflection
+   asked to continue.
+5. **Autonomy.** With active goals and autonomy on, a ``tick_autonomous`` at most every
+   ``EVENNIA_AI_AUTONOMOUS_MIN_INTERVAL`` seconds (``TickDecision.autonomous_at`` is when
+   it was chosen, which the Script keeps for the next choice).
+
+Idle work (reflection by count or importance, autonomy) waits while nobody is within earshot
+(``EVENNIA_AI_IDLE_NEEDS_AUDIENCE``, :mod:`evennia_ai.engine.audience`) unless an active goal
+needs no audience.
+
+The agenda writes only the NPC's own state (the queue, its sleep); it never writes the Script:
+the Script acts on the decision (:class:`~evennia_ai.scripts.AssistantScript`).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from evennia_ai import conf
+from evennia_ai.engine import audience
+from evennia_ai.engine.upkeep import advance_sleep, compaction_wanted, consolidation_material
+from evennia_ai.memory import events as ev
+from evennia_ai.memory.events import Event
+from evennia_ai.utils import parse_iso, utcnow
+from evennia_ai.workspace.goals import works_unwatched
+from evennia_ai.workspace.journal import importance_since
+from evennia_ai.workspace.sleep import SLEEP_PHASES, go_to_sleep, in_sleep_window, wake_up
+
+
+@dataclass(frozen=True)
+class TickDecision:
+    """What a tick is to do, as the agenda chose it.
+
+    Attributes:
+        context_type: The context type to run (``tick_event``, ``reflection``, a sleep phase,
+            ...); None when there is nothing to do.
+        batch: The events the tick answers (empty for other context types).
+        run_again: Run another tick at once when this one ends, not at the next interval
+            (an emergency compaction went before events that are still queued).
+        autonomous_at: When an autonomous tick was chosen (``time.time()``), else None: the
+            next one waits ``EVENNIA_AI_AUTONOMOUS_MIN_INTERVAL`` from then.
+    """
+
+    context_type: str | None
+    batch: tuple[Event, ...] = ()
+    run_again: bool = False
+    autonomous_at: float | None = None
+
+    @property
+    def idle(self) -> bool:
+        """Whether there is nothing to do (no tick runs)."""
+        return self.context_type is None
+
+
+class Agenda:
+    """Chooses the next tick of ``npc``.
+
+    Args:
+        npc: The assistant (its state is read through ``npc.ai``).
+        tick_count: The Script's tick counter before this tick.
+        last_autonomous: When the Script last ran an autonomous tick (``time.time()``), if ever.
+    """
+
+    def __init__(self, npc, tick_count: int, last_autonomous: float | None = None) -> None:
+        self.npc = npc
+        self.ai = npc.ai
+        self.tick_count = tick_count
+        self.last_autonomous = last_autonomous
+
+    def choose(self) -> TickDecision:
+        """Pick the context type of this tick and the events it answers."""
+        sleep = self.ai.sleep
+        stored = self.ai.event_queue
+        queue, batch = ev.take_batch(stored)  # written back only if this tick answers it
+
+        if sleep.get("asleep"):
+            pending = ev.pending_events(stored) if batch else []
+            if self.should_wake(sleep, pending):
+                wake_up(self.npc, "addressed" if pending else "window ended")
+            else:
+                return TickDecision(self.sleep_phase())
+        elif in_sleep_window(conf.get("EVENNIA_AI_SLEEP_SCHEDULE")):
+            if not sleep.get("woken_in_window"):
+                go_to_sleep(self.npc, "scheduled")
+                return TickDecision(self.sleep_phase())
+        elif sleep.get("woken_in_window"):
+            # the window a wake-up cut short has ended: the next night is slept again
+            self.ai.set("sleep", {**sleep, "woken_in_window": False})
+
+        compaction = self.ai.compaction
+        if compaction.get("pending") and (not batch or compaction.get("reason") == "emergency"):
+            # an emergency compaction does not wait for a quiet moment: the events stay queued,
+            # answered by the tick that follows at once (not at the next interval)
+            return TickDecision("pre_compaction", run_again=bool(batch))
+
+        if batch:
+            self.ai.set("event_queue", queue)
+            return TickDecision("tick_event", tuple(batch))
+
+        reflection = self.ai.reflection
+        if reflection.get("continue"):
+            return TickDecision("reflection_cont")
+        if self.reflection_due(reflection):
+            return TickDecision("reflection")
+
+        autonomous_at = self.autonomy_due()
+        if autonomous_at is not None:
+            return TickDecision("tick_autonomous", autonomous_at=autonomous_at)
+        return TickDecision(None)
+
+    def sleep_phase(self) -> str | None:
+        """The sleep phase to run now, skipping those with nothing to do; None when resting.
+
+        Consolidation runs only when something happened since the last one, and the
+        pre-compaction extraction only when a compaction is pending or due: an NPC that slept
+        through a quiet day makes no model call at night.
+        """
+        phase = self.ai.sleep.get("phase")
+        if phase == "sleep_consolidate" and not consolidation_material(self.ai, self.ai.sleep):
+            advance_sleep(self.ai, phase)
+            phase = self.ai.sleep.get("phase")
+        if phase == "pre_compaction" and not compaction_wanted(self.ai, self.tick_count):
+            advance_sleep(self.ai, phase)
+            phase = self.ai.sleep.get("phase")
+        return phase if phase in SLEEP_PHASES else None
+
+    def should_wake(self, sleep: dict, pending: list) -> bool:
+        """Whether a sleeping NPC wakes now: its sleep's time is up, its scheduled window
+        ended, or (``EVENNIA_AI_WAKE_WHEN_ADDRESSED``) one of the ``pending`` events
+        addresses it."""
+        until = sleep.get("until")
+        if until and (parse_iso(until) or utcnow()) <= utcnow():
+            return True
+        if sleep.get("reason") == "scheduled" and not in_sleep_window(
+            conf.get("EVENNIA_AI_SLEEP_SCHEDULE")
+        ):
+            return True
+        if conf.get("EVENNIA_AI_WAKE_WHEN_ADDRESSED"):
+            return any(e.addressed for e in pending)
+        return False
+
+    def watched(self) -> bool:
+        """Whether work nobody asked for may run now: a player is (or lately was) within
+        earshot, an active goal needs no audience, or the setting is off."""
+        if not conf.get("EVENNIA_AI_IDLE_NEEDS_AUDIENCE"):
+            return True
+        return audience.has_audience(self.npc) or works_unwatched(self.ai.goals)
+
+    def reflection_due(self, reflection: dict) -> bool:
+        """Whether a reflection runs now: asked for (``aisleep/reflect``), or due by tick
+        count or journal importance with someone watching (:meth:`watched`)."""
+        if reflection.get("requested"):  # an operator asked (aisleep/reflect)
+            return True
+        interval = int(conf.get("EVENNIA_AI_REFLECTION_INTERVAL") or 0)
+        ticks = self.tick_count
+        due = bool(interval and ticks - int(reflection.get("last_tick") or 0) >= interval)
+        threshold = int(conf.get("EVENNIA_AI_REFLECTION_IMPORTANCE_THRESHOLD") or 0)
+        if not due and threshold:
+            since = reflection.get("last_time") or ""
+            due = importance_since(self.ai.journal, since) >= threshold
+        return due and self.watched()  # the room is looked at only when it is due
+
+    def autonomy_due(self) -> float | None:
+        """When an autonomous tick is due now, the time it is chosen (``time.time()``);
+        else None."""
+        if not conf.get("EVENNIA_AI_AUTONOMY"):
+            return None
+        if not any(g.get("status") == "active" for g in self.ai.goals):
+            return None
+        last = self.last_autonomous or 0
+        if time.time() - last < float(conf.get("EVENNIA_AI_AUTONOMOUS_MIN_INTERVAL")):
+            return None
+        if not self.watched():  # after the interval: the room is looked at once a minute
+            return None
+        return time.time()

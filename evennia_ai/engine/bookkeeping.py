@@ -1,0 +1,207 @@
+"""Writing down what a tick did: the queue, the history, what worked, the trace, the metrics.
+
+After its model calls a tick writes its results in one piece of reactor work, one write per
+piece of state (:meth:`Bookkeeper.write`), in this order:
+
+1. **The queue**: the answered events leave it; after a failed model call they go back (each
+   counts an attempt; the log and the speakers left waiting are told), after a cancelled tick
+   they go back without counting one.
+2. **The history**: the tick's messages, for the conversation contexts only
+   (``CONVERSATION_CONTEXTS``).
+3. **What worked and the trace**: a tool sequence that answered an event (procedures), when
+   the speakers were last seen (entities), and the trace, bounded and with refused secrets
+   withheld.
+4. **The metrics**: the tick's counters and usage (:mod:`evennia_ai.engine.accounting`).
+5. **Follow-ups**: the next sleep phase, the reflection's state, a compaction scheduled when
+   the history passed its thresholds.
+
+Each step first checks that the NPC still exists: a result for a deleted NPC is dropped.
+Not to be confused with :mod:`evennia_ai.engine.recording`, which records ticks for replay.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from evennia.utils import logger
+
+from evennia_ai import conf
+from evennia_ai.engine import audience
+from evennia_ai.engine.accounting import TickAccounts
+from evennia_ai.engine.react import LoopOutcome
+from evennia_ai.engine.redaction import npc_secrets, withhold_refused_secrets
+from evennia_ai.engine.trace import StopReason, TickTrace, bounded_trace
+from evennia_ai.engine.upkeep import Upkeep, advance_sleep
+from evennia_ai.llm.models import resolve_model
+from evennia_ai.memory import entities
+from evennia_ai.memory import events as ev
+from evennia_ai.memory import history as hist
+from evennia_ai.memory import procedures
+from evennia_ai.memory.events import main_event
+from evennia_ai.memory.history import render_text
+from evennia_ai.prompt.contexts import CONVERSATION_CONTEXTS
+from evennia_ai.prompt.tasks import reflection_done
+from evennia_ai.utils import log_prefix, truncate
+from evennia_ai.workspace.sleep import SLEEP_PHASES
+
+
+class Bookkeeper:
+    """Writes the results of one tick of ``npc`` (``state``: the tick's TickState).
+
+    Args:
+        npc: The assistant.
+        accounts: The tick's accounts (the metrics step writes through them).
+        upkeep: The tick's upkeep (the follow-up step checks the history's pressure).
+    """
+
+    def __init__(self, npc, accounts: TickAccounts, upkeep: Upkeep) -> None:
+        self.npc = npc
+        self.ai = npc.ai
+        self.accounts = accounts
+        self.upkeep = upkeep
+
+    def write(self, state, outcome: LoopOutcome, trace: TickTrace) -> None:
+        """Write what the tick did: queue, history, procedures, trace, metrics, follow-ups."""
+        for step in self.steps(state, outcome, trace):
+            if not getattr(self.npc, "pk", None):
+                logger.log_info(f"{log_prefix(self.npc)}: tick result dropped: the NPC was deleted")
+                return
+            step()
+
+    def steps(self, state, outcome: LoopOutcome, trace: TickTrace) -> list[Callable[[], None]]:
+        """The writes of :meth:`write`, in order, as steps."""
+        return [
+            lambda: self.write_queue(state, outcome, trace),
+            lambda: self.write_history(state, outcome, trace),
+            lambda: self.write_trace(state, outcome, trace),
+            lambda: self.accounts.record_tick(trace),
+            lambda: self.follow_up(state, outcome, trace),
+        ]
+
+    def write_queue(self, state, outcome: LoopOutcome, trace: TickTrace) -> None:
+        """Take the answered events off the queue, or put them back after a failure."""
+        ids = [e.id for e in state.batch]
+        provider_failed = (
+            outcome.stop_reason == StopReason.ERROR
+            and (any(it.error for it in trace.iterations) or not trace.iterations)
+        ) or outcome.stop_reason in (
+            StopReason.CONTEXT_OVERFLOW,  # answered by a later tick
+            StopReason.CONTRACT_VIOLATION,  # answered once staff restore what it lacked
+        )
+        if provider_failed and outcome.stop_reason == StopReason.ERROR:
+            self._model_failed(state, trace)
+        if ids:
+            if outcome.stop_reason == StopReason.CANCELLED:
+                self.ai.update("event_queue", lambda q: ev.release(q, ids, count_attempt=False))
+            elif provider_failed:
+                self.ai.update("event_queue", lambda q: ev.release(q, ids))
+            else:
+                self.ai.update("event_queue", lambda q: ev.ack(q, ids))
+
+    def write_history(self, state, outcome: LoopOutcome, trace: TickTrace) -> None:
+        """Add the tick's messages to the history (one write); the NPC's upkeep (reflection,
+        sleep, compaction, decomposition) stays out of it (see ``CONVERSATION_CONTEXTS``)."""
+        if trace.context_type not in CONVERSATION_CONTEXTS:
+            return
+        if outcome.new_messages and outcome.stop_reason != StopReason.CANCELLED:
+            event_text = state.batch_text or f"[{trace.context_type}]"
+            tick_messages = [{"role": "user", "content": event_text}] + outcome.new_messages
+            max_messages = int(conf.get("EVENNIA_AI_HISTORY_MAX_MESSAGES"))
+            max_chars = int(conf.get("EVENNIA_AI_HISTORY_MAX_CHARS"))
+            message_chars = int(conf.get("EVENNIA_AI_HISTORY_MESSAGE_CHARS"))
+            self.ai.update(
+                "history",
+                lambda h: hist.append_tick(
+                    h,
+                    trace.tick_id,
+                    tick_messages,
+                    max_messages,
+                    max_chars=max_chars,
+                    message_chars=message_chars,
+                ),
+            )
+
+    def write_trace(self, state, outcome: LoopOutcome, trace: TickTrace) -> None:
+        """What worked (procedures, people seen) and the trace."""
+        self._learn(state, outcome, trace)
+        stored = withhold_refused_secrets(trace.to_dict(), npc_secrets(self.npc))
+        self.ai.record_trace(bounded_trace(stored, int(conf.get("EVENNIA_AI_TRACE_MAX_CHARS"))))
+
+    def follow_up(self, state, outcome: LoopOutcome, trace: TickTrace) -> None:
+        """What the next ticks do: sleep phases, reflection follow-ups, compaction."""
+        self._after_context(state, trace.context_type, outcome)
+        self.upkeep.check_history_pressure(state)
+
+    def _learn(self, state, outcome: LoopOutcome, trace: TickTrace) -> None:
+        """Remember a tool sequence that worked, and when the speakers were last seen."""
+
+        if not state.batch:
+            return
+        event = main_event(state.batch)
+        if event is None:  # a batch always has a main event
+            return
+        if trace.context_type == "tick_event" and outcome.tool_names and not outcome.failures:
+            text = state.batch_text
+            self.ai.update(
+                "procedures",
+                lambda p: procedures.record(
+                    p, event.event_class, text, outcome.tool_names, trace.started
+                ),
+            )
+        speakers = {(e.source, e.source_name) for e in state.batch if e.source}
+        if speakers:
+
+            def seen(profiles):
+                for dbref, name in speakers:
+                    profiles = entities.touch(profiles, dbref, name or dbref)
+                return profiles
+
+            self.ai.update("entities", seen)
+
+    def _after_context(self, state, context_type: str, outcome: LoopOutcome) -> None:
+        """The state a context type leaves for the next ticks (sleep phase, reflection)."""
+        if context_type in SLEEP_PHASES:
+            advance_sleep(self.ai, context_type)
+        elif context_type == "reflection":
+            used_journal = any(
+                n in ("add_journal_entry", "review_journal") for n in outcome.tool_names
+            )
+            tick = state.tick_id  # the Script's tick counter, advanced for this tick
+            metrics, goals = self.ai.metrics, self.ai.goals
+            # what reflection_cont continues from: the journal tools' results, as a transcript
+            results = render_text(
+                [m for m in outcome.new_messages if m.get("role") == "tool"],
+                assistant_name=self.npc.key,
+                max_chars=1500,
+            )
+
+            def done(reflection):
+                reflection = reflection_done(reflection, metrics, goals, tick)
+                reflection["continue"] = bool(used_journal)
+                reflection["requested"] = False
+                reflection["last_result"] = truncate(results, 4000)
+                return reflection
+
+            self.ai.update("reflection", done)
+        elif context_type == "reflection_cont":
+            self.ai.update("reflection", lambda s: {**s, "continue": False})
+
+    def _model_failed(self, state, trace: TickTrace) -> None:
+        """The model could not answer: say so in the log, and to the players left waiting.
+
+        Each speaker is told once per line (on its first failed attempt; the line is tried
+        again on the next ticks).
+        """
+        model = resolve_model(state.model)
+        reason = trace.error or "no reply"
+        reason = reason.replace(f"failed: {model}: ", "failed: ", 1)  # the model is named once
+        logger.log_err(
+            f"{log_prefix(self.npc)}: {state.context_type} tick "
+            f"{state.tick_id} got no answer from model {model}: {reason}"
+        )
+        first_try = [e for e in state.batch if not e.attempts]
+        audience.tell_speakers(
+            self.npc,
+            audience.waiting_speakers(self.npc, first_try),
+            "EVENNIA_AI_UNAVAILABLE_MESSAGE",
+        )

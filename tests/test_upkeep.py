@@ -1,0 +1,189 @@
+"""engine/upkeep: sleep phases, compaction and history pressure, with a fake NPC (no database)."""
+
+from __future__ import annotations
+
+import copy
+from types import SimpleNamespace
+from unittest import mock
+
+from django.test import override_settings
+from twisted.internet import defer
+
+from evennia_ai import conf
+from evennia_ai.engine import tick, upkeep
+from evennia_ai.engine.trace import TickTrace
+from evennia_ai.engine.upkeep import (
+    Upkeep,
+    advance_sleep,
+    compaction_wanted,
+    consolidation_material,
+    history_pressure,
+)
+from evennia_ai.llm.usage import UsageAccountant
+from evennia_ai.memory.history import append_tick
+from evennia_ai.utils import iso_utc
+
+
+class FakeAI:
+    def __init__(self, **state):
+        self.state = {"sleep": {}, "compaction": {}, "history": [], "journal": [], "model": None}
+        self.state.update(state)
+        self.writes: list[str] = []
+
+    def __getattr__(self, name):
+        state = self.__dict__.get("state", {})
+        if name in state:
+            return copy.deepcopy(state[name])
+        raise AttributeError(name)
+
+    def set(self, key, value):
+        self.writes.append(key)
+        self.state[key] = copy.deepcopy(value)
+
+    def update(self, key, change):
+        self.set(key, change(copy.deepcopy(self.state[key])))
+
+
+def history_of(ticks: int) -> list[dict]:
+    history: list[dict] = []
+    for number in range(1, ticks + 1):
+        messages = [
+            {"role": "user", "content": f"Alice says: order {number}"},
+            {"role": "assistant", "content": f"Here is order {number}."},
+        ]
+        history = append_tick(history, number, messages, 1000)
+    return history
+
+
+def upkeep_of(ai, *, pk=7, budget_reached=False, cancelled=None, client=None) -> Upkeep:
+    npc = SimpleNamespace(ai=ai, pk=pk, key="Innkeeper", dbref="#7")
+    return Upkeep(
+        npc,
+        UsageAccountant(),
+        budget_reached=lambda: budget_reached,
+        cancelled=lambda: cancelled,
+        client=lambda: client,
+    )
+
+
+def test_the_tick_module_still_hands_out_history_pressure():
+    assert tick.history_pressure is history_pressure
+    assert tick.HistoryPressure is upkeep.HistoryPressure
+
+
+def test_history_pressure_is_measured_against_each_cap():
+    empty = history_pressure(FakeAI(), None, 10)
+    assert empty.reason is None and [m[0] for m in empty.measures] == [
+        "tokens",
+        "characters",
+        "messages",
+    ]
+    with override_settings(EVENNIA_AI_HISTORY_MAX_MESSAGES=10):
+        full = history_pressure(FakeAI(history=history_of(5)), None, 10)
+    assert ("messages", 10, 10) in full.measures and full.reason == "emergency"
+
+
+def test_the_sleep_advances_phase_by_phase_to_rest():
+    ai = FakeAI(sleep={"asleep": True, "phase": "sleep_consolidate"})
+    advance_sleep(ai, "sleep_consolidate")
+    assert ai.state["sleep"]["phase"] == "pre_compaction"
+    advance_sleep(ai, "pre_compaction")
+    assert ai.state["sleep"]["phase"] == "rest"
+    advance_sleep(ai, "tick_event")  # not a sleep phase: nothing written
+    assert ai.writes == ["sleep", "sleep"]
+
+
+def test_consolidation_needs_something_new_since_the_last_one():
+    assert not consolidation_material(FakeAI(), {})
+    later = "2999-01-01T00:00:00Z"
+    ai = FakeAI(journal=[{"content": "Sold ale.", "ts": iso_utc()}], history=history_of(1))
+    assert consolidation_material(ai, {})
+    assert not consolidation_material(ai, {"last_consolidated": later})
+    assert consolidation_material(ai, {"last_consolidated": "2000-01-01T00:00:00Z"})
+
+
+def test_a_compaction_is_wanted_when_pending_or_due():
+    assert compaction_wanted(FakeAI(compaction={"pending": True}), 3)
+    assert not compaction_wanted(FakeAI(), 3)
+
+
+def test_history_pressure_schedules_one_compaction():
+    ai = FakeAI(history=history_of(5))
+    state = SimpleNamespace(model=None, tick_id=10)
+    with override_settings(EVENNIA_AI_HISTORY_MAX_MESSAGES=10):
+        upkeep_of(ai).check_history_pressure(state)
+        assert ai.state["compaction"] == {"pending": True, "reason": "emergency"}
+        upkeep_of(ai).check_history_pressure(state)  # already pending: not written again
+    assert ai.writes == ["compaction"]
+
+
+def test_a_history_the_request_cut_is_folded_at_the_next_tick_when_worth_it():
+    small = FakeAI(history=history_of(2))
+    with override_settings(EVENNIA_AI_COMPACTION_KEEP_RECENT=4):
+        upkeep_of(small).fold_history_soon()
+        assert small.writes == []  # too little to fold: no compaction every tick
+        big = FakeAI(history=history_of(10))
+        upkeep_of(big).fold_history_soon()
+    assert big.state["compaction"] == {"pending": True, "reason": "emergency"}
+
+
+def test_compaction_truncates_in_one_write_per_piece():
+    ai = FakeAI(history=history_of(10), compaction={"pending": True})
+    client = SimpleNamespace(resolve_model=lambda model: conf.OFFLINE_MODEL)
+    trace = TickTrace(tick_id=11)
+    with override_settings(EVENNIA_AI_COMPACTION_KEEP_RECENT=4):
+        d = upkeep_of(ai).compact(client, None, 11, trace)
+    assert d.called
+    assert len(ai.state["history"]) == 4 and ai.writes == ["history", "compaction"]
+    compaction = ai.state["compaction"]
+    assert compaction["strategy"] == "truncate" and compaction["removed"] == 16
+    assert not compaction["pending"] and compaction["last_tick"] == 11
+
+
+def test_a_failed_summary_erases_nothing_and_is_in_the_trace():
+    history = history_of(10)
+    ai = FakeAI(history=history, compaction={"pending": True})
+    failed = SimpleNamespace(error="server error (HTTP 500)", text=None, usage=None, model="m")
+    client = SimpleNamespace(
+        resolve_model=lambda model: "openai/summary",
+        complete_sync=lambda *args, **kwargs: failed,
+    )
+    trace = TickTrace(tick_id=12)
+    with (
+        override_settings(
+            EVENNIA_AI_COMPACTION_STRATEGY="summarize", EVENNIA_AI_COMPACTION_KEEP_RECENT=4
+        ),
+        mock.patch.object(upkeep, "defer_to_thread", defer.maybeDeferred),
+        mock.patch.object(upkeep.logger, "log_err") as log_err,
+    ):
+        upkeep_of(ai).compact(client, "openai/summary", 12, trace)
+    assert ai.state["history"] == history and ai.writes == ["compaction"]
+    assert "summarising history failed (server error (HTTP 500))" in trace.error
+    assert ai.state["compaction"]["error"] == trace.error
+    log_err.assert_called_once()
+
+
+def test_no_paid_summary_past_the_budget():
+    ai = FakeAI(history=history_of(10), compaction={"pending": True})
+    client = SimpleNamespace(resolve_model=lambda model: "openai/summary")
+    with override_settings(
+        EVENNIA_AI_COMPACTION_STRATEGY="summarize", EVENNIA_AI_COMPACTION_KEEP_RECENT=4
+    ):
+        upkeep_of(ai, budget_reached=True).compact(client, "openai/m", 13, TickTrace(tick_id=13))
+    assert ai.state["compaction"]["strategy"] == "truncate"
+
+
+def test_a_deleted_npc_keeps_its_history():
+    history = history_of(10)
+    ai = FakeAI(history=history, compaction={"pending": True})
+    client = SimpleNamespace(resolve_model=lambda model: conf.OFFLINE_MODEL)
+    with override_settings(EVENNIA_AI_COMPACTION_KEEP_RECENT=4):
+        upkeep_of(ai, pk=None).compact(client, None, 11, TickTrace(tick_id=11))
+    assert ai.writes == []
+
+
+def test_a_cancelled_tick_does_no_upkeep():
+    ai = FakeAI(history=history_of(10), compaction={"pending": True})
+    state = SimpleNamespace(context_type="pre_compaction", model=None, tick_id=3)
+    d = upkeep_of(ai, cancelled="the NPC moved away").run(state, TickTrace(tick_id=3))
+    assert d.called and ai.writes == []
