@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-ENGINE = Path(__file__).resolve().parent.parent / "evennia_ai" / "engine"
+ENGINE = Path(__file__).resolve().parents[3] / "evennia_ai" / "engine"
 #: The tick and the modules that hold its jobs.
 TICK_MODULES = sorted(ENGINE.glob("tick*.py")) + [
     ENGINE / "agenda.py",
