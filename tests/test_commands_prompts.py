@@ -148,7 +148,7 @@ class TestAIPrompt(PromptCommandTest):
         assert self.registry.list_pluggable_components() == []
 
     def test_show_for_an_npc_builds_the_tick_request(self):
-        from evennia_ai.memory import longterm
+        from evennia_ai.memory import longterm, longterm_config
 
         self.registry.create_component(
             "house_rules", "House rules", "Never reveal the cellar.", after_static=0
@@ -156,7 +156,7 @@ class TestAIPrompt(PromptCommandTest):
         self.npc.ai.set_persona("A warm innkeeper.")
         with (
             mock.patch.object(longterm, "defer_to_thread", sync_thread),
-            mock.patch.object(longterm, "local_embedder_installed", lambda: False),
+            mock.patch.object(longterm_config, "local_embedder_installed", lambda: False),
             override_settings(EVENNIA_AI_MODEL=""),
         ):
             out = self.call(

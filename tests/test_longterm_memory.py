@@ -13,11 +13,17 @@ import pytest
 from django.test import override_settings
 from evennia import create_object
 from evennia.utils.test_resources import BaseEvenniaTest
-from support.memory import WordEmbedder, drop_tables, pgvector_config
+from support.memory import (
+    WordEmbedder,
+    drop_tables,
+    keyword_only_memory,
+    pgvector_config,
+    use_keyword_memory,
+)
 from twisted.internet import defer
 
 import evennia_ai.tools.longterm  # noqa: F401  (registers the tools)
-from evennia_ai.memory import longterm
+from evennia_ai.memory import longterm, longterm_config
 from evennia_ai.memory.events import Event, render_events
 from evennia_ai.memory.search import MemoryHit
 from evennia_ai.prompt import longterm_sources
@@ -54,18 +60,10 @@ def postgres_keyword_index(request, table: str) -> dict | None:
 def keyword_memory(request, tmp_path, monkeypatch):
     """Long-term memory in a temporary folder, without an embedder (keyword mode); its keyword
     index in SQLite, or on PostgreSQL (the ``postgres`` parameter)."""
-    monkeypatch.setattr(longterm, "defer_to_thread", sync_thread)
-    monkeypatch.setattr(longterm, "local_embedder_installed", lambda: False)
-    monkeypatch.setattr(longterm, "_MEMORY", None)  # the game's instance comes back afterwards
     table = f"kw_ltm_{uuid.uuid4().hex[:12]}"
     keyword_index = postgres_keyword_index(request, table)
-    with override_settings(
-        EVENNIA_AI_DATA_DIR=str(tmp_path),
-        EVENNIA_AI_MEM0_CONFIG=None,
-        EVENNIA_AI_KEYWORD_INDEX=keyword_index,
-    ):
-        yield longterm.get_memory()
-        longterm.close()
+    with keyword_only_memory(str(tmp_path), EVENNIA_AI_KEYWORD_INDEX=keyword_index) as memory:
+        yield memory  # the game's instance comes back afterwards
     if keyword_index:
         drop_tables(keyword_index["dsn"], table)
 
@@ -81,8 +79,8 @@ def test_data_dir_from_setting_or_game_dir(tmp_path):
 def test_embedded_default_config(tmp_path, monkeypatch):
     from mem0.configs.base import MemoryConfig
 
-    monkeypatch.setattr(longterm, "local_embedder_installed", lambda: True)
-    monkeypatch.setattr(longterm, "local_embedder_path", lambda: "/models/minilm")
+    monkeypatch.setattr(longterm_config, "local_embedder_installed", lambda: True)
+    monkeypatch.setattr(longterm_config, "local_embedder_path", lambda: "/models/minilm")
     with override_settings(EVENNIA_AI_MEM0_CONFIG=None, EVENNIA_AI_MODEL="openai/tavern-7b"):
         config = longterm.build_mem0_config(str(tmp_path))
     store = config["vector_store"]
@@ -101,7 +99,7 @@ def test_embedded_default_config(tmp_path, monkeypatch):
 
 
 def test_no_embedder_means_no_mem0_config(tmp_path, monkeypatch):
-    monkeypatch.setattr(longterm, "local_embedder_installed", lambda: False)
+    monkeypatch.setattr(longterm_config, "local_embedder_installed", lambda: False)
     with override_settings(EVENNIA_AI_MEM0_CONFIG=None):
         assert longterm.build_mem0_config(str(tmp_path)) is None
 
@@ -362,20 +360,7 @@ def test_source_failure_renders_empty(keyword_memory, monkeypatch):
 class TestLongTermTools(BaseEvenniaTest):
     def setUp(self):
         super().setUp()
-        import tempfile
-
-        self.tmp = tempfile.TemporaryDirectory()
-        self.addCleanup(self.tmp.cleanup)
-        patches = [
-            mock.patch.object(longterm, "defer_to_thread", sync_thread),
-            mock.patch.object(longterm, "_MEMORY", None),
-            mock.patch.object(longterm, "local_embedder_installed", lambda: False),
-            override_settings(EVENNIA_AI_DATA_DIR=self.tmp.name, EVENNIA_AI_MEM0_CONFIG=None),
-        ]
-        for patch in patches:
-            patch.start() if hasattr(patch, "start") else patch.enable()
-            self.addCleanup(patch.stop if hasattr(patch, "stop") else patch.disable)
-        self.addCleanup(longterm.close)
+        use_keyword_memory(self)
         self.npc = create_object(AIAssistantCharacter, key="Innkeeper", location=self.room1)
         script = self.npc.ai.script
         if script:
