@@ -489,3 +489,17 @@ class TestEntities(MemoryCommandTest):
         )
         self.call(cmds.CmdAIEntity(), "/note Innkeeper = Char2:", "Missing <observation>")
         assert self.entities() == {}
+
+
+# -- the modules by job ------------------------------------------------------------------------------
+def test_memory_commands_live_in_modules_by_job_and_are_re_exported():
+    """``commands/memory.py`` re-exports one module per command, in the same help order."""
+    homes = {
+        "CmdAIBlock": "memory_blocks",
+        "CmdAILongTerm": "memory_longterm",
+        "CmdAIEntity": "memory_entities",
+        "CmdAIHistory": "memory_history",
+    }
+    assert [command.__name__ for command in cmds.COMMANDS] == list(homes)
+    for name, module in homes.items():
+        assert getattr(cmds, name).__module__ == f"evennia_ai.commands.{module}"

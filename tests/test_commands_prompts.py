@@ -542,3 +542,26 @@ class TestAIFewshot(PromptCommandTest):
         self.call(cmds.CmdAIFewshot(), "/delete x", "The example number must be a whole number")
         self.call(cmds.CmdAIFewshot(), "something", "Give a switch")
         assert len(self.registry.list_fewshot_examples()) == 15
+
+
+# -- the modules by job ------------------------------------------------------------------------------
+def test_prompt_commands_live_in_modules_by_job_and_are_re_exported():
+    """``commands/prompts.py`` re-exports the commands of its modules by job (the cmdset and
+    docs/commands.md read them there), in the same help order; each module under 700 lines."""
+    import importlib
+    from pathlib import Path
+
+    homes = {
+        "CmdAIPrompt": "prompt_edit",
+        "CmdAITemplate": "prompt_edit",
+        "CmdAIRegistry": "prompt_io",
+        "CmdAIContext": "prompt_config",
+        "CmdAIExec": "prompt_config",
+        "CmdAIFewshot": "prompt_config",
+    }
+    assert [command.__name__ for command in cmds.COMMANDS] == list(homes)
+    for name, module in homes.items():
+        assert getattr(cmds, name).__module__ == f"evennia_ai.commands.{module}"
+    for module in set(homes.values()) | {"prompt_common", "prompts"}:
+        path = Path(importlib.import_module(f"evennia_ai.commands.{module}").__file__)
+        assert len(path.read_text().splitlines()) < 700, module

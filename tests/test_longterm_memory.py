@@ -699,3 +699,79 @@ def test_pgvector_store_search_scope_delete_and_restart(pgvector_memory):
     assert memory.search_sync("#5", "who owes coins", mode="vector").hits[0].id == debt.id
     assert memory.delete_sync("#5", debt.id) and memory.memory.get(debt.id) is None
     assert memory.keyword_index().get(debt.id) is None
+
+
+# -- the modules by job (config, mem0 adapter, records, store; longterm the facade) -----------------
+LONGTERM_MODULES = (
+    "longterm",
+    "longterm_config",
+    "mem0_adapter",
+    "longterm_records",
+    "longterm_store",
+)
+
+#: Every name ``evennia_ai.memory.longterm`` had before the split that docs, the package, the
+#: benches or the tests use: it still answers to each.
+LONGTERM_NAMES = (
+    "COLLECTION", "ConsolidationResult", "DEFAULT_SOURCE", "EMBEDDING_DIMS",
+    "EXTRACTION_MIN_WINDOW", "INITIALISING", "LOCAL_EMBEDDER_HINT", "LOCAL_EMBEDDER_MODULES",
+    "LOCK_RETRIES", "LongTermMemory", "MAX_TEXT", "NpcModelLLM", "READY", "StoredMemory",
+    "TRANSCRIPT", "UNINITIALISED", "build_mem0_config", "close", "consolidate", "data_dir",
+    "defer_to_thread", "delete", "embedded_embedder_config", "embedded_llm_config", "get",
+    "get_memory", "init_in_thread", "is_ready", "keyword_index_settings",
+    "local_embedder_installed", "local_embedder_path", "mem0_dsn", "memory_count",
+    "open_keyword_index", "prepare_environment", "recall", "recent", "search_archival",
+    "search_archival_hybrid", "status", "status_text", "store", "trust_of",
+)  # fmt: skip
+
+
+def test_longterm_is_split_by_job_and_keeps_its_names():
+    import importlib
+    from pathlib import Path
+
+    for name in LONGTERM_MODULES:
+        module = importlib.import_module(f"evennia_ai.memory.{name}")
+        lines = len(Path(module.__file__).read_text().splitlines())
+        assert lines < 700, f"memory/{name}.py has {lines} lines"
+    missing = [name for name in LONGTERM_NAMES if not hasattr(longterm, name)]
+    assert not missing, missing
+    assert set(longterm.__all__) >= set(LONGTERM_NAMES)
+    # the names are the same objects as in their modules (a patch of the home reaches them)
+    assert longterm.LongTermMemory.__module__ == "evennia_ai.memory.longterm_store"
+    assert longterm.build_mem0_config is longterm_config.build_mem0_config
+    # the lower modules never import the facade (the facade imports them)
+    for name in LONGTERM_MODULES[1:]:
+        source = Path(importlib.import_module(f"evennia_ai.memory.{name}").__file__).read_text()
+        assert "memory import longterm\n" not in source and "memory.longterm import" not in source
+
+
+def test_the_embedder_check_is_looked_up_in_the_configuration(tmp_path, monkeypatch):
+    """Patching ``longterm_config.local_embedder_installed`` (where ``build_mem0_config`` looks
+    it up) switches the embedded default on and off; the shared fixture relies on it."""
+    monkeypatch.setattr(longterm_config, "local_embedder_path", lambda: "/models/minilm")
+    with override_settings(EVENNIA_AI_MEM0_CONFIG=None):
+        monkeypatch.setattr(longterm_config, "local_embedder_installed", lambda: False)
+        assert longterm.build_mem0_config(str(tmp_path)) is None
+        monkeypatch.setattr(longterm_config, "local_embedder_installed", lambda: True)
+        assert longterm.build_mem0_config(str(tmp_path))["embedder"]["provider"] == "huggingface"
+
+
+def test_shared_keyword_fixture_never_loads_mem0(tmp_path, monkeypatch):
+    """The shared set-up (``support.memory.keyword_only_memory``) gives keyword mode even where
+    the local embedder is installed, and gives the game's instance back afterwards."""
+    monkeypatch.setattr(longterm_config, "local_embedder_installed", lambda: True)  # as if so
+    before = longterm._MEMORY
+    with keyword_only_memory(str(tmp_path)) as memory:
+        assert longterm.get_memory() is memory and memory.directory == str(tmp_path)
+        assert result_of(longterm.store("#5", "The well water is bitter")).stored_in == (
+            "keyword",
+        )  # synchronous: the Deferred has fired
+        assert memory.mode == "keyword" and memory.reason == longterm.LOCAL_EMBEDDER_HINT
+        assert longterm_config.local_embedder_installed() is False
+    assert longterm._MEMORY is before and memory.state == longterm.UNINITIALISED
+
+
+def test_shared_keyword_fixture_as_a_pytest_fixture(keyword_ltm, tmp_path):
+    assert keyword_ltm is longterm.get_memory() and keyword_ltm.directory == str(tmp_path)
+    keyword_ltm.init_sync()
+    assert keyword_ltm.status()["mode"] == "keyword"

@@ -55,7 +55,6 @@ INITIALISING = "initialising"
 READY = "ready"
 
 
-# -- the store -----------------------------------------------------------------------------------
 class LongTermMemory:
     """Long-term memory of every NPC of one game: a keyword index and, when possible, mem0.
 
