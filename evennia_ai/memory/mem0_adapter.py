@@ -45,7 +45,8 @@ class NpcModelLLM:
     list as function-calling; the project's client has neither problem and applies the model's
     settings (``EVENNIA_AI_API_BASE``/``API_KEY``, ``EVENNIA_AI_MODEL_SETTINGS``, retries). The
     model is the one the current thread's consolidation asked for (see
-    :meth:`~evennia_ai.memory.longterm_store.LongTermMemory.consolidate_sync`), else ``EVENNIA_AI_MODEL``.
+    :meth:`~evennia_ai.memory.longterm_store.LongTermMemory.consolidate_sync`), else
+    ``EVENNIA_AI_MODEL``.
     """
 
     def __init__(self, config=None):
@@ -237,7 +238,7 @@ def close_mem0(memory) -> None:
         logger.debug("evennia_ai: closing mem0 failed", exc_info=True)
 
 
-# -- the in-process vector index ---------------------------------------------------------------------
+# -- the in-process vector index -------------------------------------------------------------------
 def load_vector_index(memory, config: dict) -> NpcVectorIndex | None:
     """Every vector of the embedded Qdrant read into an :class:`NpcVectorIndex`, or None (mem0
     on a server or pgvector, ``EVENNIA_AI_MEMORY_VECTOR_INDEX`` off, or the read failed)."""
@@ -306,7 +307,7 @@ def embedding_cache_of(memory) -> EmbeddingCache:
     )
 
 
-# -- writing -----------------------------------------------------------------------------------------
+# -- writing ---------------------------------------------------------------------------------------
 def add_texts(
     memory,
     texts: list[str],
@@ -338,7 +339,7 @@ def add_texts(
     return (result or {}).get("results", [])
 
 
-# -- reading -----------------------------------------------------------------------------------------
+# -- reading ---------------------------------------------------------------------------------------
 def search(
     memory, npc: str, query: str, limit: int, person: str | None, threshold: float
 ) -> list[MemoryHit]:
@@ -350,7 +351,7 @@ def search(
     return [hit_from_mem0(item) for item in (found or {}).get("results", [])]
 
 
-# -- results -----------------------------------------------------------------------------------------
+# -- results ---------------------------------------------------------------------------------------
 def dense(vector) -> Any:
     """The dense vector of a Qdrant point (mem0 stores it unnamed beside a sparse ``bm25``)."""
     return vector.get("") if isinstance(vector, dict) else vector
