@@ -268,7 +268,7 @@ def live(life: Life, gate_on: bool) -> dict:
     from django.test import override_settings
 
     from evennia_ai.engine import tick as tick_module
-    from evennia_ai.memory import longterm
+    from evennia_ai.memory import longterm, longterm_config
     from evennia_ai.testing.scripted_model import ScriptedModel
     from evennia_ai.workspace.sleep import go_to_sleep, wake_up
 
@@ -281,7 +281,7 @@ def live(life: Life, gate_on: bool) -> dict:
     with (
         tempfile.TemporaryDirectory() as folder,
         mock.patch.object(tick_module, "get_client", return_value=model),
-        mock.patch.object(longterm, "local_embedder_installed", lambda: False),
+        mock.patch.object(longterm_config, "local_embedder_installed", lambda: False),
         override_settings(
             EVENNIA_AI_MODEL=MODEL,
             EVENNIA_AI_CONTEXT_WINDOWS={MODEL: 128000},

@@ -34,7 +34,7 @@ from datetime import datetime, timezone
 from typing import Callable
 
 from evennia_ai import conf
-from evennia_ai.memory import longterm
+from evennia_ai.memory import longterm, longterm_config, mem0_adapter
 from evennia_ai.memory.keyword_index import DEFAULT_KIND, KeywordDoc, KeywordIndex
 
 BATCH = 500
@@ -112,11 +112,11 @@ def copy_embedded_memories(
         CopyRefused: The configured stores are the embedded ones, or there is nothing to copy.
     """
     started = time.monotonic()
-    directory = directory or longterm.data_dir()
+    directory = directory or longterm_config.data_dir()
     progress = progress or (lambda line: None)
     keyword_path = os.path.join(directory, "keyword.db")
     qdrant_path = os.path.join(directory, "qdrant")
-    if not longterm.keyword_index_settings() and not conf.get("EVENNIA_AI_MEM0_CONFIG"):
+    if not longterm_config.keyword_index_settings() and not conf.get("EVENNIA_AI_MEM0_CONFIG"):
         raise CopyRefused(
             "the configured stores are the embedded ones: set EVENNIA_AI_MEM0_CONFIG (pgvector) "
             "and EVENNIA_AI_KEYWORD_INDEX (postgres) first (docs/memory.md)"
@@ -193,13 +193,13 @@ class _VectorCopier:
 
         client = QdrantClient(path=path)
         try:
-            if not client.collection_exists(longterm.COLLECTION):
+            if not client.collection_exists(longterm_config.COLLECTION):
                 return
-            total = client.count(longterm.COLLECTION).count
+            total = client.count(longterm_config.COLLECTION).count
             done, offset = 0, None
             while True:
                 points, offset = client.scroll(
-                    collection_name=longterm.COLLECTION,
+                    collection_name=longterm_config.COLLECTION,
                     limit=BATCH,
                     offset=offset,
                     with_payload=True,
@@ -210,7 +210,7 @@ class _VectorCopier:
                     pending.pop(point_id, None)
                     payload = dict(point.payload or {})
                     self.report.npcs.add(str(payload.get("agent_id") or "?"))
-                    vector = longterm._dense(point.vector) if self.reuse else None
+                    vector = mem0_adapter.dense(point.vector) if self.reuse else None
                     self.write(point_id, payload, vector)
                 done += len(points)
                 progress(f"Vectors: {done} of {total}.")
@@ -253,9 +253,9 @@ def _store_path(config: dict | None) -> str:
 def _same_embedder(config: dict) -> bool:
     """Whether the configured embedder is the embedded default's (its vectors can be reused)."""
     embedder = config.get("embedder") or {}
-    if not longterm.local_embedder_installed():
+    if not longterm_config.local_embedder_installed():
         return False
-    return embedder == longterm.embedded_embedder_config()
+    return embedder == longterm_config.embedded_embedder_config()
 
 
 def mem0_payload(doc: KeywordDoc) -> dict:

@@ -1,9 +1,16 @@
-"""Long-term memory test helpers: the PostgreSQL settings block, a stand-in embedder, cleanup,
-and the ``pgvector_memory`` fixture (conftest.py loads it as a plugin)."""
+"""Long-term memory test helpers: keyword-only memory in a temporary folder (the context manager
+:func:`keyword_only_memory`, :func:`use_keyword_memory` for a TestCase, the ``keyword_ltm``
+fixture), the PostgreSQL settings block, a stand-in embedder, cleanup, and the
+``pgvector_memory`` fixture (conftest.py loads this module as a plugin, so its fixtures serve
+every test module; import the helpers as ``from support.memory import ...``)."""
 
 import hashlib
 import random
+import tempfile
 import uuid
+from contextlib import ExitStack, contextmanager
+from typing import Iterator
+from unittest import mock
 
 import psycopg
 import psycopg.sql
@@ -11,9 +18,65 @@ import pytest
 from django.test import override_settings
 from twisted.internet import defer
 
-from evennia_ai.memory import longterm
+from evennia_ai.memory import longterm, longterm_config
+from evennia_ai.memory.longterm_store import LongTermMemory
 
 DIMS = 384
+
+
+@contextmanager
+def keyword_only_memory(
+    data_dir: str, *, sync: bool = True, **settings
+) -> Iterator[LongTermMemory]:
+    """The game's long-term memory in ``data_dir``, without an embedder (keyword mode).
+
+    The patches sit where the names are looked up: the game's instance and the thread hop in
+    :mod:`evennia_ai.memory.longterm`, the local-embedder check in
+    :mod:`evennia_ai.memory.longterm_config` (so mem0 is never loaded, even where the embedder
+    is installed). The memory is closed, and the game's instance restored, on the way out.
+
+    Args:
+        data_dir: The data folder (``EVENNIA_AI_DATA_DIR``).
+        sync: Make ``longterm.defer_to_thread`` synchronous (every Deferred has fired when
+            the call returns).
+        **settings: More settings to override (they win over the two set here).
+
+    Yields:
+        The game's memory (created, not initialised).
+    """
+    with ExitStack() as stack:
+        if sync:
+            stack.enter_context(mock.patch.object(longterm, "defer_to_thread", defer.maybeDeferred))
+        stack.enter_context(mock.patch.object(longterm, "_MEMORY", None))
+        stack.enter_context(
+            mock.patch.object(longterm_config, "local_embedder_installed", lambda: False)
+        )
+        stack.enter_context(
+            override_settings(
+                **{"EVENNIA_AI_DATA_DIR": data_dir, "EVENNIA_AI_MEM0_CONFIG": None, **settings}
+            )
+        )
+        try:
+            yield longterm.get_memory()
+        finally:
+            longterm.close()
+
+
+def use_keyword_memory(testcase, *, sync: bool = True, **settings) -> LongTermMemory:
+    """:func:`keyword_only_memory` in a temporary folder for a ``unittest`` TestCase, from its
+    ``setUp`` to its cleanup."""
+    folder = tempfile.TemporaryDirectory()
+    testcase.addCleanup(folder.cleanup)
+    stack = ExitStack()
+    testcase.addCleanup(stack.close)
+    return stack.enter_context(keyword_only_memory(folder.name, sync=sync, **settings))
+
+
+@pytest.fixture
+def keyword_ltm(tmp_path) -> Iterator[LongTermMemory]:
+    """The game's long-term memory in ``tmp_path``, keyword mode, synchronous calls."""
+    with keyword_only_memory(str(tmp_path)) as memory:
+        yield memory
 
 
 def pgvector_config(dsn: str, collection: str, embedder: dict) -> dict:

@@ -4,13 +4,11 @@ run through the same code (keyword mode, no embedder), so the benchmark cannot r
 import sys
 import tempfile
 from pathlib import Path
-from unittest import mock
 
-from django.test import override_settings
+from support.memory import use_keyword_memory
 from unit.engine.test_assistant_cycles import ModelBase
 
 from evennia_ai.llm.tokens import TokenCounter
-from evennia_ai.memory import longterm
 from evennia_ai.testing.reading_model import read_and_answer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -128,16 +126,8 @@ class TestTinyScenario(ModelBase):
         self.server.responder = read_and_answer
         folder = tempfile.TemporaryDirectory()
         self.addCleanup(folder.cleanup)
-        patches = [
-            mock.patch.object(longterm, "_MEMORY", None),
-            mock.patch.object(longterm, "local_embedder_installed", lambda: False),
-            override_settings(**recall.settings(self.server.url, folder.name)),
-        ]
-        for patch in patches:
-            patch.start() if hasattr(patch, "start") else patch.enable()
-            self.addCleanup(patch.stop if hasattr(patch, "stop") else patch.disable)
-        self.addCleanup(longterm.close)
-        longterm.get_memory().init_sync()
+        settings = recall.settings(self.server.url, folder.name)
+        use_keyword_memory(self, sync=False, **settings).init_sync()
 
     def test_a_life_and_its_questions(self):
         scenario = recall.generate(seed=1, players=1, sessions=4, small_talk=1)

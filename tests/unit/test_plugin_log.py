@@ -12,7 +12,7 @@ import pytest
 from django.test import override_settings
 
 from evennia_ai import startstop
-from evennia_ai.memory import longterm
+from evennia_ai.memory import longterm, longterm_config, longterm_store
 from evennia_ai.memory.keyword_index import KeywordIndexUnavailable
 
 
@@ -108,7 +108,7 @@ def memory(tmp_path):
 
 
 def test_keyword_mode_without_the_embedder(evennia_log, memory, monkeypatch):
-    monkeypatch.setattr(longterm, "local_embedder_installed", lambda: False)
+    monkeypatch.setattr(longterm_config, "local_embedder_installed", lambda: False)
     memory.init_sync()
     assert evennia_log == [
         ("info", f"evennia_ai: long-term memory in keyword mode: {longterm.LOCAL_EMBEDDER_HINT}")
@@ -117,7 +117,7 @@ def test_keyword_mode_without_the_embedder(evennia_log, memory, monkeypatch):
 
 def test_keyword_mode_with_a_bad_configuration(evennia_log, memory, monkeypatch):
     monkeypatch.setattr(
-        longterm, "build_mem0_config", mock.Mock(side_effect=ValueError("no vector_store"))
+        longterm_store, "build_mem0_config", mock.Mock(side_effect=ValueError("no vector_store"))
     )
     memory.init_sync()
     assert evennia_log == [
@@ -132,7 +132,7 @@ def test_keyword_mode_with_a_bad_configuration(evennia_log, memory, monkeypatch)
 def test_keyword_mode_when_mem0_cannot_start_says_why(evennia_log, memory, monkeypatch):
     from mem0 import Memory
 
-    monkeypatch.setattr(longterm, "build_mem0_config", lambda directory: {"vector_store": {}})
+    monkeypatch.setattr(longterm_store, "build_mem0_config", lambda directory: {"vector_store": {}})
     monkeypatch.setattr(Memory, "from_config", mock.Mock(side_effect=RuntimeError("no qdrant")))
     memory.init_sync()
     [(level, text)] = [line for line in evennia_log if "long-term memory" in line[1]]
@@ -146,7 +146,7 @@ def test_ready_for_hybrid_search_as_documented(evennia_log, memory, monkeypatch)
     from mem0 import Memory
 
     fake_mem0 = SimpleNamespace(llm=SimpleNamespace(config=None), vector_store=object())
-    monkeypatch.setattr(longterm, "build_mem0_config", lambda directory: {"vector_store": {}})
+    monkeypatch.setattr(longterm_store, "build_mem0_config", lambda directory: {"vector_store": {}})
     monkeypatch.setattr(Memory, "from_config", mock.Mock(return_value=fake_mem0))
     memory.init_sync()
     assert memory.mode == "hybrid"
@@ -160,7 +160,7 @@ def test_keyword_index_failure_logged_once_then_its_recovery(evennia_log, memory
     opened = mock.Mock(
         side_effect=[KeywordIndexUnavailable("database is locked")] * 3 + [mock.Mock()]
     )
-    monkeypatch.setattr(longterm, "KeywordIndex", opened)
+    monkeypatch.setattr(longterm_config, "KeywordIndex", opened)
     for _attempt in range(3):
         with pytest.raises(KeywordIndexUnavailable):
             memory.keyword_index()

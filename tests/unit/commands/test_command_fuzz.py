@@ -16,13 +16,11 @@ A failure names the command and the smallest input Hypothesis found.
 
 import os
 import re
-import tempfile
-from unittest import mock
 
-from django.test import override_settings
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.commands import AICommandTestBase
+from support.memory import use_keyword_memory
 
 from evennia_ai.commands.cmdset import all_command_classes
 
@@ -143,22 +141,8 @@ class CommandFuzzTest(AICommandTestBase):
 
     def setUp(self):
         super().setUp()
-        from evennia_ai.memory import longterm
-
-        self.tmp = tempfile.TemporaryDirectory()
-        self.addCleanup(self.tmp.cleanup)
         # Offline model, synchronous threads, keyword-only long-term memory in a temp folder.
-        patches = [
-            mock.patch.object(longterm, "_MEMORY", None),
-            mock.patch.object(longterm, "local_embedder_installed", lambda: False),
-            override_settings(
-                EVENNIA_AI_MODEL="", EVENNIA_AI_DATA_DIR=self.tmp.name, EVENNIA_AI_MEM0_CONFIG=None
-            ),
-        ]
-        for patch in patches:
-            patch.__enter__()
-            self.addCleanup(patch.__exit__, None, None, None)
-        self.addCleanup(longterm.close)
+        use_keyword_memory(self, EVENNIA_AI_MODEL="")
         self.calls = 0
         self.prepare_npc(self.npc)
 

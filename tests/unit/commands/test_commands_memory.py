@@ -4,14 +4,13 @@ Long-term memory runs in keyword mode in a temporary folder, with its thread hop
 synchronous (``longterm.defer_to_thread``), so a search's answer arrives inside ``self.call``.
 """
 
-import tempfile
 from unittest import mock
 
 import pytest
-from django.test import override_settings
 from evennia import create_object
 from evennia.objects.objects import DefaultCharacter
-from support.commands import AICommandTestBase, sync_thread
+from support.commands import AICommandTestBase
+from support.memory import use_keyword_memory
 
 from evennia_ai.commands import memory as cmds
 from evennia_ai.commands.cmdset import COMMAND_MODULES
@@ -312,18 +311,7 @@ class TestBlocks(MemoryCommandTest):
 class TestLongTerm(MemoryCommandTest):
     def setUp(self):
         super().setUp()
-        self.tmp = tempfile.TemporaryDirectory()
-        self.addCleanup(self.tmp.cleanup)
-        patches = [
-            mock.patch.object(longterm, "defer_to_thread", sync_thread),
-            mock.patch.object(longterm, "_MEMORY", None),
-            mock.patch.object(longterm, "local_embedder_installed", lambda: False),
-            override_settings(EVENNIA_AI_DATA_DIR=self.tmp.name, EVENNIA_AI_MEM0_CONFIG=None),
-        ]
-        for patch in patches:
-            patch.start() if hasattr(patch, "start") else patch.enable()
-            self.addCleanup(patch.stop if hasattr(patch, "stop") else patch.disable)
-        self.addCleanup(longterm.close)
+        use_keyword_memory(self)
 
     def store(self, text, **kwargs):
         return fired(longterm.store(self.npc.dbref, text, **kwargs))
@@ -501,3 +489,17 @@ class TestEntities(MemoryCommandTest):
         )
         self.call(cmds.CmdAIEntity(), "/note Innkeeper = Char2:", "Missing <observation>")
         assert self.entities() == {}
+
+
+# -- the modules by job ------------------------------------------------------------------------------
+def test_memory_commands_live_in_modules_by_job_and_are_re_exported():
+    """``commands/memory.py`` re-exports one module per command, in the same help order."""
+    homes = {
+        "CmdAIBlock": "memory_blocks",
+        "CmdAILongTerm": "memory_longterm",
+        "CmdAIEntity": "memory_entities",
+        "CmdAIHistory": "memory_history",
+    }
+    assert [command.__name__ for command in cmds.COMMANDS] == list(homes)
+    for name, module in homes.items():
+        assert getattr(cmds, name).__module__ == f"evennia_ai.commands.{module}"

@@ -148,7 +148,7 @@ class TestAIPrompt(PromptCommandTest):
         assert self.registry.list_pluggable_components() == []
 
     def test_show_for_an_npc_builds_the_tick_request(self):
-        from evennia_ai.memory import longterm
+        from evennia_ai.memory import longterm, longterm_config
 
         self.registry.create_component(
             "house_rules", "House rules", "Never reveal the cellar.", after_static=0
@@ -156,7 +156,7 @@ class TestAIPrompt(PromptCommandTest):
         self.npc.ai.set_persona("A warm innkeeper.")
         with (
             mock.patch.object(longterm, "defer_to_thread", sync_thread),
-            mock.patch.object(longterm, "local_embedder_installed", lambda: False),
+            mock.patch.object(longterm_config, "local_embedder_installed", lambda: False),
             override_settings(EVENNIA_AI_MODEL=""),
         ):
             out = self.call(
@@ -542,3 +542,26 @@ class TestAIFewshot(PromptCommandTest):
         self.call(cmds.CmdAIFewshot(), "/delete x", "The example number must be a whole number")
         self.call(cmds.CmdAIFewshot(), "something", "Give a switch")
         assert len(self.registry.list_fewshot_examples()) == 15
+
+
+# -- the modules by job ------------------------------------------------------------------------------
+def test_prompt_commands_live_in_modules_by_job_and_are_re_exported():
+    """``commands/prompts.py`` re-exports the commands of its modules by job (the cmdset and
+    docs/commands.md read them there), in the same help order; each module under 700 lines."""
+    import importlib
+    from pathlib import Path
+
+    homes = {
+        "CmdAIPrompt": "prompt_edit",
+        "CmdAITemplate": "prompt_edit",
+        "CmdAIRegistry": "prompt_io",
+        "CmdAIContext": "prompt_config",
+        "CmdAIExec": "prompt_config",
+        "CmdAIFewshot": "prompt_config",
+    }
+    assert [command.__name__ for command in cmds.COMMANDS] == list(homes)
+    for name, module in homes.items():
+        assert getattr(cmds, name).__module__ == f"evennia_ai.commands.{module}"
+    for module in set(homes.values()) | {"prompt_common", "prompts"}:
+        path = Path(importlib.import_module(f"evennia_ai.commands.{module}").__file__)
+        assert len(path.read_text().splitlines()) < 700, module

@@ -13,11 +13,17 @@ import pytest
 from django.test import override_settings
 from evennia import create_object
 from evennia.utils.test_resources import BaseEvenniaTest
-from support.memory import WordEmbedder, drop_tables, pgvector_config
+from support.memory import (
+    WordEmbedder,
+    drop_tables,
+    keyword_only_memory,
+    pgvector_config,
+    use_keyword_memory,
+)
 from twisted.internet import defer
 
 import evennia_ai.tools.longterm  # noqa: F401  (registers the tools)
-from evennia_ai.memory import longterm
+from evennia_ai.memory import longterm, longterm_config
 from evennia_ai.memory.events import Event, render_events
 from evennia_ai.memory.search import MemoryHit
 from evennia_ai.prompt import longterm_sources
@@ -54,18 +60,10 @@ def postgres_keyword_index(request, table: str) -> dict | None:
 def keyword_memory(request, tmp_path, monkeypatch):
     """Long-term memory in a temporary folder, without an embedder (keyword mode); its keyword
     index in SQLite, or on PostgreSQL (the ``postgres`` parameter)."""
-    monkeypatch.setattr(longterm, "defer_to_thread", sync_thread)
-    monkeypatch.setattr(longterm, "local_embedder_installed", lambda: False)
-    monkeypatch.setattr(longterm, "_MEMORY", None)  # the game's instance comes back afterwards
     table = f"kw_ltm_{uuid.uuid4().hex[:12]}"
     keyword_index = postgres_keyword_index(request, table)
-    with override_settings(
-        EVENNIA_AI_DATA_DIR=str(tmp_path),
-        EVENNIA_AI_MEM0_CONFIG=None,
-        EVENNIA_AI_KEYWORD_INDEX=keyword_index,
-    ):
-        yield longterm.get_memory()
-        longterm.close()
+    with keyword_only_memory(str(tmp_path), EVENNIA_AI_KEYWORD_INDEX=keyword_index) as memory:
+        yield memory  # the game's instance comes back afterwards
     if keyword_index:
         drop_tables(keyword_index["dsn"], table)
 
@@ -81,8 +79,8 @@ def test_data_dir_from_setting_or_game_dir(tmp_path):
 def test_embedded_default_config(tmp_path, monkeypatch):
     from mem0.configs.base import MemoryConfig
 
-    monkeypatch.setattr(longterm, "local_embedder_installed", lambda: True)
-    monkeypatch.setattr(longterm, "local_embedder_path", lambda: "/models/minilm")
+    monkeypatch.setattr(longterm_config, "local_embedder_installed", lambda: True)
+    monkeypatch.setattr(longterm_config, "local_embedder_path", lambda: "/models/minilm")
     with override_settings(EVENNIA_AI_MEM0_CONFIG=None, EVENNIA_AI_MODEL="openai/tavern-7b"):
         config = longterm.build_mem0_config(str(tmp_path))
     store = config["vector_store"]
@@ -101,7 +99,7 @@ def test_embedded_default_config(tmp_path, monkeypatch):
 
 
 def test_no_embedder_means_no_mem0_config(tmp_path, monkeypatch):
-    monkeypatch.setattr(longterm, "local_embedder_installed", lambda: False)
+    monkeypatch.setattr(longterm_config, "local_embedder_installed", lambda: False)
     with override_settings(EVENNIA_AI_MEM0_CONFIG=None):
         assert longterm.build_mem0_config(str(tmp_path)) is None
 
@@ -362,20 +360,7 @@ def test_source_failure_renders_empty(keyword_memory, monkeypatch):
 class TestLongTermTools(BaseEvenniaTest):
     def setUp(self):
         super().setUp()
-        import tempfile
-
-        self.tmp = tempfile.TemporaryDirectory()
-        self.addCleanup(self.tmp.cleanup)
-        patches = [
-            mock.patch.object(longterm, "defer_to_thread", sync_thread),
-            mock.patch.object(longterm, "_MEMORY", None),
-            mock.patch.object(longterm, "local_embedder_installed", lambda: False),
-            override_settings(EVENNIA_AI_DATA_DIR=self.tmp.name, EVENNIA_AI_MEM0_CONFIG=None),
-        ]
-        for patch in patches:
-            patch.start() if hasattr(patch, "start") else patch.enable()
-            self.addCleanup(patch.stop if hasattr(patch, "stop") else patch.disable)
-        self.addCleanup(longterm.close)
+        use_keyword_memory(self)
         self.npc = create_object(AIAssistantCharacter, key="Innkeeper", location=self.room1)
         script = self.npc.ai.script
         if script:
@@ -714,3 +699,79 @@ def test_pgvector_store_search_scope_delete_and_restart(pgvector_memory):
     assert memory.search_sync("#5", "who owes coins", mode="vector").hits[0].id == debt.id
     assert memory.delete_sync("#5", debt.id) and memory.memory.get(debt.id) is None
     assert memory.keyword_index().get(debt.id) is None
+
+
+# -- the modules by job (config, mem0 adapter, records, store; longterm the facade) -----------------
+LONGTERM_MODULES = (
+    "longterm",
+    "longterm_config",
+    "mem0_adapter",
+    "longterm_records",
+    "longterm_store",
+)
+
+#: Every name ``evennia_ai.memory.longterm`` had before the split that docs, the package, the
+#: benches or the tests use: it still answers to each.
+LONGTERM_NAMES = (
+    "COLLECTION", "ConsolidationResult", "DEFAULT_SOURCE", "EMBEDDING_DIMS",
+    "EXTRACTION_MIN_WINDOW", "INITIALISING", "LOCAL_EMBEDDER_HINT", "LOCAL_EMBEDDER_MODULES",
+    "LOCK_RETRIES", "LongTermMemory", "MAX_TEXT", "NpcModelLLM", "READY", "StoredMemory",
+    "TRANSCRIPT", "UNINITIALISED", "build_mem0_config", "close", "consolidate", "data_dir",
+    "defer_to_thread", "delete", "embedded_embedder_config", "embedded_llm_config", "get",
+    "get_memory", "init_in_thread", "is_ready", "keyword_index_settings",
+    "local_embedder_installed", "local_embedder_path", "mem0_dsn", "memory_count",
+    "open_keyword_index", "prepare_environment", "recall", "recent", "search_archival",
+    "search_archival_hybrid", "status", "status_text", "store", "trust_of",
+)  # fmt: skip
+
+
+def test_longterm_is_split_by_job_and_keeps_its_names():
+    import importlib
+    from pathlib import Path
+
+    for name in LONGTERM_MODULES:
+        module = importlib.import_module(f"evennia_ai.memory.{name}")
+        lines = len(Path(module.__file__).read_text().splitlines())
+        assert lines < 700, f"memory/{name}.py has {lines} lines"
+    missing = [name for name in LONGTERM_NAMES if not hasattr(longterm, name)]
+    assert not missing, missing
+    assert set(longterm.__all__) >= set(LONGTERM_NAMES)
+    # the names are the same objects as in their modules (a patch of the home reaches them)
+    assert longterm.LongTermMemory.__module__ == "evennia_ai.memory.longterm_store"
+    assert longterm.build_mem0_config is longterm_config.build_mem0_config
+    # the lower modules never import the facade (the facade imports them)
+    for name in LONGTERM_MODULES[1:]:
+        source = Path(importlib.import_module(f"evennia_ai.memory.{name}").__file__).read_text()
+        assert "memory import longterm\n" not in source and "memory.longterm import" not in source
+
+
+def test_the_embedder_check_is_looked_up_in_the_configuration(tmp_path, monkeypatch):
+    """Patching ``longterm_config.local_embedder_installed`` (where ``build_mem0_config`` looks
+    it up) switches the embedded default on and off; the shared fixture relies on it."""
+    monkeypatch.setattr(longterm_config, "local_embedder_path", lambda: "/models/minilm")
+    with override_settings(EVENNIA_AI_MEM0_CONFIG=None):
+        monkeypatch.setattr(longterm_config, "local_embedder_installed", lambda: False)
+        assert longterm.build_mem0_config(str(tmp_path)) is None
+        monkeypatch.setattr(longterm_config, "local_embedder_installed", lambda: True)
+        assert longterm.build_mem0_config(str(tmp_path))["embedder"]["provider"] == "huggingface"
+
+
+def test_shared_keyword_fixture_never_loads_mem0(tmp_path, monkeypatch):
+    """The shared set-up (``support.memory.keyword_only_memory``) gives keyword mode even where
+    the local embedder is installed, and gives the game's instance back afterwards."""
+    monkeypatch.setattr(longterm_config, "local_embedder_installed", lambda: True)  # as if so
+    before = longterm._MEMORY
+    with keyword_only_memory(str(tmp_path)) as memory:
+        assert longterm.get_memory() is memory and memory.directory == str(tmp_path)
+        assert result_of(longterm.store("#5", "The well water is bitter")).stored_in == (
+            "keyword",
+        )  # synchronous: the Deferred has fired
+        assert memory.mode == "keyword" and memory.reason == longterm.LOCAL_EMBEDDER_HINT
+        assert longterm_config.local_embedder_installed() is False
+    assert longterm._MEMORY is before and memory.state == longterm.UNINITIALISED
+
+
+def test_shared_keyword_fixture_as_a_pytest_fixture(keyword_ltm, tmp_path):
+    assert keyword_ltm is longterm.get_memory() and keyword_ltm.directory == str(tmp_path)
+    keyword_ltm.init_sync()
+    assert keyword_ltm.status()["mode"] == "keyword"

@@ -9,13 +9,12 @@ decision counted.
 """
 
 import sqlite3
-import tempfile
 from types import SimpleNamespace
-from unittest import mock
 
 import pytest
 from django.test import override_settings
-from support.commands import AICommandTestBase, sync_thread
+from support.commands import AICommandTestBase
+from support.memory import keyword_only_memory, use_keyword_memory
 
 import evennia_ai.tools.blocks  # noqa: F401  (registers the tools)
 import evennia_ai.tools.longterm  # noqa: F401
@@ -140,13 +139,9 @@ def test_recalled_memories_are_short_lived_and_never_in_the_database():
 
 # -- through the store (keyword mode) -----------------------------------------------------------
 @pytest.fixture
-def memory(tmp_path, monkeypatch):
-    monkeypatch.setattr(longterm, "defer_to_thread", sync_thread)
-    monkeypatch.setattr(longterm, "local_embedder_installed", lambda: False)
-    monkeypatch.setattr(longterm, "_MEMORY", None)
-    with override_settings(EVENNIA_AI_DATA_DIR=str(tmp_path), EVENNIA_AI_MEM0_CONFIG=None):
-        yield longterm.get_memory()
-        longterm.close()
+def memory(tmp_path):
+    with keyword_only_memory(str(tmp_path)) as memory:
+        yield memory
 
 
 def store(text, **kwargs):
@@ -261,18 +256,7 @@ def test_an_older_index_file_gains_the_new_columns(tmp_path):
 class TestGateInGame(AICommandTestBase):
     def setUp(self):
         super().setUp()
-        self.tmp = tempfile.TemporaryDirectory()
-        self.addCleanup(self.tmp.cleanup)
-        patches = [
-            mock.patch.object(longterm, "defer_to_thread", sync_thread),
-            mock.patch.object(longterm, "_MEMORY", None),
-            mock.patch.object(longterm, "local_embedder_installed", lambda: False),
-            override_settings(EVENNIA_AI_DATA_DIR=self.tmp.name, EVENNIA_AI_MEM0_CONFIG=None),
-        ]
-        for patch in patches:
-            patch.start() if hasattr(patch, "start") else patch.enable()
-            self.addCleanup(patch.stop if hasattr(patch, "stop") else patch.disable)
-        self.addCleanup(longterm.close)
+        use_keyword_memory(self)
         self.npc.ai.set_persona(PERSONA)
         self.npc.ai.set_user_system_prompt(PROMPT)
         self.ctx = ToolContext(npc=self.npc, tick_id=1, event={"trust_source": "told_directly"})
