@@ -31,7 +31,6 @@ import hashlib
 import json
 import re
 import time
-
 from collections.abc import Iterable, Mapping
 
 from evennia_ai.llm.types import JSONObject, LLMResult, LLMUsage, ToolCall

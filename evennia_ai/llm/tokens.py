@@ -54,8 +54,8 @@ import json
 import logging
 import math
 import os
-from dataclasses import dataclass
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from functools import _CacheInfo, lru_cache
 from typing import Any, TypedDict
 
@@ -350,7 +350,9 @@ class TokenCounter:
         return self.count_text(_as_json_text(tools))
 
     def count_request(
-        self, messages: Iterable[Mapping[str, Any]] | None, tools: Iterable[Mapping[str, Any]] | None = None
+        self,
+        messages: Iterable[Mapping[str, Any]] | None,
+        tools: Iterable[Mapping[str, Any]] | None = None,
     ) -> int:
         """Tokens of a whole request as sent: messages plus tool schemas."""
         return self.count_messages(messages) + self.count_tools(tools)

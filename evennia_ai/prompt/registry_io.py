@@ -190,9 +190,7 @@ def check_placeholders(content: str, placeholders: object, what: str) -> list[st
     return declared
 
 
-def check_fields(
-    given: Iterable[str], allowed: Collection[str], what: str, hint: str = ""
-) -> None:
+def check_fields(given: Iterable[str], allowed: Collection[str], what: str, hint: str = "") -> None:
     unknown = [name for name in given if name not in allowed]
     if unknown:
         raise PromptRegistryError(
