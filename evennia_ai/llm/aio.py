@@ -23,16 +23,34 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from collections.abc import Callable, Coroutine
+from concurrent.futures import Future, ThreadPoolExecutor
+from types import TracebackType
+from typing import Any, ParamSpec, Protocol, TypeVar, cast
 
 from twisted.internet import defer, reactor
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 SETUP_THREADS = 8  # threads that prepare requests (litellm's synchronous part), not wait
 _LOOP: asyncio.AbstractEventLoop | None = None
 _THREAD: threading.Thread | None = None
 _LOCK = threading.Lock()
+
+
+class _Reactor(Protocol):
+    """What this module uses of Twisted's global reactor (a module to the type checker)."""
+
+    running: bool
+
+    def callFromThread(  # noqa: N802 - Twisted's name
+        self, callable: Callable[..., object], *args: object, **kwargs: object
+    ) -> None: ...
+
+
+def _reactor() -> _Reactor:
+    return cast(_Reactor, reactor)
 
 
 def get_loop() -> asyncio.AbstractEventLoop:
@@ -48,7 +66,7 @@ def get_loop() -> asyncio.AbstractEventLoop:
             )
             ready = threading.Event()
 
-            def run():
+            def run() -> None:
                 asyncio.set_event_loop(loop)
                 loop.call_soon(ready.set)
                 loop.run_forever()
@@ -65,30 +83,32 @@ def on_loop_thread() -> bool:
     return _THREAD is not None and threading.current_thread() is _THREAD
 
 
-def call_async(fn: Callable[..., Awaitable[Any]], *args, **kwargs) -> defer.Deferred:
+def call_async(
+    fn: Callable[P, Coroutine[Any, Any, T]], *args: P.args, **kwargs: P.kwargs
+) -> defer.Deferred[T]:
     """Run ``fn(*args, **kwargs)`` on the loop; a Deferred firing on the reactor thread.
 
     Outside a running reactor (unit tests, scripts) nothing would deliver the result, so the
     call is waited for and the Deferred returned has already fired (:func:`call_blocking`).
     """
-    if not reactor.running:
+    if not _reactor().running:
         return call_blocking(fn, *args, **kwargs)
-    d = defer.Deferred()
+    d: defer.Deferred[T] = defer.Deferred()
     future = asyncio.run_coroutine_threadsafe(fn(*args, **kwargs), get_loop())
 
-    def done(fut):
+    def done(fut: Future[T]) -> None:
         try:
             value = fut.result()
         except BaseException as err:  # noqa: BLE001 - handed to the Deferred as a Failure
-            reactor.callFromThread(d.errback, err)
+            _reactor().callFromThread(d.errback, err)
         else:
-            reactor.callFromThread(d.callback, value)
+            _reactor().callFromThread(d.callback, value)
 
     future.add_done_callback(done)
     return d
 
 
-def run_sync(fn: Callable[..., Awaitable[Any]], *args, **kwargs):
+def run_sync(fn: Callable[P, Coroutine[Any, Any, T]], *args: P.args, **kwargs: P.kwargs) -> T:
     """Run ``fn(*args, **kwargs)`` on the loop and wait for its result (not on the loop's own
     thread, where it would wait for itself; not on the reactor, which must never wait).
 
@@ -101,10 +121,16 @@ def run_sync(fn: Callable[..., Awaitable[Any]], *args, **kwargs):
     return future.result()
 
 
-def call_blocking(fn: Callable[..., Awaitable[Any]], *args, **kwargs) -> defer.Deferred:
+def call_blocking(
+    fn: Callable[P, Coroutine[Any, Any, T]], *args: P.args, **kwargs: P.kwargs
+) -> defer.Deferred[T]:
     """:func:`call_async` for tests and scripts without a running reactor: waits for the
     coroutine and returns a Deferred that has already fired."""
-    return defer.maybeDeferred(run_sync, fn, *args, **kwargs)
+    try:
+        value = run_sync(fn, *args, **kwargs)
+    except BaseException:  # noqa: BLE001 - handed to the Deferred as a Failure
+        return defer.fail()
+    return defer.succeed(value)
 
 
 class EndpointLimits:
@@ -116,7 +142,7 @@ class EndpointLimits:
     else ``EVENNIA_AI_MAX_CONCURRENT_CALLS``). Used only on the loop's thread.
     """
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._semaphores: dict[str, asyncio.Semaphore] = {}
         self.limits: dict[str, int] = {}
         self.in_flight: dict[str, int] = {}
@@ -150,7 +176,7 @@ class _Slot:
     def __init__(self, limits: EndpointLimits, endpoint: str, semaphore: asyncio.Semaphore):
         self.limits, self.endpoint, self.semaphore = limits, endpoint, semaphore
 
-    async def __aenter__(self):
+    async def __aenter__(self) -> _Slot:
         counts = self.limits
         counts.waiting[self.endpoint] = counts.waiting.get(self.endpoint, 0) + 1
         try:
@@ -160,7 +186,12 @@ class _Slot:
         counts.in_flight[self.endpoint] = counts.in_flight.get(self.endpoint, 0) + 1
         return self
 
-    async def __aexit__(self, *exc):
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> bool:
         self.limits.in_flight[self.endpoint] -= 1
         self.semaphore.release()
         return False

@@ -54,9 +54,13 @@ import random
 import re
 import threading
 import time
+from collections.abc import Callable, Sequence
 from datetime import timezone
 from email.utils import parsedate_to_datetime
+from types import ModuleType
 from typing import Any
+
+from twisted.internet.defer import Deferred
 
 from evennia_ai import conf
 from evennia_ai.llm import aio, router
@@ -71,7 +75,7 @@ from evennia_ai.llm.request_gate import check_contract, check_window
 from evennia_ai.llm.served_windows import OLLAMA_PREFIXES
 from evennia_ai.llm.threads import run_in_thread
 from evennia_ai.llm.tokens import model_info
-from evennia_ai.llm.types import RETRYABLE_KINDS, LLMResult, LLMUsage, ToolCall
+from evennia_ai.llm.types import RETRYABLE_KINDS, JSONObject, LLMResult, LLMUsage, ToolCall
 from evennia_ai.utils import LOG_PREFIX, utcnow
 
 logger = logging.getLogger(__name__)
@@ -82,11 +86,14 @@ call_async = aio.call_async
 #: Blocking work of the plugin's own (history compaction) that runs in its thread pool.
 defer_to_thread = run_in_thread
 
-_litellm = None
+#: Models to try after the main one: names, or one comma-separated string (as the setting).
+Fallbacks = Sequence[str] | str | None
+
+_litellm: ModuleType | None = None
 _litellm_lock = threading.Lock()
 
 
-def get_litellm():
+def get_litellm() -> ModuleType:
     """Import litellm once, without letting it fetch its cost map from the internet."""
     global _litellm
     if _litellm is None:
@@ -137,7 +144,7 @@ LITELLM_EXCEPTIONS = (
 LITELLM_ROUTES = ("openai", "hosted_vllm", "ollama")
 
 
-def litellm_contract_problems(litellm=None) -> list[str]:
+def litellm_contract_problems(litellm: ModuleType | None = None) -> list[str]:
     """What the installed litellm lacks of what the plugin relies on (empty when nothing).
 
     Args:
@@ -303,7 +310,7 @@ _REQUEST_ERRORS = frozenset(
 )
 
 
-def _class_names(err: BaseException) -> set[str]:
+def _class_names(err: BaseException | None) -> set[str]:
     """Class names of ``err`` and of the exceptions it was raised from (a few levels)."""
     names: set[str] = set()
     seen = 0
@@ -355,7 +362,7 @@ def classify_exception(err: Exception) -> ProviderError:
 
 
 # -- model capabilities ------------------------------------------------------------------------
-def model_settings(model: str) -> dict:
+def model_settings(model: str) -> JSONObject:
     """``EVENNIA_AI_MODEL_SETTINGS[model]`` (an empty dict when unset)."""
     settings = conf.get("EVENNIA_AI_MODEL_SETTINGS") or {}
     value = settings.get(model) if isinstance(settings, dict) else None
@@ -380,7 +387,7 @@ def uses_native_tools(model: str) -> bool:
 
 
 # -- reading an answer -------------------------------------------------------------------------
-def _native_calls(message) -> list[ToolCall]:
+def _native_calls(message: object) -> list[ToolCall]:
     calls: list[ToolCall] = []
     for index, call in enumerate(getattr(message, "tool_calls", None) or []):
         function = getattr(call, "function", None)
@@ -398,7 +405,7 @@ def _native_calls(message) -> list[ToolCall]:
     return calls
 
 
-def _read_response(response, native: bool, tool_names: list[str]) -> LLMResult:
+def _read_response(response: object, native: bool, tool_names: list[str]) -> LLMResult:
     """An LLMResult from a litellm response; ProviderError for empty or unreadable ones."""
     choices = getattr(response, "choices", None)
     if not choices:
@@ -427,7 +434,7 @@ def _read_response(response, native: bool, tool_names: list[str]) -> LLMResult:
     )
 
 
-def _tool_names(tools: list[dict] | None) -> list[str]:
+def _tool_names(tools: list[JSONObject] | None) -> list[str]:
     names = []
     for tool in tools or []:
         fn = tool.get("function", tool) if isinstance(tool, dict) else None
@@ -436,7 +443,7 @@ def _tool_names(tools: list[dict] | None) -> list[str]:
     return names
 
 
-def _check_request(messages, tools) -> str | None:
+def _check_request(messages: object, tools: object) -> str | None:
     """Why a request cannot be sent, or None. Catches caller bugs before any network."""
     if not isinstance(messages, list) or not messages:
         return "messages must be a non-empty list of chat messages"
@@ -475,15 +482,15 @@ class UnifiedLLMClient:
 
     def __init__(
         self,
-        model=None,
-        api_base=None,
-        api_key=None,
-        timeout=None,
-        fallbacks=None,
-        max_retries=None,
-        base_delay=None,
-        max_delay=None,
-    ):
+        model: str | None = None,
+        api_base: str | None = None,
+        api_key: str | None = None,
+        timeout: float | None = None,
+        fallbacks: Fallbacks = None,
+        max_retries: int | None = None,
+        base_delay: float | None = None,
+        max_delay: float | None = None,
+    ) -> None:
         self.model = model
         self.api_base = api_base
         self.api_key = api_key
@@ -493,23 +500,23 @@ class UnifiedLLMClient:
         self.base_delay = base_delay
         self.max_delay = max_delay
         self.offline = OfflineModel()
-        self.sleep = asyncio.sleep
+        self.sleep: Callable[[float], object] = asyncio.sleep
         self.in_flight = 0
         self.limits = aio.EndpointLimits()
-        self._limits_loop = None
+        self._limits_loop: asyncio.AbstractEventLoop | None = None
         self._lock = threading.Lock()
 
     # -- configuration -------------------------------------------------------------------------
     @staticmethod
-    def _pick(*values):
-        """The first value that is not None."""
+    def _pick(*values: Any) -> Any:
+        """The first value that is not None (settings are read untyped, hence Any)."""
         return next((v for v in values if v is not None), None)
 
     def resolve_model(self, model: str | None = None) -> str:
         """The model a call would use: per call, this client's, the setting, else offline."""
         return resolve_model(model or self.model)
 
-    def fallback_models(self, primary: str, fallbacks=None) -> list[str]:
+    def fallback_models(self, primary: str, fallbacks: Fallbacks = None) -> list[str]:
         """Models to try after ``primary``, in order, without repeats."""
         chain = self._pick(fallbacks, self.fallbacks, conf.get("EVENNIA_AI_FALLBACK_MODELS")) or []
         if isinstance(chain, str):
@@ -529,35 +536,37 @@ class UnifiedLLMClient:
         """
         base = float(self._pick(self.base_delay, conf.get("EVENNIA_AI_RETRY_BASE_DELAY")))
         cap = float(self._pick(self.max_delay, conf.get("EVENNIA_AI_RETRY_MAX_DELAY")))
-        delay = min(cap, base * (2 ** (attempt - 1)))
+        delay = min(cap, base * 2.0 ** (attempt - 1))
         delay *= 0.5 + random.random() / 2
         if retry_after is not None:
             delay = max(delay, retry_after)
         return max(0.0, min(cap, delay))
 
     # -- calls ---------------------------------------------------------------------------------
-    def complete(self, messages: list[dict], tools: list[dict] | None = None, **options):
+    def complete(
+        self, messages: list[JSONObject], tools: list[JSONObject] | None = None, **options: Any
+    ) -> Deferred[LLMResult]:
         """:meth:`acomplete` on the model-call loop (same arguments). Returns a Deferred firing
         with an LLMResult on the reactor thread."""
         return call_async(self.acomplete, messages, tools, **options)
 
     async def acomplete(
         self,
-        messages: list[dict],
-        tools: list[dict] | None = None,
+        messages: list[JSONObject],
+        tools: list[JSONObject] | None = None,
         *,
-        model=None,
-        api_base=None,
-        api_key=None,
-        timeout=None,
-        temperature=None,
-        max_tokens=None,
-        tick_rate=None,
-        fallbacks=None,
-        response_format=None,
-        kind=None,
-        prompt_tokens=None,
-        caller="",
+        model: str | None = None,
+        api_base: str | None = None,
+        api_key: str | None = None,
+        timeout: float | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        tick_rate: float | None = None,
+        fallbacks: Fallbacks = None,
+        response_format: JSONObject | None = None,
+        kind: str | None = None,
+        prompt_tokens: int | None = None,
+        caller: str = "",
     ) -> LLMResult:
         """Call the model, with retries and fallbacks; never raises (but see ``kind``).
 
@@ -619,14 +628,21 @@ class UnifiedLLMClient:
                 self.in_flight -= 1
 
     def complete_sync(
-        self, messages: list[dict], tools: list[dict] | None = None, **options
+        self, messages: list[JSONObject], tools: list[JSONObject] | None = None, **options: Any
     ) -> LLMResult:
         """:meth:`acomplete` (same arguments), waited for: the blocking call, for threads
         (mem0's, scripts, benchmarks). Never on the reactor thread (it would stall the game)
         nor on the model-call loop's own thread."""
         return aio.run_sync(self.acomplete, messages, tools, **options)
 
-    async def _timed(self, messages, tools, *, model, **options) -> LLMResult:
+    async def _timed(
+        self,
+        messages: list[JSONObject],
+        tools: list[JSONObject] | None,
+        *,
+        model: str | None,
+        **options: Any,
+    ) -> LLMResult:
         """:meth:`_complete` with its latency measured and any bug of ours turned into a result."""
         try:
             if self.resolve_model(model) != conf.OFFLINE_MODEL and _litellm is None:
@@ -649,7 +665,15 @@ class UnifiedLLMClient:
         return result
 
     async def _complete(
-        self, messages, tools, *, model, fallbacks, caller, prompt_tokens=None, **options
+        self,
+        messages: list[JSONObject],
+        tools: list[JSONObject] | None,
+        *,
+        model: str | None,
+        fallbacks: Fallbacks,
+        caller: str,
+        prompt_tokens: int | None = None,
+        **options: Any,
     ) -> LLMResult:
         """The main model, then each fallback that the request fits, until one answers.
 
@@ -703,7 +727,13 @@ class UnifiedLLMClient:
         return result
 
     async def _call_model(
-        self, model: str, messages, tools, *, caller: str, **options
+        self,
+        model: str,
+        messages: list[JSONObject],
+        tools: list[JSONObject] | None,
+        *,
+        caller: str,
+        **options: Any,
     ) -> LLMResult:
         """One model with its retries (each logged as ``caller``, with the reason)."""
         if model == conf.OFFLINE_MODEL:
@@ -755,18 +785,18 @@ class UnifiedLLMClient:
 
     async def _request(
         self,
-        model,
-        messages,
-        tools,
-        native,
+        model: str,
+        messages: list[JSONObject],
+        tools: list[JSONObject] | None,
+        native: bool,
         *,
-        api_base=None,
-        api_key=None,
-        timeout=None,
-        temperature=None,
-        max_tokens=None,
-        tick_rate=None,
-        response_format=None,
+        api_base: str | None = None,
+        api_key: str | None = None,
+        timeout: float | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        tick_rate: float | None = None,
+        response_format: JSONObject | None = None,
     ) -> LLMResult:
         """One HTTP attempt (through the Router for its model names). Raises ProviderError for
         anything that went wrong."""
@@ -878,7 +908,7 @@ def _endpoint(model: str, api_base: str | None) -> str:
     return model.split("/", 1)[0] if "/" in model else "default"
 
 
-def _max_concurrent(per_model: dict) -> int:
+def _max_concurrent(per_model: JSONObject) -> int:
     """Calls in flight allowed to a model's endpoint (its own setting, else the server's)."""
     value = per_model.get("max_concurrent") or conf.get("EVENNIA_AI_MAX_CONCURRENT_CALLS")
     try:
@@ -893,7 +923,7 @@ def _max_concurrent(per_model: dict) -> int:
 _UNPRICED: dict[str, int] = {}
 
 
-def _price(litellm, response, model: str, result: LLMResult) -> float | None:
+def _price(litellm: ModuleType, response: object, model: str, result: LLMResult) -> float | None:
     """The call's cost in USD by the model name the operator gave, or None if litellm has no
     price for it (the request may have gone through a renamed route, see _compatible_route)."""
     prices = len(getattr(litellm, "model_cost", None) or ())
@@ -945,7 +975,7 @@ def get_client() -> UnifiedLLMClient:
 _INSTALLED_CALLBACKS: dict[str, Any] = {}
 
 
-def _load_callback(entry):
+def _load_callback(entry: object) -> object:
     """A callback object from a settings entry (a name, a dotted path, or an object)."""
     if not isinstance(entry, str) or "." not in entry:
         return entry  # an object, or a litellm integration name such as "langfuse"
@@ -954,7 +984,7 @@ def _load_callback(entry):
     return target() if isinstance(target, type) else target
 
 
-def configure_litellm_callbacks() -> list:
+def configure_litellm_callbacks() -> list[object]:
     """Install ``EVENNIA_AI_LITELLM_CALLBACKS`` into litellm. Idempotent.
 
     Entries are litellm integration names (``"langfuse"``, ``"otel"``, ...), which join
@@ -971,8 +1001,8 @@ def configure_litellm_callbacks() -> list:
         entries = [part.strip() for part in entries.split(",") if part.strip()]
     if not entries:
         return []
-    litellm = get_litellm()
-    added = []
+    litellm: Any = get_litellm()  # a module whose callback lists are assigned below
+    added: list[object] = []
     for entry in entries:
         if isinstance(entry, str) and "." not in entry:
             success = list(getattr(litellm, "success_callback", None) or [])

@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, Literal
 
 from evennia_ai.utils import fence
 
@@ -223,7 +224,16 @@ NEW_MESSAGES = TaskInput(
 )
 
 
-def _contract(kind, purpose, instruction, inputs, reply, tools, made_by, marker=True):
+def _contract(
+    kind: str,
+    purpose: str,
+    instruction: str,
+    inputs: Iterable[TaskInput],
+    reply: str,
+    tools: str,
+    made_by: str,
+    marker: str | None | Literal[True] = True,
+) -> CallContract:
     return CallContract(
         kind=kind,
         purpose=purpose,
@@ -391,14 +401,15 @@ def render_task(kind: str, instruction: str, inputs: Mapping[str, str] | None = 
     inputs = dict(inputs or {})
     parts = [f"{task_marker(kind)}\n{instruction.strip()}"]
     for item in contract.inputs:
-        if not item.in_task or item.heading in instruction:
+        # An input without a heading is a user message of its own, never part of the task.
+        if not item.in_task or item.heading is None or item.heading in instruction:
             continue
         text = str(inputs.get(item.name) or "").strip()
         parts.append(f"{item.heading}\n{fence(text, item.name) if text else NOTHING}")
     return "\n\n".join(parts)
 
 
-def request_text(messages: Iterable[Mapping]) -> str:
+def request_text(messages: Iterable[Mapping[str, Any]]) -> str:
     """Every text of a request, joined (contents and tool-call arguments)."""
     parts = []
     for message in messages or ():
@@ -410,7 +421,7 @@ def request_text(messages: Iterable[Mapping]) -> str:
     return "\n".join(parts)
 
 
-def _has_real_user_turn(messages) -> bool:
+def _has_real_user_turn(messages: Iterable[Mapping[str, Any]]) -> bool:
     return any(
         m.get("role") in ("user", "tool")
         and isinstance(m.get("content"), str)
@@ -419,7 +430,7 @@ def _has_real_user_turn(messages) -> bool:
     )
 
 
-def contract_problems(kind: str | None, messages: list[Mapping]) -> list[str]:
+def contract_problems(kind: str | None, messages: Sequence[Mapping[str, Any]]) -> list[str]:
     """What a request of ``kind`` lacks (empty when it carries its task; unknown kinds pass)."""
     contract = CALL_CONTRACTS.get(kind or "")
     if contract is None or not isinstance(messages, list):

@@ -34,7 +34,7 @@ import json
 import re
 from collections.abc import Iterable, Iterator
 
-from evennia_ai.llm.types import ToolCall
+from evennia_ai.llm.types import JSONObject, ToolCall
 
 # Keys that may hold a call's arguments, most common first.
 _ARGUMENT_KEYS = ("arguments", "parameters", "args", "input", "action_input")
@@ -45,7 +45,7 @@ _MAX_FAILED_DECODES = 500
 _MAX_NESTING = 3
 
 
-def _schema_type(spec: dict) -> str:
+def _schema_type(spec: object) -> str:
     if not isinstance(spec, dict):
         return "any"
     if isinstance(spec.get("enum"), list) and spec["enum"]:
@@ -59,7 +59,7 @@ def _schema_type(spec: dict) -> str:
     return f"{kind} {'-'.join(bounds)}" if len(bounds) == 2 else str(kind)
 
 
-def render_tool_schemas(tools: Iterable[dict] | None) -> str:
+def render_tool_schemas(tools: Iterable[object] | None) -> str:
     """Render OpenAI-format tool schemas as a compact, readable list for a prompt.
 
     Args:
@@ -80,12 +80,15 @@ def render_tool_schemas(tools: Iterable[dict] | None) -> str:
     for tool in tools or []:
         if not isinstance(tool, dict):
             continue
-        fn = tool.get("function") if isinstance(tool.get("function"), dict) else tool
+        function = tool.get("function")
+        fn = function if isinstance(function, dict) else tool
         name = fn.get("name")
         if not isinstance(name, str) or not name:
             continue
-        params = fn.get("parameters") if isinstance(fn.get("parameters"), dict) else {}
-        props = params.get("properties") if isinstance(params.get("properties"), dict) else {}
+        params = fn.get("parameters")
+        params = params if isinstance(params, dict) else {}
+        props = params.get("properties")
+        props = props if isinstance(props, dict) else {}
         required = set(params.get("required") or [])
         args = ", ".join(
             f"{arg}{'' if arg in required else '?'}: {_schema_type(spec)}"
@@ -119,7 +122,7 @@ def _json_values(text: str) -> Iterator[tuple[int, int, object]]:
         position = end
 
 
-def decode_arguments(value) -> tuple[dict, str, str | None]:
+def decode_arguments(value: object) -> tuple[JSONObject, str, str | None]:
     """``(arguments, raw_arguments, error)`` for an arguments value as the model wrote it.
 
     Native tool calls and the JSON protocol read arguments alike: a JSON object string or a
@@ -142,7 +145,7 @@ def decode_arguments(value) -> tuple[dict, str, str | None]:
     return value, raw, None
 
 
-def _as_call(entry: dict, known: frozenset[str]) -> tuple[str, object] | None:
+def _as_call(entry: JSONObject, known: frozenset[str]) -> tuple[str, object] | None:
     """``(name, arguments value)`` when ``entry`` is shaped like a tool call, else None."""
     function = entry.get("function")
     if isinstance(function, dict) and isinstance(function.get("name"), str):
@@ -164,7 +167,7 @@ def _as_call(entry: dict, known: frozenset[str]) -> tuple[str, object] | None:
     return None
 
 
-def _calls_in(value, known: frozenset[str], depth: int = 0) -> list[tuple[str, object]]:
+def _calls_in(value: object, known: frozenset[str], depth: int = 0) -> list[tuple[str, object]]:
     """Tool-call shaped entries in a decoded JSON value (searching a little way down)."""
     if depth > _MAX_NESTING:
         return []
@@ -267,7 +270,9 @@ Available tools:
 Keep replies short and in character. Never claim to have done something you did not do with a tool."""
 
 
-def to_text_protocol(messages: list[dict], tools: list[dict] | None, tick_rate) -> list[dict]:
+def to_text_protocol(
+    messages: list[JSONObject], tools: list[JSONObject] | None, tick_rate: object
+) -> list[JSONObject]:
     """Rewrite a request for the JSON tool protocol.
 
     :data:`JSON_TOOLS_PROMPT` (the built-in ``default_fallback`` template), rendered with the
@@ -279,7 +284,7 @@ def to_text_protocol(messages: list[dict], tools: list[dict] | None, tick_rate) 
         "{tool_schemas}", render_tool_schemas(tools)
     )
     native_prompt = NATIVE_TOOLS_PROMPT.replace("{tick_rate}", str(tick_rate))
-    out: list[dict] = []
+    out: list[JSONObject] = []
     for message in messages:
         role = message.get("role")
         content = message.get("content")

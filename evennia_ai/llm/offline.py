@@ -31,8 +31,9 @@ import hashlib
 import json
 import re
 import time
+from collections.abc import Iterable, Mapping
 
-from evennia_ai.llm.types import LLMResult, LLMUsage, ToolCall
+from evennia_ai.llm.types import JSONObject, LLMResult, LLMUsage, ToolCall
 
 OFFLINE_MODEL_NAME = "evennia_ai/offline"  # same value as evennia_ai.conf.OFFLINE_MODEL
 SPEECH_TOOLS = ("say", "reply", "respond", "speak")
@@ -110,13 +111,14 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
 
 
-def _tool_params(tools) -> dict[str, dict]:
+def _tool_params(tools: Iterable[object] | None) -> dict[str, JSONObject]:
     """Offered tool names mapped to their parameter schemas, in the order offered."""
-    offered: dict[str, dict] = {}
+    offered: dict[str, JSONObject] = {}
     for tool in tools or []:
         if not isinstance(tool, dict):
             continue
-        fn = tool.get("function") if isinstance(tool.get("function"), dict) else tool
+        function = tool.get("function")
+        fn = function if isinstance(function, dict) else tool
         name = fn.get("name")
         if isinstance(name, str) and name:
             params = fn.get("parameters")
@@ -124,7 +126,7 @@ def _tool_params(tools) -> dict[str, dict]:
     return offered
 
 
-def _placeholder(spec: dict, text: str):
+def _placeholder(spec: JSONObject, text: str) -> object:
     """A valid value for one parameter: the text for strings, a neutral value otherwise."""
     if isinstance(spec.get("enum"), list) and spec["enum"]:
         return spec["enum"][0]
@@ -144,7 +146,9 @@ def _placeholder(spec: dict, text: str):
     return text
 
 
-def build_arguments(params: dict, text: str, preferred: dict | None = None) -> dict:
+def build_arguments(
+    params: JSONObject, text: str, preferred: Mapping[str, object] | None = None
+) -> JSONObject:
     """Arguments for a tool from its JSON schema.
 
     Args:
@@ -158,7 +162,8 @@ def build_arguments(params: dict, text: str, preferred: dict | None = None) -> d
         parameter still missing: ``text`` for strings; with no required parameter and nothing
         preferred, a non-empty ``text`` goes in the first string parameter.
     """
-    props = params.get("properties") if isinstance(params.get("properties"), dict) else {}
+    props = params.get("properties")
+    props = props if isinstance(props, dict) else {}
     preferred = dict(preferred or {})
     if not props:
         return preferred or {"message": text}
@@ -182,21 +187,21 @@ def build_arguments(params: dict, text: str, preferred: dict | None = None) -> d
     return arguments
 
 
-def _call(name: str, arguments: dict) -> ToolCall:
+def _call(name: str, arguments: JSONObject) -> ToolCall:
     raw = json.dumps(arguments, sort_keys=True)
     return ToolCall(
         id="call_" + _digest(name + raw)[:12], name=name, arguments=arguments, raw_arguments=raw
     )
 
 
-def _speech_tool(offered: dict) -> str | None:
+def _speech_tool(offered: Mapping[str, JSONObject]) -> str | None:
     for name in SPEECH_TOOLS:
         if name in offered:
             return name
     return next((n for n in offered if any(word in n.lower() for word in SPEECH_TOOLS)), None)
 
 
-def _content(message: dict) -> str:
+def _content(message: JSONObject) -> str:
     content = message.get("content")
     if isinstance(content, str):
         return content
@@ -205,14 +210,14 @@ def _content(message: dict) -> str:
     return ""
 
 
-def _is_user_input(message: dict) -> bool:
+def _is_user_input(message: JSONObject) -> bool:
     """A user message that is not a tool result relayed as text (the JSON protocol's form)."""
     if message.get("role") != "user":
         return False
     return not _content(message).lstrip().startswith("[Tool result")
 
 
-def _current_turn(messages: list) -> tuple[str, list[str], bool]:
+def _current_turn(messages: list[JSONObject]) -> tuple[str, list[str], bool]:
     """The newest user input and what was done about it since.
 
     Returns:
@@ -243,7 +248,9 @@ class OfflineModel:
 
     name = OFFLINE_MODEL_NAME
 
-    def respond(self, messages: list[dict], tools: list[dict] | None = None) -> LLMResult:
+    def respond(
+        self, messages: list[JSONObject], tools: list[JSONObject] | None = None
+    ) -> LLMResult:
         """Answer a chat request without any network.
 
         Args:
@@ -356,7 +363,7 @@ def _fact(who: str, words: str) -> str | None:
     return None
 
 
-def _goal_step(text: str, params: dict) -> ToolCall | None:
+def _goal_step(text: str, params: JSONObject) -> ToolCall | None:
     goal = _ACTIVE_GOAL.search(text)
     if goal is None:
         return None

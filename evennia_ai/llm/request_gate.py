@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from evennia_ai import conf
 from evennia_ai.llm import contracts, tokens
+from evennia_ai.llm.types import JSONObject
 
 _log = logging.getLogger("evennia_ai")
 
@@ -51,7 +52,7 @@ class WindowCheck:
         return tokens.overflow_message(self.prompt_tokens, self.limit, self.model)
 
 
-def request_tokens(model: str, messages: list[dict], tools: list[dict] | None) -> int:
+def request_tokens(model: str, messages: list[JSONObject], tools: list[JSONObject] | None) -> int:
     """Tokens of ``messages`` plus ``tools`` as ``model`` would be sent them."""
     counter = tokens.TokenCounter(model)
     return counter.count_messages(messages) + (counter.count_tools(tools) if tools else 0)
@@ -59,8 +60,8 @@ def request_tokens(model: str, messages: list[dict], tools: list[dict] | None) -
 
 def check_window(
     model: str,
-    messages: list[dict],
-    tools: list[dict] | None,
+    messages: list[JSONObject],
+    tools: list[JSONObject] | None,
     *,
     max_tokens: int | None = None,
     prompt_tokens: int | None = None,
@@ -78,7 +79,7 @@ def check_window(
     )
 
 
-def check_contract(kind: str | None, messages: list[dict]) -> list[str]:
+def check_contract(kind: str | None, messages: list[JSONObject]) -> list[str]:
     """Check a request against its kind's contract; count, log and (strict) raise a violation."""
     problems = contracts.contract_problems(kind, messages)
     if problems:

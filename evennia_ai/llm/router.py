@@ -41,9 +41,12 @@ from __future__ import annotations
 import inspect
 import json
 import threading
+from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
 from evennia_ai import conf
+from evennia_ai.llm.types import JSONObject
 
 _LOCK = threading.Lock()
 _BUILT: dict[str, Any] = {"key": None, "router": None, "error": "", "groups": {}}
@@ -53,14 +56,16 @@ class RouterConfigError(ValueError):
     """``EVENNIA_AI_ROUTER`` cannot make a Router; the message says what is wrong."""
 
 
-def _fingerprint(config) -> str:
+def _fingerprint(config: object) -> str:
     try:
         return json.dumps(config, sort_keys=True, default=repr)
     except (TypeError, ValueError):
         return repr(config)
 
 
-def check_config(config: Any, router_class) -> tuple[list[dict], dict]:
+def check_config(
+    config: object, router_class: Callable[..., object]
+) -> tuple[list[JSONObject], JSONObject]:
     """The deployments and the Router's options of ``config``, checked.
 
     Raises:
@@ -84,7 +89,7 @@ def check_config(config: Any, router_class) -> tuple[list[dict], dict]:
                 "'litellm_params' with a 'model'."
             )
     options = {key: value for key, value in config.items() if key != "model_list"}
-    accepted = set(inspect.signature(router_class.__init__).parameters) - {"self"}
+    accepted = set(inspect.signature(router_class).parameters) - {"self"}
     unknown = sorted(set(options) - accepted)
     if unknown:
         raise RouterConfigError(
@@ -93,7 +98,7 @@ def check_config(config: Any, router_class) -> tuple[list[dict], dict]:
     return deployments, options
 
 
-def _routed_params(params: dict, compatible_route) -> dict:
+def _routed_params(params: JSONObject, compatible_route: Callable[[str], str]) -> JSONObject:
     """A deployment's ``litellm_params`` as the client sends its own calls."""
     params = dict(params)
     if params.get("api_base"):
@@ -102,12 +107,15 @@ def _routed_params(params: dict, compatible_route) -> dict:
     return params
 
 
-def get_router(litellm, compatible_route):
+def get_router(litellm: ModuleType, compatible_route: Callable[[str], str]) -> Any:
     """The Router of ``EVENNIA_AI_ROUTER`` (None when unset); built once per setting value.
 
     Args:
         litellm: The imported litellm module.
         compatible_route: The client's ``openai/`` -> ``hosted_vllm/`` mapping.
+
+    Returns:
+        litellm's ``Router`` (litellm is imported lazily, so its type is not named here).
 
     Raises:
         RouterConfigError: the setting cannot make a Router (logged once by the caller).
@@ -127,7 +135,7 @@ def get_router(litellm, compatible_route):
                         }
                         for d in deployments
                     ]
-                    groups: dict[str, list[dict]] = {}
+                    groups: dict[str, list[JSONObject]] = {}
                     for deployment in model_list:
                         groups.setdefault(deployment["model_name"], []).append(deployment)
                     _BUILT["router"] = litellm.Router(model_list=model_list, **options)

@@ -28,7 +28,8 @@ import json
 import logging
 import urllib.error
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from evennia_ai import conf
 from evennia_ai.llm import tokens
@@ -40,13 +41,13 @@ OLLAMA_PREFIXES = ("ollama/", "ollama_chat/")
 WINDOW_KEYS = ("max_model_len", "context_length", "context_window", "max_context_length")
 
 
-def _model_options(model: str) -> Mapping:
+def _model_options(model: str) -> Mapping[str, Any]:
     per_model = conf.get("EVENNIA_AI_MODEL_SETTINGS") or {}
     options = per_model.get(model) if isinstance(per_model, Mapping) else None
     return options if isinstance(options, Mapping) else {}
 
 
-def _get_json(url: str, api_key: str | None = None, timeout: float = TIMEOUT):
+def _get_json(url: str, api_key: str | None = None, timeout: float = TIMEOUT) -> object:
     headers = {"Accept": "application/json"}
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
@@ -55,12 +56,19 @@ def _get_json(url: str, api_key: str | None = None, timeout: float = TIMEOUT):
         return json.loads(response.read().decode("utf8", "replace") or "null")
 
 
-def _window(entry: Mapping) -> int | None:
+def _window(entry: Mapping[str, Any]) -> int | None:
     for key in WINDOW_KEYS:
         value = entry.get(key)
         if isinstance(value, int) and not isinstance(value, bool) and value > 0:
             return value
     return None
+
+
+def _listed(data: object, key: str) -> list[object]:
+    """The list under ``key`` of a server's JSON answer; empty when the answer has none (an
+    answer that is not an object, such as a bare list or string, included)."""
+    listed = data.get(key) if isinstance(data, Mapping) else None
+    return listed if isinstance(listed, list) else []
 
 
 def _bare(model: str) -> str:
@@ -76,7 +84,7 @@ def ollama_window(model: str, api_base: str | None, timeout: float = TIMEOUT) ->
     base = (api_base or "http://localhost:11434").rstrip("/")
     data = _get_json(f"{base}/api/ps", timeout=timeout)
     name = _bare(model)
-    for entry in (data or {}).get("models") or []:
+    for entry in _listed(data, "models"):
         if isinstance(entry, Mapping) and name in (entry.get("name"), entry.get("model")):
             return _window(entry)
     return None
@@ -88,7 +96,7 @@ def openai_server_window(
     """The window an OpenAI-compatible server lists for ``model`` at ``<api_base>/models``."""
     data = _get_json(f"{api_base.rstrip('/')}/models", api_key, timeout)
     wanted = {model, _bare(model), model.rsplit("/", 1)[-1]}
-    for entry in (data or {}).get("data") or []:
+    for entry in _listed(data, "data"):
         if isinstance(entry, Mapping) and entry.get("id") in wanted:
             return _window(entry)
     return None
@@ -117,7 +125,7 @@ def probe_window(
     return None
 
 
-def learn_windows(models) -> dict:
+def learn_windows(models: Iterable[str | None]) -> dict[str, int]:
     """Ask the server of each of ``models`` whose window is not set or known to litellm.
 
     Each model's server is its ``EVENNIA_AI_MODEL_SETTINGS[model]["api_base"]``, else
@@ -125,7 +133,7 @@ def learn_windows(models) -> dict:
     (recorded with :func:`~evennia_ai.llm.tokens.set_served_window`) and logs the models whose
     window is still a guess.
     """
-    learnt = {}
+    learnt: dict[str, int] = {}
     for model in dict.fromkeys(m for m in models if m and m != conf.OFFLINE_MODEL):
         if tokens.window_source(model) not in ("guess", "server"):
             continue

@@ -13,26 +13,34 @@ A pool of its own, of daemon threads, sized by ``EVENNIA_AI_THREAD_POOL_SIZE`` (
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
+from typing import Any, ParamSpec, TypeVar, cast
 
 from twisted.internet import reactor, threads
+from twisted.internet.defer import Deferred
+from twisted.internet.interfaces import IReactorFromThreads
 from twisted.python.threadpool import ThreadPool
 
 from evennia_ai import conf
 
 _POOL: ThreadPool | None = None
 _LOCK = threading.Lock()
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
-def _daemon_thread(*args, **kwargs) -> threading.Thread:
-    thread = threading.Thread(*args, **kwargs)
-    thread.daemon = True
-    return thread
+class _DaemonThread(threading.Thread):
+    """A thread that does not keep the process alive at exit."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.daemon = True
 
 
 class DaemonThreadPool(ThreadPool):
     """A Twisted ThreadPool whose workers are daemon threads."""
 
-    threadFactory = staticmethod(_daemon_thread)
+    threadFactory = _DaemonThread
 
 
 def get_pool() -> ThreadPool:
@@ -46,10 +54,12 @@ def get_pool() -> ThreadPool:
         return _POOL
 
 
-def run_in_thread(fn, *args, **kwargs):
+def run_in_thread(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> Deferred[T]:
     """Run ``fn`` in the pool; returns a Deferred firing (on the reactor) with its result."""
 
-    return threads.deferToThreadPool(reactor, get_pool(), fn, *args, **kwargs)
+    return threads.deferToThreadPool(
+        cast(IReactorFromThreads, reactor), get_pool(), fn, *args, **kwargs
+    )
 
 
 def in_flight() -> int:

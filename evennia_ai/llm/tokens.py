@@ -54,9 +54,10 @@ import json
 import logging
 import math
 import os
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Any, Iterable, Mapping
+from functools import _CacheInfo, lru_cache
+from typing import Any, TypedDict
 
 import tiktoken
 from tiktoken.model import encoding_name_for_model
@@ -192,7 +193,7 @@ def resolve_tokenizer(model: str | None) -> tuple[str | None, bool]:
 
 
 @lru_cache(maxsize=8)
-def _load_encoding(name: str):
+def _load_encoding(name: str) -> tiktoken.Encoding | None:
     """The tiktoken Encoding ``name``, or None (logged once) if it cannot be loaded."""
     if not encoding_available(name):
         return None
@@ -220,7 +221,7 @@ def _encode_count(encoding_name: str, text: str) -> int:
     return len(encoding.encode(text, disallowed_special=()))
 
 
-def count_cache_info():
+def count_cache_info() -> _CacheInfo:
     """Hit/miss statistics of the memoised counter (a ``functools`` ``CacheInfo``)."""
     return _count_cached.cache_info()
 
@@ -287,7 +288,7 @@ class TokenCounter:
             return _encode_count(encoding, text)
         return _count_cached(encoding, text)
 
-    def count_message(self, message: Mapping | Any) -> int:
+    def count_message(self, message: Mapping[str, Any] | Any) -> int:
         """Tokens of one chat message, without the per-request reply priming."""
         message = _as_mapping(message)
         tokens = MESSAGE_OVERHEAD
@@ -330,7 +331,7 @@ class TokenCounter:
             return total
         return self.count_text(_as_json_text(content))
 
-    def count_messages(self, messages: Iterable[Mapping] | None) -> int:
+    def count_messages(self, messages: Iterable[Mapping[str, Any]] | None) -> int:
         """Tokens of a request's chat messages, with the chat format's overhead.
 
         An empty list counts 0 (nothing would be sent); otherwise :data:`REPLY_PRIMING` is
@@ -341,7 +342,7 @@ class TokenCounter:
             return 0
         return sum(self.count_message(m) for m in messages) + REPLY_PRIMING
 
-    def count_tools(self, tools: Iterable[Mapping] | None) -> int:
+    def count_tools(self, tools: Iterable[Mapping[str, Any]] | None) -> int:
         """Tokens of the tool schemas as sent: their compact JSON."""
         tools = list(tools or ())
         if not tools:
@@ -349,13 +350,15 @@ class TokenCounter:
         return self.count_text(_as_json_text(tools))
 
     def count_request(
-        self, messages: Iterable[Mapping] | None, tools: Iterable[Mapping] | None = None
+        self,
+        messages: Iterable[Mapping[str, Any]] | None,
+        tools: Iterable[Mapping[str, Any]] | None = None,
     ) -> int:
         """Tokens of a whole request as sent: messages plus tool schemas."""
         return self.count_messages(messages) + self.count_tools(tools)
 
 
-def _as_mapping(value: Any) -> Mapping:
+def _as_mapping(value: Any) -> Mapping[str, Any]:
     """Messages are dicts here; litellm's pydantic messages are accepted too."""
     if isinstance(value, Mapping):
         return value
@@ -391,31 +394,35 @@ def count_text(text: Any, model: str | None = None) -> int:
     return get_counter(model or "").count_text(text)
 
 
-def count_messages(messages: Iterable[Mapping] | None, model: str | None = None) -> int:
+def count_messages(messages: Iterable[Mapping[str, Any]] | None, model: str | None = None) -> int:
     """Tokens of chat ``messages`` for ``model`` (see :meth:`TokenCounter.count_messages`)."""
     return get_counter(model or "").count_messages(messages)
 
 
-def count_tools(tools: Iterable[Mapping] | None, model: str | None = None) -> int:
+def count_tools(tools: Iterable[Mapping[str, Any]] | None, model: str | None = None) -> int:
     """Tokens of tool schemas for ``model`` (see :meth:`TokenCounter.count_tools`)."""
     return get_counter(model or "").count_tools(tools)
 
 
 def count_request(
-    messages: Iterable[Mapping] | None,
-    tools: Iterable[Mapping] | None = None,
+    messages: Iterable[Mapping[str, Any]] | None,
+    tools: Iterable[Mapping[str, Any]] | None = None,
     model: str | None = None,
 ) -> int:
     """Tokens of a request as sent (see :meth:`TokenCounter.count_request`)."""
     return get_counter(model or "").count_request(messages, tools)
 
 
-def request_counter(model: str | None):
+def request_counter(
+    model: str | None,
+) -> Callable[[Iterable[Mapping[str, Any]] | None, Iterable[Mapping[str, Any]] | None], int]:
     """``count(messages, schemas)``: tokens of a request to ``model`` (None: the server
     default), tools included, as the ReAct loop counts each request it sends."""
     counter = TokenCounter(resolve_model(model))
 
-    def count(messages, schemas):
+    def count(
+        messages: Iterable[Mapping[str, Any]] | None, schemas: Iterable[Mapping[str, Any]] | None
+    ) -> int:
         return counter.count_messages(messages) + (counter.count_tools(schemas) if schemas else 0)
 
     return count
@@ -458,7 +465,7 @@ def _configured_window(model: str) -> int | None:
     return None
 
 
-def model_info(model: str | None) -> Mapping | None:
+def model_info(model: str | None) -> Mapping[str, Any] | None:
     """The entry of ``model`` in litellm's bundled model map, or None (the one lookup rule).
 
     litellm is imported here only, with ``LITELLM_LOCAL_MODEL_COST_MAP=True`` set first (unless
@@ -699,7 +706,15 @@ _ADVISORIES = {
 }
 
 
-def advisory(used: int, limit: int) -> dict:
+class Advisory(TypedDict):
+    """How full a context window is, as the ``get_system_status`` tool shows it."""
+
+    level: str
+    message: str
+    threshold: int
+
+
+def advisory(used: int, limit: int) -> Advisory:
     """The ``token_advisory`` the ``get_system_status`` tool shows: how full the window is.
 
     Returns:

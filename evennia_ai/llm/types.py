@@ -13,6 +13,10 @@ from typing import Any
 
 from evennia_ai import conf
 
+#: A JSON object as it crosses the model boundary: a chat message, a tool schema, a tool call's
+#: arguments, a provider's response as a plain dict. Its values are whatever JSON holds.
+JSONObject = dict[str, Any]
+
 #: Every value ``LLMResult.error_kind`` may take.
 ERROR_KINDS = (
     "timeout",
@@ -54,7 +58,7 @@ class ToolCall:
 
     id: str
     name: str
-    arguments: dict = field(default_factory=dict)
+    arguments: JSONObject = field(default_factory=dict)
     raw_arguments: str = ""
     error: str | None = None
 
@@ -116,7 +120,7 @@ class LLMResult:
     finish_reason: str | None = None
     fallback_used: bool = False
     native_tools: bool = True
-    raw: dict[str, Any] | None = None
+    raw: JSONObject | None = None
 
     @property
     def ok(self) -> bool:

@@ -28,10 +28,12 @@ them (it also registers the ``block_write`` confirmation executor).
 
 from __future__ import annotations
 
+from typing import Any
+
 from evennia_ai import conf
 from evennia_ai.memory import block_admin
 from evennia_ai.memory import blocks as pure
-from evennia_ai.prompt.builder import register_source
+from evennia_ai.prompt.builder import ContextBuilder, register_source
 from evennia_ai.prompt.sources import mentioned_text
 from evennia_ai.utils import fence, fence_section
 
@@ -42,17 +44,17 @@ HEADER = (
 )
 
 
-def render_blocks_for_npc(npc, mentioned_text: str = "", *, header: bool = True) -> str:
+def render_blocks_for_npc(npc: Any, mentioned_text: str = "", *, header: bool = True) -> str:
     """The rendered blocks ``npc`` should see this tick ("" when there are none).
 
     Args:
-        npc: The assistant.
+        npc: The assistant (an Evennia character).
         mentioned_text: The tick's event text and tool result; unpinned blocks named there
             are included.
         header: Start with the short :data:`HEADER` telling the model what the blocks are.
     """
     descriptions = bool(conf.get("EVENNIA_AI_BLOCK_DESCRIPTIONS"))
-    parts = []
+    parts: list[str] = []
     own = npc.ai.blocks or {}
     for block in pure.blocks_for_context(own, mentioned_text=mentioned_text):
         parts.append(pure.render_block(block, include_description=descriptions))
@@ -74,19 +76,19 @@ def render_blocks_for_npc(npc, mentioned_text: str = "", *, header: bool = True)
     return "\n\n".join(([HEADER] if header else []) + parts)
 
 
-def _mentioned_text(builder) -> str:
+def _mentioned_text(builder: ContextBuilder) -> str:
     return mentioned_text(builder)
 
 
 @register_source("memory_blocks")
-def memory_blocks_source(builder) -> str:
+def memory_blocks_source(builder: ContextBuilder) -> str:
     """The ``memory_blocks`` source: :func:`render_blocks_for_npc` for the builder's tick."""
     blocks = render_blocks_for_npc(builder.npc, _mentioned_text(builder), header=False)
     return f"{HEADER}\n{fence(blocks, 'memory blocks')}" if blocks else ""
 
 
 @register_source("archival_hits")
-def archival_hits_source(builder) -> str:
+def archival_hits_source(builder: ContextBuilder) -> str:
     """Archival entries sharing words with the tick's event text / tool result."""
     query = _mentioned_text(builder)
     if not query.strip():

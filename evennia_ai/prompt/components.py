@@ -14,7 +14,9 @@ Each static component's content is a single placeholder named after its source (
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, replace
+from typing import Any
 
 COMPONENT_SYSTEM_PROMPT = 0
 COMPONENT_CHARACTER_CONTEXT = 1000
@@ -57,7 +59,7 @@ class PromptComponent:
     role: str = "system"
     after_static: int | None = None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -132,7 +134,7 @@ STATIC_COMPONENT_KEYS: tuple[str, ...] = tuple(row[1] for row in _STATIC)
 STATIC_KEY_BY_ID: dict[int, str] = {row[0]: row[1] for row in _STATIC}
 
 
-def _make_static(row) -> PromptComponent:
+def _make_static(row: tuple[int, str, str, str, str]) -> PromptComponent:
     cid, key, name, description, role = row
     return PromptComponent(
         id=cid,
@@ -173,7 +175,7 @@ def get_ordered_component_ids() -> list[int]:
     return list(STATIC_COMPONENT_IDS)
 
 
-def is_static_id(component_id) -> bool:
+def is_static_id(component_id: object) -> bool:
     """Whether ``component_id`` is one of the static IDs."""
     return (
         isinstance(component_id, int)
@@ -216,7 +218,7 @@ def anchor_of(component_id: int) -> int:
     return anchor
 
 
-def allocate_pluggable_id(existing_ids, after_static: int) -> int:
+def allocate_pluggable_id(existing_ids: Iterable[int] | None, after_static: int) -> int:
     """The next free ID after ``after_static``, below the next static ID.
 
     Args:
@@ -243,7 +245,9 @@ def allocate_pluggable_id(existing_ids, after_static: int) -> int:
     )
 
 
-def with_overrides(component: PromptComponent, overrides: dict | None) -> PromptComponent:
+def with_overrides(
+    component: PromptComponent, overrides: Mapping[str, Any] | None
+) -> PromptComponent:
     """A copy of ``component`` with ``enabled``/``content`` overrides applied."""
     if not overrides:
         return replace(component)

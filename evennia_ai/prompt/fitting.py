@@ -66,7 +66,7 @@ MIN_TEXT = 200  # characters a never-empty source keeps at least
 class BudgetResult:
     """What fitting did."""
 
-    values: dict
+    values: dict[str, Any]
     total: int
     limit: int
     fits: bool
@@ -99,7 +99,7 @@ def _is_summary(message: Any) -> bool:
     )
 
 
-def _drop_oldest_batch(history: list, keep_summary: bool) -> list:
+def _drop_oldest_batch(history: list[Any], keep_summary: bool) -> list[Any]:
     """Drop the oldest tick batch (messages sharing a 'batch'), the summary kept if asked."""
     head = [m for m in history[:1] if keep_summary and _is_summary(m)]
     rest = history[len(head) :]
@@ -127,24 +127,24 @@ def _shrink(key: str, value: Any, keep_summary: bool) -> tuple[Any, str]:
         return smaller, f"{len(smaller)} messages kept"
     if isinstance(value, str):
         floor = MIN_TEXT if key in NEVER_EMPTY else 0
-        smaller = (
+        shorter = (
             _halve_text(value, floor)
             if len(value) > max(floor, 80)
             else ("" if not floor else value)
         )
-        if smaller == value:
+        if shorter == value:
             if key in NEVER_EMPTY:
                 return value, ""
-            smaller = ""
-        return smaller, "dropped" if not smaller else f"{len(smaller)} chars kept"
+            shorter = ""
+        return shorter, "dropped" if not shorter else f"{len(shorter)} chars kept"
     return "", "dropped"
 
 
 def fit_to_window(
-    values: dict,
-    measure: Callable[[dict], int],
+    values: dict[str, Any],
+    measure: Callable[[dict[str, Any]], int],
     limit: int,
-    order: tuple = SHRINK_ORDER,
+    order: tuple[str, ...] = SHRINK_ORDER,
     max_rounds: int = 400,
     drop_tools: Callable[[], str | None] | None = None,
     reserve: int = 0,

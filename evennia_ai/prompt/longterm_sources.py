@@ -18,13 +18,19 @@ Import this module to register the source (the tick imports it with the built-in
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import cast
+
 from evennia.utils import logger
 from twisted.internet import reactor
+from twisted.internet.defer import Deferred
+from twisted.internet.interfaces import IReactorTime
+from twisted.python.failure import Failure
 
 from evennia_ai import conf
 from evennia_ai.memory import gate, longterm
-from evennia_ai.memory.search import MODES
-from evennia_ai.prompt.builder import register_source
+from evennia_ai.memory.search import MODES, MemoryHit, SearchOutcome
+from evennia_ai.prompt.builder import ContextBuilder, register_source
 from evennia_ai.utils import fence_section, log_prefix
 
 SEARCH_TIMEOUT = 5.0  # seconds a tick waits for its memory search
@@ -46,7 +52,7 @@ def recall_mode() -> str:
     return "auto"
 
 
-def render_memories(hits) -> str:
+def render_memories(hits: Iterable[MemoryHit] | None) -> str:
     """Hits as the prompt section ("" when there are none).
 
     Args:
@@ -73,7 +79,7 @@ def render_memories(hits) -> str:
     return HEADER + "\n" + "\n".join(lines) if lines else ""
 
 
-def query_text(builder) -> str:
+def query_text(builder: ContextBuilder) -> str:
     """The text searched for: the pending events as the NPC reads them."""
 
     if builder.batch:
@@ -82,7 +88,7 @@ def query_text(builder) -> str:
 
 
 @register_source("semantic_memories")
-def semantic_memories(builder):
+def semantic_memories(builder: ContextBuilder) -> Deferred[str] | str:
     """Long-term memories relevant to the pending event (a Deferred, or "" at once)."""
 
     if not longterm.is_ready():
@@ -93,17 +99,17 @@ def semantic_memories(builder):
     if not query.strip():
         return ""
 
-    def failed(failure):
+    def failed(failure: Failure) -> str:
         logger.log_err(
             f"{log_prefix(builder.npc)}: recalling memories failed or was slow: "
             f"{failure.getErrorMessage()}"
         )
         return ""
 
-    def render(outcome):
+    def render(outcome: SearchOutcome) -> str:
         gate.note_recalled(builder.npc, [hit.text for hit in outcome.hits])
         return fence_section(render_memories(outcome.hits), "long-term memory")
 
     deferred = longterm.recall(builder.npc.dbref, query, mode=recall_mode())
-    deferred.addTimeout(SEARCH_TIMEOUT, reactor)
+    deferred.addTimeout(SEARCH_TIMEOUT, cast(IReactorTime, reactor))
     return deferred.addCallback(render).addErrback(failed)

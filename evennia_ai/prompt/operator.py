@@ -27,8 +27,9 @@ Pure module (no Django, Evennia or Twisted).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from evennia_ai.tools.rules import parse_rules, render_tool_rules
 from evennia_ai.utils import OPERATOR_TAG
@@ -61,13 +62,13 @@ def render_operator_prompt(text: str | None) -> str:
     return f"<{OPERATOR_TAG}>\n{OPERATOR_HEADER}\n{text}\n</{OPERATOR_TAG}>" if text else ""
 
 
-def render_operator_rules(stored_rules) -> str:
+def render_operator_rules(stored_rules: Iterable[Mapping[str, Any]] | None) -> str:
     """The operator's tool rules of an NPC as the section shows them ("" without rules)."""
     rules, _errors = parse_rules(stored_rules or [])
     return render_tool_rules(rules)
 
 
-def section_text(values: Mapping, *, own_prompt: str | None = None) -> str:
+def section_text(values: Mapping[str, object], *, own_prompt: str | None = None) -> str:
     """The operator's section from gathered placeholder ``values``.
 
     Args:
@@ -94,7 +95,7 @@ def public_text(section: str) -> str:
     return "\n".join(lines)
 
 
-def _text(value) -> str:
+def _text(value: object) -> str:
     return value.strip() if isinstance(value, str) else ""
 
 
@@ -118,11 +119,11 @@ class OperatorSection:
         return "\n\n".join(part for part in (self.text, (rest or "").strip()) if part)
 
 
-def section_for(npc, override_text: str, trust_note: str) -> OperatorSection:
+def section_for(npc: Any, override_text: str, trust_note: str) -> OperatorSection:
     """The operator's section of a request that is built without the context builder (a helper).
 
     Args:
-        npc: The NPC (its operator prompt and tool rules are read).
+        npc: The NPC, an Evennia character (its operator prompt and tool rules are read).
         override_text: The override file's text (``read_operator_override()``; the caller
             fails closed when it cannot be read).
         trust_note: The trust note; a helper's request has no other place for it.
@@ -137,7 +138,7 @@ def section_for(npc, override_text: str, trust_note: str) -> OperatorSection:
     return OperatorSection(section_text(values, own_prompt=None))
 
 
-def without_secrets(messages: list[dict], section: str) -> list[dict]:
+def without_secrets(messages: list[dict[str, Any]], section: str) -> list[dict[str, Any]]:
     """``messages`` with ``section`` in their first system message replaced by its public text.
 
     For requests that only transform text and take an acting request's messages as their input

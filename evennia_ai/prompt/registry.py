@@ -54,7 +54,8 @@ from __future__ import annotations
 
 import copy
 import json
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Literal, overload
 
 from django.db import transaction
 from evennia.scripts.models import ScriptDB
@@ -79,6 +80,7 @@ from evennia_ai.prompt.registry_io import (
     STATIC_EDITABLE,
     TEMPLATE_EDITABLE,
     PromptRegistryError,
+    Record,
     check_after_static,
     check_bool,
     check_fields,
@@ -124,6 +126,14 @@ _EMPTY = {
 }
 
 
+def _static_by_id(component_id: int) -> PromptComponent:
+    """The static component at ``component_id`` (callers have checked that it is one)."""
+    component = get_static_component_by_id(component_id)
+    if component is None:
+        raise PromptRegistryError(f"{component_id!r} is not a static component ID.")
+    return component
+
+
 def _known_tool_names() -> set[str] | None:
     """Names of the registered tools (None when none could be loaded: the check is skipped)."""
 
@@ -140,7 +150,7 @@ class PromptRegistry(DefaultScript):
     customisations and few-shot examples of the game. Get it with :func:`get_prompt_registry`.
     """
 
-    def at_script_creation(self):
+    def at_script_creation(self) -> None:
         self.key = REGISTRY_KEY
         self.desc = "evennia-ai: prompt templates, components and context customisations"
         self.persistent = True
@@ -151,11 +161,21 @@ class PromptRegistry(DefaultScript):
                 self.attributes.add(name, _EMPTY[name]())
 
     # -- storage ---------------------------------------------------------------------------------
-    def _read(self, name: str):
+    @overload
+    def _read(self, name: Literal["templates", "context_configs"]) -> dict[str, Record]: ...
+    @overload
+    def _read(self, name: Literal["components", "static_overrides"]) -> dict[int, Record]: ...
+    @overload
+    def _read(self, name: Literal["fewshot_examples"]) -> list[Record]: ...
+    @overload
+    def _read(self, name: str) -> Any: ...
+
+    def _read(self, name: str) -> Any:
+        """A plain copy of the stored ``name`` (an empty one when it was never written)."""
         value = self.attributes.get(name)
         return _EMPTY[name]() if value is None else plain(value)
 
-    def _write(self, name: str, value) -> None:
+    def _write(self, name: str, value: object) -> None:
         # AttributeHandler.add() on an existing Attribute saves its row twice (the value setter
         # saves, then the backend saves again); the model's value setter alone is one UPDATE,
         # and the handler's cache holds this same Attribute object, so it stays coherent.
@@ -165,7 +185,7 @@ class PromptRegistry(DefaultScript):
         else:
             attr.value = value
 
-    def _refuse_contract_breaks(self, **pending) -> None:
+    def _refuse_contract_breaks(self, **pending: Any) -> None:
         """Refuse a write that would keep a context type's requests from carrying what their
         contract needs (a ``tick_event`` without its event, say).
 
@@ -204,8 +224,15 @@ class PromptRegistry(DefaultScript):
         return sorted(templates, key=lambda t: t.key)
 
     def _new_template_record(
-        self, templates: dict, key, name, content, description, placeholders, category
-    ) -> dict:
+        self,
+        templates: dict[str, Record],
+        key: object,
+        name: object,
+        content: object,
+        description: object,
+        placeholders: object,
+        category: object,
+    ) -> Record:
         check_key(key, "Template")
         what = f"Template '{key}'"
         if key in builtin_template_keys():
@@ -258,7 +285,7 @@ class PromptRegistry(DefaultScript):
         self._write("templates", templates)
         return template_to_dataclass(record)
 
-    def _user_template(self, templates: dict, key, action: str) -> dict:
+    def _user_template(self, templates: dict[str, Record], key: object, action: str) -> Record:
         if isinstance(key, str) and key in builtin_template_keys():
             raise PromptRegistryError(
                 f"Template '{key}' is built in and cannot be {action}; "
@@ -269,7 +296,7 @@ class PromptRegistry(DefaultScript):
             raise PromptRegistryError(f"No template with key {key!r}.")
         return record
 
-    def update_template(self, key: str, /, **fields) -> PromptTemplate:
+    def update_template(self, key: str, /, **fields: object) -> PromptTemplate:
         """Change fields of a user template (name, description, content, placeholders, category).
 
         When ``content`` changes and ``placeholders`` is not given, the placeholders are derived
@@ -336,12 +363,14 @@ class PromptRegistry(DefaultScript):
         return template_to_dataclass(record)
 
     # -- components ------------------------------------------------------------------------------
-    def _static(self, component_id: int, overrides: dict | None = None) -> PromptComponent:
+    def _static(
+        self, component_id: int, overrides: dict[int, Record] | None = None
+    ) -> PromptComponent:
         if overrides is None:
             overrides = self._read("static_overrides")
-        return with_overrides(get_static_component_by_id(component_id), overrides.get(component_id))
+        return with_overrides(_static_by_id(component_id), overrides.get(component_id))
 
-    def get_component(self, component_id) -> PromptComponent | None:
+    def get_component(self, component_id: object) -> PromptComponent | None:
         """The component at ``component_id`` (static ones with overrides applied), or None."""
         cid = coerce_id(component_id)
         if cid is None:
@@ -361,7 +390,9 @@ class PromptRegistry(DefaultScript):
                 return component_to_dataclass(record)
         return None
 
-    def _existing_component(self, component_id, components: dict | None = None) -> int:
+    def _existing_component(
+        self, component_id: object, components: dict[int, Record] | None = None
+    ) -> int:
         """``component_id`` as an int that exists (static or pluggable)."""
         cid = coerce_id(component_id)
         if cid is not None and is_static_id(cid):
@@ -408,7 +439,7 @@ class PromptRegistry(DefaultScript):
         if any(r["key"] == key for r in components.values()):
             raise PromptRegistryError(f"{what} already exists; choose another key.")
         now = utcnow()
-        record = {
+        record: Record = {
             "id": None,
             "key": key,
             "name": check_text(name, "name", what, required=True),
@@ -425,7 +456,7 @@ class PromptRegistry(DefaultScript):
         self._write("components", components)
         return component_to_dataclass(record)
 
-    def update_component(self, component_id, /, **fields) -> PromptComponent:
+    def update_component(self, component_id: object, /, **fields: object) -> PromptComponent:
         """Change a component.
 
         Pluggable components accept key, name, description, content, role and enabled (use
@@ -473,8 +504,8 @@ class PromptRegistry(DefaultScript):
         self._write("components", components)
         return component_to_dataclass(record)
 
-    def _update_static(self, cid: int, fields: dict) -> PromptComponent:
-        what = f"Static component {cid} ('{get_static_component_by_id(cid).key}')"
+    def _update_static(self, cid: int, fields: Mapping[str, object]) -> PromptComponent:
+        what = f"Static component {cid} ('{_static_by_id(cid).key}')"
         check_fields(
             fields,
             STATIC_EDITABLE,
@@ -485,7 +516,7 @@ class PromptRegistry(DefaultScript):
             raise PromptRegistryError(f"{what}: nothing to update.")
         overrides = self._read("static_overrides")
         current = self._static(cid, overrides)
-        entry = {"enabled": current.enabled, "content": current.content}
+        entry: Record = {"enabled": current.enabled, "content": current.content}
         if "enabled" in fields:
             entry["enabled"] = check_bool(fields["enabled"], "enabled", what)
         if "content" in fields:
@@ -495,7 +526,7 @@ class PromptRegistry(DefaultScript):
         self._write("static_overrides", overrides)
         return self._static(cid, overrides)
 
-    def reset_static_component(self, component_id) -> PromptComponent:
+    def reset_static_component(self, component_id: object) -> PromptComponent:
         """Drop the overrides of a static component (back to its default enabled/content).
 
         Raises:
@@ -510,7 +541,7 @@ class PromptRegistry(DefaultScript):
             self._write("static_overrides", overrides)
         return self._static(cid, overrides)
 
-    def delete_component(self, component_id) -> None:
+    def delete_component(self, component_id: object) -> None:
         """Delete a pluggable component.
 
         Raises:
@@ -548,7 +579,7 @@ class PromptRegistry(DefaultScript):
             check_after_static(static_id, "list_components_after")
         return [c for c in self.list_pluggable_components() if c.after_static == cid]
 
-    def move_component(self, component_id, new_after_static: int) -> PromptComponent:
+    def move_component(self, component_id: object, new_after_static: object) -> PromptComponent:
         """Move a pluggable component after another static component (its ID is re-allocated).
 
         Moving it after the static component it already follows changes nothing.
@@ -574,7 +605,7 @@ class PromptRegistry(DefaultScript):
         self._write("components", components)
         return component_to_dataclass(record)
 
-    def component_to_prompt_component(self, component_id) -> PromptComponent:
+    def component_to_prompt_component(self, component_id: object) -> PromptComponent:
         """The component at ``component_id`` as a PromptComponent (static: overrides applied).
 
         Raises:
@@ -591,7 +622,9 @@ class PromptRegistry(DefaultScript):
         return self.list_components(include_static=True)
 
     # -- template <-> component bridge -----------------------------------------------------------
-    def apply_template_to_component(self, template_key: str, component_id) -> PromptComponent:
+    def apply_template_to_component(
+        self, template_key: str, component_id: object
+    ) -> PromptComponent:
         """Set a component's content to a template's content.
 
         Raises:
@@ -605,7 +638,7 @@ class PromptRegistry(DefaultScript):
 
     def save_component_as_template(
         self,
-        component_id,
+        component_id: object,
         template_key: str,
         name: str | None = None,
         description: str | None = None,
@@ -616,8 +649,7 @@ class PromptRegistry(DefaultScript):
         Raises:
             PromptRegistryError: Unknown component, invalid or duplicate template key.
         """
-        cid = self._existing_component(component_id)
-        component = self.get_component(cid)
+        component = self.component_to_prompt_component(self._existing_component(component_id))
         return self.create_template(
             template_key,
             name or component.name,
@@ -631,11 +663,11 @@ class PromptRegistry(DefaultScript):
     def _effective(
         self,
         context_type: str,
-        customization: dict,
+        customization: Mapping[str, Any],
         *,
         strict: bool = True,
-        components: dict | None = None,
-    ):
+        components: dict[int, Record] | None = None,
+    ) -> prompt_contexts.ContextConfig:
         """The default config of ``context_type`` with ``customization`` applied.
 
         ``strict`` (when a customisation is written) also checks tool names and component keys
@@ -669,15 +701,17 @@ class PromptRegistry(DefaultScript):
                 f"Invalid customisation of context '{context_type}': {err}"
             ) from None
 
-    def get_context_customization(self, context_type: str) -> dict:
+    def get_context_customization(self, context_type: str) -> Record:
         """The stored customisation of a context type (a copy; empty when none)."""
         return self._read("context_configs").get(context_type, {})
 
-    def list_context_customizations(self) -> dict:
+    def list_context_customizations(self) -> dict[str, Record]:
         """Every stored customisation: {context_type: {field: value}}."""
         return self._read("context_configs")
 
-    def set_context_customization(self, context_type: str, /, **fields):
+    def set_context_customization(
+        self, context_type: str, /, **fields: Any
+    ) -> prompt_contexts.ContextConfig:
         """Customise a context type; ``fields`` are merged into its stored customisation
         (``component_overrides`` per component key; a key set to None removes the default's
         override, see ``prompt_contexts.apply_context_customization``).
@@ -731,7 +765,7 @@ class PromptRegistry(DefaultScript):
         self._write("context_configs", configs)
         return True
 
-    def get_effective_context_config(self, name: str):
+    def get_effective_context_config(self, name: str) -> prompt_contexts.ContextConfig:
         """The default ContextConfig of ``name`` with the operator's customisation applied.
 
         Raises:
@@ -740,7 +774,7 @@ class PromptRegistry(DefaultScript):
         """
         return self._effective(name, self._read("context_configs").get(name, {}), strict=False)
 
-    def request_inputs(self, context_type: str | None = None) -> dict:
+    def request_inputs(self, context_type: str | None = None) -> Record:
         """What a request takes from the registry, as plain data (a tick recording keeps it).
 
         ``components`` (the pluggable ones' records), ``static_overrides`` and, for
@@ -748,7 +782,7 @@ class PromptRegistry(DefaultScript):
         :func:`context_config_of` turn them back into what the builder uses, with the current
         static components and context defaults.
         """
-        inputs = {
+        inputs: Record = {
             "components": list(self._read("components").values()),
             "static_overrides": self._read("static_overrides"),
         }
@@ -778,11 +812,11 @@ class PromptRegistry(DefaultScript):
         self._write("fewshot_examples", examples)
         return len(examples) - 1
 
-    def list_fewshot_examples(self) -> list[dict]:
+    def list_fewshot_examples(self) -> list[Record]:
         """The few-shot examples (copies), in order."""
         return self._read("fewshot_examples")
 
-    def remove_fewshot_example(self, index: int) -> dict:
+    def remove_fewshot_example(self, index: int) -> Record:
         """Remove and return the example at 0-based ``index``.
 
         Raises:
@@ -817,7 +851,7 @@ class PromptRegistry(DefaultScript):
         record = self._read("templates").get(key)
         return json.dumps(template_json(template, record), indent=2, ensure_ascii=False)
 
-    def export_component_json(self, component_id) -> str:
+    def export_component_json(self, component_id: object) -> str:
         """One component (static ones with overrides) as JSON text.
 
         Raises:
@@ -827,7 +861,7 @@ class PromptRegistry(DefaultScript):
         record = None if component.is_static else self._read("components")[component.id]
         return json.dumps(component_json(component, record), indent=2, ensure_ascii=False)
 
-    def import_template_json(self, data, overwrite: bool = False) -> PromptTemplate:
+    def import_template_json(self, data: object, overwrite: bool = False) -> PromptTemplate:
         """Import one template from JSON text or a dict.
 
         Args:
@@ -844,7 +878,7 @@ class PromptRegistry(DefaultScript):
         self._write("templates", templates)
         return template_to_dataclass(templates[record["key"]])
 
-    def import_component_json(self, data, overwrite: bool = False) -> PromptComponent:
+    def import_component_json(self, data: object, overwrite: bool = False) -> PromptComponent:
         """Import one component from JSON text or a dict.
 
         A pluggable component keeps its exported ID when that slot is free, else it gets the
@@ -871,7 +905,7 @@ class PromptRegistry(DefaultScript):
         return component_to_dataclass(components[new_id])
 
     # merge helpers work on plain copies; they raise before anything is written.
-    def _merge_template(self, templates: dict, record: dict, overwrite: bool) -> str:
+    def _merge_template(self, templates: dict[str, Record], record: Record, overwrite: bool) -> str:
         key = record["key"]
         if key in builtin_template_keys():
             raise PromptRegistryError(
@@ -891,7 +925,9 @@ class PromptRegistry(DefaultScript):
         templates[key] = record
         return "replaced" if existing is not None else "created"
 
-    def _take_out_component(self, components: dict, record: dict, overwrite: bool) -> str:
+    def _take_out_component(
+        self, components: dict[int, Record], record: Record, overwrite: bool
+    ) -> str:
         """Step 1 of importing a component: "unchanged", or free the slot of the one it
         replaces ("replaced"), or "created". Raises on a conflict without ``overwrite``."""
         key = record["key"]
@@ -913,17 +949,17 @@ class PromptRegistry(DefaultScript):
         record["created"] = record["created"] or existing.get("created")
         return "replaced"
 
-    def _put_component(self, components: dict, record: dict, outcome: str) -> int:
+    def _put_component(self, components: dict[int, Record], record: Record, outcome: str) -> int:
         """Step 2 of importing a component: place it (its own ID when free, else a new one)."""
         if outcome == "unchanged":
-            return record["id"]
+            return int(record["id"])
         now = utcnow()
         record["created"] = record["created"] or now
         record["updated"] = now if outcome == "replaced" else (record["updated"] or now)
         return place_component(components, record, f"Component '{record['key']}'")
 
     def _merge_static_override(
-        self, overrides: dict, cid: int, entry: dict, overwrite: bool
+        self, overrides: dict[int, Record], cid: int, entry: Record, overwrite: bool
     ) -> str:
         current = self._static(cid, overrides)
         wanted = {
@@ -960,15 +996,16 @@ class PromptRegistry(DefaultScript):
                 for i in sorted(components)
             ],
             "static_overrides": {
-                get_static_component_by_id(cid).key: dict(overrides[cid])
-                for cid in sorted(overrides)
+                _static_by_id(cid).key: dict(overrides[cid]) for cid in sorted(overrides)
             },
             "context_configs": self._read("context_configs"),
             "fewshot_examples": self._read("fewshot_examples"),
         }
         return json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False, default=str)
 
-    def import_json(self, data, overwrite: bool = False, dry_run: bool = False) -> dict:
+    def import_json(
+        self, data: object, overwrite: bool = False, dry_run: bool = False
+    ) -> dict[str, Any]:
         """Import a whole-registry export; all-or-nothing.
 
         Sections are optional. Templates, components, static overrides and context
@@ -1023,9 +1060,11 @@ class PromptRegistry(DefaultScript):
 
     # Each _import_* helper validates one section of a registry import and applies it to the
     # plain copies in ``after``; it raises before import_json writes anything.
-    def _import_templates(self, after: dict, items: list, overwrite: bool) -> dict:
-        result = {"created": [], "replaced": [], "unchanged": []}
-        seen: set = set()
+    def _import_templates(
+        self, after: dict[str, Any], items: list[object], overwrite: bool
+    ) -> dict[str, list[str]]:
+        result: dict[str, list[str]] = {"created": [], "replaced": [], "unchanged": []}
+        seen: set[str] = set()
         for index, item in enumerate(items):
             if not isinstance(item, dict):
                 raise PromptRegistryError(f"Registry: templates[{index}] must be an object.")
@@ -1037,9 +1076,12 @@ class PromptRegistry(DefaultScript):
             result[outcome].append(record["key"])
         return result
 
-    def _import_components(self, after: dict, items: list, overwrite: bool) -> dict:
-        result = {"created": [], "replaced": [], "unchanged": [], "ids": {}}
-        records, seen = [], set()
+    def _import_components(
+        self, after: dict[str, Any], items: list[object], overwrite: bool
+    ) -> dict[str, Any]:
+        result: dict[str, Any] = {"created": [], "replaced": [], "unchanged": [], "ids": {}}
+        records: list[Record] = []
+        seen: set[str] = set()
         for index, item in enumerate(items):
             if not isinstance(item, dict):
                 raise PromptRegistryError(f"Registry: components[{index}] must be an object.")
@@ -1061,8 +1103,10 @@ class PromptRegistry(DefaultScript):
             result["ids"][record["key"]] = self._put_component(after["components"], record, outcome)
         return result
 
-    def _import_static_overrides(self, after: dict, items: dict, overwrite: bool) -> dict:
-        result = {"created": [], "replaced": [], "unchanged": []}
+    def _import_static_overrides(
+        self, after: dict[str, Any], items: Mapping[object, object], overwrite: bool
+    ) -> dict[str, list[object]]:
+        result: dict[str, list[object]] = {"created": [], "replaced": [], "unchanged": []}
         for key, entry in items.items():
             static = get_static_component(key) if isinstance(key, str) else None
             what = f"Registry static_overrides[{key!r}]"
@@ -1081,8 +1125,10 @@ class PromptRegistry(DefaultScript):
             result[outcome].append(key)
         return result
 
-    def _import_context_configs(self, after: dict, items: dict, overwrite: bool) -> dict:
-        result = {"created": [], "replaced": [], "unchanged": []}
+    def _import_context_configs(
+        self, after: dict[str, Any], items: Mapping[str, object], overwrite: bool
+    ) -> dict[str, list[str]]:
+        result: dict[str, list[str]] = {"created": [], "replaced": [], "unchanged": []}
         for context_type, customization in items.items():
             if not isinstance(customization, dict):
                 raise PromptRegistryError(
@@ -1102,7 +1148,9 @@ class PromptRegistry(DefaultScript):
             result["replaced" if existing else "created"].append(context_type)
         return result
 
-    def _import_fewshots(self, after: dict, examples: list | None, overwrite: bool) -> dict:
+    def _import_fewshots(
+        self, after: dict[str, Any], examples: list[Any] | None, overwrite: bool
+    ) -> dict[str, int]:
         for index, example in enumerate(examples or []):
             what = f"Registry fewshot_examples[{index}]"
             if not isinstance(example, dict):
@@ -1150,8 +1198,9 @@ def get_prompt_registry() -> PromptRegistry:
         found.swap_typeclass(PromptRegistry, clean_attributes=False)
     elif found.db_typeclass_path != PromptRegistry.path:
         _update_stored_path(found)
-    _REGISTRY = found
-    return found
+    registry: PromptRegistry = found  # a query's result: Evennia's models are untyped
+    _REGISTRY = registry
+    return registry
 
 
 def _update_stored_path(registry: PromptRegistry) -> None:
@@ -1172,7 +1221,7 @@ def _update_stored_path(registry: PromptRegistry) -> None:
 _REGISTRY: PromptRegistry | None = None
 
 
-def effective_context_config(context_type: str):
+def effective_context_config(context_type: str) -> prompt_contexts.ContextConfig:
     """The operator-customised config of a context type (the default when the registry fails)."""
     try:
         return get_prompt_registry().get_effective_context_config(context_type)

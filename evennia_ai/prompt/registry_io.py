@@ -14,7 +14,9 @@ from __future__ import annotations
 import copy
 import json
 import re
+from collections.abc import Collection, Iterable, Mapping
 from datetime import datetime
+from typing import Any, TypeGuard
 
 from evennia_ai.prompt import contexts as prompt_contexts
 from evennia_ai.prompt.components import (
@@ -74,6 +76,10 @@ TEMPLATE_EDITABLE = ("name", "description", "content", "placeholders", "category
 COMPONENT_EDITABLE = ("key", "name", "description", "content", "role", "enabled")
 STATIC_EDITABLE = ("enabled", "content")
 
+#: One stored registry record (a template, a component, a static override, an import's whole
+#: data): JSON values, plus the ``created``/``updated`` datetimes of stored records.
+Record = dict[str, Any]
+
 _KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
 _IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -84,7 +90,7 @@ class PromptRegistryError(ValueError):
     A message quoting a huge value (a pasted file) is cut to :data:`MAX_ERROR_CHARS`.
     """
 
-    def __init__(self, message="", *args):
+    def __init__(self, message: object = "", *args: object) -> None:
         message = str(message)
         if len(message) > MAX_ERROR_CHARS:
             message = message[: MAX_ERROR_CHARS - 1] + "\u2026"
@@ -92,11 +98,11 @@ class PromptRegistryError(ValueError):
 
 
 # -- small helpers ------------------------------------------------------------------------
-def is_int(value) -> bool:
+def is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def coerce_id(value) -> int | None:
+def coerce_id(value: object) -> int | None:
     """A component ID given as an int or a string of digits (from a command line)."""
     if is_int(value):
         return value
@@ -105,11 +111,11 @@ def coerce_id(value) -> int | None:
     return None
 
 
-def iso(value) -> str | None:
+def iso(value: object) -> str | None:
     return value.isoformat() if isinstance(value, datetime) else None
 
 
-def parse_time(value, field: str, what: str) -> datetime | None:
+def parse_time(value: object, field: str, what: str) -> datetime | None:
     if value is None:
         return None
     if isinstance(value, datetime):
@@ -122,7 +128,7 @@ def parse_time(value, field: str, what: str) -> datetime | None:
     raise PromptRegistryError(f"{what}: '{field}' must be an ISO date-time string, not {value!r}.")
 
 
-def check_key(key, what: str) -> str:
+def check_key(key: object, what: str) -> str:
     if not isinstance(key, str) or not _KEY_RE.match(key):
         raise PromptRegistryError(
             f"{what} key {key!r} is invalid: use 1-64 letters, digits, '_' or '-', "
@@ -131,7 +137,7 @@ def check_key(key, what: str) -> str:
     return key
 
 
-def check_text(value, field: str, what: str, *, required: bool = False) -> str:
+def check_text(value: object, field: str, what: str, *, required: bool = False) -> str:
     if not isinstance(value, str):
         raise PromptRegistryError(f"{what}: '{field}' must be text, not {type(value).__name__}.")
     if required and not value.strip():
@@ -139,22 +145,22 @@ def check_text(value, field: str, what: str, *, required: bool = False) -> str:
     return value
 
 
-def check_bool(value, field: str, what: str) -> bool:
+def check_bool(value: object, field: str, what: str) -> bool:
     if not isinstance(value, bool):
         raise PromptRegistryError(f"{what}: '{field}' must be true or false, not {value!r}.")
     return value
 
 
-def check_role(role, what: str) -> str:
-    if role not in VALID_ROLES:
+def check_role(role: object, what: str) -> str:
+    if not isinstance(role, str) or role not in VALID_ROLES:
         raise PromptRegistryError(
             f"{what}: unknown role {role!r}; use one of {', '.join(VALID_ROLES)}."
         )
     return role
 
 
-def check_after_static(after_static, what: str) -> int:
-    if not is_static_id(after_static):
+def check_after_static(after_static: object, what: str) -> int:
+    if not is_int(after_static) or not is_static_id(after_static):
         raise PromptRegistryError(
             f"{what}: after_static must be a static component ID "
             f"({', '.join(map(str, STATIC_COMPONENT_IDS))}), not {after_static!r}."
@@ -162,7 +168,7 @@ def check_after_static(after_static, what: str) -> int:
     return after_static
 
 
-def check_placeholders(content: str, placeholders, what: str) -> list[str]:
+def check_placeholders(content: str, placeholders: object, what: str) -> list[str]:
     """The declared placeholders, or those of ``content`` when None; all used ones declared."""
     used = extract_placeholders(content)
     if placeholders is None:
@@ -184,7 +190,7 @@ def check_placeholders(content: str, placeholders, what: str) -> list[str]:
     return declared
 
 
-def check_fields(given, allowed, what: str, hint: str = "") -> None:
+def check_fields(given: Iterable[str], allowed: Collection[str], what: str, hint: str = "") -> None:
     unknown = [name for name in given if name not in allowed]
     if unknown:
         raise PromptRegistryError(
@@ -193,7 +199,7 @@ def check_fields(given, allowed, what: str, hint: str = "") -> None:
         )
 
 
-def load_json(data, what: str) -> dict:
+def load_json(data: object, what: str) -> Record:
     """``data`` (JSON text or a dict) as a detached dict."""
     if isinstance(data, (bytes, bytearray)):
         data = data.decode("utf-8", errors="replace")
@@ -212,7 +218,9 @@ def load_json(data, what: str) -> dict:
         raise PromptRegistryError(f"{what} JSON is nested too deeply.") from None
 
 
-def check_shape(data: dict, allowed, required, what: str) -> None:
+def check_shape(
+    data: Mapping[str, object], allowed: Collection[str], required: Iterable[str], what: str
+) -> None:
     unknown = sorted(str(k)[:64] for k in data if k not in allowed)
     if unknown:
         raise PromptRegistryError(
@@ -223,7 +231,7 @@ def check_shape(data: dict, allowed, required, what: str) -> None:
         raise PromptRegistryError(f"{what}: missing required field(s) {', '.join(missing)}.")
 
 
-def load_registry_json(data) -> dict:
+def load_registry_json(data: object) -> Record:
     """A whole-registry import (JSON text or a dict) as a detached dict, its outer shape checked:
     known sections only, this export format and version, lists and mappings where they belong.
     The entries of each section are checked by the registry as it applies them."""
@@ -246,7 +254,7 @@ def load_registry_json(data) -> dict:
     return data
 
 
-def template_to_dataclass(record: dict) -> PromptTemplate:
+def template_to_dataclass(record: Record) -> PromptTemplate:
     return PromptTemplate(
         key=record["key"],
         name=record["name"],
@@ -258,7 +266,7 @@ def template_to_dataclass(record: dict) -> PromptTemplate:
     )
 
 
-def component_to_dataclass(record: dict) -> PromptComponent:
+def component_to_dataclass(record: Record) -> PromptComponent:
     return PromptComponent(
         id=record["id"],
         key=record["key"],
@@ -272,36 +280,36 @@ def component_to_dataclass(record: dict) -> PromptComponent:
     )
 
 
-def same_template(a: dict, b: dict) -> bool:
+def same_template(a: Record, b: Record) -> bool:
     keys = ("name", "description", "content", "placeholders", "category")
     return all(a.get(k) == b.get(k) for k in keys)
 
 
-def same_component(a: dict, b: dict) -> bool:
+def same_component(a: Record, b: Record) -> bool:
     keys = ("name", "description", "content", "role", "after_static", "enabled")
     return all(a.get(k) == b.get(k) for k in keys)
 
 
-def template_json(template: PromptTemplate, record: dict | None) -> dict:
+def template_json(template: PromptTemplate, record: Record | None) -> Record:
     data = template.to_dict()
     data["created"] = iso(record.get("created")) if record else None
     data["updated"] = iso(record.get("updated")) if record else None
     return data
 
 
-def component_json(component: PromptComponent, record: dict | None) -> dict:
+def component_json(component: PromptComponent, record: Record | None) -> Record:
     data = {name: getattr(component, name) for name in COMPONENT_FIELDS if hasattr(component, name)}
     data["created"] = iso(record.get("created")) if record else None
     data["updated"] = iso(record.get("updated")) if record else None
     return data
 
 
-def validate_template_import(data: dict, what: str) -> dict:
+def validate_template_import(data: Record, what: str) -> Record:
     """A template record from import data (shape and values checked; timestamps parsed)."""
     check_shape(data, TEMPLATE_FIELDS, ("key", "name", "content"), what)
     key = check_key(data["key"], "Template")
     what = f"{what} '{key}'"
-    record = {
+    record: Record = {
         "key": key,
         "name": check_text(data["name"], "name", what, required=True),
         "description": check_text(data.get("description", ""), "description", what),
@@ -318,7 +326,7 @@ def validate_template_import(data: dict, what: str) -> dict:
     return record
 
 
-def validate_component_import(data: dict, what: str) -> dict:
+def validate_component_import(data: Record, what: str) -> Record:
     """A component record (or, for ``is_static``, a static override) from import data."""
     check_shape(data, COMPONENT_FIELDS, ("key", "content"), what)
     if check_bool(data.get("is_static", False), "is_static", what):
@@ -363,10 +371,14 @@ def validate_component_import(data: dict, what: str) -> dict:
     return record
 
 
-def place_component(components: dict, record: dict, what: str) -> int:
+def place_component(components: dict[int, Record], record: Record, what: str) -> int:
     """Put ``record`` into ``components``: its own ID when free and in range, else a new one."""
     wanted = record.get("id")
-    if wanted in pluggable_range(record["after_static"]) and wanted not in components:
+    if (
+        is_int(wanted)
+        and wanted in pluggable_range(record["after_static"])
+        and wanted not in components
+    ):
         new_id = wanted
     else:
         try:
@@ -379,7 +391,9 @@ def place_component(components: dict, record: dict, what: str) -> int:
 
 
 def contract_problems_of_state(
-    components: dict, static_overrides: dict, context_configs: dict
+    components: dict[int, Record] | None,
+    static_overrides: Mapping[object, Record] | None,
+    context_configs: Mapping[str, Record] | None,
 ) -> list[str]:
     """Every way a registry state (its stored ``components``, ``static_overrides`` and
     ``context_configs``) would keep a context type's requests from carrying what their contract
@@ -398,7 +412,7 @@ def contract_problems_of_state(
     return problems
 
 
-def components_of(inputs: dict) -> list[PromptComponent]:
+def components_of(inputs: Mapping[str, Any]) -> list[PromptComponent]:
     """Every component for assembly from :meth:`PromptRegistry.request_inputs` data: the static
     ones (this build's, with the stored overrides) and the stored pluggable ones, by ID."""
     overrides = {coerce_id(k): v for k, v in (inputs.get("static_overrides") or {}).items()}
@@ -407,7 +421,9 @@ def components_of(inputs: dict) -> list[PromptComponent]:
     return sorted(result, key=lambda c: c.id)
 
 
-def context_config_of(context_type: str, inputs: dict):
+def context_config_of(
+    context_type: str, inputs: Mapping[str, Any]
+) -> prompt_contexts.ContextConfig:
     """The effective ContextConfig of ``context_type`` from :meth:`PromptRegistry.request_inputs`
     data: this build's default with the stored customisation applied, as a tick reads it."""
     customization = inputs.get("context_customization") or {}

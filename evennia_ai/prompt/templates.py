@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from evennia_ai.llm.json_protocol import JSON_TOOLS_PROMPT, NATIVE_TOOLS_PROMPT
 
@@ -30,12 +31,12 @@ PLACEHOLDER = re.compile(r"(?<!\{)\{([A-Za-z_][A-Za-z0-9_]*)\}(?!\})")
 class TemplateRenderError(KeyError):
     """Placeholders had no value. ``missing`` lists every one of them."""
 
-    def __init__(self, missing: list[str]):
+    def __init__(self, missing: list[str]) -> None:
         self.missing = list(missing)
         super().__init__(f"missing value for placeholder(s): {', '.join(self.missing)}")
 
     def __str__(self) -> str:  # KeyError quotes its message otherwise
-        return self.args[0]
+        return str(self.args[0])
 
 
 @dataclass
@@ -60,7 +61,7 @@ class PromptTemplate:
     is_builtin: bool = False
     category: str = "system_prompt"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -73,13 +74,13 @@ def extract_placeholders(content: str) -> list[str]:
     return seen
 
 
-def _content_of(template_or_content) -> str:
+def _content_of(template_or_content: PromptTemplate | object) -> str:
     if isinstance(template_or_content, PromptTemplate):
         return template_or_content.content
     return "" if template_or_content is None else str(template_or_content)
 
 
-def render_template(template_or_content, **values) -> str:
+def render_template(template_or_content: PromptTemplate | object, **values: object) -> str:
     """Fill every placeholder; raise :class:`TemplateRenderError` naming all missing ones."""
     content = _content_of(template_or_content)
     missing = [name for name in extract_placeholders(content) if name not in values]
@@ -88,7 +89,7 @@ def render_template(template_or_content, **values) -> str:
     return PLACEHOLDER.sub(lambda m: str(values[m.group(1)]), content)
 
 
-def safe_render_template(template_or_content, **values) -> str:
+def safe_render_template(template_or_content: PromptTemplate | object, **values: object) -> str:
     """Fill the placeholders that have values; leave the others as they are."""
     content = _content_of(template_or_content)
     return PLACEHOLDER.sub(
@@ -162,12 +163,12 @@ def get_template(key: str) -> PromptTemplate | None:
 
 def get_default_template() -> PromptTemplate:
     """The native-tool-calling system prompt template."""
-    return get_template("default")
+    return _copy(_BUILTINS["default"])
 
 
 def get_fallback_template() -> PromptTemplate:
     """The JSON-tool-protocol system prompt template."""
-    return get_template("default_fallback")
+    return _copy(_BUILTINS["default_fallback"])
 
 
 def list_builtin_templates() -> list[PromptTemplate]:

@@ -52,13 +52,19 @@ import inspect
 import json
 import logging
 import sys
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, TypeGuard
 
 from evennia_ai import conf
+from evennia_ai.llm.types import JSONObject
 from evennia_ai.llm.usage import UsageAccountant
 from evennia_ai.tools.arguments import coerce_integers, is_number, validate_value
 from evennia_ai.utils import one_line
+
+if TYPE_CHECKING:  # Twisted is imported by whoever makes a Deferred, never here
+    from twisted.internet.defer import Deferred
+    from twisted.python.failure import Failure
 
 # The plugin's Python logger; evennia_ai.startstop forwards it to Evennia's server log.
 _log = logging.getLogger("evennia_ai")
@@ -70,13 +76,17 @@ MAX_ERROR_LENGTH = 300
 TEXT = {"type": "string", "minLength": 1}  # a required, non-empty string argument
 
 
-def object_schema(properties: dict, required=()) -> dict:
+def object_schema(properties: Mapping[str, object], required: Iterable[str] = ()) -> JSONObject:
     """A closed JSON-schema object for tool arguments (unknown arguments are refused).
 
     Example:
         parameters = object_schema({"item": TEXT}, required=["item"])
     """
-    schema = {"type": "object", "properties": dict(properties), "additionalProperties": False}
+    schema: JSONObject = {
+        "type": "object",
+        "properties": dict(properties),
+        "additionalProperties": False,
+    }
     if required:
         schema["required"] = list(required)
     return schema
@@ -121,22 +131,22 @@ class ToolResult:
     error: str | None = None
     terminal: bool = False
     pending: bool = False
-    data: dict = field(default_factory=dict)
+    data: JSONObject = field(default_factory=dict)
 
     @classmethod
-    def ok(cls, content: Any = None, **kwargs) -> "ToolResult":
+    def ok(cls, content: Any = None, **kwargs: Any) -> ToolResult:
         """A success carrying ``content`` (keywords set the other fields)."""
         return cls(success=True, content=content, **kwargs)
 
     @classmethod
-    def fail(cls, error: str, **extra) -> "ToolResult":
+    def fail(cls, error: str, **extra: Any) -> ToolResult:
         """A failure; ``extra`` goes to :attr:`data` (``suggestion=...`` reaches the model)."""
         return cls(success=False, error=str(error), data=dict(extra))
 
     def to_text(self) -> str:
         """The text fed back to the model: strings as they are, anything else as JSON."""
         if not self.success:
-            payload: dict = {"success": False, "error": self.error or "failed"}
+            payload: JSONObject = {"success": False, "error": self.error or "failed"}
             payload.update({k: self.data[k] for k in MODEL_VISIBLE_FAILURE_KEYS if k in self.data})
             return _dumps(payload)
         if isinstance(self.content, str):
@@ -146,7 +156,7 @@ class ToolResult:
         return _dumps(self.content)
 
 
-def _dumps(value: Any) -> str:
+def _dumps(value: object) -> str:
     try:
         return json.dumps(value, default=str, ensure_ascii=False)
     except (TypeError, ValueError):  # circular structures, odd keys
@@ -181,7 +191,7 @@ class LoopState:
     depth: int = 0
     window: int = 0
     request_tokens: int = 0
-    metrics: dict | None = None
+    metrics: JSONObject | None = None
     world_results: list[str] = field(default_factory=list)
     confirmed: bool = False
     helpers_started: int = 0
@@ -257,9 +267,9 @@ class ToolContext:
     script: Any = None
     tick_id: int = 0
     context_type: str = "tick_event"
-    event: dict | None = None
-    cache: dict = field(default_factory=dict)
-    cache_reads: dict = field(default_factory=dict)
+    event: JSONObject | None = None
+    cache: dict[tuple[str, str], ToolResult] = field(default_factory=dict)
+    cache_reads: dict[str, frozenset[str] | None] = field(default_factory=dict)
     state: LoopState = field(default_factory=LoopState)
     services: TickServices = field(default_factory=TickServices)
 
@@ -329,7 +339,7 @@ class Tool:
 
     name: str = ""
     description: str = ""
-    parameters: dict = {"type": "object", "properties": {}}
+    parameters: JSONObject = {"type": "object", "properties": {}}
     category: str = ToolCategory.SAFE_CHAIN
     lock: str = ""
     cacheable: bool = False
@@ -344,11 +354,13 @@ class Tool:
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r} ({self.category})>"
 
-    def run(self, ctx: ToolContext, **kwargs) -> ToolResult | Any:  # pragma: no cover - abstract
+    # ``*args, **kwargs``: each tool names its own arguments (its schema's); the type checker
+    # lets an override narrow this signature only.
+    def run(self, ctx: ToolContext, *args: Any, **kwargs: Any) -> object:  # pragma: no cover
         """Do the work. Return a ToolResult, a dict, a string, or (ASYNC_REQUIRED) a Deferred."""
         raise NotImplementedError
 
-    def to_schema(self) -> dict:
+    def to_schema(self) -> JSONObject:
         """The OpenAI tool schema of this tool."""
         return {
             "type": "function",
@@ -361,19 +373,22 @@ class Tool:
 
     def get_timeout(self) -> float:
         """Seconds an asynchronous run may take."""
-        if is_number(self.timeout) and self.timeout > 0:
-            return float(self.timeout)
+        timeout = self.timeout
+        if timeout is not None and is_number(timeout) and timeout > 0:
+            return float(timeout)
 
         setting = conf.get("EVENNIA_AI_TOOL_TIMEOUT")
         if is_number(setting) and setting > 0:
             return float(setting)
         return float(conf.SETTINGS["EVENNIA_AI_TOOL_TIMEOUT"].default)
 
-    def validate_arguments(self, arguments: Any) -> list[str]:
+    def validate_arguments(self, arguments: object) -> list[str]:
         """Problems with ``arguments`` against :attr:`parameters` (empty when valid)."""
         return validate_value(arguments, self.parameters or {"type": "object"}, "arguments")
 
-    def safe_run(self, ctx: ToolContext, arguments: Mapping | None = None, *, checked=False):
+    def safe_run(
+        self, ctx: ToolContext, arguments: Mapping[str, Any] | None = None, *, checked: bool = False
+    ) -> ToolResult | Deferred[ToolResult]:
         """Validate, serve from the tick's cache, run; never raises.
 
         Args:
@@ -408,11 +423,13 @@ class Tool:
             _log_trace(f"evennia_ai: tool '{self.name}' raised")
             return ToolResult.fail(f"'{self.name}' failed: {one_line(err, MAX_ERROR_LENGTH)}")
 
-    def cache_key(self, arguments: Mapping) -> tuple[str, str]:
+    def cache_key(self, arguments: Mapping[str, Any]) -> tuple[str, str]:
         """The key of a cacheable call in :attr:`ToolContext.cache`."""
         return (self.name, json.dumps(arguments, sort_keys=True, default=str))
 
-    def _finish(self, outcome: Any, ctx: ToolContext, cache_key) -> ToolResult:
+    def _finish(
+        self, outcome: object, ctx: ToolContext, cache_key: tuple[str, str] | None
+    ) -> ToolResult:
         result = normalise_result(outcome)
         if not result.success:
             return result
@@ -424,13 +441,13 @@ class Tool:
             ctx.forget_written(self.writes)
         return result
 
-    def _deferred_failure(self, failure) -> ToolResult:
+    def _deferred_failure(self, failure: Failure) -> ToolResult:
         error = failure.value if hasattr(failure, "value") else failure
         _log.error("evennia_ai: tool %r failed:\n%s", self.name, failure.getTraceback())
         return ToolResult.fail(f"'{self.name}' failed: {one_line(error, MAX_ERROR_LENGTH)}")
 
 
-def normalise_result(outcome: Any) -> ToolResult:
+def normalise_result(outcome: object) -> ToolResult:
     """A ToolResult from whatever ``run`` returned.
 
     A ToolResult passes through; a dict with ``"success": False`` becomes a failure (its
@@ -446,13 +463,13 @@ def normalise_result(outcome: Any) -> ToolResult:
     return ToolResult.ok(outcome)
 
 
-def _is_deferred(value: Any) -> bool:
+def _is_deferred(value: object) -> TypeGuard[Deferred[Any]]:
     # Only a loaded Twisted can have made a Deferred: no import needed to check.
     defer_module = sys.modules.get("twisted.internet.defer")
     return defer_module is not None and isinstance(value, defer_module.Deferred)
 
 
-def _signature_problems(run, arguments: Mapping) -> list[str]:
+def _signature_problems(run: Callable[..., object], arguments: Mapping[str, Any]) -> list[str]:
     """Arguments ``run`` would reject, as the model should read them (before a TypeError)."""
     try:
         params = list(inspect.signature(run).parameters.values())
