@@ -43,7 +43,7 @@ from evennia_ai.engine.upkeep import (  # noqa: F401  (re-exported: their old ho
     Upkeep,
     history_pressure,
 )
-from evennia_ai.llm import contracts, tokens
+from evennia_ai.llm import contracts
 from evennia_ai.llm.client import get_client
 from evennia_ai.memory import events as ev
 from evennia_ai.memory.events import Event, event_signal, main_event, render_events

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 MYPY = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]
 STRICT_MODULES = ("evennia_ai.llm.*", "evennia_ai.prompt.*", "evennia_ai.tools.base")
 # Options `--strict` turns on that apply to the whole run only (set in [tool.mypy] itself).
