@@ -18,6 +18,7 @@ then the request is not sent.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
@@ -33,6 +34,7 @@ from evennia_ai.prompt.assembly import assemble_messages, select_components
 from evennia_ai.prompt.components import anchor_of, get_static_components
 from evennia_ai.prompt.fitting import fit_to_window
 from evennia_ai.prompt.registry import get_prompt_registry
+from evennia_ai.prompt.snapshot import PromptSnapshot, own_model
 from evennia_ai.prompt.tasks import TaskBuilder
 from evennia_ai.prompt.templates import extract_placeholders
 from evennia_ai.utils import log_prefix
@@ -152,33 +154,39 @@ class ContextBuilder:
     Args:
         npc: The assistant.
         context_config: The effective ContextConfig of the tick.
+        snapshot: The NPC's state as the tick read it (:class:`PromptSnapshot`); the sources
+            read it instead of ``npc.ai``. None (``aiprompt/show``, a request built by a tool):
+            the builder reads one itself, once, when a source first needs it.
         batch: Events the tick answers (Event objects), or empty.
         batch_text: The batch rendered (the tick renders it once); None renders it here.
         tools: Tools offered this tick.
         tool_result: A tool result to show (reflection_cont and similar), or None.
         extra: Additional placeholder values (they win over sources).
-        model: The model the request goes to (for token counting and the window).
-        metrics: The NPC's metrics as the tick read them; None reads them when a source needs
-            them.
+        model: The model the request goes to (for token counting and the window); None: the
+            snapshot's (the NPC's own, or the server default).
+        metrics: The NPC's metrics, when they are to differ from the snapshot's (a request
+            built inside a tick counts with the tick's); None: the snapshot's.
 
     Building has no side effect: the same NPC can be built for again (``aiprompt/show``).
     """
 
     def __init__(
         self,
-        npc,
-        context_config,
+        npc: Any,
+        context_config: Any,
         *,
-        batch=(),
+        snapshot: PromptSnapshot | None = None,
+        batch: Iterable[Any] = (),
         batch_text: str | None = None,
-        tools=(),
-        tool_result=None,
-        extra: dict | None = None,
+        tools: Iterable[Any] = (),
+        tool_result: Any = None,
+        extra: Mapping[str, Any] | None = None,
         model: str | None = None,
-        metrics: dict | None = None,
-    ):
+        metrics: dict[str, Any] | None = None,
+    ) -> None:
         self.npc = npc
         self.config = context_config
+        self._snapshot = snapshot
         self.batch = list(batch)
         if batch_text is None:
             batch_text = render_events(self.batch) if self.batch else ""
@@ -186,23 +194,32 @@ class ContextBuilder:
         self._metrics = metrics
         self.tools = list(tools)
         self.tool_result = tool_result
-        self.extra = dict(extra or {})
-        self.model = resolve_model(model or npc.ai.model)
+        self.extra: dict[str, Any] = dict(extra or {})
+        if not model:
+            model = snapshot.model if snapshot is not None else own_model(npc)
+        self.model = resolve_model(model)
         self._task: str | None | bool = False  # not rendered yet
         self.blocked: list[str] = []  # failed sources the operator's instructions depend on
+
+    @property
+    def snapshot(self) -> PromptSnapshot:
+        """The NPC's state this request reads (read once, here, when none was given)."""
+        if self._snapshot is None:
+            self._snapshot = PromptSnapshot.read(self.npc, metrics=self._metrics)
+        return self._snapshot
 
     @property
     def task(self) -> str | None:
         """The task message of this request (None for ``tick_event``: its event is the task)."""
         if self._task is False:
             self._task = None if self.batch else TaskBuilder(self).render()
-        return self._task
+        return self._task if isinstance(self._task, str) else None
 
     @property
-    def metrics(self) -> dict:
-        """The NPC's metrics (read once)."""
+    def metrics(self) -> dict[str, Any]:
+        """The NPC's metrics: those given, else the snapshot's."""
         if self._metrics is None:
-            self._metrics = self.npc.ai.metrics
+            self._metrics = self.snapshot.metrics
         return self._metrics
 
     # -- components ----------------------------------------------------------------------------

@@ -64,7 +64,7 @@ def own_system_prompt(builder) -> str:
     rules (the operator's tool rules are in the operator's section: :mod:`.operator`)."""
 
     npc = builder.npc
-    ai = npc.ai
+    ai = builder.snapshot
     override = builder.config.system_prompt_override
     base = override or _base_template_content()
     values = {
@@ -96,13 +96,13 @@ def _operator_override(builder) -> str:
 @register_source("operator_prompt")
 def _operator_prompt(builder) -> str:
     """The operator's prompt for this NPC, in the operator's section."""
-    return render_operator_prompt(builder.npc.ai.user_system_prompt)
+    return render_operator_prompt(builder.snapshot.user_system_prompt)
 
 
 @register_source("tool_rules")
 def _tool_rules(builder) -> str:
     """The operator's tool rules for this NPC, in the operator's section."""
-    return render_operator_rules(builder.npc.ai.tool_rules)
+    return render_operator_rules(builder.snapshot.tool_rules)
 
 
 @register_source(TRUST_PART)
@@ -126,7 +126,7 @@ def _system_prompt(builder):
 
 @register_source("character_context")
 def _character_context(builder) -> str:
-    ai = builder.npc.ai
+    ai = builder.snapshot
     parts = []
     if ai.persona:  # a Builder's text: it opens none of the prompt's elements
         parts.append(f"## Persona\n{defuse_tags(ai.persona)}")
@@ -144,13 +144,13 @@ def _character_context(builder) -> str:
 
 @register_source("goals")
 def _goals(builder) -> str:
-    text = render_goals(builder.npc.ai.goals)
+    text = render_goals(builder.snapshot.goals)
     return f"## Goals\n{fence(text, 'your goals')}" if text else ""
 
 
 @register_source("conversation_history")
 def _history(builder) -> list:
-    history = builder.npc.ai.history
+    history = builder.snapshot.history
     if builder.config.context_type == "pre_compaction":
         # the batch about to be compacted is the task's input: only the kept part is shown here
         batch = {id(m) for m in compaction_batch(history)}
@@ -175,7 +175,7 @@ def _tool_result(builder):
 
 @register_source("context_buffer")
 def _context_buffer(builder) -> str:
-    buffer = builder.npc.ai.context_buffer
+    buffer = builder.snapshot.context_buffer
     text = context_buffer.render(buffer, int(conf.get("EVENNIA_AI_CONTEXT_BUFFER_SIZE")))
     return f"## Recently around you\n{fence(text, 'the room')}" if text else ""
 
@@ -191,7 +191,9 @@ def mentioned_text(builder) -> str:
 def _entity_context(builder) -> str:
     location = builder.npc.location
     present = {obj.dbref for obj in (location.contents if location else []) if obj != builder.npc}
-    rendered = render_entities(relevant(builder.npc.ai.entities, present, mentioned_text(builder)))
+    rendered = render_entities(
+        relevant(builder.snapshot.entities, present, mentioned_text(builder))
+    )
     return fence_section(rendered, "what you noted about them")
 
 
@@ -225,7 +227,7 @@ def _procedural_hints(builder) -> str:
 
     event = main_event(builder.batch)
     found = best_procedures(
-        builder.npc.ai.procedures, event.event_class, builder.batch_text, limit=3
+        builder.snapshot.procedures, event.event_class, builder.batch_text, limit=3
     )
     return render_procedures(found)  # tool names only
 
