@@ -66,17 +66,22 @@ from typing import Any
 from evennia_ai.prompt.components import PromptComponent
 from evennia_ai.prompt.contexts import STATIC_COMPONENT_IDS, anchor_static_id
 from evennia_ai.prompt.templates import safe_render_template
+from evennia_ai.wording import (  # noqa: F401  (re-exported: assembly's names of them)
+    CALL_WITHOUT_RESULT,
+    DEFAULT_SYSTEM_FALLBACK,
+    DEFAULT_USER_TURN,
+    EMPTY_TOOL_OUTPUT,
+    TOOL_RESULT_LABEL,
+    TOOL_RESULT_LABEL_UNNAMED,
+)
 
 CHAT_ROLES = ("system", "user", "assistant", "tool")
 COMPONENT_ROLES = CHAT_ROLES + ("mixed",)
-DEFAULT_SYSTEM_FALLBACK = "You are a character in a text game. Stay in character."
-DEFAULT_USER_TURN = "Continue."
 SECTION_FALLBACK_SYSTEM = "_fallback_system"
 SECTION_USER_TURN = "_user_turn"
 SECTION_TASK = "_task"
 SECTION_OPERATOR = "operator"
 TASK_PLACEHOLDER = "pending_event"
-EMPTY_TOOL_OUTPUT = "(no output)"
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 # Names safe_render_template takes as its own parameters; never passed as values.
@@ -370,7 +375,7 @@ def _tool_parts(comp: PromptComponent, values: Mapping, texts: dict) -> list[_Pa
 # -- making the transcript valid -----------------------------------------------------------------
 def _call_note(call: dict) -> str:
     function = call["function"]
-    return f"[called {function['name']}({function['arguments']}) - no result kept]"
+    return CALL_WITHOUT_RESULT.format(name=function["name"], arguments=function["arguments"])
 
 
 def _as_user_result(part: _Part) -> _Part | None:
@@ -378,7 +383,7 @@ def _as_user_result(part: _Part) -> _Part | None:
     text = (part.content or "").strip()
     if not text:
         return None
-    label = f"[Tool result: {part.name}]" if part.name else "[Tool result]"
+    label = TOOL_RESULT_LABEL.format(name=part.name) if part.name else TOOL_RESULT_LABEL_UNNAMED
     return _Part(part.key, "user", f"{label} {text}")
 
 

@@ -26,6 +26,7 @@ from evennia_ai.prompt.registry import get_prompt_registry
 from evennia_ai.prompt.snapshot import PromptSnapshot
 from evennia_ai.prompt.templates import REFLECTION_METRICS, get_template, safe_render_template
 from evennia_ai.utils import fence, iso_utc
+from evennia_ai.wording import LEFT_OUT_NOTE, RECENT_ERRORS
 from evennia_ai.workspace.journal import entries_since, render_journal
 
 TASK_SHARE = 0.4
@@ -64,7 +65,9 @@ def reflection_metrics(snapshot: PromptSnapshot, metrics: dict[str, Any]) -> dic
         ),
         "goals_completed": delta("goals_completed"),
         "recent_errors": (
-            f"{errors} (last: {last_error[:200]})" if errors and last_error else errors
+            RECENT_ERRORS.format(count=errors, error=last_error[:200])
+            if errors and last_error
+            else errors
         ),
     }
 
@@ -91,7 +94,7 @@ def fit_lines(text: str, budget_tokens: int, counter: _Counter, what: str = "lin
         else:
             low = mid + 1
     kept = "\n".join(lines[low:])
-    return f"[{low} earlier {what} left out: they do not fit the window]\n{kept}".strip()
+    return f"{LEFT_OUT_NOTE.format(count=low, what=what)}\n{kept}".strip()
 
 
 class _Counter(Protocol):
