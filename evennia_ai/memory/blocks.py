@@ -76,6 +76,7 @@ from datetime import datetime
 from typing import Any, Iterable
 
 from evennia_ai.utils import iso_utc
+from evennia_ai.wording import ARCHIVE_HEADING
 
 # -- vocabulary ----------------------------------------------------------------------------------
 BLOCK_TYPES = ("Core", "Working", "Archival", "Log")
@@ -1432,7 +1433,7 @@ def archival_delete(entries: list | None, entry_id: str) -> tuple[list, BlockOpR
     return kept, BlockOpResult(APPLIED, "Archival entry deleted.", {"id": wanted})
 
 
-def render_archival_hits(hits: list[dict], header: str = "## From your archive") -> str:
+def render_archival_hits(hits: list[dict], header: str = ARCHIVE_HEADING) -> str:
     """Archival hits as a prompt section ("" when none)."""
     lines = [
         f"- {hit.get('content', '')} (id {hit.get('id', '?')})"

@@ -23,8 +23,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
+from evennia_ai.wording import SUMMARY_PREFIX
+
 SUMMARY_BATCH = "summary"
-SUMMARY_PREFIX = "[Summary of earlier conversation]"
 
 
 @dataclass

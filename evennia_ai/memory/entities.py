@@ -17,6 +17,7 @@ import re
 from datetime import datetime
 
 from evennia_ai.utils import iso_utc
+from evennia_ai.wording import ENTITIES_HEADING
 from evennia_ai.workspace.results import OpResult, normalise
 
 MAX_OBSERVATIONS = 20
@@ -103,7 +104,7 @@ def render_entities(profiles: list[dict], max_observations: int = 5) -> str:
     """The entity context text ("" when there is nobody to describe)."""
     if not profiles:
         return ""
-    lines = ["## People and things you know here"]
+    lines = [ENTITIES_HEADING]
     for profile in profiles:
         head = f"- {profile.get('name')} ({profile.get('dbref')})"
         if profile.get("relationship"):

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+from evennia_ai.wording import PROCEDURES_HEADING
+
 MAX_PROCEDURES = 100
 _WORD = re.compile(r"[a-z0-9']{3,}")
 _STOP = {"the", "and", "you", "says", "said", "your", "for", "with", "that", "this", "are", "was"}
@@ -60,7 +62,7 @@ def best_procedures(
 def render_procedures(entries: list[dict]) -> str:
     if not entries:
         return ""
-    lines = ["[WHAT WORKED BEFORE IN SIMILAR SITUATIONS]"]
+    lines = [PROCEDURES_HEADING]
     for entry in entries:
         lines.append("• " + " -> ".join(entry["tools"]))
     return "\n".join(lines)

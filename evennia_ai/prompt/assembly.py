@@ -66,17 +66,22 @@ from typing import Any
 from evennia_ai.prompt.components import PromptComponent
 from evennia_ai.prompt.contexts import STATIC_COMPONENT_IDS, anchor_static_id
 from evennia_ai.prompt.templates import safe_render_template
+from evennia_ai.wording import (  # noqa: F401  (re-exported: assembly's names of them)
+    CALL_WITHOUT_RESULT,
+    DEFAULT_SYSTEM_FALLBACK,
+    DEFAULT_USER_TURN,
+    EMPTY_TOOL_OUTPUT,
+    TOOL_RESULT_LABEL,
+    TOOL_RESULT_LABEL_UNNAMED,
+)
 
 CHAT_ROLES = ("system", "user", "assistant", "tool")
 COMPONENT_ROLES = CHAT_ROLES + ("mixed",)
-DEFAULT_SYSTEM_FALLBACK = "You are a character in a text game. Stay in character."
-DEFAULT_USER_TURN = "Continue."
 SECTION_FALLBACK_SYSTEM = "_fallback_system"
 SECTION_USER_TURN = "_user_turn"
 SECTION_TASK = "_task"
 SECTION_OPERATOR = "operator"
 TASK_PLACEHOLDER = "pending_event"
-EMPTY_TOOL_OUTPUT = "(no output)"
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 # Names safe_render_template takes as its own parameters; never passed as values.
@@ -114,7 +119,7 @@ class AssembledPrompt:
             nothing ("disabled", "not in context", "empty").
     """
 
-    messages: list[dict]
+    messages: list[dict[str, Any]]
     sections: list[Section] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
 
@@ -126,7 +131,7 @@ class _Part:
     key: str
     role: str
     content: str | None
-    tool_calls: list[dict] | None = None
+    tool_calls: list[dict[str, Any]] | None = None
     tool_call_id: str | None = None
     name: str | None = None
 
@@ -225,7 +230,7 @@ def _is_empty(value: Any) -> bool:
     return False
 
 
-def _texts(values: Mapping) -> dict[str, str]:
+def _texts(values: Mapping[str, Any]) -> dict[str, str]:
     return {
         key: _as_text(value)
         for key, value in values.items()
@@ -233,14 +238,14 @@ def _texts(values: Mapping) -> dict[str, str]:
     }
 
 
-def _only_empty_placeholders(content: str, values: Mapping) -> bool:
+def _only_empty_placeholders(content: str, values: Mapping[str, Any]) -> bool:
     """Whether ``content`` is nothing but placeholders with missing or empty values."""
     if _PLACEHOLDER.sub("", content).strip():
         return False
     return all(_is_empty(values.get(name)) for name in _PLACEHOLDER.findall(content))
 
 
-def _render(content: str, values: Mapping, texts: dict[str, str]) -> str:
+def _render(content: str, values: Mapping[str, Any], texts: dict[str, str]) -> str:
     """Rendered, stripped text; "" when there is nothing worth sending."""
     if not content or _only_empty_placeholders(content, values):
         return ""
@@ -264,11 +269,11 @@ def _message_text(content: Any) -> str:
     return _as_text(content)
 
 
-def _normalise_calls(raw: Any) -> list[dict]:
+def _normalise_calls(raw: Any) -> list[dict[str, Any]]:
     """Well-formed tool calls in chat-completions shape (first of each id kept)."""
     if not isinstance(raw, (list, tuple)):
         return []
-    calls: list[dict] = []
+    calls: list[dict[str, Any]] = []
     seen: set[str] = set()
     for call in raw:
         if not isinstance(call, Mapping):
@@ -294,7 +299,7 @@ def _normalise_calls(raw: Any) -> list[dict]:
     return calls
 
 
-def _history_parts(key: str, items: Iterable) -> list[_Part]:
+def _history_parts(key: str, items: Iterable[Any]) -> list[_Part]:
     """History messages as parts (chat keys only; bookkeeping and unknown roles dropped)."""
     parts: list[_Part] = []
     for raw in items:
@@ -314,7 +319,7 @@ def _history_parts(key: str, items: Iterable) -> list[_Part]:
     return parts
 
 
-def _tool_part(key: str, value: Mapping) -> _Part:
+def _tool_part(key: str, value: Mapping[str, Any]) -> _Part:
     call_id = value.get("tool_call_id")
     name = value.get("name")
     return _Part(
@@ -332,7 +337,9 @@ def _sole_placeholder(content: str) -> str | None:
     return match.group(1) if match else None
 
 
-def _mixed_parts(comp: PromptComponent, values: Mapping, texts: dict) -> list[_Part]:
+def _mixed_parts(
+    comp: PromptComponent, values: Mapping[str, Any], texts: dict[str, Any]
+) -> list[_Part]:
     """A mixed component: list values become messages, the text around them user messages."""
     list_names = [
         n
@@ -355,7 +362,9 @@ def _mixed_parts(comp: PromptComponent, values: Mapping, texts: dict) -> list[_P
     return parts
 
 
-def _tool_parts(comp: PromptComponent, values: Mapping, texts: dict) -> list[_Part]:
+def _tool_parts(
+    comp: PromptComponent, values: Mapping[str, Any], texts: dict[str, Any]
+) -> list[_Part]:
     """A tool component: result dicts keep their call id; text is an unattached result."""
     name = _sole_placeholder(comp.content)
     value = values.get(name) if name else None
@@ -368,9 +377,9 @@ def _tool_parts(comp: PromptComponent, values: Mapping, texts: dict) -> list[_Pa
 
 
 # -- making the transcript valid -----------------------------------------------------------------
-def _call_note(call: dict) -> str:
+def _call_note(call: dict[str, Any]) -> str:
     function = call["function"]
-    return f"[called {function['name']}({function['arguments']}) - no result kept]"
+    return CALL_WITHOUT_RESULT.format(name=function["name"], arguments=function["arguments"])
 
 
 def _as_user_result(part: _Part) -> _Part | None:
@@ -378,7 +387,7 @@ def _as_user_result(part: _Part) -> _Part | None:
     text = (part.content or "").strip()
     if not text:
         return None
-    label = f"[Tool result: {part.name}]" if part.name else "[Tool result]"
+    label = TOOL_RESULT_LABEL.format(name=part.name) if part.name else TOOL_RESULT_LABEL_UNNAMED
     return _Part(part.key, "user", f"{label} {text}")
 
 
@@ -404,8 +413,9 @@ def _make_valid(parts: list[_Part]) -> list[_Part]:
         answered: set[str] = set()
         extra: list[_Part] = []
         for result in run:
-            if result.tool_call_id in call_ids and result.tool_call_id not in answered:
-                answered.add(result.tool_call_id)
+            call_id = result.tool_call_id
+            if call_id is not None and call_id in call_ids and call_id not in answered:
+                answered.add(call_id)
                 has_text = bool((result.content or "").strip())
                 answers.append(
                     replace(result, content=result.content if has_text else EMPTY_TOOL_OUTPUT)
@@ -417,23 +427,23 @@ def _make_valid(parts: list[_Part]) -> list[_Part]:
             out.append(replace(part, tool_calls=kept))
             out.extend(answers)
         else:
-            lines = [part.content] if (part.content or "").strip() else []
+            lines = [part.content or ""] if (part.content or "").strip() else []
             lines += [_call_note(call) for call in part.tool_calls]
             out.append(replace(part, content="\n".join(lines), tool_calls=None))
         out.extend(_as_user_result(result) for result in extra)
     valid: list[_Part] = []
-    for part in out:
-        if part is None:
+    for item in out:
+        if item is None:
             continue
-        blank = not (part.content or "").strip()
-        if part.role == "assistant" and part.tool_calls:
-            valid.append(replace(part, content=None) if blank else part)
+        blank = not (item.content or "").strip()
+        if item.role == "assistant" and item.tool_calls:
+            valid.append(replace(item, content=None) if blank else item)
         elif not blank:
-            valid.append(part)
+            valid.append(item)
     return valid
 
 
-def _message(part: _Part) -> dict:
+def _message(part: _Part) -> dict[str, Any]:
     if part.role == "assistant" and part.tool_calls:
         return {"role": "assistant", "content": part.content, "tool_calls": part.tool_calls}
     if part.role == "tool":
@@ -455,7 +465,7 @@ def _section_text(part: _Part) -> str:
 def assemble_messages(
     components: Iterable[PromptComponent],
     context_config: Any,
-    values: Mapping | None,
+    values: Mapping[str, Any] | None,
     *,
     apply_overrides: bool = True,
     fallback_system: str = DEFAULT_SYSTEM_FALLBACK,
@@ -492,27 +502,46 @@ def assemble_messages(
             components, context_config, apply_overrides=apply_overrides, skipped=skipped
         )
     ]
+    parts = _component_parts(chosen, values, skipped)
+    if task and not any(TASK_PLACEHOLDER in _PLACEHOLDER.findall(c.content) for c in chosen):
+        parts.append(_Part(SECTION_TASK, "user", task))
+    parts = _frame(_make_valid(parts), operator, fallback_system, ensure_user_turn)
+    messages, sections = _messages_of(parts)
+    return AssembledPrompt(messages=messages, sections=sections, skipped=skipped)
+
+
+def _component_parts(
+    chosen: list[PromptComponent], values: Mapping[str, Any], skipped: list[tuple[str, str]]
+) -> list[_Part]:
+    """The parts the ``chosen`` components render to, in order (steps 3 and 4).
+
+    A component that renders nothing is noted in ``skipped`` as "empty".
+    """
     # Only the values some component uses are turned into text (the budgeter assembles often).
     used = {name for comp in chosen for name in _PLACEHOLDER.findall(comp.content)}
     texts = _texts({name: values[name] for name in used if name in values})
     parts: list[_Part] = []
     for comp in chosen:
-        content = comp.content
         if comp.role == "mixed":
             produced = _mixed_parts(comp, values, texts)
         elif comp.role == "tool":
             produced = _tool_parts(comp, values, texts)
         else:
             role = comp.role if comp.role in CHAT_ROLES else "system"
-            text = _render(content, values, texts)
+            text = _render(comp.content, values, texts)
             produced = [_Part(comp.key, role, text)] if text else []
         if not produced:
             skipped.append((comp.key, "empty"))
         parts.extend(produced)
+    return parts
 
-    if task and not any(TASK_PLACEHOLDER in _PLACEHOLDER.findall(c.content) for c in chosen):
-        parts.append(_Part(SECTION_TASK, "user", task))
-    parts = _make_valid(parts)
+
+def _frame(
+    parts: list[_Part], operator: str | None, fallback_system: str, ensure_user_turn: bool
+) -> list[_Part]:
+    """Valid ``parts`` framed (step 6): the operator's section first, a system message first,
+    a user turn last."""
+    parts = list(parts)
     if isinstance(operator, str) and operator.strip():
         parts.insert(0, _Part(SECTION_OPERATOR, "system", operator.strip()))
     if not parts or parts[0].role != "system":
@@ -523,16 +552,21 @@ def assemble_messages(
     # (An assistant message with tool calls is always followed by their results by now.)
     if ensure_user_turn and parts[-1].role in ("system", "assistant"):
         parts.append(_Part(SECTION_USER_TURN, "user", DEFAULT_USER_TURN))
+    return parts
 
-    messages: list[dict] = []
+
+def _messages_of(parts: list[_Part]) -> tuple[list[dict[str, Any]], list[Section]]:
+    """The chat messages of framed ``parts`` (adjacent system parts merged), and their
+    sections."""
+    messages: list[dict[str, Any]] = []
     sections: list[Section] = []
     for part in parts:
         if part.role == "system" and messages and messages[-1]["role"] == "system":
-            messages[-1]["content"] += "\n\n" + part.content
+            messages[-1]["content"] += "\n\n" + (part.content or "")
         else:
             messages.append(_message(part))
         sections.append(Section(part.key, part.role, _section_text(part), len(messages) - 1))
-    return AssembledPrompt(messages=messages, sections=sections, skipped=skipped)
+    return messages, sections
 
 
 # -- validation ----------------------------------------------------------------------------------

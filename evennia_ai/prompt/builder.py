@@ -18,8 +18,9 @@ then the request is not sent.
 from __future__ import annotations
 
 import json
+from collections.abc import Generator, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 from evennia.utils import logger
 from twisted.internet import defer
@@ -29,16 +30,22 @@ from evennia_ai.llm import contracts, tokens
 from evennia_ai.llm.models import resolve_model
 from evennia_ai.memory.events import render_events
 from evennia_ai.prompt import operator as operator_section
-from evennia_ai.prompt.assembly import assemble_messages, select_components
-from evennia_ai.prompt.components import anchor_of, get_static_components
+from evennia_ai.prompt.assembly import AssembledPrompt, assemble_messages, select_components
+from evennia_ai.prompt.components import PromptComponent, anchor_of, get_static_components
 from evennia_ai.prompt.fitting import fit_to_window
 from evennia_ai.prompt.registry import get_prompt_registry
+from evennia_ai.prompt.snapshot import PromptSnapshot, own_model
 from evennia_ai.prompt.tasks import TaskBuilder
 from evennia_ai.prompt.templates import extract_placeholders
 from evennia_ai.utils import log_prefix
 
 # placeholder name -> the function that fills it (see register_source)
-_SOURCES: dict[str, Callable[["ContextBuilder"], Any]] = {}
+Source = Callable[["ContextBuilder"], Any]
+"""A context source: ``(builder) -> value | Deferred`` (see :func:`register_source`)."""
+_SourceT = TypeVar("_SourceT", bound=Source)
+_SOURCES: dict[str, Source] = {}
+RequestKey = tuple[str, list[str]]
+"""A request as a provider's prompt cache sees it (:func:`request_key_of`)."""
 
 # Sources that have no component of their own render inside a host component's placeholder,
 # after the host's own text. Fitting to the window still shrinks each of them separately.
@@ -56,35 +63,35 @@ OPERATOR_PARTS: tuple[str, ...] = operator_section.PARTS + (operator_section.TRU
 OPERATOR_SOURCES = frozenset(("system_prompt",) + OPERATOR_PARTS)
 
 
-def _texts(values: dict, names: tuple[str, ...]) -> list[str]:
+def _texts(values: dict[str, Any], names: tuple[str, ...]) -> list[str]:
     found = [values.pop(name, None) for name in names]
     return [text.strip() for text in found if isinstance(text, str) and text.strip()]
 
 
-def compose(values: dict) -> dict:
+def compose(values: Mapping[str, Any]) -> dict[str, Any]:
     """Fold composed sources into their host placeholders, after the host's own text
     (:data:`COMPOSED_SOURCES`)."""
     out = dict(values)
     for host, names in COMPOSED_SOURCES.items():
         after = _texts(out, names)
         if after:
-            own = out.get(host)
-            own = [own.strip()] if isinstance(own, str) and own.strip() else []
+            text = out.get(host)
+            own = [text.strip()] if isinstance(text, str) and text.strip() else []
             out[host] = "\n\n".join(own + after)
     return out
 
 
-def register_source(name: str):
+def register_source(name: str) -> Callable[[_SourceT], _SourceT]:
     """Decorator registering ``fn(builder) -> value | Deferred`` as the source of ``name``."""
 
-    def decorator(fn):
+    def decorator(fn: _SourceT) -> _SourceT:
         _SOURCES[name] = fn
         return fn
 
     return decorator
 
 
-def get_sources() -> dict[str, Callable]:
+def get_sources() -> dict[str, Source]:
     """The registered sources (name -> function)."""
     return dict(_SOURCES)
 
@@ -120,8 +127,8 @@ class BuiltContext:
             (:func:`request_contract_problems`); a tick does not send a request with any.
     """
 
-    messages: list[dict]
-    tool_schemas: list[dict] = field(default_factory=list)
+    messages: list[dict[str, Any]]
+    tool_schemas: list[dict[str, Any]] = field(default_factory=list)
     sections: dict[str, int] = field(default_factory=dict)
     total_tokens: int = 0
     window: int = 0
@@ -130,7 +137,7 @@ class BuiltContext:
     limit: int = 0
     shrunk: dict[str, str] = field(default_factory=dict)
     prefix_share: float | None = None
-    request_key: tuple | None = None
+    request_key: RequestKey | None = None
     history_cut: bool = False
     fits: bool = True
     blocked: str | None = None
@@ -140,7 +147,7 @@ class BuiltContext:
     contract_problems: list[str] = field(default_factory=list)
 
     @property
-    def public_messages(self) -> list[dict]:
+    def public_messages(self) -> list[dict[str, Any]]:
         """The messages with the operator's ``Secret:`` lines left out: what a request that
         only transforms text (the assessment) may carry of this one."""
         return operator_section.without_secrets(self.messages, self.operator)
@@ -152,33 +159,39 @@ class ContextBuilder:
     Args:
         npc: The assistant.
         context_config: The effective ContextConfig of the tick.
+        snapshot: The NPC's state as the tick read it (:class:`PromptSnapshot`); the sources
+            read it instead of ``npc.ai``. None (``aiprompt/show``, a request built by a tool):
+            the builder reads one itself, once, when a source first needs it.
         batch: Events the tick answers (Event objects), or empty.
         batch_text: The batch rendered (the tick renders it once); None renders it here.
         tools: Tools offered this tick.
         tool_result: A tool result to show (reflection_cont and similar), or None.
         extra: Additional placeholder values (they win over sources).
-        model: The model the request goes to (for token counting and the window).
-        metrics: The NPC's metrics as the tick read them; None reads them when a source needs
-            them.
+        model: The model the request goes to (for token counting and the window); None: the
+            snapshot's (the NPC's own, or the server default).
+        metrics: The NPC's metrics, when they are to differ from the snapshot's (a request
+            built inside a tick counts with the tick's); None: the snapshot's.
 
     Building has no side effect: the same NPC can be built for again (``aiprompt/show``).
     """
 
     def __init__(
         self,
-        npc,
-        context_config,
+        npc: Any,
+        context_config: Any,
         *,
-        batch=(),
+        snapshot: PromptSnapshot | None = None,
+        batch: Iterable[Any] = (),
         batch_text: str | None = None,
-        tools=(),
-        tool_result=None,
-        extra: dict | None = None,
+        tools: Iterable[Any] = (),
+        tool_result: Any = None,
+        extra: Mapping[str, Any] | None = None,
         model: str | None = None,
-        metrics: dict | None = None,
-    ):
+        metrics: dict[str, Any] | None = None,
+    ) -> None:
         self.npc = npc
         self.config = context_config
+        self._snapshot = snapshot
         self.batch = list(batch)
         if batch_text is None:
             batch_text = render_events(self.batch) if self.batch else ""
@@ -186,27 +199,36 @@ class ContextBuilder:
         self._metrics = metrics
         self.tools = list(tools)
         self.tool_result = tool_result
-        self.extra = dict(extra or {})
-        self.model = resolve_model(model or npc.ai.model)
+        self.extra: dict[str, Any] = dict(extra or {})
+        if not model:
+            model = snapshot.model if snapshot is not None else own_model(npc)
+        self.model = resolve_model(model)
         self._task: str | None | bool = False  # not rendered yet
         self.blocked: list[str] = []  # failed sources the operator's instructions depend on
+
+    @property
+    def snapshot(self) -> PromptSnapshot:
+        """The NPC's state this request reads (read once, here, when none was given)."""
+        if self._snapshot is None:
+            self._snapshot = PromptSnapshot.read(self.npc, metrics=self._metrics)
+        return self._snapshot
 
     @property
     def task(self) -> str | None:
         """The task message of this request (None for ``tick_event``: its event is the task)."""
         if self._task is False:
             self._task = None if self.batch else TaskBuilder(self).render()
-        return self._task
+        return self._task if isinstance(self._task, str) else None
 
     @property
-    def metrics(self) -> dict:
-        """The NPC's metrics (read once)."""
+    def metrics(self) -> dict[str, Any]:
+        """The NPC's metrics: those given, else the snapshot's."""
         if self._metrics is None:
-            self._metrics = self.npc.ai.metrics
+            self._metrics = self.snapshot.metrics
         return self._metrics
 
     # -- components ----------------------------------------------------------------------------
-    def components(self) -> list:
+    def components(self) -> list[PromptComponent]:
         """All prompt components (static and pluggable, operator overrides applied)."""
         try:
             return get_prompt_registry().get_all_prompt_components()
@@ -214,7 +236,7 @@ class ContextBuilder:
             logger.log_trace("evennia_ai: prompt registry unavailable; using static components")
             return get_static_components()
 
-    def needed_sources(self, components) -> list[str]:
+    def needed_sources(self, components: Iterable[PromptComponent]) -> list[str]:
         """Placeholder names the enabled components of this context type use."""
 
         enabled = set(self.config.enabled_components)
@@ -231,17 +253,17 @@ class ContextBuilder:
                         names.append(needed)
         return names
 
-    def request_sources(self, components) -> list[str]:
+    def request_sources(self, components: Iterable[PromptComponent]) -> list[str]:
         """Every source the request needs: the operator's section's parts, then the components'."""
         names = list(OPERATOR_PARTS)
         names += [name for name in self.needed_sources(components) if name not in names]
         return names
 
     # -- gathering -----------------------------------------------------------------------------
-    def gather(self, names: list[str]) -> defer.Deferred:
+    def gather(self, names: list[str]) -> defer.Deferred[dict[str, Any]]:
         """Fetch every named source concurrently; fires with {name: value}."""
         names = [n for n in names if n not in self.extra]
-        deferreds = []
+        deferreds: list[defer.Deferred[Any]] = []
         for name in names:
             fn = _SOURCES.get(name)
             if fn is None:
@@ -249,7 +271,7 @@ class ContextBuilder:
                 continue
             deferreds.append(defer.maybeDeferred(fn, self))
 
-        def combine(results):
+        def combine(results: list[tuple[bool, Any]]) -> dict[str, Any]:
             values = dict(self.extra)
             for name, (ok, value) in zip(names, results):
                 if ok:
@@ -267,13 +289,15 @@ class ContextBuilder:
         return defer.DeferredList(deferreds, consumeErrors=True).addCallback(combine)
 
     @defer.inlineCallbacks
-    def build(self):
+    def build(self) -> Generator[defer.Deferred[Any], Any, BuiltContext]:
         """Gather, fit to the budget, assemble and count. Fires with a :class:`BuiltContext`."""
         components = self.components()
         values = yield self.gather(self.request_sources(components))
         return self.finish(values, components)
 
-    def finish(self, values: dict, components: list | None = None) -> BuiltContext:
+    def finish(
+        self, values: dict[str, Any], components: list[PromptComponent] | None = None
+    ) -> BuiltContext:
         """Everything after gathering (synchronous): budget, assembly, counting."""
 
         components = components if components is not None else self.components()
@@ -286,7 +310,7 @@ class ContextBuilder:
         if task and not values.get("pending_event"):
             values = {**values, "pending_event": task}  # appended when no component shows it
         values = suppress_duplicates(values)
-        config = assembly_config(self.config)
+        config: Any = assembly_config(self.config)
         if conf.get("EVENNIA_AI_COMPONENT_ORDER") == "cache_friendly":
             components = cache_friendly_order(select_components(components, config))
             config = None  # already selected, overrides applied
@@ -294,79 +318,119 @@ class ContextBuilder:
         offered = OfferedTools(counter, [tool.to_schema() for tool in self.tools])
         limits = tokens.get_model_limits(self.model)
         limit = limits.request_limit(token_budget=self.config.token_budget)
-
-        last: dict = {}
-
-        def measure(candidate: dict) -> int:
-            assembled = assemble_messages(
-                components,
-                config,
-                compose(candidate),
-                task=candidate.get("pending_event") if task else None,
-                operator=operator,
-            )
-            message_tokens = [counter.count_message(m) for m in assembled.messages]
-            total = sum(message_tokens) + tokens.REPLY_PRIMING + offered.tokens
-            last.update(assembled=assembled, message_tokens=message_tokens, total=total)
-            return total
-
+        request = _Measure(components, config, operator, bool(task), counter, offered)
         reserve = continuation_reserve(limit) if offered.schemas else 0
         fitted = fit_to_window(
-            values, measure, limit, drop_tools=offered.drop_optional, reserve=reserve
+            values, request.measure, limit, drop_tools=offered.drop_optional, reserve=reserve
         )
-        schemas, tool_tokens = offered.schemas, offered.tokens
-        values = fitted.values
         if fitted.shrunk:  # the last measure was of the final values unless nothing shrank
-            measure(values)
-        assembled, message_tokens, total = last["assembled"], last["message_tokens"], last["total"]
-        sections: dict[str, int] = {}
-        for section in assembled.sections:
-            sections[section.key] = sections.get(section.key, 0) + counter.count_text(section.text)
-        if schemas:
-            sections["tools"] = tool_tokens
-        request_key = request_key_of(assembled.messages, schemas)
+            request.measure(fitted.values)
+        assembled = request.assembled
         problems = request_contract_problems(self.config.context_type, assembled.messages, operator)
-        share = prefix_cache_share(
-            getattr(self.npc.ndb, "ai_last_request", None),
-            request_key,
-            message_tokens,
-            tool_tokens,
-        )
+        request_key = request_key_of(assembled.messages, offered.schemas)
         return BuiltContext(
             messages=assembled.messages,
-            tool_schemas=schemas,
-            sections=sections,
-            total_tokens=total,
+            tool_schemas=offered.schemas,
+            sections=request.sections(),
+            total_tokens=request.total,
             window=limits.max_tokens,
-            token_pressure=tokens.token_pressure(total, limits.max_tokens),
-            values=values,
+            token_pressure=tokens.token_pressure(request.total, limits.max_tokens),
+            values=fitted.values,
             limit=limit,
             shrunk=fitted.shrunk,
-            prefix_share=share,
+            prefix_share=prefix_cache_share(
+                getattr(self.npc.ndb, "ai_last_request", None),
+                request_key,
+                request.message_tokens,
+                offered.tokens,
+            ),
             request_key=request_key,
             history_cut=fitted.history_cut,
             fits=fitted.fits,
-            blocked=(
-                (
-                    "the operator's instructions could not be read ("
-                    + "; ".join(self.blocked)
-                    + "); the model was not called without them"
-                )
-                if self.blocked
-                else None
-            ),
+            blocked=self._blocked_reason(),
             sources=sources,
             task=task,
             operator=operator,
             contract_problems=problems,
         )
 
+    def _blocked_reason(self) -> str | None:
+        """Why the request must not be sent (a source of the operator's failed), or None."""
+        if not self.blocked:
+            return None
+        return (
+            "the operator's instructions could not be read ("
+            + "; ".join(self.blocked)
+            + "); the model was not called without them"
+        )
 
-def request_contract_problems(kind: str, messages: list[dict], operator: str) -> list[str]:
+
+class _Measure:
+    """Assemble and count a request's candidate values (the fitter's ``measure``).
+
+    Keeps the last assembly measured: once fitting is done, the request as it will be sent.
+
+    Args:
+        components: The components to assemble (selected already when ``config`` is None).
+        config: The context config assembly applies, or None.
+        operator: The operator's section.
+        has_task: Whether the request has a task message (its ``pending_event`` value).
+        counter: The model's token counter.
+        offered: The tool schemas offered (the fitter may leave optional ones out).
+    """
+
+    def __init__(
+        self,
+        components: list[PromptComponent],
+        config: Any,
+        operator: str,
+        has_task: bool,
+        counter: tokens.TokenCounter,
+        offered: OfferedTools,
+    ) -> None:
+        self.components = components
+        self.config = config
+        self.operator = operator
+        self.has_task = has_task
+        self.counter = counter
+        self.offered = offered
+        self.assembled = AssembledPrompt(messages=[])
+        self.message_tokens: list[int] = []
+        self.total = 0
+
+    def measure(self, candidate: dict[str, Any]) -> int:
+        """Tokens of the request ``candidate`` makes, as sent (messages, priming, tools)."""
+        assembled = assemble_messages(
+            self.components,
+            self.config,
+            compose(candidate),
+            task=candidate.get("pending_event") if self.has_task else None,
+            operator=self.operator,
+        )
+        message_tokens = [self.counter.count_message(m) for m in assembled.messages]
+        total = sum(message_tokens) + tokens.REPLY_PRIMING + self.offered.tokens
+        self.assembled, self.message_tokens, self.total = assembled, message_tokens, total
+        return total
+
+    def sections(self) -> dict[str, int]:
+        """Tokens per section of the last request measured (and ``tools``, when offered)."""
+        sections: dict[str, int] = {}
+        for section in self.assembled.sections:
+            sections[section.key] = sections.get(section.key, 0) + self.counter.count_text(
+                section.text
+            )
+        if self.offered.schemas:
+            sections["tools"] = self.offered.tokens
+        return sections
+
+
+def request_contract_problems(
+    kind: str, messages: list[dict[str, Any]], operator: str
+) -> list[str]:
     """What an acting request of ``kind`` lacks: its contract's task and inputs
     (:func:`~evennia_ai.llm.contracts.contract_problems`), and the operator's section first in
     its system message. Empty when it may be sent."""
-    problems = list(contracts.contract_problems(kind, messages))
+    problems = list(contracts.contract_problems(kind, list(messages)))
     first = messages[0].get("content") if messages else None
     if operator and not (isinstance(first, str) and first.startswith(operator)):
         problems.append("the operator's section does not open the system message")
@@ -383,7 +447,7 @@ def continuation_reserve(limit: int) -> int:
     return max(64, int(limit * CONTINUATION_SHARE))
 
 
-def assembly_config(config):
+def assembly_config(config: Any) -> Any:
     """``config`` as assembly applies it: without a ``system_prompt`` content override.
 
     A context's system prompt override (reflection's) is the *base template* of the NPC's own
@@ -404,7 +468,7 @@ class OfferedTools:
     Optional: every tool not in ``EVENNIA_AI_CORE_TOOLS``.
     """
 
-    def __init__(self, counter, schemas: list[dict]):
+    def __init__(self, counter: tokens.TokenCounter, schemas: list[dict[str, Any]]) -> None:
         self.counter = counter
         self.schemas = schemas
         self.tokens = counter.count_tools(schemas) if schemas else 0
@@ -421,7 +485,7 @@ class OfferedTools:
         return f"{dropped} tool schemas left out, {len(kept)} kept"
 
 
-def schema_name(schema: dict) -> str:
+def schema_name(schema: Mapping[str, Any]) -> str:
     """The tool name of an OpenAI-format tool schema."""
     return str((schema.get("function") or {}).get("name") or schema.get("name") or "")
 
@@ -440,7 +504,7 @@ CACHE_FRIENDLY_ORDER = (
 )
 
 
-def cache_friendly_order(selected: list) -> list:
+def cache_friendly_order(selected: list[PromptComponent]) -> list[PromptComponent]:
     """Reorder already-selected components (opt-in preset ``EVENNIA_AI_COMPONENT_ORDER``).
 
     Static components follow :data:`CACHE_FRIENDLY_ORDER`; each pluggable one stays right after
@@ -451,7 +515,7 @@ def cache_friendly_order(selected: list) -> list:
     rank = {key: index for index, key in enumerate(CACHE_FRIENDLY_ORDER)}
     statics = {c.id: c for c in selected if c.is_static}
 
-    def sort_key(comp):
+    def sort_key(comp: PromptComponent) -> tuple[int, int, int]:
         anchor = comp.id if comp.is_static else (comp.after_static or anchor_of(comp.id))
         anchor_key = statics[anchor].key if anchor in statics else ""
         return (rank.get(anchor_key, len(rank)), 0 if comp.is_static else 1, comp.id)
@@ -476,14 +540,14 @@ def common_prefix_length(a: str, b: str) -> int:
     return low
 
 
-def request_key_of(messages: list[dict], schemas: list[dict]) -> tuple[str, list[str]]:
+def request_key_of(messages: list[dict[str, Any]], schemas: list[dict[str, Any]]) -> RequestKey:
     """A request as a provider's prompt cache sees it: the tools, then each message, serialised."""
     serial = [json.dumps(m, sort_keys=True, default=str) for m in messages]
     return (json.dumps(schemas, sort_keys=True) if schemas else "", serial)
 
 
 def prefix_cache_share(
-    previous: tuple | None, current: tuple, message_tokens: list[int], tool_tokens: int
+    previous: RequestKey | None, current: RequestKey, message_tokens: list[int], tool_tokens: int
 ) -> float | None:
     """Share of ``current``'s tokens repeating the prefix of the ``previous`` request.
 
@@ -512,7 +576,7 @@ def prefix_cache_share(
     return round(shared / total, 4)
 
 
-def suppress_duplicates(values: dict) -> dict:
+def suppress_duplicates(values: dict[str, Any]) -> dict[str, Any]:
     """Drop a source whose content another source already carries.
 
     When one rendered value contains another in full (e.g. an entity profile repeated by a

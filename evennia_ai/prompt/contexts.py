@@ -42,7 +42,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from typing import Any, Callable
 
 from evennia_ai.llm.contracts import required_components
 from evennia_ai.prompt.components import (
@@ -195,7 +195,7 @@ class ContextConfig:
     name: str
     description: str = ""
     enabled_components: list[int] = field(default_factory=list)
-    component_overrides: dict = field(default_factory=dict)
+    component_overrides: dict[str, Any] = field(default_factory=dict)
     tool_filter: list[str] | None = None
     tool_groups: list[str] | None = None
     token_budget: int | None = None
@@ -220,12 +220,12 @@ class ContextConfig:
         """The context's replacement for the system prompt's content, if any."""
         return self.get_component_content_override("system_prompt")
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """A plain deep copy (for Attributes and JSON)."""
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: Mapping) -> "ContextConfig":
+    def from_dict(cls, data: Mapping[str, Any]) -> "ContextConfig":
         """Rebuild a config stored with :meth:`to_dict`.
 
         Unknown keys are ignored (data written by a newer version still loads) and missing
@@ -381,92 +381,125 @@ def _type_name(value: Any) -> str:
     return type(value).__name__
 
 
-def _check_field(key: str, value: Any, known_tools, known_components) -> list[str]:
+def _check_text(key: str, value: Any) -> list[str]:
+    if not isinstance(value, str):
+        return [f"{key} must be text, not {_type_name(value)}."]
+    if key == "name" and not value.strip():
+        return ["name must not be empty."]
+    return []
+
+
+def _check_iterations(value: Any) -> list[str]:
+    if not _is_int(value):
+        return [
+            f"max_iterations must be a whole number from {MIN_ITERATIONS} to "
+            f"{MAX_ITERATIONS}, not {value!r}."
+        ]
+    if not MIN_ITERATIONS <= value <= MAX_ITERATIONS:
+        return [f"max_iterations must be from {MIN_ITERATIONS} to {MAX_ITERATIONS}, not {value}."]
+    return []
+
+
+def _check_token_budget(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if not _is_int(value) or value <= 0:
+        return [f"token_budget must be a positive whole number of tokens or None, not {value!r}."]
+    return []
+
+
+def _check_mode(value: Any) -> list[str]:
+    if value not in EXECUTION_MODES:
+        return [f"execution_mode must be one of {', '.join(EXECUTION_MODES)}, not {value!r}."]
+    return []
+
+
+def _check_enabled_components(value: Any) -> list[str]:
+    if not _is_sequence(value):
+        return [f"enabled_components must be a list of component IDs, not {_type_name(value)}."]
+    items = list(value)
+    if not items:
+        return ["enabled_components must name at least one component."]
+    bad = [v for v in items if not is_component_id(v)]
+    if bad:
+        return [
+            f"enabled_components has unknown component IDs {bad}: use static IDs "
+            f"({', '.join(map(str, STATIC_COMPONENT_IDS))}) or pluggable IDs from 1 to "
+            f"{MAX_COMPONENT_ID}."
+        ]
+    return []
+
+
+def _check_tool_filter(value: Any, known_tools: Iterable[str] | None) -> list[str]:
+    if value is None:
+        return []
+    if not _is_sequence(value) or not all(isinstance(v, str) for v in value):
+        return ["tool_filter must be a list of tool names, [] for no tools, or None for all tools."]
+    if known_tools is not None:
+        unknown = sorted(set(value) - set(known_tools))
+        if unknown:
+            return [f"tool_filter names unknown tools: {', '.join(unknown)}."]
+    return []
+
+
+def _check_tool_groups(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if not _is_sequence(value) or not all(isinstance(v, str) and v.strip() for v in value):
+        return [
+            "tool_groups must be a list of tool group names (conversation, movement, items, "
+            "memory, blocks, goals, building, self, or a game's own), or None for every tool."
+        ]
+    return []
+
+
+def _check_categories(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if not _is_sequence(value):
+        return ["allowed_tool_categories must be a list of categories or None for all."]
+    unknown = [v for v in value if v not in ALL_TOOL_CATEGORIES]
+    if unknown:
+        return [
+            f"allowed_tool_categories has unknown categories {unknown}. "
+            f"Known: {', '.join(ALL_TOOL_CATEGORIES)}."
+        ]
+    return []
+
+
+_FIELD_CHECKS: dict[str, Callable[[Any], list[str]]] = {
+    "max_iterations": _check_iterations,
+    "token_budget": _check_token_budget,
+    "execution_mode": _check_mode,
+    "enabled_components": _check_enabled_components,
+    "tool_groups": _check_tool_groups,
+    "allowed_tool_categories": _check_categories,
+}
+"""Fields checked by their value alone (name -> the check)."""
+
+
+def _check_field(
+    key: str,
+    value: Any,
+    known_tools: Iterable[str] | None,
+    known_components: Iterable[str] | None,
+) -> list[str]:
     """Problems with one customised field."""
     if key in ("name", "description"):
-        if not isinstance(value, str):
-            return [f"{key} must be text, not {_type_name(value)}."]
-        if key == "name" and not value.strip():
-            return ["name must not be empty."]
-        return []
+        return _check_text(key, value)
     if key in _BOOL_FIELDS:
         return [] if isinstance(value, bool) else [f"{key} must be true or false, not {value!r}."]
-    if key == "max_iterations":
-        if not _is_int(value):
-            return [
-                f"max_iterations must be a whole number from {MIN_ITERATIONS} to "
-                f"{MAX_ITERATIONS}, not {value!r}."
-            ]
-        if not MIN_ITERATIONS <= value <= MAX_ITERATIONS:
-            return [
-                f"max_iterations must be from {MIN_ITERATIONS} to {MAX_ITERATIONS}, not {value}."
-            ]
-        return []
-    if key == "token_budget":
-        if value is None:
-            return []
-        if not _is_int(value) or value <= 0:
-            return [
-                f"token_budget must be a positive whole number of tokens or None, not {value!r}."
-            ]
-        return []
-    if key == "execution_mode":
-        if value not in EXECUTION_MODES:
-            return [f"execution_mode must be one of {', '.join(EXECUTION_MODES)}, not {value!r}."]
-        return []
-    if key == "enabled_components":
-        if not _is_sequence(value):
-            return [f"enabled_components must be a list of component IDs, not {_type_name(value)}."]
-        items = list(value)
-        if not items:
-            return ["enabled_components must name at least one component."]
-        bad = [v for v in items if not is_component_id(v)]
-        if bad:
-            return [
-                f"enabled_components has unknown component IDs {bad}: use static IDs "
-                f"({', '.join(map(str, STATIC_COMPONENT_IDS))}) or pluggable IDs from 1 to "
-                f"{MAX_COMPONENT_ID}."
-            ]
-        return []
+    check = _FIELD_CHECKS.get(key)
+    if check is not None:
+        return check(value)
     if key == "tool_filter":
-        if value is None:
-            return []
-        if not _is_sequence(value) or not all(isinstance(v, str) for v in value):
-            return [
-                "tool_filter must be a list of tool names, [] for no tools, or None for all tools."
-            ]
-        if known_tools is not None:
-            unknown = sorted(set(value) - set(known_tools))
-            if unknown:
-                return [f"tool_filter names unknown tools: {', '.join(unknown)}."]
-        return []
-    if key == "tool_groups":
-        if value is None:
-            return []
-        if not _is_sequence(value) or not all(isinstance(v, str) and v.strip() for v in value):
-            return [
-                "tool_groups must be a list of tool group names (conversation, movement, items, "
-                "memory, blocks, goals, building, self, or a game's own), or None for every tool."
-            ]
-        return []
-    if key == "allowed_tool_categories":
-        if value is None:
-            return []
-        if not _is_sequence(value):
-            return ["allowed_tool_categories must be a list of categories or None for all."]
-        unknown = [v for v in value if v not in ALL_TOOL_CATEGORIES]
-        if unknown:
-            return [
-                f"allowed_tool_categories has unknown categories {unknown}. "
-                f"Known: {', '.join(ALL_TOOL_CATEGORIES)}."
-            ]
-        return []
+        return _check_tool_filter(value, known_tools)
     if key == "component_overrides":
         return _check_overrides(value, known_components)
     return [f"Unknown field {key!r}. Fields: {', '.join(CUSTOMIZABLE_FIELDS)}."]
 
 
-def _check_overrides(value: Any, known_components) -> list[str]:
+def _check_overrides(value: Any, known_components: Iterable[str] | None) -> list[str]:
     if not isinstance(value, Mapping):
         return ["component_overrides must map component keys to {'content': text}."]
     keys = set(STATIC_COMPONENT_KEYS) if known_components is None else set(known_components)
@@ -536,7 +569,7 @@ def validate_context_customization(
 
 def apply_context_customization(
     base: ContextConfig,
-    customization: Mapping,
+    customization: Mapping[str, Any],
     known_tools: Iterable[str] | None = None,
     known_components: Iterable[str] | None = None,
 ) -> ContextConfig:
@@ -629,14 +662,14 @@ def contract_problems_of(
     return problems
 
 
-def diff_context_config(base: ContextConfig, edited: ContextConfig) -> dict:
+def diff_context_config(base: ContextConfig, edited: ContextConfig) -> dict[str, Any]:
     """The customisation that turns ``base`` into ``edited`` (fields that differ).
 
     Handy for storing only what an operator changed, so later changes to the defaults still
     reach the fields they did not touch. ``component_overrides`` differences are given per key
     (None for a removed override), matching :func:`apply_context_customization`.
     """
-    out: dict = {}
+    out: dict[str, Any] = {}
     old, new = base.to_dict(), edited.to_dict()
     for key in CUSTOMIZABLE_FIELDS:
         if key == "component_overrides":

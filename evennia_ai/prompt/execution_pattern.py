@@ -142,8 +142,8 @@ class ExecutionPattern:
     multi_tool_enabled: bool
     sub_agents_enabled: bool
     sub_agent_budget: int = 0
-    signals: dict = field(default_factory=dict)
-    source_layers: dict = field(default_factory=dict)
+    signals: dict[str, Any] = field(default_factory=dict)
+    source_layers: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
     def allows_category(self, category: str) -> bool:
@@ -157,7 +157,7 @@ class ExecutionPattern:
             self.sub_agents_enabled or not getattr(tool, "needs_sub_agents", False)
         )
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """A plain, JSON-able copy (for traces and status pages)."""
         return asdict(self)
 
@@ -310,12 +310,14 @@ def _apply_static(c: _Composer, static: Any) -> int:
     if raw is _MISSING or raw is None:
         iterations = DEFAULT_EXECUTION_CONFIG["max_iterations_per_tick"]
     else:
-        iterations = _read_int(raw)
-        if iterations is None:
+        read = _read_int(raw)
+        if read is None:
             c.notes.append(f"static: max_iterations_per_tick={raw!r} unreadable; read as 1")
             iterations = MIN_ITERATIONS
-        elif not MIN_ITERATIONS <= iterations <= MAX_ITERATIONS:
-            c.notes.append(f"static: max_iterations_per_tick={raw!r} clamped to 1-10")
+        else:
+            iterations = read
+            if not MIN_ITERATIONS <= iterations <= MAX_ITERATIONS:
+                c.notes.append(f"static: max_iterations_per_tick={raw!r} clamped to 1-10")
     c.iterations = max(MIN_ITERATIONS, min(MAX_ITERATIONS, iterations))
     c.src["max_iterations"] = SOURCE_STATIC
     if not flag("sub_agents_enabled", False):
@@ -324,10 +326,10 @@ def _apply_static(c: _Composer, static: Any) -> int:
     if raw is _MISSING or raw is None:
         budget = DEFAULT_EXECUTION_CONFIG["sub_agent_budget"]
     else:
-        budget = _read_int(raw)
-        if budget is None:
+        read = _read_int(raw)
+        if read is None:
             c.notes.append(f"static: sub_agent_budget={raw!r} unreadable; read as 0")
-            budget = 0
+        budget = 0 if read is None else read
     budget = max(0, min(MAX_SUB_AGENT_BUDGET, budget))
     if budget == 0:
         c.sub_agents_off(SOURCE_STATIC)
@@ -382,7 +384,7 @@ def _apply_context(c: _Composer, config: Any) -> bool:
     return flag("terminal_ends_loop", True, True)
 
 
-def _apply_assessment(c: _Composer, assessment: Mapping) -> None:
+def _apply_assessment(c: _Composer, assessment: Mapping[str, Any]) -> None:
     """Apply the assessment advice; invalid entries are ignored (a model wrote them)."""
     raw = assessment.get("recommended_iterations")
     if raw is not None:
@@ -407,7 +409,7 @@ def _apply_assessment(c: _Composer, assessment: Mapping) -> None:
             c.confirm_on(SOURCE_ASSESSMENT)
 
 
-def _apply_signals(c: _Composer, signals: Mapping) -> None:
+def _apply_signals(c: _Composer, signals: Mapping[str, Any]) -> None:
     """Apply the context-signal table of the module docstring."""
     pressure = signals.get("token_pressure")
     if isinstance(pressure, str):
@@ -436,9 +438,9 @@ def _apply_signals(c: _Composer, signals: Mapping) -> None:
 
 
 def select_execution_pattern(
-    static_config: Mapping | None,
+    static_config: Mapping[str, Any] | None,
     context_config: Any,
-    llm_assessment: Mapping | None = None,
+    llm_assessment: Mapping[str, Any] | None = None,
 ) -> ExecutionPattern:
     """Compose the execution pattern of a tick (see the module docstring for the rules).
 
@@ -463,7 +465,12 @@ def select_execution_pattern(
     c = _Composer()
     budget = _apply_static(c, static_config)
     terminal_ends_loop = _apply_context(c, context_config)
+    signals = _apply_advice(c, llm_assessment)
+    return _compose(c, signals, budget, terminal_ends_loop)
 
+
+def _apply_advice(c: _Composer, llm_assessment: Any) -> dict[str, Any]:
+    """Apply the assessment's advice and its context signals; the signals, as read."""
     assessment = llm_assessment if isinstance(llm_assessment, Mapping) else {}
     if llm_assessment is not None and not isinstance(llm_assessment, Mapping):
         c.notes.append("assessment: not a mapping; ignored")
@@ -473,7 +480,13 @@ def select_execution_pattern(
     if raw_signals is not None and not isinstance(raw_signals, Mapping):
         c.notes.append("signals: context_signals is not a mapping; ignored")
     _apply_signals(c, signals)
+    return signals
 
+
+def _compose(
+    c: _Composer, signals: dict[str, Any], budget: int, terminal_ends_loop: bool
+) -> ExecutionPattern:
+    """The pattern the composer arrived at, with where each limit came from."""
     # single_action is one model call, one tool, no helpers.
     if c.mode == MODE_SINGLE_ACTION:
         c.iterations_to(MIN_ITERATIONS, c.src["mode"])

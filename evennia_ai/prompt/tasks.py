@@ -16,20 +16,24 @@ Reads the NPC's state on the reactor thread (plain copies, no writes).
 
 from __future__ import annotations
 
+from typing import Any, Protocol
+
 from evennia_ai import conf
 from evennia_ai.llm import contracts, tokens
 from evennia_ai.memory.compression import plan as compaction_plan
 from evennia_ai.memory.history import render_text
 from evennia_ai.prompt.registry import get_prompt_registry
+from evennia_ai.prompt.snapshot import PromptSnapshot
 from evennia_ai.prompt.templates import REFLECTION_METRICS, get_template, safe_render_template
 from evennia_ai.utils import fence, iso_utc
+from evennia_ai.wording import LEFT_OUT_NOTE, RECENT_ERRORS
 from evennia_ai.workspace.journal import entries_since, render_journal
 
 TASK_SHARE = 0.4
 """Share of the model's prompt budget a task's inputs may take together."""
 
 
-def reflection_baseline(metrics: dict, goals: list[dict]) -> dict:
+def reflection_baseline(metrics: dict[str, Any], goals: list[dict[str, Any]]) -> dict[str, int]:
     """The counters a reflection measures from (stored with the reflection when it ends)."""
     return {
         "ticks": int(metrics.get("ticks", 0) or 0),
@@ -40,10 +44,10 @@ def reflection_baseline(metrics: dict, goals: list[dict]) -> dict:
     }
 
 
-def reflection_metrics(ai, metrics: dict) -> dict:
+def reflection_metrics(snapshot: PromptSnapshot, metrics: dict[str, Any]) -> dict[str, Any]:
     """The six figures of the ``reflection`` template, since the last reflection."""
-    reflection = ai.reflection
-    now = reflection_baseline(metrics, ai.goals)
+    reflection = snapshot.reflection
+    now = reflection_baseline(metrics, snapshot.goals)
     base = reflection.get("baseline") or {}
     since = reflection.get("last_time") or ""
 
@@ -56,10 +60,14 @@ def reflection_metrics(ai, metrics: dict) -> dict:
         "ticks_since_reflection": delta("ticks"),
         "tool_calls": delta("tool_calls"),
         "tool_failures": delta("failed_calls"),
-        "journal_entries": len(entries_since(ai.journal, since)) if since else len(ai.journal),
+        "journal_entries": (
+            len(entries_since(snapshot.journal, since)) if since else len(snapshot.journal)
+        ),
         "goals_completed": delta("goals_completed"),
         "recent_errors": (
-            f"{errors} (last: {last_error[:200]})" if errors and last_error else errors
+            RECENT_ERRORS.format(count=errors, error=last_error[:200])
+            if errors and last_error
+            else errors
         ),
     }
 
@@ -69,10 +77,11 @@ def _reflection_template() -> str:
         template = get_prompt_registry().get_template("reflection")
     except Exception:
         template = None
-    return (template or get_template("reflection")).content
+    found = template or get_template("reflection")  # a built-in: never None
+    return found.content if found is not None else ""
 
 
-def fit_lines(text: str, budget_tokens: int, counter, what: str = "lines") -> str:
+def fit_lines(text: str, budget_tokens: int, counter: _Counter, what: str = "lines") -> str:
     """``text`` cut from the top (oldest lines first) to ``budget_tokens``, with a note."""
     if not text or counter.count_text(text) <= budget_tokens:
         return text
@@ -85,7 +94,26 @@ def fit_lines(text: str, budget_tokens: int, counter, what: str = "lines") -> st
         else:
             low = mid + 1
     kept = "\n".join(lines[low:])
-    return f"[{low} earlier {what} left out: they do not fit the window]\n{kept}".strip()
+    return f"{LEFT_OUT_NOTE.format(count=low, what=what)}\n{kept}".strip()
+
+
+class _Counter(Protocol):
+    def count_text(self, text: str) -> int: ...
+
+
+class TaskRequest(Protocol):
+    """What a task reads of its request (a :class:`~evennia_ai.prompt.builder.ContextBuilder`)."""
+
+    npc: Any
+    config: Any
+    model: str
+    extra: dict[str, Any]
+
+    @property
+    def snapshot(self) -> PromptSnapshot: ...
+
+    @property
+    def metrics(self) -> dict[str, Any]: ...
 
 
 class TaskBuilder:
@@ -95,10 +123,10 @@ class TaskBuilder:
         builder: The :class:`~evennia_ai.prompt.builder.ContextBuilder` of the request.
     """
 
-    def __init__(self, builder):
+    def __init__(self, builder: TaskRequest) -> None:
         self.builder = builder
         self.npc = builder.npc
-        self.ai = builder.npc.ai
+        self.snapshot = builder.snapshot
         self.counter = tokens.TokenCounter(builder.model)
         budget = tokens.request_limit(builder.model, token_budget=builder.config.token_budget)
         self.input_budget = max(200, int(budget * TASK_SHARE))
@@ -108,12 +136,16 @@ class TaskBuilder:
         kind = self.builder.config.context_type
         method = getattr(self, f"_{kind}", None)
         if method is not None:
-            return method()
-        return self.builder.extra.get("pending_event") or None  # a task handed in
+            task: str = method()
+            return task
+        handed: str | None = self.builder.extra.get("pending_event") or None  # a task handed in
+        return handed
 
     def _journal(self, since: str, share: float = 0.5) -> str:
         limit = int(conf.get("EVENNIA_AI_TASK_JOURNAL_ENTRIES"))
-        entries = entries_since(self.ai.journal, since) if since else list(self.ai.journal)
+        entries = (
+            entries_since(self.snapshot.journal, since) if since else list(self.snapshot.journal)
+        )
         text = render_journal(entries[-limit:] if limit > 0 else entries)
         return fit_lines(text, int(self.input_budget * share), self.counter, "journal entries")
 
@@ -121,10 +153,10 @@ class TaskBuilder:
         return contracts.render_task("tick_autonomous", contracts.AUTONOMOUS_INSTRUCTION)
 
     def _reflection(self) -> str:
-        figures = reflection_metrics(self.ai, self.builder.metrics)
+        figures = reflection_metrics(self.snapshot, self.builder.metrics)
         instruction = safe_render_template(_reflection_template(), **figures)
         metrics_text = "\n".join(f"- {name}: {figures[name]}" for name in REFLECTION_METRICS)
-        since = self.ai.reflection.get("last_time") or ""
+        since = self.snapshot.reflection.get("last_time") or ""
         return contracts.render_task(
             "reflection",
             instruction,
@@ -135,8 +167,8 @@ class TaskBuilder:
         return contracts.render_task("reflection_cont", contracts.REFLECTION_CONT_INSTRUCTION)
 
     def _sleep_consolidate(self) -> str:
-        since = self.ai.sleep.get("last_consolidated") or ""
-        recent = render_text(self.ai.history[-40:], assistant_name=self.npc.key)
+        since = self.snapshot.sleep.get("last_consolidated") or ""
+        recent = render_text(self.snapshot.history[-40:], assistant_name=self.npc.key)
         return contracts.render_task(
             "sleep_consolidate",
             contracts.SLEEP_INSTRUCTION,
@@ -147,7 +179,7 @@ class TaskBuilder:
         )
 
     def _pre_compaction(self) -> str:
-        batch = compaction_batch(self.ai.history)
+        batch = compaction_batch(self.snapshot.history)
         text = render_text(batch, assistant_name=self.npc.key)
         return contracts.render_task(
             "pre_compaction",
@@ -156,7 +188,7 @@ class TaskBuilder:
         )
 
 
-def compaction_batch(history: list[dict]) -> list[dict]:
+def compaction_batch(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The history messages the next compaction folds (older than the kept recent ones)."""
     keep = int(conf.get("EVENNIA_AI_COMPACTION_KEEP_RECENT"))
     return compaction_plan(list(history or []), keep).old
@@ -169,7 +201,9 @@ def reflection_results(text: str) -> str:
     return f"{heading}\n{fence(text, 'tool results') if text else contracts.NOTHING}"
 
 
-def reflection_done(state: dict, metrics: dict, goals: list[dict], tick: int) -> dict:
+def reflection_done(
+    state: dict[str, Any], metrics: dict[str, Any], goals: list[dict[str, Any]], tick: int
+) -> dict[str, Any]:
     """The reflection state after a reflection: when, and the counters the next one starts at."""
     state = dict(state)
     state.update(

@@ -45,6 +45,7 @@ import json
 import re
 
 from evennia_ai.utils import unfence
+from evennia_ai.wording import GOALS_HEADING
 
 TASK_RE = re.compile(r"^## Task: (\w+)", re.M)
 FACT_RE = re.compile(r"\b(?:[Mm]y|([A-Z][a-z]+)'s)\s+([a-z][a-z ]{1,40}?) is ([A-Za-z0-9][\w'-]*)")
@@ -358,7 +359,7 @@ GOAL_LINE_RE = re.compile(r"- (goal_\d+_\d+) \[\w+\] active (\d+)%")
 
 
 def _autonomous(body, messages, whole, task_text, instruction) -> dict:
-    goal = GOAL_LINE_RE.search(section(whole, "## Goals") or "")
+    goal = GOAL_LINE_RE.search(section(whole, GOALS_HEADING) or "")
     if not goal or "update_goal" not in _offered(body) or "goal" not in instruction:
         return _finish(body, "Nothing to do.")
     progress = min(100, int(goal.group(2)) + 10)

@@ -12,6 +12,7 @@ from twisted.internet import defer
 from evennia_ai.llm.client import get_client
 from evennia_ai.tools.base import Tool, ToolCategory, ToolContext, ToolResult
 from evennia_ai.tools.registry import register_tool
+from evennia_ai.wording import GOAL_PLANNER_SYSTEM
 from evennia_ai.workspace import behaviour_rules
 from evennia_ai.workspace import goals as goals_mod
 from evennia_ai.workspace import journal as journal_mod
@@ -243,7 +244,7 @@ def decompose(npc, goal: dict, client, model, tick: int, build_request=None, usa
     if build_request is not None:
         request = defer.maybeDeferred(build_request, "goal_decompose", task)
     else:
-        system = f"You are {npc.key}, planning your own work in a text game."
+        system = GOAL_PLANNER_SYSTEM.format(name=npc.key)
         request = defer.succeed(
             [{"role": "system", "content": system}, {"role": "user", "content": task}]
         )

@@ -36,6 +36,7 @@ from evennia_ai.tools.base import TEXT, Tool, ToolCategory, ToolContext, ToolRes
 from evennia_ai.tools.registry import register_tool
 from evennia_ai.tools.safety import ai_state_kept, check_speech, note_spoken
 from evennia_ai.utils import clean_text, is_assistant, truncate
+from evennia_ai.wording import EMPTY_TOOL_OUTPUT
 
 MAX_MESSAGE_LENGTH = 2000
 LOOK_LIMIT = 3000
@@ -805,7 +806,7 @@ class ExecuteCommand(Tool):
         if not finished:
             output += "\n(the command is still running; later output is not shown)"
         return ToolResult.ok(
-            f"> {command}\n{truncate(output, COMMAND_OUTPUT_LIMIT) if output else '(no output)'}",
+            f"> {command}\n{truncate(output, COMMAND_OUTPUT_LIMIT) if output else EMPTY_TOOL_OUTPUT}",
             data={"command": command},
         )
 

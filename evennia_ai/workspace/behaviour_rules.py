@@ -35,11 +35,12 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable
 
+from evennia_ai.wording import LEARNED_RULES_HEADING
 from evennia_ai.workspace.results import OpResult, clean_text, normalise
 
 MAX_RULES = 20
 MAX_RULE_LENGTH = 200
-HEADER = "[LEARNED BEHAVIOURAL RULES]"
+HEADER = LEARNED_RULES_HEADING
 
 _NEAR = r"\W+(?:[\w']+\W+){0,3}?"  # up to three words in between
 _AUTHORITY = (

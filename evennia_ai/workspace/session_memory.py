@@ -36,6 +36,7 @@ from datetime import datetime
 from typing import Any, Iterable
 
 from evennia_ai.utils import iso_utc
+from evennia_ai.wording import PERSONA_ERROR, PERSONA_SUGGESTION
 from evennia_ai.workspace.results import OpResult, clean_text, normalise
 
 MAX_FACTS = 50
@@ -58,11 +59,6 @@ KINDS = {
     "task": "completed_tasks",
 }
 
-PERSONA_ERROR = "Content appears to reference assistant actions or identity"
-PERSONA_SUGGESTION = (
-    "Session memory should contain facts about the WORLD, PLAYERS, "
-    "or EVENTS - not what you did. Rephrase in third-person."
-)
 
 _FIRST_PERSON = frozenset(
     "i i'm i've i'll i'd me my mine myself we we're we've we'll we'd us our ours ourselves".split()
