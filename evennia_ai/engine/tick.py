@@ -53,6 +53,7 @@ from evennia_ai.prompt import sources  # noqa: F401  (registers the built-in sou
 from evennia_ai.prompt.builder import ContextBuilder, schema_name
 from evennia_ai.prompt.execution_pattern import select_execution_pattern
 from evennia_ai.prompt.registry import effective_context_config
+from evennia_ai.prompt.snapshot import PromptSnapshot
 from evennia_ai.tools import select_tools
 from evennia_ai.tools.approvals import get_confirmation_queue
 from evennia_ai.tools.base import LoopState, TickServices, ToolContext
@@ -87,6 +88,8 @@ class TickState:
             (:func:`~evennia_ai.tools.groups.choose_tools`).
         tool_groups: The groups sent (empty: every allowed tool).
         tool_result: The tool result a ``reflection_cont`` tick shows, else None.
+        snapshot: What the request reads of the NPC's state (the sources read it, not
+            ``npc.ai``); ``goals``, ``metrics`` and ``execution_config`` are its values.
     """
 
     tick_id: int
@@ -102,6 +105,7 @@ class TickState:
     tools: list
     offered: list
     tool_groups: list[str]
+    snapshot: PromptSnapshot
     tool_result: str | None = None
 
     @property
@@ -115,11 +119,12 @@ class TickState:
         ai = npc.ai
         metrics = ai.metrics
         spending = ai.spending_status(metrics)
-        model = ai.model or None
+        snapshot = PromptSnapshot.read(npc, metrics=metrics)
+        model = snapshot.model or None
         if spending.exceeded and spending.action == "offline":
             model = conf.OFFLINE_MODEL
         config = effective_context_config(context_type)
-        execution_config = ai.execution_config
+        execution_config = snapshot.execution_config
         tools = select_tools(npc, config)
         if not execution_config.get("sub_agents_enabled"):  # no later layer can widen it
             tools = [t for t in tools if not t.needs_sub_agents]
@@ -136,13 +141,14 @@ class TickState:
             model=model,
             spending=spending,
             metrics=metrics,
-            goals=ai.goals,
+            goals=snapshot.goals,
             execution_config=execution_config,
             tools=tools,
             offered=chosen.offered,
             tool_groups=chosen.groups,
+            snapshot=snapshot,
             tool_result=(
-                ai.reflection.get("last_result", "") if context_type == "reflection_cont" else None
+                snapshot.reflection.get("last_result", "") if context_type == "reflection_cont" else None
             ),
         )
 
@@ -162,6 +168,7 @@ def prepare(npc, state: TickState) -> defer.Deferred:
         model=state.model,
         tool_result=state.tool_result,
         metrics=state.metrics,
+        snapshot=state.snapshot,
     ).build()
 
 
