@@ -58,6 +58,7 @@ class Kind:
         optional: None is a value of its own ("no limit", "not set").
         comma_list: The environment (or a single text in ``settings.py``) gives the list as
             comma-separated texts.
+        choices: The words a :func:`choice` takes.
     """
 
     type: type
@@ -66,6 +67,7 @@ class Kind:
     read: Callable[[Any], Any]
     optional: bool = False
     comma_list: bool = False
+    choices: tuple[str, ...] = ()
 
 
 def _what(value: Any) -> str:
@@ -198,7 +200,7 @@ def choice(*words: str) -> Kind:
             raise ValueError(f"{value.strip()[:40]!r} is not one of them")
         return word
 
-    return Kind(str, f"str: {', '.join(words)}", "one of " + ", ".join(words), read)
+    return Kind(str, f"str: {', '.join(words)}", "one of " + ", ".join(words), read, choices=words)
 
 
 def texts(*, comma_list: bool = False) -> Kind:
@@ -1216,6 +1218,19 @@ def get_optional_dict(name: str) -> dict[str, Any] | None:
     """The value of a setting declared a dict or None."""
     value: dict[str, Any] | None = _typed(name, dict, True)
     return value
+
+
+def get_optional_pair(name: str) -> tuple[str, str] | None:
+    """The value of a setting declared a pair of texts or None (:func:`daily_window`)."""
+    value: tuple[str, str] | None = _typed(name, tuple, True)
+    return value
+
+
+def forget_unreadable() -> None:
+    """Forget the values that could not be read so far: each is logged again when next read
+    (tests; a changed configuration is logged anyway)."""
+    _UNREADABLE.clear()
+    _LOGGED.clear()
 
 
 def render_settings_markdown() -> str:

@@ -364,10 +364,7 @@ class Tool:
         if is_number(self.timeout) and self.timeout > 0:
             return float(self.timeout)
 
-        setting = conf.get("EVENNIA_AI_TOOL_TIMEOUT")
-        if is_number(setting) and setting > 0:
-            return float(setting)
-        return float(conf.SETTINGS["EVENNIA_AI_TOOL_TIMEOUT"].default)
+        return conf.get_float("EVENNIA_AI_TOOL_TIMEOUT")
 
     def validate_arguments(self, arguments: Any) -> list[str]:
         """Problems with ``arguments`` against :attr:`parameters` (empty when valid)."""
