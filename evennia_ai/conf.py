@@ -162,12 +162,8 @@ def _flag(value: Any) -> bool:
     if isinstance(value, str) and value.strip().lower() in _TRUE + _FALSE:
         return value.strip().lower() in _TRUE
     if isinstance(value, str):
-        return _refuse("it is a text that is none of true, false, yes, no, on, off, 1, 0")
-    return _refuse(f"it is {_what(value)}, not true or false")
-
-
-def _refuse(problem: str) -> Any:
-    raise ValueError(problem)
+        raise ValueError("it is a text that is none of true, false, yes, no, on, off, 1, 0")
+    raise ValueError(f"it is {_what(value)}, not true or false")
 
 
 def flag() -> Kind:
@@ -266,6 +262,13 @@ def optional(kind: Kind) -> Kind:
         optional=True,
         comma_list=kind.comma_list,
     )
+
+
+def store_config() -> Kind:
+    """A store's configuration (a dict, or None for the embedded store), passed on unread: the
+    long-term memory checks it when it starts, and a bad one leaves it in keyword mode with the
+    reason in its status - it never falls back to another store silently."""
+    return Kind(object, "dict or None", "a dict, or None", lambda value: value, optional=True)
 
 
 _CLOCK = re.compile(r"([01]?\d|2[0-3]):([0-5]\d)")
@@ -907,13 +910,13 @@ SETTINGS: dict[str, Setting] = {
             "EVENNIA_AI_MEM0_CONFIG",
             None,
             "A full mem0 configuration dict replacing the embedded default (Qdrant server, pgvector, any litellm embedder).",
-            optional(mapping()),
+            store_config(),
         ),
         Setting(
             "EVENNIA_AI_KEYWORD_INDEX",
             None,
             'Where the keyword index lives: None for SQLite FTS5 in the data folder; `{"backend": "postgres", "dsn": "postgresql://..."}` for PostgreSQL full-text search (without `dsn`: the server of a `pgvector` EVENNIA_AI_MEM0_CONFIG).',
-            optional(mapping()),
+            store_config(),
         ),
         Setting(
             "EVENNIA_AI_COMPACTION_STRATEGY",
@@ -1258,7 +1261,10 @@ def render_settings_markdown() -> str:
         "used instead - except for the budget and security settings: such a value of one of",
         "them is logged, reported at server start and by `aistatus`, and counts as its",
         'strictest value, given in its row as *Unreadable:* (see `docs/security.md`, "When',
-        'stored state cannot be read").',
+        'stored state cannot be read"). The store settings (`dict or None`:',
+        "`EVENNIA_AI_MEM0_CONFIG`, `EVENNIA_AI_KEYWORD_INDEX`) are checked by long-term memory",
+        "when it starts instead: one it cannot use never falls back to another store (see",
+        "`docs/memory.md`).",
         "",
         "| setting | type | default | env | meaning |",
         "|---|---|---|---|---|",

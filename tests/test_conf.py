@@ -204,6 +204,8 @@ def _typed_reader(setting: conf.Setting):
     kind = setting.kind
     if kind.type is tuple:
         return conf.get_optional_pair
+    if kind.type is object:  # passed on unread (a store's configuration)
+        return conf.get
     name = {int: "int", float: "float", bool: "bool", str: "str", dict: "dict", list: "list"}
     reader = ("get_optional_" if kind.optional else "get_") + name[kind.type]
     if kind.label == "list[str]":

@@ -116,9 +116,7 @@ def copy_embedded_memories(
     progress = progress or (lambda line: None)
     keyword_path = os.path.join(directory, "keyword.db")
     qdrant_path = os.path.join(directory, "qdrant")
-    if not longterm.keyword_index_settings() and not conf.get_optional_dict(
-        "EVENNIA_AI_MEM0_CONFIG"
-    ):
+    if not longterm.keyword_index_settings() and not conf.get("EVENNIA_AI_MEM0_CONFIG"):
         raise CopyRefused(
             "the configured stores are the embedded ones: set EVENNIA_AI_MEM0_CONFIG (pgvector) "
             "and EVENNIA_AI_KEYWORD_INDEX (postgres) first (docs/memory.md)"
