@@ -86,14 +86,11 @@ def builder_models() -> list[str]:
     """The models Builders may choose (``EVENNIA_AI_BUILDER_MODELS``), in the order listed.
 
     A single name counts as a list of one; anything else that is not a list of names is read
-    as no models, so an unreadable setting leaves model changes to Developers.
+    as the default, no models (:mod:`evennia_ai.conf` logs it), so an unreadable setting leaves
+    model changes to Developers.
     """
-    listed = conf.get("EVENNIA_AI_BUILDER_MODELS")
-    if isinstance(listed, str):
-        listed = [listed]
-    if not isinstance(listed, (list, tuple)):
-        return []
-    names = [model_choice(name) for name in listed if isinstance(name, str) and name.strip()]
+    listed = conf.get_texts("EVENNIA_AI_BUILDER_MODELS")
+    names = [model_choice(name) for name in listed if name.strip()]
     return list(dict.fromkeys(names))
 
 

@@ -211,11 +211,11 @@ def at_server_start():
 
     # Not at once: a brand-new game restarts its server right after the first start, and a
     # thread busy importing litellm would keep the old process alive into the new one's start.
-    reactor.callLater(float(conf.get("EVENNIA_AI_WARMUP_DELAY")), start_warm_up)
+    reactor.callLater(conf.get_float("EVENNIA_AI_WARMUP_DELAY"), start_warm_up)
     # Long-term memory loads its embedder (seconds of torch import) in a thread; ticks never
     # wait for it. It starts after a delay so the restart Evennia makes right after its very
     # first start (and quick reloads) do not meet a half-imported torch.
-    reactor.callLater(float(conf.get("EVENNIA_AI_MEMORY_INIT_DELAY")), _start_longterm_memory)
+    reactor.callLater(conf.get_float("EVENNIA_AI_MEMORY_INIT_DELAY"), _start_longterm_memory)
 
 
 def set_switch_interval() -> float | None:
@@ -224,21 +224,12 @@ def set_switch_interval() -> float | None:
     The model-call loop's thread does real CPU work per call (litellm builds each request and
     reads each answer), and a thread waiting for the interpreter lock gets it after the switch
     interval at the latest: the reactor waits up to that long whenever it returns from a socket
-    read while that thread runs. A bad value is logged and Python's interval is kept.
+    read while that thread runs. A bad value is logged (by :mod:`evennia_ai.conf`) and
+    Python's interval is kept.
     """
-    wanted = conf.get("EVENNIA_AI_SWITCH_INTERVAL")
-    if wanted is None:
-        return sys.getswitchinterval()
-    try:
-        seconds = float(wanted)
-        if not 0 < seconds <= 1:
-            raise ValueError("must be above 0 and at most 1 second")
-        sys.setswitchinterval(seconds)
-    except (TypeError, ValueError) as err:
-        logger.log_err(
-            f"evennia_ai: EVENNIA_AI_SWITCH_INTERVAL = {wanted!r} is not usable ({err}); "
-            f"keeping {sys.getswitchinterval()} s"
-        )
+    wanted = conf.get_optional_float("EVENNIA_AI_SWITCH_INTERVAL")
+    if wanted is not None:
+        sys.setswitchinterval(wanted)
     return sys.getswitchinterval()
 
 
@@ -291,7 +282,7 @@ def freeze_startup_objects() -> None:
     ``gc.freeze()`` collections only visit objects made since. Off with
     ``EVENNIA_AI_GC_FREEZE = False``.
     """
-    if conf.get("EVENNIA_AI_GC_FREEZE"):
+    if conf.get_bool("EVENNIA_AI_GC_FREEZE"):
         gc.collect()
         gc.freeze()
         keep_frozen()
@@ -313,7 +304,7 @@ def freeze_survivors(phase: str, info: dict) -> None:
     leaked until the next thaw (+53% server RSS over 10,000 ticks, ``python -m bench
     memory_rss``).
     """
-    if phase == "stop" and info.get("generation") == 2 and conf.get("EVENNIA_AI_GC_FREEZE"):
+    if phase == "stop" and info.get("generation") == 2 and conf.get_bool("EVENNIA_AI_GC_FREEZE"):
         gc.freeze()
 
 
@@ -330,7 +321,7 @@ def keep_frozen() -> None:
     global _thaw_loop
     if freeze_survivors not in gc.callbacks:
         gc.callbacks.append(freeze_survivors)
-    interval = float(conf.get("EVENNIA_AI_GC_THAW_INTERVAL") or 0)
+    interval = conf.get_float("EVENNIA_AI_GC_THAW_INTERVAL")
     if interval > 0 and _thaw_loop is None:
         _thaw_loop = task.LoopingCall(thaw_frozen)
         _thaw_loop.start(interval, now=False)

@@ -422,9 +422,9 @@ class CmdAISleep(AICommand):
     def report(self, npc) -> str:
         sleep = npc.ai.sleep
         reflection = npc.ai.reflection
-        schedule = conf.get("EVENNIA_AI_SLEEP_SCHEDULE")
-        interval = int(conf.get("EVENNIA_AI_REFLECTION_INTERVAL") or 0)
-        threshold = int(conf.get("EVENNIA_AI_REFLECTION_IMPORTANCE_THRESHOLD") or 0)
+        schedule = conf.get_optional_pair("EVENNIA_AI_SLEEP_SCHEDULE")
+        interval = conf.get_int("EVENNIA_AI_REFLECTION_INTERVAL")
+        threshold = conf.get_int("EVENNIA_AI_REFLECTION_IMPORTANCE_THRESHOLD")
         script = npc.ai.script
         ticks = script.tick_count if script else 0
         lines = [f"|wSleep of {npc.key}({npc.dbref})|n"]
@@ -448,7 +448,7 @@ class CmdAISleep(AICommand):
         )
         lines.append(
             f"  server sleep window: {window}; wakes when addressed: "
-            f"{bool(conf.get('EVENNIA_AI_WAKE_WHEN_ADDRESSED'))}"
+            f"{conf.get_bool('EVENNIA_AI_WAKE_WHEN_ADDRESSED')}"
         )
         lines.append(
             f"|wReflection|n: {reflection.get('count', 0)} so far, last at tick "
@@ -496,7 +496,7 @@ class CmdAITrace(AICommand):
             if found is None:
                 raise CommandError(
                     f"{npc.key} has no trace of tick #{tick_id} (only the last "
-                    f"{conf.get('EVENNIA_AI_TRACE_RING_SIZE')} are kept)."
+                    f"{conf.get_int('EVENNIA_AI_TRACE_RING_SIZE')} are kept)."
                 )
             shown = traces_shown_to(self.caller, npc, [found])[0]
             self.msg(trace_detail(TickTrace.from_dict(shown)))

@@ -85,7 +85,7 @@ def has_audience(npc, window: float | None = None) -> bool:
     if seen is None:
         return False
     if window is None:
-        window = float(conf.get("EVENNIA_AI_AUDIENCE_WINDOW"))
+        window = conf.get_float("EVENNIA_AI_AUDIENCE_WINDOW")
     return time.time() - seen <= window
 
 
@@ -95,7 +95,7 @@ def take_npc_turn(npc) -> bool:
     ``EVENNIA_AI_NPC_EXCHANGE_TURNS`` answers are allowed since a player last spoke in the
     room (0: AI NPCs never answer each other).
     """
-    limit = int(conf.get("EVENNIA_AI_NPC_EXCHANGE_TURNS") or 0)
+    limit = conf.get_int("EVENNIA_AI_NPC_EXCHANGE_TURNS")
     turns = int(npc.ndb.ai_npc_turns or 0)
     if turns >= limit:
         return False
@@ -137,7 +137,7 @@ def tell_speakers(npc, speakers, setting: str) -> int:
     The line is the operator's text with the NPC's name; returns how many were told (0 when the
     setting is empty).
     """
-    template = str(conf.get(setting) or "")
+    template = conf.get_str(setting)
     if not template or not speakers:
         return 0
     try:

@@ -120,10 +120,10 @@ def _account_of(decider):
 
 def _to_channel(text: str) -> None:
     """Send ``text`` to the channel of ``EVENNIA_AI_CONFIRMATION_CHANNEL``, if one is named."""
-    name = conf.get("EVENNIA_AI_CONFIRMATION_CHANNEL")
+    name = conf.get_optional_str("EVENNIA_AI_CONFIRMATION_CHANNEL")
     if not name:
         return
-    channel = ChannelDB.objects.get_channel(str(name))
+    channel = ChannelDB.objects.get_channel(name)
     if channel is None:
         logger.log_warn(
             f"evennia_ai: EVENNIA_AI_CONFIRMATION_CHANNEL is '{name}', but there is no channel "

@@ -220,8 +220,8 @@ def reveals(text: str, secrets: Secrets) -> bool:
 # -- an NPC's secrets -----------------------------------------------------------------------------
 def api_keys() -> list[str]:
     """The API keys of the server's model settings (``EVENNIA_AI_API_KEY`` and per model)."""
-    keys = [str(conf.get("EVENNIA_AI_API_KEY") or "")]
-    for options in (conf.get("EVENNIA_AI_MODEL_SETTINGS") or {}).values():
+    keys = [conf.get_str("EVENNIA_AI_API_KEY")]
+    for options in conf.get_dict("EVENNIA_AI_MODEL_SETTINGS").values():
         if isinstance(options, Mapping):
             keys.append(str(options.get("api_key") or ""))
     return [key for key in keys if key]

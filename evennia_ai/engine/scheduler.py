@@ -28,14 +28,12 @@ from __future__ import annotations
 import time
 from collections import deque
 
-from evennia.utils import logger
 from twisted.internet import defer, reactor
 
 from evennia_ai import conf
 
 _waiting: deque[defer.Deferred] = deque()
 _scheduled = False
-_warned: dict[str, str] = {}
 
 
 def turn() -> defer.Deferred:
@@ -65,23 +63,9 @@ def pending() -> int:
 
 
 def _slice_seconds() -> float:
-    """``EVENNIA_AI_TURN_SLICE_MS`` in seconds; an unusable value is logged once and the
-    default used (a broken setting must not stop every NPC)."""
-    value = conf.get("EVENNIA_AI_TURN_SLICE_MS")
-    try:
-        milliseconds = float(value)
-        if milliseconds < 0 or milliseconds != milliseconds:
-            raise ValueError("must be 0 or more")
-    except (TypeError, ValueError) as err:
-        default = conf.SETTINGS["EVENNIA_AI_TURN_SLICE_MS"].default
-        if _warned.get("slice") != repr(value):
-            _warned["slice"] = repr(value)
-            logger.log_err(
-                f"evennia_ai: EVENNIA_AI_TURN_SLICE_MS = {value!r} is not usable ({err}); "
-                f"using {default}"
-            )
-        milliseconds = default
-    return milliseconds / 1000.0
+    """``EVENNIA_AI_TURN_SLICE_MS`` in seconds (an unusable value is logged once by
+    :mod:`evennia_ai.conf` and the default used: a broken setting must not stop every NPC)."""
+    return conf.get_float("EVENNIA_AI_TURN_SLICE_MS") / 1000.0
 
 
 def _schedule(reactor) -> None:

@@ -364,8 +364,7 @@ def classify_exception(err: Exception) -> ProviderError:
 # -- model capabilities ------------------------------------------------------------------------
 def model_settings(model: str) -> JSONObject:
     """``EVENNIA_AI_MODEL_SETTINGS[model]`` (an empty dict when unset)."""
-    settings = conf.get("EVENNIA_AI_MODEL_SETTINGS") or {}
-    value = settings.get(model) if isinstance(settings, dict) else None
+    value = conf.get_dict("EVENNIA_AI_MODEL_SETTINGS").get(model)
     return value if isinstance(value, dict) else {}
 
 
@@ -518,7 +517,10 @@ class UnifiedLLMClient:
 
     def fallback_models(self, primary: str, fallbacks: Fallbacks = None) -> list[str]:
         """Models to try after ``primary``, in order, without repeats."""
-        chain = self._pick(fallbacks, self.fallbacks, conf.get("EVENNIA_AI_FALLBACK_MODELS")) or []
+        chain = (
+            self._pick(fallbacks, self.fallbacks, conf.get_texts("EVENNIA_AI_FALLBACK_MODELS"))
+            or []
+        )
         if isinstance(chain, str):
             chain = [part.strip() for part in chain.split(",")]
         out: list[str] = []
@@ -534,8 +536,8 @@ class UnifiedLLMClient:
         many NPCs hitting the same rate limit do not retry in step; a server's retry-after is
         honoured when longer; everything is capped by the max delay.
         """
-        base = float(self._pick(self.base_delay, conf.get("EVENNIA_AI_RETRY_BASE_DELAY")))
-        cap = float(self._pick(self.max_delay, conf.get("EVENNIA_AI_RETRY_MAX_DELAY")))
+        base = float(self._pick(self.base_delay, conf.get_float("EVENNIA_AI_RETRY_BASE_DELAY")))
+        cap = float(self._pick(self.max_delay, conf.get_float("EVENNIA_AI_RETRY_MAX_DELAY")))
         delay = min(cap, base * 2.0 ** (attempt - 1))
         delay *= 0.5 + random.random() / 2
         if retry_after is not None:
@@ -748,7 +750,9 @@ class UnifiedLLMClient:
                 model=model,
                 attempts=0,
             )
-        max_retries = max(0, int(self._pick(self.max_retries, conf.get("EVENNIA_AI_MAX_RETRIES"))))
+        max_retries = max(
+            0, int(self._pick(self.max_retries, conf.get_int("EVENNIA_AI_MAX_RETRIES")))
+        )
         attempt = 0
         while True:
             attempt += 1
@@ -803,7 +807,7 @@ class UnifiedLLMClient:
         litellm = get_litellm()
         per_model = model_settings(model)
         routed = model in router.routed_names()
-        if not routed and "/" not in model and conf.get("EVENNIA_AI_ROUTER"):
+        if not routed and "/" not in model and conf.get_optional_dict("EVENNIA_AI_ROUTER"):
             try:  # a name without a provider may be meant for a Router that cannot be built
                 router.get_router(litellm, _compatible_route)
             except router.RouterConfigError as err:
@@ -812,7 +816,10 @@ class UnifiedLLMClient:
             "model": model,
             "timeout": float(
                 self._pick(
-                    timeout, per_model.get("timeout"), self.timeout, conf.get("EVENNIA_AI_TIMEOUT")
+                    timeout,
+                    per_model.get("timeout"),
+                    self.timeout,
+                    conf.get_float("EVENNIA_AI_TIMEOUT"),
                 )
             ),
             "num_retries": 0,  # we retry ourselves; theirs would multiply ours
@@ -823,9 +830,14 @@ class UnifiedLLMClient:
             api_base
             or per_model.get("api_base")
             or self.api_base
-            or conf.get("EVENNIA_AI_API_BASE")
+            or conf.get_str("EVENNIA_AI_API_BASE")
         )
-        key = api_key or per_model.get("api_key") or self.api_key or conf.get("EVENNIA_AI_API_KEY")
+        key = (
+            api_key
+            or per_model.get("api_key")
+            or self.api_key
+            or conf.get_str("EVENNIA_AI_API_KEY")
+        )
         if routed:  # the deployments carry their servers and keys; the Router retries itself
             base = None
             for name in ("num_retries", "max_retries"):
@@ -846,7 +858,7 @@ class UnifiedLLMClient:
             kwargs["response_format"] = response_format  # dropped where a provider has none
         json_protocol = bool(tools) and not native
         if json_protocol:
-            rate = tick_rate if tick_rate is not None else conf.get("EVENNIA_AI_TICK_INTERVAL")
+            rate = tick_rate if tick_rate is not None else conf.get_int("EVENNIA_AI_TICK_INTERVAL")
             kwargs["messages"] = to_text_protocol(messages, tools, rate)
         else:
             kwargs["messages"] = messages
@@ -910,7 +922,7 @@ def _endpoint(model: str, api_base: str | None) -> str:
 
 def _max_concurrent(per_model: JSONObject) -> int:
     """Calls in flight allowed to a model's endpoint (its own setting, else the server's)."""
-    value = per_model.get("max_concurrent") or conf.get("EVENNIA_AI_MAX_CONCURRENT_CALLS")
+    value = per_model.get("max_concurrent") or conf.get_int("EVENNIA_AI_MAX_CONCURRENT_CALLS")
     try:
         return max(1, int(value))
     except (TypeError, ValueError):
@@ -954,7 +966,7 @@ def _compatible_route(model: str) -> str:
     (about 15 ms and as much CPU per call for a full NPC context). Same protocol, same answer;
     ``EVENNIA_AI_OPENAI_SDK_ROUTE = True`` keeps the SDK.
     """
-    if model.startswith("openai/") and not conf.get("EVENNIA_AI_OPENAI_SDK_ROUTE"):
+    if model.startswith("openai/") and not conf.get_bool("EVENNIA_AI_OPENAI_SDK_ROUTE"):
         return "hosted_vllm/" + model[len("openai/") :]
     return model
 
@@ -996,9 +1008,7 @@ def configure_litellm_callbacks() -> list[object]:
     Returns:
         The callbacks added by this call (empty when everything was already installed).
     """
-    entries = conf.get("EVENNIA_AI_LITELLM_CALLBACKS") or []
-    if isinstance(entries, str):
-        entries = [part.strip() for part in entries.split(",") if part.strip()]
+    entries = conf.get_list("EVENNIA_AI_LITELLM_CALLBACKS")  # a text: comma-separated names
     if not entries:
         return []
     litellm: Any = get_litellm()  # a module whose callback lists are assigned below

@@ -86,6 +86,6 @@ def check_contract(kind: str | None, messages: list[JSONObject]) -> list[str]:
         contracts.record_violation(str(kind), problems)
         text = f"evennia_ai: a {kind} request breaks its contract: {'; '.join(problems)}"
         _log.error(text)
-        if conf.get("EVENNIA_AI_STRICT_CONTRACTS"):
+        if conf.get_bool("EVENNIA_AI_STRICT_CONTRACTS"):
             raise contracts.ContractViolation(text)
     return problems

@@ -120,7 +120,7 @@ def get_router(litellm: ModuleType, compatible_route: Callable[[str], str]) -> A
     Raises:
         RouterConfigError: the setting cannot make a Router (logged once by the caller).
     """
-    config = conf.get("EVENNIA_AI_ROUTER")
+    config = conf.get_optional_dict("EVENNIA_AI_ROUTER")
     key = _fingerprint(config) if config else None
     with _LOCK:
         if _BUILT["key"] != key:
@@ -151,8 +151,8 @@ def get_router(litellm: ModuleType, compatible_route: Callable[[str], str]) -> A
 
 def routed_names() -> set[str]:
     """The model names ``EVENNIA_AI_ROUTER`` serves (read from the setting, no Router built)."""
-    config = conf.get("EVENNIA_AI_ROUTER")
-    if not isinstance(config, dict) or not isinstance(config.get("model_list"), list):
+    config = conf.get_optional_dict("EVENNIA_AI_ROUTER")
+    if not config or not isinstance(config.get("model_list"), list):
         return set()
     return {
         str(d["model_name"])

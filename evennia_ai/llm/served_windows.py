@@ -42,8 +42,7 @@ WINDOW_KEYS = ("max_model_len", "context_length", "context_window", "max_context
 
 
 def _model_options(model: str) -> Mapping[str, Any]:
-    per_model = conf.get("EVENNIA_AI_MODEL_SETTINGS") or {}
-    options = per_model.get(model) if isinstance(per_model, Mapping) else None
+    options = conf.get_dict("EVENNIA_AI_MODEL_SETTINGS").get(model)
     return options if isinstance(options, Mapping) else {}
 
 
@@ -140,8 +139,8 @@ def learn_windows(models: Iterable[str | None]) -> dict[str, int]:
         options = _model_options(model)
         window = probe_window(
             model,
-            options.get("api_base") or conf.get("EVENNIA_AI_API_BASE") or None,
-            options.get("api_key") or conf.get("EVENNIA_AI_API_KEY") or None,
+            options.get("api_base") or conf.get_str("EVENNIA_AI_API_BASE") or None,
+            options.get("api_key") or conf.get_str("EVENNIA_AI_API_KEY") or None,
         )
         if window:
             tokens.set_served_window(model, window)

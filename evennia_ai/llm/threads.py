@@ -48,7 +48,7 @@ def get_pool() -> ThreadPool:
     global _POOL
     with _LOCK:
         if _POOL is None:
-            size = max(1, int(conf.get("EVENNIA_AI_THREAD_POOL_SIZE")))
+            size = conf.get_int("EVENNIA_AI_THREAD_POOL_SIZE")
             _POOL = DaemonThreadPool(minthreads=0, maxthreads=size, name="evennia_ai")
             _POOL.start()
         return _POOL

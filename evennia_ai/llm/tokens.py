@@ -440,8 +440,8 @@ def _positive_int(value: Any) -> int | None:
 
 
 def _configured_window(model: str) -> int | None:
-    overrides = conf.get("EVENNIA_AI_CONTEXT_WINDOWS") or {}
-    if isinstance(overrides, Mapping) and model in overrides:
+    overrides = conf.get_dict("EVENNIA_AI_CONTEXT_WINDOWS")
+    if model in overrides:
         window = _positive_int(overrides[model])
         if window:
             return window
@@ -450,8 +450,8 @@ def _configured_window(model: str) -> int | None:
             model,
             overrides[model],
         )
-    per_model = conf.get("EVENNIA_AI_MODEL_SETTINGS") or {}
-    options = per_model.get(model) if isinstance(per_model, Mapping) else None
+    per_model = conf.get_dict("EVENNIA_AI_MODEL_SETTINGS")
+    options = per_model.get(model)
     if isinstance(options, Mapping) and options.get("context_window") is not None:
         window = _positive_int(options["context_window"])
         if window:
@@ -635,14 +635,9 @@ def get_model_limits(model: str | None) -> ModelContextLimits:
     to history.
     """
     window = get_context_window(model)
-    setting = conf.get("EVENNIA_AI_RESERVED_RESPONSE_TOKENS")
-    reserved = 0 if setting in (0, "0") else _positive_int(setting)
-    if reserved is None:
-        _log.warning(
-            "evennia_ai: EVENNIA_AI_RESERVED_RESPONSE_TOKENS is not a whole number: %r", setting
-        )
-        reserved = conf.SETTINGS["EVENNIA_AI_RESERVED_RESPONSE_TOKENS"].default
-    reserved = min(reserved, int(window * MAX_RESERVED_SHARE))
+    reserved = min(
+        conf.get_int("EVENNIA_AI_RESERVED_RESPONSE_TOKENS"), int(window * MAX_RESERVED_SHARE)
+    )
     usable = window - reserved
     return ModelContextLimits(
         max_tokens=window,

@@ -68,7 +68,7 @@ class ToolCall:
         if not self.raw_arguments and self.error is None:
             self.raw_arguments = json.dumps(self.arguments or {})
         size = len(self.raw_arguments or "")
-        limit = int(conf.get("EVENNIA_AI_MAX_TOOL_ARGUMENT_CHARS"))
+        limit = conf.get_int("EVENNIA_AI_MAX_TOOL_ARGUMENT_CHARS")
         if size > limit:
             self.raw_arguments = self.raw_arguments[:200] + f"... [{size - 200} more characters]"
             self.arguments = {}

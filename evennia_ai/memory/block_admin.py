@@ -40,7 +40,7 @@ SHARED_IN_KEY = "blocks_shared_in"
 
 
 def max_archival_entries() -> int:
-    return int(conf.get("EVENNIA_AI_ARCHIVAL_MAX_ENTRIES"))
+    return conf.get_int("EVENNIA_AI_ARCHIVAL_MAX_ENTRIES")
 
 
 # -- reading -------------------------------------------------------------------------------------

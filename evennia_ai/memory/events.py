@@ -129,7 +129,7 @@ def default_trust(event_class: str, kind: str = "", addressed: bool = False) -> 
 
 def _clip(text: str) -> str:
     """``text`` cut to ``EVENNIA_AI_MAX_EVENT_CHARS`` in all (clipping again changes nothing)."""
-    limit = int(conf.get("EVENNIA_AI_MAX_EVENT_CHARS"))
+    limit = conf.get_int("EVENNIA_AI_MAX_EVENT_CHARS")
     return text if len(text) <= limit else text[: limit - 1] + "\u2026"
 
 

@@ -278,7 +278,9 @@ class EmbeddingCache:
     ):
         self.embed = embed
         self.embed_many = embed_many
-        self.size = int(size if size is not None else conf.get("EVENNIA_AI_EMBEDDING_CACHE_SIZE"))
+        self.size = (
+            int(size) if size is not None else conf.get_int("EVENNIA_AI_EMBEDDING_CACHE_SIZE")
+        )
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()  # searches run in several threads at once
         self._dims: int | None = None

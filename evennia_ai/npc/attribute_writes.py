@@ -48,7 +48,7 @@ _state = {"call": None, "trigger": None}
 def batching() -> bool:
     """Whether writes made now wait for the end of the reactor turn."""
     return bool(
-        reactor.running and threadable.isInIOThread() and conf.get("EVENNIA_AI_BATCH_WRITES")
+        reactor.running and threadable.isInIOThread() and conf.get_bool("EVENNIA_AI_BATCH_WRITES")
     )
 
 

@@ -129,7 +129,7 @@ class AIHandler:
     # write, so ticks after it create or delete no rows.
     def record_trace(self, trace: dict, ring: int | None = None) -> None:
         """Keep ``trace`` (a TickTrace dict), replacing the one ``ring`` ticks older."""
-        size = max(1, int(ring if ring is not None else conf.get("EVENNIA_AI_TRACE_RING_SIZE")))
+        size = max(1, int(ring)) if ring is not None else conf.get_int("EVENNIA_AI_TRACE_RING_SIZE")
         tick_id = int(trace.get("tick_id") or 0)
         key = f"trace_{tick_id % size}"
         # the slot is looked up alone (reading the whole ring would unpickle 50 traces)
@@ -141,7 +141,7 @@ class AIHandler:
     def traces(self, last: int | None = None) -> list[dict]:
         """The kept tick traces, oldest first (the newest ``last`` only, if given)."""
 
-        size = max(1, int(conf.get("EVENNIA_AI_TRACE_RING_SIZE")))
+        size = conf.get_int("EVENNIA_AI_TRACE_RING_SIZE")
         stored = self.obj.attributes.get(category=TRACE_CATEGORY, return_list=True, return_obj=True)
         found = [plain(attr.value) for attr in stored or [] if attr is not None]
         found = sorted(
@@ -155,7 +155,7 @@ class AIHandler:
     def trace(self, tick_id: int) -> dict | None:
         """The trace of one tick, or None if it is not kept."""
 
-        size = max(1, int(conf.get("EVENNIA_AI_TRACE_RING_SIZE")))
+        size = conf.get_int("EVENNIA_AI_TRACE_RING_SIZE")
         value = self.obj.attributes.get(f"trace_{int(tick_id) % size}", category=TRACE_CATEGORY)
         value = plain(value) if value is not None else None
         if isinstance(value, dict) and int(value.get("tick_id") or 0) == int(tick_id):
@@ -382,7 +382,7 @@ class AIHandler:
 
         if self._flooded(event):
             return False
-        max_size = int(conf.get("EVENNIA_AI_EVENT_QUEUE_SIZE"))
+        max_size = conf.get_int("EVENNIA_AI_EVENT_QUEUE_SIZE")
         self.update("event_queue", lambda queue: ev.push(queue, event, max_size))
         if immediate is None:
             immediate = getattr(event, "event_class", "") == "communication"
@@ -399,7 +399,7 @@ class AIHandler:
         A flood is dropped without a write; the next tick's trace notes how many were dropped
         from whom (``npc.ndb.ai_floods``), so one player cannot bury the others.
         """
-        limit = int(conf.get("EVENNIA_AI_SPEAKER_EVENTS_PER_MINUTE") or 0)
+        limit = conf.get_int("EVENNIA_AI_SPEAKER_EVENTS_PER_MINUTE")
         source = getattr(event, "source", None)
         if limit <= 0 or not source or getattr(event, "event_class", "") == "system":
             return False
@@ -424,7 +424,7 @@ class AIHandler:
     def remember_ambient(self, text: str, source=None) -> None:
         """Add a line the NPC saw in its room to the ambient context buffer (one write)."""
 
-        size = int(conf.get("EVENNIA_AI_CONTEXT_BUFFER_SIZE"))
+        size = conf.get_int("EVENNIA_AI_CONTEXT_BUFFER_SIZE")
         self.update(
             "context_buffer",
             lambda buf: context_buffer.add(buf, text, source=source, max_size=size),

@@ -96,8 +96,8 @@ def history_report(npc) -> HistoryReport:
     pressure = history_pressure(
         npc.ai, npc.ai.model or None, (script.tick_count if script else 0) + 1
     )
-    sleep = float(conf.get("EVENNIA_AI_COMPACTION_SLEEP_RATIO"))
-    emergency = float(conf.get("EVENNIA_AI_COMPACTION_EMERGENCY_RATIO"))
+    sleep = conf.get_float("EVENNIA_AI_COMPACTION_SLEEP_RATIO")
+    emergency = conf.get_float("EVENNIA_AI_COMPACTION_EMERGENCY_RATIO")
     compaction = npc.ai.compaction
     last, failed = last_compaction_text(compaction)
     state, now = compaction_now(compaction, pressure.reason, len(compaction_batch(history)))
@@ -120,6 +120,6 @@ def history_report(npc) -> HistoryReport:
         last_failed=failed,
         state=state,
         now=now,
-        strategy=str(conf.get("EVENNIA_AI_COMPACTION_STRATEGY")),
-        keep_recent=int(conf.get("EVENNIA_AI_COMPACTION_KEEP_RECENT")),
+        strategy=conf.get_str("EVENNIA_AI_COMPACTION_STRATEGY"),
+        keep_recent=conf.get_int("EVENNIA_AI_COMPACTION_KEEP_RECENT"),
     )

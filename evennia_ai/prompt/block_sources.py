@@ -53,7 +53,7 @@ def render_blocks_for_npc(npc: Any, mentioned_text: str = "", *, header: bool = 
             are included.
         header: Start with the short :data:`HEADER` telling the model what the blocks are.
     """
-    descriptions = bool(conf.get("EVENNIA_AI_BLOCK_DESCRIPTIONS"))
+    descriptions = conf.get_bool("EVENNIA_AI_BLOCK_DESCRIPTIONS")
     parts: list[str] = []
     own = npc.ai.blocks or {}
     for block in pure.blocks_for_context(own, mentioned_text=mentioned_text):
@@ -93,6 +93,6 @@ def archival_hits_source(builder: ContextBuilder) -> str:
     query = _mentioned_text(builder)
     if not query.strip():
         return ""
-    limit = int(conf.get("EVENNIA_AI_ARCHIVAL_HITS"))
+    limit = conf.get_int("EVENNIA_AI_ARCHIVAL_HITS")
     hits = pure.render_archival_hits(block_admin.archival_search(builder.npc, query, limit))
     return fence_section(hits, "archive")

@@ -29,27 +29,18 @@ from twisted.python.failure import Failure
 
 from evennia_ai import conf
 from evennia_ai.memory import gate, longterm
-from evennia_ai.memory.search import MODES, MemoryHit, SearchOutcome
+from evennia_ai.memory.search import MemoryHit, SearchOutcome
 from evennia_ai.prompt.builder import ContextBuilder, register_source
 from evennia_ai.utils import fence_section, log_prefix
 
 SEARCH_TIMEOUT = 5.0  # seconds a tick waits for its memory search
 HEADER = "## Things you remember"
-_WARNED_MODES: set[str] = set()
 
 
 def recall_mode() -> str:
-    """``EVENNIA_AI_RECALL_MODE`` when it is a search mode; else ``auto`` (logged once)."""
-    mode = str(conf.get("EVENNIA_AI_RECALL_MODE") or "auto").strip().lower()
-    if mode in MODES:
-        return mode
-    if mode not in _WARNED_MODES:
-        _WARNED_MODES.add(mode)
-        logger.log_warn(
-            f"evennia_ai: EVENNIA_AI_RECALL_MODE {mode!r} is no search mode "
-            f"({', '.join(MODES)}); recalling in auto mode."
-        )
-    return "auto"
+    """``EVENNIA_AI_RECALL_MODE``: one of :data:`~evennia_ai.memory.search.MODES` (another
+    value is logged once by :mod:`evennia_ai.conf` and ``auto`` used)."""
+    return conf.get_str("EVENNIA_AI_RECALL_MODE")
 
 
 def render_memories(hits: Iterable[MemoryHit] | None) -> str:

@@ -377,10 +377,7 @@ class Tool:
         if timeout is not None and is_number(timeout) and timeout > 0:
             return float(timeout)
 
-        setting = conf.get("EVENNIA_AI_TOOL_TIMEOUT")
-        if is_number(setting) and setting > 0:
-            return float(setting)
-        return float(conf.SETTINGS["EVENNIA_AI_TOOL_TIMEOUT"].default)
+        return conf.get_float("EVENNIA_AI_TOOL_TIMEOUT")
 
     def validate_arguments(self, arguments: object) -> list[str]:
         """Problems with ``arguments`` against :attr:`parameters` (empty when valid)."""

@@ -391,7 +391,7 @@ class ArchivalInsert(Tool):
         if ctx.tick_id:
             metadata["tick"] = ctx.tick_id
         result = to_tool_result(block_admin.archival_insert(ctx.npc, content, metadata))
-        if conf.get("EVENNIA_AI_MEMORY_GATE") and result.success:
+        if conf.get_bool("EVENNIA_AI_MEMORY_GATE") and result.success:
             content = result.content if isinstance(result.content, dict) else {}
             duplicate = bool(content.get("duplicate"))
             gate.record_decisions(ctx.npc, [gate.SKIPPED_DUPLICATE if duplicate else gate.STORED])
@@ -405,7 +405,7 @@ def archival_gate(ctx: ToolContext, content: str) -> ToolResult | None:
     apply, against the archive's entries. An entry equal to one archived is left to
     :func:`~evennia_ai.memory.blocks.archival_insert` ("Already archived.").
     """
-    if not conf.get("EVENNIA_AI_MEMORY_GATE"):
+    if not conf.get_bool("EVENNIA_AI_MEMORY_GATE"):
         return None
     entries = [
         KeywordDoc(id=str(entry.get("id") or ""), npc="", text=str(entry.get("content") or ""))

@@ -56,7 +56,7 @@ def helper_tools(tools: Iterable[Tool], unrestricted: bool | None = None) -> lis
             ``EVENNIA_AI_HELPER_TOOLS_UNRESTRICTED``.
     """
     if unrestricted is None:
-        unrestricted = conf.get("EVENNIA_AI_HELPER_TOOLS_UNRESTRICTED") is True
+        unrestricted = conf.get_bool("EVENNIA_AI_HELPER_TOOLS_UNRESTRICTED")
     return [
         tool
         for tool in tools

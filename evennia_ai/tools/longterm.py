@@ -196,9 +196,7 @@ class RecallMemories(Tool):
                 person=person,
                 mode=mode,
                 limit=(
-                    (limit or int(conf.get("EVENNIA_AI_MEMORY_TOP_K"))) + offset
-                    if offset
-                    else limit
+                    (limit or conf.get_int("EVENNIA_AI_MEMORY_TOP_K")) + offset if offset else limit
                 ),
             )
             .addCallback(done)

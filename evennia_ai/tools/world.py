@@ -149,9 +149,9 @@ def inert(text: str) -> str:
     """
     text = strip_mxp(clean_text(text))
     text = " ".join(_LAYOUT_CODES.sub(" ", text).split())
-    if conf.get("EVENNIA_AI_OUTPUT_STRIP_COLOUR"):
+    if conf.get_bool("EVENNIA_AI_OUTPUT_STRIP_COLOUR"):
         text = strip_ansi(text)
-    limit = int(conf.get("EVENNIA_AI_MAX_OUTPUT_CHARS"))
+    limit = conf.get_int("EVENNIA_AI_MAX_OUTPUT_CHARS")
     if len(text) > limit:
         text = text[: limit - 1].rstrip() + "\u2026"
     return escape_inline_functions(text)

@@ -46,7 +46,7 @@ class EvenniaAIWebConfig(AppConfig):
         Django builds its template engines from ``settings.TEMPLATES`` on first use, normally
         after this; an engine built earlier gets the folder too.
         """
-        if not conf.get("EVENNIA_AI_WEB_MENU_LINK"):
+        if not conf.get_bool("EVENNIA_AI_WEB_MENU_LINK"):
             return
         evennia_dir = getattr(settings, "EVENNIA_DIR", "")
         add_menu_link(settings.TEMPLATES, evennia_dir)

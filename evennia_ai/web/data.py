@@ -424,7 +424,7 @@ def trace_detail(npc, tick_id: Any, viewer=None) -> dict:
     if trace is None:
         raise NotFound(
             f"{npc.key} has no trace of tick #{number} (only the last "
-            f"{conf.get('EVENNIA_AI_TRACE_RING_SIZE')} are kept)."
+            f"{conf.get_int('EVENNIA_AI_TRACE_RING_SIZE')} are kept)."
         )
     trace = shown_traces(npc, [trace], viewer)[0]
     return {**trace, "summary": trace_summary(trace)}
@@ -501,7 +501,7 @@ def context_orders() -> list[dict]:
 
     registry = get_prompt_registry()
     components = registry.get_all_prompt_components()
-    cache_friendly = conf.get("EVENNIA_AI_COMPONENT_ORDER") == "cache_friendly"
+    cache_friendly = conf.get_str("EVENNIA_AI_COMPONENT_ORDER") == "cache_friendly"
     out = []
     for context_type in CONTEXT_TYPES:
         try:

@@ -67,7 +67,7 @@ def wake_up(npc, reason: str = "woken") -> None:
             "until": None,
             "woken_in_window": bool(
                 sleep.get("reason") == "scheduled"
-                and in_sleep_window(conf.get("EVENNIA_AI_SLEEP_SCHEDULE"))
+                and in_sleep_window(conf.get_optional_pair("EVENNIA_AI_SLEEP_SCHEDULE"))
             ),
         },
     )

@@ -69,7 +69,7 @@ def test_switch_interval_follows_the_setting_and_a_bad_value_keeps_python_s():
     import sys
     from unittest import mock
 
-    from evennia_ai import startstop
+    from evennia_ai import conf, startstop
 
     before = sys.getswitchinterval()
     try:
@@ -78,9 +78,10 @@ def test_switch_interval_follows_the_setting_and_a_bad_value_keeps_python_s():
         with override_settings(EVENNIA_AI_SWITCH_INTERVAL=None):
             assert startstop.set_switch_interval() == 0.002  # left as it is
         for bad in ("fast", 0, -1, 5):
+            conf.forget_unreadable()
             with (
                 override_settings(EVENNIA_AI_SWITCH_INTERVAL=bad),
-                mock.patch.object(startstop.logger, "log_err") as logged,
+                mock.patch.object(conf._log, "warning") as logged,
             ):
                 assert startstop.set_switch_interval() == 0.002
             assert "EVENNIA_AI_SWITCH_INTERVAL" in logged.call_args[0][0]

@@ -4,6 +4,7 @@ from unittest import mock
 
 from django.test import override_settings
 
+from evennia_ai import conf
 from evennia_ai.engine import scheduler
 
 
@@ -66,10 +67,10 @@ def test_a_turn_runs_pieces_until_its_slice_is_used_then_the_rest_wait():
 
 def test_an_unusable_slice_is_logged_once_and_the_default_used():
     for bad in ("fast", -1, None):
-        scheduler._warned.clear()
+        conf.forget_unreadable()
         with (
             override_settings(EVENNIA_AI_TURN_SLICE_MS=bad),
-            mock.patch.object(scheduler.logger, "log_err") as logged,
+            mock.patch.object(conf._log, "warning") as logged,
         ):
             assert scheduler._slice_seconds() == 0.004
             assert scheduler._slice_seconds() == 0.004
