@@ -27,9 +27,9 @@ from evennia_ai.llm.contracts import DELEGATE_INSTRUCTION, render_task
 from evennia_ai.prompt.builder import OperatorSourceError, read_operator_override
 from evennia_ai.prompt.execution_pattern import ExecutionPattern
 from evennia_ai.prompt.operator import section_for
-from evennia_ai.prompt.sources import TRUST_NOTE
 from evennia_ai.tools.base import LoopState, ToolContext, ToolResult
 from evennia_ai.tools.delegate import helper_tools
+from evennia_ai.wording import TRUST_NOTE
 
 CHILD_ITERATIONS = 3
 

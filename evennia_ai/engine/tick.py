@@ -148,7 +148,9 @@ class TickState:
             tool_groups=chosen.groups,
             snapshot=snapshot,
             tool_result=(
-                snapshot.reflection.get("last_result", "") if context_type == "reflection_cont" else None
+                snapshot.reflection.get("last_result", "")
+                if context_type == "reflection_cont"
+                else None
             ),
         )
 
