@@ -30,6 +30,13 @@ JSONValue: TypeAlias = Union[str, int, float, bool, None, list["JSONValue"], dic
 #: A stored dict (metrics, sleep, a goal, a memory block, ...).
 JSONObject: TypeAlias = dict[str, JSONValue]
 
+#: The Attribute category of an assistant's state, on the character and on its Script.
+STATE_CATEGORY: Final = "ai"
+#: The Attribute category of stored values set aside because they failed their declared shape.
+QUARANTINE_CATEGORY: Final = "ai_quarantine"
+#: How a Script-held key is named where it is listed with the character's (``script.paused``).
+SCRIPT_PREFIX: Final = "script."
+
 # -- the keys held on the character (Attributes of category ``ai``) ------------------------------
 ENABLED: Final = "enabled"
 PERSONA: Final = "persona"

@@ -43,6 +43,7 @@ from evennia_ai.npc_state import (
     PAUSED,
     PERSONA,
     PROMPT_REVISIONS,
+    SCRIPT_PREFIX,
     TOOL_DENY,
     USER_SYSTEM_PROMPT,
 )
@@ -274,7 +275,7 @@ class AIHandler:
     @staticmethod
     def script_state(script) -> AttributeState:
         """The declared state held on ``script`` (goals, execution config, counters, pause)."""
-        return AttributeState(script, SCRIPT_STATE, npc=script.obj, prefix="script.")
+        return AttributeState(script, SCRIPT_STATE, npc=script.obj, prefix=SCRIPT_PREFIX)
 
     @property
     def goals(self) -> list[dict]:
@@ -538,15 +539,15 @@ class AIHandler:
         script = self.script
         if script is not None:
             kept = self.script_state(script).quarantined(check, reveal)
-            found.update({f"script.{k}": v for k, v in kept.items()})
+            found.update({SCRIPT_PREFIX + k: v for k, v in kept.items()})
         return found
 
     @staticmethod
     def developer_only(key: str) -> bool:
         """Whether ``key`` (``script.<key>`` for the Script's) is Developer-only state: only
         Developers may see a value of it set aside, restore it or discard it."""
-        if key.startswith("script."):
-            declared = SCRIPT_STATE.get(key[len("script.") :])
+        if key.startswith(SCRIPT_PREFIX):
+            declared = SCRIPT_STATE.get(key[len(SCRIPT_PREFIX) :])
         else:
             declared = CHARACTER_STATE.get(key)
         return bool(declared and declared.developer_only)
@@ -574,8 +575,8 @@ class AIHandler:
         return reasons
 
     def _state_for(self, key: str) -> tuple[AttributeState, str]:
-        if key.startswith("script."):
-            return self.script_state(self.ensure_script()), key[len("script.") :]
+        if key.startswith(SCRIPT_PREFIX):
+            return self.script_state(self.ensure_script()), key[len(SCRIPT_PREFIX) :]
         return self.state, key
 
     def restore(self, key: str, value: Any = None) -> Any:

@@ -31,6 +31,7 @@ from __future__ import annotations
 from evennia_ai import conf
 from evennia_ai.memory import block_admin
 from evennia_ai.memory import blocks as pure
+from evennia_ai.npc_state import npc_state
 from evennia_ai.prompt.builder import register_source
 from evennia_ai.prompt.sources import mentioned_text
 from evennia_ai.utils import fence, fence_section
@@ -53,7 +54,7 @@ def render_blocks_for_npc(npc, mentioned_text: str = "", *, header: bool = True)
     """
     descriptions = bool(conf.get("EVENNIA_AI_BLOCK_DESCRIPTIONS"))
     parts = []
-    own = npc.ai.blocks or {}
+    own = npc_state(npc).blocks or {}
     for block in pure.blocks_for_context(own, mentioned_text=mentioned_text):
         parts.append(pure.render_block(block, include_description=descriptions))
     shared = block_admin.shared_blocks_for(npc)
