@@ -189,6 +189,7 @@ def test_imports_inside_functions_are_heavy_optional_dependencies_only():
         "evennia_ai",
         "evennia_ai.utils",
         "evennia_ai.conf",
+        "evennia_ai.npc_state",
         "evennia_ai.prompt.templates",
         "evennia_ai.prompt.registry_io",
         "evennia_ai.llm.tokens",
@@ -276,9 +277,10 @@ def test_code_below_npc_reaches_npc_state_only_through_the_accessor():
         if relative(name) in STATE_ACCESS_ALLOWED:
             continue
         found.extend(f"{relative(name)}:{line}" for line in ai_accesses(name))
-    assert not found, (
-        "code below npc reaches .ai directly (use evennia_ai.npc_state.npc_state):\n"
-        + "\n".join(found)
+    assert (
+        not found
+    ), "code below npc reaches .ai directly (use evennia_ai.npc_state.npc_state):\n" + "\n".join(
+        found
     )
 
 
