@@ -11,7 +11,7 @@ config, tick counters; docs/architecture.md, "Where state lives"). Each change i
 Example:
     npc.ai.set_persona("A gruff but kind innkeeper who knows every local rumour.")
     npc.ai.goals                      # plain list of goal dicts
-    npc.ai.update("session_memory", lambda mem: add_fact(mem, ...))
+    npc.ai.update(SESSION_MEMORY, lambda mem: add_fact(mem, ...))  # keys: evennia_ai.npc_state
     npc.ai.pause(); npc.ai.resume()
 """
 
