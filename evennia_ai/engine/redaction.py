@@ -256,9 +256,9 @@ def npc_secrets(npc) -> Secrets:
     state = find_npc_state(npc)
     if state is None:
         return Secrets(texts=tuple(api_keys()))
-    prompt = str(state.get(USER_SYSTEM_PROMPT) or "")
+    prompt = str(state.user_system_prompt or "")
     prompts = [prompt, *_texts_in(_kept_aside(npc, USER_SYSTEM_PROMPT))]
-    blocks = [state.get(BLOCKS)]
+    blocks: list[Mapping[str, object]] = [state.blocks]
     kept_blocks = _kept_aside(npc, BLOCKS)
     if isinstance(kept_blocks, Mapping):
         blocks.append(kept_blocks)

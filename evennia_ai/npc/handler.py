@@ -39,11 +39,13 @@ from evennia_ai.npc_state import (
     ENABLED,
     EVENT_QUEUE,
     EXECUTION_CONFIG,
+    METRICS,
     MODEL,
     PAUSED,
     PERSONA,
     PROMPT_REVISIONS,
     SCRIPT_PREFIX,
+    SLEEP,
     TOOL_DENY,
     USER_SYSTEM_PROMPT,
 )
@@ -461,11 +463,11 @@ class AIHandler:
         by name, with why).
         """
 
-        metrics = self.metrics
+        metrics = self.state.get(METRICS)
         over = self.spending_status(metrics)
-        queue = self.event_queue
+        queue = self.state.get(EVENT_QUEUE)
         script = self.script
-        sleep = self.sleep
+        sleep = self.state.get(SLEEP)
         enabled, paused, running = self.enabled, self.paused, bool(script and script.is_active)
         if not enabled or not running:
             state = "stopped"

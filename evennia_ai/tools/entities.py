@@ -25,7 +25,7 @@ def resolve_entity(npc, name: str):
         return obj.dbref, obj.key, kind
     lowered = name.strip().lower()
     for dbref, profile in (npc_state(npc).entities or {}).items():
-        if (profile.get("name") or "").lower() == lowered or dbref == name.strip():
+        if str(profile.get("name") or "").lower() == lowered or dbref == name.strip():
             return dbref, profile.get("name"), profile.get("kind", "character")
     return None
 

@@ -60,7 +60,6 @@ from typing import Iterable, Mapping
 
 from evennia_ai import conf
 from evennia_ai.npc_state import (
-    BLOCKS,
     PRIVATE_WHISPERS,
     STATE_CATEGORY,
     USER_SYSTEM_PROMPT,
@@ -402,7 +401,7 @@ def quotes_run(source: str, text: str, words: int, speakable: Iterable[str] = ()
     return False
 
 
-def secret_block_texts(blocks: dict | None) -> list[str]:
+def secret_block_texts(blocks: Mapping[str, object] | None) -> list[str]:
     """The texts of the memory blocks marked secret (``aiblock/secret``), line by line."""
     texts: list[str] = []
     for block in (blocks or {}).values():
@@ -454,11 +453,11 @@ def check_speech(npc, text: str, audience: Iterable) -> str | None:
     state = find_npc_state(npc)
     if state is None:
         return None
-    operator_prompt = state.get(USER_SYSTEM_PROMPT)
-    refusal = secret_leak(operator_prompt, text, secret_block_texts(state.get(BLOCKS)))
+    operator_prompt = state.user_system_prompt
+    refusal = secret_leak(operator_prompt, text, secret_block_texts(state.blocks))
     if refusal:
         return refusal
-    whispers = state.get(STATE_KEY)
+    whispers = state.private_whispers
     if not whispers:
         return None
     own = getattr(npc, "dbref", None)
