@@ -27,6 +27,7 @@ from evennia_ai.formatting import (
 )
 from evennia_ai.memory.events import Event
 from evennia_ai.npc import controls
+from evennia_ai.npc_state import REFLECTION, SLEEP
 from evennia_ai.tools.approvals import ConfirmationError, get_confirmation_queue
 from evennia_ai.utils import iso_utc, one_line, truncate, utcnow
 from evennia_ai.workspace.sleep import SLEEP_PHASES, go_to_sleep, in_sleep_window, wake_up
@@ -406,11 +407,11 @@ class CmdAISleep(AICommand):
                 changes[field] = parse_switch(value, "woken_in_window")
             else:
                 changes[field] = value.strip()[:200]
-        npc.ai.update("sleep", lambda sleep: {**sleep, **changes})
+        npc.ai.update(SLEEP, lambda sleep: {**sleep, **changes})
         self.msg(f"{npc.key}'s sleep state: " + ", ".join(f"{k}={v}" for k, v in changes.items()))
 
     def do_reflect(self, npc):
-        npc.ai.update("reflection", lambda state: {**state, "requested": True})
+        npc.ai.update(REFLECTION, lambda state: {**state, "requested": True})
         note = " (it is asleep: it reflects once awake)" if npc.ai.sleep.get("asleep") else ""
         script = npc.ai.script
         if script is not None and npc.ai.enabled and not npc.ai.paused:

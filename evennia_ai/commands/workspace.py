@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterable
 
 from evennia_ai.commands.base import CommandError, SwitchedCommand, parse_switch, partition_bar
 from evennia_ai.formatting import timestamp
+from evennia_ai.npc_state import BEHAVIOUR_RULES, JOURNAL, PROJECTS, SESSION_MEMORY
 from evennia_ai.workspace import behaviour_rules as rules_mod
 from evennia_ai.workspace import goals as goals_mod
 from evennia_ai.workspace import journal as journal_mod
@@ -288,26 +289,26 @@ class CmdAIProject(SwitchedCommand):
         summary, _, context = partition_bar(rest)
         op = apply_character(
             npc,
-            "projects",
+            PROJECTS,
             lambda p: projects_mod.create_project(p, key.strip(), summary.strip(), context.strip()),
         )
         self.msg(op.message)
 
     def do_activate(self):
         npc, key = self.npc_and_rhs("<project>")
-        op = apply_character(npc, "projects", lambda p: projects_mod.swap_project(p, key))
+        op = apply_character(npc, PROJECTS, lambda p: projects_mod.swap_project(p, key))
         self.msg(op.message)
 
     def do_update(self):
         npc, text = self.npc_and_rhs("<field>=<value>")
         fields = parse_assignments(text, ("summary", "context", "status"))
-        op = apply_character(npc, "projects", lambda p: projects_mod.update_project(p, **fields))
+        op = apply_character(npc, PROJECTS, lambda p: projects_mod.update_project(p, **fields))
         self.msg(op.message)
 
     def do_complete(self):
         npc = self.find_npc(self.lhs)
         op = apply_character(
-            npc, "projects", lambda p: projects_mod.update_project(p, status="completed")
+            npc, PROJECTS, lambda p: projects_mod.update_project(p, status="completed")
         )
         self.msg(op.message)
 
@@ -366,7 +367,7 @@ class CmdAISession(SwitchedCommand):
         names = [npc.key] + list(npc.aliases.all())
         op = apply_character(
             npc,
-            "session_memory",
+            SESSION_MEMORY,
             lambda mem: memory_mod.add_session_memory(mem, section, content, self_names=names),
         )
         self.msg(op.message)
@@ -381,15 +382,15 @@ class CmdAISession(SwitchedCommand):
                 mem[section] = []
                 return mem
 
-            npc.ai.update("session_memory", clear)
+            npc.ai.update(SESSION_MEMORY, clear)
             self.msg(f"Cleared the {section.replace('_', ' ')} of {npc.key}'s session memory.")
             return
-        npc.ai.set("session_memory", memory_mod.empty_session_memory())
+        npc.ai.set(SESSION_MEMORY, memory_mod.empty_session_memory())
         self.msg(f"Cleared {npc.key}'s session memory.")
 
     def do_compact(self):
         npc = self.find_npc(self.lhs)
-        op = apply_character(npc, "session_memory", memory_mod.compact_session_memory)
+        op = apply_character(npc, SESSION_MEMORY, memory_mod.compact_session_memory)
         self.msg(op.message)
 
 
@@ -458,7 +459,7 @@ class CmdAIJournal(SwitchedCommand):
             importance, text = match.group(1), match.group(2)
         op = apply_character(
             npc,
-            "journal",
+            JOURNAL,
             lambda journal: journal_mod.add_entry(
                 journal, text, importance=importance, source=OPERATOR_SOURCE
             ),
@@ -509,14 +510,14 @@ class CmdAIRule(SwitchedCommand):
         new, added, rejected = rules_mod.add_rules(npc.ai.behaviour_rules, [text])
         if rejected:
             raise CommandError(f"Rule refused: {rejected[0]['reason']}.")
-        npc.ai.set("behaviour_rules", new)
+        npc.ai.set(BEHAVIOUR_RULES, new)
         self.msg(f"{npc.key} now follows the rule: {added[0]}")
 
     def do_delete(self):
         npc, text = self.npc_and_rhs("<number or text>")
         which: Any = int(text) if text.isdigit() else text
         op = apply_character(
-            npc, "behaviour_rules", lambda rules: rules_mod.remove_rule(rules, which)
+            npc, BEHAVIOUR_RULES, lambda rules: rules_mod.remove_rule(rules, which)
         )
         self.msg(op.message)
 

@@ -42,6 +42,19 @@ from typing import Any, Iterable, Mapping
 from evennia.utils import logger
 
 from evennia_ai import access, conf
+from evennia_ai.npc_state import (
+    BLOCKS,
+    BLOCKS_SHARED_IN,
+    BUDGET,
+    EXECUTION_CONFIG,
+    QUARANTINE_CATEGORY,
+    SCRIPT_PREFIX,
+    TOOL_ALLOW,
+    TOOL_DENY,
+    TOOL_RULES,
+    USER_SYSTEM_PROMPT,
+    find_npc_state,
+)
 from evennia_ai.tools.safety import secret_block_texts, secret_leak, secret_lines
 from evennia_ai.utils import plain
 
@@ -60,19 +73,17 @@ MIN_SAFE_CHARS = 4
 TOKEN_CHARS = 8
 """A secret of this many characters or more, without white space, is matched anywhere."""
 
-QUARANTINE_CATEGORY = "ai_quarantine"
-"""The Attribute category of values kept aside (:mod:`evennia_ai.npc.state`)."""
 
 DEVELOPER_KEYS = frozenset(
     {
-        "user_system_prompt",
-        "budget",
-        "tool_allow",
-        "tool_deny",
-        "tool_rules",
-        "blocks",
-        "blocks_shared_in",
-        "script.execution_config",
+        USER_SYSTEM_PROMPT,
+        BUDGET,
+        TOOL_ALLOW,
+        TOOL_DENY,
+        TOOL_RULES,
+        BLOCKS,
+        BLOCKS_SHARED_IN,
+        SCRIPT_PREFIX + EXECUTION_CONFIG,
     }
 )
 """Keys whose value kept aside only Developers see: what the operators tell an NPC, let it do
@@ -231,8 +242,8 @@ def _kept_aside(npc, key: str) -> Any:
     """The value of ``key`` kept aside on ``npc`` (``script.<key>``: on its Script), read from
     the Attribute itself (None when nothing is)."""
     holder = npc
-    if key.startswith("script."):
-        holder, key = getattr(getattr(npc, "ai", None), "script", None), key[len("script.") :]
+    if key.startswith(SCRIPT_PREFIX):
+        holder, key = getattr(find_npc_state(npc), "script", None), key[len(SCRIPT_PREFIX) :]
     attributes = getattr(holder, "attributes", None)
     if attributes is None:
         return None
@@ -242,13 +253,13 @@ def _kept_aside(npc, key: str) -> Any:
 
 def npc_secrets(npc) -> Secrets:
     """``npc``'s secrets (see the module docstring), the values kept aside included."""
-    ai = getattr(npc, "ai", None)
-    if ai is None:
+    state = find_npc_state(npc)
+    if state is None:
         return Secrets(texts=tuple(api_keys()))
-    prompt = str(ai.get("user_system_prompt") or "")
-    prompts = [prompt, *_texts_in(_kept_aside(npc, "user_system_prompt"))]
-    blocks = [ai.get("blocks")]
-    kept_blocks = _kept_aside(npc, "blocks")
+    prompt = str(state.user_system_prompt or "")
+    prompts = [prompt, *_texts_in(_kept_aside(npc, USER_SYSTEM_PROMPT))]
+    blocks: list[Mapping[str, object]] = [state.blocks]
+    kept_blocks = _kept_aside(npc, BLOCKS)
     if isinstance(kept_blocks, Mapping):
         blocks.append(kept_blocks)
     block_texts = [text for found in blocks for text in secret_block_texts(found)]

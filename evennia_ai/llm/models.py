@@ -7,7 +7,7 @@ An empty name counts as none::
 
     from evennia_ai.llm.models import resolve_model
 
-    resolve_model(npc.ai.model)  # "openai/gpt-4o-mini", the server default, or the offline one
+    resolve_model(npc_state(npc).model)  # "openai/gpt-4o-mini", the server default, or the offline one
 
 :func:`choose_model` says where the answer came from as well, for status displays.
 """

@@ -2,7 +2,7 @@
 
 Thin glue over the pure :mod:`evennia_ai.memory.blocks`: every change reads a fresh plain copy
 of the NPC's ``blocks`` (or ``archival``) Attribute, applies one pure function and writes it
-back once (``npc.ai.update``). Operator writes bypass block permissions and read-only fields;
+back once (``npc_state(npc).update``). Operator writes bypass block permissions and read-only fields;
 bad input raises :class:`~evennia_ai.memory.blocks.BlockError`, whose message can be shown to
 the operator as is.
 
@@ -35,8 +35,9 @@ from evennia.objects.models import ObjectDB
 from evennia_ai import conf
 from evennia_ai.memory import blocks as pure
 from evennia_ai.memory.blocks import BlockError, BlockOpResult
+from evennia_ai.npc_state import ARCHIVAL, BLOCKS, BLOCKS_SHARED_IN, find_npc_state, npc_state
 
-SHARED_IN_KEY = "blocks_shared_in"
+SHARED_IN_KEY = BLOCKS_SHARED_IN  # the name this module gave it before npc_state
 
 
 def max_archival_entries() -> int:
@@ -45,7 +46,7 @@ def max_archival_entries() -> int:
 
 # -- reading -------------------------------------------------------------------------------------
 def _blocks(npc) -> dict:
-    return npc.ai.blocks or {}
+    return npc_state(npc).blocks or {}
 
 
 def list_blocks(npc) -> list[dict]:
@@ -100,9 +101,9 @@ def _find_object(obj_id):
 def shared_blocks_for(npc) -> list[BlockTarget]:
     """Blocks other NPCs share with ``npc`` (stale references skipped)."""
     out = []
-    for ref in npc.ai.get(SHARED_IN_KEY) or []:
+    for ref in npc_state(npc).blocks_shared_in or []:
         owner = _find_object(ref.get("owner"))
-        if owner is None or owner == npc or not hasattr(owner, "ai"):
+        if owner is None or owner == npc or find_npc_state(owner) is None:
             continue
         block = _blocks(owner).get(ref.get("label"))
         mode = (block or {}).get("shared_with", {}).get(str(npc.id))
@@ -173,8 +174,8 @@ def create_block(
 ) -> dict:
     """Create a block on ``npc`` (one write); returns it. See :func:`blocks.create_block`."""
     label = pure.check_label(label)
-    npc.ai.update(
-        "blocks",
+    npc_state(npc).update(
+        BLOCKS,
         lambda blocks: pure.create_block(
             blocks,
             label,
@@ -192,16 +193,16 @@ def create_block(
 def delete_block(npc, label: str) -> None:
     """Delete one of ``npc``'s blocks, and the references of the NPCs it was shared with."""
     block = get_block(npc, label)
-    npc.ai.update("blocks", lambda blocks: pure.delete_block(blocks, label))
+    npc_state(npc).update(BLOCKS, lambda blocks: pure.delete_block(blocks, label))
     for target_id in block.get("shared_with", {}):
         target = _find_object(target_id)
-        if target is not None and hasattr(target, "ai"):
+        if target is not None and find_npc_state(target) is not None:
             _drop_shared_ref(target, npc, block["label"])
 
 
 def configure_block(npc, label: str, **changes) -> dict:
     """Change ``type``, ``permission``, ``pinned``, ``description`` or ``schema``; returns the block."""
-    npc.ai.update("blocks", lambda blocks: pure.configure_block(blocks, label, **changes))
+    npc_state(npc).update(BLOCKS, lambda blocks: pure.configure_block(blocks, label, **changes))
     return get_block(npc, label)
 
 
@@ -233,7 +234,7 @@ def _drop_shared_ref(target, owner, label: str) -> None:
             r for r in refs or [] if not (r.get("owner") == owner.id and r.get("label") == label)
         ]
 
-    target.ai.update(SHARED_IN_KEY, drop)
+    npc_state(target).update(BLOCKS_SHARED_IN, drop)
 
 
 def share_block(owner, label: str, target, mode: str = "read") -> dict:
@@ -241,13 +242,13 @@ def share_block(owner, label: str, target, mode: str = "read") -> dict:
 
     Sharing again with another mode changes the mode.
     """
-    if target is None or not hasattr(target, "ai"):
+    if target is None or find_npc_state(target) is None:
         raise BlockError("Blocks can only be shared with AI assistants.")
     if target == owner:
         raise BlockError("An NPC cannot share a block with itself.")
     mode = pure.parse_share_mode(mode)
     label = get_block(owner, label)["label"]
-    owner.ai.update("blocks", lambda blocks: pure.share_block(blocks, label, target.id, mode))
+    npc_state(owner).update(BLOCKS, lambda blocks: pure.share_block(blocks, label, target.id, mode))
 
     def add(refs):
         refs = [
@@ -255,15 +256,15 @@ def share_block(owner, label: str, target, mode: str = "read") -> dict:
         ]
         return refs + [{"owner": owner.id, "label": label}]
 
-    target.ai.update(SHARED_IN_KEY, add)
+    npc_state(target).update(BLOCKS_SHARED_IN, add)
     return get_block(owner, label)
 
 
 def unshare_block(owner, label: str, target) -> dict:
     """Stop sharing ``owner``'s block with ``target``; returns the block."""
     label = get_block(owner, label)["label"]
-    owner.ai.update("blocks", lambda blocks: pure.share_block(blocks, label, target.id, None))
-    if hasattr(target, "ai"):
+    npc_state(owner).update(BLOCKS, lambda blocks: pure.share_block(blocks, label, target.id, None))
+    if find_npc_state(target) is not None:
         _drop_shared_ref(target, owner, label)
     return get_block(owner, label)
 
@@ -318,7 +319,7 @@ def apply_fresh(
             blocks[label] = new
         return blocks, result
 
-    return owner.ai.update("blocks", change)
+    return npc_state(owner).update(BLOCKS, change)
 
 
 def system_write(
@@ -354,10 +355,10 @@ def execute_block_write(npc, entry: dict) -> tuple[bool, str]:
     text = result.message
     requester_id = payload.get("requested_by")
     if requester_id not in (None, npc.id):
-        requester = _find_object(requester_id)
-        if requester is not None and hasattr(getattr(requester, "ai", None), "notify_system"):
+        requester = find_npc_state(_find_object(requester_id))
+        if requester is not None:
             outcome = "approved" if result.success else "approved but failed"
-            requester.ai.notify_system(
+            requester.notify_system(
                 f"An operator {outcome} your change to {npc.key}'s memory block '{label}': {text}"
             )
     return result.success, text
@@ -369,12 +370,12 @@ def archival_insert(npc, content: str, metadata: dict | None = None) -> BlockOpR
     limit = max_archival_entries()
     # Check on a plain read first, so a rejected or duplicate entry costs no write.
     _new, result = pure.archival_insert(
-        npc.ai.archival or [], content, metadata=metadata, max_entries=limit
+        npc_state(npc).archival or [], content, metadata=metadata, max_entries=limit
     )
     if not result.success or result.data.get("duplicate"):
         return result
-    return npc.ai.update(
-        "archival",
+    return npc_state(npc).update(
+        ARCHIVAL,
         lambda fresh: pure.archival_insert(fresh, content, metadata=metadata, max_entries=limit),
     )
 
@@ -386,12 +387,12 @@ search_archival = pure.search_archival
 
 def archival_search(npc, query: str, limit: int = 5) -> list[dict]:
     """The NPC's archival entries best matching ``query``, through :data:`search_archival`."""
-    return search_archival(npc.ai.archival or [], query, limit)
+    return search_archival(npc_state(npc).archival or [], query, limit)
 
 
 def archival_delete(npc, entry_id: str) -> BlockOpResult:
     """Delete an archival entry by id."""
-    _new, result = pure.archival_delete(npc.ai.archival or [], entry_id)
+    _new, result = pure.archival_delete(npc_state(npc).archival or [], entry_id)
     if not result.success:
         return result
-    return npc.ai.update("archival", lambda fresh: pure.archival_delete(fresh, entry_id))
+    return npc_state(npc).update(ARCHIVAL, lambda fresh: pure.archival_delete(fresh, entry_id))

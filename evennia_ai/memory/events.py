@@ -2,7 +2,7 @@
 
 Pure: no Django, Evennia or Twisted. An :class:`Event` converts to and from a plain dict, and the
 queue is a plain dict, so the glue keeps it in one Attribute and writes it once per change
-(``npc.ai.update("event_queue", lambda q: push(q, event, 50))``).
+(``npc_state(npc).update(EVENT_QUEUE, lambda q: push(q, event, 50))``).
 
 The queue dict::
 

@@ -58,6 +58,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 from evennia_ai.memory.keyword_index import KeywordDoc, normalise_text, query_terms
+from evennia_ai.npc_state import METRICS, npc_state
 
 STORED = "stored"
 MERGED = "merged"
@@ -330,9 +331,10 @@ def context_for(npc, *, instruction: str = "", tool_results: Sequence[str] = ())
         instruction: The task instruction of the request that led to the store, if any.
         tool_results: Texts of this tick's world-tool results.
     """
+    state = npc_state(npc)
     return GateContext(
-        persona=str(npc.ai.persona or ""),
-        prompts=[text for text in (npc.ai.user_system_prompt, instruction) if text],
+        persona=str(state.persona or ""),
+        prompts=[text for text in (state.user_system_prompt, instruction) if text],
         tool_results=list(tool_results),
         recalled=recalled_texts(npc),
     )
@@ -352,7 +354,7 @@ def record_decisions(npc, decisions: Iterable[str]) -> None:
     """Count ``decisions`` in ``npc``'s ``memory_gate`` metrics (one write; reactor thread)."""
     decisions = list(decisions)
     if decisions and getattr(npc, "pk", None):
-        npc.ai.update("metrics", lambda metrics: count_decisions(metrics, decisions))
+        npc_state(npc).update(METRICS, lambda metrics: count_decisions(metrics, decisions))
 
 
 def describe_counts(counts: dict | None) -> str:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from evennia_ai.npc import spending
+from evennia_ai.npc_state import BUDGET, TOOL_ALLOW, TOOL_DENY, TOOL_RULES
 from evennia_ai.prompt.execution_pattern import ALL_TOOL_CATEGORIES
 from evennia_ai.tools import load_builtin_tools
 from evennia_ai.tools.registry import TOOL_REGISTRY, passes_lock
@@ -150,10 +151,10 @@ def tool_rows(npc) -> list[ToolRow]:
 def allow_tools(npc, names) -> str:
     """Take tools off the deny list (and onto the allow list, if there is one)."""
     names = known_tools(names)
-    npc.ai.set("tool_deny", [n for n in npc.ai.tool_deny or [] if n not in names])
+    npc.ai.set(TOOL_DENY, [n for n in npc.ai.tool_deny or [] if n not in names])
     allowed = npc.ai.tool_allow
     if allowed is not None:
-        npc.ai.set("tool_allow", sorted(set(allowed) | set(names)))
+        npc.ai.set(TOOL_ALLOW, sorted(set(allowed) | set(names)))
     return (
         f"{npc.key} may use {', '.join(names)} again (if its context, category and lock "
         "allow it)."
@@ -163,14 +164,14 @@ def allow_tools(npc, names) -> str:
 def deny_tools(npc, names) -> str:
     """Never offer these tools to the NPC."""
     names = known_tools(names)
-    npc.ai.set("tool_deny", sorted(set(npc.ai.tool_deny or []) | set(names)))
+    npc.ai.set(TOOL_DENY, sorted(set(npc.ai.tool_deny or []) | set(names)))
     return f"{npc.key} may no longer use {', '.join(names)}."
 
 
 def only_tools(npc, names) -> str:
     """Offer these tools and no others (an allow list)."""
     names = sorted(set(known_tools(names)))
-    npc.ai.set("tool_allow", names)
+    npc.ai.set(TOOL_ALLOW, names)
     return (
         f"{npc.key} is offered only {', '.join(names)} (within its contexts, categories and "
         "locks)."
@@ -195,8 +196,8 @@ def set_categories(npc, text: str) -> str:
 
 def reset_tools(npc) -> str:
     """Remove the allow list, the deny list and the category restriction (rules stay)."""
-    npc.ai.set("tool_allow", None)
-    npc.ai.set("tool_deny", [])
+    npc.ai.set(TOOL_ALLOW, None)
+    npc.ai.set(TOOL_DENY, [])
     npc.ai.set_allowed_tool_categories(None)
     return f"{npc.key}'s tool restrictions are removed."
 
@@ -276,7 +277,7 @@ def add_rule(npc, text: str) -> str:
     problem = rule_conflict(parse_rules(stored)[0], rule)
     if problem:
         raise ControlError(problem)
-    npc.ai.set("tool_rules", stored + [rule.to_dict()])
+    npc.ai.set(TOOL_RULES, stored + [rule.to_dict()])
     notes = rule_notes(npc, rule)
     return f"{npc.key} has a new tool rule (#{len(stored) + 1}): {rule.describe()}." + (
         f" Note: {notes}." if notes else ""
@@ -294,7 +295,7 @@ def remove_rule(npc, which: str) -> str:
         raise ControlError(f"{npc.key} has no tool rules.")
     which = str(which or "").strip()
     if which.lower() == "all":
-        npc.ai.set("tool_rules", [])
+        npc.ai.set(TOOL_RULES, [])
         return f"{npc.key}'s {len(stored)} tool rule(s) are removed."
     if not which:
         raise ControlError("Missing rule number (or all).")
@@ -307,7 +308,7 @@ def remove_rule(npc, which: str) -> str:
     if number > len(stored):
         raise ControlError(f"The rule number must be at most {len(stored)}.")
     removed = stored[number - 1]
-    npc.ai.set("tool_rules", stored[: number - 1] + stored[number:])
+    npc.ai.set(TOOL_RULES, stored[: number - 1] + stored[number:])
     return f"{npc.key}'s tool rule #{number} is removed: {stored_rule_text(removed)}."
 
 
@@ -344,5 +345,5 @@ def set_budget(npc, text: str) -> dict:
     budget (``{}`` when it has none)."""
     budget = {**(npc.ai.budget or {}), **parse_budget(text)}
     budget = {key: value for key, value in budget.items() if value is not None}
-    npc.ai.set("budget", budget)
+    npc.ai.set(BUDGET, budget)
     return budget

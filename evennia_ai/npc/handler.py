@@ -11,7 +11,7 @@ config, tick counters; docs/architecture.md, "Where state lives"). Each change i
 Example:
     npc.ai.set_persona("A gruff but kind innkeeper who knows every local rumour.")
     npc.ai.goals                      # plain list of goal dicts
-    npc.ai.update("session_memory", lambda mem: add_fact(mem, ...))
+    npc.ai.update(SESSION_MEMORY, lambda mem: add_fact(mem, ...))  # keys: evennia_ai.npc_state
     npc.ai.pause(); npc.ai.resume()
 """
 
@@ -30,8 +30,25 @@ from evennia_ai.memory import context_buffer
 from evennia_ai.memory import events as ev
 from evennia_ai.memory.events import Event, pending_events
 from evennia_ai.npc import attribute_writes, spending
-from evennia_ai.npc.state import AttributeState, write_attribute
+from evennia_ai.npc.state import CATEGORY, AttributeState, write_attribute
 from evennia_ai.npc.state_keys import CHARACTER_STATE, SCRIPT_STATE
+from evennia_ai.npc_state import (
+    ASSISTANT_SYSTEM_PROMPT,
+    CONTEXT_BUFFER,
+    CURRENT_GOALS,
+    ENABLED,
+    EVENT_QUEUE,
+    EXECUTION_CONFIG,
+    METRICS,
+    MODEL,
+    PAUSED,
+    PERSONA,
+    PROMPT_REVISIONS,
+    SCRIPT_PREFIX,
+    SLEEP,
+    TOOL_DENY,
+    USER_SYSTEM_PROMPT,
+)
 from evennia_ai.prompt.builder import OperatorSourceError, read_operator_override
 from evennia_ai.prompt.execution_pattern import ALL_TOOL_CATEGORIES, DEFAULT_EXECUTION_CONFIG
 from evennia_ai.utils import is_live_instance, iso_utc, log_prefix, plain
@@ -51,7 +68,7 @@ class _Declared:
     ``npc.ai.update``, once per change.
     """
 
-    def __set_name__(self, owner, name: str) -> None:
+    def __init__(self, name: str) -> None:
         self.name = name
         self.__doc__ = CHARACTER_STATE[name].doc
 
@@ -60,36 +77,32 @@ class _Declared:
             return self
         return handler.state.get(self.name)
 
+    def __set__(self, handler, value) -> None:
+        raise AttributeError(
+            f"npc.ai.{self.name} is read-only: write it with npc.ai.set or npc.ai.update"
+        )
 
+
+def _declare_character_state(cls: type) -> type:
+    """Give ``cls`` a read-only attribute for each declared character-held key (``.metrics``)
+    it does not define itself (those with a setter of their own: ``persona``, ``model``...)."""
+    for name in CHARACTER_STATE:
+        if name not in vars(cls):
+            setattr(cls, name, _Declared(name))
+    return cls
+
+
+@_declare_character_state
 class AIHandler:
     """State and control of one assistant (``npc.ai``).
+
+    Satisfies :class:`evennia_ai.npc_state.NPCState`, the part of it the layers below ``npc``
+    use (through :func:`evennia_ai.npc_state.npc_state`). Every character-held key declared in
+    :mod:`evennia_ai.npc.state_keys` reads as an attribute (a plain copy): ``npc.ai.metrics``.
 
     Args:
         obj: The assistant character.
     """
-
-    # Character-held state, declared in evennia_ai.npc.state_keys (plain copies).
-    projects = _Declared()
-    session_memory = _Declared()
-    journal = _Declared()
-    behaviour_rules = _Declared()
-    event_queue = _Declared()
-    history = _Declared()
-    context_buffer = _Declared()
-    private_whispers = _Declared()
-    metrics = _Declared()
-    tool_rules = _Declared()
-    tool_allow = _Declared()
-    sleep = _Declared()
-    prompt_revisions = _Declared()
-    entities = _Declared()
-    blocks = _Declared()
-    archival = _Declared()
-    procedures = _Declared()
-    blocks_shared_in = _Declared()
-    compaction = _Declared()
-    reflection = _Declared()
-    budget = _Declared()
 
     def __init__(self, obj):
         self.obj = obj
@@ -113,7 +126,7 @@ class AIHandler:
     def tool_deny(self) -> list[str]:
         """Tools this NPC may never use: the stored list (or its strictest value while one is
         set aside), and while its tool rules are set aside, the tools they covered."""
-        denied = self.state.get("tool_deny")
+        denied = self.state.get(TOOL_DENY)
         for key, declared in CHARACTER_STATE.items():
             if declared.denies is None:
                 continue
@@ -167,10 +180,10 @@ class AIHandler:
 
         Run once per NPC by the layout upgrade at server start (:mod:`evennia_ai.startstop`).
         """
-        old = self.obj.attributes.get("traces", category="ai")
+        old = self.obj.attributes.get("traces", category=CATEGORY)
         if old is None:
             return 0
-        self.obj.attributes.remove("traces", category="ai")
+        self.obj.attributes.remove("traces", category=CATEGORY)
         moved = [trace for trace in plain(old) if isinstance(trace, dict)]
         for trace in moved:
             self.record_trace(trace)
@@ -179,39 +192,39 @@ class AIHandler:
     # -- simple fields ---------------------------------------------------------------------------
     @property
     def enabled(self) -> bool:
-        return self.state.get("enabled")
+        return self.state.get(ENABLED)
 
     def set_enabled(self, value: bool) -> None:
-        self.state.set("enabled", bool(value))
+        self.state.set(ENABLED, bool(value))
 
     @property
     def persona(self) -> str:
-        return self.state.get("persona")
+        return self.state.get(PERSONA)
 
     def set_persona(self, text: str) -> None:
-        self.state.set("persona", str(text or "").strip())
+        self.state.set(PERSONA, str(text or "").strip())
 
     @property
     def model(self) -> str:
         """The NPC's own model override ("" means the server default)."""
-        return self.state.get("model")
+        return self.state.get(MODEL)
 
     def set_model(self, model: str) -> None:
-        self.state.set("model", str(model or "").strip())
+        self.state.set(MODEL, str(model or "").strip())
 
     @property
     def user_system_prompt(self) -> str:
         """The operator's prompt. No tool can write it; see :meth:`set_user_system_prompt`."""
-        return self.state.get("user_system_prompt")
+        return self.state.get(USER_SYSTEM_PROMPT)
 
     def set_user_system_prompt(self, text: str) -> None:
         """Operator-only: set the operator's prompt (admin commands and the web page)."""
-        self.state.set("user_system_prompt", str(text or "").strip())
+        self.state.set(USER_SYSTEM_PROMPT, str(text or "").strip())
 
     @property
     def assistant_system_prompt(self) -> str:
         """The assistant's own, self-managed guidelines."""
-        return self.state.get("assistant_system_prompt")
+        return self.state.get(ASSISTANT_SYSTEM_PROMPT)
 
     def set_assistant_system_prompt(
         self, text: str, reasoning: str = "", by: str = "assistant"
@@ -219,13 +232,13 @@ class AIHandler:
         """Replace the assistant's own guidelines, keeping a bounded revision log (2 writes)."""
 
         old = self.assistant_system_prompt
-        self.state.set("assistant_system_prompt", str(text or "").strip())
+        self.state.set(ASSISTANT_SYSTEM_PROMPT, str(text or "").strip())
 
         def log(revisions):
             revisions.append({"time": iso_utc(), "by": by, "reasoning": reasoning, "old": old})
             return revisions[-PROMPT_REVISIONS_KEPT:]
 
-        self.state.update("prompt_revisions", log)
+        self.state.update(PROMPT_REVISIONS, log)
 
     # -- the script ----------------------------------------------------------------------------
     @property
@@ -264,17 +277,17 @@ class AIHandler:
     @staticmethod
     def script_state(script) -> AttributeState:
         """The declared state held on ``script`` (goals, execution config, counters, pause)."""
-        return AttributeState(script, SCRIPT_STATE, npc=script.obj, prefix="script.")
+        return AttributeState(script, SCRIPT_STATE, npc=script.obj, prefix=SCRIPT_PREFIX)
 
     @property
     def goals(self) -> list[dict]:
         """Plain copy of the goals (held on the script)."""
         script = self.script
-        return self.script_state(script).get("current_goals") if script is not None else []
+        return self.script_state(script).get(CURRENT_GOALS) if script is not None else []
 
     def update_goals(self, change: Callable[[list], Any]) -> Any:
         """Change the goals with ``change`` (plain list in, new list or (list, result) out)."""
-        return self.script_state(self.ensure_script()).update("current_goals", change)
+        return self.script_state(self.ensure_script()).update(CURRENT_GOALS, change)
 
     @property
     def execution_config(self) -> dict:
@@ -282,7 +295,7 @@ class AIHandler:
         config = dict(DEFAULT_EXECUTION_CONFIG)
         script = self.script
         if script is not None:
-            config.update(self.script_state(script).get("execution_config"))
+            config.update(self.script_state(script).get(EXECUTION_CONFIG))
         return config
 
     def set_execution_config(self, **values) -> dict:
@@ -310,7 +323,7 @@ class AIHandler:
                     value = lowered in ("true", "on", "yes", "1")
                 value = bool(value)
             config[key] = value
-        self.script_state(self.ensure_script()).set("execution_config", config)
+        self.script_state(self.ensure_script()).set(EXECUTION_CONFIG, config)
         return config
 
     def set_allowed_tool_categories(self, categories: list[str] | None) -> dict:
@@ -332,23 +345,23 @@ class AIHandler:
                     f"Unknown tool categories {unknown}. Known: " + ", ".join(ALL_TOOL_CATEGORIES)
                 )
             config["allowed_tool_categories"] = [c for c in ALL_TOOL_CATEGORIES if c in categories]
-        self.script_state(self.ensure_script()).set("execution_config", config)
+        self.script_state(self.ensure_script()).set(EXECUTION_CONFIG, config)
         return config
 
     # -- control -------------------------------------------------------------------------------
     @property
     def paused(self) -> bool:
         script = self.script
-        return bool(script is not None and self.script_state(script).get("paused"))
+        return bool(script is not None and self.script_state(script).get(PAUSED))
 
     def pause(self) -> None:
         """Stop ticking (queued events stay queued)."""
-        self.script_state(self.ensure_script()).set("paused", True)
+        self.script_state(self.ensure_script()).set(PAUSED, True)
 
     def resume(self) -> None:
         """Resume ticking, and answer anything queued meanwhile."""
         script = self.ensure_script()
-        self.script_state(script).set("paused", False)
+        self.script_state(script).set(PAUSED, False)
         script.trigger_tick()
 
     def start(self) -> None:
@@ -383,7 +396,7 @@ class AIHandler:
         if self._flooded(event):
             return False
         max_size = conf.get_int("EVENNIA_AI_EVENT_QUEUE_SIZE")
-        self.update("event_queue", lambda queue: ev.push(queue, event, max_size))
+        self.update(EVENT_QUEUE, lambda queue: ev.push(queue, event, max_size))
         if immediate is None:
             immediate = getattr(event, "event_class", "") == "communication"
         if not self.enabled:
@@ -426,7 +439,7 @@ class AIHandler:
 
         size = conf.get_int("EVENNIA_AI_CONTEXT_BUFFER_SIZE")
         self.update(
-            "context_buffer",
+            CONTEXT_BUFFER,
             lambda buf: context_buffer.add(buf, text, source=source, max_size=size),
         )
 
@@ -450,11 +463,11 @@ class AIHandler:
         by name, with why).
         """
 
-        metrics = self.metrics
+        metrics = self.state.get(METRICS)
         over = self.spending_status(metrics)
-        queue = self.event_queue
+        queue = self.state.get(EVENT_QUEUE)
         script = self.script
-        sleep = self.sleep
+        sleep = self.state.get(SLEEP)
         enabled, paused, running = self.enabled, self.paused, bool(script and script.is_active)
         if not enabled or not running:
             state = "stopped"
@@ -528,15 +541,15 @@ class AIHandler:
         script = self.script
         if script is not None:
             kept = self.script_state(script).quarantined(check, reveal)
-            found.update({f"script.{k}": v for k, v in kept.items()})
+            found.update({SCRIPT_PREFIX + k: v for k, v in kept.items()})
         return found
 
     @staticmethod
     def developer_only(key: str) -> bool:
         """Whether ``key`` (``script.<key>`` for the Script's) is Developer-only state: only
         Developers may see a value of it set aside, restore it or discard it."""
-        if key.startswith("script."):
-            declared = SCRIPT_STATE.get(key[len("script.") :])
+        if key.startswith(SCRIPT_PREFIX):
+            declared = SCRIPT_STATE.get(key[len(SCRIPT_PREFIX) :])
         else:
             declared = CHARACTER_STATE.get(key)
         return bool(declared and declared.developer_only)
@@ -564,8 +577,8 @@ class AIHandler:
         return reasons
 
     def _state_for(self, key: str) -> tuple[AttributeState, str]:
-        if key.startswith("script."):
-            return self.script_state(self.ensure_script()), key[len("script.") :]
+        if key.startswith(SCRIPT_PREFIX):
+            return self.script_state(self.ensure_script()), key[len(SCRIPT_PREFIX) :]
         return self.state, key
 
     def restore(self, key: str, value: Any = None) -> Any:

@@ -29,10 +29,10 @@ from evennia.utils.dbserialize import to_pickle
 from evennia_ai.engine import notices
 from evennia_ai.npc import attribute_writes
 from evennia_ai.npc.state_keys import StateKey, shape_problem
+from evennia_ai.npc_state import QUARANTINE_CATEGORY, STATE_CATEGORY
 from evennia_ai.utils import iso_utc, log_prefix, one_line, plain
 
-CATEGORY = "ai"
-QUARANTINE_CATEGORY = "ai_quarantine"
+CATEGORY = STATE_CATEGORY
 #: What a value set aside shows in place of a Developer-only value, below Developer.
 REDACTED = "[redacted: Developers only]"
 _SCALARS = (str, int, float, bool, type(None))

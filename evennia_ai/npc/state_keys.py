@@ -28,6 +28,39 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from evennia_ai.memory.events import empty_queue
+from evennia_ai.npc_state import (
+    ARCHIVAL,
+    ASSISTANT_SYSTEM_PROMPT,
+    BEHAVIOUR_RULES,
+    BLOCKS,
+    BLOCKS_SHARED_IN,
+    BUDGET,
+    COMPACTION,
+    CONTEXT_BUFFER,
+    CURRENT_GOALS,
+    ENABLED,
+    ENTITIES,
+    EVENT_QUEUE,
+    EXECUTION_CONFIG,
+    HISTORY,
+    JOURNAL,
+    METRICS,
+    MODEL,
+    PAUSED,
+    PERSONA,
+    PRIVATE_WHISPERS,
+    PROCEDURES,
+    PROJECTS,
+    PROMPT_REVISIONS,
+    REFLECTION,
+    SESSION_MEMORY,
+    SLEEP,
+    TICK_COUNT,
+    TOOL_ALLOW,
+    TOOL_DENY,
+    TOOL_RULES,
+    USER_SYSTEM_PROMPT,
+)
 from evennia_ai.prompt.execution_pattern import ALL_TOOL_CATEGORIES, DANGEROUS
 from evennia_ai.tools import TOOL_REGISTRY, load_builtin_tools
 from evennia_ai.tools.groups import group_of
@@ -339,16 +372,16 @@ def _object(properties: dict | None = None, **extra: Any) -> dict:
 
 _DECLARED: tuple[StateKey, ...] = (
     StateKey(
-        "enabled",
+        ENABLED,
         _true,
         {"type": "boolean"},
         "Whether the NPC perceives and ticks.",
         strict=lambda kept: False,
     ),
-    StateKey("persona", _empty_text, _TEXT, "Who the NPC is (one paragraph)."),
-    StateKey("model", _empty_text, _TEXT, "The NPC's own model (empty: the server's)."),
+    StateKey(PERSONA, _empty_text, _TEXT, "Who the NPC is (one paragraph)."),
+    StateKey(MODEL, _empty_text, _TEXT, "The NPC's own model (empty: the server's)."),
     StateKey(
-        "user_system_prompt",
+        USER_SYSTEM_PROMPT,
         _empty_text,
         _TEXT,
         "The operator's prompt (never the model's).",
@@ -356,9 +389,9 @@ _DECLARED: tuple[StateKey, ...] = (
         holds=True,
         developer_only=True,
     ),
-    StateKey("assistant_system_prompt", _empty_text, _TEXT, "The NPC's own guidelines."),
+    StateKey(ASSISTANT_SYSTEM_PROMPT, _empty_text, _TEXT, "The NPC's own guidelines."),
     StateKey(
-        "projects",
+        PROJECTS,
         empty_projects,
         _object(
             {
@@ -369,7 +402,7 @@ _DECLARED: tuple[StateKey, ...] = (
         "Project slots and the active one.",
     ),
     StateKey(
-        "session_memory",
+        SESSION_MEMORY,
         empty_session_memory,
         _object(
             {
@@ -380,10 +413,10 @@ _DECLARED: tuple[StateKey, ...] = (
         ),
         "Facts, patterns and completed tasks of this session.",
     ),
-    StateKey("journal", list, _DICTS, "Journal entries, oldest first."),
-    StateKey("behaviour_rules", list, _TEXTS, "Rules learned in reflection (RULE: lines)."),
+    StateKey(JOURNAL, list, _DICTS, "Journal entries, oldest first."),
+    StateKey(BEHAVIOUR_RULES, list, _TEXTS, "Rules learned in reflection (RULE: lines)."),
     StateKey(
-        "event_queue",
+        EVENT_QUEUE,
         empty_queue,
         _object(
             {"events": _DICTS, "in_flight": _TEXTS, "dropped": _COUNT, "failed": _COUNT},
@@ -392,21 +425,21 @@ _DECLARED: tuple[StateKey, ...] = (
         "Perceived events waiting for a tick, and those a tick is answering.",
     ),
     StateKey(
-        "history",
+        HISTORY,
         list,
         {"type": "array", "items": _object({"role": _TEXT}, required=["role"])},
         "The conversation sent to the model, oldest first.",
     ),
-    StateKey("context_buffer", list, _DICTS, "Recent ambient lines seen in the room."),
+    StateKey(CONTEXT_BUFFER, list, _DICTS, "Recent ambient lines seen in the room."),
     StateKey(
-        "private_whispers",
+        PRIVATE_WHISPERS,
         list,
         _DICTS,
         "Latest whispers, private to their senders (at most 10 per whisperer, 60 in all).",
         strict=_strict_whispers,
     ),
     StateKey(
-        "metrics",
+        METRICS,
         default_metrics,
         _object(
             {
@@ -430,7 +463,7 @@ _DECLARED: tuple[StateKey, ...] = (
         "memory gate's decisions (``memory_gate``).",
     ),
     StateKey(
-        "tool_rules",
+        TOOL_RULES,
         list,
         _DICTS,
         "Per-NPC tool rules (cooldowns, limits, order).",
@@ -439,7 +472,7 @@ _DECLARED: tuple[StateKey, ...] = (
         developer_only=True,
     ),
     StateKey(
-        "tool_allow",
+        TOOL_ALLOW,
         _none,
         {"type": ["array", "null"], "items": _TEXT},
         "Only these tools (null: every tool the filter allows).",
@@ -447,7 +480,7 @@ _DECLARED: tuple[StateKey, ...] = (
         developer_only=True,
     ),
     StateKey(
-        "tool_deny",
+        TOOL_DENY,
         list,
         _TEXTS,
         "Tools this NPC may never use.",
@@ -455,42 +488,42 @@ _DECLARED: tuple[StateKey, ...] = (
         developer_only=True,
     ),
     StateKey(
-        "sleep",
+        SLEEP,
         default_sleep,
         _object({"asleep": {"type": "boolean"}, "until": _TEXT_OR_NULL, "since": _TEXT_OR_NULL}),
         "Whether the NPC sleeps, since when, why and until when.",
     ),
-    StateKey("prompt_revisions", list, _DICTS, "Earlier versions of the NPC's own guidelines."),
+    StateKey(PROMPT_REVISIONS, list, _DICTS, "Earlier versions of the NPC's own guidelines."),
     StateKey(
-        "entities",
+        ENTITIES,
         dict,
         {"type": "object", "additionalProperties": _object()},
         "People and things the NPC knows, by key.",
     ),
     StateKey(
-        "blocks",
+        BLOCKS,
         dict,
         {"type": "object", "additionalProperties": _object()},
         "Memory blocks by label.",
         strict=_strict_blocks,
     ),
-    StateKey("archival", list, _DICTS, "Archival memory entries kept on the character."),
-    StateKey("procedures", list, _DICTS, "Tool sequences that worked, by kind of event."),
-    StateKey("blocks_shared_in", list, _DICTS, "Blocks other NPCs share with this one."),
+    StateKey(ARCHIVAL, list, _DICTS, "Archival memory entries kept on the character."),
+    StateKey(PROCEDURES, list, _DICTS, "Tool sequences that worked, by kind of event."),
+    StateKey(BLOCKS_SHARED_IN, list, _DICTS, "Blocks other NPCs share with this one."),
     StateKey(
-        "compaction",
+        COMPACTION,
         lambda: {"pending": False, "last_tick": None},
         _object({"pending": {"type": "boolean"}}),
         "Whether history compaction is due, and when it last ran.",
     ),
     StateKey(
-        "reflection",
+        REFLECTION,
         lambda: {"last_tick": 0, "last_time": None, "count": 0},
         _object({"last_tick": _COUNT, "last_time": _TEXT_OR_NULL, "count": _COUNT}),
         "When the NPC last reflected.",
     ),
     StateKey(
-        "budget",
+        BUDGET,
         dict,
         _object({"tokens": _COUNT, "cost": {"type": "number", "minimum": 0}}),
         "Per-NPC daily limits, tightening the server's: tokens, cost.",
@@ -505,13 +538,13 @@ SCRIPT_STATE: dict[str, StateKey] = {
     key.name: key
     for key in (
         StateKey(
-            "current_goals",
+            CURRENT_GOALS,
             list,
             {"type": "array", "items": _object({"description": _TEXT})},
             'Goals, held on the AssistantScript (docs/architecture.md, "Where state lives").',
         ),
         StateKey(
-            "execution_config",
+            EXECUTION_CONFIG,
             dict,
             _object(
                 {
@@ -530,9 +563,9 @@ SCRIPT_STATE: dict[str, StateKey] = {
             strict=_strict_execution,
             developer_only=True,
         ),
-        StateKey("tick_count", _zero, _COUNT, "Ticks run by this Script."),
+        StateKey(TICK_COUNT, _zero, _COUNT, "Ticks run by this Script."),
         StateKey(
-            "paused",
+            PAUSED,
             _false,
             {"type": "boolean"},
             "Whether ticking is paused.",

@@ -33,6 +33,7 @@ from typing import Any
 from evennia_ai import conf
 from evennia_ai.memory import block_admin
 from evennia_ai.memory import blocks as pure
+from evennia_ai.npc_state import npc_state
 from evennia_ai.prompt.builder import ContextBuilder, register_source
 from evennia_ai.prompt.sources import mentioned_text
 from evennia_ai.utils import fence, fence_section
@@ -55,7 +56,7 @@ def render_blocks_for_npc(npc: Any, mentioned_text: str = "", *, header: bool = 
     """
     descriptions = conf.get_bool("EVENNIA_AI_BLOCK_DESCRIPTIONS")
     parts: list[str] = []
-    own = npc.ai.blocks or {}
+    own = npc_state(npc).blocks or {}
     for block in pure.blocks_for_context(own, mentioned_text=mentioned_text):
         parts.append(pure.render_block(block, include_description=descriptions))
     shared = block_admin.shared_blocks_for(npc)

@@ -31,6 +31,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from evennia_ai.npc_state import npc_state
 from evennia_ai.tools.rules import parse_rules, render_tool_rules
 from evennia_ai.utils import OPERATOR_TAG
 
@@ -128,11 +129,11 @@ def section_for(npc: Any, override_text: str, trust_note: str) -> OperatorSectio
             fails closed when it cannot be read).
         trust_note: The trust note; a helper's request has no other place for it.
     """
-    ai = npc.ai
+    state = npc_state(npc)
     values = {
         "operator_override": render_override(override_text),
-        "operator_prompt": render_operator_prompt(ai.user_system_prompt),
-        "tool_rules": render_operator_rules(ai.tool_rules),
+        "operator_prompt": render_operator_prompt(state.user_system_prompt),
+        "tool_rules": render_operator_rules(state.tool_rules),
         TRUST_PART: trust_note,
     }
     return OperatorSection(section_text(values, own_prompt=None))

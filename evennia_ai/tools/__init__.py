@@ -14,6 +14,7 @@ imported; :func:`load_builtin_tools` imports them all.
 
 import importlib
 
+from evennia_ai.npc_state import npc_state
 from evennia_ai.tools.base import ALL_CATEGORIES, Tool, ToolCategory, ToolContext, ToolResult
 from evennia_ai.tools.registry import TOOL_REGISTRY, ToolRegistry, register_tool
 from evennia_ai.tools.rules import ToolRule, ToolRuleState, render_tool_rules
@@ -60,8 +61,9 @@ def select_tools(npc, config) -> list:
         config: The context's config (its ``tool_filter`` and ``allowed_tool_categories``).
     """
     load_builtin_tools()
-    allowed = npc.ai.tool_allow
-    denied = npc.ai.tool_deny or []
+    state = npc_state(npc)
+    allowed = state.tool_allow
+    denied = state.tool_deny or []
     return TOOL_REGISTRY.select(
         npc=npc,
         tool_filter=config.tool_filter,

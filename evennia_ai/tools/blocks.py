@@ -38,6 +38,7 @@ from evennia_ai.memory import blocks as pure
 from evennia_ai.memory import gate
 from evennia_ai.memory.blocks import BlockError, BlockOpResult
 from evennia_ai.memory.keyword_index import KeywordDoc, normalise_text
+from evennia_ai.npc_state import npc_state
 from evennia_ai.tools.approvals import ConfirmationError, get_confirmation_queue
 from evennia_ai.tools.base import Tool, ToolCategory, ToolContext, ToolResult
 from evennia_ai.tools.longterm import gate_context
@@ -409,7 +410,7 @@ def archival_gate(ctx: ToolContext, content: str) -> ToolResult | None:
         return None
     entries = [
         KeywordDoc(id=str(entry.get("id") or ""), npc="", text=str(entry.get("content") or ""))
-        for entry in ctx.npc.ai.archival or []
+        for entry in npc_state(ctx.npc).archival or []
     ]
     decision = gate.decide(content, entries, gate_context(ctx))
     existing = decision.existing

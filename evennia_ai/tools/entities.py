@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from evennia_ai.memory import entities as entities_mod
+from evennia_ai.npc_state import ENTITIES, find_npc_state, npc_state
 from evennia_ai.tools.base import Tool, ToolResult
 from evennia_ai.tools.registry import register_tool
 from evennia_ai.tools.workspace import event_source
@@ -17,14 +18,14 @@ def resolve_entity(npc, name: str):
         kind = (
             "character"
             if obj.has_account
-            or hasattr(obj, "ai")
+            or find_npc_state(obj) is not None
             or obj.is_typeclass("evennia.objects.objects.DefaultCharacter", exact=False)
             else "object"
         )
         return obj.dbref, obj.key, kind
     lowered = name.strip().lower()
-    for dbref, profile in (npc.ai.entities or {}).items():
-        if (profile.get("name") or "").lower() == lowered or dbref == name.strip():
+    for dbref, profile in (npc_state(npc).entities or {}).items():
+        if str(profile.get("name") or "").lower() == lowered or dbref == name.strip():
             return dbref, profile.get("name"), profile.get("kind", "character")
     return None
 
@@ -56,11 +57,17 @@ class UpdateEntityObservation(Tool):
         dbref, key, kind = found
 
         trust = TRUST.get(event_source(ctx), 0.5)
-        current = ctx.npc.ai.entities
+        state = npc_state(ctx.npc)
         new, op = entities_mod.update_observation(
-            current, dbref, key, observation, relationship=relationship, trust=trust, kind=kind
+            state.entities,
+            dbref,
+            key,
+            observation,
+            relationship=relationship,
+            trust=trust,
+            kind=kind,
         )
         if not op.success:
             return ToolResult.fail(op.message)
-        ctx.npc.ai.set("entities", new)
+        state.set(ENTITIES, new)
         return ToolResult.ok(op.to_dict())

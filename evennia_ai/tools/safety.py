@@ -59,10 +59,16 @@ from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
 from evennia_ai import conf
+from evennia_ai.npc_state import (
+    PRIVATE_WHISPERS,
+    STATE_CATEGORY,
+    USER_SYSTEM_PROMPT,
+    find_npc_state,
+)
 from evennia_ai.utils import clean_text, fold, iso_utc, plain
 
-STATE_KEY = "private_whispers"
-"""The ``npc.ai`` state key holding recent whispers (a plain list of dicts, oldest first)."""
+STATE_KEY = PRIVATE_WHISPERS
+"""The state key holding recent whispers (a plain list of dicts, oldest first)."""
 
 MAX_WHISPERS_PER_WHISPERER = 10
 """Whispers remembered of one whisperer; their own oldest drops out of the guard first."""
@@ -391,7 +397,7 @@ def quotes_run(source: str, text: str, words: int, speakable: Iterable[str] = ()
     return False
 
 
-def secret_block_texts(blocks: dict | None) -> list[str]:
+def secret_block_texts(blocks: Mapping[str, object] | None) -> list[str]:
     """The texts of the memory blocks marked secret (``aiblock/secret``), line by line."""
     texts: list[str] = []
     for block in (blocks or {}).values():
@@ -440,14 +446,14 @@ def check_speech(npc, text: str, audience: Iterable) -> str | None:
         text: The outgoing words.
         audience: The receiving objects (or their dbrefs); the assistant itself is ignored.
     """
-    ai = getattr(npc, "ai", None)
-    if ai is None:
+    state = find_npc_state(npc)
+    if state is None:
         return None
-    operator_prompt = ai.get("user_system_prompt")
-    refusal = secret_leak(operator_prompt, text, secret_block_texts(ai.get("blocks")))
+    operator_prompt = state.user_system_prompt
+    refusal = secret_leak(operator_prompt, text, secret_block_texts(state.blocks))
     if refusal:
         return refusal
-    whispers = ai.get(STATE_KEY)
+    whispers = state.private_whispers
     if not whispers:
         return None
     own = getattr(npc, "dbref", None)
@@ -458,11 +464,11 @@ def check_speech(npc, text: str, audience: Iterable) -> str | None:
     return leak_message(entry) if entry else None
 
 
-OPERATOR_PROMPT_KEY = "user_system_prompt"
-"""The ``npc.ai`` state key of the operator's prompt, which nothing the model does may change."""
+OPERATOR_PROMPT_KEY = USER_SYSTEM_PROMPT
+"""The state key of the operator's prompt, which nothing the model does may change."""
 
 
-AI_CATEGORY = "ai"
+AI_CATEGORY = STATE_CATEGORY
 """The Attribute category of an assistant's own state (operator-set and its own)."""
 
 
@@ -516,7 +522,7 @@ def ai_state_kept(npc):
     and which other Attributes of the NPC changed.
     """
     kept = StateKept()
-    if getattr(npc, "ai", None) is None or getattr(npc, "attributes", None) is None:
+    if find_npc_state(npc) is None or getattr(npc, "attributes", None) is None:
         yield kept  # not an assistant
         return
     before = _snapshot(npc)

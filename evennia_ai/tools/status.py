@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from evennia_ai.llm import tokens
+from evennia_ai.npc_state import npc_state
 from evennia_ai.tools.base import Tool, ToolCategory, ToolResult
 from evennia_ai.tools.registry import register_tool
 from evennia_ai.utils import iso_utc, utcnow
@@ -26,7 +27,7 @@ class GetSystemStatus(Tool):
         state = ctx.state
         window = state.window or tokens.get_context_window(ctx.services.model)
         used = state.request_tokens
-        metrics = state.metrics or (ctx.npc.ai.metrics if ctx.npc else {}) or {}
+        metrics = state.metrics or (npc_state(ctx.npc).metrics if ctx.npc else {}) or {}
         return ToolResult.ok(
             {
                 "success": True,
@@ -81,7 +82,9 @@ class UpdateSystemPrompt(Tool):
     def run(self, ctx, new_prompt, reasoning):
         # Only the assistant's own prompt is reachable from here; user_system_prompt is never
         # written by any tool.
-        ctx.npc.ai.set_assistant_system_prompt(new_prompt.strip(), reasoning=reasoning.strip())
+        npc_state(ctx.npc).set_assistant_system_prompt(
+            new_prompt.strip(), reasoning=reasoning.strip()
+        )
         return ToolResult.ok(
             {
                 "success": True,

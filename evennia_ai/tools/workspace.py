@@ -10,6 +10,7 @@ from __future__ import annotations
 from twisted.internet import defer
 
 from evennia_ai.llm.client import get_client
+from evennia_ai.npc_state import BEHAVIOUR_RULES, JOURNAL, PROJECTS, SESSION_MEMORY, npc_state
 from evennia_ai.tools.base import Tool, ToolCategory, ToolContext, ToolResult
 from evennia_ai.tools.registry import register_tool
 from evennia_ai.wording import GOAL_PLANNER_SYSTEM
@@ -29,18 +30,18 @@ def _result(op) -> ToolResult:
 
 def _apply_character(ctx: ToolContext, key: str, change) -> ToolResult:
     """Run ``change(plain) -> (new, OpResult)`` on a character-held key; write on success."""
-    current = ctx.npc.ai.get(key)
-    new, op = change(current)
+    state = npc_state(ctx.npc)
+    new, op = change(state.get(key))
     if op.success:
-        ctx.npc.ai.set(key, new)
+        state.set(key, new)
     return _result(op)
 
 
 def _apply_goals(ctx: ToolContext, change) -> ToolResult:
-    current = ctx.npc.ai.goals
-    new, op = change(current)
+    state = npc_state(ctx.npc)
+    new, op = change(state.goals)
     if op.success:
-        ctx.npc.ai.update_goals(lambda _old: new)
+        state.update_goals(lambda _old: new)
     return _result(op)
 
 
@@ -69,7 +70,7 @@ class CreateProject(Tool):
     def run(self, ctx, key, summary, context="", activate=False):
         return _apply_character(
             ctx,
-            "projects",
+            PROJECTS,
             lambda p: projects_mod.create_project(p, key, summary, context, activate=activate),
         )
 
@@ -83,7 +84,7 @@ class ListProjects(Tool):
     cacheable = True
 
     def run(self, ctx):
-        projects = ctx.npc.ai.projects
+        projects = npc_state(ctx.npc).projects
         return ToolResult.ok(
             {
                 "success": True,
@@ -110,7 +111,7 @@ class SwapProject(Tool):
 
     def run(self, ctx, key, current_project_update=None):
         return _apply_character(
-            ctx, "projects", lambda p: projects_mod.swap_project(p, key, current_project_update)
+            ctx, PROJECTS, lambda p: projects_mod.swap_project(p, key, current_project_update)
         )
 
 
@@ -132,7 +133,7 @@ class UpdateProject(Tool):
     def run(self, ctx, context=None, summary=None, status=None):
         return _apply_character(
             ctx,
-            "projects",
+            PROJECTS,
             lambda p: projects_mod.update_project(
                 p, context=context, summary=summary, status=status
             ),
@@ -214,7 +215,7 @@ class DecomposeGoal(Tool):
     category = ToolCategory.ASYNC_REQUIRED
 
     def run(self, ctx, goal_id):
-        goal = next((g for g in ctx.npc.ai.goals if g.get("id") == goal_id), None)
+        goal = next((g for g in npc_state(ctx.npc).goals if g.get("id") == goal_id), None)
         if goal is None:
             return ToolResult.fail(f"No goal with id '{goal_id}'.")
         services = ctx.services
@@ -259,12 +260,12 @@ def decompose(npc, goal: dict, client, model, tick: int, build_request=None, usa
             return _result(check)
         if not getattr(npc, "pk", None):
             return ToolResult.fail("The NPC no longer exists.")
-        current = npc.ai.goals
+        state = npc_state(npc)
         new, op = goals_mod.apply_decomposition(
-            current, goal["id"], check.data["subtasks"], tick=tick
+            state.goals, goal["id"], check.data["subtasks"], tick=tick
         )
         if op.success:
-            npc.ai.update_goals(lambda _old: new)
+            state.update_goals(lambda _old: new)
         return _result(op)
 
     def send(messages):
@@ -298,7 +299,7 @@ class AddSessionMemory(Tool):
         names = [ctx.npc.key] + list(ctx.npc.aliases.all())
         return _apply_character(
             ctx,
-            "session_memory",
+            SESSION_MEMORY,
             lambda m: memory_mod.add_session_memory(m, kind, content, self_names=names),
         )
 
@@ -311,7 +312,7 @@ class CompactSessionMemory(Tool):
     parameters = {"type": "object", "properties": {}, "additionalProperties": False}
 
     def run(self, ctx):
-        return _apply_character(ctx, "session_memory", memory_mod.compact_session_memory)
+        return _apply_character(ctx, SESSION_MEMORY, memory_mod.compact_session_memory)
 
 
 # -- journal -------------------------------------------------------------------------------------
@@ -349,7 +350,7 @@ class AddJournalEntry(Tool):
     def run(self, ctx, content, importance=5, tags=None):
         result = _apply_character(
             ctx,
-            "journal",
+            JOURNAL,
             lambda j: journal_mod.add_entry(
                 j, content, importance=importance, source=event_source(ctx), tags=tags
             ),
@@ -357,9 +358,10 @@ class AddJournalEntry(Tool):
         if result.success and ctx.context_type in ("reflection", "reflection_cont"):
             found = behaviour_rules.extract_rules([content])  # every RULE: line, any position
             if found:
-                new, added, rejected = behaviour_rules.add_rules(ctx.npc.ai.behaviour_rules, found)
+                state = npc_state(ctx.npc)
+                new, added, rejected = behaviour_rules.add_rules(state.behaviour_rules, found)
                 if added:
-                    ctx.npc.ai.set("behaviour_rules", new)
+                    state.set(BEHAVIOUR_RULES, new)
                 result.content = dict(result.content, rules_added=added, rules_rejected=rejected)
         return result
 
@@ -388,7 +390,7 @@ class ReviewJournal(Tool):
     def run(self, ctx, limit=10, min_importance=None, query=None, offset=0):
         return _result(
             journal_mod.review_journal(
-                ctx.npc.ai.journal,
+                npc_state(ctx.npc).journal,
                 limit=limit,
                 min_importance=min_importance,
                 query=query,

@@ -5,7 +5,7 @@ plain dicts and lists stored in the assistant's Attributes. Functions that chang
 the current value and return ``(new_value, OpResult)`` without modifying their argument, so
 the caller writes the Attribute once::
 
-    npc.ai.update_goals(lambda goals: add_goal(goals, "Build a tavern", tick=tick))
+    npc_state(npc).update_goals(lambda goals: add_goal(goals, "Build a tavern", tick=tick))
 
 What the model can get wrong comes back as a failed :class:`OpResult` with a message it can
 act on; exceptions are reserved for caller (programming) errors.

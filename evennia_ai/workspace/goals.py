@@ -13,7 +13,7 @@ Only an operator marks a goal as needing none (``aigoal``); its subtasks inherit
 
 Functions that change goals take the current list and return ``(new_goals, OpResult)``; the
 list passed in is never modified, so the caller writes the Attribute once with the new list
-(``npc.ai.update_goals(lambda goals: add_goal(goals, ...))``). On failure the new list is the
+(``npc_state(npc).update_goals(lambda goals: add_goal(goals, ...))``). On failure the new list is the
 one passed in.
 
 Rollup rules, applied to the whole list after every change:

@@ -3,7 +3,7 @@
 An asleep NPC's next ticks run the sleep phases (``sleep_consolidate``, then
 ``pre_compaction``) and then rest until it is woken, its ``until`` time passes, or its
 scheduled window (``EVENNIA_AI_SLEEP_SCHEDULE``) ends. The functions take the NPC and write its
-``sleep`` state through ``npc.ai`` once per change; the tick, the ``go_to_sleep`` tool and
+``sleep`` state through ``npc_state(npc)`` once per change; the tick, the ``go_to_sleep`` tool and
 ``aisleep`` all use them.
 """
 
@@ -12,6 +12,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from evennia_ai import conf
+from evennia_ai.npc_state import SLEEP, npc_state
 from evennia_ai.utils import iso_utc
 
 SLEEP_PHASES = ("sleep_consolidate", "pre_compaction")
@@ -40,10 +41,11 @@ def in_sleep_window(schedule, now: datetime | None = None) -> bool:
 
 def go_to_sleep(npc, reason: str, until: str | None = None) -> None:
     """Put ``npc`` to sleep (one write); its next ticks run the sleep phases."""
-    npc.ai.set(
-        "sleep",
+    state = npc_state(npc)
+    state.set(
+        SLEEP,
         {
-            **_kept(npc.ai.sleep),
+            **_kept(state.sleep),
             "asleep": True,
             "since": iso_utc(),
             "reason": reason,
@@ -55,9 +57,10 @@ def go_to_sleep(npc, reason: str, until: str | None = None) -> None:
 
 def wake_up(npc, reason: str = "woken") -> None:
     """Wake ``npc`` (one write). A scheduled sleep stays woken until its window ends."""
-    sleep = npc.ai.sleep
-    npc.ai.set(
-        "sleep",
+    state = npc_state(npc)
+    sleep = state.sleep
+    state.set(
+        SLEEP,
         {
             **_kept(sleep),
             "asleep": False,

@@ -189,6 +189,7 @@ def test_imports_inside_functions_are_heavy_optional_dependencies_only():
         "evennia_ai",
         "evennia_ai.utils",
         "evennia_ai.conf",
+        "evennia_ai.npc_state",
         "evennia_ai.prompt.templates",
         "evennia_ai.prompt.registry_io",
         "evennia_ai.llm.tokens",
@@ -203,3 +204,113 @@ def test_pure_modules_import_without_django(module):
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 0, done.stderr or done.stdout
+
+
+# -- the boundary of NPC state ---------------------------------------------------------------------
+#: The one module below ``npc`` that reaches an NPC's ``ai`` handler, and the function that does.
+STATE_BOUNDARY = ("evennia_ai.npc_state", "find_npc_state")
+
+#: Files below ``npc`` that still reach ``.ai`` directly: those of the tick, ReAct-loop and
+#: prompt-source work of issue 32, converted to ``npc_state()`` after those parts are merged.
+#: Empty it then; ``test_state_boundary_allow_list_has_no_stale_entry`` fails as soon as an
+#: entry no longer needs to be here.
+STATE_ACCESS_ALLOWED = frozenset(
+    {
+        "evennia_ai/engine/tick.py",
+        "evennia_ai/engine/confirmations.py",
+        "evennia_ai/engine/delegate.py",
+        "evennia_ai/engine/recording.py",
+        "evennia_ai/prompt/builder.py",
+        "evennia_ai/prompt/sources.py",
+        "evennia_ai/prompt/tasks.py",
+    }
+)
+_ATTRIBUTE_CALLS = {"getattr", "hasattr", "setattr", "delattr"}
+
+
+def ai_accesses(name: str) -> list[int]:
+    """The lines of module ``name`` that reach an attribute named ``ai`` (``x.ai``, or
+    ``getattr(x, "ai")`` and its kin), outside the accessor of :data:`STATE_BOUNDARY`."""
+    tree = ast.parse(MODULES[name].read_text())
+    exempt: set[int] = set()
+    if name == STATE_BOUNDARY[0]:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef) and node.name == STATE_BOUNDARY[1]:
+                exempt.update(id(inner) for inner in ast.walk(node))
+    lines = []
+    for node in ast.walk(tree):
+        if id(node) in exempt:
+            continue
+        if isinstance(node, ast.Attribute) and node.attr == "ai":
+            lines.append(node.lineno)
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in _ATTRIBUTE_CALLS
+            and len(node.args) >= 2
+            and isinstance(node.args[1], ast.Constant)
+            and node.args[1].value == "ai"
+        ):
+            lines.append(node.lineno)
+    return sorted(lines)
+
+
+def modules_below_npc() -> list[str]:
+    layers = read_layers()
+    npc = layer_of("evennia_ai.npc", layers)
+    return sorted(
+        name
+        for name in MODULES
+        if name != "evennia_ai" and (layer_of(name, layers) or 0) < npc  # type: ignore[operator]
+    )
+
+
+def relative(name: str) -> str:
+    return MODULES[name].relative_to(ROOT).as_posix()
+
+
+def test_code_below_npc_reaches_npc_state_only_through_the_accessor():
+    """Below ``npc``, an NPC's ``.ai`` is reached by ``npc_state(obj)`` alone, typed as the
+    ``NPCState`` protocol, so what those layers use of the handler is declared and checked."""
+    found = []
+    for name in modules_below_npc():
+        if relative(name) in STATE_ACCESS_ALLOWED:
+            continue
+        found.extend(f"{relative(name)}:{line}" for line in ai_accesses(name))
+    assert (
+        not found
+    ), "code below npc reaches .ai directly (use evennia_ai.npc_state.npc_state):\n" + "\n".join(
+        found
+    )
+
+
+def test_state_boundary_allow_list_has_no_stale_entry():
+    below = {relative(name): name for name in modules_below_npc()}
+    stale = sorted(
+        path for path in STATE_ACCESS_ALLOWED if path not in below or not ai_accesses(below[path])
+    )
+    assert not stale, f"allowed to reach .ai but no longer does (remove them): {stale}"
+
+
+def test_the_accessor_is_the_boundary_module_s_only_ai_access():
+    name, function = STATE_BOUNDARY
+    tree = ast.parse(MODULES[name].read_text())
+    accessor = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == function]
+    assert accessor, f"{name} has no {function}()"
+    assert layer_of(name, read_layers()) == 0, f"{name} is not in the lowest layer"
+    assert ai_accesses(name) == []
+
+
+def test_the_boundary_check_sees_every_kind_of_access(tmp_path, monkeypatch):
+    """The check finds ``x.ai``, ``x.ai.y``, ``getattr``/``hasattr`` with ``"ai"``."""
+    source = tmp_path / "probe.py"
+    source.write_text(
+        "def f(npc, other):\n"
+        "    npc.ai.update('metrics', len)\n"
+        "    handler = other.ai\n"
+        "    if hasattr(npc, 'ai'):\n"
+        "        getattr(npc, 'ai', None)\n"
+        "    return npc.aim, getattr(npc, 'aid')\n"
+    )
+    monkeypatch.setitem(MODULES, "probe", source)
+    assert ai_accesses("probe") == [2, 3, 4, 5]
