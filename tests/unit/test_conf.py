@@ -64,7 +64,7 @@ CONVERSIONS_LEFT = {
     "memory/longterm.py",
 }
 CONVERSIONS = {"int", "float", "bool", "str"}
-PACKAGE = Path(__file__).resolve().parent.parent / "evennia_ai"
+PACKAGE = Path(__file__).resolve().parents[2] / "evennia_ai"
 
 
 @pytest.fixture

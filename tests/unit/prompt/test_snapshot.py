@@ -13,7 +13,7 @@ from dataclasses import fields, replace
 from types import SimpleNamespace
 from unittest import mock
 
-from test_assistant_tick import AssistantTestBase
+from unit.engine.test_assistant_tick import AssistantTestBase
 
 from evennia_ai.memory.events import pending_events
 from evennia_ai.npc.state import AttributeState

@@ -35,7 +35,7 @@ from evennia_ai.npc_state import (
 )
 from evennia_ai.typeclasses import AIAssistantCharacter
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 MODULE = ROOT / "evennia_ai" / "npc_state.py"
 _VENV_MYPY = Path(sys.executable).parent / "mypy"
 MYPY = str(_VENV_MYPY) if _VENV_MYPY.exists() else shutil.which("mypy")
