@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from evennia_ai.npc_state import NPCState
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "evennia_ai"
 ARCHITECTURE = ROOT / "docs" / "architecture.md"
@@ -314,3 +316,22 @@ def test_the_boundary_check_sees_every_kind_of_access(tmp_path, monkeypatch):
     )
     monkeypatch.setitem(MODULES, "probe", source)
     assert ai_accesses("probe") == [2, 3, 4, 5]
+
+
+def test_what_the_allowed_files_use_of_ai_is_declared_in_the_protocol():
+    """Every ``x.ai.<name>`` (or ``ai.<name>`` of a handler held in a name ``ai``) the allowed
+    files use is a member of ``NPCState``, so converting them is a rename to ``npc_state()``."""
+    members = {name for name in vars(NPCState) if not name.startswith("_")}
+    missing = []
+    for path in sorted(STATE_ACCESS_ALLOWED):
+        tree = ast.parse((ROOT / path).read_text())
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Attribute):
+                continue
+            held = node.value
+            if (isinstance(held, ast.Attribute) and held.attr == "ai") or (
+                isinstance(held, ast.Name) and held.id == "ai"
+            ):
+                if node.attr not in members:
+                    missing.append(f"{path}:{node.lineno} .ai.{node.attr}")
+    assert not missing, "not declared in NPCState:\n" + "\n".join(missing)
