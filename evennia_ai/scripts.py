@@ -46,7 +46,7 @@ class AssistantScript(DefaultScript):
     def at_script_creation(self):
         self.key = self.SCRIPT_KEY
         self.desc = "evennia-ai: the assistant's ticks"
-        self.interval = int(conf.get("EVENNIA_AI_TICK_INTERVAL"))
+        self.interval = conf.get_int("EVENNIA_AI_TICK_INTERVAL")
         self.persistent = True
         self.start_delay = True
         self.state.set("tick_count", 0)

@@ -171,7 +171,7 @@ class CmdAIBlock(SwitchedCommand):
             details.append("shared with " + ", ".join(names))
         rendered = pure.render_block(
             block,
-            include_description=bool(conf.get("EVENNIA_AI_BLOCK_DESCRIPTIONS")),
+            include_description=conf.get_bool("EVENNIA_AI_BLOCK_DESCRIPTIONS"),
             shared_from=target.shared_from,
             permission=target.permission,
         )

@@ -168,10 +168,10 @@ class Agenda:
         count or journal importance with someone watching (:meth:`watched`)."""
         if reflection.get("requested"):  # an operator asked (aisleep/reflect)
             return True
-        interval = int(conf.get("EVENNIA_AI_REFLECTION_INTERVAL") or 0)
+        interval = conf.get_int("EVENNIA_AI_REFLECTION_INTERVAL")
         ticks = self.tick_count
         due = bool(interval and ticks - int(reflection.get("last_tick") or 0) >= interval)
-        threshold = int(conf.get("EVENNIA_AI_REFLECTION_IMPORTANCE_THRESHOLD") or 0)
+        threshold = conf.get_int("EVENNIA_AI_REFLECTION_IMPORTANCE_THRESHOLD")
         if not due and threshold:
             since = reflection.get("last_time") or ""
             due = importance_since(self.ai.journal, since) >= threshold
@@ -185,7 +185,7 @@ class Agenda:
         if not any(g.get("status") == "active" for g in self.ai.goals):
             return None
         last = self.last_autonomous or 0
-        if time.time() - last < float(conf.get("EVENNIA_AI_AUTONOMOUS_MIN_INTERVAL")):
+        if time.time() - last < conf.get_float("EVENNIA_AI_AUTONOMOUS_MIN_INTERVAL"):
             return None
         if not self.watched():  # after the interval: the room is looked at once a minute
             return None

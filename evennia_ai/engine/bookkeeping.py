@@ -106,9 +106,9 @@ class Bookkeeper:
         if outcome.new_messages and outcome.stop_reason != StopReason.CANCELLED:
             event_text = state.batch_text or f"[{trace.context_type}]"
             tick_messages = [{"role": "user", "content": event_text}] + outcome.new_messages
-            max_messages = int(conf.get("EVENNIA_AI_HISTORY_MAX_MESSAGES"))
-            max_chars = int(conf.get("EVENNIA_AI_HISTORY_MAX_CHARS"))
-            message_chars = int(conf.get("EVENNIA_AI_HISTORY_MESSAGE_CHARS"))
+            max_messages = conf.get_int("EVENNIA_AI_HISTORY_MAX_MESSAGES")
+            max_chars = conf.get_int("EVENNIA_AI_HISTORY_MAX_CHARS")
+            message_chars = conf.get_int("EVENNIA_AI_HISTORY_MESSAGE_CHARS")
             self.ai.update(
                 "history",
                 lambda h: hist.append_tick(
@@ -125,7 +125,7 @@ class Bookkeeper:
         """What worked (procedures, people seen) and the trace."""
         self._learn(state, outcome, trace)
         stored = withhold_refused_secrets(trace.to_dict(), npc_secrets(self.npc))
-        self.ai.record_trace(bounded_trace(stored, int(conf.get("EVENNIA_AI_TRACE_MAX_CHARS"))))
+        self.ai.record_trace(bounded_trace(stored, conf.get_int("EVENNIA_AI_TRACE_MAX_CHARS")))
 
     def follow_up(self, state, outcome: LoopOutcome, trace: TickTrace) -> None:
         """What the next ticks do: sleep phases, reflection follow-ups, compaction."""

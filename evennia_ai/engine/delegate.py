@@ -75,7 +75,7 @@ def run_helper(ctx: ToolContext, task: str):
         helper_context(ctx),
         LoopRequest(messages),  # not counted: the client's gate checks each request's window
         trace=trace,
-        limits=TickLimits(max_tokens=int(conf.get("EVENNIA_AI_HELPER_TOKEN_BUDGET"))),
+        limits=TickLimits(max_tokens=conf.get_int("EVENNIA_AI_HELPER_TOKEN_BUDGET")),
         record_as="delegate",
     )
     ctx.state.helpers_started += 1
@@ -111,7 +111,7 @@ def helper_refusal(ctx: ToolContext) -> str | None:
         return f"Already {running} helpers running (budget {budget}); wait for them."
     if services.over_budget():
         return "Today's budget is reached: no helper can be started."
-    per_tick = int(conf.get("EVENNIA_AI_HELPERS_PER_TICK"))
+    per_tick = conf.get_int("EVENNIA_AI_HELPERS_PER_TICK")
     if ctx.state.helpers_started >= per_tick:
         return (
             f"At most {per_tick} helpers may be started in one turn; do the rest yourself or "

@@ -262,7 +262,7 @@ class ReactLoop:
         # this loop's own calls (its limits count them); each record goes on to the tick's
         self.spent = UsageAccountant(parent=services.usage)
         self._measure_request(request, schemas)
-        self.max_calls_per_reply = max(1, int(conf.get("EVENNIA_AI_MAX_TOOL_CALLS_PER_REPLY")))
+        self.max_calls_per_reply = max(1, conf.get_int("EVENNIA_AI_MAX_TOOL_CALLS_PER_REPLY"))
         self._tick_start: int | None = None  # index of the first message this loop added
         self.dangerous_used = False
         self.outcome = LoopOutcome(stop_reason=StopReason.ERROR, trace=trace)
@@ -296,7 +296,7 @@ class ReactLoop:
         self.request_limit = int(request.limit or tokens.request_limit(resolve_model(self.model)))
         self.result_chars = max(
             400,
-            int(self.request_limit * float(conf.get("EVENNIA_AI_TOOL_RESULT_SHARE")))
+            int(self.request_limit * conf.get_float("EVENNIA_AI_TOOL_RESULT_SHARE"))
             * CHARS_PER_TOKEN,
         )
 

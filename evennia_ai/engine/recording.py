@@ -272,7 +272,7 @@ def _write_line(path: str, line: dict, secrets: list[str]) -> None:
     except Exception as err:  # the snapshot cannot be replayed: say so in the recording
         line["baseline_error"] = f"{type(err).__name__}: {err}"
     data = (json.dumps(line, ensure_ascii=False) + "\n").encode("utf-8")
-    cap = int(conf.get("EVENNIA_AI_RECORD_MAX_BYTES"))
+    cap = conf.get_int("EVENNIA_AI_RECORD_MAX_BYTES")
     size = os.path.getsize(path) if os.path.exists(path) else 0
     if size + len(data) > cap:
         if path not in _FULL:

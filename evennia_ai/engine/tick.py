@@ -308,7 +308,7 @@ class TickRunner:
     # -- the steps of run ----------------------------------------------------------------------
     def _start_thinking(self, state: TickState) -> None:
         """Show the speakers a sign the NPC is thinking if no answer came within the delay."""
-        delay = float(conf.get("EVENNIA_AI_THINKING_DELAY") or 0)
+        delay = conf.get_float("EVENNIA_AI_THINKING_DELAY")
         if delay <= 0 or state.context_type != "tick_event":
             return
         speakers = audience.waiting_speakers(self.npc, state.batch)

@@ -83,16 +83,16 @@ def history_pressure(ai, model: str | None, tick_id: int) -> HistoryPressure:
         (
             "characters",
             sum(hist.stored_chars(m) for m in history),
-            int(conf.get("EVENNIA_AI_HISTORY_MAX_CHARS")),
+            conf.get_int("EVENNIA_AI_HISTORY_MAX_CHARS"),
         ),
-        ("messages", len(history), int(conf.get("EVENNIA_AI_HISTORY_MAX_MESSAGES"))),
+        ("messages", len(history), conf.get_int("EVENNIA_AI_HISTORY_MAX_MESSAGES")),
     )
     options = {
         "asleep": bool(ai.sleep.get("asleep")),
         "tick": tick_id,
         "last_compaction_tick": ai.compaction.get("last_tick"),
-        "sleep_ratio": float(conf.get("EVENNIA_AI_COMPACTION_SLEEP_RATIO")),
-        "emergency_ratio": float(conf.get("EVENNIA_AI_COMPACTION_EMERGENCY_RATIO")),
+        "sleep_ratio": conf.get_float("EVENNIA_AI_COMPACTION_SLEEP_RATIO"),
+        "emergency_ratio": conf.get_float("EVENNIA_AI_COMPACTION_EMERGENCY_RATIO"),
     }
     reasons = (compaction_reason(used, cap, **options) for _, used, cap in measures)
     reason = next((r for r in reasons if r), None) if history else None
@@ -190,7 +190,7 @@ class Upkeep:
         on every tick.
         """
         compaction = self.ai.compaction
-        worth = max(4, int(conf.get("EVENNIA_AI_COMPACTION_KEEP_RECENT")) // 2)
+        worth = max(4, conf.get_int("EVENNIA_AI_COMPACTION_KEEP_RECENT") // 2)
         if not compaction.get("pending") and len(compaction_batch(self.ai.history)) >= worth:
             self.ai.set("compaction", {**compaction, "pending": True, "reason": "emergency"})
 
@@ -241,7 +241,7 @@ class Upkeep:
     def compact(self, client, model, tick_id: int, trace: TickTrace):
         """Compress old history batches (truncate or summarise in a thread); one write."""
 
-        keep = int(conf.get("EVENNIA_AI_COMPACTION_KEEP_RECENT"))
+        keep = conf.get_int("EVENNIA_AI_COMPACTION_KEEP_RECENT")
         history = self.ai.history
         summary_model = conf.get("EVENNIA_AI_SUMMARY_MODEL") or model
         resolved = client.resolve_model(summary_model)

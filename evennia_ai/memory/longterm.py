@@ -366,7 +366,7 @@ def search_archival_hybrid(
     """
     memory = _MEMORY if is_ready() else None
     embed = memory.embedding_cache if memory is not None and memory.vector_ready else None
-    threshold = float(conf.get("EVENNIA_AI_MEMORY_THRESHOLD"))
+    threshold = conf.get_float("EVENNIA_AI_MEMORY_THRESHOLD")
     return search_entries(entries, query, limit, mode=mode, embed=embed, threshold=threshold)
 
 

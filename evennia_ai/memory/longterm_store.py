@@ -219,7 +219,7 @@ class LongTermMemory:
             "mode": self.mode,
             "vector": self.vector_ready,
             "vector_store": vector_store if self.vector_ready else None,
-            "custom_config": bool(conf.get("EVENNIA_AI_MEM0_CONFIG")),
+            "custom_config": conf.get("EVENNIA_AI_MEM0_CONFIG") not in (None, {}),
             "reason": self.reason if self.state == READY else "",
             "keyword_store": "postgres" if conf.get("EVENNIA_AI_KEYWORD_INDEX") else "sqlite",
             "keyword_index": self.index_error

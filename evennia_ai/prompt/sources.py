@@ -174,7 +174,7 @@ def _tool_result(builder: ContextBuilder) -> Any:
 @register_source("context_buffer")
 def _context_buffer(builder: ContextBuilder) -> str:
     buffer = builder.snapshot.context_buffer
-    text = context_buffer.render(buffer, int(conf.get("EVENNIA_AI_CONTEXT_BUFFER_SIZE")))
+    text = context_buffer.render(buffer, conf.get_int("EVENNIA_AI_CONTEXT_BUFFER_SIZE"))
     return f"{ROOM_HEADING}\n{fence(text, 'the room')}" if text else ""
 
 

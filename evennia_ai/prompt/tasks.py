@@ -142,7 +142,7 @@ class TaskBuilder:
         return handed
 
     def _journal(self, since: str, share: float = 0.5) -> str:
-        limit = int(conf.get("EVENNIA_AI_TASK_JOURNAL_ENTRIES"))
+        limit = conf.get_int("EVENNIA_AI_TASK_JOURNAL_ENTRIES")
         entries = (
             entries_since(self.snapshot.journal, since) if since else list(self.snapshot.journal)
         )
@@ -190,7 +190,7 @@ class TaskBuilder:
 
 def compaction_batch(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The history messages the next compaction folds (older than the kept recent ones)."""
-    keep = int(conf.get("EVENNIA_AI_COMPACTION_KEEP_RECENT"))
+    keep = conf.get_int("EVENNIA_AI_COMPACTION_KEEP_RECENT")
     return compaction_plan(list(history or []), keep).old
 
 

@@ -49,20 +49,6 @@ def test_configuration_doc_is_current():
 
 
 # -- typed settings: each setting returns its declared type; a bad value is handled here -------
-# Files whose own conversions of settings (``int(conf.get(...))``...) are left for after the
-# merge of issue 32's parallel work (other helpers own them): remove a file here once its
-# sites read the typed readers (``conf.get_int``...). A stale entry fails the test.
-CONVERSIONS_LEFT = {
-    "scripts.py",
-    "engine/tick.py",
-    "engine/delegate.py",
-    "engine/react.py",
-    "engine/recording.py",
-    "prompt/sources.py",
-    "prompt/tasks.py",
-    "commands/memory.py",
-    "memory/longterm.py",
-}
 CONVERSIONS = {"int", "float", "bool", "str"}
 PACKAGE = Path(__file__).resolve().parents[2] / "evennia_ai"
 
@@ -291,9 +277,4 @@ def test_no_module_converts_a_setting_s_value_itself():
     """``conf`` returns the declared type and handles a bad value: a caller's own
     ``int(conf.get(...))`` would handle it its own way again."""
     found = [site for path in sorted(PACKAGE.rglob("*.py")) for site in _conversions(path)]
-    outside = [site for site in found if site.split(":")[0] not in CONVERSIONS_LEFT]
-    assert not outside, "read these settings with conf.get_int/get_float/...:\n" + "\n".join(
-        outside
-    )
-    stale = CONVERSIONS_LEFT - {site.split(":")[0] for site in found}
-    assert not stale, f"no conversions are left in {sorted(stale)}: remove them from the list"
+    assert not found, "read these settings with conf.get_int/get_float/...:\n" + "\n".join(found)
