@@ -126,10 +126,14 @@ class TaskBuilder:
     def __init__(self, builder: TaskRequest) -> None:
         self.builder = builder
         self.npc = builder.npc
-        self.snapshot = builder.snapshot
         self.counter = tokens.TokenCounter(builder.model)
         budget = tokens.request_limit(builder.model, token_budget=builder.config.token_budget)
         self.input_budget = max(200, int(budget * TASK_SHARE))
+
+    @property
+    def snapshot(self) -> PromptSnapshot:
+        """The NPC's state the request reads (read by the builder only when a task needs it)."""
+        return self.builder.snapshot
 
     def render(self) -> str | None:
         """The task message of the builder's context type, or None (``tick_event``)."""
