@@ -479,7 +479,7 @@ def replay_tick(line: dict) -> TickReplay:
         client=client,
         model=snapshot.get("model"),
         pattern=pattern,
-        tools=callable_tools,
+        tools=callable_tools,  # type: ignore[arg-type]  # recorded stand-ins
         rules=parse_rules(snapshot.get("tool_rules"))[0],
     )
     loop = ReactLoop(

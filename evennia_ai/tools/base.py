@@ -63,6 +63,7 @@ from evennia_ai.tools.arguments import coerce_integers, is_number, validate_valu
 from evennia_ai.utils import one_line
 
 if TYPE_CHECKING:  # Twisted is imported by whoever makes a Deferred, never here
+    from evennia_ai.tools.rules import ToolRule
     from twisted.internet.defer import Deferred
     from twisted.python.failure import Failure
 
@@ -231,10 +232,10 @@ class TickServices:
     model: str | None = None
     usage: UsageAccountant | None = None
     pattern: Any = None
-    tools: list = field(default_factory=list)
+    tools: list[Tool] = field(default_factory=list)
     context_config: Callable[[str], Any] | None = None
     run_helper: Callable[..., Any] | None = None
-    rules: list = field(default_factory=list)
+    rules: list[ToolRule] = field(default_factory=list)
     rule_state: Any = None
     budget_reached: Callable[[], bool] | None = None
     build_request: Callable[[str, str], Any] | None = None
