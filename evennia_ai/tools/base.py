@@ -63,9 +63,10 @@ from evennia_ai.tools.arguments import coerce_integers, is_number, validate_valu
 from evennia_ai.utils import one_line
 
 if TYPE_CHECKING:  # Twisted is imported by whoever makes a Deferred, never here
-    from evennia_ai.tools.rules import ToolRule
     from twisted.internet.defer import Deferred
     from twisted.python.failure import Failure
+
+    from evennia_ai.tools.rules import ToolRule
 
 # The plugin's Python logger; evennia_ai.startstop forwards it to Evennia's server log.
 _log = logging.getLogger("evennia_ai")
