@@ -210,21 +210,6 @@ def test_pure_modules_import_without_django(module):
 #: The one module below ``npc`` that reaches an NPC's ``ai`` handler, and the function that does.
 STATE_BOUNDARY = ("evennia_ai.npc_state", "find_npc_state")
 
-#: Files below ``npc`` that still reach ``.ai`` directly: those of the tick, ReAct-loop and
-#: prompt-source work of issue 32, converted to ``npc_state()`` after those parts are merged.
-#: Empty it then; ``test_state_boundary_allow_list_has_no_stale_entry`` fails as soon as an
-#: entry no longer needs to be here.
-STATE_ACCESS_ALLOWED = frozenset(
-    {
-        "evennia_ai/engine/tick.py",
-        "evennia_ai/engine/confirmations.py",
-        "evennia_ai/engine/delegate.py",
-        "evennia_ai/engine/recording.py",
-        "evennia_ai/prompt/builder.py",
-        "evennia_ai/prompt/sources.py",
-        "evennia_ai/prompt/tasks.py",
-    }
-)
 _ATTRIBUTE_CALLS = {"getattr", "hasattr", "setattr", "delattr"}
 
 
@@ -274,22 +259,12 @@ def test_code_below_npc_reaches_npc_state_only_through_the_accessor():
     ``NPCState`` protocol, so what those layers use of the handler is declared and checked."""
     found = []
     for name in modules_below_npc():
-        if relative(name) in STATE_ACCESS_ALLOWED:
-            continue
         found.extend(f"{relative(name)}:{line}" for line in ai_accesses(name))
     assert (
         not found
     ), "code below npc reaches .ai directly (use evennia_ai.npc_state.npc_state):\n" + "\n".join(
         found
     )
-
-
-def test_state_boundary_allow_list_has_no_stale_entry():
-    below = {relative(name): name for name in modules_below_npc()}
-    stale = sorted(
-        path for path in STATE_ACCESS_ALLOWED if path not in below or not ai_accesses(below[path])
-    )
-    assert not stale, f"allowed to reach .ai but no longer does (remove them): {stale}"
 
 
 def test_the_accessor_is_the_boundary_module_s_only_ai_access():
