@@ -35,7 +35,7 @@ from evennia_ai import conf
 from evennia_ai.engine.trace import StopReason, TickTrace
 from evennia_ai.llm.models import resolve_model
 from evennia_ai.llm.usage import UsageAccountant, UsageRecord
-from evennia_ai.npc_state import METRICS, npc_state
+from evennia_ai.npc_state import METRICS, SpendingView, SpentView, npc_state
 from evennia_ai.utils import iso_utc, log_prefix, today
 
 #: What an assistant may do past a daily budget (``EVENNIA_AI_BUDGET_EXCEEDED_ACTION``).
@@ -157,7 +157,7 @@ class SpendingStatus:
             )
         )
 
-    def reached_with(self, spent: Spent) -> bool:
+    def reached_with(self, spent: SpentView) -> bool:
         """Whether a daily limit is reached counting ``spent`` on top of today's figures (a
         running tick's calls so far, which the figures do not hold yet)."""
         return (
@@ -265,7 +265,7 @@ class TickAccounts:
         """What the tick's calls spent so far."""
         return Spent(self.usage.prompt_tokens, self.usage.completion_tokens, self.usage.cost)
 
-    def budget_reached(self, spending: SpendingStatus, model: str | None) -> bool:
+    def budget_reached(self, spending: SpendingView, model: str | None) -> bool:
         """Whether today's budgets are reached counting this tick's calls so far.
 
         Every kind of paid call checks it before it is made (the loop's, helpers', goal

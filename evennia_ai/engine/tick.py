@@ -30,7 +30,7 @@ from twisted.internet import defer, reactor
 from evennia_ai import conf
 from evennia_ai.engine import audience, scheduler
 from evennia_ai.engine.accounting import count_error  # noqa: F401  (re-exported: its old home)
-from evennia_ai.engine.accounting import SpendingStatus, TickAccounts
+from evennia_ai.engine.accounting import TickAccounts
 from evennia_ai.engine.agenda import Agenda, TickDecision
 from evennia_ai.engine.assessment import assess_task
 from evennia_ai.engine.bookkeeping import Bookkeeper
@@ -47,7 +47,7 @@ from evennia_ai.llm import contracts
 from evennia_ai.llm.client import get_client
 from evennia_ai.memory import events as ev
 from evennia_ai.memory.events import Event, event_signal, main_event, render_events
-from evennia_ai.npc_state import EVENT_QUEUE, NPCState, npc_state
+from evennia_ai.npc_state import EVENT_QUEUE, NPCState, SpendingView, npc_state
 from evennia_ai.prompt import block_sources  # noqa: F401  (registers the memory-block sources)
 from evennia_ai.prompt import longterm_sources  # noqa: F401  (sources)
 from evennia_ai.prompt import sources  # noqa: F401  (registers the built-in sources)
@@ -99,7 +99,7 @@ class TickState:
     batch_text: str
     config: Any
     model: str | None
-    spending: SpendingStatus
+    spending: SpendingView
     metrics: dict
     goals: list[dict]
     execution_config: dict
