@@ -38,7 +38,7 @@ from evennia_ai.utils import log_prefix
 
 OFFLINE_MODEL = "evennia_ai/offline"
 # Routed to Evennia's log (evennia.utils.logger) by evennia_ai.startstop: this module must
-# import without Evennia (it is read by the pure modules, see tests/test_layers.py).
+# import without Evennia (it is read by the pure modules, see tests/system/test_layers.py).
 _log = logging.getLogger("evennia_ai")
 
 

@@ -4,7 +4,7 @@ An assistant's state is kept by its ``npc.ai`` handler (:class:`evennia_ai.npc.h
 layer "npc"). The layers below it (llm, memory, workspace, tools, prompt, engine) never reach
 ``npc.ai`` themselves: they call :func:`npc_state` (or :func:`find_npc_state` for an object that
 may not be an assistant) and type against :class:`NPCState`, the part of the handler they may
-use. ``tests/test_layers.py`` checks that no module below ``npc`` touches an attribute named
+use. ``tests/system/test_layers.py`` checks that no module below ``npc`` touches an attribute named
 ``ai`` any other way.
 
 The names of the stored keys are constants here (:data:`METRICS`, :data:`SLEEP`, ...), so code
@@ -118,6 +118,18 @@ class AssistantScriptView(Protocol):
         """Whether the Script's timer runs."""
 
 
+class SpentView(Protocol):
+    """Tokens and cost of some model calls (``engine.accounting.Spent``)."""
+
+    @property
+    def tokens(self) -> int:
+        """Prompt plus completion tokens."""
+
+    @property
+    def cost(self) -> float:
+        """USD, 0.0 when unknown."""
+
+
 class SpendingView(Protocol):
     """Where an assistant stands against its daily budgets (``npc.spending.SpendingStatus``)."""
 
@@ -140,6 +152,9 @@ class SpendingView(Protocol):
     @property
     def held(self) -> tuple[str, ...]:
         """Why the operator's word cannot be read, if it cannot."""
+
+    def reached_with(self, spent: SpentView) -> bool:
+        """Whether a daily limit is reached counting ``spent`` on top of today's figures."""
 
     def describe(self) -> str:
         """One line for people."""

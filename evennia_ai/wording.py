@@ -7,7 +7,7 @@ them into a request import them from here (and keep their old names: ``sources.T
 
 Texts with ``{name}`` fields are filled with :meth:`str.format` by their one user; the result
 is the same text, byte for byte, that the request carried before the texts were gathered here.
-A change to any of them changes requests: the golden requests (``tests/test_golden_requests.py``)
+A change to any of them changes requests: the golden requests (``tests/unit/engine/test_golden_requests.py``)
 and recorded ticks replayed with ``python -m evennia_ai.engine.replay`` show where.
 
 Not here (yet): the task instructions and the inputs' headings of each kind of call, which live

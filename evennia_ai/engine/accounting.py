@@ -27,7 +27,6 @@ Example:
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Protocol
 
 from evennia.utils import logger
 from twisted.internet import reactor
@@ -36,6 +35,7 @@ from evennia_ai import conf
 from evennia_ai.engine.trace import StopReason, TickTrace
 from evennia_ai.llm.models import resolve_model
 from evennia_ai.llm.usage import UsageAccountant, UsageRecord
+from evennia_ai.npc_state import METRICS, SpendingView, SpentView, npc_state
 from evennia_ai.utils import iso_utc, log_prefix, today
 
 #: What an assistant may do past a daily budget (``EVENNIA_AI_BUDGET_EXCEEDED_ACTION``).
@@ -157,7 +157,7 @@ class SpendingStatus:
             )
         )
 
-    def reached_with(self, spent: Spent) -> bool:
+    def reached_with(self, spent: SpentView) -> bool:
         """Whether a daily limit is reached counting ``spent`` on top of today's figures (a
         running tick's calls so far, which the figures do not hold yet)."""
         return (
@@ -247,14 +247,6 @@ def count_tick(metrics: dict, trace: TickTrace, day: str) -> int:
 
 
 # -- one tick's accounts ---------------------------------------------------------------------
-class _Spender(Protocol):
-    """What :class:`TickAccounts` writes through: the NPC's handler (``npc.ai``)."""
-
-    def update(self, key: str, change): ...  # noqa: E704
-
-    def record_spending(self, tokens: int, cost: float, day: str | None = None) -> None: ...
-
-
 class TickAccounts:
     """The accounts of one tick of ``npc``: what it spent, whether it may spend more, and the
     counters it leaves in the NPC's metrics.
@@ -273,7 +265,7 @@ class TickAccounts:
         """What the tick's calls spent so far."""
         return Spent(self.usage.prompt_tokens, self.usage.completion_tokens, self.usage.cost)
 
-    def budget_reached(self, spending: SpendingStatus, model: str | None) -> bool:
+    def budget_reached(self, spending: SpendingView, model: str | None) -> bool:
         """Whether today's budgets are reached counting this tick's calls so far.
 
         Every kind of paid call checks it before it is made (the loop's, helpers', goal
@@ -288,7 +280,7 @@ class TickAccounts:
     def record_tick(self, trace: TickTrace) -> None:
         """Count the finished tick in the NPC's metrics (one write) and the server's figure
         of the day; log when the model answers again after failed ticks."""
-        ai: _Spender = self.npc.ai
+        state = npc_state(self.npc)
         day = today()
         failed_before = []
 
@@ -296,9 +288,9 @@ class TickAccounts:
             failed_before.append(count_tick(metrics, trace, day))
             return metrics
 
-        ai.update("metrics", change)
+        state.update(METRICS, change)
         spent = Spent.of_trace(trace)
-        ai.record_spending(spent.tokens, spent.cost, day)
+        state.record_spending(spent.tokens, spent.cost, day)
         if failed_before and failed_before[-1] and trace.iterations:
             self._model_recovered(failed_before[-1], trace)
 
@@ -324,7 +316,7 @@ class TickAccounts:
         """Count a late call's tokens and cost (on the reactor), unless the NPC is gone."""
         if not getattr(self.npc, "pk", None):
             return
-        ai: _Spender = self.npc.ai
+        state = npc_state(self.npc)
         day = today()
         spent = Spent.of_record(record)
 
@@ -332,5 +324,5 @@ class TickAccounts:
             add_usage(metrics, day, spent)
             return metrics
 
-        ai.update("metrics", change)
-        ai.record_spending(spent.tokens, spent.cost, day)
+        state.update(METRICS, change)
+        state.record_spending(spent.tokens, spent.cost, day)

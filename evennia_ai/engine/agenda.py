@@ -38,6 +38,7 @@ from evennia_ai.engine import audience
 from evennia_ai.engine.upkeep import advance_sleep, compaction_wanted, consolidation_material
 from evennia_ai.memory import events as ev
 from evennia_ai.memory.events import Event
+from evennia_ai.npc_state import EVENT_QUEUE, SLEEP, NPCState, npc_state
 from evennia_ai.utils import parse_iso, utcnow
 from evennia_ai.workspace.goals import works_unwatched
 from evennia_ai.workspace.journal import importance_since
@@ -73,21 +74,21 @@ class Agenda:
     """Chooses the next tick of ``npc``.
 
     Args:
-        npc: The assistant (its state is read through ``npc.ai``).
+        npc: The assistant (its state is read through :func:`~evennia_ai.npc_state.npc_state`).
         tick_count: The Script's tick counter before this tick.
         last_autonomous: When the Script last ran an autonomous tick (``time.time()``), if ever.
     """
 
     def __init__(self, npc, tick_count: int, last_autonomous: float | None = None) -> None:
         self.npc = npc
-        self.ai = npc.ai
+        self.npc_state: NPCState = npc_state(npc)
         self.tick_count = tick_count
         self.last_autonomous = last_autonomous
 
     def choose(self) -> TickDecision:
         """Pick the context type of this tick and the events it answers."""
-        sleep = self.ai.sleep
-        stored = self.ai.event_queue
+        sleep = self.npc_state.sleep
+        stored = self.npc_state.event_queue
         queue, batch = ev.take_batch(stored)  # written back only if this tick answers it
 
         if sleep.get("asleep"):
@@ -102,19 +103,19 @@ class Agenda:
                 return TickDecision(self.sleep_phase())
         elif sleep.get("woken_in_window"):
             # the window a wake-up cut short has ended: the next night is slept again
-            self.ai.set("sleep", {**sleep, "woken_in_window": False})
+            self.npc_state.set(SLEEP, {**sleep, "woken_in_window": False})
 
-        compaction = self.ai.compaction
+        compaction = self.npc_state.compaction
         if compaction.get("pending") and (not batch or compaction.get("reason") == "emergency"):
             # an emergency compaction does not wait for a quiet moment: the events stay queued,
             # answered by the tick that follows at once (not at the next interval)
             return TickDecision("pre_compaction", run_again=bool(batch))
 
         if batch:
-            self.ai.set("event_queue", queue)
+            self.npc_state.set(EVENT_QUEUE, queue)
             return TickDecision("tick_event", tuple(batch))
 
-        reflection = self.ai.reflection
+        reflection = self.npc_state.reflection
         if reflection.get("continue"):
             return TickDecision("reflection_cont")
         if self.reflection_due(reflection):
@@ -132,13 +133,15 @@ class Agenda:
         pre-compaction extraction only when a compaction is pending or due: an NPC that slept
         through a quiet day makes no model call at night.
         """
-        phase = self.ai.sleep.get("phase")
-        if phase == "sleep_consolidate" and not consolidation_material(self.ai, self.ai.sleep):
-            advance_sleep(self.ai, phase)
-            phase = self.ai.sleep.get("phase")
-        if phase == "pre_compaction" and not compaction_wanted(self.ai, self.tick_count):
-            advance_sleep(self.ai, phase)
-            phase = self.ai.sleep.get("phase")
+        phase = self.npc_state.sleep.get("phase")
+        if phase == "sleep_consolidate" and not consolidation_material(
+            self.npc_state, self.npc_state.sleep
+        ):
+            advance_sleep(self.npc_state, phase)
+            phase = self.npc_state.sleep.get("phase")
+        if phase == "pre_compaction" and not compaction_wanted(self.npc_state, self.tick_count):
+            advance_sleep(self.npc_state, phase)
+            phase = self.npc_state.sleep.get("phase")
         return phase if phase in SLEEP_PHASES else None
 
     def should_wake(self, sleep: dict, pending: list) -> bool:
@@ -161,7 +164,7 @@ class Agenda:
         earshot, an active goal needs no audience, or the setting is off."""
         if not conf.get("EVENNIA_AI_IDLE_NEEDS_AUDIENCE"):
             return True
-        return audience.has_audience(self.npc) or works_unwatched(self.ai.goals)
+        return audience.has_audience(self.npc) or works_unwatched(self.npc_state.goals)
 
     def reflection_due(self, reflection: dict) -> bool:
         """Whether a reflection runs now: asked for (``aisleep/reflect``), or due by tick
@@ -174,7 +177,7 @@ class Agenda:
         threshold = conf.get_int("EVENNIA_AI_REFLECTION_IMPORTANCE_THRESHOLD")
         if not due and threshold:
             since = reflection.get("last_time") or ""
-            due = importance_since(self.ai.journal, since) >= threshold
+            due = importance_since(self.npc_state.journal, since) >= threshold
         return due and self.watched()  # the room is looked at only when it is due
 
     def autonomy_due(self) -> float | None:
@@ -182,7 +185,7 @@ class Agenda:
         else None."""
         if not conf.get("EVENNIA_AI_AUTONOMY"):
             return None
-        if not any(g.get("status") == "active" for g in self.ai.goals):
+        if not any(g.get("status") == "active" for g in self.npc_state.goals):
             return None
         last = self.last_autonomous or 0
         if time.time() - last < conf.get_float("EVENNIA_AI_AUTONOMOUS_MIN_INTERVAL"):

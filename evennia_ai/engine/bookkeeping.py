@@ -39,6 +39,15 @@ from evennia_ai.memory import history as hist
 from evennia_ai.memory import procedures
 from evennia_ai.memory.events import main_event
 from evennia_ai.memory.history import render_text
+from evennia_ai.npc_state import (
+    ENTITIES,
+    EVENT_QUEUE,
+    HISTORY,
+    PROCEDURES,
+    REFLECTION,
+    NPCState,
+    npc_state,
+)
 from evennia_ai.prompt.contexts import CONVERSATION_CONTEXTS
 from evennia_ai.prompt.tasks import reflection_done
 from evennia_ai.utils import log_prefix, truncate
@@ -56,7 +65,7 @@ class Bookkeeper:
 
     def __init__(self, npc, accounts: TickAccounts, upkeep: Upkeep) -> None:
         self.npc = npc
-        self.ai = npc.ai
+        self.npc_state: NPCState = npc_state(npc)
         self.accounts = accounts
         self.upkeep = upkeep
 
@@ -92,11 +101,13 @@ class Bookkeeper:
             self._model_failed(state, trace)
         if ids:
             if outcome.stop_reason == StopReason.CANCELLED:
-                self.ai.update("event_queue", lambda q: ev.release(q, ids, count_attempt=False))
+                self.npc_state.update(
+                    EVENT_QUEUE, lambda q: ev.release(q, ids, count_attempt=False)
+                )
             elif provider_failed:
-                self.ai.update("event_queue", lambda q: ev.release(q, ids))
+                self.npc_state.update(EVENT_QUEUE, lambda q: ev.release(q, ids))
             else:
-                self.ai.update("event_queue", lambda q: ev.ack(q, ids))
+                self.npc_state.update(EVENT_QUEUE, lambda q: ev.ack(q, ids))
 
     def write_history(self, state, outcome: LoopOutcome, trace: TickTrace) -> None:
         """Add the tick's messages to the history (one write); the NPC's upkeep (reflection,
@@ -109,8 +120,8 @@ class Bookkeeper:
             max_messages = conf.get_int("EVENNIA_AI_HISTORY_MAX_MESSAGES")
             max_chars = conf.get_int("EVENNIA_AI_HISTORY_MAX_CHARS")
             message_chars = conf.get_int("EVENNIA_AI_HISTORY_MESSAGE_CHARS")
-            self.ai.update(
-                "history",
+            self.npc_state.update(
+                HISTORY,
                 lambda h: hist.append_tick(
                     h,
                     trace.tick_id,
@@ -125,7 +136,9 @@ class Bookkeeper:
         """What worked (procedures, people seen) and the trace."""
         self._learn(state, outcome, trace)
         stored = withhold_refused_secrets(trace.to_dict(), npc_secrets(self.npc))
-        self.ai.record_trace(bounded_trace(stored, conf.get_int("EVENNIA_AI_TRACE_MAX_CHARS")))
+        self.npc_state.record_trace(
+            bounded_trace(stored, conf.get_int("EVENNIA_AI_TRACE_MAX_CHARS"))
+        )
 
     def follow_up(self, state, outcome: LoopOutcome, trace: TickTrace) -> None:
         """What the next ticks do: sleep phases, reflection follow-ups, compaction."""
@@ -142,8 +155,8 @@ class Bookkeeper:
             return
         if trace.context_type == "tick_event" and outcome.tool_names and not outcome.failures:
             text = state.batch_text
-            self.ai.update(
-                "procedures",
+            self.npc_state.update(
+                PROCEDURES,
                 lambda p: procedures.record(
                     p, event.event_class, text, outcome.tool_names, trace.started
                 ),
@@ -156,18 +169,18 @@ class Bookkeeper:
                     profiles = entities.touch(profiles, dbref, name or dbref)
                 return profiles
 
-            self.ai.update("entities", seen)
+            self.npc_state.update(ENTITIES, seen)
 
     def _after_context(self, state, context_type: str, outcome: LoopOutcome) -> None:
         """The state a context type leaves for the next ticks (sleep phase, reflection)."""
         if context_type in SLEEP_PHASES:
-            advance_sleep(self.ai, context_type)
+            advance_sleep(self.npc_state, context_type)
         elif context_type == "reflection":
             used_journal = any(
                 n in ("add_journal_entry", "review_journal") for n in outcome.tool_names
             )
             tick = state.tick_id  # the Script's tick counter, advanced for this tick
-            metrics, goals = self.ai.metrics, self.ai.goals
+            metrics, goals = self.npc_state.metrics, self.npc_state.goals
             # what reflection_cont continues from: the journal tools' results, as a transcript
             results = render_text(
                 [m for m in outcome.new_messages if m.get("role") == "tool"],
@@ -182,9 +195,9 @@ class Bookkeeper:
                 reflection["last_result"] = truncate(results, 4000)
                 return reflection
 
-            self.ai.update("reflection", done)
+            self.npc_state.update(REFLECTION, done)
         elif context_type == "reflection_cont":
-            self.ai.update("reflection", lambda s: {**s, "continue": False})
+            self.npc_state.update(REFLECTION, lambda s: {**s, "continue": False})
 
     def _model_failed(self, state, trace: TickTrace) -> None:
         """The model could not answer: say so in the log, and to the players left waiting.

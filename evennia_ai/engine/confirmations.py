@@ -52,6 +52,7 @@ from evennia.utils import logger
 
 from evennia_ai.engine import notices
 from evennia_ai.memory.block_admin import execute_block_write
+from evennia_ai.npc_state import find_npc_state, npc_state
 from evennia_ai.prompt.contexts import CONTEXT_TICK_EVENT, CONTEXT_TYPES
 from evennia_ai.prompt.execution_pattern import select_execution_pattern
 from evennia_ai.prompt.registry import effective_context_config
@@ -93,17 +94,17 @@ def register_executor(kind: str, executor: Callable[[Any, dict], tuple[bool, str
 # -- the fresh checks ------------------------------------------------------------------------------
 def npc_refusal(npc) -> str | None:
     """Why ``npc`` would make no call now (stopped, paused, over budget), or None."""
-    ai = getattr(npc, "ai", None)
-    if ai is None:
+    state = find_npc_state(npc)
+    if state is None:
         return f"{npc.key} is no longer an AI NPC"
-    if not ai.enabled:
+    if not state.enabled:
         return f"{npc.key} is stopped"
-    script = ai.script
+    script = state.script
     if script is None or not script.is_active:
         return f"{npc.key}'s AI script is not running"
-    if ai.paused:
+    if state.paused:
         return f"{npc.key} is paused"
-    spending = ai.spending_status()
+    spending = state.spending_status()
     if spending.exceeded:
         return f"{npc.key} is {spending.describe()}"
     return None
@@ -126,13 +127,13 @@ def tool_refusal(npc, entry: dict, tool) -> str | None:
         return refusal
     context_type = _context_type(entry)
     config = effective_context_config(context_type)
-    ai = npc.ai
-    pattern = select_execution_pattern(ai.execution_config, config)
+    ai_state = npc_state(npc)
+    pattern = select_execution_pattern(ai_state.execution_config, config)
     tools = [t for t in select_tools(npc, config) if pattern.allows(t)]
     names = {t.name for t in tools}
     if tool.name not in names:
         return _not_offered(npc, tool, context_type, config, pattern)
-    rules, _errors = parse_rules(ai.tool_rules or [])  # the tick skips unreadable rules too
+    rules, _errors = parse_rules(ai_state.tool_rules or [])  # the tick skips unreadable rules too
     state = ToolRuleState.restore(rules, entry.get("rules_before"), available=names)
     for run in _approved_runs_of_tick(npc, entry):
         state.record(run)
@@ -145,9 +146,9 @@ def tool_refusal(npc, entry: dict, tool) -> str | None:
 def _not_offered(npc, tool, context_type: str, config, pattern) -> str:
     """Why ``tool`` is not in ``npc``'s tool set now, in words (for the approver and the NPC)."""
     where = f"'{tool.name}' is no longer in {npc.key}'s tool set"
-    ai = npc.ai
-    denied = ai.tool_deny or []
-    allowed = ai.tool_allow
+    ai_state = npc_state(npc)
+    denied = ai_state.tool_deny or []
+    allowed = ai_state.tool_allow
     if tool.name in denied:
         return f"{where}: its deny list names it"
     if allowed is not None and tool.name not in allowed:
@@ -453,10 +454,10 @@ def npc_notice(entry: dict) -> str:
 
 def _tell_npc(npc, entry: dict) -> None:
     """Let the NPC perceive the decision as a system event, so it can follow up."""
-    ai = getattr(npc, "ai", None)
-    if ai is None or not hasattr(ai, "notify_system"):
+    state = find_npc_state(npc)
+    if state is None or not hasattr(state, "notify_system"):
         return
     try:
-        ai.notify_system(npc_notice(entry))
+        state.notify_system(npc_notice(entry))
     except Exception:
         logger.log_trace("evennia_ai: could not notify NPC of a confirmation decision")

@@ -24,6 +24,7 @@ from evennia_ai import conf
 from evennia_ai.engine.react import LoopOutcome, LoopRequest, ReactLoop, TickLimits
 from evennia_ai.engine.trace import TickTrace
 from evennia_ai.llm.contracts import DELEGATE_INSTRUCTION, render_task
+from evennia_ai.npc_state import npc_state
 from evennia_ai.prompt.builder import OperatorSourceError, read_operator_override
 from evennia_ai.prompt.execution_pattern import ExecutionPattern
 from evennia_ai.prompt.operator import section_for
@@ -52,7 +53,7 @@ def helper_messages(npc, task: str) -> list[dict]:
     """
     section = section_for(npc, read_operator_override(), TRUST_NOTE)
     system = section.system_message(
-        CHILD_PROMPT.format(name=npc.key, persona=npc.ai.persona or "-")
+        CHILD_PROMPT.format(name=npc.key, persona=npc_state(npc).persona or "-")
     )
     return [
         {"role": "system", "content": system},

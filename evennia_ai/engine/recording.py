@@ -47,6 +47,7 @@ from evennia_ai.llm.threads import run_in_thread
 from evennia_ai.llm.tokens import request_counter
 from evennia_ai.llm.types import LLMResult, LLMUsage, ToolCall
 from evennia_ai.memory.longterm import data_dir
+from evennia_ai.npc_state import npc_state
 from evennia_ai.prompt.builder import ContextBuilder
 from evennia_ai.prompt.execution_pattern import select_execution_pattern
 from evennia_ai.prompt.registry import get_prompt_registry
@@ -204,7 +205,7 @@ class TickRecorder:
                 for tool in tools.values()
             ],
             "execution_config": dict(state.execution_config),
-            "tool_rules": list(self.npc.ai.tool_rules or []),
+            "tool_rules": list(npc_state(self.npc).tool_rules or []),
         }
 
     def keep_assessment(self, assessment: dict) -> None:

@@ -30,7 +30,7 @@ from twisted.internet import defer, reactor
 from evennia_ai import conf
 from evennia_ai.engine import audience, scheduler
 from evennia_ai.engine.accounting import count_error  # noqa: F401  (re-exported: its old home)
-from evennia_ai.engine.accounting import SpendingStatus, TickAccounts
+from evennia_ai.engine.accounting import TickAccounts
 from evennia_ai.engine.agenda import Agenda, TickDecision
 from evennia_ai.engine.assessment import assess_task
 from evennia_ai.engine.bookkeeping import Bookkeeper
@@ -47,6 +47,7 @@ from evennia_ai.llm import contracts
 from evennia_ai.llm.client import get_client
 from evennia_ai.memory import events as ev
 from evennia_ai.memory.events import Event, event_signal, main_event, render_events
+from evennia_ai.npc_state import EVENT_QUEUE, NPCState, SpendingView, npc_state
 from evennia_ai.prompt import block_sources  # noqa: F401  (registers the memory-block sources)
 from evennia_ai.prompt import longterm_sources  # noqa: F401  (sources)
 from evennia_ai.prompt import sources  # noqa: F401  (registers the built-in sources)
@@ -98,7 +99,7 @@ class TickState:
     batch_text: str
     config: Any
     model: str | None
-    spending: SpendingStatus
+    spending: SpendingView
     metrics: dict
     goals: list[dict]
     execution_config: dict
@@ -116,9 +117,9 @@ class TickState:
     @classmethod
     def read(cls, npc, context_type: str, batch: list[Event], tick_id: int) -> "TickState":
         """Read the state of ``npc``'s tick (reads only: nothing is written)."""
-        ai = npc.ai
-        metrics = ai.metrics
-        spending = ai.spending_status(metrics)
+        ai_state = npc_state(npc)
+        metrics = ai_state.metrics
+        spending = ai_state.spending_status(metrics)
         snapshot = PromptSnapshot.read(npc, metrics=metrics)
         model = snapshot.model or None
         if spending.exceeded and spending.action == "offline":
@@ -189,7 +190,7 @@ class TickRunner:
     def __init__(self, script):
         self.script = script
         self.npc = script.obj
-        self.ai = self.npc.ai
+        self.npc_state: NPCState = npc_state(self.npc)
         self.location = self.npc.location
         self.decision: TickDecision | None = None
         self.started = time.monotonic()
@@ -292,7 +293,7 @@ class TickRunner:
             return "the NPC was deleted"
         if not self.script.pk:
             return "the NPC's script was deleted"
-        if self.ai.paused or not self.ai.enabled:
+        if self.npc_state.paused or not self.npc_state.enabled:
             return "the NPC was paused"
         if npc.location != self.location:
             return "the NPC moved away"
@@ -303,7 +304,7 @@ class TickRunner:
 
         ids = [e.id for e in self.batch]
         if ids and getattr(self.npc, "pk", None):
-            self.ai.update("event_queue", lambda q: ev.release(q, ids))
+            self.npc_state.update(EVENT_QUEUE, lambda q: ev.release(q, ids))
 
     # -- the steps of run ----------------------------------------------------------------------
     def _start_thinking(self, state: TickState) -> None:
@@ -410,7 +411,7 @@ class TickRunner:
     def _run_loop(self, client, state: TickState, built, trace: TickTrace, pattern, tools, schemas):
         """The tool context and the ReAct loop of the tick; fires with its LoopOutcome."""
         main = main_event(state.batch)
-        rules = _tool_rules(self.ai)
+        rules = _tool_rules(self.npc_state)
         ctx = ToolContext(
             npc=self.npc,
             script=self.script,
@@ -543,10 +544,10 @@ def _sendable_messages(built, kind: str) -> list[dict]:
     return built.messages
 
 
-def _tool_rules(ai) -> list:
-    rules, errors = parse_rules(ai.tool_rules or [])
+def _tool_rules(state: NPCState) -> list:
+    rules, errors = parse_rules(state.tool_rules or [])
     for error in errors:
-        ai.log_error(f"ignoring a stored tool rule: {error}")
+        state.log_error(f"ignoring a stored tool rule: {error}")
     return rules
 
 

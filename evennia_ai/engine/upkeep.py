@@ -38,6 +38,7 @@ from evennia_ai.memory import history as hist
 from evennia_ai.memory import longterm
 from evennia_ai.memory.compression import compaction_reason
 from evennia_ai.memory.history import render_text
+from evennia_ai.npc_state import COMPACTION, HISTORY, SLEEP, NPCState, npc_state
 from evennia_ai.prompt.tasks import compaction_batch
 from evennia_ai.utils import iso_utc, log_prefix, one_line, parse_iso
 from evennia_ai.workspace.journal import entries_since
@@ -66,11 +67,11 @@ class HistoryPressure:
     reason: str | None
 
 
-def history_pressure(ai, model: str | None, tick_id: int) -> HistoryPressure:
-    """Where the history of ``ai`` (an NPC's handler) stands at tick ``tick_id`` for ``model``
+def history_pressure(state: NPCState, model: str | None, tick_id: int) -> HistoryPressure:
+    """Where the history of an NPC (its ``state``) stands at tick ``tick_id`` for ``model``
     (None: the server default): what the tick schedules compactions by, and what
     ``aihistory`` shows."""
-    history = ai.history
+    history = state.history
     model = resolve_model(model)
     # The stored history is also capped in messages and characters, caps that drop old
     # ticks unfolded: compaction must come before them, for windows of any size.
@@ -87,21 +88,29 @@ def history_pressure(ai, model: str | None, tick_id: int) -> HistoryPressure:
         ),
         ("messages", len(history), conf.get_int("EVENNIA_AI_HISTORY_MAX_MESSAGES")),
     )
-    options = {
-        "asleep": bool(ai.sleep.get("asleep")),
-        "tick": tick_id,
-        "last_compaction_tick": ai.compaction.get("last_tick"),
-        "sleep_ratio": conf.get_float("EVENNIA_AI_COMPACTION_SLEEP_RATIO"),
-        "emergency_ratio": conf.get_float("EVENNIA_AI_COMPACTION_EMERGENCY_RATIO"),
-    }
-    reasons = (compaction_reason(used, cap, **options) for _, used, cap in measures)
+    asleep = bool(state.sleep.get("asleep"))
+    last_tick = state.compaction.get("last_tick")  # None before the first compaction
+    sleep_ratio = conf.get_float("EVENNIA_AI_COMPACTION_SLEEP_RATIO")
+    emergency_ratio = conf.get_float("EVENNIA_AI_COMPACTION_EMERGENCY_RATIO")
+    reasons = (
+        compaction_reason(
+            used,
+            cap,
+            asleep=asleep,
+            tick=tick_id,
+            last_compaction_tick=last_tick if isinstance(last_tick, int) else None,
+            sleep_ratio=sleep_ratio,
+            emergency_ratio=emergency_ratio,
+        )
+        for _, used, cap in measures
+    )
     reason = next((r for r in reasons if r), None) if history else None
     return HistoryPressure(model, tokens.get_context_window(model), measures, reason)
 
 
 # -- sleep phases (what the agenda asks before it runs one) --------------------------------------
-def advance_sleep(ai, context_type: str) -> None:
-    """Move the sleep of ``ai`` (an NPC's handler) past the phase ``context_type`` (one write;
+def advance_sleep(state: NPCState, context_type: str) -> None:
+    """Move the sleep of an NPC (its ``state``) past the phase ``context_type`` (one write;
     nothing for a context type that is not a sleep phase)."""
     if context_type not in SLEEP_PHASES:
         return
@@ -111,24 +120,24 @@ def advance_sleep(ai, context_type: str) -> None:
         sleep["phase"] = SLEEP_PHASES[index + 1] if index + 1 < len(SLEEP_PHASES) else "rest"
         return sleep
 
-    ai.update("sleep", advance)
+    state.update(SLEEP, advance)
 
 
-def consolidation_material(ai, sleep: dict) -> bool:
+def consolidation_material(state: NPCState, sleep: dict) -> bool:
     """Whether anything happened since the last consolidation (journal or conversation)."""
     since = parse_iso(sleep.get("last_consolidated") or "")
     if since is None:
-        return bool(ai.journal or ai.history)
-    if entries_since(ai.journal, sleep.get("last_consolidated")):
+        return bool(state.journal or state.history)
+    if entries_since(state.journal, sleep.get("last_consolidated")):
         return True
-    return any((parse_iso(m.get("ts") or "") or since) > since for m in ai.history)
+    return any((parse_iso(m.get("ts") or "") or since) > since for m in state.history)
 
 
-def compaction_wanted(ai, tick_id: int) -> bool:
+def compaction_wanted(state: NPCState, tick_id: int) -> bool:
     """Whether a compaction is pending or due now (the pre-compaction phase's reason)."""
-    if ai.compaction.get("pending"):
+    if state.compaction.get("pending"):
         return True
-    return history_pressure(ai, ai.model or None, tick_id).reason is not None
+    return history_pressure(state, state.model or None, tick_id).reason is not None
 
 
 class Upkeep:
@@ -152,7 +161,7 @@ class Upkeep:
         client: Callable,
     ) -> None:
         self.npc = npc
-        self.ai = npc.ai
+        self.npc_state: NPCState = npc_state(npc)
         self.usage = usage
         self.budget_reached = budget_reached
         self.cancelled = cancelled
@@ -167,20 +176,22 @@ class Upkeep:
         if state.context_type == "sleep_consolidate":
             yield self.consolidate(state.model)
         elif state.context_type == "pre_compaction":
-            if self.ai.compaction.get("pending") or self.compaction_due(state.model, state.tick_id):
+            if self.npc_state.compaction.get("pending") or self.compaction_due(
+                state.model, state.tick_id
+            ):
                 yield self.compact(self.client(), state.model, state.tick_id, trace)
 
     def compaction_due(self, model: str | None, tick_id: int) -> str | None:
         """``"sleep"``/``"emergency"`` when the history passes its threshold for ``model`` at
         tick ``tick_id``, else None."""
-        return history_pressure(self.ai, model, tick_id).reason
+        return history_pressure(self.npc_state, model, tick_id).reason
 
     def check_history_pressure(self, state) -> None:
         """Schedule a compaction when history passes its thresholds (never two ticks running)."""
         reason = self.compaction_due(state.model, state.tick_id)
-        compaction = self.ai.compaction
+        compaction = self.npc_state.compaction
         if reason and not compaction.get("pending"):
-            self.ai.set("compaction", {**compaction, "pending": True, "reason": reason})
+            self.npc_state.set(COMPACTION, {**compaction, "pending": True, "reason": reason})
 
     def fold_history_soon(self) -> None:
         """History no longer fits the request: compact it at the next tick, events or not.
@@ -189,19 +200,19 @@ class Upkeep:
         messages as it keeps), so a window too small even for the kept ones does not compact
         on every tick.
         """
-        compaction = self.ai.compaction
+        compaction = self.npc_state.compaction
         worth = max(4, conf.get_int("EVENNIA_AI_COMPACTION_KEEP_RECENT") // 2)
-        if not compaction.get("pending") and len(compaction_batch(self.ai.history)) >= worth:
-            self.ai.set("compaction", {**compaction, "pending": True, "reason": "emergency"})
+        if not compaction.get("pending") and len(compaction_batch(self.npc_state.history)) >= worth:
+            self.npc_state.set(COMPACTION, {**compaction, "pending": True, "reason": "emergency"})
 
     @defer.inlineCallbacks
     def consolidate(self, model):
         """Sleep: journal entries and recent history since the last sleep go to long-term memory."""
 
-        since = self.ai.sleep.get("last_consolidated") or ""
-        journal = self.ai.journal
+        since = self.npc_state.sleep.get("last_consolidated") or ""
+        journal = self.npc_state.journal
         texts: list = list(entries_since(journal, since) if since else journal)
-        recent = render_text(self.ai.history[-40:], assistant_name=self.npc.key)
+        recent = render_text(self.npc_state.history[-40:], assistant_name=self.npc.key)
         if recent:
             texts.append(
                 {
@@ -235,14 +246,14 @@ class Upkeep:
             )
             return
         if getattr(self.npc, "pk", None):
-            self.ai.update("sleep", lambda s: {**s, "last_consolidated": iso_utc()})
+            self.npc_state.update(SLEEP, lambda s: {**s, "last_consolidated": iso_utc()})
 
     @defer.inlineCallbacks
     def compact(self, client, model, tick_id: int, trace: TickTrace):
         """Compress old history batches (truncate or summarise in a thread); one write."""
 
         keep = conf.get_int("EVENNIA_AI_COMPACTION_KEEP_RECENT")
-        history = self.ai.history
+        history = self.npc_state.history
         summary_model = conf.get("EVENNIA_AI_SUMMARY_MODEL") or model
         resolved = client.resolve_model(summary_model)
         if (
@@ -266,9 +277,9 @@ class Upkeep:
         if not getattr(self.npc, "pk", None):
             return
         # Messages added while the summary was made (none: ticks never overlap) are kept.
-        self.ai.set("history", new_history)
-        self.ai.set(
-            "compaction",
+        self.npc_state.set(HISTORY, new_history)
+        self.npc_state.set(
+            COMPACTION,
             {
                 "pending": False,
                 "last_tick": tick_id,
@@ -318,7 +329,7 @@ class Upkeep:
         logger.log_err(f"{log_prefix(self.npc)}: {error}")
         trace.error = error
         if getattr(self.npc, "pk", None):
-            self.ai.set(
-                "compaction",
+            self.npc_state.set(
+                COMPACTION,
                 {"pending": False, "last_tick": tick_id, "error": error, "time": iso_utc()},
             )

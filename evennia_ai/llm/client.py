@@ -108,7 +108,7 @@ def get_litellm() -> ModuleType:
 
 
 # What the plugin relies on in litellm beyond ``acompletion`` (pinned in pyproject.toml; checked
-# by tests/test_litellm_contract.py and logged at server start by evennia_ai.startstop).
+# by tests/unit/llm/test_litellm_contract.py and logged at server start by evennia_ai.startstop).
 LITELLM_REQUIREMENT = "litellm[mcp]>=1.106.2,<1.107"
 LITELLM_ATTRIBUTES = (
     "acompletion",

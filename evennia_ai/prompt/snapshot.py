@@ -21,6 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from evennia_ai.npc_state import npc_state
+
 JSON = dict[str, Any]
 """A plain JSON-shaped dict (as ``npc.ai`` returns it)."""
 
@@ -76,31 +78,32 @@ class PromptSnapshot:
         """Read the snapshot of ``npc``'s state (reads only: nothing is written).
 
         Args:
-            npc: The assistant (an object with the ``.ai`` handler).
+            npc: The assistant (its state is read through
+                :func:`~evennia_ai.npc_state.npc_state`).
             metrics: The NPC's counters when the caller read them already (the tick reads
                 them first, for its spending status); None reads them here.
         """
-        ai = npc.ai
+        state = npc_state(npc)
         return cls(
-            model=ai.model or "",
-            persona=ai.persona or "",
-            user_system_prompt=ai.user_system_prompt or "",
-            assistant_system_prompt=ai.assistant_system_prompt or "",
-            behaviour_rules=ai.behaviour_rules,
-            tool_rules=ai.tool_rules,
-            goals=ai.goals,
-            metrics=ai.metrics if metrics is None else metrics,
-            projects=ai.projects,
-            session_memory=ai.session_memory,
-            history=ai.history,
-            context_buffer=ai.context_buffer,
-            entities=ai.entities,
-            procedures=ai.procedures,
-            journal=ai.journal,
-            reflection=ai.reflection,
-            sleep=ai.sleep,
-            execution_config=ai.execution_config,
-            blocks=ai.blocks,
+            model=state.model or "",
+            persona=state.persona or "",
+            user_system_prompt=state.user_system_prompt or "",
+            assistant_system_prompt=state.assistant_system_prompt or "",
+            behaviour_rules=state.behaviour_rules,
+            tool_rules=state.tool_rules,
+            goals=state.goals,
+            metrics=state.metrics if metrics is None else metrics,
+            projects=state.projects,
+            session_memory=state.session_memory,
+            history=state.history,
+            context_buffer=state.context_buffer,
+            entities=state.entities,
+            procedures=state.procedures,
+            journal=state.journal,
+            reflection=state.reflection,
+            sleep=state.sleep,
+            execution_config=state.execution_config,
+            blocks=state.blocks,
         )
 
 
@@ -110,5 +113,5 @@ def own_model(npc: Any) -> str:
     Only the model is read: a builder that only assembles recorded source values (the replay)
     never reads the rest.
     """
-    model: str | None = npc.ai.model
+    model: str | None = npc_state(npc).model
     return model or ""

@@ -17,8 +17,6 @@ from pathlib import Path
 
 import pytest
 
-from evennia_ai.npc_state import NPCState
-
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "evennia_ai"
 ARCHITECTURE = ROOT / "docs" / "architecture.md"
@@ -212,21 +210,6 @@ def test_pure_modules_import_without_django(module):
 #: The one module below ``npc`` that reaches an NPC's ``ai`` handler, and the function that does.
 STATE_BOUNDARY = ("evennia_ai.npc_state", "find_npc_state")
 
-#: Files below ``npc`` that still reach ``.ai`` directly: those of the tick, ReAct-loop and
-#: prompt-source work of issue 32, converted to ``npc_state()`` after those parts are merged.
-#: Empty it then; ``test_state_boundary_allow_list_has_no_stale_entry`` fails as soon as an
-#: entry no longer needs to be here.
-STATE_ACCESS_ALLOWED = frozenset(
-    {
-        "evennia_ai/engine/tick.py",
-        "evennia_ai/engine/confirmations.py",
-        "evennia_ai/engine/delegate.py",
-        "evennia_ai/engine/recording.py",
-        "evennia_ai/prompt/builder.py",
-        "evennia_ai/prompt/sources.py",
-        "evennia_ai/prompt/tasks.py",
-    }
-)
 _ATTRIBUTE_CALLS = {"getattr", "hasattr", "setattr", "delattr"}
 
 
@@ -276,22 +259,12 @@ def test_code_below_npc_reaches_npc_state_only_through_the_accessor():
     ``NPCState`` protocol, so what those layers use of the handler is declared and checked."""
     found = []
     for name in modules_below_npc():
-        if relative(name) in STATE_ACCESS_ALLOWED:
-            continue
         found.extend(f"{relative(name)}:{line}" for line in ai_accesses(name))
     assert (
         not found
     ), "code below npc reaches .ai directly (use evennia_ai.npc_state.npc_state):\n" + "\n".join(
         found
     )
-
-
-def test_state_boundary_allow_list_has_no_stale_entry():
-    below = {relative(name): name for name in modules_below_npc()}
-    stale = sorted(
-        path for path in STATE_ACCESS_ALLOWED if path not in below or not ai_accesses(below[path])
-    )
-    assert not stale, f"allowed to reach .ai but no longer does (remove them): {stale}"
 
 
 def test_the_accessor_is_the_boundary_module_s_only_ai_access():
@@ -316,22 +289,3 @@ def test_the_boundary_check_sees_every_kind_of_access(tmp_path, monkeypatch):
     )
     monkeypatch.setitem(MODULES, "probe", source)
     assert ai_accesses("probe") == [2, 3, 4, 5]
-
-
-def test_what_the_allowed_files_use_of_ai_is_declared_in_the_protocol():
-    """Every ``x.ai.<name>`` (or ``ai.<name>`` of a handler held in a name ``ai``) the allowed
-    files use is a member of ``NPCState``, so converting them is a rename to ``npc_state()``."""
-    members = {name for name in vars(NPCState) if not name.startswith("_")}
-    missing = []
-    for path in sorted(STATE_ACCESS_ALLOWED):
-        tree = ast.parse((ROOT / path).read_text())
-        for node in ast.walk(tree):
-            if not isinstance(node, ast.Attribute):
-                continue
-            held = node.value
-            if (isinstance(held, ast.Attribute) and held.attr == "ai") or (
-                isinstance(held, ast.Name) and held.id == "ai"
-            ):
-                if node.attr not in members:
-                    missing.append(f"{path}:{node.lineno} .ai.{node.attr}")
-    assert not missing, "not declared in NPCState:\n" + "\n".join(missing)
