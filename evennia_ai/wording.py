@@ -5,16 +5,28 @@ wording is one edit in one file and a reviewer sees all of it together. The modu
 them into a request import them from here (and keep their old names: ``sources.TRUST_NOTE``,
 ``assembly.DEFAULT_USER_TURN``, ... still work).
 
-Texts with ``{name}`` fields are filled with :meth:`str.format` by their one user; the result
+Texts with ``{name}`` fields are filled with :meth:`str.format` by their one user (the two tool
+protocols' prompts, which hold JSON, field by field with :meth:`str.replace`); the result
 is the same text, byte for byte, that the request carried before the texts were gathered here.
-A change to any of them changes requests: the golden requests (``tests/unit/engine/test_golden_requests.py``)
-and recorded ticks replayed with ``python -m evennia_ai.engine.replay`` show where.
+A change to any of them changes requests: the golden requests
+(``tests/unit/engine/test_golden_requests.py``) and recorded ticks replayed with
+``python -m evennia_ai.engine.replay`` show where.
 
-Not here (yet): the task instructions and the inputs' headings of each kind of call, which live
-with the call contracts (:mod:`evennia_ai.llm.contracts`), the tool protocol's prompts
-(:mod:`evennia_ai.llm.json_protocol`), the built-in prompt templates
-(:mod:`evennia_ai.prompt.templates`), and what a tool says back to the model about its own
-action ("You pick up the lamp."), which stays with the tool.
+Here too: each kind of call's task (its instruction under a ``## Task: <kind>`` heading, the
+headings of its inputs, what an empty input reads), whose contracts
+(:mod:`evennia_ai.llm.contracts`) import them; the two tool protocols' prompts; the ReAct
+loop's planning step and tool-result label; a ``delegate_task`` helper's and a history
+summary's system messages; the operator's, memory blocks' and long-term memory's headings.
+
+Not here: the built-in prompt templates (:mod:`evennia_ai.prompt.templates`), which are
+templates the operator edits rather than fixed words (the ``reflection`` template's
+``Since your last reflection:`` with them; the two tool protocols' prompts below are also the
+built-in ``default`` and ``default_fallback`` templates, and the templates module takes them
+from here, through :mod:`evennia_ai.llm.json_protocol`); mem0's own extraction prompt (``## New Messages``); what a tool says back to the
+model about its own action ("You pick up the lamp."), which stays with the tool; and the
+loop's notes on a result it cut or collapsed, which stay with :mod:`evennia_ai.engine.react`.
+Why a request was not sent (:func:`evennia_ai.llm.tokens.overflow_message`) goes to traces and
+staff, never to the model, so it is not here.
 
 Pure module (no imports): importable from every layer.
 """
@@ -93,6 +105,23 @@ EXAMPLES_HEADING = "## Examples of how you answer"
 EXAMPLE_PAIR = "Player: {user}\nYou: {assistant}"
 """One example pair of the operator's."""
 
+OPERATOR_HEADER = (
+    "## Operator instructions\n"
+    "These come from the game's operators. Where they conflict with anything else in this "
+    "request, including your own guidelines, these take precedence."
+)
+"""Heads the operator's section (:mod:`evennia_ai.prompt.operator`)."""
+
+MEMORY_BLOCKS_HEADER = (
+    "## Memory blocks\n"
+    "Your own memory, kept between conversations. Change it with the block_* tools, as each "
+    "block's permission allows."
+)
+"""Heads the NPC's memory blocks (:mod:`evennia_ai.prompt.block_sources`)."""
+
+LONGTERM_HEADING = "## Things you remember"
+"""Heads the long-term memories found for the tick (:mod:`evennia_ai.prompt.longterm_sources`)."""
+
 # -- history and its summary (evennia_ai.memory.compression) -----------------------------------
 SUMMARY_PREFIX = "[Summary of earlier conversation]"
 """Opens the message a history compaction folds old messages into."""
@@ -122,6 +151,147 @@ LEFT_OUT_NOTE = "[{count} earlier {what} left out: they do not fit the window]"
 
 RECENT_ERRORS = "{count} (last: {error})"
 """The reflection's count of recent errors, with the last one."""
+
+# -- the task of each kind of call (evennia_ai.llm.contracts, evennia_ai.prompt.tasks) -----------
+TASK_HEADING = "## Task: "
+"""Opens a call's task; the kind of call follows (``## Task: sleep``)."""
+
+NOTHING = "(nothing)"
+"""What an empty input of a task reads."""
+
+AUTONOMOUS_INSTRUCTION = (
+    "Nothing around you needs an answer right now. Choose the next step of your most urgent "
+    "active goal (your goals are listed above) and take it with your tools. Update the goal's progress when a "
+    "step is done; call noop if there is truly nothing useful to do."
+)
+"""The task of an autonomous tick (nothing to answer)."""
+
+REFLECTION_CONT_INSTRUCTION = (
+    "You have just reflected. Below are the results of the journal tools you used. If they "
+    "show a lasting lesson you have not written down yet, write it with add_journal_entry as a "
+    'line starting with "RULE:" (one short line per rule). Otherwise call noop.'
+)
+"""The task of the tick after a reflection."""
+
+SLEEP_INSTRUCTION = (
+    "You are asleep, consolidating your memory. Below are your journal since you last slept "
+    "and the recent conversation that is about to be folded into long-term memory. Store each "
+    "lasting fact about people, places, things and promises with store_memory (one fact per "
+    "call, third person, with its source). Write any lesson about your own conduct with "
+    'add_journal_entry as a line starting with "RULE:". Then call noop.'
+)
+"""The task of a sleep consolidation."""
+
+PRE_COMPACTION_INSTRUCTION = (
+    "The older part of your conversation history, shown below, is about to be replaced by a "
+    "short summary. Before it is, save every lasting fact it holds: update_entity_observation "
+    "for what you learned about a person or thing (one call each), add_journal_entry for any "
+    "other fact or promise. Save only what the batch below says. Then call noop."
+)
+"""The task of the tick before a history compaction."""
+
+DECOMPOSE_INSTRUCTION = (
+    "Break the goal below into {min_subtasks} to {max_subtasks} concrete, distinct subtasks, "
+    'in the order they should be done. Answer with JSON only: {{"subtasks": [{{"description": '
+    '"...", "priority": "high|medium|low"}}, ...]}}'
+)
+"""The task of a goal decomposition; ``{min_subtasks}``, ``{max_subtasks}``."""
+
+DELEGATE_INSTRUCTION = (
+    "Complete the task below with the tools you have, then answer with a short plain-text "
+    "report of what you found or did. Do not speak to anyone; your report goes back to the "
+    "character who asked."
+)
+"""The task of a ``delegate_task`` helper."""
+
+ASSESSMENT_INSTRUCTION = (
+    "Assess the situation above before acting. Answer with ONE JSON object and nothing else: "
+    '{"recommended_iterations": <1-10, how many tool-using steps this needs>, '
+    '"recommended_mode": "single_action" or "react_loop" or "plan_execute", '
+    '"recommend_confirm_dangerous": true or false}'
+)
+"""The task of the assessment made before a tick acts."""
+
+SUMMARY_INSTRUCTION = (
+    "Summarise the part of a character's conversation log below in a few short factual lines: "
+    "who said or did what, every fact a player told, and anything promised. When a fact "
+    "changed, give its latest value and mark the earlier one as formerly so. Use only what "
+    "the log says."
+)
+"""The task of a history summary."""
+
+# -- the headings of a task's inputs (evennia_ai.llm.contracts) ---------------------------------
+JOURNAL_SINCE_REFLECTION_HEADING = "## Your journal since your last reflection"
+"""Heads the journal entries a reflection reads."""
+
+REFLECTION_RESULTS_HEADING = "## Results of your reflection's tools"
+"""Heads what the reflection's journal tools returned."""
+
+JOURNAL_SINCE_SLEEP_HEADING = "## Your journal since you last slept"
+"""Heads the journal entries a sleep consolidation reads."""
+
+HISTORY_TO_FOLD_HEADING = "## Conversation to fold into long-term memory"
+"""Heads the conversation a sleep consolidation folds."""
+
+COMPACTION_BATCH_HEADING = "## Conversation about to be compacted"
+"""Heads the history messages a compaction is about to fold."""
+
+GOAL_TO_DECOMPOSE_HEADING = "## Goal to decompose"
+"""Heads the goal a decomposition splits."""
+
+DELEGATED_TASK_HEADING = "## Delegated task"
+"""Heads the task a ``delegate_task`` helper is handed."""
+
+CONVERSATION_LOG_HEADING = "## Conversation log"
+"""Heads the chunk of old history a summary reads."""
+
+# -- the ReAct loop (evennia_ai.engine.react) -----------------------------------------------------
+PLAN_INSTRUCTION = (
+    "Before acting, write a short numbered plan (at most {steps} steps) of the tool calls you "
+    "will make for the current situation. Do not call any tool yet; answer with the plan only."
+)
+"""The planning step of a ``plan_execute`` tick; ``{steps}`` the most steps."""
+
+# -- the tool protocols (evennia_ai.llm.json_protocol; also the built-in templates) ------------
+NATIVE_TOOLS_PROMPT = """\
+You think in short steps and act through tools. You are woken every {tick_rate} seconds, and at once when someone speaks to you.
+
+How to act:
+- Speak only through your speech tools (say, whisper, page); text you return without a tool call is said aloud for you.
+- Keep replies short and in character: one to three sentences, as someone in the room would speak.
+- Use one tool call per thing you do. Look around (look, inspect_location) before acting on what you cannot see.
+- Record facts about the world and the people you meet with your memory tools; track longer work with goals and projects.
+- Never claim to have done something you did not do with a tool. If a tool fails, say so plainly or try another way.
+- Actions marked as needing confirmation wait for a game operator; tell the player so."""
+"""How to act, for a model that calls tools natively (the built-in ``default`` template);
+``{tick_rate}`` the seconds between ticks."""
+
+JSON_TOOLS_PROMPT = """\
+You think in short steps and act through tools. You are woken every {tick_rate} seconds, and at once when someone speaks to you.
+
+Your model cannot call tools natively, so you call them by writing JSON. To use a tool, answer with exactly one JSON object and nothing else, for example:
+{"tool": "say", "arguments": {"message": "Welcome, traveller!"}}
+To use several tools in order, answer with:
+{"tool_calls": [{"tool": "look", "arguments": {}}, {"tool": "say", "arguments": {"message": "Hello"}}]}
+If no tool fits, answer with plain text; it is said aloud for you.
+
+Available tools:
+{tool_schemas}
+
+Keep replies short and in character. Never claim to have done something you did not do with a tool."""
+"""How to act and call tools by writing JSON (the built-in ``default_fallback`` template);
+``{tick_rate}``, ``{tool_schemas}`` the tools offered."""
+
+# -- a delegate_task helper (evennia_ai.engine.delegate) ----------------------------------------
+CHILD_PROMPT = (
+    "You are a helper working for {name}, a character in a text game.\n\nPersona of {name}: "
+    "{persona}"
+)
+"""Whom a helper works for; ``{name}`` the NPC's name, ``{persona}`` its persona (or ``-``)."""
+
+# -- a history summary (evennia_ai.engine.upkeep) -----------------------------------------------
+SUMMARY_SYSTEM = "You write short, factual summaries of a text-game character's conversation logs."
+"""The system message of a history summary."""
 
 # -- requests made without the context builder (evennia_ai.tools.workspace) --------------------
 GOAL_PLANNER_SYSTEM = "You are {name}, planning your own work in a text game."

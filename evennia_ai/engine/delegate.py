@@ -23,21 +23,16 @@ from twisted.internet import defer
 from evennia_ai import conf
 from evennia_ai.engine.react import LoopOutcome, LoopRequest, ReactLoop, TickLimits
 from evennia_ai.engine.trace import TickTrace
-from evennia_ai.llm.contracts import DELEGATE_INSTRUCTION, render_task
+from evennia_ai.llm.contracts import render_task
 from evennia_ai.npc_state import npc_state
 from evennia_ai.prompt.builder import OperatorSourceError, read_operator_override
 from evennia_ai.prompt.execution_pattern import ExecutionPattern
 from evennia_ai.prompt.operator import section_for
 from evennia_ai.tools.base import LoopState, ToolContext, ToolResult
 from evennia_ai.tools.delegate import helper_tools
-from evennia_ai.wording import TRUST_NOTE
+from evennia_ai.wording import CHILD_PROMPT, DELEGATE_INSTRUCTION, TRUST_NOTE
 
 CHILD_ITERATIONS = 3
-
-CHILD_PROMPT = (
-    "You are a helper working for {name}, a character in a text game.\n\nPersona of {name}: "
-    "{persona}"
-)
 
 
 def helper_messages(npc, task: str) -> list[dict]:

@@ -47,14 +47,14 @@ from evennia_ai.prompt.builder import BuiltContext, schema_name
 from evennia_ai.tools.base import TickServices, Tool, ToolCategory, ToolContext, ToolResult
 from evennia_ai.tools.rules import ToolRuleState
 from evennia_ai.utils import defuse_tags, log_prefix, truncate
+from evennia_ai.wording import PLAN_INSTRUCTION as PLAN_INSTRUCTION
+from evennia_ai.wording import TOOL_RESULT_LABEL
 
 SPEECH_TOOL_NAMES = ("say", "reply", "respond", "speak")
 CHARS_PER_TOKEN = 3  # a cautious characters-per-token ratio for cutting tool results
 
-PLAN_INSTRUCTION = (
-    "Before acting, write a short numbered plan (at most {steps} steps) of the tool calls you "
-    "will make for the current situation. Do not call any tool yet; answer with the plan only."
-)
+# Opens a tool result kept as a user message ("[Tool result:"), to recognise one.
+_RESULT_LABEL_START = TOOL_RESULT_LABEL.partition("{")[0].rstrip()
 
 
 class Timer(Protocol):
@@ -640,7 +640,7 @@ class ReactLoop:
             message = messages[index]
             content = message.get("content")
             is_result = message.get("role") == "tool" or (
-                isinstance(content, str) and content.startswith("[Tool result:")
+                isinstance(content, str) and content.startswith(_RESULT_LABEL_START)
             )
             if not is_result or not isinstance(content, str) or len(content) <= 300:
                 continue
@@ -673,7 +673,8 @@ class ReactLoop:
         if native:
             message = {"role": "tool", "tool_call_id": call.id, "name": call.name, "content": text}
         else:
-            message = {"role": "user", "content": f"[Tool result: {call.name}] {text}"}
+            label = TOOL_RESULT_LABEL.format(name=call.name)
+            message = {"role": "user", "content": f"{label} {text}"}
         messages.append(message)
         self.outcome.new_messages.append(message)
 

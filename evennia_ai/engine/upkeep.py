@@ -30,7 +30,7 @@ from evennia_ai import conf
 from evennia_ai.engine.trace import TickTrace
 from evennia_ai.llm import tokens
 from evennia_ai.llm.client import defer_to_thread
-from evennia_ai.llm.contracts import SLEEP_INSTRUCTION, SUMMARY_INSTRUCTION, render_task
+from evennia_ai.llm.contracts import render_task
 from evennia_ai.llm.models import resolve_model
 from evennia_ai.llm.usage import UsageAccountant
 from evennia_ai.memory import compression, gate
@@ -41,10 +41,9 @@ from evennia_ai.memory.history import render_text
 from evennia_ai.npc_state import COMPACTION, HISTORY, SLEEP, NPCState, npc_state
 from evennia_ai.prompt.tasks import compaction_batch
 from evennia_ai.utils import iso_utc, log_prefix, one_line, parse_iso
+from evennia_ai.wording import SLEEP_INSTRUCTION, SUMMARY_INSTRUCTION, SUMMARY_SYSTEM
 from evennia_ai.workspace.journal import entries_since
 from evennia_ai.workspace.sleep import SLEEP_PHASES
-
-SUMMARY_SYSTEM = "You write short, factual summaries of a text-game character's conversation logs."
 
 
 @dataclass(frozen=True)

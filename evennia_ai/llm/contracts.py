@@ -29,10 +29,31 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from evennia_ai.utils import fence
+from evennia_ai.wording import ASSESSMENT_INSTRUCTION as ASSESSMENT_INSTRUCTION
+from evennia_ai.wording import AUTONOMOUS_INSTRUCTION as AUTONOMOUS_INSTRUCTION
+from evennia_ai.wording import COMPACTION_BATCH_HEADING, CONVERSATION_LOG_HEADING
+from evennia_ai.wording import DECOMPOSE_INSTRUCTION as DECOMPOSE_INSTRUCTION
+from evennia_ai.wording import DEFAULT_USER_TURN
+from evennia_ai.wording import DELEGATE_INSTRUCTION as DELEGATE_INSTRUCTION
+from evennia_ai.wording import (
+    DELEGATED_TASK_HEADING,
+    GOAL_TO_DECOMPOSE_HEADING,
+    GOALS_HEADING,
+    HISTORY_TO_FOLD_HEADING,
+    JOURNAL_SINCE_REFLECTION_HEADING,
+    JOURNAL_SINCE_SLEEP_HEADING,
+)
+from evennia_ai.wording import NOTHING as NOTHING
+from evennia_ai.wording import PRE_COMPACTION_INSTRUCTION as PRE_COMPACTION_INSTRUCTION
+from evennia_ai.wording import REFLECTION_CONT_INSTRUCTION as REFLECTION_CONT_INSTRUCTION
+from evennia_ai.wording import REFLECTION_RESULTS_HEADING
+from evennia_ai.wording import SLEEP_INSTRUCTION as SLEEP_INSTRUCTION
+from evennia_ai.wording import SUMMARY_INSTRUCTION as SUMMARY_INSTRUCTION
+from evennia_ai.wording import TASK_HEADING as TASK_HEADING
 
-TASK_HEADING = "## Task: "
-NOTHING = "(nothing)"
-FILLER_TURNS = frozenset({"Continue.", ""})
+# The instructions, headings and ``NOTHING`` are words the model reads: they live in
+# evennia_ai.wording and keep their names here (``contracts.SLEEP_INSTRUCTION`` still works).
+FILLER_TURNS = frozenset({DEFAULT_USER_TURN, ""})
 
 
 @dataclass(frozen=True)
@@ -94,53 +115,6 @@ def task_marker(kind: str) -> str:
     return f"{TASK_HEADING}{kind}"
 
 
-# -- the instructions ---------------------------------------------------------------------------
-AUTONOMOUS_INSTRUCTION = (
-    "Nothing around you needs an answer right now. Choose the next step of your most urgent "
-    "active goal (your goals are listed above) and take it with your tools. Update the goal's progress when a "
-    "step is done; call noop if there is truly nothing useful to do."
-)
-REFLECTION_CONT_INSTRUCTION = (
-    "You have just reflected. Below are the results of the journal tools you used. If they "
-    "show a lasting lesson you have not written down yet, write it with add_journal_entry as a "
-    'line starting with "RULE:" (one short line per rule). Otherwise call noop.'
-)
-SLEEP_INSTRUCTION = (
-    "You are asleep, consolidating your memory. Below are your journal since you last slept "
-    "and the recent conversation that is about to be folded into long-term memory. Store each "
-    "lasting fact about people, places, things and promises with store_memory (one fact per "
-    "call, third person, with its source). Write any lesson about your own conduct with "
-    'add_journal_entry as a line starting with "RULE:". Then call noop.'
-)
-PRE_COMPACTION_INSTRUCTION = (
-    "The older part of your conversation history, shown below, is about to be replaced by a "
-    "short summary. Before it is, save every lasting fact it holds: update_entity_observation "
-    "for what you learned about a person or thing (one call each), add_journal_entry for any "
-    "other fact or promise. Save only what the batch below says. Then call noop."
-)
-DECOMPOSE_INSTRUCTION = (
-    "Break the goal below into {min_subtasks} to {max_subtasks} concrete, distinct subtasks, "
-    'in the order they should be done. Answer with JSON only: {{"subtasks": [{{"description": '
-    '"...", "priority": "high|medium|low"}}, ...]}}'
-)
-DELEGATE_INSTRUCTION = (
-    "Complete the task below with the tools you have, then answer with a short plain-text "
-    "report of what you found or did. Do not speak to anyone; your report goes back to the "
-    "character who asked."
-)
-ASSESSMENT_INSTRUCTION = (
-    "Assess the situation above before acting. Answer with ONE JSON object and nothing else: "
-    '{"recommended_iterations": <1-10, how many tool-using steps this needs>, '
-    '"recommended_mode": "single_action" or "react_loop" or "plan_execute", '
-    '"recommend_confirm_dangerous": true or false}'
-)
-SUMMARY_INSTRUCTION = (
-    "Summarise the part of a character's conversation log below in a few short factual lines: "
-    "who said or did what, every fact a player told, and anything promised. When a fact "
-    "changed, give its latest value and mark the earlier one as formerly so. Use only what "
-    "the log says."
-)
-
 # -- the inputs ---------------------------------------------------------------------------------
 EVENT = TaskInput(
     "event",
@@ -152,7 +126,7 @@ EVENT = TaskInput(
 )
 GOALS = TaskInput(
     "goals",
-    "## Goals",
+    GOALS_HEADING,
     "The NPC's goals with their progress.",
     "goals component",
     in_task=False,
@@ -160,6 +134,8 @@ GOALS = TaskInput(
 )
 METRICS = TaskInput(
     "metrics",
+    # Written by the operator-editable ``reflection`` template (evennia_ai.prompt.templates):
+    # the words are the template's, this only names what the contract looks for.
     "Since your last reflection:",
     "Six figures since the last reflection: ticks, tool calls and failures, journal entries, "
     "goals completed, recent errors.",
@@ -167,14 +143,14 @@ METRICS = TaskInput(
 )
 JOURNAL_SINCE_REFLECTION = TaskInput(
     "journal",
-    "## Your journal since your last reflection",
+    JOURNAL_SINCE_REFLECTION_HEADING,
     "The journal entries written since the last reflection (the latest "
     "``EVENNIA_AI_TASK_JOURNAL_ENTRIES``).",
     "the NPC's journal",
 )
 REFLECTION_RESULTS = TaskInput(
     "tool_results",
-    "## Results of your reflection's tools",
+    REFLECTION_RESULTS_HEADING,
     "What the reflection's journal tools returned.",
     "tool_result component (stored by the reflection tick)",
     in_task=False,
@@ -182,28 +158,28 @@ REFLECTION_RESULTS = TaskInput(
 )
 JOURNAL_SINCE_SLEEP = TaskInput(
     "journal",
-    "## Your journal since you last slept",
+    JOURNAL_SINCE_SLEEP_HEADING,
     "Journal entries written since the last consolidation.",
     "the NPC's journal",
 )
 HISTORY_TO_FOLD = TaskInput(
     "history",
-    "## Conversation to fold into long-term memory",
+    HISTORY_TO_FOLD_HEADING,
     "The recent conversation, as a transcript.",
     "the NPC's history",
 )
 COMPACTION_BATCH = TaskInput(
     "batch",
-    "## Conversation about to be compacted",
+    COMPACTION_BATCH_HEADING,
     "The history messages older than the ``EVENNIA_AI_COMPACTION_KEEP_RECENT`` kept ones, as a "
     "transcript.",
     "the NPC's history",
 )
 GOAL = TaskInput(
-    "goal", "## Goal to decompose", "The goal's id and description.", "the decompose_goal call"
+    "goal", GOAL_TO_DECOMPOSE_HEADING, "The goal's id and description.", "the decompose_goal call"
 )
 DELEGATED = TaskInput(
-    "task", "## Delegated task", "The task the parent handed over.", "the delegate_task call"
+    "task", DELEGATED_TASK_HEADING, "The task the parent handed over.", "the delegate_task call"
 )
 SITUATION = TaskInput(
     "situation",
@@ -213,11 +189,14 @@ SITUATION = TaskInput(
     in_task=False,
 )
 LOG = TaskInput(
-    "log", "## Conversation log", "One chunk of old history, as a transcript.", "the NPC's history"
+    "log",
+    CONVERSATION_LOG_HEADING,
+    "One chunk of old history, as a transcript.",
+    "the NPC's history",
 )
 NEW_MESSAGES = TaskInput(
     "messages",
-    "## New Messages",
+    "## New Messages",  # mem0's own heading (its prompt's words, not the plugin's)
     "The journal entries and transcript being consolidated (mem0 writes this heading).",
     "the sleep consolidation's texts",
     in_task=False,

@@ -35,6 +35,9 @@ import re
 from collections.abc import Iterable, Iterator
 
 from evennia_ai.llm.types import JSONObject, ToolCall
+from evennia_ai.wording import JSON_TOOLS_PROMPT as JSON_TOOLS_PROMPT
+from evennia_ai.wording import NATIVE_TOOLS_PROMPT as NATIVE_TOOLS_PROMPT
+from evennia_ai.wording import TOOL_RESULT_LABEL
 
 # Keys that may hold a call's arguments, most common first.
 _ARGUMENT_KEYS = ("arguments", "parameters", "args", "input", "action_input")
@@ -242,34 +245,6 @@ def parse_tool_calls_from_text(
     return (thought or None), tool_calls
 
 
-# -- the two tool protocols' instructions (the built-in ``default`` and ``default_fallback``
-# prompt templates are these texts) ------------------------------------------------------------
-NATIVE_TOOLS_PROMPT = """\
-You think in short steps and act through tools. You are woken every {tick_rate} seconds, and at once when someone speaks to you.
-
-How to act:
-- Speak only through your speech tools (say, whisper, page); text you return without a tool call is said aloud for you.
-- Keep replies short and in character: one to three sentences, as someone in the room would speak.
-- Use one tool call per thing you do. Look around (look, inspect_location) before acting on what you cannot see.
-- Record facts about the world and the people you meet with your memory tools; track longer work with goals and projects.
-- Never claim to have done something you did not do with a tool. If a tool fails, say so plainly or try another way.
-- Actions marked as needing confirmation wait for a game operator; tell the player so."""
-
-JSON_TOOLS_PROMPT = """\
-You think in short steps and act through tools. You are woken every {tick_rate} seconds, and at once when someone speaks to you.
-
-Your model cannot call tools natively, so you call them by writing JSON. To use a tool, answer with exactly one JSON object and nothing else, for example:
-{"tool": "say", "arguments": {"message": "Welcome, traveller!"}}
-To use several tools in order, answer with:
-{"tool_calls": [{"tool": "look", "arguments": {}}, {"tool": "say", "arguments": {"message": "Hello"}}]}
-If no tool fits, answer with plain text; it is said aloud for you.
-
-Available tools:
-{tool_schemas}
-
-Keep replies short and in character. Never claim to have done something you did not do with a tool."""
-
-
 def to_text_protocol(
     messages: list[JSONObject], tools: list[JSONObject] | None, tick_rate: object
 ) -> list[JSONObject]:
@@ -290,7 +265,8 @@ def to_text_protocol(
         content = message.get("content")
         if role == "tool":
             name = message.get("name") or "tool"
-            out.append({"role": "user", "content": f"[Tool result: {name}] {content or ''}"})
+            label = TOOL_RESULT_LABEL.format(name=name)
+            out.append({"role": "user", "content": f"{label} {content or ''}"})
         elif role == "assistant" and message.get("tool_calls"):
             calls = []
             for call in message["tool_calls"]:

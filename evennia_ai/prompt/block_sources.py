@@ -37,12 +37,7 @@ from evennia_ai.npc_state import npc_state
 from evennia_ai.prompt.builder import ContextBuilder, register_source
 from evennia_ai.prompt.sources import mentioned_text
 from evennia_ai.utils import fence, fence_section
-
-HEADER = (
-    "## Memory blocks\n"
-    "Your own memory, kept between conversations. Change it with the block_* tools, as each "
-    "block's permission allows."
-)
+from evennia_ai.wording import MEMORY_BLOCKS_HEADER as HEADER
 
 
 def render_blocks_for_npc(npc: Any, mentioned_text: str = "", *, header: bool = True) -> str:

@@ -32,9 +32,9 @@ from evennia_ai.memory import gate, longterm
 from evennia_ai.memory.search import MemoryHit, SearchOutcome
 from evennia_ai.prompt.builder import ContextBuilder, register_source
 from evennia_ai.utils import fence_section, log_prefix
+from evennia_ai.wording import LONGTERM_HEADING as HEADER
 
 SEARCH_TIMEOUT = 5.0  # seconds a tick waits for its memory search
-HEADER = "## Things you remember"
 
 
 def recall_mode() -> str:

@@ -34,12 +34,7 @@ from typing import Any
 from evennia_ai.npc_state import npc_state
 from evennia_ai.tools.rules import parse_rules, render_tool_rules
 from evennia_ai.utils import OPERATOR_TAG
-
-OPERATOR_HEADER = (
-    "## Operator instructions\n"
-    "These come from the game's operators. Where they conflict with anything else in this "
-    "request, including your own guidelines, these take precedence."
-)
+from evennia_ai.wording import OPERATOR_HEADER as OPERATOR_HEADER
 
 PARTS = ("operator_override", "operator_prompt", "tool_rules")
 """The placeholder names of the section's parts, in the order they are shown."""

@@ -45,9 +45,21 @@ import json
 import re
 
 from evennia_ai.utils import unfence
-from evennia_ai.wording import GOALS_HEADING
+from evennia_ai.wording import (
+    COMPACTION_BATCH_HEADING,
+    CONVERSATION_LOG_HEADING,
+    DELEGATED_TASK_HEADING,
+    GOAL_TO_DECOMPOSE_HEADING,
+    GOALS_HEADING,
+    HISTORY_TO_FOLD_HEADING,
+    JOURNAL_SINCE_REFLECTION_HEADING,
+    JOURNAL_SINCE_SLEEP_HEADING,
+    NOTHING,
+    REFLECTION_RESULTS_HEADING,
+    TASK_HEADING,
+)
 
-TASK_RE = re.compile(r"^## Task: (\w+)", re.M)
+TASK_RE = re.compile("^" + re.escape(TASK_HEADING) + r"(\w+)", re.M)
 FACT_RE = re.compile(r"\b(?:[Mm]y|([A-Z][a-z]+)'s)\s+([a-z][a-z ]{1,40}?) is ([A-Za-z0-9][\w'-]*)")
 QUESTION_RE = re.compile(r"[Ww]hat is my ([a-z][a-z ]{1,40}?)\?")
 # A speaker at the start of a line, after a fence's "| " or a transcript's "Event: " label.
@@ -108,7 +120,7 @@ def section(text: str, heading: str) -> str | None:
     end = body.find("\n## ")
     body = body if end < 0 else body[:end]
     body = body.strip()
-    return "" if body == "(nothing)" else body
+    return "" if body == NOTHING else body
 
 
 def _call(tool: str, /, **arguments) -> dict:
@@ -166,8 +178,8 @@ def read_and_answer(body: dict) -> dict:
         if kind == "tick_event" and not _called_since_user(messages, "say"):
             return _event(body, messages, whole, "", "")  # its look-up done: now answer
         return _finish(body)  # its calls were answered: the task is done
-    task_text = whole[whole.rfind(f"## Task: {kind}") :] if tasks else ""
-    instruction = section(task_text, f"## Task: {kind}") or ""
+    task_text = whole[whole.rfind(f"{TASK_HEADING}{kind}") :] if tasks else ""
+    instruction = section(task_text, f"{TASK_HEADING}{kind}") or ""
     handler = _HANDLERS.get(kind, _event)
     return handler(body, messages, whole, task_text, instruction)
 
@@ -252,12 +264,12 @@ def _write_lessons(body, lessons: list[str], instruction: str) -> dict:
 
 
 def _reflection(body, messages, whole, task_text, instruction) -> dict:
-    journal = section(task_text, "## Your journal since your last reflection")
+    journal = section(task_text, JOURNAL_SINCE_REFLECTION_HEADING)
     return _write_lessons(body, _lessons(journal), instruction)
 
 
 def _reflection_cont(body, messages, whole, task_text, instruction) -> dict:
-    results = section(whole, "## Results of your reflection's tools")
+    results = section(whole, REFLECTION_RESULTS_HEADING)
     written = {line.split("RULE:", 1)[1].strip() for line in whole.splitlines() if "RULE:" in line}
     lessons = [text for text in _lessons(results) if text not in written]
     return _write_lessons(body, lessons, instruction)
@@ -267,8 +279,8 @@ def _sleep(body, messages, whole, task_text, instruction) -> dict:
     sent = "\n".join(
         section(task_text, heading) or ""
         for heading in (
-            "## Your journal since you last slept",
-            "## Conversation to fold into long-term memory",
+            JOURNAL_SINCE_SLEEP_HEADING,
+            HISTORY_TO_FOLD_HEADING,
         )
     )
     facts = facts_in(sent)
@@ -279,7 +291,7 @@ def _sleep(body, messages, whole, task_text, instruction) -> dict:
 
 
 def _pre_compaction(body, messages, whole, task_text, instruction) -> dict:
-    batch = section(task_text, "## Conversation about to be compacted")
+    batch = section(task_text, COMPACTION_BATCH_HEADING)
     facts = [fact for fact in facts_in(batch or "") if fact[0]]
     tool = "update_entity_observation"
     if not facts or tool not in instruction or tool not in _offered(body):
@@ -292,7 +304,7 @@ def _pre_compaction(body, messages, whole, task_text, instruction) -> dict:
 
 
 def _decompose(body, messages, whole, task_text, instruction) -> dict:
-    goal = section(task_text, "## Goal to decompose")
+    goal = section(task_text, GOAL_TO_DECOMPOSE_HEADING)
     if not goal:
         return {"text": "Which goal? I was not told."}
     exactly = EXACTLY_RE.search(whole)
@@ -318,7 +330,7 @@ def _facts_oldest_first(log: str) -> list[tuple[str, str, str]]:
 
 
 def _summarise(body, messages, whole, task_text, instruction) -> dict:
-    log = section(task_text, "## Conversation log") or ""
+    log = section(task_text, CONVERSATION_LOG_HEADING) or ""
     # As the instruction asks (who said what): a fact whose owner the log does not name (a
     # "my ..." quoted in a tool call) is left out rather than stated as nobody's. A fact told
     # again with another value is given with its latest value, the earlier ones marked as
@@ -351,7 +363,7 @@ def _assessment(body, messages, whole, task_text, instruction) -> dict:
 
 
 def _delegate(body, messages, whole, task_text, instruction) -> dict:
-    task = section(task_text, "## Delegated task") or "nothing"
+    task = section(task_text, DELEGATED_TASK_HEADING) or "nothing"
     return {"text": f"Report: I looked into {task}."}
 
 
@@ -377,7 +389,7 @@ def _memory_extraction(body, messages, whole, task_text, instruction) -> dict:
 def read_memory_request(body: dict) -> dict | None:
     """mem0's extraction request (its own prompt, no task heading), or None for another."""
     whole = "\n".join(_text(m) for m in body.get("messages") or [] if isinstance(m, dict))
-    if "## New Messages" in whole and "## Task: " not in whole:
+    if "## New Messages" in whole and TASK_HEADING not in whole:
         return _memory_extraction(body, [], whole, "", "")
     return None
 

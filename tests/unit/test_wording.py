@@ -6,15 +6,16 @@ Pure tests (no database): the package's source is read with :mod:`ast`.
 from __future__ import annotations
 
 import ast
-import string
+import re
 from pathlib import Path
 
 import pytest
 
 from evennia_ai import wording
-from evennia_ai.llm import contracts
+from evennia_ai.engine import delegate, react, upkeep
+from evennia_ai.llm import contracts, json_protocol
 from evennia_ai.memory import compression
-from evennia_ai.prompt import assembly, sources
+from evennia_ai.prompt import assembly, block_sources, longterm_sources, operator, sources
 from evennia_ai.workspace import behaviour_rules, session_memory
 
 PACKAGE = Path(wording.__file__).resolve().parent
@@ -31,25 +32,13 @@ TEXTS = {
 #: words, not a copy of the text).
 MIN_PIECE = 8
 
-#: A piece of a text that another module may still spell out, and why.
-ALLOWED_ELSEWHERE = {
-    # The filler turn the contract check recognises (llm/contracts.FILLER_TURNS); that module
-    # is not moved to the words module in this change: the two must agree
-    # (test_the_filler_turn_is_the_one_assembly_adds).
-    ("Continue.", "evennia_ai/llm/contracts.py"),
-    # The goals input of the autonomous task is headed like the goals section.
-    ("## Goals", "evennia_ai/llm/contracts.py"),
-    # A tool result without its call, as the loop's JSON protocol and the loop's own
-    # continuation write it: those modules belong to other parts of this change (the ReAct
-    # loop, the model client) and are to import the label from evennia_ai.wording next.
-    ("[Tool result: ", "evennia_ai/engine/react.py"),
-    ("[Tool result: ", "evennia_ai/llm/json_protocol.py"),
-}
+#: A ``{field}`` of a text (JSON in a text, ``{"tool": ...}``, is not a field).
+FIELD = re.compile(r"\{[a-z_]+(?::[^{}]*)?\}")
 
 
 def fixed_pieces(text: str) -> list[str]:
     """The literal text of ``text`` between its ``{fields}``."""
-    return [literal for literal, *_ in string.Formatter().parse(text) if literal]
+    return [literal for literal in FIELD.split(text) if literal]
 
 
 def code_strings(path: Path) -> list[str]:
@@ -94,7 +83,7 @@ def test_no_other_module_spells_out_a_text():
         where = str(path.relative_to(PACKAGE.parent))
         for literal in code_strings(path):
             for piece, name in pieces.items():
-                if piece in literal and (piece, where) not in ALLOWED_ELSEWHERE:
+                if piece in literal:
                     copies.append(f"{where}: {name} ({piece!r})")
     assert not copies, "texts of evennia_ai.wording spelled out elsewhere:\n" + "\n".join(
         sorted(set(copies))
@@ -113,6 +102,22 @@ def test_no_other_module_spells_out_a_text():
         (compression, "SUMMARY_PREFIX"),
         (session_memory, "PERSONA_ERROR"),
         (session_memory, "PERSONA_SUGGESTION"),
+        (contracts, "TASK_HEADING"),
+        (contracts, "NOTHING"),
+        (contracts, "AUTONOMOUS_INSTRUCTION"),
+        (contracts, "REFLECTION_CONT_INSTRUCTION"),
+        (contracts, "SLEEP_INSTRUCTION"),
+        (contracts, "PRE_COMPACTION_INSTRUCTION"),
+        (contracts, "DECOMPOSE_INSTRUCTION"),
+        (contracts, "DELEGATE_INSTRUCTION"),
+        (contracts, "ASSESSMENT_INSTRUCTION"),
+        (contracts, "SUMMARY_INSTRUCTION"),
+        (json_protocol, "NATIVE_TOOLS_PROMPT"),
+        (json_protocol, "JSON_TOOLS_PROMPT"),
+        (react, "PLAN_INSTRUCTION"),
+        (delegate, "CHILD_PROMPT"),
+        (upkeep, "SUMMARY_SYSTEM"),
+        (operator, "OPERATOR_HEADER"),
     ],
 )
 def test_the_old_names_still_import(module, name):
@@ -121,6 +126,21 @@ def test_the_old_names_still_import(module, name):
 
 def test_renamed_header_is_the_same_text():
     assert behaviour_rules.HEADER is wording.LEARNED_RULES_HEADING
+    assert block_sources.HEADER is wording.MEMORY_BLOCKS_HEADER
+    assert longterm_sources.HEADER is wording.LONGTERM_HEADING
+
+
+def test_the_contracts_input_headings_are_the_words():
+    """Each input a task renders is headed by a heading of the words module."""
+    headings = {text for name, text in TEXTS.items() if name.endswith("_HEADING")}
+    ours = {
+        item.heading
+        for contract in contracts.CALL_CONTRACTS.values()
+        for item in contract.inputs
+        if item.heading and item.in_task
+    }
+    # the reflection template's metrics line is the operator-editable template's words
+    assert ours - headings == {contracts.METRICS.heading}
 
 
 def test_texts_with_fields_fill_to_the_text_requests_carried():
@@ -137,6 +157,21 @@ def test_texts_with_fields_fill_to_the_text_requests_carried():
     )
     assert wording.EXAMPLE_PAIR.format(user="Hi", assistant="Hello") == "Player: Hi\nYou: Hello"
     assert wording.RECENT_ERRORS.format(count=2, error="boom") == "2 (last: boom)"
+    assert wording.PLAN_INSTRUCTION.format(steps=4).startswith(
+        "Before acting, write a short numbered plan (at most 4 steps)"
+    )
+    assert wording.DECOMPOSE_INSTRUCTION.format(min_subtasks=3, max_subtasks=7).endswith(
+        'Answer with JSON only: {"subtasks": [{"description": "...", "priority": '
+        '"high|medium|low"}, ...]}'
+    )
+
+
+def test_a_json_text_keeps_its_braces_as_words():
+    """JSON in a text is words, not a field: it is checked like the rest of the text."""
+    assert '{"tool": "say", "arguments": {"message": "Welcome, traveller!"}}' in "".join(
+        fixed_pieces(wording.JSON_TOOLS_PROMPT)
+    )
+    assert fixed_pieces("a {name} b {rate:.0%} c") == ["a ", " b ", " c"]
 
 
 def test_the_filler_turn_is_the_one_assembly_adds():
