@@ -39,7 +39,7 @@ def keyword_only_memory(
         data_dir: The data folder (``EVENNIA_AI_DATA_DIR``).
         sync: Make ``longterm.defer_to_thread`` synchronous (every Deferred has fired when
             the call returns).
-        **settings: More settings to override (they win over the two set here).
+        **settings: More settings to override (they win over the three set here).
 
     Yields:
         The game's memory (created, not initialised).
@@ -53,7 +53,12 @@ def keyword_only_memory(
         )
         stack.enter_context(
             override_settings(
-                **{"EVENNIA_AI_DATA_DIR": data_dir, "EVENNIA_AI_MEM0_CONFIG": None, **settings}
+                **{
+                    "EVENNIA_AI_DATA_DIR": data_dir,
+                    "EVENNIA_AI_MEM0_CONFIG": None,
+                    "EVENNIA_AI_KEYWORD_INDEX": None,  # SQLite, whatever a wider fixture set
+                    **settings,
+                }
             )
         )
         try:
