@@ -8,6 +8,7 @@ Provider problems are values here (``error``/``error_kind``), never exceptions.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -126,3 +127,37 @@ class LLMResult:
     def ok(self) -> bool:
         """True when the call produced an answer (text and/or tool calls)."""
         return self.error is None
+
+
+@dataclass(frozen=True)
+class ToolCallDelta:
+    """The next piece of one native tool call in a streamed answer.
+
+    Attributes:
+        index: Which call of the answer this piece belongs to (0 for the first).
+        name: The tool's name, on the first piece of a call (empty on the others).
+        arguments: The next fragment of the call's arguments, as JSON text.
+    """
+
+    index: int
+    name: str = ""
+    arguments: str = ""
+
+
+@dataclass(frozen=True)
+class StreamDelta:
+    """One piece of a streamed answer, in the order the model wrote it.
+
+    Attributes:
+        content: The next fragment of the answer's text (on the JSON tool protocol: of the
+            JSON object the model writes).
+        tool_calls: The next fragments of native tool calls.
+    """
+
+    content: str = ""
+    tool_calls: tuple[ToolCallDelta, ...] = ()
+
+
+#: What :meth:`UnifiedLLMClient.acomplete` calls with each piece of a streamed answer (on the
+#: model-call loop's thread: a sink that touches the game hands the piece to the reactor).
+StreamSink = Callable[[StreamDelta], None]
