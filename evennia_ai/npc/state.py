@@ -20,6 +20,7 @@ fallback too.
 
 from __future__ import annotations
 
+import io
 import pickle
 from typing import Any, Callable, Mapping
 
@@ -35,23 +36,36 @@ from evennia_ai.utils import iso_utc, log_prefix, one_line, plain
 CATEGORY = STATE_CATEGORY
 #: What a value set aside shows in place of a Developer-only value, below Developer.
 REDACTED = "[redacted: Developers only]"
-_SCALARS = (str, int, float, bool, type(None))
 _CACHE = "_evennia_ai_plain"  # where a stored value's plain copy is kept, on its Attribute
 
 
-def _is_plain(value: Any, depth: int = 0) -> bool:
-    """Whether ``value`` holds only dicts, lists, tuples and scalars (no database objects, no
-    subclasses: those Evennia's ``to_pickle`` may store differently)."""
-    kind = type(value)
-    if kind in _SCALARS:
-        return True
-    if depth > 50:
-        return False
-    if kind is dict:
-        return all(type(k) in _SCALARS and _is_plain(v, depth + 1) for k, v in value.items())
-    if kind is list or kind is tuple:
-        return all(_is_plain(v, depth + 1) for v in value)
-    return False
+class _NotPlain(Exception):
+    """Raised by :class:`_PlainPickler` at the first object that is not plain data."""
+
+
+class _PlainPickler(pickle.Pickler):
+    """A pickler that refuses anything but plain data, in the same pass as it pickles.
+
+    The C pickler consults ``reducer_override`` for every object except None, booleans and
+    exact ints, floats, strings, bytes, dicts, lists, tuples, sets and frozensets: anything
+    else (a database object, a subclass such as Evennia's ``_SaverDict``) stops it, and the
+    caller lets Evennia pack the value instead.
+    """
+
+    def reducer_override(self, obj: Any) -> Any:
+        raise _NotPlain(type(obj).__name__)
+
+
+def _pickled(value: Any) -> bytes | None:
+    """The pickle of ``value`` if it holds only plain data (dicts, lists, tuples, sets and
+    scalars: no database objects, no subclasses, which Evennia's ``to_pickle`` may store
+    differently), else None: Evennia must pack it. One pass, in C."""
+    buffer = io.BytesIO()
+    try:
+        _PlainPickler(buffer, attribute_writes.PICKLE_PROTOCOL).dump(value)
+    except (_NotPlain, RecursionError):
+        return None
+    return buffer.getvalue()
 
 
 def _remember(attr, data: bytes) -> None:
@@ -62,13 +76,6 @@ def _remember(attr, data: bytes) -> None:
     is tied to the identity of the Attribute's stored value, which every write replaces.
     """
     setattr(attr, _CACHE, (attr.db_value, data))
-
-
-def _pickled(value: Any) -> bytes | None:
-    """The pickle of ``value`` if it is plain (else None: Evennia must pack it)."""
-    if not _is_plain(value):
-        return None
-    return pickle.dumps(value, attribute_writes.PICKLE_PROTOCOL)
 
 
 def write_attribute(obj, key: str, value: Any, category: str):
