@@ -1,14 +1,26 @@
-"""The streamed say's consumer, without a game: sentences, partial JSON, modes, batching.
-
-The game side (the checks, what players see, one utterance) is in ``test_streaming_tick.py``.
+"""A say shown while the model writes it: the consumer alone (sentences, partial JSON, the
+three shapes of answer, batching, late pieces), then whole ticks of an assistant in a test
+game answered by a fake streaming client (what players see, the say's checks on each sentence,
+one utterance, the same result and requests as without streaming).
 """
 
 import json
 import random
+from collections import deque
+from unittest import mock
 
 import pytest
+from django.test import override_settings
+from evennia import create_object
+from twisted.internet import defer
+from unit.engine.test_assistant_tick import AssistantTestBase
 
+from evennia_ai.engine import streaming
 from evennia_ai.engine.streaming import ReplyStream, split_sentences
+from evennia_ai.llm.json_protocol import parse_tool_calls_from_text
+from evennia_ai.llm.types import LLMResult, LLMUsage, ToolCall
+from evennia_ai.tools import world
+from evennia_ai.typeclasses import AIAssistantCharacter
 from evennia_ai.llm.json_protocol import first_call_so_far, partial_object, starts_as_json
 from evennia_ai.llm.types import StreamDelta, ToolCallDelta
 from evennia_ai.tools.base import ToolResult
@@ -296,3 +308,230 @@ def test_a_rewritten_answer_shows_nothing_more():
     result = stream.finish("Something else entirely. Two.")
     assert stream.utterance.shown == ["One.", "Two."] and not result.success
     assert "differs" in stream.report.withheld
+
+
+# -- whole ticks in a test game ------------------------------------------------------------------
+class FakeReactor:
+    """The reactor as a stream sees it: ``callFromThread`` queues; :meth:`run` is its turn."""
+
+    def __init__(self):
+        self.queue = []
+
+    def callFromThread(self, fn, *args):  # noqa: N802 (Twisted's name)
+        self.queue.append((fn, args))
+
+    def run(self):
+        queue, self.queue = self.queue, []
+        for fn, args in queue:
+            fn(*args)
+
+
+class StreamingModel:
+    """Answers like the plugin's client (``complete(..., on_delta=None)``): with a sink, each
+    answer goes to it in small pieces first, the reactor's queued work run between them.
+
+    Answers: ``("say", message)``, ``("calls", [(name, arguments), ...])``, ``("text", text)``
+    or ``("json", object)`` (the JSON tool protocol: the content is the object's JSON).
+    """
+
+    def __init__(self, reactor, piece=5):
+        self.reactor = reactor
+        self.piece = piece
+        self.answers = deque()
+        self.requests = []
+        self.sinks = []
+        self.between = None  # called with the piece's number after each piece
+        self.before_answer = None  # called once every piece was sent, before the answer
+
+    def resolve_model(self, model=None):
+        return model or "fake/model"
+
+    def complete(self, messages, tools=None, *, model=None, on_delta=None, **options):
+        self.requests.append({"messages": messages, "tools": tools, "streamed": bool(on_delta)})
+        deltas, result = self._answer(*(self.answers.popleft() if self.answers else ("calls", [])))
+        if on_delta is not None:
+            self.sinks.append(on_delta)
+            for number, delta in enumerate(deltas):
+                on_delta(delta)
+                self.reactor.run()
+                if self.between:
+                    self.between(number)
+        if self.before_answer:
+            self.before_answer()
+        return defer.succeed(result)
+
+    def _answer(self, kind, value):
+        usage = LLMUsage(prompt_tokens=100, completion_tokens=20, total_tokens=120)
+        if kind == "say":
+            kind, value = "calls", [("say", {"message": value})]
+        if kind == "calls":
+            deltas, calls = [], []
+            for index, (name, arguments) in enumerate(value):
+                raw = json.dumps(arguments)
+                deltas.append(StreamDelta(tool_calls=(ToolCallDelta(index=index, name=name),)))
+                deltas += [
+                    StreamDelta(tool_calls=(ToolCallDelta(index=index, arguments=part),))
+                    for part in chunks(raw, self.piece)
+                ]
+                calls.append(ToolCall(f"call_{index}", name, arguments, raw_arguments=raw))
+            return deltas, LLMResult(tool_calls=calls, usage=usage, model="fake/model")
+        content = value if kind == "text" else json.dumps(value)
+        deltas = [StreamDelta(content=part) for part in chunks(content, self.piece)]
+        if kind == "text":
+            return deltas, LLMResult(text=content, usage=usage, model="fake/model")
+        text, calls = parse_tool_calls_from_text(content, ["say", "look"])
+        result = LLMResult(text=text, tool_calls=calls, usage=usage, native_tools=False)
+        return deltas, result
+
+
+def heard(msg_mock) -> list[str]:
+    """The say lines of the Innkeeper a patched ``msg`` received, as plain text."""
+    out = []
+    for call in msg_mock.call_args_list:
+        text = call.kwargs.get("text", call.args[0] if call.args else None)
+        if isinstance(text, tuple) and (text[1] or {}).get("type") == "say":
+            if world._text_of(text).startswith("Innkeeper"):
+                out.append(world._text_of(text))
+    return out
+
+
+REPLY = "Evening, Char. The stew is lamb tonight. Sit anywhere you like."
+SECRET = "The cellar key is hidden under the third barrel"
+
+
+class StreamedTickTest(AssistantTestBase):
+    """An assistant whose ticks are answered by :class:`StreamingModel`; Char2 watches."""
+
+    def setUp(self):
+        super().setUp()
+        self.reactor = FakeReactor()
+        self.model = StreamingModel(self.reactor)
+        for patcher in (
+            mock.patch("evennia_ai.engine.tick.get_client", return_value=self.model),
+            mock.patch.object(streaming, "reactor", self.reactor),
+        ):
+            patcher.start()
+            self.addCleanup(patcher.stop)
+        self.watcher = mock.patch.object(self.char2, "msg").start()
+        self.addCleanup(mock.patch.stopall)
+        self.seen_before_answer = None
+        self.model.before_answer = lambda: setattr(
+            self, "seen_before_answer", heard(self.watcher)
+        )
+
+    def answer(self, *answers, line="Hello Innkeeper!"):
+        self.model.answers.extend(answers)
+        self.speak(line)
+        trace = self.tick()
+        assert trace is not None, self.npc.ai.metrics.get("last_error")
+        return trace
+
+    def say_call(self, trace):
+        return next(c for c in trace.tool_calls if c.name == "say")
+
+    def test_the_first_sentence_is_shown_while_the_model_still_writes(self):
+        trace = self.answer(("say", REPLY))
+        assert self.model.requests[0]["streamed"]
+        assert self.seen_before_answer == [
+            'Innkeeper says, "Evening, Char."',
+            'Innkeeper adds, "The stew is lamb tonight."',
+        ]
+        assert heard(self.watcher) == [
+            *self.seen_before_answer,
+            'Innkeeper adds, "Sit anywhere you like."',
+        ]
+        call = self.say_call(trace)
+        assert call.status == "ran" and call.stream == "streamed 3 sentences"
+        assert call.result == f'You said: "{REPLY}" Heard by: Char, Char2.'
+
+    def test_streaming_off_is_todays_say_with_the_same_result_and_request(self):
+        streamed = self.say_call(self.answer(("say", REPLY)))
+        streamed_lines = heard(self.watcher)
+        self.watcher.reset_mock()
+        with override_settings(EVENNIA_AI_STREAM_REPLIES=False):
+            whole = self.say_call(self.answer(("say", REPLY)))
+        assert heard(self.watcher) == [f'Innkeeper says, "{REPLY}"']
+        assert not self.model.requests[1]["streamed"] and self.seen_before_answer == []
+        assert whole.result == streamed.result and whole.stream == ""
+        # the assembled text is the reply as a say not streamed shows it
+        spoken = " ".join(line.split('"', 1)[1][:-1] for line in streamed_lines)
+        assert spoken == REPLY
+        # the request is the same but for the sink (the client adds only stream fields)
+        first, second = self.model.requests[0], self.model.requests[1]
+        assert first["tools"] == second["tools"]
+
+    def test_an_npc_can_have_streaming_off(self):
+        self.npc.ai.set_execution_config(stream_replies="off")
+        self.answer(("say", REPLY))
+        assert not self.model.requests[0]["streamed"]
+        assert heard(self.watcher) == [f'Innkeeper says, "{REPLY}"']
+
+    def test_a_streamed_say_is_one_utterance(self):
+        other = create_object(AIAssistantCharacter, key="Barmaid", location=self.room1)
+        self.addCleanup(other.delete)
+        before = len(self.npc.ai.history)
+        trace = self.answer(("say", REPLY))
+        says = [c for c in trace.tool_calls if c.name == "say"]
+        assert len(says) == 1 and says[0].status == "ran"
+        added = self.npc.ai.history[before:]
+        replies = [m for m in added if m.get("role") == "assistant"]
+        assert len(replies) == 1 and json.loads(
+            replies[0]["tool_calls"][0]["function"]["arguments"]
+        ) == {"message": REPLY}
+        # another assistant hears the whole line once, as it hears a say not streamed
+        lines = [entry.get("text", "") for entry in other.ai.context_buffer]
+        assert sum("Innkeeper" in line for line in lines) == 1
+        assert any(REPLY in line for line in lines)
+        # the whisper guard's window noted it once
+        window = self.npc.ndb.ai_spoken_window
+        assert window[self.char2.dbref].count("evening char") == 1
+
+    def test_a_later_sentence_repeating_a_whisper_is_withheld_and_the_line_ends_cleanly(self):
+        self.char1.at_say(SECRET, whisper=True, receivers=[self.npc])
+        reply = f"Good evening. {SECRET}, they say. Enjoy your stay."
+        trace = self.answer(("say", reply), line="Innkeeper, any news?")
+        assert heard(self.watcher) == ['Innkeeper says, "Good evening."']
+        call = self.say_call(trace)
+        assert call.status == "error" and "whispered to you in private" in call.error
+        assert 'Only the first part was said: "Good evening."' in call.error
+        assert call.stream.startswith("streamed 1 sentence; withheld the rest: Refused")
+
+    def test_markup_in_a_sentence_is_inert(self):
+        reply = "Ale is |lcbuy ale|ltcheap|le here.|/It costs $random(1,5) coins. Cheers!"
+        with override_settings(FUNCPARSER_PARSE_OUTGOING_MESSAGES_ENABLED=True):
+            self.answer(("say", reply))
+            expected = world.inert(reply)
+        lines = heard(self.watcher)
+        assert len(lines) == 2 and "|l" not in "".join(lines) and "\\$random" in lines[0]
+        spoken = " ".join(line.split('"', 1)[1][:-1] for line in lines)
+        assert spoken == expected
+
+    def test_a_say_after_another_call_is_not_streamed(self):
+        self.answer(("calls", [("look", {}), ("say", {"message": REPLY})]))
+        assert self.model.requests[0]["streamed"] and self.seen_before_answer == []
+
+    def test_the_json_protocol_say_streams(self):
+        trace = self.answer(("json", {"tool": "say", "arguments": {"message": REPLY}}))
+        assert self.seen_before_answer[:1] == ['Innkeeper says, "Evening, Char."']
+        assert len(heard(self.watcher)) == 3
+        assert self.say_call(trace).result == f'You said: "{REPLY}" Heard by: Char, Char2.'
+
+    def test_plain_text_streams_as_said(self):
+        trace = self.answer(("text", REPLY))
+        assert self.seen_before_answer[:1] == ['Innkeeper says, "Evening, Char."']
+        call = self.say_call(trace)
+        assert call.id == "text_reply" and call.stream == "streamed 3 sentences"
+
+    def test_a_piece_after_the_tick_ended_is_dropped(self):
+        self.answer(("say", REPLY))
+        lines = heard(self.watcher)
+        late = self.model.sinks[-1]
+        late(StreamDelta(tool_calls=(ToolCallDelta(index=0, arguments=" More. And more. X"),)))
+        self.reactor.run()
+        assert heard(self.watcher) == lines
+
+    def test_a_tick_cancelled_mid_reply_shows_nothing_more(self):
+        self.model.between = lambda number: number == 6 and self.npc.ai.pause()
+        trace = self.answer(("say", REPLY))
+        assert heard(self.watcher) == ['Innkeeper says, "Evening, Char."']
+        assert trace.stop_reason == "cancelled"
