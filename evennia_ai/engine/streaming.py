@@ -211,7 +211,7 @@ class ReplyStream:
         self.known_tools = tuple(known_tools)
         self.is_cancelled = is_cancelled or (lambda: None)
         self.on_first_words = on_first_words
-        self.call_from_thread = call_from_thread or reactor.callFromThread
+        self.call_from_thread = call_from_thread or reactor.callFromThread  # type: ignore[attr-defined]
         self.report = StreamReport()
         self._read = _Reader()
         self._lock = threading.Lock()

@@ -17,13 +17,16 @@ from unit.engine.test_assistant_tick import AssistantTestBase
 
 from evennia_ai.engine import streaming
 from evennia_ai.engine.streaming import ReplyStream, split_sentences
-from evennia_ai.llm.json_protocol import parse_tool_calls_from_text
-from evennia_ai.llm.types import LLMResult, LLMUsage, ToolCall
+from evennia_ai.llm.json_protocol import (
+    first_call_so_far,
+    parse_tool_calls_from_text,
+    partial_object,
+    starts_as_json,
+)
+from evennia_ai.llm.types import LLMResult, LLMUsage, StreamDelta, ToolCall, ToolCallDelta
 from evennia_ai.tools import world
-from evennia_ai.typeclasses import AIAssistantCharacter
-from evennia_ai.llm.json_protocol import first_call_so_far, partial_object, starts_as_json
-from evennia_ai.llm.types import StreamDelta, ToolCallDelta
 from evennia_ai.tools.base import ToolResult
+from evennia_ai.typeclasses import AIAssistantCharacter
 
 
 # -- sentences ---------------------------------------------------------------------------------
@@ -415,9 +418,7 @@ class StreamedTickTest(AssistantTestBase):
         self.watcher = mock.patch.object(self.char2, "msg").start()
         self.addCleanup(mock.patch.stopall)
         self.seen_before_answer = None
-        self.model.before_answer = lambda: setattr(
-            self, "seen_before_answer", heard(self.watcher)
-        )
+        self.model.before_answer = lambda: setattr(self, "seen_before_answer", heard(self.watcher))
 
     def answer(self, *answers, line="Hello Innkeeper!"):
         self.model.answers.extend(answers)
