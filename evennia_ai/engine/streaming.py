@@ -137,7 +137,8 @@ class Utterance(Protocol):
     def shown(self) -> list[str]: ...
 
     def add(self, sentence: str) -> str | None:
-        """Check ``sentence`` and show it; the reason when it may not be shown, else None."""
+        """Check ``sentence`` and show it (or leave it out, past the output cap); the reason
+        when it may not be shown, else None."""
         ...
 
     def end(self) -> None:
@@ -318,8 +319,8 @@ class ReplyStream:
         if why:
             self.report.withheld = why
             return
-        self.report.sentences += 1
-        if self.report.sentences == 1 and self.on_first_words is not None:
+        before, self.report.sentences = self.report.sentences, len(self.utterance.shown)
+        if not before and self.report.sentences and self.on_first_words is not None:
             self.on_first_words()
 
     @property

@@ -364,7 +364,8 @@ class StreamedSay:
         return " ".join(self.shown)
 
     def add(self, sentence: str) -> str | None:
-        """Check ``sentence`` and show it; the reason it may not be shown, else None."""
+        """Check ``sentence`` and show it; the reason it may not be shown, else None (also
+        when it is left out past ``EVENNIA_AI_MAX_OUTPUT_CHARS``, as a say's text is cut)."""
         npc = self.npc
         if self._ended:
             return "the utterance had ended"
@@ -377,8 +378,8 @@ class StreamedSay:
         refusal = check_speech(npc, raw, _characters_here(npc))
         if refusal:
             return refusal
-        if self._cut:
-            return "the reply reached EVENNIA_AI_MAX_OUTPUT_CHARS"
+        if self._cut:  # past EVENNIA_AI_MAX_OUTPUT_CHARS: left out, as inert() cuts a say
+            return None
         whole, cut = inert_cut(raw)
         piece = whole[len(self._inert) :] if whole.startswith(self._inert) else inert(sentence)
         speech = npc.at_pre_say(piece.strip()) if piece.strip() else ""

@@ -16,6 +16,9 @@ from twisted.internet import defer
 from unit.engine.test_assistant_tick import AssistantTestBase
 
 from evennia_ai.engine import streaming
+from evennia_ai.engine.react import streams
+from evennia_ai.engine.recording import RecordingClient
+from evennia_ai.engine.tick import TickRunner
 from evennia_ai.engine.streaming import ReplyStream, split_sentences
 from evennia_ai.llm.json_protocol import (
     first_call_so_far,
@@ -536,3 +539,47 @@ class StreamedTickTest(AssistantTestBase):
         trace = self.answer(("say", REPLY))
         assert heard(self.watcher) == ['Innkeeper says, "Evening, Char."']
         assert trace.stop_reason == "cancelled"
+
+    def test_the_output_cap_counts_the_whole_utterance(self):
+        with override_settings(EVENNIA_AI_MAX_OUTPUT_CHARS=30):
+            streamed = self.say_call(self.answer(("say", REPLY)))
+            expected = world.inert(REPLY)
+            lines = heard(self.watcher)
+            with override_settings(EVENNIA_AI_STREAM_REPLIES=False):
+                whole = self.say_call(self.answer(("say", REPLY)))
+        assert lines == [
+            'Innkeeper says, "Evening, Char."',
+            'Innkeeper adds, "The stew is la\u2026"',
+        ]
+        assert " ".join(line.split('"', 1)[1][:-1] for line in lines) == expected
+        assert streamed.result == whole.result and streamed.status == "ran"
+
+    def test_the_thinking_sign_stops_at_the_first_words(self):
+        stops = []
+        original = TickRunner._stop_thinking
+
+        def stop(runner):
+            stops.append(1)
+            original(runner)
+
+        self.model.before_answer = lambda: setattr(self, "stops_before_answer", len(stops))
+        with mock.patch.object(TickRunner, "_stop_thinking", stop):
+            self.answer(("say", REPLY))
+        assert self.stops_before_answer == 1
+
+
+class Transport:
+    """A client whose coroutine takes ``on_delta`` (as the plugin's does)."""
+
+    async def acomplete(self, messages, tools=None, *, model=None, on_delta=None, **options):
+        raise NotImplementedError
+
+    def complete(self, messages, tools=None, **options):
+        raise NotImplementedError
+
+
+def test_only_a_client_that_takes_on_delta_is_streamed():
+    assert streams(StreamingModel(FakeReactor()))
+    assert streams(Transport())
+    assert streams(RecordingClient(Transport(), []))  # a recorded tick passes it through
+    assert not streams(ScriptedModel())  # the loop's older tests: requests as before
