@@ -18,8 +18,8 @@ from unit.engine.test_assistant_tick import AssistantTestBase
 from evennia_ai.engine import streaming
 from evennia_ai.engine.react import streams
 from evennia_ai.engine.recording import RecordingClient
-from evennia_ai.engine.tick import TickRunner
 from evennia_ai.engine.streaming import ReplyStream, split_sentences
+from evennia_ai.engine.tick import TickRunner
 from evennia_ai.llm.json_protocol import (
     first_call_so_far,
     parse_tool_calls_from_text,
@@ -27,6 +27,7 @@ from evennia_ai.llm.json_protocol import (
     starts_as_json,
 )
 from evennia_ai.llm.types import LLMResult, LLMUsage, StreamDelta, ToolCall, ToolCallDelta
+from evennia_ai.testing.scripted_model import ScriptedModel
 from evennia_ai.tools import world
 from evennia_ai.tools.base import ToolResult
 from evennia_ai.typeclasses import AIAssistantCharacter
