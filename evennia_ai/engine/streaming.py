@@ -47,6 +47,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Protocol
 
+from evennia.utils import logger
 from twisted.internet import reactor
 
 from evennia_ai.llm.json_protocol import first_call_so_far, partial_object, starts_as_json
@@ -315,7 +316,11 @@ class ReplyStream:
     def _show(self, sentence: str) -> None:
         if self._done or self.report.withheld:
             return
-        why = self.is_cancelled() or self.utterance.add(sentence)
+        try:
+            why = self.is_cancelled() or self.utterance.add(sentence)
+        except Exception as err:  # a game hook failed: nothing more is shown, the tick goes on
+            logger.log_trace("evennia_ai: a streamed reply could not be shown")
+            why = f"the reply could not be shown ({type(err).__name__}: {err})"
         if why:
             self.report.withheld = why
             return

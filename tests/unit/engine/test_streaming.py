@@ -308,6 +308,21 @@ def test_a_cancelled_tick_shows_nothing_more_and_the_first_words_are_announced_o
     assert stream.report.withheld == "the NPC moved away"
 
 
+def test_a_failing_game_hook_withholds_the_rest_and_the_call_still_ends():
+    class Broken(Room):
+        def add(self, sentence):
+            if self.shown:
+                raise KeyError("speech")
+            return super().add(sentence)
+
+    stream, reactor = stream_of(Broken())
+    stream.on_delta(StreamDelta(content="One. Two. Three. Four"))
+    reactor.run()
+    result = stream.finish("One. Two. Three. Four")
+    assert stream.utterance.shown == ["One."] and stream.utterance.ended == 1
+    assert not result.success and "could not be shown (KeyError" in stream.report.withheld
+
+
 def test_a_rewritten_answer_shows_nothing_more():
     stream, reactor = stream_of()
     stream.on_delta(StreamDelta(content="One. Two. Th"))
