@@ -1012,6 +1012,23 @@ SETTINGS: dict[str, Setting] = {
             text(),
         ),
         Setting(
+            "EVENNIA_AI_STREAM_REPLIES",
+            True,
+            "Show what an NPC says sentence by sentence while its model is still writing the "
+            "reply (a `say` tool call, or plain text said aloud; every check of `say` runs on "
+            "each sentence first). Off, or an NPC's `stream_replies` execution setting off: "
+            "the whole reply is shown when it has come, and requests are not streamed.",
+            flag(),
+        ),
+        Setting(
+            "EVENNIA_AI_STREAM_CONTINUATION",
+            '{object} adds, "{speech}"',
+            "How players see each sentence after the first of a streamed reply (`{object}`: "
+            "the NPC, `{speech}`: the sentence); the first reads as a say. Empty: each reads as "
+            "a say.",
+            text(),
+        ),
+        Setting(
             "EVENNIA_AI_UNAVAILABLE_MESSAGE",
             "{name} seems lost in thought and does not answer.",
             "What the speaker sees when the NPC's model fails or its budget is spent in "

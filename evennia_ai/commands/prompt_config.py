@@ -246,6 +246,8 @@ class CmdAIExec(AICommand):
               task_assessment_enabled  on/off: ask the model how complex a task is
               sub_agents_enabled       on/off: may it delegate to helpers
               sub_agent_budget         0-10: most helpers at once
+          stream_replies           on/off: show its replies sentence by sentence
+                                   (with EVENNIA_AI_STREAM_REPLIES on)
               allowed_tool_categories  all, or a comma-separated list of SAFE_CHAIN,
                                        ASYNC_REQUIRED, TERMINAL, DANGEROUS
 

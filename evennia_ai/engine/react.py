@@ -23,10 +23,17 @@ How the :class:`~evennia_ai.prompt.execution_pattern.ExecutionPattern` is honour
   handed to ``on_dangerous`` (which stores a pending confirmation) and the model is told so.
 - A plain-text reply with no tool call is spoken through the speech tool when the context offers
   one, and otherwise only recorded in the trace.
+- With ``EVENNIA_AI_STREAM_REPLIES`` (and the NPC's ``stream_replies`` execution setting) on, an
+  ``act`` call of a loop that may ``say`` is streamed when the client takes ``on_delta``: the
+  first sentence of a ``say`` call (or of plain text) is shown while the model still writes,
+  and that ``say`` is then answered from its :class:`~evennia_ai.engine.streaming.ReplyStream`
+  rather than run again (:mod:`evennia_ai.engine.streaming`).
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 import time
 from dataclasses import dataclass, field
@@ -38,6 +45,7 @@ from twisted.python.failure import Failure
 
 from evennia_ai import conf
 from evennia_ai.engine import scheduler
+from evennia_ai.engine.streaming import ReplyStream
 from evennia_ai.engine.trace import IterationTrace, StopReason, TickTrace, ToolCallTrace
 from evennia_ai.llm import tokens
 from evennia_ai.llm.models import resolve_model
@@ -172,6 +180,21 @@ def _speech_tool(tools: dict) -> Any:
     return None
 
 
+@functools.lru_cache(maxsize=64)
+def _takes_on_delta(function: Callable) -> bool:
+    try:
+        return "on_delta" in inspect.signature(function).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def streams(client) -> bool:
+    """Whether ``client``'s calls take ``on_delta`` (the plugin's client does; a scripted or
+    recorded one may not): only then is a reply streamed."""
+    method = getattr(client, "acomplete", None) or getattr(client, "complete", None)
+    return method is not None and _takes_on_delta(getattr(method, "__func__", method))
+
+
 def _speech_arguments(tool, text: str) -> dict:
     """Arguments that make the speech tool say ``text``: its first required string field."""
     params = getattr(tool, "parameters", None) or {}
@@ -222,6 +245,10 @@ class ReactLoop:
             totals (a ``delegate_task`` helper: the tick adds them to its own trace); None
             records them as ``act``/``plan`` calls already in ``trace``.
         clock: The reactor (or a ``task.Clock`` in tests) for tool timeouts.
+        on_first_words: Called on the reactor when the first sentence of a streamed reply is
+            shown (the tick stops its "thinking" sign).
+        stream_replies: False: never stream (the NPC's ``stream_replies`` execution setting);
+            None or True: as ``EVENNIA_AI_STREAM_REPLIES`` says.
 
     Raises:
         ValueError: ``ctx.services`` has no model client.
@@ -242,6 +269,8 @@ class ReactLoop:
         limits: TickLimits | None = None,
         record_as: str | None = None,
         clock: Clock | None = None,
+        on_first_words: Callable[[], None] | None = None,
+        stream_replies: bool | None = None,
     ):
         services = ctx.services
         if services.client is None:
@@ -259,6 +288,10 @@ class ReactLoop:
         self.record_as = record_as
         self.kind = record_as or ctx.context_type  # the call's contract
         self.clock = clock
+        self.on_first_words = on_first_words
+        self.stream_replies = stream_replies
+        self._stream: ReplyStream | None = None  # the last model call's, until it is answered
+        self._live: tuple[ReplyStream, ToolCall] | None = None  # a streamed say call's
         # this loop's own calls (its limits count them); each record goes on to the tick's
         self.spent = UsageAccountant(parent=services.usage)
         self._measure_request(request, schemas)
@@ -419,14 +452,14 @@ class ReactLoop:
             sections = {"request": request_tokens}
         it = IterationTrace(index=index, kind=kind, sections=sections, prompt_tokens=request_tokens)
         started = time.monotonic()
-        options = {
-            "kind": self.kind,
-            "prompt_tokens": request_tokens if self.count_tokens else None,
-            "caller": log_prefix(self.ctx.npc),
-        }
+        stream = self._open_stream(kind)
+        options = self._call_options(request_tokens, stream)
         result = yield self.client.complete(
             messages, tools=schemas or None, model=self.model, **options
         )
+        if stream is not None:
+            stream.seal()  # a piece coming after the answer is dropped
+        self._stream = stream
         self.spent.record_result(result, self.record_as or kind, in_trace=self.record_as is None)
         yield scheduler.turn()  # many replies come back at once: continue in this NPC's turn
         self._fill_iteration(it, result, started)
@@ -441,6 +474,37 @@ class ReactLoop:
         if reason:
             return self._finish(StopReason.CANCELLED, reason), None
         return it, result
+
+    def _call_options(self, request_tokens: int, stream: ReplyStream | None) -> dict:
+        options: dict[str, Any] = {
+            "kind": self.kind,
+            "prompt_tokens": request_tokens if self.count_tokens else None,
+            "caller": log_prefix(self.ctx.npc),
+        }
+        if stream is not None:
+            options["on_delta"] = stream.on_delta
+        return options
+
+    def _open_stream(self, kind: str) -> ReplyStream | None:
+        """The stream of this model call when a ``say`` in its answer may be shown while the
+        model writes it (:mod:`evennia_ai.engine.streaming`), else None."""
+        if kind != "act" or self.record_as is not None or self.stream_replies is False:
+            return None
+        if not conf.get_bool("EVENNIA_AI_STREAM_REPLIES") or not streams(self.client):
+            return None
+        speech = _speech_tool(self.tools)
+        utterance = getattr(speech, "utterance", None)
+        if speech is None or speech.name != "say" or not callable(utterance):
+            return None
+        if self._rule_refusal(speech.name):
+            return None
+        return ReplyStream(
+            utterance(self.ctx),
+            tool_name=speech.name,
+            known_tools=list(self.tools),
+            is_cancelled=self.is_cancelled,
+            on_first_words=self.on_first_words,
+        )
 
     def _fill_iteration(self, it: IterationTrace, result: LLMResult, started: float) -> None:
         """Put what the call returned in its iteration and the iteration in the trace."""
@@ -475,6 +539,17 @@ class ReactLoop:
         """One model call and its tool calls. Returns a LoopOutcome to stop, else None."""
         self._set_loop_state(iteration, [])
         it, result = yield self._call_model(messages, self.schemas, iteration, "act")
+        stream, self._stream = self._stream, None
+        try:
+            return (yield self._answer(iteration, it, result, messages, stream))
+        finally:
+            if stream is not None:  # whatever happened, a reply shown in part ends cleanly
+                stream.abandon("the tick ended before the reply was answered")
+            self._live = None
+
+    @defer.inlineCallbacks
+    def _answer(self, iteration, it, result, messages, stream: ReplyStream | None):
+        """Act on one model call's answer: its tool calls, or its text."""
         if result is None:
             return it
         calls = list(result.tool_calls or [])
@@ -482,7 +557,11 @@ class ReactLoop:
             self.outcome.final_text = result.text
 
         if not calls:
-            return (yield self._text_reply(result.text, messages))
+            return (yield self._text_reply(result.text, messages, stream))
+        if stream is not None and stream.follows_text:
+            self._text_said(stream)  # shown before the calls came: it stays said
+        elif stream is not None and stream.started and calls[0].name == stream.tool_name:
+            self._live = (stream, calls[0])
 
         native = getattr(result, "native_tools", True)
         run_calls = self._single_action_calls(calls) if self.single_action else calls
@@ -563,7 +642,7 @@ class ReactLoop:
         return chosen
 
     @defer.inlineCallbacks
-    def _text_reply(self, text: str | None, messages: list[dict]):
+    def _text_reply(self, text: str | None, messages: list[dict], stream=None):
         text = (text or "").strip()
         message = {"role": "assistant", "content": text or "(no reply)"}
         messages.append(message)
@@ -583,7 +662,10 @@ class ReactLoop:
                 )
             )
         elif text and speech is not None:
-            result = yield self._execute(speech, _speech_arguments(speech, text))
+            if stream is not None and stream.started:
+                result = self._finish_stream(speech, stream, text)
+            else:
+                result = yield self._execute(speech, _speech_arguments(speech, text))
             self.rule_state.record(speech.name, success=bool(result.success))
             call_trace = ToolCallTrace(
                 id="text_reply",
@@ -594,11 +676,40 @@ class ReactLoop:
                 result=truncate(result.to_text(), 1000),
                 error=result.error,
                 status="ran" if result.success else "error",
+                stream=stream.report.describe() if stream is not None and stream.started else "",
             )
             self.trace.iterations[-1].tool_calls.append(call_trace)
             if result.success:
                 self.outcome.tool_names.append(speech.name)
         return self._finish(StopReason.TEXT_REPLY)
+
+    def _finish_stream(self, tool: Tool, stream: ReplyStream, message) -> ToolResult:
+        """The result of a say that was streamed: the rest shown, the utterance ended."""
+        result = stream.finish(message if isinstance(message, str) else None)
+        if result.success:
+            self.ctx.forget_written(getattr(tool, "writes", None))  # as safe_run does
+        return result
+
+    def _text_said(self, stream: ReplyStream) -> None:
+        """Plain text was shown while streaming, then the answer called tools: what was shown
+        stays said (one utterance); the trace says so, and why the rest was not."""
+        speech = self.tools[stream.tool_name]
+        result = stream.finish(None)
+        self.rule_state.record(speech.name, success=True)
+        self.outcome.tool_names.append(speech.name)
+        spoken = str((result.data or {}).get("spoken", ""))
+        self.trace.iterations[-1].tool_calls.append(
+            ToolCallTrace(
+                id="text_reply",
+                name=speech.name,
+                arguments=_speech_arguments(speech, spoken),
+                category=_category(speech),
+                success=True,
+                result=truncate(f'said while streaming: "{spoken}"', 1000),
+                error=stream.report.withheld,
+                stream=stream.report.describe(),
+            )
+        )
 
     def _assistant_message(self, text, calls, native: bool) -> dict:
         if not native:
@@ -732,13 +843,20 @@ class ReactLoop:
     def _run_call(self, call):
         """Check and run one tool call. Returns (ToolCallTrace, text for the model, control)."""
         tool = self.tools.get(call.name)
+        live = self._live[0] if self._live is not None and self._live[1] is call else None
         refused = self._check_call(call, tool)
         if refused is not None:
+            if live is not None:  # what was shown stays said; the rest is not
+                live.abandon(refused[0].error or "the call was refused")
+                refused[0].stream = live.report.describe()
             return refused
         category = _category(tool)
         started = time.monotonic()
         self.rule_state.begin(call.name)  # counts while it runs (a helper's calls come after)
-        result = yield self._execute(tool, call.arguments or {}, checked=True)
+        if live is not None:
+            result = self._finish_stream(tool, live, (call.arguments or {}).get("message"))
+        else:
+            result = yield self._execute(tool, call.arguments or {}, checked=True)
         self.rule_state.finish(call.name, success=bool(result.success))
         latency = round(time.monotonic() - started, 4)
         self._count_result(tool, category, result)
@@ -756,6 +874,7 @@ class ReactLoop:
             error=result.error,
             status="pending" if pending else ("ran" if result.success else "error"),
             latency=latency,
+            stream=live.report.describe() if live is not None else "",
         )
         return call_trace, text, self._control_after(call, category, result)
 

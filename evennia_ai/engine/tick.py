@@ -442,6 +442,8 @@ class TickRunner:
             schemas=schemas,
             is_cancelled=self.cancelled,
             on_dangerous=self._queue_confirmation,
+            on_first_words=self._stop_thinking,  # a streamed reply began: no thinking sign
+            stream_replies=state.execution_config.get("stream_replies") is not False,
         )
         outcome = yield loop.run()
         trace.add_records(self.usage.take_new())  # helpers' and tools' own model calls

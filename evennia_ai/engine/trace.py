@@ -48,6 +48,8 @@ class ToolCallTrace:
         status: "ran", "refused", "pending" (awaiting confirmation), "skipped" (not run because
             the loop ended first), "error" (raised or failed validation).
         latency: Seconds the tool took.
+        stream: For a ``say`` shown while the model wrote it: how many sentences were shown,
+            and why the rest was withheld if it was (:mod:`evennia_ai.engine.streaming`).
     """
 
     id: str
@@ -59,6 +61,7 @@ class ToolCallTrace:
     error: str | None = None
     status: str = "ran"
     latency: float = 0.0
+    stream: str = ""
 
     @classmethod
     def from_dict(cls, data: dict) -> "ToolCallTrace":

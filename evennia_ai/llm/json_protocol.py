@@ -22,6 +22,11 @@ because small local models rarely follow the format exactly:
 - braces inside JSON strings are handled by the JSON decoder itself; single-quoted
   pseudo-JSON is *not* accepted (it is plain text).
 
+Streaming: :func:`first_call_so_far` reads the first call of a reply that is still being
+written (partial JSON, :func:`pydantic_core.from_json` with ``allow_partial``), so a ``say``
+can be shown sentence by sentence before the reply is complete
+(:mod:`evennia_ai.engine.streaming`).
+
 Text: when at least one tool call is found, the prose outside the JSON is returned as the
 reply text (the model's "thought": the loop keeps it in the trace and does not say it) or None
 when there is none. When no tool call is found the whole reply is the text, to be said aloud.
@@ -33,6 +38,8 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable, Iterator
+
+from pydantic_core import from_json
 
 from evennia_ai.llm.types import JSONObject, ToolCall
 from evennia_ai.wording import JSON_TOOLS_PROMPT as JSON_TOOLS_PROMPT
@@ -243,6 +250,60 @@ def parse_tool_calls_from_text(
     prose.append(cleaned[last:])
     thought = re.sub(r"\n{3,}", "\n\n", "".join(prose)).strip()
     return (thought or None), tool_calls
+
+
+_LEADING_FENCE = re.compile(r"\s*(?:```[A-Za-z0-9_+-]*\s*)?")
+
+
+def starts_as_json(text: str) -> bool | None:
+    """Whether a reply being written opens with JSON (a ``{``/``[``, after a code fence);
+    None while only whitespace or a fence's start has arrived."""
+    stripped = text.lstrip()
+    if not stripped or "```".startswith(stripped):
+        return None
+    rest = text[_LEADING_FENCE.match(text).end() :]  # type: ignore[union-attr]
+    if not rest:
+        return None
+    return rest[0] in "{["
+
+
+def _partial(text: str, mode: bool | str) -> object:
+    try:
+        return from_json(text, allow_partial=mode)  # type: ignore[arg-type]
+    except ValueError:
+        return None
+
+
+def partial_object(text: str) -> object:
+    """A JSON value still being written, as far as it is (its last string possibly cut
+    short, an escape cut in the middle left out); None when it cannot be read. Never raises."""
+    return _partial(text, "trailing-strings")
+
+
+def first_call_so_far(
+    text: str, known_tool_names: Iterable[str] | None = None
+) -> tuple[str | None, object]:
+    """The first tool call of a JSON-protocol reply still being written.
+
+    Args:
+        text: The reply so far; it must open with the JSON (:func:`starts_as_json`).
+        known_tool_names: Names of the offered tools (as for :func:`parse_tool_calls_from_text`).
+
+    Returns:
+        ``(name, arguments)``: the first call's name once it is written out in full (None
+        before), and its arguments as far as they are written, the last string possibly cut
+        short (None while there are none). An escape cut in the middle (``\\u00``) is left out
+        until it is complete. Never raises.
+    """
+    known = frozenset(n for n in (known_tool_names or ()) if isinstance(n, str))
+    body = _FENCE.sub("", text[_LEADING_FENCE.match(text).end() :])  # type: ignore[union-attr]
+    # Without the trailing string: a name being written ("sa" of "say") is not read yet.
+    whole = _calls_in(_partial(body, True), known)
+    if not whole:
+        return None, None
+    growing = _calls_in(_partial(body, "trailing-strings"), known)
+    arguments = growing[0][1] if growing and growing[0][0] == whole[0][0] else None
+    return whole[0][0], arguments
 
 
 def to_text_protocol(

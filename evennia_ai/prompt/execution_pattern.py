@@ -102,6 +102,8 @@ DEFAULT_EXECUTION_CONFIG = {
     "task_assessment_enabled": False,
     "sub_agents_enabled": False,
     "sub_agent_budget": 3,
+    # not a limit: off shows this NPC's replies only when whole (EVENNIA_AI_STREAM_REPLIES)
+    "stream_replies": True,
 }
 
 # Values of ``source_layers``: the sources of limits (see the module docstring).

@@ -26,6 +26,7 @@ import json
 import re
 
 from django.conf import settings
+from django.utils.translation import gettext as _
 from evennia.server.signals import SIGNAL_EXIT_TRAVERSED
 from evennia.utils.ansi import strip_ansi, strip_mxp
 from evennia.utils.search import search_object
@@ -147,14 +148,20 @@ def inert(text: str) -> str:
     (``FUNCPARSER_PARSE_OUTGOING_MESSAGES_ENABLED``), every ``$`` is escaped so no ``$func()``
     in it runs. At most ``EVENNIA_AI_MAX_OUTPUT_CHARS`` characters.
     """
+    return inert_cut(text)[0]
+
+
+def inert_cut(text: str) -> tuple[str, bool]:
+    """:func:`inert` ``text``, and whether it was cut at ``EVENNIA_AI_MAX_OUTPUT_CHARS``."""
     text = strip_mxp(clean_text(text))
     text = " ".join(_LAYOUT_CODES.sub(" ", text).split())
     if conf.get_bool("EVENNIA_AI_OUTPUT_STRIP_COLOUR"):
         text = strip_ansi(text)
     limit = conf.get_int("EVENNIA_AI_MAX_OUTPUT_CHARS")
-    if len(text) > limit:
+    cut = len(text) > limit
+    if cut:
         text = text[: limit - 1].rstrip() + "\u2026"
-    return escape_inline_functions(text)
+    return escape_inline_functions(text), cut
 
 
 def escape_inline_functions(text: str) -> str:
@@ -309,7 +316,131 @@ class Say(Tool):
             return ToolResult.fail("You could not speak just now.")
         npc.at_say(speech, msg_self=True)
         note_spoken(npc, speech, _characters_here(npc))
-        return ToolResult.ok(f'You said: "{speech}" {_listeners(npc)}', data={"spoken": speech})
+        return said(npc, speech)
+
+    def utterance(self, ctx: ToolContext) -> "StreamedSay":
+        """A say of ``ctx``'s NPC to be shown sentence by sentence while the model writes it
+        (:mod:`evennia_ai.engine.streaming`)."""
+        return StreamedSay(ctx.npc)
+
+
+def said(npc, speech: str) -> ToolResult:
+    """The result of a say that was heard (streamed or not)."""
+    return ToolResult.ok(f'You said: "{speech}" {_listeners(npc)}', data={"spoken": speech})
+
+
+class StreamedSay:
+    """One ``say`` shown sentence by sentence: the say tool's checks on each, one utterance.
+
+    Every sentence gets what a ``say`` gets before anyone sees it, counting what was said
+    before it in the same utterance (so the checks read the text as the whole say would have
+    been read): a location, the message's length (``MAX_MESSAGE_LENGTH``), the secret and
+    whisper guards with the speakable lines (:func:`~evennia_ai.tools.safety.check_speech`),
+    :func:`inert` output with ``EVENNIA_AI_MAX_OUTPUT_CHARS`` counted over the whole utterance,
+    and the NPC's ``at_pre_say``.
+
+    What players see: the first sentence as the say command shows it (``Marta says,
+    "Evening."``), each later one as a line of its own in ``EVENNIA_AI_STREAM_CONTINUATION``
+    (``Marta adds, "The stew is hot."``): every line whole, its quote closed, so a reply cut
+    short never leaves half a line. Other assistants in the room hear nothing until the
+    utterance ends (:meth:`end`), then all of it as one ``say`` line, as they would hear a
+    ``say`` that was not streamed: one event, one line in their context buffer. The whisper
+    guard's window notes the utterance once.
+
+    Every method runs on the reactor thread.
+    """
+
+    def __init__(self, npc):
+        self.npc = npc
+        self.shown: list[str] = []  # what each line said (after at_pre_say)
+        self._raw = ""  # the model's words so far, as the say tool would read them
+        self._inert = ""  # what inert() made of them
+        self._cut = False  # the utterance reached EVENNIA_AI_MAX_OUTPUT_CHARS
+        self._ended = False
+
+    @property
+    def speech(self) -> str:
+        """What was said so far, as one line."""
+        return " ".join(self.shown)
+
+    def add(self, sentence: str) -> str | None:
+        """Check ``sentence`` and show it; the reason it may not be shown, else None (also
+        when it is left out past ``EVENNIA_AI_MAX_OUTPUT_CHARS``, as a say's text is cut)."""
+        npc = self.npc
+        if self._ended:
+            return "the utterance had ended"
+        error = _location_error(npc)
+        if error is not None:
+            return str(error.error)
+        raw = f"{self._raw} {sentence}".strip()
+        if len(raw) > MAX_MESSAGE_LENGTH:
+            return f"the message is longer than {MAX_MESSAGE_LENGTH} characters"
+        refusal = check_speech(npc, raw, _characters_here(npc))
+        if refusal:
+            return refusal
+        if self._cut:  # past EVENNIA_AI_MAX_OUTPUT_CHARS: left out, as inert() cuts a say
+            return None
+        whole, cut = inert_cut(raw)
+        piece = whole[len(self._inert) :] if whole.startswith(self._inert) else inert(sentence)
+        speech = npc.at_pre_say(piece.strip()) if piece.strip() else ""
+        if not speech:
+            return "You could not speak just now."
+        self._raw, self._inert, self._cut = raw, whole, cut
+        self._show(speech)
+        return None
+
+    def _show(self, speech: str) -> None:
+        npc = self.npc
+        later = conf.get_str("EVENNIA_AI_STREAM_CONTINUATION") if self.shown else ""
+        template = later or _('{object} says, "{speech}"')
+        self.shown.append(speech)
+        npc.msg(
+            text=(
+                _('{self} say, "|n{speech}|n"').format_map({"self": _("You"), "speech": speech}),
+                {"type": "say"},
+            ),
+            from_obj=npc,
+        )
+        npc.location.msg_contents(
+            text=(template, {"type": "say"}),
+            from_obj=npc,
+            exclude=[npc, *_assistants_here(npc)],
+            mapping={"object": npc, "speech": speech},
+        )
+
+    def end(self) -> None:
+        """The utterance is over: other assistants here hear all of it as one say line, and
+        the whisper guard notes it (idempotent)."""
+        if self._ended:
+            return
+        self._ended = True
+        npc = self.npc
+        if not self.shown or npc.location is None:
+            return
+        listeners = _assistants_here(npc)
+        if listeners:
+            npc.location.msg_contents(
+                text=(_('{object} says, "{speech}"'), {"type": "say"}),
+                from_obj=npc,
+                exclude=[obj for obj in npc.location.contents if obj not in listeners],
+                mapping={"object": npc, "speech": self.speech},
+            )
+        note_spoken(npc, self.speech, _characters_here(npc))
+
+    def result(self, withheld: str | None) -> ToolResult:
+        """The say's result for the model: a streamed say that was said in full reads as one
+        that was not streamed; one whose rest was withheld fails with why, and what was said."""
+        if not withheld:
+            return said(self.npc, self.speech)
+        return ToolResult.fail(
+            f'{withheld} Only the first part was said: "{self.speech}"',
+            data={"spoken": self.speech},
+        )
+
+
+def _assistants_here(npc) -> list:
+    """The other assistants in ``npc``'s room (they perceive what they hear)."""
+    return [obj for obj in npc.location.contents if obj != npc and is_assistant(obj)]
 
 
 @register_tool
