@@ -16,7 +16,7 @@ from evennia.server.models import ServerConfig
 from evennia.utils import logger
 from twisted.internet import reactor, task
 
-from evennia_ai import conf
+from evennia_ai import conf, native_threads
 from evennia_ai.engine import confirmations  # noqa: F401  (registers the approval executors)
 from evennia_ai.llm import served_windows, threads, tokens
 from evennia_ai.llm.client import (
@@ -111,10 +111,24 @@ def route_plugin_log() -> None:
 
 
 def at_server_init():
-    """Called first on every server start: the plugin's log goes to Evennia's, and litellm is
-    loaded before the game takes players' commands (see :func:`load_model_stack`)."""
+    """Called first on every server start: native libraries get their thread counts before any
+    of them loads (see :func:`limit_native_threads`), the plugin's log goes to Evennia's, and
+    litellm is loaded before the game takes players' commands (see :func:`load_model_stack`)."""
+    limit_native_threads()
     route_plugin_log()
     load_model_stack()
+
+
+def limit_native_threads() -> native_threads.Applied | None:
+    """Apply ``EVENNIA_AI_NATIVE_THREADS`` to the native libraries (:mod:`evennia_ai.native_threads`)
+    and log what was done. A failure is logged; the server still starts."""
+    try:
+        applied = native_threads.apply()
+    except Exception as err:
+        logger.log_err(f"evennia_ai: could not set native libraries' thread counts: {err}")
+        return None
+    logger.log_info(f"evennia_ai: {native_threads.describe(applied)}")
+    return applied
 
 
 def load_model_stack() -> float:
