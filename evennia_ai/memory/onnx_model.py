@@ -274,6 +274,7 @@ def _atomic_write(path: str, data: bytes) -> None:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
+        os.chmod(temporary, 0o644)  # mkstemp's 0600 would hide it from the game's other users
         os.replace(temporary, path)
     except BaseException:
         try:
