@@ -226,9 +226,10 @@ def at_server_start():
     # Not at once: a brand-new game restarts its server right after the first start, and a
     # thread busy importing litellm would keep the old process alive into the new one's start.
     reactor.callLater(conf.get_float("EVENNIA_AI_WARMUP_DELAY"), start_warm_up)
-    # Long-term memory loads its embedder (seconds of torch import) in a thread; ticks never
-    # wait for it. It starts after a delay so the restart Evennia makes right after its very
-    # first start (and quick reloads) do not meet a half-imported torch.
+    # Long-term memory loads mem0 and its embedder (seconds; the first time it also builds the
+    # embedder's model) in a thread; ticks never wait for it. It starts after a delay so the
+    # restart Evennia makes right after its very first start (and quick reloads) do not meet a
+    # half-imported library.
     reactor.callLater(conf.get_float("EVENNIA_AI_MEMORY_INIT_DELAY"), _start_longterm_memory)
 
 
