@@ -385,8 +385,11 @@ def refresh_vector_index(index: NpcVectorIndex, memory, point_ids: list[str]) ->
 
 
 def embedding_cache_of(memory) -> EmbeddingCache:
-    """mem0's embedder behind a cache; new texts go in batches where the embedder has them."""
+    """mem0's embedder behind a cache; new texts go in batches where the embedder has them.
+    The ONNX embedder is called directly (its numpy vectors, no lists of floats between)."""
     model = memory.embedding_model
+    if isinstance(model, OnnxEmbedding):
+        return EmbeddingCache(model.model.embed, embed_many=model.model.embed_many)
     batch = getattr(model, "embed_batch", None)
     return EmbeddingCache(
         lambda value: model.embed(value, "search"),

@@ -50,6 +50,7 @@ def test_the_embedded_default_opens_mem0_on_the_onnx_embedder(tmp_path, embedder
         batch = memory.embedding_model.embed_batch(["a", "b c"], "add")
         assert len(batch) == 2 and len(batch[1]) == 384
         cache = mem0_adapter.embedding_cache_of(memory)
+        assert cache.embed == embedder.shared_embedder().embed  # numpy straight through
         assert np.allclose(cache.embed_many(["a", "b c"])[1], batch[1], atol=1e-6)
         memory.add("Bob owes Alice five gold coins", agent_id="#5", infer=False)
         found = memory.search("who owes money", filters={"agent_id": "#5"})["results"]
