@@ -11,6 +11,9 @@ when long-term memory opens its embedder.
 - Environment variables (``OMP_NUM_THREADS`` and the like, read by each library when it loads)
   are set only where the operator has not set them: an explicit value in the server's
   environment always wins.
+- Pools already loaded when the plugin starts (numpy's OpenBLAS is loaded with the plugin's
+  modules, before the start hooks run) are narrowed in place through ``threadpoolctl``, except
+  those whose variable the operator set.
 - ``TOKENIZERS_PARALLELISM`` is set to ``false`` (unless set), so the tokenizer never forks a
   pool of its own.
 - torch, when something already loaded it, gets ``set_num_threads`` and (once per process,
@@ -29,6 +32,8 @@ import os
 import sys
 from dataclasses import dataclass, field
 from typing import Any
+
+from threadpoolctl import threadpool_info, threadpool_limits
 
 from evennia_ai import conf
 from evennia_ai.utils import LOG_PREFIX
@@ -51,12 +56,13 @@ SETTING = "EVENNIA_AI_NATIVE_THREADS"
 @dataclass
 class Applied:
     """What :func:`apply` did: the count, the variables it set, those the operator had set
-    (kept), and whether torch was adjusted."""
+    (kept), whether torch was adjusted, and the already loaded pools it narrowed."""
 
     threads: int
     set_variables: dict[str, str] = field(default_factory=dict)
     kept_variables: dict[str, str] = field(default_factory=dict)
     torch: bool = False
+    loaded_pools: list[str] = field(default_factory=list)
 
 
 _INTEROP_SET = False
@@ -111,6 +117,32 @@ def apply_torch(threads: int) -> bool:
     return True
 
 
+#: The variables an operator sets for each kind of pool ``threadpoolctl`` knows; a pool whose
+#: variable the operator set is left as it is.
+_POOL_VARIABLES = {
+    "blas": ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS"),
+    "openmp": ("OMP_NUM_THREADS",),
+}
+
+
+def apply_loaded_pools(threads: int, kept: dict[str, str]) -> list[str]:
+    """Narrow the BLAS and OpenMP pools already loaded in the process to ``threads`` (their
+    variables are read only at load), except kinds whose variable is in ``kept``. Returns the
+    libraries narrowed (``openblas``, ``libgomp``, ...)."""
+    if threads <= 0:
+        return []
+    narrowed: list[str] = []
+    for api, variables in _POOL_VARIABLES.items():
+        if any(name in kept for name in variables):
+            continue
+        pools = [info for info in threadpool_info() if info.get("user_api") == api]
+        wide = [info for info in pools if info.get("num_threads") != threads]
+        if wide:
+            threadpool_limits(limits=threads, user_api=api)
+            narrowed.extend(str(info.get("internal_api") or info.get("prefix")) for info in wide)
+    return narrowed
+
+
 def apply(threads: int | None = None) -> Applied:
     """Apply ``threads`` (default: the setting) to the environment and a loaded torch.
 
@@ -120,6 +152,7 @@ def apply(threads: int | None = None) -> Applied:
     threads = thread_count() if threads is None else threads
     applied = apply_environment(threads)
     applied.torch = apply_torch(threads)
+    applied.loaded_pools = apply_loaded_pools(threads, applied.kept_variables)
     return applied
 
 

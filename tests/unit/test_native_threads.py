@@ -122,3 +122,27 @@ def test_a_server_environment_set_before_start_wins_over_the_plugin():
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["2", "1", "false"]
+
+
+def test_pools_loaded_before_the_start_are_narrowed_in_place(clean_environment):
+    """numpy's OpenBLAS reads its variable when numpy loads, before the plugin's start hook:
+    it is narrowed through threadpoolctl, unless the operator set its variable."""
+    import numpy  # noqa: F401  (loaded, as in a server)
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    blas = [info for info in threadpool_info() if info["user_api"] == "blas"]
+    if not blas:
+        pytest.skip("numpy here has no BLAS that threadpoolctl can see")
+    original = {info["filepath"]: info["num_threads"] for info in blas}
+    try:
+        threadpool_limits(limits=2, user_api="blas")
+        assert "openblas" not in native_threads.apply_loaded_pools(2, {})  # already so
+        threadpool_limits(limits=2, user_api="blas")
+        native_threads.apply_loaded_pools(1, {"OPENBLAS_NUM_THREADS": "2"})
+        assert {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"} == {2}
+        applied = native_threads.apply(1)
+        assert applied.loaded_pools
+        assert {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"} == {1}
+    finally:
+        for info in blas:
+            threadpool_limits(limits=original[info["filepath"]], user_api="blas")
