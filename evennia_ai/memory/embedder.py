@@ -16,6 +16,7 @@ off). One :class:`OnnxEmbedder` per model file is shared by the process
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -167,7 +168,8 @@ def shared_embedder(cache_dir: str | None = None, weights_dir: str | None = None
             logger.warning(
                 "%s: the ONNX embedder did not load (%s); rebuilding it", LOG_PREFIX, err
             )
-            os.unlink(built.model_path)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(built.model_path)
             built = onnx_model.ensure_model(cache_dir, weights_dir)
             embedder = OnnxEmbedder(built.model_path, built.tokenizer_path)
         _SHARED[cache_dir] = embedder
@@ -175,7 +177,7 @@ def shared_embedder(cache_dir: str | None = None, weights_dir: str | None = None
 
 
 def forget_shared() -> None:
-    """Drop the shared embedders (tests; a reload keeps them, the model file does not change)."""
+    """Drop the shared embedders (for tests: the next call loads its model again)."""
     with _SHARED_LOCK:
         _SHARED.clear()
 
