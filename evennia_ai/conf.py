@@ -870,6 +870,18 @@ SETTINGS: dict[str, Setting] = {
             whole(0),
         ),
         Setting(
+            "EVENNIA_AI_EMBEDDER_DIR",
+            "",
+            "Folder of the local embedder's ONNX model, built there from the all-MiniLM-L6-v2 weights package on first use (or ahead of time: `python -m evennia_ai.memory.onnx_model <folder>`). Empty: `<data dir>/embedder`.",
+            path(),
+        ),
+        Setting(
+            "EVENNIA_AI_NATIVE_THREADS",
+            1,
+            "Worker threads of each native library the plugin loads (ONNX Runtime, tokenizers, OpenMP/MKL/OpenBLAS, torch), set at server start; spinning waits are off. Variables such as OMP_NUM_THREADS already in the server's environment are kept. 0 leaves the libraries' own defaults (one thread per core, competing with the reactor).",
+            whole(0),
+        ),
+        Setting(
             "EVENNIA_AI_OPENAI_SDK_ROUTE",
             False,
             "Send `openai/<name>` models at a custom EVENNIA_AI_API_BASE through the OpenAI SDK; the default uses litellm's plain OpenAI-compatible HTTP route, 15 ms faster per call for the same request.",

@@ -16,7 +16,7 @@ from evennia.server.models import ServerConfig
 from evennia.utils import logger
 from twisted.internet import reactor, task
 
-from evennia_ai import conf
+from evennia_ai import conf, native_threads
 from evennia_ai.engine import confirmations  # noqa: F401  (registers the approval executors)
 from evennia_ai.llm import served_windows, threads, tokens
 from evennia_ai.llm.client import (
@@ -111,10 +111,24 @@ def route_plugin_log() -> None:
 
 
 def at_server_init():
-    """Called first on every server start: the plugin's log goes to Evennia's, and litellm is
-    loaded before the game takes players' commands (see :func:`load_model_stack`)."""
+    """Called first on every server start: native libraries get their thread counts before any
+    of them loads (see :func:`limit_native_threads`), the plugin's log goes to Evennia's, and
+    litellm is loaded before the game takes players' commands (see :func:`load_model_stack`)."""
+    limit_native_threads()
     route_plugin_log()
     load_model_stack()
+
+
+def limit_native_threads() -> native_threads.Applied | None:
+    """Apply ``EVENNIA_AI_NATIVE_THREADS`` to the native libraries (:mod:`evennia_ai.native_threads`)
+    and log what was done. A failure is logged; the server still starts."""
+    try:
+        applied = native_threads.apply()
+    except Exception as err:
+        logger.log_err(f"evennia_ai: could not set native libraries' thread counts: {err}")
+        return None
+    logger.log_info(f"evennia_ai: {native_threads.describe(applied)}")
+    return applied
 
 
 def load_model_stack() -> float:
@@ -212,9 +226,10 @@ def at_server_start():
     # Not at once: a brand-new game restarts its server right after the first start, and a
     # thread busy importing litellm would keep the old process alive into the new one's start.
     reactor.callLater(conf.get_float("EVENNIA_AI_WARMUP_DELAY"), start_warm_up)
-    # Long-term memory loads its embedder (seconds of torch import) in a thread; ticks never
-    # wait for it. It starts after a delay so the restart Evennia makes right after its very
-    # first start (and quick reloads) do not meet a half-imported torch.
+    # Long-term memory loads mem0 and its embedder (seconds; the first time it also builds the
+    # embedder's model) in a thread; ticks never wait for it. It starts after a delay so the
+    # restart Evennia makes right after its very first start (and quick reloads) do not meet a
+    # half-imported library.
     reactor.callLater(conf.get_float("EVENNIA_AI_MEMORY_INIT_DELAY"), _start_longterm_memory)
 
 

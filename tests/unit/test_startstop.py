@@ -87,3 +87,39 @@ def test_switch_interval_follows_the_setting_and_a_bad_value_keeps_python_s():
             assert "EVENNIA_AI_SWITCH_INTERVAL" in logged.call_args[0][0]
     finally:
         sys.setswitchinterval(before)
+
+
+def test_native_thread_counts_are_set_first_at_server_init(monkeypatch):
+    """``at_server_init`` limits the native libraries before it loads anything, keeps an
+    operator's own variable and says so in the log."""
+    from unittest import mock
+
+    from evennia_ai import native_threads, startstop
+
+    for name in native_threads.THREAD_VARIABLES + ("TOKENIZERS_PARALLELISM",):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("MKL_NUM_THREADS", "2")
+    order = []
+    monkeypatch.setattr(startstop, "route_plugin_log", lambda: order.append("log"))
+    monkeypatch.setattr(startstop, "load_model_stack", lambda: order.append("litellm"))
+    with mock.patch.object(startstop.logger, "log_info") as info:
+        startstop.at_server_init()
+    import os
+
+    assert os.environ["OMP_NUM_THREADS"] == "1" and os.environ["MKL_NUM_THREADS"] == "2"
+    assert order == ["log", "litellm"]
+    info.assert_called_once_with(
+        "evennia_ai: native libraries limited to 1 thread(s) (kept the server's own "
+        "MKL_NUM_THREADS=2)"
+    )
+
+
+def test_a_bad_native_thread_setting_does_not_stop_the_server(monkeypatch):
+    from unittest import mock
+
+    from evennia_ai import native_threads, startstop
+
+    monkeypatch.setattr(native_threads, "apply", mock.Mock(side_effect=ValueError("broken")))
+    with mock.patch.object(startstop.logger, "log_err") as err:
+        assert startstop.limit_native_threads() is None
+    err.assert_called_once_with("evennia_ai: could not set native libraries' thread counts: broken")
