@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
 from evennia_ai.memory import gate
-from evennia_ai.memory.keyword_index import KeywordDoc, KeywordIndexBase, KeywordIndexUnavailable
+from evennia_ai.memory.keyword_index import KeywordDoc, KeywordIndexUnavailable
 from evennia_ai.memory.search import MemoryHit, Searcher
 from evennia_ai.workspace.journal import TRUST
 
@@ -151,7 +151,7 @@ def hit_from_doc(doc: KeywordDoc, score: float) -> MemoryHit:
 
 
 def keyword_searcher(
-    open_index: Callable[[], KeywordIndexBase],
+    open_index: Callable[[], Any],
     npc: str,
     query: str,
     person: str | None,
@@ -160,7 +160,8 @@ def keyword_searcher(
     """The keyword side of a search of ``npc``'s memories: ``fetch(n) -> hits``.
 
     Args:
-        open_index: Returns the keyword index (raises KeywordIndexUnavailable).
+        open_index: Returns the keyword index, a :class:`KeywordIndexBase` (raises
+            KeywordIndexUnavailable).
         npc: The NPC's dbref.
         query: Plain text.
         person: Only memories about this dbref, or None.

@@ -86,6 +86,7 @@ class LongTermMemory:
         #: off, or the copy fell out of step).
         self.vector_index: NpcVectorIndex | None = None
         self._query_embeddings: QueryEmbeddings | None = None
+        self._embeddings_lock = threading.Lock()
 
     # -- lifecycle -------------------------------------------------------------------------
     @property
@@ -317,9 +318,9 @@ class LongTermMemory:
             if decision.supersedes:
                 replaced = [doc.id for doc in decision.supersedes]
                 self._index_call("mark_superseded", replaced, stored.id, stored.time)
-                index = self.vector_index  # searches leave superseded memories out
-                for memory_id in replaced if index is not None else ():
-                    index.delete(memory_id)
+                if self.vector_index is not None:  # searches leave superseded memories out
+                    for memory_id in replaced:
+                        self.vector_index.delete(memory_id)
                 stored.superseded = tuple(replaced)
             return [stored]
 
@@ -611,7 +612,7 @@ class LongTermMemory:
         """Query texts embedded once each, in threads of their own (raises RuntimeError: no
         embedder, as :attr:`embedding_cache`)."""
         cache = self.embedding_cache
-        with self._index_lock:
+        with self._embeddings_lock:  # not the keyword index's: the reactor may come here
             if self._query_embeddings is None:
                 self._query_embeddings = QueryEmbeddings(cache)
             return self._query_embeddings
