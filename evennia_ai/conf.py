@@ -852,6 +852,12 @@ SETTINGS: dict[str, Setting] = {
             choice("auto", "keyword", "vector", "hybrid"),
         ),
         Setting(
+            "EVENNIA_AI_RECALL_DEADLINE_MS",
+            100,
+            "Milliseconds a reply's recall waits for its query's embedding (started when the line is heard, once for every NPC hearing it); past it the recall goes with its keyword hits and the miss is counted in the long-term memory status (0: only an embedding already done).",
+            whole(0),
+        ),
+        Setting(
             "EVENNIA_AI_MEMORY_GATE",
             True,
             "Check each long-term memory before it is stored: near-duplicates are merged or skipped, restatements of the persona, the prompt, a tool result or a memory just recalled are skipped, and an update supersedes the memory it replaces (docs/memory.md, What is kept). False stores every text that is not an exact duplicate.",
@@ -903,7 +909,7 @@ SETTINGS: dict[str, Setting] = {
         Setting(
             "EVENNIA_AI_MEMORY_VECTOR_INDEX",
             True,
-            "Search the embedded Qdrant's vectors through an in-process per-NPC index (Qdrant's local mode filters every point in Python); no effect with a Qdrant server or pgvector.",
+            "Keep long-term memory's vectors in an in-process per-NPC index (loaded from the store at start, following every write of this process), so a recall is a matrix-vector product: for the embedded Qdrant, a Qdrant server and pgvector; other stores search through mem0. Turn it off when other processes write the same store.",
             flag(),
         ),
         Setting(

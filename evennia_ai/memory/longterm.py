@@ -128,6 +128,7 @@ __all__ = [
     "consolidate",
     "defer_to_thread",
     "delete",
+    "embed_ahead",
     "get",
     "get_memory",
     "init_in_thread",
@@ -220,6 +221,13 @@ def status_text(state: dict) -> str:
         text += f". Vector search is off: {state['reason']}"
     if state.get("keyword_index") not in ("ready", "not opened"):
         text += f". Keyword index unavailable: {state['keyword_index']}"
+    recall_counts = state.get("recall") or {}
+    if recall_counts.get("searches"):
+        text += (
+            f". Recalls: {recall_counts['in_time']} of {recall_counts['searches']} had their "
+            f"vector hits within {recall_counts['deadline_ms']} ms, {recall_counts['missed']} "
+            "went with keyword hits"
+        )
     return text + "."
 
 
@@ -282,10 +290,13 @@ def recall(
     mode: str | None = "auto",
     limit: int | None = None,
     threshold: float | None = None,
+    deadline: float | None = None,
 ) -> defer.Deferred:
     """Search an NPC's memories in a thread. Fires with a :class:`SearchOutcome`.
 
-    See :meth:`LongTermMemory.search_sync`.
+    See :meth:`LongTermMemory.search_sync`; ``deadline`` (``time.monotonic()``, taken before
+    the thread hop so a busy pool counts against it) is the reply path's: by then the query's
+    embedding must be ready, else the search goes with its keyword hits.
     """
     memory = get_memory()
     return defer_to_thread(
@@ -296,7 +307,33 @@ def recall(
         mode=mode,
         limit=limit,
         threshold=threshold,
+        deadline=deadline,
     )
+
+
+def embed_ahead(query: str, mode: str | None = "auto") -> bool:
+    """Start embedding ``query`` in a thread for the recalls that will search it (a heard line,
+    as the NPCs hearing it read it); every later request of the same text shares it. Never
+    blocks: call it on the reactor.
+
+    Args:
+        query: The text a tick's recall will search for.
+        mode: The recall's search mode (nothing is embedded for ``keyword``).
+
+    Returns:
+        Whether an embedding was started or shared (False: memory not ready, no in-process
+        vector index, keyword mode or an empty text).
+    """
+    memory = _MEMORY
+    if memory is None or memory.state != READY or not str(query or "").strip():
+        return False
+    if str(mode or "auto").lower() == "keyword" or memory.vector_index is None:
+        return False
+    try:
+        memory.query_embeddings.start(str(query))
+    except RuntimeError:  # closed meanwhile: nothing to embed with
+        return False
+    return True
 
 
 def consolidate(

@@ -8,11 +8,11 @@ and reads them, and :mod:`evennia_ai.memory.longterm` re-exports the public ones
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from evennia_ai.memory import gate
-from evennia_ai.memory.keyword_index import KeywordDoc
-from evennia_ai.memory.search import MemoryHit
+from evennia_ai.memory.keyword_index import KeywordDoc, KeywordIndexUnavailable
+from evennia_ai.memory.search import MemoryHit, Searcher
 from evennia_ai.workspace.journal import TRUST
 
 MAX_TEXT = 2000  # characters of one memory
@@ -148,6 +148,40 @@ def hit_from_doc(doc: KeywordDoc, score: float) -> MemoryHit:
         superseded_by=doc.superseded_by,
         superseded_at=doc.superseded_at,
     )
+
+
+def keyword_searcher(
+    open_index: Callable[[], Any],
+    npc: str,
+    query: str,
+    person: str | None,
+    vector_side: bool,
+) -> Searcher:
+    """The keyword side of a search of ``npc``'s memories: ``fetch(n) -> hits``.
+
+    Args:
+        open_index: Returns the keyword index, a :class:`KeywordIndexBase` (raises
+            KeywordIndexUnavailable).
+        npc: The NPC's dbref.
+        query: Plain text.
+        person: Only memories about this dbref, or None.
+        vector_side: Whether the search has a vector side: an unavailable keyword index then
+            finds nothing instead of raising.
+    """
+
+    def keyword(n: int) -> list[MemoryHit]:
+        try:
+            index = open_index()
+        except KeywordIndexUnavailable:
+            if vector_side:
+                return []  # hybrid still has the vector side
+            raise
+        return [
+            hit_from_doc(hit.doc, hit.score)
+            for hit in index.search(npc, query, person=person, limit=n)
+        ]
+
+    return keyword
 
 
 def consolidation_item(value: Any) -> dict | None:

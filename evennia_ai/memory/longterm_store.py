@@ -37,8 +37,10 @@ from evennia_ai.memory.longterm_records import (
     consolidation_item,
     hit_from_doc,
     keyword_doc,
+    keyword_searcher,
     trust_of,
 )
+from evennia_ai.memory.query_vectors import QueryEmbeddings, no_counts
 from evennia_ai.memory.search import (
     EmbeddingCache,
     MemoryHit,
@@ -79,9 +81,12 @@ class LongTermMemory:
         self._index_lock = threading.Lock()
         self._store_lock = threading.Lock()
         self._embed_cache: EmbeddingCache | None = None
-        #: In-process vectors of the embedded Qdrant (see :mod:`evennia_ai.memory.vector_index`);
-        #: None when searches go through mem0 (a Qdrant server, pgvector, or the setting is off).
+        #: In-process copy of mem0's vectors (:mod:`evennia_ai.memory.vector_index`), following
+        #: every write; None when searches go through mem0 (a store it cannot read, the setting
+        #: off, or the copy fell out of step).
         self.vector_index: NpcVectorIndex | None = None
+        self._query_embeddings: QueryEmbeddings | None = None
+        self._embeddings_lock = threading.Lock()
 
     # -- lifecycle -------------------------------------------------------------------------
     @property
@@ -163,20 +168,18 @@ class LongTermMemory:
             logger.exception("evennia_ai: long-term memory in keyword mode: %s", self.reason)
             return None
         mem0_adapter.prepare_mem0(memory, config)
-        self.vector_index = mem0_adapter.load_vector_index(memory, config)
+        superseded = lambda ids: self._index_call("superseded_among", ids) or set()  # noqa: E731
+        self.vector_index = mem0_adapter.load_vector_index(memory, config, superseded)
+        if self.vector_index is not None:
+            mem0_adapter.index_writes(memory, self.vector_index)
         self.reason = ""
         logger.info("evennia_ai: long-term memory ready (hybrid search) in %s", self.directory)
         return memory
 
-    def _index_vectors(self, point_ids: list[str], deleted: list[str]) -> None:
-        """Bring the in-process vector index up to date after mem0 wrote these points."""
-        index = self.vector_index
-        if index is None:
-            return
-        for point_id in deleted:
-            index.delete(point_id)
-        if point_ids and not mem0_adapter.refresh_vector_index(index, self.memory, point_ids):
-            self.vector_index = None
+    def _searchable_index(self) -> NpcVectorIndex | None:
+        """The in-process vector index while it follows every write, else None (mem0 searches)."""
+        in_step = getattr(getattr(self.memory, "vector_store", None), "in_step", False)
+        return self.vector_index if in_step else None
 
     def ensure_ready(self) -> None:
         """Initialise now unless done (waits while another thread initialises)."""
@@ -202,6 +205,8 @@ class LongTermMemory:
         self._close_after_init = False
         memory, self.memory = self.memory, None
         self.vector_index = None
+        embeddings, self._query_embeddings, self._embed_cache = self._query_embeddings, None, None
+        embeddings.close() if embeddings is not None else None
         if memory is not None:
             mem0_adapter.close_mem0(memory)
         index, self.index = self.index, None
@@ -225,6 +230,8 @@ class LongTermMemory:
             "keyword_index": self.index_error
             or ("ready" if self.index is not None else "not opened"),
             "data_dir": self.directory,
+            "vector_index": self._searchable_index() is not None,
+            "recall": self._query_embeddings.counts() if self._query_embeddings else no_counts(),
         }
 
     # -- writing ---------------------------------------------------------------------------
@@ -311,6 +318,9 @@ class LongTermMemory:
             if decision.supersedes:
                 replaced = [doc.id for doc in decision.supersedes]
                 self._index_call("mark_superseded", replaced, stored.id, stored.time)
+                if self.vector_index is not None:  # searches leave superseded memories out
+                    for memory_id in replaced:
+                        self.vector_index.delete(memory_id)
                 stored.superseded = tuple(replaced)
             return [stored]
 
@@ -371,7 +381,6 @@ class LongTermMemory:
         if self.vector_ready:
             try:
                 self.memory.update(existing.id, base.text)
-                self._index_vectors([existing.id], [])
                 merged.stored_in = ("keyword", "vector")
             except Exception as err:  # a keyword-only memory, or the vector side broke
                 logger.debug("evennia_ai: merged memory %s by keyword only: %s", existing.id, err)
@@ -412,7 +421,6 @@ class LongTermMemory:
             model=model,
         )
         stored: list[StoredMemory] = []
-        written, deleted = [], []
         for item in items:
             event = str(item.get("event", "ADD")).upper()
             memory_id = str(item.get("id") or "")
@@ -420,9 +428,7 @@ class LongTermMemory:
                 continue
             if event == "DELETE":
                 self._index_call("delete", memory_id)
-                deleted.append(memory_id)
                 continue
-            written.append(memory_id)
             text = str(item.get("memory") or "").strip()
             if not text:
                 continue
@@ -437,7 +443,6 @@ class LongTermMemory:
             if self._index_call("upsert", keyword_doc(memory)) is False:
                 memory.stored_in = ("vector",)
             stored.append(memory)
-        self._index_vectors(written, deleted)
         return stored
 
     def _index_call(self, method: str, *args):
@@ -560,6 +565,7 @@ class LongTermMemory:
         mode: str | None = "auto",
         limit: int | None = None,
         threshold: float | None = None,
+        deadline: float | None = None,
     ) -> SearchOutcome:
         """Search one NPC's memories (blocking).
 
@@ -570,6 +576,9 @@ class LongTermMemory:
             mode: ``auto``, ``keyword``, ``vector`` or ``hybrid``.
             limit: Most hits (None: ``EVENNIA_AI_MEMORY_TOP_K``).
             threshold: Least vector similarity (None: ``EVENNIA_AI_MEMORY_THRESHOLD``).
+            deadline: ``time.monotonic()`` by which the query's embedding must be ready (the
+                reply path's recall); past it the search goes with its keyword hits, says so
+                in ``note`` and counts the miss (``status()["recall"]``). None: wait for it.
 
         Returns:
             A :class:`~evennia_ai.memory.search.SearchOutcome`.
@@ -588,37 +597,25 @@ class LongTermMemory:
         if not str(query or "").strip():
             return SearchOutcome(resolve_mode(requested, self.vector_ready)[0], [], requested, "")
         memory = self.memory if self.vector_ready else None
-        npc = str(npc)
-
-        def keyword(n: int) -> list[MemoryHit]:
-            try:
-                index = self.keyword_index()
-            except KeywordIndexUnavailable:
-                if memory is not None:
-                    return []  # hybrid still has the vector side
-                raise
-            return [
-                hit_from_doc(hit.doc, hit.score)
-                for hit in index.search(npc, query, person=person, limit=n)
-            ]
-
-        vector = None
-        index = self.vector_index
-        if memory is not None and index is not None:
-
-            def vector(n: int) -> list[MemoryHit]:
-                found = index.search(
-                    npc, self.embed(str(query)), n, person=person, threshold=threshold
-                )
-                return [mem0_adapter.hit_from_vector(hit) for hit in found]
-
-        elif memory is not None:
-
-            def vector(n: int) -> list[MemoryHit]:
-                return mem0_adapter.search(memory, npc, str(query), n, person, threshold)
-
+        npc, query = str(npc), str(query)
+        keyword = keyword_searcher(self.keyword_index, npc, query, person, memory is not None)
+        index = self._searchable_index() if memory is not None else None
+        vectors = self.query_embeddings if index is not None else None
+        vector = mem0_adapter.vector_searcher(
+            memory, index, vectors, npc, query, person, threshold, deadline
+        )
         outcome = run_search(requested, keyword=keyword, vector=vector, limit=limit)
         return self._current_only(outcome)
+
+    @property
+    def query_embeddings(self) -> QueryEmbeddings:
+        """Query texts embedded once each, in threads of their own (raises RuntimeError: no
+        embedder, as :attr:`embedding_cache`)."""
+        cache = self.embedding_cache
+        with self._embeddings_lock:  # not the keyword index's: the reactor may come here
+            if self._query_embeddings is None:
+                self._query_embeddings = QueryEmbeddings(cache)
+            return self._query_embeddings
 
     def _current_only(self, outcome: SearchOutcome) -> SearchOutcome:
         """``outcome`` without superseded memories (the vector side does not know the marks)."""
@@ -677,7 +674,6 @@ class LongTermMemory:
                 item = None
             if item and str(item.get("agent_id") or "") == npc:
                 self.memory.delete(memory_id)
-                self._index_vectors([], [memory_id])
                 found = True
         return found
 
@@ -693,7 +689,3 @@ class LongTermMemory:
         if self._embed_cache is None:
             self._embed_cache = mem0_adapter.embedding_cache_of(self.memory)
         return self._embed_cache
-
-    def embed(self, text: str):
-        """The unit embedding of ``text`` through mem0's embedder (cached). Needs mem0."""
-        return self.embedding_cache(text)

@@ -2,8 +2,8 @@
 
 mem0 is an optional heavy dependency, imported only when :func:`open_mem0` runs. Its language
 model is replaced by :class:`NpcModelLLM` (the project's client with the calling NPC's model),
-its embedded Qdrant is called one thread at a time, and its vectors can be mirrored in process
-(:mod:`evennia_ai.memory.vector_index`). Results come back as
+its embedded Qdrant is called one thread at a time, and its vectors are mirrored in process
+(:mod:`evennia_ai.memory.vector_index`, kept in step by :class:`IndexedStore`). Results come back as
 :class:`~evennia_ai.memory.search.MemoryHit`. :mod:`evennia_ai.memory.longterm_store` holds the
 state (the open mem0, the in-process index) and decides what to write; this module only talks
 to mem0.
@@ -16,7 +16,7 @@ import logging
 import threading
 from contextlib import contextmanager
 from time import sleep
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from evennia_ai import conf, native_threads
 from evennia_ai.llm import tokens
@@ -31,7 +31,8 @@ from evennia_ai.memory.longterm_config import (
     torch_embedder_installed,
 )
 from evennia_ai.memory.onnx_model import ModelUnavailable
-from evennia_ai.memory.search import EmbeddingCache, MemoryHit
+from evennia_ai.memory.query_vectors import QueryEmbeddings
+from evennia_ai.memory.search import EmbeddingCache, MemoryHit, Searcher
 from evennia_ai.memory.vector_index import NpcVectorIndex, VectorHit
 
 ONNX_PROVIDER = "evennia_ai_onnx"
@@ -326,33 +327,60 @@ def close_mem0(memory) -> None:
 
 
 # -- the in-process vector index -------------------------------------------------------------------
-def load_vector_index(memory, config: dict) -> NpcVectorIndex | None:
-    """Every vector of the embedded Qdrant read into an :class:`NpcVectorIndex`, or None (mem0
-    on a server or pgvector, ``EVENNIA_AI_MEMORY_VECTOR_INDEX`` off, or the read failed)."""
-    store_config = config.get("vector_store") or {}
-    options = store_config.get("config") or {}
-    embedded = (
-        store_config.get("provider", "qdrant") == "qdrant"
-        and options.get("path")
-        and not (options.get("url") or options.get("host"))
-    )
-    if not embedded or not conf.get("EVENNIA_AI_MEMORY_VECTOR_INDEX"):
+INDEX_PAGE = 1000
+"""Points read from the vector store per page when the in-process index is loaded."""
+
+# Payload keys the index does not keep: the hits never show them (bytes saved per memory).
+_UNINDEXED_KEYS = ("hash", "text_lemmatized", "updated_at", "id")
+
+
+def index_payload(payload: dict | None) -> dict:
+    """The part of a mem0 payload the in-process index keeps (what a hit shows, the scope)."""
+    return {key: value for key, value in (payload or {}).items() if key not in _UNINDEXED_KEYS}
+
+
+def vector_store_kind(config: dict) -> str:
+    """``qdrant`` (embedded or server), ``pgvector``, or the other provider's name."""
+    return str(((config or {}).get("vector_store") or {}).get("provider") or "qdrant")
+
+
+def load_vector_index(
+    memory, config: dict, superseded: Callable[[list[str]], set[str]] | None = None
+) -> NpcVectorIndex | None:
+    """Every current vector of mem0's store read, page by page, into an :class:`NpcVectorIndex`.
+
+    Blocking (seconds for 100k memories): call it in a thread (long-term memory's
+    initialisation does). Works for Qdrant (embedded or a server) and pgvector.
+
+    Args:
+        memory: The opened mem0.
+        config: Its configuration.
+        superseded: ``superseded(ids) -> the ones marked superseded`` (the keyword index's
+            marks): those are left out, as searches leave them out.
+
+    Returns:
+        The index, or None (another vector store, ``EVENNIA_AI_MEMORY_VECTOR_INDEX`` off, or
+        the read failed: logged, and searches go through mem0).
+    """
+    if not conf.get_bool("EVENNIA_AI_MEMORY_VECTOR_INDEX"):
+        return None
+    kind = vector_store_kind(config)
+    pages = {"qdrant": _qdrant_pages, "pgvector": _pgvector_pages}.get(kind)
+    if pages is None:
+        logger.info(
+            "evennia_ai: no in-process vector index for mem0's %s store; searching through mem0",
+            kind,
+        )
         return None
     try:
         index = NpcVectorIndex()
-        offset = None
-        while True:
-            with memory.vector_store._lock:
-                points, offset = memory.vector_store.client.scroll(
-                    collection_name=memory.vector_store.collection_name,
-                    limit=1000,
-                    offset=offset,
-                    with_payload=True,
-                    with_vectors=True,
-                )
-            index.load((point.id, dense(point.vector), point.payload) for point in points)
-            if offset is None:
-                break
+        for page in pages(memory.vector_store, INDEX_PAGE):
+            old = superseded([str(point[0]) for point in page]) if superseded and page else set()
+            index.load(
+                (point_id, vector, index_payload(payload))
+                for point_id, vector, payload in page
+                if str(point_id) not in old
+            )
         logger.info("evennia_ai: %d long-term memory vectors indexed in process", len(index))
         return index
     except Exception:
@@ -360,28 +388,128 @@ def load_vector_index(memory, config: dict) -> NpcVectorIndex | None:
         return None
 
 
-def refresh_vector_index(index: NpcVectorIndex, memory, point_ids: list[str]) -> bool:
-    """Copy the points ``point_ids`` mem0 just wrote into ``index``.
-
-    Returns:
-        False when that failed: the index is out of step (logged), searches should go through
-        mem0 from now on.
-    """
-    try:
-        store = memory.vector_store
-        with store._lock:
-            points = store.client.retrieve(
+def _qdrant_pages(store, size: int) -> Iterator[list[tuple[Any, Any, dict]]]:
+    """Qdrant's points, ``size`` at a time (the embedded one is called under its lock)."""
+    lock = getattr(store, "_lock", None) or threading.Lock()
+    offset = None
+    while True:
+        with lock:
+            points, offset = store.client.scroll(
                 collection_name=store.collection_name,
-                ids=point_ids,
+                limit=size,
+                offset=offset,
                 with_payload=True,
                 with_vectors=True,
             )
-        for point in points:
-            index.upsert(point.id, dense(point.vector), point.payload)
-    except Exception:  # a stale index would miss memories: search through mem0 from now on
-        logger.exception("evennia_ai: in-process vector index out of step; searching through mem0")
-        return False
-    return True
+        yield [(point.id, dense(point.vector), point.payload or {}) for point in points]
+        if offset is None:
+            return
+
+
+def _pgvector_pages(store, size: int) -> Iterator[list[tuple[Any, Any, dict]]]:
+    """pgvector's rows, ``size`` at a time, in id order (keyset paging: no OFFSET scans)."""
+    from psycopg import sql  # installed with mem0's pgvector store (the postgres extra)
+
+    table = sql.Identifier(store.collection_name)
+    first = sql.SQL("SELECT id, vector::real[], payload FROM {} ORDER BY id LIMIT %s")
+    after = sql.SQL("SELECT id, vector::real[], payload FROM {} WHERE id > %s ORDER BY id LIMIT %s")
+    last = None
+    while True:
+        with store.connection_pool.connection() as conn:
+            if last is None:
+                rows = conn.execute(first.format(table), [size]).fetchall()
+            else:
+                rows = conn.execute(after.format(table), [last, size]).fetchall()
+        yield [(str(row[0]), row[1], row[2] or {}) for row in rows]
+        if len(rows) < size:
+            return
+        last = rows[-1][0]
+
+
+class IndexedStore:
+    """mem0's vector store with every write copied into an in-process index.
+
+    Every write mem0 makes (its adds, updates and deletes), and every write of code holding
+    mem0's ``vector_store`` (the migrate tool), goes through this proxy: the store is written
+    first, then the index, under one lock, so the two never disagree on the order of writes
+    to a memory. Reads pass straight through.
+
+    Attributes:
+        in_step: False once a write could not be followed (a partial update of a point the
+            index does not hold, or the index failed): searches then go through mem0.
+    """
+
+    def __init__(self, target, index: NpcVectorIndex):
+        self._target = target
+        self._index = index
+        self._write_lock = threading.Lock()
+        self.in_step = True
+
+    def __getattr__(self, name):
+        return getattr(self._target, name)
+
+    def insert(self, vectors, payloads=None, ids=None):
+        with self._write_lock:
+            result = self._target.insert(vectors=vectors, payloads=payloads, ids=ids)
+            if ids is None:
+                self._lost("points written without ids")
+                return result
+            for position, (point_id, vector) in enumerate(zip(ids, vectors)):
+                payload = payloads[position] if payloads else {}
+                self._follow(self._index.upsert, point_id, vector, index_payload(payload))
+            return result
+
+    def update(self, vector_id, vector=None, payload=None):
+        with self._write_lock:
+            result = self._target.update(vector_id=vector_id, vector=vector, payload=payload)
+            kept = None if payload is None else index_payload(payload)
+            if not self._follow(self._index.update, vector_id, vector, kept) and self.in_step:
+                if vector is not None and payload is not None:
+                    self._index.delete(vector_id)  # no text or NPC left: nothing to find
+                else:
+                    self._lost(f"a partial update of memory {vector_id} it does not hold")
+            return result
+
+    def delete(self, vector_id):
+        with self._write_lock:
+            result = self._target.delete(vector_id=vector_id)
+            self._index.delete(vector_id)
+            return result
+
+    def delete_col(self):
+        with self._write_lock:
+            result = self._target.delete_col()
+            self._index.clear()
+            return result
+
+    def reset(self):
+        with self._write_lock:
+            result = self._target.reset()
+            self._index.clear()
+            return result
+
+    def _follow(self, write: Callable[..., bool], *args) -> bool:
+        try:
+            return bool(write(*args))
+        except Exception as err:  # never fail mem0's write for the copy's sake
+            self._lost(f"{type(err).__name__}: {err}")
+            return False
+
+    def _lost(self, why: str) -> None:
+        if self.in_step:
+            logger.error(
+                "evennia_ai: in-process vector index out of step (%s); searching through mem0", why
+            )
+        self.in_step = False
+
+
+def index_writes(memory, index: NpcVectorIndex) -> IndexedStore:
+    """Route mem0's vector-store writes through :class:`IndexedStore` into ``index``."""
+    store = memory.vector_store
+    if isinstance(store, IndexedStore):
+        store = store._target
+    memory.vector_store = IndexedStore(store, index)
+    return memory.vector_store
 
 
 def embedding_cache_of(memory) -> EmbeddingCache:
@@ -439,6 +567,37 @@ def search(
         filters["user_id"] = str(person)
     found = memory.search(query, top_k=limit, filters=filters, threshold=threshold)
     return [hit_from_mem0(item) for item in (found or {}).get("results", [])]
+
+
+def vector_searcher(
+    memory,
+    index: NpcVectorIndex | None,
+    vectors: QueryEmbeddings | None,
+    npc: str,
+    query: str,
+    person: str | None,
+    threshold: float,
+    deadline: float | None,
+) -> Searcher | None:
+    """The vector side of a search of ``npc``'s memories: ``fetch(n) -> hits``, or None
+    without mem0.
+
+    With the in-process ``index`` (and ``vectors``, the shared query embeddings) a search is
+    one matrix-vector product once the query's embedding is ready; by ``deadline``
+    (``time.monotonic()``; None waits), else it raises
+    :class:`~evennia_ai.memory.search.VectorLate`. Without it, mem0 searches (and embeds).
+    """
+    if memory is None:
+        return None
+    if index is None or vectors is None:
+        return lambda n: search(memory, npc, query, n, person, threshold)
+
+    def vector(n: int) -> list[MemoryHit]:
+        query_vector = vectors.by_deadline(query, deadline)
+        found = index.search(npc, query_vector, n, person=person, threshold=threshold)
+        return [hit_from_vector(hit) for hit in found]
+
+    return vector
 
 
 # -- results ---------------------------------------------------------------------------------------

@@ -185,40 +185,54 @@ def reciprocal_rank_fusion(
 Searcher = Callable[[int], list[MemoryHit]]
 
 
+class VectorLate(Exception):
+    """The query's embedding was not ready by the search's deadline (the message says so):
+    the search answers with its keyword hits."""
+
+
 def run_search(
     mode: str | None, *, keyword: Searcher, vector: Searcher | None, limit: int
 ) -> SearchOutcome:
     """Run one search in the given mode.
 
+    In hybrid mode the keyword hits are fetched first, so a query embedding still on its way
+    (a deadline-bound vector searcher) gets that time too.
+
     Args:
         mode: The requested mode.
         keyword: ``fetch(n) -> hits`` over the keyword index (always available).
         vector: ``fetch(n) -> hits`` over the vector store (already thresholded), or None when
-            there is no embedder.
+            there is no embedder. It raises :class:`VectorLate` when its query's embedding
+            missed a deadline.
         limit: Most hits returned.
 
     Returns:
-        A :class:`SearchOutcome`. A failing vector search falls back to keyword search, with the
-        error in ``note``; a failing keyword search raises (nothing else would answer).
+        A :class:`SearchOutcome`. A failing or late vector search falls back to keyword search,
+        with the error or the miss in ``note``; a failing keyword search raises (nothing else
+        would answer).
     """
     requested = check_mode(mode)
     effective, note = resolve_mode(requested, vector is not None)
     limit = max(1, int(limit))
     if effective in ("vector", "hybrid"):
+        # Hybrid fetches deeper so a hit ranked low by one search can still be fused in.
+        keyword_hits = _labelled(keyword(2 * limit), "keyword") if effective == "hybrid" else None
         try:
-            # Hybrid fetches deeper so a hit ranked low by one search can still be fused in.
             vector_hits = _labelled(vector(limit if effective == "vector" else 2 * limit), "vector")
+        except VectorLate as late:
+            note, effective = str(late), "keyword"
         except Exception as err:  # the embedder or the store broke: still answer by keyword
             note = f"vector search failed ({type(err).__name__}: {err}); used keyword search."
             effective = "keyword"
         else:
-            if effective == "vector":
+            if effective == "vector" or keyword_hits is None:
                 return SearchOutcome("vector", vector_hits[:limit], requested, note)
-            keyword_hits = _labelled(keyword(2 * limit), "keyword")
             hits = reciprocal_rank_fusion(
                 [vector_hits, keyword_hits], labels=["vector", "keyword"], limit=limit
             )
             return SearchOutcome("hybrid", hits, requested, note)
+        if keyword_hits is not None:
+            return SearchOutcome("keyword", keyword_hits[:limit], requested, note)
     return SearchOutcome("keyword", _labelled(keyword(limit), "keyword")[:limit], requested, note)
 
 

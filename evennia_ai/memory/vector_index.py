@@ -1,16 +1,18 @@
-"""An in-process cosine index over the embedded Qdrant's vectors, partitioned by NPC.
+"""An in-process cosine index over long-term memory's vectors, partitioned by NPC.
 
-Qdrant's local (embedded) mode filters payloads in Python, point by point: a search scoped to
-one NPC costs time in proportion to *every* memory of *every* NPC (about 60 ms at 3,000
-memories, 160 ms at 10,000 on this project's reference machine). This index keeps each NPC's
-dense vectors in one normalised numpy matrix, so a scoped search is one matrix-vector product
-over that NPC's rows (well under a millisecond at 10,000).
+A search of one NPC's memories is a matrix-vector product over that NPC's rows of one
+normalised float32 matrix (well under a millisecond at 10,000 memories), whatever mem0's
+vector store is: the embedded Qdrant (whose local mode filters payloads in Python, point by
+point: about 60 ms at 3,000 memories), a Qdrant server or pgvector (a network round trip and
+mem0's own scoring per search).
 
-The Qdrant collection stays the store of record: the index is loaded from it once when
-long-term memory starts and then follows every write made through
-:class:`~evennia_ai.memory.longterm.LongTermMemory` (adds, mem0's updates and deletes, operator
-deletes). It is used only for the embedded store; a Qdrant server or pgvector indexes filters
-itself, and searches there go through mem0 unchanged.
+The store stays the store of record: the index is loaded from it once when long-term memory
+starts (:func:`evennia_ai.memory.mem0_adapter.load_vector_index`, in pages, off the reactor)
+and then follows every write made in this process through mem0's vector store (adds, mem0's
+updates and deletes, operator deletes, the migrate tool: see
+:class:`evennia_ai.memory.mem0_adapter.IndexedStore`) and every memory marked superseded
+(:class:`~evennia_ai.memory.longterm_store.LongTermMemory` drops it). Cost: the vectors (1.5 KB
+a memory at 384 dimensions) plus the payload kept for the hits.
 """
 
 from __future__ import annotations
@@ -149,6 +151,41 @@ class NpcVectorIndex:
             partition.put(point_id, unit, payload)
             self._npc_of[point_id] = npc
         return True
+
+    def update(self, point_id: Any, vector: Any = None, payload: dict | None = None) -> bool:
+        """Change one point's vector and/or payload (mem0's partial update).
+
+        Returns:
+            False when the point is not indexed and the change is partial (the index cannot
+            know the rest of it), or the result is unusable.
+        """
+        if vector is not None and payload is not None:
+            return self.upsert(point_id, vector, payload)
+        point_id = str(point_id)
+        with self._lock:
+            npc = self._npc_of.get(point_id)
+            if npc is None:
+                return False
+            partition = self._partitions[npc]
+            row = partition.rows[point_id]
+            old_vector = partition.vectors[row].copy()
+            old_payload = partition.payloads[row]
+        return self.upsert(
+            point_id,
+            old_vector if vector is None else vector,
+            old_payload if payload is None else payload,
+        )
+
+    def clear(self) -> None:
+        """Forget every point (the store's collection was dropped or reset)."""
+        with self._lock:
+            self._partitions.clear()
+            self._npc_of.clear()
+
+    def vector_bytes(self) -> int:
+        """Bytes held by the vector matrices (rows allocated, used or not)."""
+        with self._lock:
+            return sum(p.vectors.nbytes for p in self._partitions.values())
 
     def load(self, points: Iterable[tuple[Any, Any, dict]]) -> int:
         """Add many ``(id, vector, payload)`` points; returns how many were usable."""

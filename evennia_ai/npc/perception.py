@@ -13,6 +13,10 @@ delivers those to it. What it perceives becomes:
   later reactor turn, after it is remembered);
 - a line in its ambient context buffer, for anything else it sees in its room.
 
+A line that starts a tick also starts its query embedding for that tick's recall, off the
+reactor (:func:`evennia_ai.memory.longterm.embed_ahead`): keyed by the line as the NPC reads it,
+so every NPC hearing it alike shares one embedding.
+
 Speech from a player in its room starts a tick at once. Speech from another AI assistant only
 goes to the context buffer unless it is addressed to this assistant (names it, or nobody else is
 there); addressed, it is answered (after any player's line: it has a lower priority) for at most
@@ -26,8 +30,10 @@ import re
 
 from evennia.utils.ansi import strip_ansi
 
+from evennia_ai import conf
 from evennia_ai.engine import audience
-from evennia_ai.memory.events import PRIORITY_ADDRESSED_BY_NPC, Event
+from evennia_ai.memory import longterm
+from evennia_ai.memory.events import PRIORITY_ADDRESSED_BY_NPC, Event, render_events
 from evennia_ai.tools import safety
 from evennia_ai.utils import is_assistant
 
@@ -129,6 +135,17 @@ def _remember_whisper(npc, source, name: str, content: str) -> None:
         )
 
 
+def embed_for_recall(event: Event) -> bool:
+    """Start embedding what the tick answering ``event`` will recall memories for: the event as
+    the NPC reads it (the tick's batch text when the line is answered alone). Every NPC that
+    reads the line alike shares the one embedding; it runs in a thread, never here.
+
+    Returns:
+        Whether an embedding was started or shared.
+    """
+    return longterm.embed_ahead(render_events([event]), conf.get_str("EVENNIA_AI_RECALL_MODE"))
+
+
 def perceive_message(npc, text, from_obj, kwargs: dict) -> None:
     """Handle one message delivered to the NPC (see module docstring)."""
 
@@ -170,19 +187,19 @@ def perceive_message(npc, text, from_obj, kwargs: dict) -> None:
             content = one_line(_speech_content(plain))
         else:  # "Mira pages: the cellar key is under the mat"
             content = one_line(_PAGE_PREFIX.sub("", plain, count=1))
-        queued = npc.ai.perceive(
-            Event.create(
-                kind=kind,
-                text=content,
-                source=source,
-                source_name=name,
-                location=npc.location.dbref,
-                addressed=True,
-                data={"raw": plain, "private": True},
-            )
+        event = Event.create(
+            kind=kind,
+            text=content,
+            source=source,
+            source_name=name,
+            location=npc.location.dbref,
+            addressed=True,
+            data={"raw": plain, "private": True},
         )
+        queued = npc.ai.perceive(event)
         if queued is not False:  # a flood is not remembered: it cannot push a secret out
             _remember_whisper(npc, source, name, content)
+            embed_for_recall(event)
         return
     if kind and same_room:
         content = one_line(_speech_content(plain) if kind == "say" else plain)
@@ -196,19 +213,18 @@ def perceive_message(npc, text, from_obj, kwargs: dict) -> None:
         else:  # overheard, or the exchange has run its turns: heard, not answered
             npc.ai.remember_ambient(one_line(plain), source=source)
             return
-        npc.ai.perceive(
-            Event.create(
-                kind=kind,
-                text=content,
-                source=source,
-                source_name=name,
-                location=npc.location.dbref,
-                addressed=addressed,
-                priority=priority,
-                data={"raw": plain, "from_assistant": from_assistant},
-            ),
-            immediate=True,
+        event = Event.create(
+            kind=kind,
+            text=content,
+            source=source,
+            source_name=name,
+            location=npc.location.dbref,
+            addressed=addressed,
+            priority=priority,
+            data={"raw": plain, "from_assistant": from_assistant},
         )
+        if npc.ai.perceive(event, immediate=True) is not False:
+            embed_for_recall(event)
         return
     if same_room or msg_type is None:
         npc.ai.remember_ambient(one_line(plain), source=source)

@@ -10,6 +10,11 @@ The source never holds a tick up: until long-term memory has finished initialisi
 "" at once (starting the initialisation, in a running server, if nothing has), and a search that
 takes longer than :data:`SEARCH_TIMEOUT` seconds, or fails, renders as "".
 
+The vector side waits for the query's embedding (begun when the line was heard, shared by every
+NPC hearing it: :func:`evennia_ai.memory.longterm.embed_ahead`) only until
+``EVENNIA_AI_RECALL_DEADLINE_MS`` after the source starts; past it the memories found by keyword
+are shown, and ``longterm.status()["recall"]`` counts the miss.
+
 The memories shown are noted as recalled (:func:`evennia_ai.memory.gate.note_recalled`), so the
 quality gate does not store them again when the NPC restates them.
 
@@ -29,6 +34,7 @@ from twisted.python.failure import Failure
 
 from evennia_ai import conf
 from evennia_ai.memory import gate, longterm
+from evennia_ai.memory.query_vectors import recall_deadline
 from evennia_ai.memory.search import MemoryHit, SearchOutcome
 from evennia_ai.prompt.builder import ContextBuilder, register_source
 from evennia_ai.utils import fence_section, log_prefix
@@ -101,6 +107,7 @@ def semantic_memories(builder: ContextBuilder) -> Deferred[str] | str:
         gate.note_recalled(builder.npc, [hit.text for hit in outcome.hits])
         return fence_section(render_memories(outcome.hits), "long-term memory")
 
-    deferred = longterm.recall(builder.npc.dbref, query, mode=recall_mode())
+    deadline = recall_deadline()  # before the thread hop: a busy pool counts against it
+    deferred = longterm.recall(builder.npc.dbref, query, mode=recall_mode(), deadline=deadline)
     deferred.addTimeout(SEARCH_TIMEOUT, cast(IReactorTime, reactor))
     return deferred.addCallback(render).addErrback(failed)

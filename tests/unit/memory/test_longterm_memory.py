@@ -583,9 +583,6 @@ def test_embedder_archival_search_by_meaning(embedded_memory):
 
 @pytest.mark.embedder
 def test_embedder_in_process_index_agrees_with_mem0_and_follows_writes(embedded_memory, request):
-    if store_of(request) == "pgvector":
-        assert embedded_memory.vector_index is None  # the server searches: no copy in process
-        pytest.skip("pgvector: no in-process index")
     assert (
         embedded_memory.vector_index is not None and embedded_memory.vector_index.count("#5") >= 3
     )
@@ -610,12 +607,10 @@ def test_embedder_in_process_index_agrees_with_mem0_and_follows_writes(embedded_
 
 @pytest.mark.embedder
 def test_embedder_index_is_rebuilt_from_the_store_on_restart(embedded_memory, request):
-    in_process = store_of(request) == "qdrant"
-    before = embedded_memory.vector_index.count("#5") if in_process else None
+    before = embedded_memory.vector_index.count("#5")
     embedded_memory.close()
     embedded_memory.init_sync()
-    if in_process:
-        assert embedded_memory.vector_index.count("#5") == before
+    assert embedded_memory.vector_index.count("#5") == before
     assert (
         embedded_memory.search_sync("#5", "debt and money", mode="vector").hits[0].text
         == "Bob owes Alice five gold coins"
@@ -674,7 +669,8 @@ def test_mem0_extraction_keeps_its_json_mode():
 @pytest.mark.postgres
 def test_pgvector_store_search_scope_delete_and_restart(pgvector_memory):
     memory = pgvector_memory
-    assert longterm.status()["vector_store"] == "pgvector" and memory.vector_index is None
+    status = longterm.status()
+    assert status["vector_store"] == "pgvector" and status["vector_index"]  # searched in process
     store = memory.memory.vector_store
     with store.connection_pool.connection() as conn:  # searches filter on the NPC: indexed
         indexes = conn.execute(
@@ -699,6 +695,53 @@ def test_pgvector_store_search_scope_delete_and_restart(pgvector_memory):
     assert memory.search_sync("#5", "who owes coins", mode="vector").hits[0].id == debt.id
     assert memory.delete_sync("#5", debt.id) and memory.memory.get(debt.id) is None
     assert memory.keyword_index().get(debt.id) is None
+
+
+@pytest.mark.postgres
+def test_pgvector_in_process_index_follows_every_write(pgvector_memory, monkeypatch):
+    """pgvector's vectors are searched in process, and the copy follows adds, the gate's
+    merges (mem0's update), mem0's own updates, supersedes, deletes and a restart."""
+    from evennia_ai.memory import mem0_adapter
+
+    memory = pgvector_memory
+    index = memory.vector_index
+
+    def through_mem0(*args, **kwargs):
+        raise AssertionError("a vector search went through mem0")
+
+    monkeypatch.setattr(mem0_adapter, "search", through_mem0)
+
+    def vector_ids(query):
+        return [hit.id for hit in memory.search_sync("#5", query, mode="vector").hits]
+
+    horse = memory.store_sync("#5", "Alice's horse is Thunder", person="#7")[0]
+    door = memory.store_sync("#5", "The cellar door sticks")[0]
+    memory.store_sync("#6", "The cellar door of the smithy sticks")
+    assert (index.count("#5"), index.count("#6")) == (2, 1)
+    fuller = memory.store_sync("#5", "The cellar door sticks in the rain")[0]
+    assert fuller.decision == "merged" and fuller.id == door.id and index.count("#5") == 2
+    hits = memory.search_sync("#5", "door sticks in the rain", mode="vector").hits
+    assert hits[0].id == door.id and hits[0].text == "The cellar door sticks in the rain"
+    memory.memory.update(door.id, "Old Tom mended the cellar door")  # mem0's own update
+    assert vector_ids("Tom mended")[0] == door.id
+    update = memory.store_sync("#5", "Alice's horse is Storm", person="#7")[0]
+    assert update.superseded == (horse.id,)
+    held = index.search("#5", WordEmbedder().embed("Alice horse"), 50, threshold=-1.0)
+    assert {hit.id for hit in held} == {door.id, update.id}  # the superseded one left out
+    assert index.count("#5") == 2 and horse.id not in vector_ids("Alice's horse is Thunder")
+    assert memory.delete_sync("#5", door.id) and door.id not in vector_ids("Tom mended door")
+    assert index.count("#5") == 1
+    with memory.memory.vector_store.connection_pool.connection() as conn:  # the store agrees
+        rows = conn.execute(
+            f"SELECT id::text FROM {memory.memory.vector_store.collection_name} "
+            "WHERE payload->>'agent_id' = '#5'"
+        ).fetchall()
+    assert {row[0] for row in rows} == {horse.id, update.id}  # the superseded one is kept
+    memory.close()
+    memory.init_sync()  # loaded again from pgvector, the superseded memory left out
+    memory.memory.embedding_model = WordEmbedder()
+    assert memory.vector_index.count("#5") == 1 and memory.vector_index.count("#6") == 1
+    assert vector_ids("Alice's horse") == [update.id]
 
 
 # -- the modules by job (config, mem0 adapter, records, store; longterm the facade) -----------------

@@ -10,6 +10,7 @@ from evennia_ai.memory.search import (
     RRF_K,
     EmbeddingCache,
     MemoryHit,
+    VectorLate,
     check_mode,
     reciprocal_rank_fusion,
     resolve_mode,
@@ -90,7 +91,8 @@ def test_run_search_modes():
     outcome = run_search("auto", keyword=keyword, vector=vector, limit=2)
     assert outcome.mode == "hybrid" and [h.id for h in outcome.hits] == ["shared", "k1"]
     assert outcome.hits[0].via == ("vector", "keyword")
-    assert asked == [("vector", 4), ("keyword", 4)]  # hybrid fetches deeper
+    # hybrid fetches deeper, the keyword hits first (a query embedding on its way gets the time)
+    assert asked == [("keyword", 4), ("vector", 4)]
     assert [h.id for h in run_search("vector", keyword=keyword, vector=vector, limit=5).hits] == [
         "shared",
         "v1",
@@ -109,6 +111,25 @@ def test_run_search_survives_a_broken_vector_store():
     outcome = run_search("auto", keyword=lambda n: hits("k"), vector=vector, limit=3)
     assert outcome.mode == "keyword" and "qdrant is gone" in outcome.note
     assert [h.id for h in outcome.hits] == ["k"]
+
+
+def test_run_search_goes_with_keyword_hits_when_the_vector_is_late():
+    asked = []
+
+    def keyword(n):
+        asked.append(n)
+        return hits("k1", "k2", "k3")
+
+    def late(n):
+        raise VectorLate("the query's embedding was not ready within the recall deadline")
+
+    outcome = run_search("auto", keyword=keyword, vector=late, limit=2)
+    assert outcome.mode == "keyword" and outcome.requested == "auto"
+    assert [h.id for h in outcome.hits] == ["k1", "k2"] and all(
+        h.via == ("keyword",) for h in outcome.hits
+    )
+    assert outcome.note.startswith("the query's embedding was not ready")
+    assert asked == [4]  # one keyword search, not a second one after the miss
 
 
 ENTRIES = [

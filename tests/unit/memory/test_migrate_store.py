@@ -105,6 +105,8 @@ def test_copy_brings_every_memory_across_once(pgvector_memory, monkeypatch):
         round(v, 5) for v in vectors[DEBT]
     ]
 
+    # the copy went through mem0's vector store: the in-process index follows it
+    assert memory.vector_index.count("#5") == 2 and memory.vector_index.count("#6") == 1
     hybrid = memory.search_sync("#5", "who owes gold coins")
     assert hybrid.hits[0].id == DEBT and hybrid.hits[0].via == ("vector", "keyword")
     assert hybrid.hits[0].trust == 0.9 and hybrid.hits[0].person == "#7"
