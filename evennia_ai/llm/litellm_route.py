@@ -117,6 +117,10 @@ _DECODE_WORDS = re.compile(
 )
 
 
+#: ``ssl:<SSLContext object at 0x...>`` and similar reprs in aiohttp's connection errors.
+_REPR = re.compile(r"\s*ssl:<[^>]*>|<[A-Za-z_.]+ object at 0x[0-9a-f]+>")
+
+
 def _detail(err: Exception) -> str:
     """The useful part of a provider error message: one line, no class-name prefixes."""
     text = str(err).strip().splitlines()[0] if str(err).strip() else ""
@@ -125,6 +129,7 @@ def _detail(err: Exception) -> str:
         previous = text
         text = _PREFIX.sub("", text).strip()
     text = text.split(", Received response")[0].split(" Error_str:")[0]
+    text = _REPR.sub("", text)  # no ssl:<SSLContext object at 0x...> in a message to people
     text = re.sub(r"^error - ", "", text)
     text = _json_error_message(text)
     return (text[:200] + "...") if len(text) > 200 else text
@@ -258,10 +263,6 @@ def classify_exception(err: Exception) -> ProviderError:
 def loaded() -> bool:
     """Whether litellm was imported already (its first import takes seconds)."""
     return _litellm is not None
-
-
-#: ``ssl:<SSLContext object at 0x...>`` and similar reprs in aiohttp's connection errors.
-_REPR = re.compile(r"\s*ssl:<[^>]*>|<[A-Za-z_.]+ object at 0x[0-9a-f]+>")
 
 
 async def send(

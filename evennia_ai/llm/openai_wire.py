@@ -426,23 +426,30 @@ def transport_error(err: BaseException, seconds: float) -> ProviderError:
     if isinstance(err, asyncio.TimeoutError):
         return ProviderError("timeout", f"timeout: no answer within {seconds:g} s")
     if isinstance(err, aiohttp.ClientConnectorError):
-        reason = err.os_error.strerror if err.os_error and err.os_error.strerror else "refused"
         return ProviderError(
             "connection",
             f"{KIND_LABELS['connection']}: Cannot connect to host {err.host}:{err.port} "
-            f"({reason.lower()})",
+            f"({_os_reason(err.os_error)})",
         )
     if isinstance(err, aiohttp.ServerDisconnectedError):
         return ProviderError("connection", f"{KIND_LABELS['connection']}: Server disconnected")
     if isinstance(err, aiohttp.ClientPayloadError):
         return ProviderError("connection", f"{KIND_LABELS['connection']}: {_CUT}")
     if isinstance(err, (aiohttp.ClientOSError, ConnectionError)):
-        reason = getattr(err, "strerror", None) or "the connection failed"
-        return ProviderError("connection", f"{KIND_LABELS['connection']}: {reason}")
+        return ProviderError("connection", f"{KIND_LABELS['connection']}: {_os_reason(err)}")
     if isinstance(err, aiohttp.InvalidURL):
         return ProviderError("bad_request", f"{KIND_LABELS['bad_request']}: invalid URL {err}")
     words = str(err).splitlines()[0] if str(err).strip() else type(err).__name__
     return ProviderError("unknown", f"{KIND_LABELS['unknown']}: {words}")
+
+
+def _os_reason(err: BaseException | None) -> str:
+    """An operating-system error in words ("connection refused"), without addresses or reprs."""
+    number = getattr(err, "errno", None)
+    if isinstance(number, int) and number > 0:
+        return os.strerror(number).lower()
+    text = str(getattr(err, "strerror", None) or "").strip()
+    return text.lower() if text and "<" not in text else "the connection failed"
 
 
 def _malformed(err: ValueError) -> ProviderError:
