@@ -11,15 +11,17 @@ and ``openai/<name>`` at OpenAI itself (``OPENAI_BASE_URL``/``OPENAI_API_BASE`` 
 ``https://api.openai.com/v1``, key ``OPENAI_API_KEY``, ``OPENAI_ORGANIZATION`` sent as litellm
 sends it). Every other provider (``ollama/``, ``anthropic/``, ...) stays on litellm, and so do:
 
-- models whose parameters litellm translates: OpenAI's reasoning models (o1, o3, o4, gpt-5...:
-  ``max_completion_tokens`` for ``max_tokens``, ``temperature`` dropped), which litellm's own
-  OpenAI configuration recognises;
+- OpenAI's reasoning models at OpenAI itself (o1, o3, o4, gpt-5...), whose parameters litellm
+  translates (``max_completion_tokens`` for ``max_tokens``, ``temperature`` dropped), as its own
+  OpenAI configuration recognises them (at an operator's ``api_base`` litellm sends the
+  parameters unchanged, and so does the lean route);
 - names matching a pattern of ``EVENNIA_AI_LITELLM_MODELS`` (shell-style, ``openai/o*``);
 - ``openai/`` names when ``EVENNIA_AI_OPENAI_SDK_ROUTE`` is on (the OpenAI SDK, as before).
 
 **The request body** is what litellm sends for the same call: the messages as given, tools
 with ``additionalProperties: false`` and ``strict`` removed from their schemas (as litellm's
-OpenAI-compatible route does; only schema keywords, never a property of that name), then
+OpenAI-compatible route does; only schema keywords: litellm also drops a *property* named
+``strict``, which the lean route keeps), then
 ``temperature``, ``max_tokens``, ``response_format`` when given; streamed calls add ``stream``
 and ``stream_options: {"include_usage": true}`` so usage stays exact.
 
@@ -191,8 +193,8 @@ def _lean_endpoint(
             return None  # litellm reports the missing endpoint in its words
         key = api_key or os.environ.get("HOSTED_VLLM_API_KEY") or "fake-api-key"
     else:
-        if sdk or translated_by_litellm(model):
-            return None
+        if sdk or (not api_base and translated_by_litellm(model)):
+            return None  # at an api_base litellm sends OpenAI's names as they are, as we do
         base = api_base or (
             os.environ.get("OPENAI_BASE_URL")
             or os.environ.get("OPENAI_API_BASE")
@@ -320,6 +322,12 @@ class _Sessions:
         )
         self._by_loop[id(loop)] = (loop, session)
         return session
+
+    async def close(self) -> None:
+        """Close the running loop's session (the next call makes a new one)."""
+        held = self._by_loop.pop(id(asyncio.get_running_loop()), None)
+        if held is not None:
+            await held[1].close()
 
     def close_all(self) -> None:
         """Close every session (at exit; also for tests)."""
