@@ -26,8 +26,8 @@ OpenAI-compatible route does; only schema keywords: litellm also drops a *proper
 and ``stream_options: {"include_usage": true}`` so usage stays exact.
 
 **Transport**: one ``aiohttp.ClientSession`` per model-call loop (its connection pool is
-shared by every call), proxies from ``HTTP_PROXY``/``HTTPS_PROXY``/``NO_PROXY`` (aiohttp's
-``trust_env``, as litellm's client honours them), TLS as litellm sets it up (``SSL_VERIFY``,
+shared by every call), proxies from ``HTTP_PROXY``/``HTTPS_PROXY``/``NO_PROXY`` (read when the
+session is made, as litellm's client reads them when it is made), TLS as litellm sets it up (``SSL_VERIFY``,
 ``litellm.ssl_verify``, ``SSL_CERT_FILE``, certifi; client certificate ``SSL_CERTIFICATE``).
 The timeout covers the whole call, a streamed answer included.
 
@@ -51,6 +51,8 @@ import logging
 import os
 import re
 import ssl
+import urllib.parse
+import urllib.request
 from dataclasses import dataclass
 from datetime import timezone
 from email.utils import parsedate_to_datetime
@@ -237,6 +239,31 @@ def _clean_schema(value: Any, in_properties: bool = False) -> Any:
     return value
 
 
+#: Cleaned ``parameters`` by the identity of the tool's own schema dict (a tool's schema is
+#: built once and sent with every call): ``id -> (the schema, its cleaned copy)``.
+_CLEANED: dict[int, tuple[Any, Any]] = {}
+
+
+def _clean_tool(tool: Any) -> Any:
+    """A tool schema as litellm's OpenAI-compatible route sends it (see the module docstring)."""
+    function = tool.get("function") if isinstance(tool, dict) else None
+    if not isinstance(function, dict):
+        return _clean_schema(tool)
+    parameters = function.get("parameters")
+    held = _CLEANED.get(id(parameters))
+    if held is None or held[0] is not parameters:
+        if len(_CLEANED) > 1024:
+            _CLEANED.clear()
+        held = (parameters, _clean_schema(parameters))
+        _CLEANED[id(parameters)] = held
+    cleaned = {k: v for k, v in function.items() if k != "strict"}
+    if "parameters" in function:
+        cleaned["parameters"] = held[1]
+    out = {k: _clean_schema(v) for k, v in tool.items() if k != "function" and k != "strict"}
+    out["function"] = cleaned
+    return out
+
+
 def request_body(
     model: str,
     messages: list[JSONObject],
@@ -256,7 +283,7 @@ def request_body(
     if response_format is not None:
         body["response_format"] = response_format
     if tools:
-        body["tools"] = [_clean_schema(tool) for tool in tools]
+        body["tools"] = [_clean_tool(tool) for tool in tools]
     if stream:
         body["stream"] = True
         body["stream_options"] = {"include_usage": True}
@@ -297,13 +324,18 @@ def ssl_setting() -> ssl.SSLContext | bool:
 class _Sessions:
     """One aiohttp session per event loop (made on that loop, on first use).
 
-    Sessions of loops that have closed are closed when the next one is made, and every session
-    is closed at interpreter exit (the model-call loop's thread is a daemon: nothing else would,
-    and aiohttp would complain of an unclosed session).
+    The proxy environment (``HTTP_PROXY``, ``HTTPS_PROXY``, ``NO_PROXY``) is read when a
+    session is made and the proxy of each URL is worked out once: aiohttp's own ``trust_env``
+    would do it in a thread for every request (and read ``~/.netrc`` in another), costing more
+    CPU than the rest of the call. Sessions of loops that have closed are closed when the next
+    one is made, and every session is closed at interpreter exit (the model-call loop's thread
+    is a daemon: nothing else would, and aiohttp would complain of an unclosed session).
     """
 
     def __init__(self) -> None:
         self._by_loop: dict[int, tuple[asyncio.AbstractEventLoop, aiohttp.ClientSession]] = {}
+        self._proxies: dict[str, str] = {}
+        self._proxy_of: dict[str, str | None] = {}
         atexit.register(self.close_all)
 
     def get(self) -> aiohttp.ClientSession:
@@ -315,13 +347,27 @@ class _Sessions:
             if other.is_closed() or other is loop:
                 del self._by_loop[key]
                 _close_now(session)
+        self._proxies = urllib.request.getproxies_environment()
+        self._proxy_of = {}
         connector = aiohttp.TCPConnector(ssl=ssl_setting(), limit=0, ttl_dns_cache=300)
-        session = aiohttp.ClientSession(
-            connector=connector,
-            trust_env=True,  # HTTP(S)_PROXY / NO_PROXY, as litellm's client honours them
-        )
+        session = aiohttp.ClientSession(connector=connector)
         self._by_loop[id(loop)] = (loop, session)
         return session
+
+    def proxy_for(self, url: str) -> str | None:
+        """The proxy for ``url`` from the environment read with the session, or None."""
+        if url in self._proxy_of:
+            return self._proxy_of[url]
+        proxy = None
+        parts = urllib.parse.urlsplit(url)
+        if self._proxies and not urllib.request.proxy_bypass_environment(
+            parts.hostname or "", self._proxies
+        ):
+            proxy = self._proxies.get(parts.scheme) or self._proxies.get("all")
+        if len(self._proxy_of) > 256:
+            self._proxy_of.clear()
+        self._proxy_of[url] = proxy
+        return proxy
 
     async def close(self) -> None:
         """Close the running loop's session (the next call makes a new one)."""
@@ -486,8 +532,12 @@ async def post_chat(
     sink = on_delta if isinstance(on_delta, Sink) or on_delta is None else Sink(on_delta)
     try:
         async with asyncio.timeout(timeout):
-            async with SESSIONS.get().post(
-                endpoint.url, data=json.dumps(body).encode(), headers=endpoint.headers
+            session = SESSIONS.get()
+            async with session.post(
+                endpoint.url,
+                data=json.dumps(body).encode(),
+                headers=endpoint.headers,
+                proxy=SESSIONS.proxy_for(endpoint.url),
             ) as response:
                 if response.status >= 400:
                     raise status_error(response.status, response.headers, await response.read())
