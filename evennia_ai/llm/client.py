@@ -58,20 +58,19 @@ from twisted.internet.defer import Deferred
 from evennia_ai import conf
 from evennia_ai.llm import aio, litellm_route, openai_wire, router
 from evennia_ai.llm.json_protocol import to_text_protocol
-from evennia_ai.llm.litellm_route import (  # noqa: F401 - the client's public names
-    LITELLM_ATTRIBUTES,
-    LITELLM_EXCEPTIONS,
-    LITELLM_REQUIREMENT,
-    LITELLM_ROUTES,
-    _compatible_route,
-    _price,
-    classify_exception,
-    get_litellm,
-    litellm_contract_problems,
-)
+from evennia_ai.llm.litellm_route import LITELLM_ATTRIBUTES as LITELLM_ATTRIBUTES
+from evennia_ai.llm.litellm_route import LITELLM_EXCEPTIONS as LITELLM_EXCEPTIONS
+from evennia_ai.llm.litellm_route import LITELLM_REQUIREMENT as LITELLM_REQUIREMENT
+from evennia_ai.llm.litellm_route import LITELLM_ROUTES as LITELLM_ROUTES
+from evennia_ai.llm.litellm_route import _compatible_route as _compatible_route
+from evennia_ai.llm.litellm_route import _price
+from evennia_ai.llm.litellm_route import classify_exception as classify_exception
+from evennia_ai.llm.litellm_route import get_litellm as get_litellm
+from evennia_ai.llm.litellm_route import litellm_contract_problems as litellm_contract_problems
 from evennia_ai.llm.models import resolve_model
 from evennia_ai.llm.offline import OfflineModel
-from evennia_ai.llm.openai_wire import KIND_LABELS, ProviderError, parse_retry_after  # noqa: F401
+from evennia_ai.llm.openai_wire import KIND_LABELS, ProviderError
+from evennia_ai.llm.openai_wire import parse_retry_after as parse_retry_after
 from evennia_ai.llm.request_gate import check_contract, check_window
 from evennia_ai.llm.served_windows import OLLAMA_PREFIXES
 from evennia_ai.llm.threads import run_in_thread

@@ -53,6 +53,7 @@ import re
 import ssl
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timezone
 from email.utils import parsedate_to_datetime
@@ -292,7 +293,9 @@ def request_body(
 
 # -- the session ----------------------------------------------------------------------------------
 def ssl_setting() -> ssl.SSLContext | bool:
-    """TLS as litellm's client sets it up (its own resolution of ``SSL_VERIFY`` and friends)."""
+    """TLS as litellm's client sets it up: its own resolution of ``SSL_VERIFY``,
+    ``litellm.ssl_verify``, ``SSL_CERT_FILE`` (False: no verification), plus the client
+    certificate of ``SSL_CERTIFICATE`` (or ``litellm.ssl_certificate``)."""
     try:
         from litellm.llms.custom_httpx.http_handler import get_ssl_configuration
 
@@ -301,12 +304,6 @@ def ssl_setting() -> ssl.SSLContext | bool:
         setting = True
     if setting is False:
         return False
-    if isinstance(setting, ssl.SSLContext):
-        context = setting
-    elif isinstance(setting, str):
-        context = ssl.create_default_context(cafile=setting)
-    else:
-        context = ssl.create_default_context()
     certificate = os.environ.get("SSL_CERTIFICATE")
     if not certificate:
         try:
@@ -315,10 +312,25 @@ def ssl_setting() -> ssl.SSLContext | bool:
             certificate = getattr(litellm, "ssl_certificate", None)
         except Exception:
             certificate = None
+    if isinstance(setting, ssl.SSLContext) and not certificate:
+        return setting  # litellm's own (cached) context
+    if isinstance(setting, str):
+        context = ssl.create_default_context(cafile=setting)
+    else:  # a context of our own, never litellm's shared one, to add the certificate to
+        try:
+            import certifi
+
+            context = ssl.create_default_context(cafile=certifi.where())
+        except ImportError:
+            context = ssl.create_default_context()
     if certificate:
-        context = ssl.create_default_context(cafile=None) if context is setting else context
         context.load_cert_chain(str(certificate))
     return context
+
+
+#: ``NO_PROXY`` matching (in the standard library, not in its type stubs).
+_BYPASS_NAME = "proxy_bypass_environment"
+_BYPASS: Callable[[str, dict[str, str]], bool] = getattr(urllib.request, _BYPASS_NAME)
 
 
 class _Sessions:
@@ -360,9 +372,7 @@ class _Sessions:
             return self._proxy_of[url]
         proxy = None
         parts = urllib.parse.urlsplit(url)
-        if self._proxies and not urllib.request.proxy_bypass_environment(
-            parts.hostname or "", self._proxies
-        ):
+        if self._proxies and not _BYPASS(parts.hostname or "", self._proxies):
             proxy = self._proxies.get(parts.scheme) or self._proxies.get("all")
         if len(self._proxy_of) > 256:
             self._proxy_of.clear()

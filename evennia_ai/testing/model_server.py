@@ -939,6 +939,7 @@ class _Handler(BaseHTTPRequestHandler):
         completion_id = f"chatcmpl-{self.owner._next_id()}"
         model = body.get("model") if isinstance(body.get("model"), str) else "test-model"
         created = int(time.time())
+        tool_calls: list[dict]
         if spec.fault == "empty_choices":
             text, tool_calls = None, []
         elif spec.fault == "truncated":  # streamed: a reply long enough to be cut mid-way
