@@ -60,6 +60,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 
 import aiohttp
+import certifi
 
 from evennia_ai import conf
 from evennia_ai.llm.json_protocol import decode_arguments, parse_tool_calls_from_text
@@ -317,12 +318,7 @@ def ssl_setting() -> ssl.SSLContext | bool:
     if isinstance(setting, str):
         context = ssl.create_default_context(cafile=setting)
     else:  # a context of our own, never litellm's shared one, to add the certificate to
-        try:
-            import certifi
-
-            context = ssl.create_default_context(cafile=certifi.where())
-        except ImportError:
-            context = ssl.create_default_context()
+        context = ssl.create_default_context(cafile=certifi.where())
     if certificate:
         context.load_cert_chain(str(certificate))
     return context

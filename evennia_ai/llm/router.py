@@ -75,6 +75,7 @@ from types import ModuleType
 from typing import Any
 
 from evennia_ai import conf
+from evennia_ai.llm.litellm_route import get_litellm
 from evennia_ai.llm.openai_wire import (
     KIND_LABELS,
     LeanEndpoint,
@@ -354,8 +355,6 @@ class LeanRouter:
 
 def _router_class() -> Callable[..., object]:
     """litellm's Router class (its signature is what the options are checked against)."""
-    from evennia_ai.llm.litellm_route import get_litellm
-
     return get_litellm().Router  # type: ignore[no-any-return]
 
 
