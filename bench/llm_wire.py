@@ -104,6 +104,52 @@ def _floor(url: str, calls: int) -> tuple[float, float]:
     )
 
 
+def _router_rows(reply: str, calls: int, data: dict) -> list[list]:
+    """The same calls to a Router name over three servers (least busy, cooldowns, retries)."""
+    from django.test import override_settings
+
+    from bench.common import ExternalModelServer
+    from evennia_ai.llm import router
+    from evennia_ai.llm.client import UnifiedLLMClient
+
+    servers = [ExternalModelServer(extra_args=("--default-reply", reply)) for _ in range(3)]
+    config = {
+        "model_list": [
+            {
+                "model_name": "tavern-llm",
+                "litellm_params": {
+                    "model": "openai/test-model",
+                    "api_base": server.url,
+                    "api_key": "x",
+                    "max_parallel_requests": 64,
+                },
+            }
+            for server in servers
+        ],
+        "routing_strategy": "least-busy",
+        "num_retries": 2,
+        "allowed_fails": 3,
+        "cooldown_time": 5,
+    }
+    rows = []
+    try:
+        client = UnifiedLLMClient(model="tavern-llm", timeout=30, max_retries=0)
+        for route, patterns in (("lean", []), ("litellm", ["*"])):
+            router.reset()
+            with override_settings(EVENNIA_AI_ROUTER=config, EVENNIA_AI_LITELLM_MODELS=patterns):
+                for in_flight in (1, 32):
+                    cpu, wall = _cpu_per_call(client, calls, in_flight)
+                    rows.append(
+                        [f"{route}, Router name over 3 servers", "no", in_flight, calls, cpu, wall]
+                    )
+                    data[f"{route}-router/{in_flight}"] = cpu
+    finally:
+        for server in servers:
+            server.stop()
+        router.reset()
+    return rows
+
+
 def bench_cpu(calls: int = 600) -> tuple[str, dict]:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     from django.test import override_settings
@@ -131,12 +177,13 @@ def bench_cpu(calls: int = 600) -> tuple[str, dict]:
                 cpu, wall = _cpu_per_call(client, streamed, 1, on_delta=lambda piece: None)
                 rows.append([route, "yes", 1, streamed, cpu, wall])
                 data[f"{route}/stream"] = cpu
+        rows += _router_rows(reply, calls, data)
         cpu, wall = _floor(server.url, calls)
         rows.append(["bare http.client POST + json.loads (floor)", "no", 1, calls, cpu, wall])
         data["floor"] = cpu
     finally:
         server.stop()
-    lean = max(data["lean/1"], data["lean/32"])
+    lean = max(data["lean/1"], data["lean/32"], data["lean-router/1"], data["lean-router/32"])
     rows.append(["target: lean route", "", "", "", "<= 0.5", "yes" if lean <= 0.5 else "NO"])
     return (
         table(

@@ -461,7 +461,9 @@ SETTINGS: dict[str, Setting] = {
             "routing_strategy, num_retries, allowed_fails, cooldown_time, fallbacks...>}. Model "
             "names of the list (an NPC's model, EVENNIA_AI_MODEL, a fallback) are served through "
             "it, across its deployments; EVENNIA_AI_FALLBACK_MODELS come after the Router gave "
-            "up. None: no Router (see docs/scaling.md).",
+            "up. Names whose deployments are all OpenAI-compatible servers are routed by the plugin "
+            "itself (least busy, cooldowns, retries, fallbacks; see docs/providers.md). None: no "
+            "Router (see docs/scaling.md).",
             optional(mapping()),
         ),
         Setting(
