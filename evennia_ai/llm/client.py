@@ -1,9 +1,13 @@
-"""UnifiedLLMClient: one client for every model, over litellm, never blocking the reactor.
+"""UnifiedLLMClient: one client for every model, never blocking the reactor.
 
 - **Any provider**: litellm model names (``openai/gpt-4o-mini``, ``ollama/llama3.1``,
   ``anthropic/...``), or ``openai/<anything>`` with an ``api_base`` for any OpenAI-compatible
-  server. litellm is imported lazily, with ``LITELLM_LOCAL_MODEL_COST_MAP=True`` put in the
-  environment first unless the user set it, so importing it fetches nothing from the internet.
+  server. **Two routes** under one set of rules (retries, fallbacks, limits, error kinds,
+  usage): OpenAI-compatible servers are called directly over aiohttp
+  (:mod:`evennia_ai.llm.openai_wire`, about 0.3 ms of CPU a call), every other provider through
+  litellm (:mod:`evennia_ai.llm.litellm_route`); ``EVENNIA_AI_LITELLM_MODELS`` sends chosen
+  models through litellm. See docs/providers.md.
+- **Streaming** with ``on_delta`` (see :meth:`UnifiedLLMClient.acomplete`), on both routes.
 - **Native tool calling by default**, also for models litellm does not know: its capability
   table answers False for ``openai/<unknown>``, which means "unknown", not "lacks tools". The
   JSON tool protocol (``default_fallback`` template, see :mod:`evennia_ai.llm.json_protocol`)
@@ -15,11 +19,12 @@
   doubled per attempt, with jitter, capped at ``EVENNIA_AI_RETRY_MAX_DELAY``; a server's
   ``Retry-After`` is honoured up to that cap. Auth errors and other 4xx are not retried.
   litellm's own retries are switched off (``num_retries=0``, ``max_retries=0``) so the two
-  never multiply. Then each model of ``EVENNIA_AI_FALLBACK_MODELS`` (or ``fallbacks=``) is
+  never multiply. A streamed attempt that fails after a piece reached ``on_delta`` is neither
+  retried nor followed by a fallback model (the player may have seen it). Then each model of ``EVENNIA_AI_FALLBACK_MODELS`` (or ``fallbacks=``) is
   tried in turn, with the same policy.
 - **Never raises** for provider problems: an :class:`~evennia_ai.llm.types.LLMResult` with a
   short ``error`` and an ``error_kind`` comes back instead.
-- **No thread per call**: every call is a coroutine (litellm's ``acompletion``) on the one
+- **No thread per call**: every call is a coroutine on the one
   model-call event loop (:mod:`evennia_ai.llm.aio`). ``complete()`` starts it through the
   module-level :data:`call_async` (tests swap it for a blocking call) and returns a Deferred
   that fires on the reactor thread; ``complete_sync()`` waits for it, from any thread but the
@@ -567,7 +572,7 @@ class UnifiedLLMClient:
                         lean_router, model, sent, sent_tools, options, seconds, on_delta
                     )
                 return self._result(data, json_protocol, tools, priced_as, model)
-        elif not (per_model.get("num_ctx") and model.startswith(OLLAMA_PREFIXES)):
+        else:  # None for every provider but OpenAI-compatible servers (see lean_endpoint)
             endpoint = openai_wire.lean_endpoint(model, base, key)
             if endpoint is not None:
                 body = openai_wire.request_body(

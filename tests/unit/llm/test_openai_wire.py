@@ -475,3 +475,20 @@ def test_retry_after_of_a_rate_limit_is_used_for_the_backoff(server):
     client.sleep = waits.append
     assert client.complete_sync(MESSAGES).ok
     assert waits and waits[0] >= 0.3
+
+
+def test_the_litellm_route_words_a_refused_connection_without_reprs():
+    from evennia_ai.llm.litellm_route import classify_exception
+
+    class APIConnectionError(Exception):
+        status_code = 500
+
+    err = APIConnectionError(
+        "litellm.APIConnectionError: Hosted_vllmException - Cannot connect to host "
+        "127.0.0.1:49061 ssl:<ssl.SSLContext object at 0x7fef25bf6210> [Connect call failed]"
+    )
+    error = classify_exception(err)
+    assert error.kind == "connection"
+    assert str(error) == (
+        "could not connect: Cannot connect to host 127.0.0.1:49061 [Connect call failed]"
+    )
