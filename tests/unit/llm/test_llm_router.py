@@ -311,3 +311,15 @@ def test_a_group_listed_in_the_setting_keeps_litellms_router(servers, route):
     ):
         assert all(r.ok for r in calls(client, 3))
     assert router._BUILT["router"] is not None
+
+
+def test_a_router_name_streams_on_either_route(servers, route):
+    pieces = []
+    client = UnifiedLLMClient(max_retries=0)
+    for server in servers:
+        server.responder = lambda body: {"text": "Welcome in, sit by the fire."}
+    with override_settings(EVENNIA_AI_ROUTER=router_settings(servers)):
+        result = client.complete_sync(MESSAGES, model=GROUP, on_delta=pieces.append)
+    assert result.ok and result.text == "Welcome in, sit by the fire."
+    assert len(pieces) > 3 and "".join(p.content for p in pieces) == result.text
+    assert result.usage.completion_tokens > 0  # the usage chunk was asked for and read
