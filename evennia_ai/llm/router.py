@@ -463,6 +463,16 @@ def _warn_unused(config: JSONObject, names: list[str]) -> None:
         )
 
 
+def check_at_start() -> None:
+    """Build the plugin's routing once at server start, so the warning naming the
+    ``EVENNIA_AI_ROUTER`` options it does not honour is logged then, not at the first call
+    (a setting litellm refuses is logged too). Safe without a Router setting."""
+    try:
+        lean_router()
+    except RouterConfigError as err:
+        logger.error("%s: %s", LOG_PREFIX, err)
+
+
 def lean_group(name: str) -> LeanRouter | None:
     """The plugin's router when it serves model name ``name``, else None."""
     built = lean_router()

@@ -323,3 +323,16 @@ def test_a_router_name_streams_on_either_route(servers, route):
     assert result.ok and result.text == "Welcome in, sit by the fire."
     assert len(pieces) > 3 and "".join(p.content for p in pieces) == result.text
     assert result.usage.completion_tokens > 0  # the usage chunk was asked for and read
+
+
+def test_the_warning_can_be_given_at_server_start(servers, route, caplog):
+    lean_only(route)
+    settings = router_settings(servers, cache_responses=True)
+    with override_settings(EVENNIA_AI_ROUTER=settings), caplog.at_level("WARNING"):
+        router.check_at_start()
+        router.check_at_start()  # once per setting value
+        calls(UnifiedLLMClient(max_retries=0), 2)
+    warnings = [r.getMessage() for r in caplog.records if "EVENNIA_AI_ROUTER" in r.getMessage()]
+    assert len(warnings) == 1 and "cache_responses" in warnings[0]
+    with override_settings(EVENNIA_AI_ROUTER={"model_list": "none"}):
+        router.check_at_start()  # not a list: nothing to route, nothing raised
