@@ -81,7 +81,7 @@ def bench_overhead(calls: int = 200) -> tuple[str, dict]:
         conn.close()
     o, b = summary_ms(ours), summary_ms(bare)
     rows = [
-        ["UnifiedLLMClient.complete_sync (litellm)", o["n"], o["p50"], o["p95"]],
+        ["UnifiedLLMClient.complete_sync (default: lean route)", o["n"], o["p50"], o["p95"]],
         ["bare HTTP POST, same payload (floor)", b["n"], b["p50"], b["p95"]],
         ["client overhead over the floor", "", o["p50"] - b["p50"], o["p95"] - b["p95"]],
     ]

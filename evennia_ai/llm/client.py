@@ -1,9 +1,13 @@
-"""UnifiedLLMClient: one client for every model, over litellm, never blocking the reactor.
+"""UnifiedLLMClient: one client for every model, never blocking the reactor.
 
 - **Any provider**: litellm model names (``openai/gpt-4o-mini``, ``ollama/llama3.1``,
   ``anthropic/...``), or ``openai/<anything>`` with an ``api_base`` for any OpenAI-compatible
-  server. litellm is imported lazily, with ``LITELLM_LOCAL_MODEL_COST_MAP=True`` put in the
-  environment first unless the user set it, so importing it fetches nothing from the internet.
+  server. **Two routes** under one set of rules (retries, fallbacks, limits, error kinds,
+  usage): OpenAI-compatible servers are called directly over aiohttp
+  (:mod:`evennia_ai.llm.openai_wire`, about 0.3 ms of CPU a call), every other provider through
+  litellm (:mod:`evennia_ai.llm.litellm_route`); ``EVENNIA_AI_LITELLM_MODELS`` sends chosen
+  models through litellm. See docs/providers.md.
+- **Streaming** with ``on_delta`` (see :meth:`UnifiedLLMClient.acomplete`), on both routes.
 - **Native tool calling by default**, also for models litellm does not know: its capability
   table answers False for ``openai/<unknown>``, which means "unknown", not "lacks tools". The
   JSON tool protocol (``default_fallback`` template, see :mod:`evennia_ai.llm.json_protocol`)
@@ -15,11 +19,12 @@
   doubled per attempt, with jitter, capped at ``EVENNIA_AI_RETRY_MAX_DELAY``; a server's
   ``Retry-After`` is honoured up to that cap. Auth errors and other 4xx are not retried.
   litellm's own retries are switched off (``num_retries=0``, ``max_retries=0``) so the two
-  never multiply. Then each model of ``EVENNIA_AI_FALLBACK_MODELS`` (or ``fallbacks=``) is
+  never multiply. A streamed attempt that fails after a piece reached ``on_delta`` is neither
+  retried nor followed by a fallback model (the player may have seen it). Then each model of ``EVENNIA_AI_FALLBACK_MODELS`` (or ``fallbacks=``) is
   tried in turn, with the same policy.
 - **Never raises** for provider problems: an :class:`~evennia_ai.llm.types.LLMResult` with a
   short ``error`` and an ``error_kind`` comes back instead.
-- **No thread per call**: every call is a coroutine (litellm's ``acompletion``) on the one
+- **No thread per call**: every call is a coroutine on the one
   model-call event loop (:mod:`evennia_ai.llm.aio`). ``complete()`` starts it through the
   module-level :data:`call_async` (tests swap it for a blocking call) and returns a Deferred
   that fires on the reactor thread; ``complete_sync()`` waits for it, from any thread but the
@@ -44,39 +49,46 @@ Example:
 from __future__ import annotations
 
 import asyncio
-import copy
 import importlib
 import inspect
-import json
 import logging
-import os
 import random
-import re
 import threading
 import time
 from collections.abc import Callable, Sequence
-from datetime import timezone
-from email.utils import parsedate_to_datetime
-from types import ModuleType
 from typing import Any
 
 from twisted.internet.defer import Deferred
 
 from evennia_ai import conf
-from evennia_ai.llm import aio, router
-from evennia_ai.llm.json_protocol import (
-    decode_arguments,
-    parse_tool_calls_from_text,
-    to_text_protocol,
-)
+from evennia_ai.llm import aio, litellm_route, openai_wire, router
+from evennia_ai.llm.json_protocol import to_text_protocol
+from evennia_ai.llm.litellm_route import LITELLM_ATTRIBUTES as LITELLM_ATTRIBUTES
+from evennia_ai.llm.litellm_route import LITELLM_EXCEPTIONS as LITELLM_EXCEPTIONS
+from evennia_ai.llm.litellm_route import LITELLM_REQUIREMENT as LITELLM_REQUIREMENT
+from evennia_ai.llm.litellm_route import LITELLM_ROUTES as LITELLM_ROUTES
+from evennia_ai.llm.litellm_route import _compatible_route as _compatible_route
+from evennia_ai.llm.litellm_route import _price
+from evennia_ai.llm.litellm_route import classify_exception as classify_exception
+from evennia_ai.llm.litellm_route import get_litellm as get_litellm
+from evennia_ai.llm.litellm_route import litellm_contract_problems as litellm_contract_problems
 from evennia_ai.llm.models import resolve_model
 from evennia_ai.llm.offline import OfflineModel
+from evennia_ai.llm.openai_wire import KIND_LABELS, ProviderError
+from evennia_ai.llm.openai_wire import parse_retry_after as parse_retry_after
 from evennia_ai.llm.request_gate import check_contract, check_window
 from evennia_ai.llm.served_windows import OLLAMA_PREFIXES
 from evennia_ai.llm.threads import run_in_thread
 from evennia_ai.llm.tokens import model_info
-from evennia_ai.llm.types import RETRYABLE_KINDS, JSONObject, LLMResult, LLMUsage, ToolCall
-from evennia_ai.utils import LOG_PREFIX, utcnow
+from evennia_ai.llm.types import (
+    RETRYABLE_KINDS,
+    JSONObject,
+    LLMResult,
+    StreamDelta,
+    StreamSink,
+    ToolCallDelta,
+)
+from evennia_ai.utils import LOG_PREFIX
 
 logger = logging.getLogger(__name__)
 
@@ -88,277 +100,6 @@ defer_to_thread = run_in_thread
 
 #: Models to try after the main one: names, or one comma-separated string (as the setting).
 Fallbacks = Sequence[str] | str | None
-
-_litellm: ModuleType | None = None
-_litellm_lock = threading.Lock()
-
-
-def get_litellm() -> ModuleType:
-    """Import litellm once, without letting it fetch its cost map from the internet."""
-    global _litellm
-    if _litellm is None:
-        with _litellm_lock:
-            if _litellm is None:
-                os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-                import litellm
-
-                litellm.suppress_debug_info = True  # no "Give Feedback" banner in server logs
-                _litellm = litellm
-    return _litellm
-
-
-# What the plugin relies on in litellm beyond ``acompletion`` (pinned in pyproject.toml; checked
-# by tests/unit/llm/test_litellm_contract.py and logged at server start by evennia_ai.startstop).
-LITELLM_REQUIREMENT = "litellm[mcp]>=1.106.2,<1.107"
-LITELLM_ATTRIBUTES = (
-    "acompletion",
-    "completion",
-    "completion_cost",
-    "cost_per_token",
-    "model_cost",
-    "register_model",
-    "callbacks",
-    "success_callback",
-    "failure_callback",
-    "suppress_debug_info",
-    "provider_list",
-)
-# Exception classes classify_exception tells apart by name.
-LITELLM_EXCEPTIONS = (
-    "Timeout",
-    "RateLimitError",
-    "AuthenticationError",
-    "PermissionDeniedError",
-    "APIConnectionError",
-    "BadRequestError",
-    "NotFoundError",
-    "UnprocessableEntityError",
-    "ContextWindowExceededError",
-    "UnsupportedParamsError",
-    "ContentPolicyViolationError",
-    "InternalServerError",
-    "ServiceUnavailableError",
-    "BadGatewayError",
-)
-# Routes the plugin names itself (``openai/`` at a custom api_base goes through ``hosted_vllm/``).
-LITELLM_ROUTES = ("openai", "hosted_vllm", "ollama")
-
-
-def litellm_contract_problems(litellm: ModuleType | None = None) -> list[str]:
-    """What the installed litellm lacks of what the plugin relies on (empty when nothing).
-
-    Args:
-        litellm: The module to check (default: litellm, imported our way).
-    """
-    litellm = litellm if litellm is not None else get_litellm()
-    problems = [f"litellm.{name}" for name in LITELLM_ATTRIBUTES if not hasattr(litellm, name)]
-    problems += [
-        f"the exception class litellm.{name}"
-        for name in LITELLM_EXCEPTIONS
-        if not isinstance(getattr(litellm, name, None), type)
-    ]
-    routes = {str(getattr(p, "value", p)) for p in getattr(litellm, "provider_list", None) or ()}
-    problems += [f"the '{name}/' route" for name in LITELLM_ROUTES if name not in routes]
-    return problems
-
-
-# -- errors ------------------------------------------------------------------------------------
-class ProviderError(Exception):
-    """A classified provider failure (internal to the retry loop).
-
-    Attributes:
-        kind: One of :data:`~evennia_ai.llm.types.ERROR_KINDS`.
-        retry_after: Seconds the server asked us to wait, if it said.
-    """
-
-    def __init__(self, kind: str, message: str, retry_after: float | None = None):
-        super().__init__(message)
-        self.kind = kind
-        self.retry_after = retry_after
-
-
-_KIND_LABELS = {
-    "timeout": "timeout",
-    "rate_limit": "rate limited",
-    "server": "server error",
-    "malformed": "malformed answer",
-    "auth": "authentication failed",
-    "bad_request": "request refused",
-    "empty": "empty answer",
-    "connection": "could not connect",
-    "context_overflow": "request over the window",
-    "unknown": "call failed",
-}
-# litellm's labels before the message: its own class and the route's (``OpenAIException``,
-# ``Hosted_vllmException`` for the route ``openai/`` models take at an api_base).
-_PREFIX = re.compile(r"^(?:litellm\.)?[A-Za-z_]*(?:Error|Exception|Timeout)\s*[:-]\s*")
-_DECODE_WORDS = re.compile(
-    r"Expecting value|Expecting property name|Expecting ',' delimiter|Unterminated string|"
-    r"Extra data|Invalid control character|JSONDecodeError|Received response -",
-)
-
-
-def _detail(err: Exception) -> str:
-    """The useful part of a provider error message: one line, no class-name prefixes."""
-    text = str(err).strip().splitlines()[0] if str(err).strip() else ""
-    previous = None
-    while previous != text:
-        previous = text
-        text = _PREFIX.sub("", text).strip()
-    text = text.split(", Received response")[0].split(" Error_str:")[0]
-    text = re.sub(r"^error - ", "", text)
-    text = _json_error_message(text)
-    return (text[:200] + "...") if len(text) > 200 else text
-
-
-def _json_error_message(text: str) -> str:
-    """The ``error.message`` of an OpenAI-style JSON error body, or ``text`` unchanged.
-
-    The plain HTTP route passes the server's body through where the SDK parsed it.
-    """
-    start = text.find("{")
-    if start < 0:
-        return text
-    try:
-        body = json.loads(text[start:])
-    except ValueError:
-        return text
-    error = body.get("error") if isinstance(body, dict) else None
-    message = error.get("message") if isinstance(error, dict) else error
-    if isinstance(message, str) and message.strip():
-        return message.strip()  # what precedes the body is the route's exception label
-    return text
-
-
-def parse_retry_after(value: Any) -> float | None:
-    """Seconds to wait from a ``Retry-After`` value: delay-seconds or an HTTP date (RFC 9110).
-
-    A date in the past means at once (0.0); anything unreadable is None (our backoff applies).
-    """
-    if value is None:
-        return None
-    text = str(value).strip()
-    if not text:
-        return None
-    try:
-        return max(0.0, float(text))
-    except ValueError:
-        pass
-    try:
-        when = parsedate_to_datetime(text)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when is None:
-        return None
-    if when.tzinfo is None:  # an HTTP date is GMT; a malformed zone-less one is taken as such
-        when = when.replace(tzinfo=timezone.utc)
-    return max(0.0, (when - utcnow()).total_seconds())
-
-
-def _retry_after(err: Exception) -> float | None:
-    """Seconds from a ``Retry-After`` (or ``retry-after-ms``) header on a provider error."""
-    for holder in (err, getattr(err, "response", None)):
-        for attribute in ("litellm_response_headers", "headers"):
-            headers = getattr(holder, attribute, None)
-            if not headers:
-                continue
-            try:
-                millis = headers.get("retry-after-ms")
-                if millis:
-                    return float(millis) / 1000.0
-                seconds = parse_retry_after(
-                    headers.get("retry-after") or headers.get("Retry-After")
-                )
-            except (TypeError, ValueError, AttributeError):
-                continue  # headers of an unexpected type: use our backoff
-            if seconds is not None:
-                return seconds
-    return None
-
-
-_CONNECTION_ERRORS = frozenset(
-    {
-        "APIConnectionError",
-        "ConnectError",
-        "ConnectionError",
-        "ConnectionRefusedError",
-        "RemoteProtocolError",
-        # aiohttp, litellm's transport for async calls
-        "ClientConnectorError",
-        "ClientOSError",
-        "ClientPayloadError",
-        "ServerDisconnectedError",
-    }
-)
-# litellm reports transport failures of its async (aiohttp) route as a 500 with these words.
-_CONNECTION_WORDS = re.compile(
-    r"^Connection error\.?$|Connection refused|Name or service not known|Server disconnected|"
-    r"Cannot connect to host|ClientPayloadError|Response payload is not completed|"
-    r"ServerDisconnectedError|ClientConnectorError"
-)
-
-
-_REQUEST_ERRORS = frozenset(
-    {
-        "BadRequestError",
-        "NotFoundError",
-        "UnprocessableEntityError",
-        "ContextWindowExceededError",
-        "UnsupportedParamsError",
-        "ContentPolicyViolationError",
-    }
-)
-
-
-def _class_names(err: BaseException | None) -> set[str]:
-    """Class names of ``err`` and of the exceptions it was raised from (a few levels)."""
-    names: set[str] = set()
-    seen = 0
-    while err is not None and seen < 5:
-        names.update(cls.__name__ for cls in type(err).__mro__)
-        err = err.__cause__ or err.__context__
-        seen += 1
-    return names
-
-
-def classify_exception(err: Exception) -> ProviderError:
-    """Map a litellm / openai / httpx exception to an error kind with a short message."""
-    names = {cls.__name__ for cls in type(err).__mro__}
-    status = getattr(err, "status_code", None)
-    detail = _detail(err) or type(err).__name__
-    if names & {"Timeout", "APITimeoutError", "TimeoutException", "ReadTimeout", "TimeoutError"}:
-        kind = "timeout"
-    elif "RateLimitError" in names or status == 429:
-        kind = "rate_limit"
-    elif names & {"RouterRateLimitError", "RouterRateLimitErrorBasic"}:
-        # every deployment of a Router model is cooling down: wait, as for a rate limit
-        cooldown = getattr(err, "cooldown_time", None)
-        return ProviderError(
-            "rate_limit",
-            f"{_KIND_LABELS['rate_limit']}: every server of {getattr(err, 'model', 'the model')} "
-            "is cooling down after failures",
-            float(cooldown) if isinstance(cooldown, (int, float)) else None,
-        )
-    elif names & {"AuthenticationError", "PermissionDeniedError"} or status in (401, 403):
-        kind = "auth"
-    elif _class_names(err) & _CONNECTION_ERRORS or (
-        status in (None, 500) and _CONNECTION_WORDS.search(detail)
-    ):
-        kind = "connection"  # litellm reports a refused connection as a 500
-    elif _DECODE_WORDS.search(str(err)) and (status in (None, 200, 500)):
-        kind = "malformed"  # litellm reports an unreadable 200 body as a 500
-    elif names & _REQUEST_ERRORS or (isinstance(status, int) and 400 <= status < 500):
-        kind = "bad_request"
-    elif names & {"InternalServerError", "ServiceUnavailableError", "BadGatewayError"} or (
-        isinstance(status, int) and status >= 500
-    ):
-        kind = "server"
-    else:
-        kind = "unknown"
-    label = _KIND_LABELS[kind]
-    if isinstance(status, int) and kind in ("server", "bad_request", "auth", "rate_limit"):
-        label = f"{label} (HTTP {status})"
-    return ProviderError(kind, f"{label}: {detail}", _retry_after(err))
 
 
 # -- model capabilities ------------------------------------------------------------------------
@@ -383,54 +124,6 @@ def uses_native_tools(model: str) -> bool:
     if info and info.get("supports_function_calling") is False:
         return False
     return True
-
-
-# -- reading an answer -------------------------------------------------------------------------
-def _native_calls(message: object) -> list[ToolCall]:
-    calls: list[ToolCall] = []
-    for index, call in enumerate(getattr(message, "tool_calls", None) or []):
-        function = getattr(call, "function", None)
-        name = getattr(function, "name", None) or ""
-        arguments, raw, error = decode_arguments(getattr(function, "arguments", None))
-        calls.append(
-            ToolCall(
-                id=getattr(call, "id", None) or f"call_{index}",
-                name=name,
-                arguments=arguments,
-                raw_arguments=raw,
-                error=error,
-            )
-        )
-    return calls
-
-
-def _read_response(response: object, native: bool, tool_names: list[str]) -> LLMResult:
-    """An LLMResult from a litellm response; ProviderError for empty or unreadable ones."""
-    choices = getattr(response, "choices", None)
-    if not choices:
-        raise ProviderError("empty", f"{_KIND_LABELS['empty']}: the provider returned no choices")
-    choice = choices[0]
-    message = getattr(choice, "message", None)
-    if message is None:
-        raise ProviderError("malformed", f"{_KIND_LABELS['malformed']}: the choice has no message")
-    text = getattr(message, "content", None)
-    if text is not None and not isinstance(text, str):
-        text = str(text)
-    if native:
-        calls = _native_calls(message)
-    else:
-        text, calls = parse_tool_calls_from_text(text, tool_names)
-    usage = getattr(response, "usage", None)
-    prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
-    completion = int(getattr(usage, "completion_tokens", 0) or 0)
-    total = int(getattr(usage, "total_tokens", 0) or 0) or prompt + completion
-    return LLMResult(
-        text=text,
-        tool_calls=calls,
-        usage=LLMUsage(prompt, completion, total),
-        finish_reason=getattr(choice, "finish_reason", None),
-        native_tools=native,
-    )
 
 
 def _tool_names(tools: list[JSONObject] | None) -> list[str]:
@@ -569,6 +262,7 @@ class UnifiedLLMClient:
         kind: str | None = None,
         prompt_tokens: int | None = None,
         caller: str = "",
+        on_delta: StreamSink | None = None,
     ) -> LLMResult:
         """Call the model, with retries and fallbacks; never raises (but see ``kind``).
 
@@ -601,6 +295,14 @@ class UnifiedLLMClient:
                 (messages and tools as sent); None counts them here.
             caller: Who the call is for, as log lines start (``evennia_ai [Marta#12]``, see
                 :func:`~evennia_ai.utils.log_prefix`); the retry and fallback lines name it.
+            on_delta: Streams the answer: called with each piece
+                (:class:`~evennia_ai.llm.types.StreamDelta`), in order, on the model-call loop's
+                thread (a consumer that touches the game hands it to the reactor with
+                ``reactor.callFromThread``). The result is the same as without it (assembled
+                text and tool calls, exact usage, cost, ``raw``). A consumer that raises is
+                logged once and not called again; the call goes on. An attempt that fails after
+                a piece was handed over is not retried (the player may have seen it): the
+                fallback models are still tried, and their pieces follow.
 
         Returns:
             The :class:`LLMResult` of the first model that answered, else of the last failure
@@ -624,6 +326,7 @@ class UnifiedLLMClient:
                 response_format=response_format,
                 prompt_tokens=prompt_tokens,
                 caller=caller or LOG_PREFIX,
+                on_delta=on_delta,
             )
         finally:
             with self._lock:
@@ -647,7 +350,7 @@ class UnifiedLLMClient:
     ) -> LLMResult:
         """:meth:`_complete` with its latency measured and any bug of ours turned into a result."""
         try:
-            if self.resolve_model(model) != conf.OFFLINE_MODEL and _litellm is None:
+            if self.resolve_model(model) != conf.OFFLINE_MODEL and not litellm_route.loaded():
                 # The one-time import (seconds) runs in a thread: not on the loop, and not
                 # this call's latency.
                 await asyncio.get_running_loop().run_in_executor(None, get_litellm)
@@ -688,6 +391,10 @@ class UnifiedLLMClient:
                 error=f"bad request: {problem}", error_kind="bad_request", model=primary
             )
         chain = [primary] + self.fallback_models(primary, fallbacks)
+        if options.get("on_delta") is not None:  # one sink for the whole call (see acomplete)
+            options["on_delta"] = sink = openai_wire.Sink(options["on_delta"])
+        else:
+            sink = None
         attempts = 0
         failures: list[str] = []
         result = LLMResult()
@@ -715,6 +422,8 @@ class UnifiedLLMClient:
             if result.ok:
                 break
             failures.append(f"{name}: {result.error}")
+            if sink is not None and sink.handed:
+                break  # the player may have seen part of this answer: no other model's after it
             if position + 1 < len(chain):
                 logger.warning(
                     "%s: model %s failed (%s); trying fallback %s",
@@ -739,7 +448,19 @@ class UnifiedLLMClient:
     ) -> LLMResult:
         """One model with its retries (each logged as ``caller``, with the reason)."""
         if model == conf.OFFLINE_MODEL:
-            return self.offline.respond(messages, tools)
+            answer = self.offline.respond(messages, tools)
+            on_delta = options.get("on_delta")
+            if on_delta is not None and answer.ok:  # the whole answer as one piece
+                on_delta(
+                    StreamDelta(
+                        content=answer.text or "",
+                        tool_calls=tuple(
+                            ToolCallDelta(i, call.name, call.raw_arguments)
+                            for i, call in enumerate(answer.tool_calls)
+                        ),
+                    )
+                )
+            return answer
         started = time.monotonic()
         try:
             native = uses_native_tools(model)
@@ -759,7 +480,8 @@ class UnifiedLLMClient:
             try:
                 result = await self._request(model, messages, tools, native, **options)
             except ProviderError as err:
-                if err.kind in RETRYABLE_KINDS and attempt <= max_retries:
+                # once a piece was handed to on_delta the player may have seen it: no retry
+                if err.kind in RETRYABLE_KINDS and attempt <= max_retries and not err.streamed:
                     delay = self.backoff(attempt, err.retry_after)
                     logger.warning(
                         "%s: model %s failed (%s); retry %d of %d in %.1f s",
@@ -801,31 +523,20 @@ class UnifiedLLMClient:
         max_tokens: int | None = None,
         tick_rate: float | None = None,
         response_format: JSONObject | None = None,
+        on_delta: StreamSink | None = None,
     ) -> LLMResult:
-        """One HTTP attempt (through the Router for its model names). Raises ProviderError for
-        anything that went wrong."""
-        litellm = get_litellm()
+        """One attempt, on the lean route or litellm's (through a Router for its model names).
+        Raises ProviderError for anything that went wrong."""
         per_model = model_settings(model)
         routed = model in router.routed_names()
-        if not routed and "/" not in model and conf.get_optional_dict("EVENNIA_AI_ROUTER"):
-            try:  # a name without a provider may be meant for a Router that cannot be built
-                router.get_router(litellm, _compatible_route)
-            except router.RouterConfigError as err:
-                raise ProviderError("bad_request", f"{model} is no Router model: {err}") from None
-        kwargs: dict[str, Any] = {
-            "model": model,
-            "timeout": float(
-                self._pick(
-                    timeout,
-                    per_model.get("timeout"),
-                    self.timeout,
-                    conf.get_float("EVENNIA_AI_TIMEOUT"),
-                )
-            ),
-            "num_retries": 0,  # we retry ourselves; theirs would multiply ours
-            "max_retries": 0,
-            "drop_params": True,  # e.g. temperature on models that refuse it
-        }
+        seconds = float(
+            self._pick(
+                timeout,
+                per_model.get("timeout"),
+                self.timeout,
+                conf.get_float("EVENNIA_AI_TIMEOUT"),
+            )
+        )
         base = (
             api_base
             or per_model.get("api_base")
@@ -838,34 +549,142 @@ class UnifiedLLMClient:
             or self.api_key
             or conf.get_str("EVENNIA_AI_API_KEY")
         )
-        if routed:  # the deployments carry their servers and keys; the Router retries itself
-            base = None
-            for name in ("num_retries", "max_retries"):
-                kwargs.pop(name)
-        elif base:
-            kwargs["api_base"] = base
-            kwargs["model"] = _compatible_route(model)
-            kwargs["api_key"] = key or "not-needed"  # local servers ignore it; SDKs want one
-        elif key:
-            kwargs["api_key"] = key
-        if temperature is not None:
-            kwargs["temperature"] = temperature
-        if per_model.get("num_ctx") and model.startswith(OLLAMA_PREFIXES):
-            kwargs["num_ctx"] = per_model["num_ctx"]  # Ollama's window for this request
-        if max_tokens is not None:
-            kwargs["max_tokens"] = max_tokens
-        if response_format is not None:
-            kwargs["response_format"] = response_format  # dropped where a provider has none
         json_protocol = bool(tools) and not native
         if json_protocol:
             rate = tick_rate if tick_rate is not None else conf.get_int("EVENNIA_AI_TICK_INTERVAL")
-            kwargs["messages"] = to_text_protocol(messages, tools, rate)
+            sent, sent_tools = to_text_protocol(messages, tools, rate), None
         else:
-            kwargs["messages"] = messages
-            if tools:
-                # litellm's OpenAI-compatible route edits schemas in place (it drops
-                # additionalProperties): give it a copy, never the tool registry's own dicts.
-                kwargs["tools"] = copy.deepcopy(tools)
+            sent, sent_tools = messages, tools
+        options: JSONObject = {
+            "temperature": temperature,
+            "max_tokens": max_tokens,
+            "response_format": response_format,
+        }
+        if routed:
+            try:
+                lean_router = router.lean_group(model)
+            except router.RouterConfigError as err:
+                raise ProviderError("bad_request", str(err)) from None
+            if lean_router is not None:
+                limit = router.lean_group_limit(model, _max_concurrent(per_model))
+                async with self._limits().slot(f"router:{model}", limit):
+                    data, priced_as = await self._lean_routed(
+                        lean_router, model, sent, sent_tools, options, seconds, on_delta
+                    )
+                return self._result(data, json_protocol, tools, priced_as, model)
+        else:  # None for every provider but OpenAI-compatible servers (see lean_endpoint)
+            endpoint = openai_wire.lean_endpoint(model, base, key)
+            if endpoint is not None:
+                body = openai_wire.request_body(
+                    endpoint.model, sent, sent_tools, stream=on_delta is not None, **options
+                )
+                async with self._limits().slot(_endpoint(model, base), _max_concurrent(per_model)):
+                    data = await openai_wire.post_chat(endpoint, body, seconds, on_delta)
+                return self._result(data, json_protocol, tools, model, model)
+        return await self._litellm_request(
+            model,
+            per_model,
+            routed,
+            base,
+            key,
+            seconds,
+            sent,
+            sent_tools,
+            options,
+            on_delta,
+            json_protocol,
+            tools,
+        )
+
+    async def _lean_routed(
+        self,
+        lean_router: router.LeanRouter,
+        name: str,
+        messages: list[JSONObject],
+        tools: list[JSONObject] | None,
+        options: JSONObject,
+        seconds: float,
+        on_delta: StreamSink | None,
+        fallbacks: bool = True,
+    ) -> tuple[JSONObject, str]:
+        """One call to a model name the plugin routes (see :mod:`.router`): the answer and the
+        model name it is priced by."""
+        tried: set[int] = set()
+        error: ProviderError | None = None
+        for _attempt in range(lean_router.num_retries + 1):
+            deployment = lean_router.pick(name, tried)
+            if deployment is None:
+                error = error or lean_router.cooling_error(name)
+                break
+            tried.add(id(deployment))
+            endpoint = deployment.endpoint
+            body = openai_wire.request_body(
+                endpoint.model, messages, tools, stream=on_delta is not None, **options
+            )
+            deployment.in_flight += 1
+            try:
+                data = await openai_wire.post_chat(
+                    endpoint, body, deployment.timeout or seconds, on_delta
+                )
+            except ProviderError as err:
+                if err.kind in router.FAILURE_KINDS:
+                    lean_router.failed(deployment)
+                if err.streamed or err.kind not in RETRYABLE_KINDS:
+                    raise
+                error = err
+                continue
+            finally:
+                deployment.in_flight -= 1
+            deployment.failures.clear()
+            return data, deployment.model
+        if fallbacks:
+            for other in lean_router.fallbacks.get(name, []):
+                if other in lean_router.groups:
+                    try:
+                        return await self._lean_routed(
+                            lean_router, other, messages, tools, options, seconds, on_delta, False
+                        )
+                    except ProviderError as err:
+                        if err.streamed:
+                            raise
+                        error = err
+        assert error is not None
+        raise error
+
+    async def _litellm_request(
+        self,
+        model: str,
+        per_model: JSONObject,
+        routed: bool,
+        base: str | None,
+        key: str | None,
+        seconds: float,
+        messages: list[JSONObject],
+        tools: list[JSONObject] | None,
+        options: JSONObject,
+        on_delta: StreamSink | None,
+        json_protocol: bool,
+        offered: list[JSONObject] | None,
+    ) -> LLMResult:
+        """One attempt through litellm (:mod:`.litellm_route`)."""
+        litellm = get_litellm()
+        if not routed and "/" not in model and conf.get_optional_dict("EVENNIA_AI_ROUTER"):
+            try:  # a name without a provider may be meant for a Router that cannot be built
+                router.get_router(litellm, _compatible_route)
+            except router.RouterConfigError as err:
+                raise ProviderError("bad_request", f"{model} is no Router model: {err}") from None
+        num_ctx = per_model.get("num_ctx") if model.startswith(OLLAMA_PREFIXES) else None
+        kwargs = litellm_route.request_kwargs(
+            model,
+            seconds,
+            routed=routed,
+            base=None if routed else base,
+            key=key,
+            num_ctx=num_ctx,
+            messages=messages,
+            tools=tools,
+            **options,
+        )
         if routed:
             try:
                 send = router.get_router(litellm, _compatible_route).acompletion
@@ -881,28 +700,36 @@ class UnifiedLLMClient:
             )
         try:
             async with self._limits().slot(endpoint, limit):
-                response = await send(**kwargs)
+                data, response = await litellm_route.send(send, kwargs, on_delta)
         except Exception as err:
-            error = classify_exception(err)
-            if error.kind == "timeout":
-                seconds = kwargs["timeout"]
-                error = ProviderError("timeout", f"timeout: no answer within {seconds:g} s")
-            elif kwargs["model"] != model:  # name the model as the operator did, not its route
-                text = str(error).replace(kwargs["model"], model)
-                error = ProviderError(error.kind, text, error.retry_after)
+            error = litellm_route.call_error(err, kwargs, model)
+            error.streamed = isinstance(on_delta, openai_wire.Sink) and on_delta.handed
             raise error from None
+        result = self._result(data, json_protocol, offered, model, model)
+        if response is not None:  # a whole answer: litellm's own price, as before
+            result.cost = _price(litellm, response, model, result)
+        return result
+
+    @staticmethod
+    def _result(
+        data: JSONObject,
+        json_protocol: bool,
+        tools: list[JSONObject] | None,
+        priced_as: str,
+        model: str,
+    ) -> LLMResult:
+        """An LLMResult from an answer dict; ProviderError when it holds none."""
         try:
-            result = _read_response(response, not json_protocol, _tool_names(tools))
+            result = openai_wire.read_completion(data, not json_protocol, _tool_names(tools))
         except ProviderError:
             raise
         except Exception as err:
-            raise ProviderError("malformed", f"{_KIND_LABELS['malformed']}: {err}") from None
+            raise ProviderError("malformed", f"{KIND_LABELS['malformed']}: {err}") from None
         result.native_tools = not json_protocol
-        result.cost = _price(litellm, response, model, result)
-        try:
-            result.raw = response.model_dump()
-        except Exception:
-            result.raw = None
+        result.cost = openai_wire.price(priced_as, result.usage)
+        if result.cost is None and priced_as != model:
+            result.cost = openai_wire.price(model, result.usage)
+        result.raw = data
         return result
 
     def _limits(self) -> aio.EndpointLimits:
@@ -930,45 +757,6 @@ def _max_concurrent(per_model: JSONObject) -> int:
 
 
 #: Models litellm had no price for, with the size of its price table then: asking again costs
-#: about 1 ms of CPU per call (litellm tries every generalisation of the name) and gives the
-#: same answer until a price is registered (the table grows).
-_UNPRICED: dict[str, int] = {}
-
-
-def _price(litellm: ModuleType, response: object, model: str, result: LLMResult) -> float | None:
-    """The call's cost in USD by the model name the operator gave, or None if litellm has no
-    price for it (the request may have gone through a renamed route, see _compatible_route)."""
-    prices = len(getattr(litellm, "model_cost", None) or ())
-    if _UNPRICED.get(model) == prices:
-        return None
-    try:
-        prompt, completion = litellm.cost_per_token(
-            model=model,
-            prompt_tokens=result.usage.prompt_tokens,
-            completion_tokens=result.usage.completion_tokens,
-        )
-        return float(prompt) + float(completion)
-    except Exception:
-        pass
-    try:
-        return float(litellm.completion_cost(completion_response=response))
-    except Exception:  # litellm does not know the model's price
-        _UNPRICED[model] = prices
-        return None
-
-
-def _compatible_route(model: str) -> str:
-    """The litellm route for ``model`` at a custom ``api_base``.
-
-    ``openai/<name>`` at an operator's own endpoint (vLLM, a litellm proxy, Ollama's OpenAI API,
-    the test double) goes through litellm's plain HTTP route for OpenAI-compatible servers
-    (``hosted_vllm/``) instead of the OpenAI SDK, which re-validates every request in Python
-    (about 15 ms and as much CPU per call for a full NPC context). Same protocol, same answer;
-    ``EVENNIA_AI_OPENAI_SDK_ROUTE = True`` keeps the SDK.
-    """
-    if model.startswith("openai/") and not conf.get_bool("EVENNIA_AI_OPENAI_SDK_ROUTE"):
-        return "hosted_vllm/" + model[len("openai/") :]
-    return model
 
 
 _CLIENT: UnifiedLLMClient | None = None

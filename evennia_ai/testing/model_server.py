@@ -20,7 +20,15 @@ Replies come, in order of preference, from the queue (:meth:`ModelServer.enqueue
     {"fault": "unknown_tool"}              # a tool call naming a tool that was not offered
     {"fault": "empty_choices"}             # 200 with "choices": []
     {"fault": "truncated"}                 # 200 whose body stops short; connection closed
+                                           # (streamed: after the first pieces of the answer)
     {"fault": "disconnect"}                # connection closed without any answer
+
+A request with ``"stream": true`` is answered as OpenAI ``chat.completion.chunk`` server-sent
+events: one chunk per word-sized token of the text (a JSON-protocol answer is text too: its JSON
+streams the same way), native tool calls as ``tool_calls`` deltas whose arguments are split
+across chunks, then a chunk with the finish reason, a usage chunk when the request asked for it
+(``stream_options.include_usage``) and ``data: [DONE]``. ``token_rate`` paces the pieces (tokens
+per second, as a model generating at that speed; None sends them as fast as possible).
 
 Every answered request is counted by kind (:meth:`ModelServer.counts`: "ok" or the fault), so a
 soak run can check that each fault kind really happened.
@@ -312,6 +320,8 @@ class ModelServer:
         models: Model ids listed by ``GET /v1/models``.
         window_of: ``model -> window in tokens or None``; None uses
             :attr:`default_window_of` (None there too: sizes are not checked).
+        token_rate: Tokens per second of a streamed answer (each piece waits ``1/token_rate``
+            seconds before it is sent, ``latency`` coming first); None streams at once.
 
     Attributes:
         violations: Why each rejected request was rejected.
@@ -334,10 +344,16 @@ class ModelServer:
         responder: Responder | None = None,
         models: Iterable[str] = ("test-model",),
         window_of: Callable[[str], int | None] | None = None,
+        token_rate: float | None = None,
     ):
         if host not in (LOOPBACK, "localhost"):
             raise ValueError(f"the model server binds {LOOPBACK} only, not {host!r}")
+        if token_rate is not None and not float(token_rate) > 0:
+            raise ValueError(
+                f"token_rate must be a positive number of tokens a second, not {token_rate!r}"
+            )
         self.latency = float(latency)
+        self.token_rate = None if token_rate is None else float(token_rate)
         self.fault_rate = float(fault_rate)
         self.hang_seconds = float(hang_seconds)
         self.responder = responder
@@ -847,8 +863,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _not_found(self, path: str) -> None:
         self._send_json(404, _error_body(f"no such endpoint: {path}", "invalid_request_error"))
 
-    def _answer_fault(self, spec: ReplySpec) -> ReplySpec | None:
-        """Answer the faults both protocols share.
+    def _answer_fault(self, spec: ReplySpec, stream: bool = False) -> ReplySpec | None:
+        """Answer the faults both protocols share (``stream``: the request asked for SSE).
 
         Returns:
             None when the request is finished, else the reply spec to answer with: after a
@@ -883,6 +899,8 @@ class _Handler(BaseHTTPRequestHandler):
         if spec.fault == "disconnect":
             self._drop_connection()
             return None
+        if spec.fault == "truncated" and stream:
+            return spec  # answered by the stream itself: a few pieces, then the connection drops
         if spec.fault == "truncated":
             payload = b'{"id": "chatcmpl-cut", "object": "chat.completion", "choices": [{"in'
             self.send_response(200)
@@ -905,10 +923,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     # -- the OpenAI protocol ---------------------------------------------------------------
     def _answer_chat(self, spec: ReplySpec, body: dict) -> None:
-        spec = self._answer_fault(spec)
+        stream = bool(body.get("stream"))
+        spec = self._answer_fault(spec, stream)
         if spec is None:
             return
-        stream = bool(body.get("stream"))
         if spec.fault == "malformed":
             if stream:
                 self._start_stream()
@@ -921,8 +939,11 @@ class _Handler(BaseHTTPRequestHandler):
         completion_id = f"chatcmpl-{self.owner._next_id()}"
         model = body.get("model") if isinstance(body.get("model"), str) else "test-model"
         created = int(time.time())
+        tool_calls: list[dict]
         if spec.fault == "empty_choices":
             text, tool_calls = None, []
+        elif spec.fault == "truncated":  # streamed: a reply long enough to be cut mid-way
+            text, tool_calls = spec.text or "The answer was cut off in the middle.", []
         else:
             text = spec.text
             tool_calls = resolve_tool_calls(spec, body, self.owner._next_id)
@@ -984,10 +1005,17 @@ class _Handler(BaseHTTPRequestHandler):
             )
 
         self._start_stream()
+        pause = 1.0 / self.owner.token_rate if self.owner.token_rate else 0.0
         if spec.fault == "empty_choices":
             self._send_event(chunk([]))
         else:
-            for event in self._chat_deltas(text, tool_calls):
+            for number, event in enumerate(self._chat_deltas(text, tool_calls)):
+                if spec.fault == "truncated" and number == 3:
+                    self._drop_connection()  # mid-answer, as a crashed upstream would
+                    return
+                if number and not self.owner._wait(pause):  # the role-only delta goes at once
+                    self.close_connection = True
+                    return
                 self._send_event(delta(event))
             self._send_event(delta({}, finish))
         options = body.get("stream_options")

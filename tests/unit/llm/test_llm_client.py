@@ -1,5 +1,9 @@
-"""UnifiedLLMClient through real litellm against the loopback model server.
+"""UnifiedLLMClient against the loopback model server, on both routes.
 
+Every test runs twice: on the lean route (the plugin's own aiohttp transport, which
+``openai/<name>`` at an ``api_base`` takes by default) and on the litellm route
+(``EVENNIA_AI_LITELLM_MODELS = ["*"]``), so retries, fallbacks, Retry-After, limits, error kinds
+and their wording are checked to behave alike. Tests of litellm itself run on its route only.
 Every test talks HTTP to 127.0.0.1 only. Timeouts are a fraction of a second and backoff sleeps
 are recorded instead of slept, so the file runs in seconds.
 """
@@ -68,6 +72,24 @@ def warm_litellm():
         UnifiedLLMClient(
             model="openai/test-model", api_base=srv.url, api_key="x", timeout=10
         ).complete_sync(MESSAGES, [SAY])
+
+
+#: Tests of litellm's own behaviour (its arguments, its callbacks): its route only.
+LITELLM_ONLY = {
+    "test_litellm_retries_are_off",
+    "test_unexpected_exceptions_become_results",
+    "test_configured_callback_sees_calls",
+}
+
+
+@pytest.fixture(autouse=True, params=["lean", "litellm"])
+def route(request):
+    """Run the test on the lean route, then on litellm's."""
+    if request.param == "lean" and request.node.originalname in LITELLM_ONLY:
+        pytest.skip("a test of litellm's own behaviour")
+    patterns = ["*"] if request.param == "litellm" else []
+    with override_settings(EVENNIA_AI_LITELLM_MODELS=patterns):
+        yield request.param
 
 
 @pytest.fixture

@@ -1,7 +1,8 @@
-"""The in-process litellm Router (``EVENNIA_AI_ROUTER``) against three loopback model servers.
+"""``EVENNIA_AI_ROUTER`` against three loopback model servers, on both routes.
 
-The real client runs: litellm's Router on the model-call loop, over HTTP to three
-``ModelServer``s. One server is stopped mid-run and later started again on its port: no call
+The real client runs over HTTP to three ``ModelServer``s: the plugin's own routing of
+OpenAI-compatible deployments (the default), and litellm's Router (the model names listed in
+``EVENNIA_AI_LITELLM_MODELS``); every test of the setting's meaning runs on both. One server is stopped mid-run and later started again on its port: no call
 fails for it, the load spreads over the others meanwhile, and the returned one gets traffic
 again once its cooldown is over.
 """
@@ -48,6 +49,15 @@ def router_settings(servers, **options) -> dict:
 
 def served(server) -> int:
     return sum(1 for r in server.requests if r.path.endswith("/chat/completions"))
+
+
+@pytest.fixture(autouse=True, params=["lean", "litellm"])
+def route(request):
+    """The plugin's routing, then litellm's Router (the setting names every model)."""
+    router.reset()
+    with override_settings(EVENNIA_AI_LITELLM_MODELS=["*"] if request.param == "litellm" else []):
+        yield request.param
+    router.reset()
 
 
 @pytest.fixture
@@ -171,3 +181,158 @@ def test_a_bad_router_setting_is_a_clear_error_not_a_traceback(config, message):
     else:  # no model names to route: the name is an unknown model, not a Router one
         assert not result.ok
     router.reset()
+
+
+# -- the plugin's own routing ------------------------------------------------------------------------
+def lean_only(route):
+    if route != "lean":
+        pytest.skip("the plugin's own routing")
+
+
+def test_openai_compatible_deployments_are_not_sent_through_litellms_router(servers, route):
+    lean_only(route)
+    client = UnifiedLLMClient(max_retries=0)
+    with override_settings(EVENNIA_AI_ROUTER=router_settings(servers)):
+        assert all(r.ok for r in calls(client, 6))
+    assert router._BUILT["router"] is None  # litellm's Router was never built
+    requests = [r for s in servers for r in s.requests]
+    assert len(requests) == 6
+    assert all("litellm" not in r.headers.get("user-agent", "") for r in requests)
+
+
+def test_least_busy_spreads_calls_in_flight_evenly(servers, route):
+    lean_only(route)
+    for server in servers:
+        server.latency = 0.2
+    client = UnifiedLLMClient(max_retries=0)
+    settings = router_settings(servers, routing_strategy="least-busy")
+    with override_settings(EVENNIA_AI_ROUTER=settings):
+        assert all(r.ok for r in calls(client, 30))
+    assert [served(s) for s in servers] == [10, 10, 10]
+
+
+def test_a_failing_deployment_cools_down_and_retries_go_elsewhere(servers, route):
+    lean_only(route)
+    servers[0].enqueue(*[{"fault": "500"}] * 2)
+    client = UnifiedLLMClient(max_retries=0)
+    settings = router_settings(
+        servers, routing_strategy="least-busy", allowed_fails=1, cooldown_time=30, num_retries=1
+    )
+    with override_settings(EVENNIA_AI_ROUTER=settings):
+        first = [client.complete_sync(MESSAGES, model=GROUP) for _ in range(6)]
+        assert all(r.ok for r in first), [r.error for r in first]
+        before = served(servers[0])
+        assert all(r.ok for r in calls(client, 12))
+    assert before == 2  # two failures (more than allowed_fails=1): left out
+    assert served(servers[0]) == 2  # nothing more while cooling down
+    assert served(servers[1]) + served(servers[2]) == 6 + 12  # every answer came from them
+
+
+def test_every_deployment_cooling_down_is_a_rate_limit_with_the_time_left(route):
+    lean_only(route)
+    dead = ModelServer()
+    url = dead.url
+    dead.stop()
+    settings = {
+        "model_list": [
+            {"model_name": GROUP, "litellm_params": {"model": "openai/m", "api_base": url}}
+        ],
+        "allowed_fails": 0,
+        "cooldown_time": 20,
+        "num_retries": 0,
+    }
+    client = UnifiedLLMClient(max_retries=0)
+    with override_settings(EVENNIA_AI_ROUTER=settings):
+        first = client.complete_sync(MESSAGES, model=GROUP)
+        second = client.complete_sync(MESSAGES, model=GROUP)
+    assert first.error_kind == "connection"
+    assert second.error_kind == "rate_limit" and "cooling down" in second.error
+
+
+def test_max_parallel_requests_bounds_each_deployment(servers, route):
+    lean_only(route)
+    for server in servers:
+        server.latency = 0.15
+    settings = router_settings(servers, routing_strategy="least-busy")
+    settings["model_list"][0]["litellm_params"]["max_parallel_requests"] = 1
+    settings["default_max_parallel_requests"] = 4
+    peak = {}
+    built = {}
+
+    async def watch():
+        import asyncio as _asyncio
+
+        lean = router.lean_router()
+        built["router"] = lean
+        while True:
+            for d in lean.groups[GROUP]:
+                peak[d.endpoint.url] = max(peak.get(d.endpoint.url, 0), d.in_flight)
+            await _asyncio.sleep(0.01)
+
+    client = UnifiedLLMClient(max_retries=0)
+    with override_settings(EVENNIA_AI_ROUTER=settings):
+
+        async def run():
+            import asyncio as _asyncio
+
+            watcher = _asyncio.ensure_future(watch())
+            results = await _asyncio.gather(
+                *(client.acomplete(MESSAGES, model=GROUP) for _ in range(18))
+            )
+            watcher.cancel()
+            return results
+
+        results = aio.run_sync(run)
+    assert all(r.ok for r in results)
+    assert client.limits.snapshot()[f"router:{GROUP}"]["limit"] == 1 + 4 + 4
+    assert peak[servers[0].url + "/chat/completions"] == 1
+    assert max(peak.values()) <= 4
+
+
+def test_options_the_plugin_does_not_honour_are_named_once(servers, route, caplog):
+    lean_only(route)
+    settings = router_settings(servers, routing_strategy="latency-based-routing", retry_policy={})
+    settings["model_list"][0]["litellm_params"]["rpm"] = 10
+    client = UnifiedLLMClient(max_retries=0)
+    with override_settings(EVENNIA_AI_ROUTER=settings), caplog.at_level("WARNING"):
+        calls(client, 3)
+    warnings = [r.getMessage() for r in caplog.records if "EVENNIA_AI_ROUTER" in r.getMessage()]
+    assert len(warnings) == 1
+    assert "routing_strategy='latency-based-routing'" in warnings[0]
+    assert "retry_policy" in warnings[0] and "litellm_params.rpm" in warnings[0]
+    assert "EVENNIA_AI_LITELLM_MODELS" in warnings[0]
+
+
+def test_a_group_listed_in_the_setting_keeps_litellms_router(servers, route):
+    lean_only(route)
+    client = UnifiedLLMClient(max_retries=0)
+    with override_settings(
+        EVENNIA_AI_ROUTER=router_settings(servers), EVENNIA_AI_LITELLM_MODELS=[GROUP]
+    ):
+        assert all(r.ok for r in calls(client, 3))
+    assert router._BUILT["router"] is not None
+
+
+def test_a_router_name_streams_on_either_route(servers, route):
+    pieces = []
+    client = UnifiedLLMClient(max_retries=0)
+    for server in servers:
+        server.responder = lambda body: {"text": "Welcome in, sit by the fire."}
+    with override_settings(EVENNIA_AI_ROUTER=router_settings(servers)):
+        result = client.complete_sync(MESSAGES, model=GROUP, on_delta=pieces.append)
+    assert result.ok and result.text == "Welcome in, sit by the fire."
+    assert len(pieces) > 3 and "".join(p.content for p in pieces) == result.text
+    assert result.usage.completion_tokens > 0  # the usage chunk was asked for and read
+
+
+def test_the_warning_can_be_given_at_server_start(servers, route, caplog):
+    lean_only(route)
+    settings = router_settings(servers, cache_responses=True)
+    with override_settings(EVENNIA_AI_ROUTER=settings), caplog.at_level("WARNING"):
+        router.check_at_start()
+        router.check_at_start()  # once per setting value
+        calls(UnifiedLLMClient(max_retries=0), 2)
+    warnings = [r.getMessage() for r in caplog.records if "EVENNIA_AI_ROUTER" in r.getMessage()]
+    assert len(warnings) == 1 and "cache_responses" in warnings[0]
+    with override_settings(EVENNIA_AI_ROUTER={"model_list": "none"}):
+        router.check_at_start()  # not a list: nothing to route, nothing raised

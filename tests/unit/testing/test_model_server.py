@@ -624,3 +624,80 @@ def test_every_request_is_validated_like_a_strict_provider():
     assert "never answered" in problems[1]
     assert "window" in problems[2]
     assert len(model_server.take_violations()) == 3  # what the suite's check would fail on
+
+
+def _sse_events(url: str, body: dict) -> tuple[list, list[float]]:
+    """POST ``body`` and read its server-sent events: (decoded events, arrival times)."""
+    request = urllib.request.Request(
+        url + "/chat/completions",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    events, times = [], []
+    with urllib.request.urlopen(request, timeout=30) as response:
+        for line in response:
+            line = line.strip()
+            if line.startswith(b"data: "):
+                data = line[len(b"data: ") :].decode()
+                events.append(data if data == "[DONE]" else json.loads(data))
+                times.append(time.monotonic())
+    return events, times
+
+
+def test_token_rate_paces_the_stream_one_word_a_chunk():
+    text = "One two three four five six seven eight nine ten."
+    with ModelServer(token_rate=40) as server:
+        server.enqueue({"text": text})
+        started = time.monotonic()
+        events, times = _sse_events(
+            server.url,
+            {
+                "model": "test-model",
+                "messages": MESSAGES,
+                "stream": True,
+                "stream_options": {"include_usage": True},
+            },
+        )
+    pieces = [e["choices"][0]["delta"].get("content") for e in events[:-1] if e["choices"]]
+    words = [p for p in pieces if p]
+    assert "".join(words) == text and len(words) == 10  # one chunk per word
+    assert times[-1] - started >= 10 / 40 * 0.9  # ten tokens at 40 a second: about 0.25 s
+    assert events[-1] == "[DONE]" and events[-2]["usage"]["total_tokens"] > 0
+
+
+def test_token_rate_paces_tool_call_arguments_split_across_chunks():
+    with ModelServer(token_rate=50) as server:
+        server.enqueue(
+            {"tool_calls": [{"name": "say", "arguments": {"message": "Welcome in, friend!"}}]}
+        )
+        events, times = _sse_events(
+            server.url,
+            {"model": "test-model", "messages": MESSAGES, "tools": TOOLS, "stream": True},
+        )
+    fragments = [
+        call["function"].get("arguments", "")
+        for e in events[:-1]
+        for call in e["choices"][0]["delta"].get("tool_calls") or []
+    ]
+    assert len([f for f in fragments if f]) >= 3  # the arguments arrive in several pieces
+    assert json.loads("".join(fragments)) == {"message": "Welcome in, friend!"}
+    assert times[-1] - times[0] >= (len(fragments) - 1) / 50 * 0.9
+
+
+def test_token_rate_must_be_positive():
+    with pytest.raises(ValueError, match="token_rate"):
+        ModelServer(token_rate=0)
+
+
+def test_truncated_stream_stops_mid_answer():
+    with ModelServer() as server:
+        server.enqueue({"fault": "truncated", "text": "A long answer that never finishes here."})
+        try:
+            events, _ = _sse_events(
+                server.url, {"model": "test-model", "messages": MESSAGES, "stream": True}
+            )
+        except Exception:  # http.client may report the cut body itself
+            events = []
+        assert "[DONE]" not in events
+        assert len(events) <= 3  # a few pieces, then nothing
+        assert server.counts() == {"truncated": 1}
