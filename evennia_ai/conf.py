@@ -479,7 +479,9 @@ SETTINGS: dict[str, Setting] = {
         Setting(
             "EVENNIA_AI_LITELLM_CALLBACKS",
             [],
-            "litellm callbacks (names such as `langfuse`, or dotted paths to CustomLogger instances/classes).",
+            "litellm callbacks (names such as `langfuse`, or dotted paths to CustomLogger "
+            "instances/classes). While any is set, every model is called through litellm (the "
+            "callbacks see only litellm's calls), OpenAI-compatible servers included.",
             items(comma_list=True),
         ),
         Setting(

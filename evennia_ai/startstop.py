@@ -18,7 +18,7 @@ from twisted.internet import reactor, task
 
 from evennia_ai import conf, native_threads
 from evennia_ai.engine import confirmations  # noqa: F401  (registers the approval executors)
-from evennia_ai.llm import served_windows, threads, tokens
+from evennia_ai.llm import router, served_windows, threads, tokens
 from evennia_ai.llm.client import (
     LITELLM_REQUIREMENT,
     configure_litellm_callbacks,
@@ -213,6 +213,7 @@ def at_server_start():
                     f"evennia-ai needs {LITELLM_REQUIREMENT} (docs/troubleshooting.md)"
                 )
         configure_litellm_callbacks()
+        router.check_at_start()  # EVENNIA_AI_ROUTER options the plugin does not honour, named
 
     def start_warm_up():
         models = npc_models()  # the ORM is read here, on the reactor

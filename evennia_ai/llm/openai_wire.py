@@ -16,7 +16,9 @@ sends it). Every other provider (``ollama/``, ``anthropic/``, ...) stays on lite
   OpenAI configuration recognises them (at an operator's ``api_base`` litellm sends the
   parameters unchanged, and so does the lean route);
 - names matching a pattern of ``EVENNIA_AI_LITELLM_MODELS`` (shell-style, ``openai/o*``);
-- ``openai/`` names when ``EVENNIA_AI_OPENAI_SDK_ROUTE`` is on (the OpenAI SDK, as before).
+- ``openai/`` names when ``EVENNIA_AI_OPENAI_SDK_ROUTE`` is on (the OpenAI SDK, as before);
+- every model while ``EVENNIA_AI_LITELLM_CALLBACKS`` names an observer (Langfuse, OpenTelemetry,
+  ...): those callbacks see only calls litellm makes, so an operator who set them keeps them.
 
 **The request body** is what litellm sends for the same call: the messages as given, tools
 with ``additionalProperties: false`` and ``strict`` removed from their schemas (as litellm's
@@ -167,6 +169,8 @@ def lean_endpoint(model: str, api_base: str | None, api_key: str | None) -> Lean
         api_key: The call's key, if any.
     """
     patterns = tuple(litellm_patterns())
+    if conf.get_list("EVENNIA_AI_LITELLM_CALLBACKS"):
+        patterns += ("*",)  # the operator's observers see litellm's calls only
     sdk = conf.get_bool("EVENNIA_AI_OPENAI_SDK_ROUTE")
     key = (model, api_base or "", api_key or "", ",".join(patterns), "sdk" if sdk else "")
     if key in _ROUTE_CACHE:

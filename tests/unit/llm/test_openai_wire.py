@@ -178,6 +178,15 @@ def test_a_setting_sends_models_back_through_litellm(server):
         assert openai_wire.lean_endpoint("hosted_vllm/other", server.url, "x") is not None
 
 
+def test_litellm_callbacks_keep_every_model_on_litellm(server):
+    """An operator's litellm observers (Langfuse, OpenTelemetry) see only litellm's calls: while
+    any is set, no model takes the lean route, so none of their calls goes unobserved."""
+    assert openai_wire.lean_endpoint("openai/other", server.url, "x") is not None
+    with override_settings(EVENNIA_AI_LITELLM_CALLBACKS=["langfuse"]):
+        assert openai_wire.lean_endpoint("openai/other", server.url, "x") is None
+        assert openai_wire.lean_endpoint("hosted_vllm/other", server.url, "x") is None
+
+
 def test_a_reasoning_model_goes_through_litellm_with_its_parameters_translated(server, monkeypatch):
     """At OpenAI, o-series models get max_completion_tokens and no temperature (litellm's
     translation); other OpenAI models take the lean route to the same place."""
