@@ -255,6 +255,7 @@ def report(path: str) -> None:
         "llm_limits": get_client().limits.snapshot(),
         "memory_mode": memory_mode(),
         "memory_state": memory_state(),
+        "recall_deadline": recall_deadline_stats(),
         "pid": os.getpid(),
     }
     data["report_seconds"] = time.perf_counter() - started
@@ -537,3 +538,85 @@ def tick_times(path: str, since: float) -> None:
             previous_end = ended
     with open(path, "w") as handle:
         json.dump(out, handle)
+
+
+def tick_ends_start(key: str, path: str) -> None:
+    """Append a line to ``path`` each time the tick of the NPC named ``key`` ends.
+
+    The line is ``<tick count> <seconds (perf_counter)>``: a benchmark outside the server reads
+    the file to know a tick is over (CPU per answered line counts the work after the reply)
+    without asking the server anything (a ``py`` command would cost the server CPU itself).
+    Wraps :meth:`evennia_ai.scripts.AssistantScript._tick_done` once; later calls only change
+    the NPC and the file.
+    """
+    from evennia_ai.scripts import AssistantScript
+
+    _STATE["tick_ends"] = (key, path)
+    open(path, "w").close()
+    original = AssistantScript._tick_done
+    if getattr(original, "_bench_wrapped", False):
+        return
+
+    def tick_done(self, result, runner=None):
+        out = original(self, result, runner)
+        watched = _STATE.get("tick_ends")
+        npc = self.obj
+        if watched and npc is not None and npc.key == watched[0]:
+            with open(watched[1], "a") as handle:
+                handle.write(f"{self.tick_count} {time.perf_counter():.6f}\n")
+        return out
+
+    tick_done._bench_wrapped = True
+    AssistantScript._tick_done = tick_done
+
+
+def recall_deadline_stats() -> dict | None:
+    """How often the reply path's recall gave up waiting for the vector hits (issue 33).
+
+    The hook the benchmarks read: ``evennia_ai.memory.search.deadline_stats()`` returning a
+    mapping with ``waited`` (searches that waited on a deadline) and ``missed`` (those that went
+    on with the keyword hits only). None while the plugin does not expose it.
+    """
+    try:
+        from evennia_ai.memory import search
+    except Exception:  # noqa: BLE001 - a probe reports, never raises
+        return None
+    stats = getattr(search, "deadline_stats", None)
+    if not callable(stats):
+        return None
+    try:
+        return dict(stats())
+    except Exception as err:  # noqa: BLE001 - a probe reports, never raises
+        return {"error": str(err)}
+
+
+def last_say(key: str, path: str) -> None:
+    """Write the last line the NPC named ``key`` said, as its history keeps it, to ``path``
+    (JSON ``{"text": ...}``, ``null`` when it said nothing yet): a ``say`` tool call's
+    message, or the plain content of its last assistant message."""
+    from evennia.utils.search import search_object
+
+    npc = [obj for obj in search_object(key) if hasattr(obj, "ai")][0]
+    said = None
+    for message in reversed(npc.ai.get("history") or []):
+        if message.get("role") != "assistant":
+            continue
+        for call in message.get("tool_calls") or []:
+            function = call.get("function") or {}
+            if function.get("name") == "say":
+                arguments = function.get("arguments")
+                if isinstance(arguments, str):
+                    try:
+                        arguments = json.loads(arguments)
+                    except ValueError:
+                        arguments = {}
+                said = (arguments or {}).get("message")
+                break
+        if said is None and message.get("content"):
+            said = message["content"]
+        if said is not None:
+            break
+    tmp = path + ".tmp"
+    with open(tmp, "w") as handle:
+        json.dump({"text": said}, handle)
+    os.replace(tmp, path)
