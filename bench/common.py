@@ -122,3 +122,33 @@ def baseline(name: str) -> dict | None:
 
     path = Path(__file__).resolve().parent / "baselines" / f"{name}.json"
     return json.loads(path.read_text()) if path.exists() else None
+
+
+def recall_deadline_stats() -> dict | None:
+    """How often the reply path's recall gave up waiting for the vector hits (issue 33).
+
+    The hook every benchmark reads: ``evennia_ai.memory.search.deadline_stats()`` returning a
+    mapping with ``waited`` (searches that waited on the deadline) and ``missed`` (those that
+    went on with the keyword hits only), counted since the process started. None while the
+    plugin does not expose it; ``{"error": ...}`` when it fails.
+    """
+    try:
+        from evennia_ai.memory import search
+    except Exception:  # noqa: BLE001 - a probe reports, never raises
+        return None
+    stats = getattr(search, "deadline_stats", None)
+    if not callable(stats):
+        return None
+    try:
+        return dict(stats())
+    except Exception as err:  # noqa: BLE001 - a probe reports, never raises
+        return {"error": str(err)}
+
+
+def deadline_text(stats: dict | None) -> str:
+    """The recall deadline's figures in words, for a report."""
+    if not isinstance(stats, dict):
+        return "not exposed by this code (hook: bench.common.recall_deadline_stats)"
+    if "error" in stats:
+        return f"could not be read: {stats['error']}"
+    return f"{stats.get('missed', '?')} missed of {stats.get('waited', '?')} searches that waited"

@@ -39,7 +39,7 @@ from __future__ import annotations
 import re
 import time
 
-from bench.common import baseline, percentile, table
+from bench.common import baseline, deadline_text, percentile, table
 from bench.cpu import BusyCore, CpuMeter, CpuPhase, load_average
 from bench.game import Player, game, probe, server_pid
 
@@ -377,16 +377,7 @@ def render_cpu(r: dict) -> str:
         ],
         rows,
     )
-    stats = r.get("recall_deadline")
-    text += (
-        "\nRecall deadline: "
-        + (
-            f"{stats.get('missed', '?')} missed of {stats.get('waited', '?')} searches that waited"
-            if isinstance(stats, dict)
-            else "not exposed by this code (hook: bench.server_probe.recall_deadline_stats)"
-        )
-        + ".\n"
-    )
+    text += f"\nRecall deadline: {deadline_text(r.get('recall_deadline'))}.\n"
     return text
 
 

@@ -571,23 +571,10 @@ def tick_ends_start(key: str, path: str) -> None:
 
 
 def recall_deadline_stats() -> dict | None:
-    """How often the reply path's recall gave up waiting for the vector hits (issue 33).
+    """The recall deadline's figures in this server (:func:`bench.common.recall_deadline_stats`)."""
+    from bench.common import recall_deadline_stats as stats
 
-    The hook the benchmarks read: ``evennia_ai.memory.search.deadline_stats()`` returning a
-    mapping with ``waited`` (searches that waited on a deadline) and ``missed`` (those that went
-    on with the keyword hits only). None while the plugin does not expose it.
-    """
-    try:
-        from evennia_ai.memory import search
-    except Exception:  # noqa: BLE001 - a probe reports, never raises
-        return None
-    stats = getattr(search, "deadline_stats", None)
-    if not callable(stats):
-        return None
-    try:
-        return dict(stats())
-    except Exception as err:  # noqa: BLE001 - a probe reports, never raises
-        return {"error": str(err)}
+    return stats()
 
 
 def last_say(key: str, path: str) -> None:
