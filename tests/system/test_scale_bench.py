@@ -144,3 +144,21 @@ class TestSpawnAndTalkers(BaseEvenniaTest):
             account = AccountDB.objects.get(username=name)
             assert account.check_password("bench-talker-pass-1")
             assert [c.location for c in account.characters] == [room]
+
+
+def test_long_term_memory_loads_as_users_run_it_unless_asked_not_to():
+    loaded = scale.settings(["http://127.0.0.1:9001/v1"], "DATABASES = {}\n")
+    assert "EVENNIA_AI_MEMORY_INIT_DELAY" not in loaded  # the default delay: it loads
+    delayed = scale.settings(["http://127.0.0.1:9001/v1"], "DATABASES = {}\n", memory=False)
+    assert "EVENNIA_AI_MEMORY_INIT_DELAY = 3600" in delayed.splitlines()
+
+
+def test_report_says_whether_memory_ran_and_the_recall_deadline():
+    text = scale.render(
+        result(
+            memory="long-term memory ready, mode hybrid", recall_deadline={"waited": 9, "missed": 1}
+        )
+    )
+    assert "long-term memory ready, mode hybrid." in text
+    assert "1 missed of 9 searches that waited" in text
+    assert "not exposed by this code" in scale.render(result())
