@@ -37,6 +37,7 @@ Run: ``.venv/bin/python -m bench.npc_ab`` (both modes, about 6 minutes), ``--mod
 from __future__ import annotations
 
 import re
+import sys
 import time
 
 from bench.common import baseline, deadline_text, percentile, table
@@ -104,7 +105,10 @@ def ready_as_users_run(admin: Player, timeout: float = 240.0) -> str:
             break
         time.sleep(2)
     mode = found.get("memory_mode", "")
-    admin.py("import bench.server_probe as p; p.seed_state()", wait=2.0)
+    admin.py("import bench.server_probe as p; p.seed_state()", wait=0.1)
+    # Storing 200 memories holds the reactor a while (longer on a busy host): the probe
+    # answers once it is done, so the first timed line does not wait behind it.
+    probe(admin, timeout=timeout)
     return mode
 
 
@@ -221,6 +225,9 @@ def run(
                 if cpu_lines:
                     cpu = _cpu_phases(server, admin, bob, cpu_lines)
                 recall = probe(admin).get("recall_deadline")
+            except TimeoutError:
+                print(f"the server's log:\n{server.log_tail(80)}", file=sys.stderr)
+                raise
             finally:
                 busy_core.stop()
                 for player in players:
