@@ -97,3 +97,24 @@ def test_cpu_phase_waits_for_each_tick_to_end(tmp_path):
     assert phase.lines == 3 and phase.cpu == 0.015 and phase.unsettled == 0
     assert meter.settled == 4  # once before the phase, once after each line
     assert npc_ab._ticks_ended(str(ended)) == 3
+
+
+def test_recall_deadline_hook_reads_the_memory_status(monkeypatch):
+    from bench import common
+    from evennia_ai.memory import longterm
+
+    recall = {"deadline_ms": 40, "searches": 12, "in_time": 11, "missed": 1}
+    monkeypatch.setattr(longterm, "status", lambda: {"state": "ready", "recall": recall})
+    stats = common.recall_deadline_stats()
+    assert stats == {"waited": 12, "missed": 1, "deadline_ms": 40}
+    assert common.deadline_text(stats) == "1 missed of 12 searches that waited at 40 ms"
+    monkeypatch.setattr(longterm, "status", lambda: {"state": "ready"})  # code before issue 33
+    assert common.recall_deadline_stats() is None
+
+    def broken():
+        raise RuntimeError("memory closed")
+
+    monkeypatch.setattr(longterm, "status", broken)
+    assert common.deadline_text(common.recall_deadline_stats()) == (
+        "could not be read: memory closed"
+    )
