@@ -369,6 +369,13 @@ def render_cpu(r: dict) -> str:
                 verdict,
             ]
         )
+    before = baseline("npc_ab_busy" if r.get("busy") else "npc_ab")
+    if before and before.get("cpu_ms"):
+        ours, theirs = before["cpu_ms"]
+        rows.append(
+            [f"before ({before['commit']}): ours / LLMNPC", "", f"{ours:.1f} / {theirs:.1f}"]
+            + [""] * 4
+        )
     text = "\n" + table(
         f"{_mode(r)}: CPU per answered player line (ms): every thread of the server process "
         "and every process it started, from the line to the end of the NPC's tick and the "
