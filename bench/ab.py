@@ -190,7 +190,7 @@ def read_runs(folder: Path) -> dict[tuple[str, str], list[str]]:
 def overlay(tree: Path, bench_from: Path, folder: Path) -> Path:
     """``tree`` mirrored in ``folder`` by symbolic links, with ``bench/`` and
     ``tests/support/`` copied from ``bench_from``: the benchmarks of ``bench_from`` on the
-    ``evennia_ai`` (and demo world) of ``tree``. Copies, not links, so that each benchmark's
+    ``evennia_ai`` (and demo world, and the test settings files at ``tests/``) of ``tree``. Copies, not links, so that each benchmark's
     ``Path(__file__).resolve()`` finds the mirror and its game server imports the tree's
     package."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -201,7 +201,11 @@ def overlay(tree: Path, bench_from: Path, folder: Path) -> Path:
     ignore = shutil.ignore_patterns("__pycache__", "RESULTS.md")
     shutil.copytree(bench_from / "bench", folder / "bench", ignore=ignore)
     (folder / "tests").mkdir()
-    (folder / "tests" / "__init__.py").touch()
+    for entry in (tree / "tests").iterdir():  # the tree's test settings (Django benchmarks)
+        if entry.is_file():
+            (folder / "tests" / entry.name).symlink_to(entry)
+    if not (folder / "tests" / "__init__.py").exists():
+        (folder / "tests" / "__init__.py").touch()
     shutil.copytree(bench_from / "tests" / "support", folder / "tests" / "support", ignore=ignore)
     return folder
 

@@ -107,6 +107,7 @@ def test_overlay_runs_these_benchmarks_on_the_other_package(tmp_path):
     (tree / "bench").mkdir()
     (tree / "bench" / "game.py").write_text("old bench\n")
     (tree / "tests" / "support").mkdir(parents=True)
+    (tree / "tests" / "evennia_ai_test_settings.py").write_text("OLD_SETTINGS = 1\n")
     (tree / "world_example").mkdir()
     here = Path(ab.__file__).resolve().parents[1]
     mirror = ab.overlay(tree, here, tmp_path / "mirror")
@@ -115,4 +116,6 @@ def test_overlay_runs_these_benchmarks_on_the_other_package(tmp_path):
     assert not (mirror / "bench").is_symlink()
     assert (mirror / "bench" / "game.py").read_text() == (here / "bench" / "game.py").read_text()
     assert (mirror / "tests" / "support" / "game_server.py").exists()
+    assert (mirror / "tests" / "evennia_ai_test_settings.py").read_text() == "OLD_SETTINGS = 1\n"
+    assert (mirror / "tests" / "__init__.py").exists()
     assert not (mirror / "bench" / "RESULTS.md").exists()
