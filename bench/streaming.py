@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -227,6 +228,9 @@ def run(rounds: int = ROUNDS) -> Results:
                     else:
                         out.history_seen.append(str(said)[:120])
                     time.sleep(0.2)
+            except TimeoutError:
+                print(f"the server's log:\n{server.log_tail(80)}", file=sys.stderr)
+                raise
             finally:
                 for player in players:
                     player.close()
