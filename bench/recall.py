@@ -558,7 +558,8 @@ def _deadline_delta(before: dict | None, after: dict | None) -> dict | None:
         return after if isinstance(after, dict) else None
     if "error" in after:
         return after
-    return {k: after.get(k, 0) - before.get(k, 0) for k in ("waited", "missed")}
+    delta = {k: after.get(k, 0) - before.get(k, 0) for k in ("waited", "missed")}
+    return {**delta, "deadline_ms": after.get("deadline_ms")}
 
 
 def run(scenario: Scenario, server, clock=None, modes=MODES) -> Results:

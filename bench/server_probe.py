@@ -607,3 +607,40 @@ def last_say(key: str, path: str) -> None:
     with open(tmp, "w") as handle:
         json.dump({"text": said}, handle)
     os.replace(tmp, path)
+
+
+def heap_start(frames: int = 8) -> None:
+    """Start tracing Python allocations (``tracemalloc``) and keep a first snapshot, with a
+    count of live objects by type, for :func:`heap_diff`."""
+    import collections
+    import gc
+    import tracemalloc
+
+    if not tracemalloc.is_tracing():
+        tracemalloc.start(frames)
+    gc.collect()
+    _STATE["heap"] = tracemalloc.take_snapshot()
+    _STATE["types"] = collections.Counter(type(o).__name__ for o in gc.get_objects())
+
+
+def heap_diff(path: str, top: int = 25) -> None:
+    """Write what grew since :func:`heap_start` to ``path``: the allocation sites by bytes
+    (with their tracebacks) and the object types by count."""
+    import collections
+    import gc
+    import tracemalloc
+
+    gc.collect()
+    now = tracemalloc.take_snapshot()
+    lines = [
+        f"RSS {rss_bytes() / 2**20:.0f} MB; traced {tracemalloc.get_traced_memory()[0] / 2**20:.0f} MB"
+    ]
+    stats = now.compare_to(_STATE["heap"], "traceback")
+    for stat in stats[:top]:
+        lines.append(f"\n{stat.size_diff / 2**20:+.2f} MB in {stat.count_diff:+d} blocks")
+        lines.extend("    " + line for line in stat.traceback.format())
+    types = collections.Counter(type(o).__name__ for o in gc.get_objects())
+    grown = sorted(((n - _STATE["types"].get(t, 0), t) for t, n in types.items()), reverse=True)
+    lines.append("\nobjects by type, growth: " + ", ".join(f"{t} {d:+d}" for d, t in grown[:top]))
+    with open(path, "w") as handle:
+        handle.write("\n".join(lines) + "\n")
