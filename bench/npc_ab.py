@@ -233,7 +233,9 @@ def run(
                 for player in players:
                     player.close()
         generate = len(model.requests_to("/api/v1/generate"))
-        chat = len(model.requests_to("/v1/chat/completions"))
+        chats = model.requests_to("/v1/chat/completions")
+        chat = len(chats)
+        streamed = sum(1 for request in chats if (request.body or {}).get("stream"))
     return {
         "memory_mode": memory_mode,
         "busy": busy,
@@ -243,6 +245,7 @@ def run(
         "latency": latency,
         "generate": generate,
         "chat": chat,
+        "streamed": streamed,
         "cpu": cpu,
         "recall_deadline": recall,
         "load": (load_start, load_average()),
@@ -337,7 +340,11 @@ def render(r: dict) -> str:
         ["NPC", "replies", "p50", "p95"],
         rows,
     )
-    text += f"\nLoad average {load_start} at the start, {load_end} at the end.\n"
+    text += (
+        f"\nLoad average {load_start} at the start, {load_end} at the end; "
+        f"{r.get('streamed', 0)} of our {r.get('chat', '?')} model requests asked for a stream "
+        "(streaming is off in this bench: 0 expected).\n"
+    )
     return text + render_cpu(r)
 
 

@@ -40,7 +40,7 @@ def test_quiet_host_target_is_one_and_a_half():
     assert text.startswith("### quiet host:") and "streaming off" in text
     assert "ratio ours/theirs (target <= 1.5) |  | 1.42 | 1.42" in text
     assert "| result |  | pass | pass |" in text
-    assert "Load average 0.5, 0.4, 0.3 at the start, 1.5, 0.9, 0.5 at the end." in text
+    assert "Load average 0.5, 0.4, 0.3 at the start, 1.5, 0.9, 0.5 at the end; 0 of our 86" in text
 
 
 def test_busy_host_has_its_own_table_and_target_of_two():
