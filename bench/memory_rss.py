@@ -11,7 +11,8 @@ its own process with 0 ms latency (so ticks run as fast as the server can take t
    10,000 ticks later (sampled every 1,000). Target: < 5 %. Bounded by ``max_seconds``; the
    table says how many ticks really ran.
 
-Run: ``.venv/bin/python -m bench.memory_rss`` (about 5-10 minutes on 2 cores).
+Run: ``.venv/bin/python -m bench.memory_rss`` (about 5-10 minutes on 2 cores); to see where a
+drift comes from, :func:`heap_growth`.
 """
 
 from __future__ import annotations
