@@ -34,6 +34,7 @@ BENCHMARKS = [
     "fault_soak",
     "npc_ab",
     "first_line",
+    "streaming",
     "load",
     "memory_rss",
     "scale",

@@ -122,3 +122,46 @@ def baseline(name: str) -> dict | None:
 
     path = Path(__file__).resolve().parent / "baselines" / f"{name}.json"
     return json.loads(path.read_text()) if path.exists() else None
+
+
+def recall_deadline_stats() -> dict | None:
+    """How often the reply path's recall gave up waiting for the vector hits (issue 33).
+
+    The hook every benchmark reads, in this process (a game server's through
+    :func:`bench.server_probe.recall_deadline_stats`): the ``recall`` counts of
+    ``evennia_ai.memory.longterm.status()`` (``searches`` that waited on the deadline,
+    ``missed``: those that went on with the keyword hits only, ``deadline_ms``), counted since
+    the process started, as ``{"waited", "missed", "deadline_ms"}``. None while the plugin does
+    not count them; ``{"error": ...}`` when they cannot be read.
+    """
+    try:
+        from evennia_ai.memory import longterm
+    except Exception:  # noqa: BLE001 - a probe reports, never raises
+        return None
+    status = getattr(longterm, "status", None)
+    if not callable(status):
+        return None
+    try:
+        counts = status().get("recall")
+    except Exception as err:  # noqa: BLE001 - a probe reports, never raises
+        return {"error": str(err)}
+    if not isinstance(counts, dict) or "missed" not in counts:
+        return None
+    return {
+        "waited": counts.get("searches", 0),
+        "missed": counts["missed"],
+        "deadline_ms": counts.get("deadline_ms"),
+    }
+
+
+def deadline_text(stats: dict | None) -> str:
+    """The recall deadline's figures in words, for a report."""
+    if not isinstance(stats, dict):
+        return "not exposed by this code (hook: bench.common.recall_deadline_stats)"
+    if "error" in stats:
+        return f"could not be read: {stats['error']}"
+    limit = f" at {stats['deadline_ms']} ms" if stats.get("deadline_ms") is not None else ""
+    return (
+        f"{stats.get('missed', '?')} missed of {stats.get('waited', '?')} searches that waited"
+        + limit
+    )

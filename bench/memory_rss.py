@@ -11,7 +11,8 @@ its own process with 0 ms latency (so ticks run as fast as the server can take t
    10,000 ticks later (sampled every 1,000). Target: < 5 %. Bounded by ``max_seconds``; the
    table says how many ticks really ran.
 
-Run: ``.venv/bin/python -m bench.memory_rss`` (about 5-10 minutes on 2 cores).
+Run: ``.venv/bin/python -m bench.memory_rss`` (about 5-10 minutes on 2 cores); to see where a
+drift comes from, :func:`heap_growth`.
 """
 
 from __future__ import annotations
@@ -123,3 +124,38 @@ def main() -> str:
 
 if __name__ == "__main__":
     main()
+
+
+def heap_growth(
+    start_ticks: int = 1_000, ticks: int = 2_000, path: str = "/tmp/evennia_ai_heap_growth.txt"
+) -> str:
+    """Where the server's memory grows while 100 NPCs tick (``tracemalloc``, slow: a diagnosis).
+
+    Traces allocations from ``start_ticks`` ticks for ``ticks`` more and writes the sites that
+    grew most and the object types by count to ``path``. Run:
+    ``.venv/bin/python -c "from bench.memory_rss import heap_growth; heap_growth()"``.
+    """
+    with ExternalModelServer(latency=0.0, extra_args=("--default-reply", json.dumps(SAY))) as model:
+        with game(settings(model.url)) as server:
+            player = Player(server.telnet_port)
+            try:
+                player.login("admin", server.password)
+                player.py(AUTONOMY_ON)
+                deadline = time.monotonic() + 180
+                while probe(player)["memory_mode"] != "hybrid" and time.monotonic() < deadline:
+                    time.sleep(2)
+                player.py(
+                    f"import bench.server_probe as p; p.spawn({NPCS}); p.start_driver(0.05)",
+                    wait=2.0,
+                )
+                end = time.monotonic() + 900
+                first = wait_ticks(player, start_ticks, end)
+                player.py("import bench.server_probe as p; p.heap_start()", wait=1.0)
+                wait_ticks(player, first["ticks"] + ticks, end)
+                player.py(f"import bench.server_probe as p; p.heap_diff({path!r})", wait=1.0)
+                probe(player, timeout=300)  # answers once heap_diff is done
+                player.py("import bench.server_probe as p; p.stop_driver()")
+            finally:
+                player.close()
+    with open(path) as handle:
+        return handle.read()

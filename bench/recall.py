@@ -37,7 +37,7 @@ import tempfile
 from dataclasses import dataclass, field
 from unittest import mock
 
-from bench.common import percentile, table
+from bench.common import deadline_text, percentile, recall_deadline_stats, table
 from evennia_ai.testing.reading_model import facts_in
 from evennia_ai.utils import unfence
 
@@ -548,6 +548,18 @@ class Results:
     modes_used: dict[str, str] = field(default_factory=dict)
     memories: int = 0
     vector: bool = False
+    #: Per mode, the recall deadline's figures over its questions (None: not exposed).
+    deadline: dict[str, dict | None] = field(default_factory=dict)
+
+
+def _deadline_delta(before: dict | None, after: dict | None) -> dict | None:
+    """``after`` minus ``before`` of :func:`bench.common.recall_deadline_stats` (or None)."""
+    if not isinstance(before, dict) or not isinstance(after, dict):
+        return after if isinstance(after, dict) else None
+    if "error" in after:
+        return after
+    delta = {k: after.get(k, 0) - before.get(k, 0) for k in ("waited", "missed")}
+    return {**delta, "deadline_ms": after.get("deadline_ms")}
 
 
 def run(scenario: Scenario, server, clock=None, modes=MODES) -> Results:
@@ -571,6 +583,7 @@ def run(scenario: Scenario, server, clock=None, modes=MODES) -> Results:
         for mode in modes:
             results.modes_used[mode] = resolve_mode(mode, results.vector)[0]
             lost = results.lost.setdefault(mode, {})
+            deadline_before = recall_deadline_stats()
             for question in scenario.questions:
                 inn.restore(state)
                 messages, hits = inn.ask(question, mode)
@@ -579,6 +592,7 @@ def run(scenario: Scenario, server, clock=None, modes=MODES) -> Results:
                 for phrase in result.missing:
                     cause = where_lost(phrase, hits, memories, state)
                     lost[cause] = lost.get(cause, 0) + 1
+            results.deadline[mode] = _deadline_delta(deadline_before, recall_deadline_stats())
         budget = tokens.get_model_limits(MODEL).prompt_budget
         for question in scenario.questions:
             results.scores.setdefault(LAST_LINES, []).append(
@@ -688,6 +702,14 @@ def render(results: Results, target_tokens: int) -> str:
         ["figure"] + heads + ["target"],
         rows,
     )
+    if results.deadline:
+        text += (
+            "\nRecall deadline (the vector hits waited for up to the deadline): "
+            + "; ".join(
+                f"{mode}: {deadline_text(stats)}" for mode, stats in results.deadline.items()
+            )
+            + ".\n"
+        )
     verdicts = []
     for c in conditions:
         checks = [

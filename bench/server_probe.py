@@ -255,6 +255,7 @@ def report(path: str) -> None:
         "llm_limits": get_client().limits.snapshot(),
         "memory_mode": memory_mode(),
         "memory_state": memory_state(),
+        "recall_deadline": recall_deadline_stats(),
         "pid": os.getpid(),
     }
     data["report_seconds"] = time.perf_counter() - started
@@ -537,3 +538,109 @@ def tick_times(path: str, since: float) -> None:
             previous_end = ended
     with open(path, "w") as handle:
         json.dump(out, handle)
+
+
+def tick_ends_start(key: str, path: str) -> None:
+    """Append a line to ``path`` each time the tick of the NPC named ``key`` ends.
+
+    The line is ``<tick count> <seconds (perf_counter)>``: a benchmark outside the server reads
+    the file to know a tick is over (CPU per answered line counts the work after the reply)
+    without asking the server anything (a ``py`` command would cost the server CPU itself).
+    Wraps :meth:`evennia_ai.scripts.AssistantScript._tick_done` once; later calls only change
+    the NPC and the file.
+    """
+    from evennia_ai.scripts import AssistantScript
+
+    _STATE["tick_ends"] = (key, path)
+    open(path, "w").close()
+    original = AssistantScript._tick_done
+    if getattr(original, "_bench_wrapped", False):
+        return
+
+    def tick_done(self, result, runner=None):
+        out = original(self, result, runner)
+        watched = _STATE.get("tick_ends")
+        npc = self.obj
+        if watched and npc is not None and npc.key == watched[0]:
+            with open(watched[1], "a") as handle:
+                handle.write(f"{self.tick_count} {time.perf_counter():.6f}\n")
+        return out
+
+    tick_done._bench_wrapped = True
+    AssistantScript._tick_done = tick_done
+
+
+def recall_deadline_stats() -> dict | None:
+    """The recall deadline's figures in this server (:func:`bench.common.recall_deadline_stats`)."""
+    from bench.common import recall_deadline_stats as stats
+
+    return stats()
+
+
+def last_say(key: str, path: str) -> None:
+    """Write the last line the NPC named ``key`` said, as its history keeps it, to ``path``
+    (JSON ``{"text": ...}``, ``null`` when it said nothing yet): a ``say`` tool call's
+    message, or the plain content of its last assistant message."""
+    from evennia.utils.search import search_object
+
+    npc = [obj for obj in search_object(key) if hasattr(obj, "ai")][0]
+    said = None
+    for message in reversed(npc.ai.get("history") or []):
+        if message.get("role") != "assistant":
+            continue
+        for call in message.get("tool_calls") or []:
+            function = call.get("function") or {}
+            if function.get("name") == "say":
+                arguments = function.get("arguments")
+                if isinstance(arguments, str):
+                    try:
+                        arguments = json.loads(arguments)
+                    except ValueError:
+                        arguments = {}
+                said = (arguments or {}).get("message")
+                break
+        if said is None and message.get("content"):
+            said = message["content"]
+        if said is not None:
+            break
+    tmp = path + ".tmp"
+    with open(tmp, "w") as handle:
+        json.dump({"text": said}, handle)
+    os.replace(tmp, path)
+
+
+def heap_start(frames: int = 8) -> None:
+    """Start tracing Python allocations (``tracemalloc``) and keep a first snapshot, with a
+    count of live objects by type, for :func:`heap_diff`."""
+    import collections
+    import gc
+    import tracemalloc
+
+    if not tracemalloc.is_tracing():
+        tracemalloc.start(frames)
+    gc.collect()
+    _STATE["heap"] = tracemalloc.take_snapshot()
+    _STATE["types"] = collections.Counter(type(o).__name__ for o in gc.get_objects())
+
+
+def heap_diff(path: str, top: int = 25) -> None:
+    """Write what grew since :func:`heap_start` to ``path``: the allocation sites by bytes
+    (with their tracebacks) and the object types by count."""
+    import collections
+    import gc
+    import tracemalloc
+
+    gc.collect()
+    now = tracemalloc.take_snapshot()
+    lines = [
+        f"RSS {rss_bytes() / 2**20:.0f} MB; traced {tracemalloc.get_traced_memory()[0] / 2**20:.0f} MB"
+    ]
+    stats = now.compare_to(_STATE["heap"], "traceback")
+    for stat in stats[:top]:
+        lines.append(f"\n{stat.size_diff / 2**20:+.2f} MB in {stat.count_diff:+d} blocks")
+        lines.extend("    " + line for line in stat.traceback.format())
+    types = collections.Counter(type(o).__name__ for o in gc.get_objects())
+    grown = sorted(((n - _STATE["types"].get(t, 0), t) for t, n in types.items()), reverse=True)
+    lines.append("\nobjects by type, growth: " + ", ".join(f"{t} {d:+d}" for d, t in grown[:top]))
+    with open(path, "w") as handle:
+        handle.write("\n".join(lines) + "\n")

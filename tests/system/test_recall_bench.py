@@ -141,3 +141,12 @@ class TestTinyScenario(ModelBase):
         assert recall.share(results.scores[recall.FULL_HISTORY], questions, "single") == 1.0
         text = recall.render(results, target_tokens=2000)
         assert "single (3): needed facts in the request" in text and "Targets per condition" in text
+
+
+def test_recall_deadline_counted_per_mode():
+    before = {"waited": 3, "missed": 1, "deadline_ms": 40}
+    after = {"waited": 10, "missed": 2, "deadline_ms": 40}
+    assert recall._deadline_delta(before, after) == {"waited": 7, "missed": 1, "deadline_ms": 40}
+    assert recall._deadline_delta(None, None) is None  # code that does not count them
+    assert recall._deadline_delta(None, after) == after
+    assert recall._deadline_delta(before, {"error": "closed"}) == {"error": "closed"}
