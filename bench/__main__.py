@@ -21,6 +21,7 @@ from bench.common import machine
 
 BENCHMARKS = [
     "llm_client",
+    "llm_wire",
     "context",
     "recall",
     "archival",

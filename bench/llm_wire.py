@@ -17,6 +17,7 @@ import argparse
 import asyncio
 import json
 import os
+import sys
 import time
 
 from bench.common import table
@@ -196,20 +197,25 @@ def bench_cpu(calls: int = 600) -> tuple[str, dict]:
     )
 
 
-def main(argv: list[str] | None = None) -> str:
-    parser = argparse.ArgumentParser(prog="python -m bench.llm_wire")
-    parser.add_argument("--calls", type=int, default=600)
-    args = parser.parse_args(argv)
-    text = bench_cpu(args.calls)[0]
-    print(text)
-    return text
-
-
-if __name__ == "__main__":
+def _settings() -> None:
+    """Django settings for a run outside a game (the client reads its settings at call time)."""
     import django
     from django.conf import settings
 
     if not settings.configured:
         settings.configure()
         django.setup()
-    main()
+
+
+def main(argv: list[str] | None = None) -> str:
+    _settings()
+    parser = argparse.ArgumentParser(prog="python -m bench.llm_wire")
+    parser.add_argument("--calls", type=int, default=600)
+    args = parser.parse_args([] if argv is None else argv)
+    text = bench_cpu(args.calls)[0]
+    print(text)
+    return text
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
