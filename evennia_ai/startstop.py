@@ -301,7 +301,14 @@ def freeze_startup_objects() -> None:
     if conf.get_bool("EVENNIA_AI_GC_FREEZE"):
         gc.collect()
         gc.freeze()
+        _frozen["base"] = gc.get_freeze_count()
         keep_frozen()
+
+
+#: How far the frozen set may grow past what the last thaw's first full collection left before
+#: survivors are thawed instead of frozen (a share of that count).
+FROZEN_GROWTH = 0.25
+_frozen = {"base": 0}
 
 
 def freeze_survivors(phase: str, info: dict) -> None:
@@ -310,23 +317,35 @@ def freeze_survivors(phase: str, info: dict) -> None:
     A game keeps making long-lived objects (cached typeclasses and Attributes, traces): left
     in the collector's oldest generation, each full collection walks them all (measured with
     100 ticking NPCs: 135 ms, twice in ten seconds). Frozen, the next one walks only what was
-    made since. Survivors of a full collection are live, so nothing dead is frozen; what dies
-    later while frozen is freed by reference counting, except cycles, which
-    :func:`thaw_frozen` releases once every ``EVENNIA_AI_GC_THAW_INTERVAL`` seconds.
+    made since. Survivors of a full collection are live, so nothing dead is frozen; but what
+    dies later while frozen is freed by reference counting only, never as a cycle: a tick in
+    flight during a collection (Deferreds, generators, the runner and its helpers are cycles)
+    stayed frozen after it ended, and with 100 NPCs ticking the server grew by about 170 KB a
+    tick (+259% over 10,000 ticks, ``python -m bench memory_rss``). So the frozen set is
+    bounded: once it holds :data:`FROZEN_GROWTH` more objects than after the last thaw, the
+    survivors are thawed instead, and the next full collection walks (and frees) them all once.
+    :func:`thaw_frozen` also thaws every ``EVENNIA_AI_GC_THAW_INTERVAL`` seconds.
 
-    Only full collections: freezing the survivors of middle collections too removed the full
-    ones under load, but a tick's objects (Deferreds, generators, traces: cycles) live across
-    its model call, survive middle collections, and were frozen while still in use: they
-    leaked until the next thaw (+53% server RSS over 10,000 ticks, ``python -m bench
-    memory_rss``).
+    Only full collections: freezing the survivors of middle collections too froze a tick's
+    objects while still in use (+53% server RSS over 10,000 ticks).
     """
-    if phase == "stop" and info.get("generation") == 2 and conf.get_bool("EVENNIA_AI_GC_FREEZE"):
-        gc.freeze()
+    if phase != "stop" or info.get("generation") != 2 or not conf.get_bool("EVENNIA_AI_GC_FREEZE"):
+        return
+    count = gc.get_freeze_count()
+    base = _frozen["base"]
+    if base and count > base * (1 + FROZEN_GROWTH):
+        thaw_frozen()
+        return
+    gc.freeze()
+    if not base:
+        _frozen["base"] = gc.get_freeze_count()
 
 
 def thaw_frozen() -> None:
-    """Unfreeze everything: the next full collection walks (and may free) all of it once."""
+    """Unfreeze everything: the next full collection walks (and may free) all of it once,
+    and what survives it is the new base of :func:`freeze_survivors`."""
     gc.unfreeze()
+    _frozen["base"] = 0
 
 
 _thaw_loop = None

@@ -204,6 +204,7 @@ class TickRunner:
         self.upkeep = Upkeep(self.npc, self.usage, self.budget_reached, self.cancelled, self.client)
         self.books = Bookkeeper(self.npc, self.accounts, self.upkeep)
         self._thinking = None  # the delayed "thinking" line to the speakers, while pending
+        self._spent_at_end: tuple | None = None  # (spending, model) once the state is let go
 
     #: What schedules the "thinking" line (a ``task.Clock`` in tests).
     clock = reactor
@@ -241,6 +242,19 @@ class TickRunner:
         finally:
             self._stop_thinking()
             self.accounts.close()
+            self._release_state()
+
+    def _release_state(self) -> None:
+        """Let go of the tick's snapshot (copies of the NPC's history, journal, goals...).
+
+        The runner lives in reference cycles (its upkeep and bookkeeper hold its methods) that
+        only the garbage collector frees, and a runner alive during a full collection is
+        frozen with the survivors (``EVENNIA_AI_GC_FREEZE``): without this, each such tick
+        kept its whole snapshot until the next thaw. Late calls still see the tick's spending.
+        """
+        if self.state is not None:
+            self._spent_at_end = (self.state.spending, self.state.model)
+            self.state = None
 
     def _read(self, decision: TickDecision) -> TickState:
         """Read the tick's snapshot (the Script's tick counter advances for this tick)."""
@@ -261,9 +275,11 @@ class TickRunner:
         already answers with the offline model, which costs nothing: nothing more to stop.
         """
         state = self.state
-        if state is None:
-            return False
-        return self.accounts.budget_reached(state.spending, state.model)
+        if state is not None:
+            return self.accounts.budget_reached(state.spending, state.model)
+        if self._spent_at_end is not None:  # a call made after the tick ended
+            return self.accounts.budget_reached(*self._spent_at_end)
+        return False
 
     def build_request(self, context_type: str, task: str) -> defer.Deferred:
         """The messages of a ``context_type`` request with ``task`` as its pending event.

@@ -123,3 +123,43 @@ def test_a_bad_native_thread_setting_does_not_stop_the_server(monkeypatch):
     with mock.patch.object(startstop.logger, "log_err") as err:
         assert startstop.limit_native_threads() is None
     err.assert_called_once_with("evennia_ai: could not set native libraries' thread counts: broken")
+
+
+def test_the_frozen_set_is_bounded_so_cycles_that_died_frozen_are_freed(monkeypatch):
+    """A tick in flight during a full collection is frozen with the survivors; once it ends,
+    its cycles are garbage the collector cannot see while frozen. The frozen set may grow only
+    by FROZEN_GROWTH before the survivors are thawed, and the next full collection frees them."""
+    import weakref
+
+    from evennia_ai import startstop
+
+    class Node:
+        pass
+
+    monkeypatch.setattr(startstop, "FROZEN_GROWTH", 0.001)
+    startstop.thaw_frozen()
+    gc.collect()
+    try:
+        with override_settings(EVENNIA_AI_GC_FREEZE=True, EVENNIA_AI_GC_THAW_INTERVAL=0):
+            startstop.keep_frozen()
+            gc.collect()  # survivors frozen; the bound's base is set
+            base = startstop._frozen["base"]
+            assert base and gc.get_freeze_count() == base
+            nodes = []
+            for _ in range(max(2000, base // 100)):
+                node = Node()
+                node.me = node  # a cycle, as a tick's runner and its helpers are
+                nodes.append(node)
+            probe = weakref.ref(nodes[0])
+            gc.collect()  # alive in flight: frozen with the survivors
+            assert gc.get_freeze_count() > base
+            del nodes, node
+            gc.collect()
+            assert probe() is not None  # dead, but frozen: not collected
+            assert startstop._frozen["base"] == 0  # past the bound: thawed instead
+            gc.collect()
+            assert probe() is None  # the next full collection freed them
+    finally:
+        gc.callbacks.remove(startstop.freeze_survivors)
+        gc.unfreeze()
+        startstop._frozen["base"] = 0

@@ -290,3 +290,30 @@ class TestTraceStore(AssistantTestBase):
             )  # same id: replaced
             assert [t["tick_id"] for t in self.npc.ai.traces()] == [3, 4, 5]
             assert self.npc.ai.trace(5)["context_type"] == "reflection"
+
+
+class TestTickLetsGo(AssistantTestBase):
+    """A finished tick keeps no snapshot: a runner frozen by the garbage collector's freeze
+    while it was in flight (``EVENNIA_AI_GC_FREEZE``) must not keep the NPC's history alive."""
+
+    def test_a_finished_tick_lets_go_of_its_snapshot_and_keeps_its_spending(self):
+        from evennia_ai.engine.tick import TickRunner
+
+        runners = []
+        real_init = TickRunner.__init__
+
+        def keep(runner, script):
+            real_init(runner, script)
+            runners.append(runner)
+
+        self.speak("Hello Innkeeper!")
+        with (
+            override_settings(EVENNIA_AI_MODEL="evennia_ai/offline"),
+            mock.patch.object(TickRunner, "__init__", keep),
+        ):
+            trace = self.tick()
+        assert trace is not None and runners
+        runner = runners[0]
+        assert runner.state is None
+        assert runner._spent_at_end is not None
+        assert runner.budget_reached() is False  # a late call still checks the tick's spending
