@@ -139,12 +139,14 @@ def test_the_frozen_set_is_bounded_so_cycles_that_died_frozen_are_freed(monkeypa
     monkeypatch.setattr(startstop, "FROZEN_GROWTH", 0.001)
     startstop.thaw_frozen()
     gc.collect()
+    automatic = gc.isenabled()
+    gc.disable()  # only this test's collections: an automatic one would thaw at its own time
     try:
         with override_settings(EVENNIA_AI_GC_FREEZE=True, EVENNIA_AI_GC_THAW_INTERVAL=0):
             startstop.keep_frozen()
             gc.collect()  # survivors frozen; the bound's base is set
             base = startstop._frozen["base"]
-            assert base and gc.get_freeze_count() == base
+            assert base and gc.get_freeze_count() <= base  # frozen objects freed since count down
             nodes = []
             for _ in range(max(2000, base // 100)):
                 node = Node()
@@ -163,3 +165,5 @@ def test_the_frozen_set_is_bounded_so_cycles_that_died_frozen_are_freed(monkeypa
         gc.callbacks.remove(startstop.freeze_survivors)
         gc.unfreeze()
         startstop._frozen["base"] = 0
+        if automatic:
+            gc.enable()
