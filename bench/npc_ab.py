@@ -274,10 +274,24 @@ def _cpu_phases(server, admin: Player, bob: Player, lines: int) -> dict[str, Cpu
             lambda n: bob.round_trip(f"talk Sage cpu{n}x how is the cellar?", f"You said: cpu{n}x"),
             lines,
         )
+        # The floor: the same `say` with nobody to hear it costs Evennia this much.
+        admin.py(
+            "from evennia import create_object, search_object; "
+            "from evennia.objects.objects import DefaultRoom; "
+            "nook = create_object(DefaultRoom, key='Quiet Nook'); "
+            "search_object('bob')[0].move_to(nook, quiet=True)",
+            wait=1.0,
+        )
+        bob.drain(0.5)
+        floor = cpu_phase(
+            meter,
+            lambda n: bob.round_trip(f"say cpu{n}x how is the stew?", f"cpu{n}x how is"),
+            lines,
+        )
     finally:
         if os.path.exists(ended):
             os.unlink(ended)
-    return {"ours": ours, "theirs": theirs}
+    return {"ours": ours, "theirs": theirs, "floor": floor}
 
 
 def _mode(r: dict) -> str:
@@ -357,6 +371,7 @@ def render_cpu(r: dict) -> str:
     for key, name in (
         ("ours", "evennia-ai Innkeeper (`say`)"),
         ("theirs", "Evennia LLMNPC (`talk`)"),
+        ("floor", "no NPC: the same `say` in an empty room (Evennia's floor)"),
     ):
         phase = cpu.get(key)
         if phase is None:
@@ -398,6 +413,12 @@ def render_cpu(r: dict) -> str:
         ],
         rows,
     )
+    if cpu.get("ours") and cpu.get("floor"):
+        above = cpu["ours"].per_line_ms() - cpu["floor"].per_line_ms()
+        text += (
+            f"\nThe Innkeeper's line above Evennia's floor (the plugin's own CPU): "
+            f"{above:.1f} ms.\n"
+        )
     text += f"\nRecall deadline: {deadline_text(r.get('recall_deadline'))}.\n"
     return text
 

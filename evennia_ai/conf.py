@@ -1138,6 +1138,9 @@ def holding_problems() -> list[str]:
     ]
 
 
+_UNSET = object()
+
+
 def lookup(name: str) -> tuple[Any, str]:
     """The current value of a setting, of its declared type, and where it comes from.
 
@@ -1166,8 +1169,10 @@ def lookup(name: str) -> tuple[Any, str]:
     # configured otherwise, and this keeps the pure modules that read settings free of Django.
     django_conf = sys.modules.get("django.conf")
     settings = getattr(django_conf, "settings", None)
-    if settings is not None and settings.configured and hasattr(settings, name):
-        return _read(setting, getattr(settings, name), FROM_SETTINGS)
+    if settings is not None and settings.configured:
+        value = getattr(settings, name, _UNSET)  # one look-up of the lazy settings, not two
+        if value is not _UNSET:
+            return _read(setting, value, FROM_SETTINGS)
     return setting.default, FROM_DEFAULT
 
 

@@ -213,6 +213,14 @@ def _count_cached(encoding_name: str, text: str) -> int:
     return _encode_count(encoding_name, text)
 
 
+@lru_cache(maxsize=COUNT_CACHE_SIZE)
+def _plain_message_cached(encoding_name: str, role: str, content: str) -> int:
+    """Tokens of a ``{"role", "content"}`` message (what :meth:`TokenCounter.count_message`
+    counts for it, remembered whole: a request repeats most of the last one's messages)."""
+    tokens = MESSAGE_OVERHEAD + (_count_cached(encoding_name, role) if role else 0)
+    return tokens + (_count_cached(encoding_name, content) if content else 0)
+
+
 def _encode_count(encoding_name: str, text: str) -> int:
     encoding = _load_encoding(encoding_name)
     if encoding is None:
@@ -229,6 +237,7 @@ def count_cache_info() -> _CacheInfo:
 def clear_caches() -> None:
     """Forget memoised counts, loaded encodings and model resolutions (for tests)."""
     _count_cached.cache_clear()
+    _plain_message_cached.cache_clear()
     _load_encoding.cache_clear()
     resolve_tokenizer.cache_clear()
     get_counter.cache_clear()
@@ -290,6 +299,12 @@ class TokenCounter:
 
     def count_message(self, message: Mapping[str, Any] | Any) -> int:
         """Tokens of one chat message, without the per-request reply priming."""
+        if type(message) is dict and len(message) == 2:  # a plain text message: most of them
+            role, content = message.get("role"), message.get("content")
+            if type(role) is str and type(content) is str and len(content) <= MAX_CACHED_CHARS:
+                encoding = self.encoding_name
+                if encoding is not None:
+                    return _plain_message_cached(encoding, role, content)
         message = _as_mapping(message)
         tokens = MESSAGE_OVERHEAD
         tokens += self.count_text(message.get("role"))

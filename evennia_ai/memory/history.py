@@ -28,6 +28,7 @@ Example:
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from typing import Any, Hashable, Iterable
 
 from evennia_ai.utils import defuse_tags, iso_utc, truncate
@@ -36,6 +37,7 @@ ROLES = ("system", "user", "assistant", "tool")
 BOOKKEEPING_KEYS = ("batch", "ts")
 _CHAT_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name")
 COLLAPSED_RESULT_CHARS = 500  # characters of a tool result kept when a call becomes text
+DEFUSED_CACHE_CHARS = 4000  # texts up to this long keep their defused form between ticks
 
 
 def _message(raw: Any, tick_id: Hashable, ts: str) -> dict:
@@ -205,6 +207,12 @@ def stored_chars(message: dict) -> int:
     return size
 
 
+@lru_cache(maxsize=2048)
+def _defused(text: str) -> str:
+    """:func:`defuse_tags` of a history text, remembered: every tick sends the same history."""
+    return defuse_tags(text)
+
+
 def _clean(message: dict, **overrides: Any) -> dict:
     """A message with only its chat keys, content made acceptable to providers."""
     role = message["role"]
@@ -215,7 +223,7 @@ def _clean(message: dict, **overrides: Any) -> dict:
     elif content is not None and not isinstance(content, (str, list)):
         content = str(content)
     if isinstance(content, str):  # what players, tools and the model wrote opens no element
-        content = defuse_tags(content)
+        content = _defused(content) if len(content) <= DEFUSED_CACHE_CHARS else defuse_tags(content)
     clean["content"] = content
     if role == "tool":
         clean["tool_call_id"] = message.get("tool_call_id")

@@ -169,8 +169,8 @@ def _save_each(attrs: list[Attribute]) -> None:
 def _notify_monitors(attrs: list[Attribute]) -> None:
     """Run Evennia's monitors of ``db_value`` (what ``Attribute.save`` would have triggered)."""
     monitors = evennia.MONITOR_HANDLER
-    if monitors is None:
-        return
+    if monitors is None or not getattr(monitors, "monitors", True):
+        return  # nothing is monitored (the usual case): no per-Attribute lookups
     for attr in attrs:
         try:
             monitors.at_update(attr, "db_value")

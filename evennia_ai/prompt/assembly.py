@@ -517,8 +517,14 @@ def _component_parts(
 
     A component that renders nothing is noted in ``skipped`` as "empty".
     """
-    # Only the values some component uses are turned into text (the budgeter assembles often).
-    used = {name for comp in chosen for name in _PLACEHOLDER.findall(comp.content)}
+    # Only the values some component renders as text are turned into text (the budgeter
+    # assembles often): a list a mixed component inserts as messages (the history) is not.
+    used = {
+        name
+        for comp in chosen
+        for name in _PLACEHOLDER.findall(comp.content)
+        if comp.role != "mixed" or not isinstance(values.get(name), (list, tuple))
+    }
     texts = _texts({name: values[name] for name in used if name in values})
     parts: list[_Part] = []
     for comp in chosen:

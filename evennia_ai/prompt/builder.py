@@ -44,6 +44,7 @@ Source = Callable[["ContextBuilder"], Any]
 """A context source: ``(builder) -> value | Deferred`` (see :func:`register_source`)."""
 _SourceT = TypeVar("_SourceT", bound=Source)
 _SOURCES: dict[str, Source] = {}
+_THREADED: set[str] = set()  # sources whose work runs in another thread (started first)
 RequestKey = tuple[str, list[str]]
 """A request as a provider's prompt cache sees it (:func:`request_key_of`)."""
 
@@ -81,11 +82,18 @@ def compose(values: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def register_source(name: str) -> Callable[[_SourceT], _SourceT]:
-    """Decorator registering ``fn(builder) -> value | Deferred`` as the source of ``name``."""
+def register_source(name: str, *, threaded: bool = False) -> Callable[[_SourceT], _SourceT]:
+    """Decorator registering ``fn(builder) -> value | Deferred`` as the source of ``name``.
+
+    Args:
+        threaded: The source hands its work to another thread: it is started before the
+            others, so that work runs while the reactor gathers the rest.
+    """
 
     def decorator(fn: _SourceT) -> _SourceT:
         _SOURCES[name] = fn
+        if threaded:
+            _THREADED.add(name)
         return fn
 
     return decorator
@@ -263,6 +271,7 @@ class ContextBuilder:
     def gather(self, names: list[str]) -> defer.Deferred[dict[str, Any]]:
         """Fetch every named source concurrently; fires with {name: value}."""
         names = [n for n in names if n not in self.extra]
+        names.sort(key=lambda name: name not in _THREADED)  # stable: threaded ones first
         deferreds: list[defer.Deferred[Any]] = []
         for name in names:
             fn = _SOURCES.get(name)
@@ -542,8 +551,22 @@ def common_prefix_length(a: str, b: str) -> int:
 
 def request_key_of(messages: list[dict[str, Any]], schemas: list[dict[str, Any]]) -> RequestKey:
     """A request as a provider's prompt cache sees it: the tools, then each message, serialised."""
-    serial = [json.dumps(m, sort_keys=True, default=str) for m in messages]
+    serial = [_message_key(m) for m in messages]
     return (json.dumps(schemas, sort_keys=True) if schemas else "", serial)
+
+
+def _message_key(message: dict[str, Any]) -> str:
+    """One message as the cache sees it: the role, a newline and the text for a plain text
+    message of a chat role (most of a request; such a key never starts a JSON object, and
+    no role holds a newline), JSON otherwise."""
+    if len(message) == 2 and message.get("role") in _PLAIN_ROLES:
+        content = message.get("content")
+        if isinstance(content, str):
+            return f"{message['role']}\n{content}"
+    return json.dumps(message, sort_keys=True, default=str)
+
+
+_PLAIN_ROLES = frozenset(("system", "user", "assistant", "tool"))
 
 
 def prefix_cache_share(

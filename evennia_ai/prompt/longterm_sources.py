@@ -84,7 +84,7 @@ def query_text(builder: ContextBuilder) -> str:
     return str(builder.extra.get("pending_event", "") or "")
 
 
-@register_source("semantic_memories")
+@register_source("semantic_memories", threaded=True)
 def semantic_memories(builder: ContextBuilder) -> Deferred[str] | str:
     """Long-term memories relevant to the pending event (a Deferred, or "" at once)."""
 

@@ -548,3 +548,23 @@ def test_the_gate_uses_the_one_limit_and_message():
             "m/small", messages, None, max_tokens=96, prompt_tokens=4000
         )
         assert own.limit == tokens.request_limit("m/small", max_tokens=96) == 4000 and own.fits
+
+
+@pytest.mark.parametrize("model, name", [("gpt-4o", "o200k_base"), ("gpt-4", "cl100k_base")])
+def test_a_plain_message_is_counted_by_the_formula_and_remembered_whole(model, name):
+    """The fast path for ``{"role", "content"}`` messages counts what the general path
+    counts (the cookbook formula), for empty, long and special-looking texts too."""
+    counter = TokenCounter(model)
+    enc = encoding(name)
+    for content in ("", "hi", "x" * 5000, "<|endoftext|> is text here", "line\n\nline"):
+        message = {"role": "user", "content": content}
+        expected = 3 + len(enc.encode("user")) + len(enc.encode(content, disallowed_special=()))
+        assert counter.count_message(message) == expected
+        assert counter.count_message(dict(message, name="")) == expected  # the general path
+    tokens.clear_caches()
+    counter = TokenCounter(model)
+    message = {"role": "system", "content": "You keep the inn."}
+    first = counter.count_message(message)
+    hits = tokens._plain_message_cached.cache_info().hits
+    assert counter.count_message(dict(message)) == first
+    assert tokens._plain_message_cached.cache_info().hits == hits + 1

@@ -66,3 +66,45 @@ def test_common_prefix_length():
     assert common_prefix_length("abcdef", "abcxyz") == 3
     assert common_prefix_length("", "abc") == 0
     assert common_prefix_length("same", "same") == 4
+
+
+def test_request_keys_of_plain_messages_are_cheap_and_tell_messages_apart():
+    """A plain text message is keyed by its role and text (no JSON), others as JSON; two
+    different messages never share a key, so the prefix share stays exact."""
+    from evennia_ai.prompt.builder import prefix_cache_share, request_key_of
+
+    plain = [{"role": "system", "content": "You keep the inn."}, {"role": "user", "content": "hi"}]
+    called = [{"role": "assistant", "content": None, "tool_calls": [{"id": "c1"}]}]
+    tools_key, serial = request_key_of(plain + called, [])
+    assert serial[:2] == ["system\nYou keep the inn.", "user\nhi"]
+    assert serial[2].startswith("{")
+    again = request_key_of([dict(m) for m in plain] + called, [])
+    assert prefix_cache_share((tools_key, serial), again, [10, 2, 5], 0) == 1.0
+    changed = request_key_of([plain[0], {"role": "user", "content": "ho"}] + called, [])
+    assert prefix_cache_share((tools_key, serial), changed, [10, 2, 5], 0) < 1.0
+
+
+def test_sources_that_work_in_another_thread_are_started_first(monkeypatch):
+    """The long-term memory search goes to a thread: it starts before the reactor gathers the
+    other sources, so both run at once."""
+    from twisted.internet import defer
+
+    from evennia_ai.prompt import builder as builder_module
+    from evennia_ai.prompt import longterm_sources  # noqa: F401  (registers its source)
+
+    started = []
+    monkeypatch.setattr(builder_module, "_SOURCES", dict(builder_module._SOURCES))
+    monkeypatch.setattr(builder_module, "_THREADED", set(builder_module._THREADED))
+    builder_module.register_source("plain_one")(lambda b: started.append("plain_one") or "a")
+    builder_module.register_source("slow_one", threaded=True)(
+        lambda b: started.append("slow_one") or defer.succeed("b")
+    )
+    assert "semantic_memories" in builder_module._THREADED
+    builder = builder_module.ContextBuilder.__new__(builder_module.ContextBuilder)
+    builder.extra = {}
+    builder.blocked = []
+    builder.npc = None
+    results = []
+    builder.gather(["plain_one", "slow_one"]).addCallback(results.append)
+    assert started == ["slow_one", "plain_one"]
+    assert results == [{"plain_one": "a", "slow_one": "b"}]
