@@ -32,8 +32,6 @@ How the :class:`~evennia_ai.prompt.execution_pattern.ExecutionPattern` is honour
 
 from __future__ import annotations
 
-import functools
-import inspect
 import json
 import time
 from dataclasses import dataclass, field
@@ -180,19 +178,11 @@ def _speech_tool(tools: dict) -> Any:
     return None
 
 
-@functools.lru_cache(maxsize=64)
-def _takes_on_delta(function: Callable) -> bool:
-    try:
-        return "on_delta" in inspect.signature(function).parameters
-    except (TypeError, ValueError):
-        return False
-
-
 def streams(client) -> bool:
-    """Whether ``client``'s calls take ``on_delta`` (the plugin's client does; a scripted or
-    recorded one may not): only then is a reply streamed."""
-    method = getattr(client, "acomplete", None) or getattr(client, "complete", None)
-    return method is not None and _takes_on_delta(getattr(method, "__func__", method))
+    """Whether ``client`` says it streams (``supports_streaming``: its calls take
+    ``on_delta``; the plugin's client does, a scripted or replayed one does not): only then is
+    a reply streamed."""
+    return getattr(client, "supports_streaming", False) is True
 
 
 def _speech_arguments(tool, text: str) -> dict:

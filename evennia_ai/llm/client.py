@@ -170,7 +170,11 @@ class UnifiedLLMClient:
             .EndpointLimits`).
         sleep: The backoff sleep (``asyncio.sleep``); tests may replace it with a plain
             callable (its return value is awaited only when it is awaitable).
+        supports_streaming: Its calls take ``on_delta`` and stream the reply through it (a
+            client without this attribute, or with it False, is never asked to stream).
     """
+
+    supports_streaming = True
 
     def __init__(
         self,

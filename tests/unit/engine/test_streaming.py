@@ -356,6 +356,8 @@ class StreamingModel:
     or ``("json", object)`` (the JSON tool protocol: the content is the object's JSON).
     """
 
+    supports_streaming = True
+
     def __init__(self, reactor, piece=5):
         self.reactor = reactor
         self.piece = piece
@@ -585,7 +587,9 @@ class StreamedTickTest(AssistantTestBase):
 
 
 class Transport:
-    """A client whose coroutine takes ``on_delta`` (as the plugin's does)."""
+    """A client whose coroutine takes ``on_delta`` and says so (as the plugin's does)."""
+
+    supports_streaming = True
 
     async def acomplete(self, messages, tools=None, *, model=None, on_delta=None, **options):
         raise NotImplementedError
@@ -594,8 +598,19 @@ class Transport:
         raise NotImplementedError
 
 
-def test_only_a_client_that_takes_on_delta_is_streamed():
+def test_only_a_client_that_says_it_streams_is_streamed():
+    from evennia_ai.llm.client import UnifiedLLMClient
+
+    assert streams(UnifiedLLMClient())
     assert streams(StreamingModel(FakeReactor()))
     assert streams(Transport())
     assert streams(RecordingClient(Transport(), []))  # a recorded tick passes it through
     assert not streams(ScriptedModel())  # the loop's older tests: requests as before
+
+    class Quiet(Transport):
+        supports_streaming = False
+
+    class Unsure(Transport):
+        supports_streaming = "yes"  # only True is a yes
+
+    assert not streams(Quiet()) and not streams(Unsure())
