@@ -19,7 +19,11 @@ Used two ways:
   and :meth:`start` / :meth:`stop` leave its files in place; the password is kept beside it.
 
 Initdb and the server refuse to run as root: as root they run as the ``postgres`` system user
-(Debian's package creates it), which then owns the cluster's directory.
+(Debian's package creates it), which then owns the cluster's directory. That user may be unable
+to reach the server's programs, as when the ``pgserver`` wheel lies in a venv under a directory
+only root may enter (a ``mktemp -d`` folder, a home of mode 700): then the installation is
+staged beside the cluster (hard links where the file system allows, else copies) and run from
+there (:func:`reachable_bindir`).
 
 ``python tests/support/postgres.py`` is the command-line face (see :func:`main`), used by
 ``scripts/run_tests.sh`` and ``scripts/demo.sh``.
@@ -163,6 +167,133 @@ def server_user() -> pwd.struct_passwd | None:
         ) from None
 
 
+def closed_dir(path: Path, user: pwd.struct_passwd) -> Path | None:
+    """The first directory on the way to ``path`` that ``user`` may not enter, or None.
+
+    Every directory above ``path`` (and above the path its symbolic links lead to) must grant
+    ``user`` search permission: the owner's bit when ``user`` owns it, else the group's when one
+    of ``user``'s groups does, else everyone's. Access control lists are not read.
+    """
+    if user.pw_uid == 0:
+        return None
+    groups = set(os.getgrouplist(user.pw_name, user.pw_gid))
+    absolute = Path(os.path.abspath(path))
+    for route in dict.fromkeys((absolute, absolute.resolve())):
+        for directory in reversed(route.parents):
+            info = directory.stat()
+            if info.st_uid == user.pw_uid:
+                allowed = info.st_mode & stat.S_IXUSR
+            elif info.st_gid in groups:
+                allowed = info.st_mode & stat.S_IXGRP
+            else:
+                allowed = info.st_mode & stat.S_IXOTH
+            if not allowed:
+                return directory
+    return None
+
+
+#: A staged installation's record of what it was made from (see :func:`stage_install`).
+STAGE_STAMP = ".evennia_ai_staged_from"
+#: Left out of a staged installation: the server does not need its C headers.
+STAGE_SKIP = ("include",)
+
+
+def stage_install(bindir: Path, target: Path) -> Path:
+    """A copy of ``bindir``'s installation at ``target``; the copy's ``bin`` folder is returned.
+
+    The installation is the folder above ``bindir`` (``bin``, ``lib``, ``share``): PostgreSQL
+    finds its libraries and share folder relative to its programs, so the copy runs as the
+    original does. A wheel repaired by auditwheel (``pgserver``) keeps the libraries its
+    programs load in ``<package>.libs`` beside the package, found from them by a relative path:
+    that folder is copied too, at the same place relative to the installation. Files are hard
+    links where the file system allows (no space taken), else copies; modes are kept. A
+    ``target`` already staged from the same installation is reused; one staged from another,
+    or left half made, is replaced.
+
+    Raises:
+        OSError: the copy could not be made (no space, no permission).
+    """
+    root = bindir.parent
+    bundled = root.parent.parent / f"{root.parent.name}.libs"
+    if bundled.is_dir():  # <site>/pgserver/pginstall/bin and <site>/pgserver.libs
+        parts = {root: Path(root.parent.name, root.name), bundled: Path(bundled.name)}
+    else:
+        parts = {root: Path()}
+    server = (bindir / "postgres").stat()
+    stamp = json.dumps({"from": str(root), "postgres": [server.st_size, server.st_mtime_ns]})
+    staged_bindir = target / parts[root] / bindir.name
+    try:
+        if (target / STAGE_STAMP).read_text() == stamp:
+            return staged_bindir
+    except OSError:
+        pass
+    if target.exists():
+        shutil.rmtree(target)
+    for source, place in parts.items():
+        folder = target
+        for name in ("", *place.parts):  # made traversable whatever the umask
+            folder = folder / name
+            folder.mkdir(exist_ok=True)
+            folder.chmod(0o755)
+        _copy_tree(source, folder)
+    (target / STAGE_STAMP).write_text(stamp)
+    return staged_bindir
+
+
+def _copy_tree(source: Path, destination: Path) -> None:
+    """``source``'s entries (but :data:`STAGE_SKIP`) in the folder ``destination``."""
+    for entry in source.iterdir():
+        if entry.name in STAGE_SKIP:
+            continue
+        if entry.is_symlink():
+            os.symlink(os.readlink(entry), destination / entry.name)
+        elif entry.is_dir():
+            shutil.copytree(
+                entry, destination / entry.name, symlinks=True, copy_function=_link_or_copy
+            )
+        else:
+            _link_or_copy(entry, destination / entry.name)
+
+
+def _link_or_copy(source, destination) -> None:
+    try:
+        os.link(source, destination)
+    except OSError:  # another file system, or links refused there
+        shutil.copy2(source, destination)
+
+
+def reachable_bindir(bindir: Path, user: pwd.struct_passwd | None, staging: Path) -> Path:
+    """``bindir``, or a staged copy of its installation at ``staging``, that ``user`` can run.
+
+    Args:
+        bindir: The installation's programs (from :func:`find_bindir`).
+        user: Who runs them (:func:`server_user`); None for this process's own user.
+        staging: Where a copy goes when ``user`` cannot reach ``bindir``: a directory ``user``
+            can enter that lives as long as the server (beside its cluster).
+
+    Raises:
+        PostgresUnavailable: ``user`` cannot reach ``bindir`` and no copy could be made.
+    """
+    if user is None:
+        return bindir
+    closed = closed_dir(bindir / "postgres", user)
+    if closed is None:
+        return bindir
+    try:
+        staged = stage_install(bindir, staging)
+        failure = None if closed_dir(staged / "postgres", user) is None else "still out of reach"
+    except OSError as why:
+        failure = why.strerror or str(why)
+    if failure is None:
+        return staged
+    raise PostgresUnavailable(
+        f"the '{user.pw_name}' user that runs PostgreSQL cannot enter {closed}, where its "
+        f"programs are ({bindir}), and a copy of them in {staging} failed ({failure}): run "
+        f"'chmod o+x {closed}', or set PG_BINDIR to a PostgreSQL installation that "
+        f"'{user.pw_name}' can reach"
+    )
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on now."""
     with socket.socket() as sock:
@@ -215,7 +346,11 @@ class PostgresServer:
         self.database = database
         self.extensions = extensions
         self.password: str | None = None
+        #: The programs the server runs from: the installation's, or a copy of it beside the
+        #: cluster when the server's user cannot reach the installation.
         self.bindir: Path | None = None
+        #: The installation's own programs (:func:`find_bindir`).
+        self.source_bindir: Path | None = None
         self.user = None
 
     # -- paths -------------------------------------------------------------------------------
@@ -231,6 +366,11 @@ class PostgresServer:
     def password_file(self) -> Path:
         return self.base / "password"
 
+    @property
+    def staged_install(self) -> Path:
+        """Where the installation is copied when the server's user cannot reach it."""
+        return self.base / "pginstall"
+
     # -- life cycle --------------------------------------------------------------------------
     def start(self) -> PostgresServer:
         """Create the cluster if needed, start the server and wait until it accepts logins.
@@ -239,15 +379,16 @@ class PostgresServer:
             PostgresUnavailable: no binaries, no driver, or no user to run as.
             RuntimeError: the server did not start (the message holds its log's tail).
         """
-        self.bindir = find_bindir(self.extensions)
+        self.source_bindir = find_bindir(self.extensions)
         require_driver()
         self.user = server_user()
         if self.throwaway and self.base is None:
-            self.base = Path(tempfile.mkdtemp(prefix="evennia_ai_pg_"))
+            self.base = Path(tempfile.mkdtemp(prefix="evennia_ai_pg_", dir=self._temp_parent()))
         try:
             self.base.mkdir(parents=True, exist_ok=True)
             self._own(self.base)
             self._check_reachable()
+            self.bindir = reachable_bindir(self.source_bindir, self.user, self.staged_install)
             if not (self.cluster / "PG_VERSION").is_file():
                 self._initdb()
             self.password = self.password_file.read_text().strip()
@@ -276,8 +417,10 @@ class PostgresServer:
         if self.base is None:
             return
         if self.running():
-            self.bindir = self.bindir or find_bindir(self.extensions)
             self.user = self.user or server_user()
+            if self.bindir is None:
+                self.source_bindir = find_bindir(self.extensions)
+                self.bindir = reachable_bindir(self.source_bindir, self.user, self.staged_install)
             try:
                 self._run_tool(
                     "pg_ctl",
@@ -420,13 +563,23 @@ class PostgresServer:
         """Raise a clear error when the server's user cannot reach the cluster's directory."""
         if self.user is None:
             return
-        for parent in self.base.parents:
-            mode = parent.stat()
-            if not (mode.st_mode & stat.S_IXOTH or mode.st_uid == self.user.pw_uid):
-                raise PostgresUnavailable(
-                    f"the '{self.user.pw_name}' user that runs PostgreSQL cannot enter {parent}: "
-                    f"keep the cluster elsewhere or run 'chmod o+x {parent}'"
-                )
+        closed = closed_dir(self.base, self.user)
+        if closed is not None:
+            raise PostgresUnavailable(
+                f"the '{self.user.pw_name}' user that runs PostgreSQL cannot enter {closed}: "
+                f"keep the cluster elsewhere or run 'chmod o+x {closed}'"
+            )
+
+    def _temp_parent(self) -> str | None:
+        """Where a throwaway cluster goes: the temporary folder ($TMPDIR), unless the server's
+        user cannot enter it (a private $TMPDIR) and it can enter /tmp."""
+        user = server_user()
+        if user is None or closed_dir(Path(tempfile.gettempdir(), "cluster"), user) is None:
+            return None
+        fallback = Path("/tmp")
+        if fallback.is_dir() and closed_dir(fallback / "cluster", user) is None:
+            return str(fallback)
+        return None
 
     def _own(self, path: Path) -> None:
         if self.user is not None:
@@ -437,15 +590,22 @@ class PostgresServer:
         extra = {}
         if self.user is not None:
             extra = {"user": self.user.pw_uid, "group": self.user.pw_gid, "extra_groups": []}
-        result = subprocess.run(
-            command,
-            capture_output=True,
-            text=True,
-            cwd=self.base,
-            timeout=START_TIMEOUT + 30,
-            env={**os.environ, "LC_ALL": "C"},
-            **extra,
-        )
+        try:
+            result = subprocess.run(
+                command,
+                capture_output=True,
+                text=True,
+                cwd=self.base,
+                timeout=START_TIMEOUT + 30,
+                env={**os.environ, "LC_ALL": "C"},
+                **extra,
+            )
+        except OSError as why:
+            runner = f" as '{self.user.pw_name}'" if self.user is not None else ""
+            raise RuntimeError(
+                f"PostgreSQL {what} failed: {command[0]} could not be run{runner} "
+                f"({why.strerror or why})"
+            ) from None
         if result.returncode != 0:
             raise RuntimeError(
                 f"PostgreSQL {what} failed ({' '.join(command)}):\n"
@@ -486,21 +646,28 @@ def run_tests(pytest_args: list[str], timeout: float) -> int:
     _stop_on_signals()
     started = time.monotonic()
     # pgvector when some installation has it (the long-term memory tests need it), else none
+    reasons = []
     for extensions in (("vector",), ()):
         server = PostgresServer(database="evennia_ai", extensions=extensions)
         try:
             server.start()
             break
         except PostgresUnavailable as why:
-            reason = why
+            reasons.append(str(why))
+        except RuntimeError as why:
+            print(f"PostgreSQL tests FAILED: the server did not start: {why}")
+            return 1
     else:
-        print(f"PostgreSQL tests SKIPPED: {reason}.")
+        print(f"PostgreSQL tests SKIPPED: {reasons[-1]}.")
         return 0
     try:
+        staged = (
+            f", run from a copy in {server.bindir}" if server.bindir != server.source_bindir else ""
+        )
         print(
-            f"== the '{MARKER}' tests on PostgreSQL ({server.bindir}, 127.0.0.1:{server.port},"
-            f" started in {time.monotonic() - started:.1f} s"
-            f"{', with pgvector' if server.extensions else ', no pgvector'}) =="
+            f"== the '{MARKER}' tests on PostgreSQL ({server.source_bindir}{staged}, "
+            f"127.0.0.1:{server.port}, started in {time.monotonic() - started:.1f} s, "
+            f"{'with pgvector' if server.extensions else 'no pgvector: ' + reasons[0]}) =="
         )
         env = {
             **os.environ,
