@@ -175,8 +175,10 @@ class NPCState(Protocol):
     def get(self, key: str) -> JSONValue:
         """A plain copy of the declared character-held ``key``."""
 
-    def set(self, key: str, value: JSONValue) -> None:
-        """Write the character-held ``key`` once (ValueError if it does not fit its shape)."""
+    def set(self, key: str, value: JSONValue, *, lazy: bool = False) -> None:
+        """Write the character-held ``key`` once (ValueError if it does not fit its shape);
+        ``lazy``: the row may wait for the next batch of writes (a value the server's start
+        puts right after a crash)."""
 
     @overload
     def update(self, key: str, change: Callable[[_Value], tuple[_Value, _Result]]) -> _Result: ...

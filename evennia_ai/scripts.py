@@ -97,9 +97,11 @@ class AssistantScript(DefaultScript):
         return self.state.get("tick_count")
 
     def next_tick_id(self) -> int:
-        """Advance and return the tick counter (one write)."""
+        """Advance and return the tick counter (one write, lazy: any write that names the
+        tick takes the counter to the database with it, so a crash can only lose the number of
+        a tick that left nothing behind, which the next tick then reuses)."""
         value = self.tick_count + 1
-        self.state.set("tick_count", value)
+        self.state.set("tick_count", value, lazy=True)
         return value
 
     def trigger_tick(self) -> None:

@@ -112,7 +112,9 @@ class Agenda:
             return TickDecision("pre_compaction", run_again=bool(batch))
 
         if batch:
-            self.npc_state.set(EVENT_QUEUE, queue)
+            # Only in-flight marks changed, which the server's start clears anyway: the row
+            # goes with the tick's own writes rather than in a transaction of its own.
+            self.npc_state.set(EVENT_QUEUE, queue, lazy=True)
             return TickDecision("tick_event", tuple(batch))
 
         reflection = self.npc_state.reflection

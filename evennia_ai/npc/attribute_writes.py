@@ -18,6 +18,12 @@ reload flush first (a ``before shutdown`` trigger), and a crash can only lose th
 turn it interrupted, which a crash a moment earlier would have lost as well. A flush that fails
 falls back to saving each Attribute on its own, logging any that still fail.
 
+A **lazy** write (``save_value(..., lazy=True)``) does not end the turn with a batch of its own:
+its row goes with the next batch anyone makes, or after :data:`LAZY_WRITE_SECONDS`. It is for
+values a crash may lose because the server's start puts them right: a tick's in-flight marks on
+its events (cleared on start) and its tick counter (written with any row that names the tick).
+A player's line then costs two transactions (hearing it, and the tick's end), not three.
+
 Off the reactor thread, or with no reactor running (unit tests, scripts, ``evennia shell``),
 and with ``EVENNIA_AI_BATCH_WRITES = False``, every write is saved at once, as before.
 """
@@ -42,7 +48,9 @@ PICKLE_PROTOCOL = 4
 
 # id(attr) -> (attr, the value the pickle is of, its pickle or None), in the order first written
 _pending: dict[int, tuple[Attribute, Any, bytes | None]] = {}
-_state = {"call": None, "trigger": None}
+_state: dict[str, Any] = {"call": None, "lazy": None, "trigger": None}
+#: The longest a lazy write waits for a batch (a tick's own writes usually take it along).
+LAZY_WRITE_SECONDS = 1.0
 
 
 def batching() -> bool:
@@ -52,18 +60,24 @@ def batching() -> bool:
     )
 
 
-def save_value(attr: Attribute, data: bytes | None = None) -> None:
+def save_value(attr: Attribute, data: bytes | None = None, *, lazy: bool = False) -> None:
     """Save ``attr.db_value`` (already set in memory): now, or with this turn's other writes.
 
     Args:
         attr: The Attribute.
         data: The pickle of ``attr.db_value``, if the caller has it (saves pickling again).
+        lazy: The row may wait for the next batch of writes, at most
+            :data:`LAZY_WRITE_SECONDS`: for a value a crash may lose because the server's
+            start puts it right anyway (a tick's in-flight marks, cleared on start).
     """
     if not attr.pk or not batching():
         attr.save(update_fields=["db_value"])
         return
     _pending[id(attr)] = (attr, attr.db_value, data)
-    if _state["call"] is None:
+    if lazy:
+        if _state["call"] is None and _state["lazy"] is None:
+            _state["lazy"] = reactor.callLater(LAZY_WRITE_SECONDS, flush)
+    elif _state["call"] is None:
         _state["call"] = reactor.callLater(0, flush)
     if _state["trigger"] is not reactor:  # once per reactor
         _state["trigger"] = reactor
@@ -116,9 +130,10 @@ def pending() -> int:
 
 def flush() -> int:
     """Write every queued Attribute now (one transaction). Returns how many were written."""
-    call, _state["call"] = _state["call"], None
-    if call is not None and call.active():
-        call.cancel()
+    for name in ("call", "lazy"):
+        call, _state[name] = _state[name], None
+        if call is not None and call.active():
+            call.cancel()
     if not _pending:
         return 0
     entries = list(_pending.values())

@@ -114,9 +114,9 @@ class AIHandler:
         """A plain copy of the declared character-held ``key`` (tick traces: :meth:`traces`)."""
         return self.state.get(key)
 
-    def set(self, key: str, value: Any) -> None:
-        """Write the character-held ``key`` once."""
-        self.state.set(key, value)
+    def set(self, key: str, value: Any, *, lazy: bool = False) -> None:
+        """Write the character-held ``key`` once (``lazy``: see :meth:`AttributeState.set`)."""
+        self.state.set(key, value, lazy=lazy)
 
     def update(self, key: str, change: Callable[[Any], Any]) -> Any:
         """Change the character-held ``key`` with ``change`` and write it once."""

@@ -78,7 +78,7 @@ def _remember(attr, data: bytes) -> None:
     setattr(attr, _CACHE, (attr.db_value, data))
 
 
-def write_attribute(obj, key: str, value: Any, category: str):
+def write_attribute(obj, key: str, value: Any, category: str, *, lazy: bool = False):
     """Store ``value`` in ``obj``'s Attribute ``key``/``category`` with one database write.
 
     Evennia's ``attributes.add`` saves an existing Attribute twice (its value setter saves
@@ -90,6 +90,9 @@ def write_attribute(obj, key: str, value: Any, category: str):
     turn's other writes when the turn ends (:mod:`evennia_ai.npc.attribute_writes`); the new
     value is in the Attribute at once. A new Attribute is created by Evennia, empty, then
     written the same way.
+
+    ``lazy``: the row may wait for the next batch of writes (see
+    :func:`evennia_ai.npc.attribute_writes.save_value`).
 
     Returns:
         The Attribute.
@@ -110,7 +113,7 @@ def write_attribute(obj, key: str, value: Any, category: str):
         attr.db_strvalue = None
         attr.save(update_fields=["db_value", "db_strvalue"])
     else:
-        attribute_writes.save_value(attr, data)  # at once, or with the turn's other writes
+        attribute_writes.save_value(attr, data, lazy=lazy)  # at once, or batched
     return attr
 
 
@@ -181,8 +184,9 @@ class AttributeState:
         kept = self.kept(declared.name)
         return declared.default() if kept is None else declared.fallback(kept.get("value"))
 
-    def set(self, key: str, value: Any) -> None:
-        """Write ``value`` to ``key`` (one database write).
+    def set(self, key: str, value: Any, *, lazy: bool = False) -> None:
+        """Write ``value`` to ``key`` (one database write; ``lazy``: the row may wait for the
+        next batch of writes, for a value the server's start puts right after a crash).
 
         Raises:
             ValueError: ``value`` does not fit the key's declared shape; nothing is written.
@@ -191,7 +195,7 @@ class AttributeState:
         problem = shape_problem(value, declared.schema, key)
         if problem:
             raise ValueError(f"'{self.prefix}{key}' of {self.npc.key} was not stored: {problem}.")
-        write_attribute(self.obj, key, value, CATEGORY)
+        write_attribute(self.obj, key, value, CATEGORY, lazy=lazy)
 
     def has(self, key: str) -> bool:
         """Whether ``key`` is stored."""

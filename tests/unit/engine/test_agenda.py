@@ -58,7 +58,7 @@ class FakeAI:
             return copy.deepcopy(state[name])
         raise AttributeError(name)
 
-    def set(self, key, value):
+    def set(self, key, value, *, lazy=False):
         self.writes.append(key)
         self.state[key] = copy.deepcopy(value)
 

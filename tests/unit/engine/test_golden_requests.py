@@ -210,6 +210,10 @@ class GoldenBase(BaseEvenniaTestCase):
                 EVENNIA_AI_REFLECTION_INTERVAL=0,
                 EVENNIA_AI_REFLECTION_IMPORTANCE_THRESHOLD=0,
                 EVENNIA_AI_COMPACTION_KEEP_RECENT=10,
+                # The requests pinned here are the non-streamed ones (streaming adds
+                # stream options; tests/unit/engine/test_streaming.py covers it), and a tick
+                # run in one thread cannot stream: the say checks would run inside the loop.
+                EVENNIA_AI_STREAM_REPLIES=False,
             )
         )
         self.calls: list = []

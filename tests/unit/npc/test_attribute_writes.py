@@ -108,6 +108,40 @@ class TestWritesOfOneTurn(AssistantTestBase):
         attr = self.npc.attributes.get("event_queue", category="ai", return_obj=True)
         assert [e["text"] for e in stored(attr)["events"]] == ["An ale?"]
 
+    def test_a_lazy_row_goes_with_the_next_batch_and_waits_at_most_a_second(self):
+        """A tick's in-flight marks and counter take no transaction of their own: they go
+        with the next batch (a later turn's writes), else within LAZY_WRITE_SECONDS."""
+        attr = self.buffer_attr(self.npc)
+        self.npc.ai.set("context_buffer", [{"text": "marked", "source": None}], lazy=True)
+        assert self.npc.ai.get("context_buffer") == [{"text": "marked", "source": None}]
+        self.reactor.end_turn()
+        assert stored(attr) == []  # no batch of its own at the end of the turn
+        self.others[0].ai.remember_ambient("Later, a line heard.")  # a later turn's write
+        self.reactor.end_turn()
+        assert stored(attr) == [{"text": "marked", "source": None}]
+        assert stored(self.buffer_attr(self.others[0]))[0]["text"] == "Later, a line heard."
+        self.npc.ai.set("context_buffer", [], lazy=True)  # nothing else is written after it
+        self.reactor.advance(attribute_writes.LAZY_WRITE_SECONDS - 0.01)
+        assert stored(attr) == [{"text": "marked", "source": None}]
+        self.reactor.advance(0.02)
+        assert stored(attr) == [] and attribute_writes.pending() == 0
+        self.npc.ai.set("context_buffer", [{"text": "x", "source": None}], lazy=True)
+        self.reactor.shut_down()  # a reload writes it too
+        assert stored(attr) == [{"text": "x", "source": None}]
+
+    def test_a_tick_takes_its_batch_without_a_transaction_of_its_own(self):
+        """Taking a batch marks its events in flight (lazy: the server's start clears them)."""
+        from evennia_ai.engine.agenda import Agenda
+
+        self.npc.ai.perceive(Event.create(kind="say", text="An ale?", source=None))
+        self.reactor.end_turn()
+        with mock.patch.object(
+            attribute_writes, "save_value", wraps=attribute_writes.save_value
+        ) as saved:
+            decision = Agenda(self.npc, tick_count=1).choose()
+        assert decision.context_type == "tick_event"
+        assert saved.call_args.kwargs.get("lazy") is True
+
     def test_shutdown_writes_what_waits(self):
         self.hear("The bell rings.")
         assert len(self.reactor.triggers) == 1
