@@ -33,12 +33,14 @@ from evennia.utils import logger
 from evennia.utils.ansi import raw
 from evennia.utils.utils import class_from_module
 
-from evennia_ai import access
+from evennia_ai import access, screen
 from evennia_ai.commands.tables import ClientTable
 from evennia_ai.npc.controls import ControlError
 from evennia_ai.npc.lookup import NPCMatchError, find_ai_npc
 
-HELP_CATEGORY = "AI"
+# Evennia lower-cases a help category and shows it title-cased in the help index ("AI" would
+# read "-- Ai --"), so the category is words that read well that way.
+HELP_CATEGORY = "Artificial Intelligence"
 # Narrowest table drawn: below this a table of several columns cannot be read anyway, and
 # EvTable cannot shrink columns below their borders and padding.
 MIN_TABLE_WIDTH = 40
@@ -86,7 +88,7 @@ def partition_bar(text: str) -> tuple[str, str, str]:
 
 
 class AICommand(COMMAND_DEFAULT_CLASS):
-    """Base of the AI admin commands (help category ``AI``, Builder lock).
+    """Base of the AI admin commands (help category ``Artificial Intelligence``, Builder lock).
 
     Subclasses implement :meth:`run`. Class attributes:
 
@@ -154,6 +156,15 @@ class AICommand(COMMAND_DEFAULT_CLASS):
         raise NotImplementedError
 
     # -- replies -------------------------------------------------------------------------------
+    def msg(self, text=None, *args, **kwargs):
+        """Send ``text`` as Evennia's ``Command.msg`` does, its long lines wrapped to the
+        caller's screen width (:func:`evennia_ai.screen.fit_lines`), so a reply read at 80
+        columns keeps its layout. Every reply of the AI commands, also one sent later from a
+        callback, goes through here."""
+        if isinstance(text, str):
+            text = screen.fit_lines(text, screen.session_width(self.session))
+        return super().msg(text, *args, **kwargs)
+
     def usage(self) -> str:
         """The ``Usage:`` section of the command's docstring (its in-game help)."""
         doc = (self.__doc__ or "").strip("\n")

@@ -13,6 +13,7 @@ from support.commands import AICommandTestBase
 from support.memory import use_keyword_memory
 
 from evennia_ai.commands import memory as cmds
+from evennia_ai.commands.base import HELP_CATEGORY
 from evennia_ai.commands.cmdset import COMMAND_MODULES
 from evennia_ai.memory import block_admin, longterm
 from evennia_ai.memory.keyword_index import KeywordIndexUnavailable
@@ -39,7 +40,7 @@ class TestCommon(MemoryCommandTest):
         assert cmds.__name__ in COMMAND_MODULES
         for cmdclass in cmds.COMMANDS:
             cmd = cmdclass()
-            assert cmd.help_category.lower() == "ai" and cmd.locks == "cmd:perm(Builder)"
+            assert cmd.help_category == HELP_CATEGORY.lower() and cmd.locks == "cmd:perm(Builder)"
             for section in ("Usage:", "Switches:", "Examples:"):
                 assert section in cmdclass.__doc__
             assert cmd.access(self.nobody, "cmd") is False  # no Builder permission

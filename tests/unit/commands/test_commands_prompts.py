@@ -11,6 +11,7 @@ from evennia.objects.objects import DefaultCharacter
 from support.commands import AICommandTestBase, sync_thread
 
 from evennia_ai.commands import prompts as cmds
+from evennia_ai.commands.base import HELP_CATEGORY
 from evennia_ai.commands.cmdset import COMMAND_MODULES
 from evennia_ai.prompt_registry import get_prompt_registry
 
@@ -34,7 +35,7 @@ class TestCommon(PromptCommandTest):
             doc = cmdclass.__doc__
             assert "Usage:" in doc and "Switches:" in doc and "Examples:" in doc, cmdclass.key
             cmd = cmdclass()
-            assert cmd.help_category.lower() == "ai"
+            assert cmd.help_category == HELP_CATEGORY.lower()
             assert cmd.access(self.char1, "cmd") is True  # the test account is a Developer
             assert cmd.access(self.player, "cmd") is False
             if cmdclass is cmds.CmdAIFewshot:

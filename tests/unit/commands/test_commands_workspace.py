@@ -5,6 +5,7 @@ from evennia.objects.objects import DefaultCharacter
 from support.commands import AICommandTestBase
 
 from evennia_ai.commands import workspace as cmds
+from evennia_ai.commands.base import HELP_CATEGORY
 from evennia_ai.commands.cmdset import COMMAND_MODULES
 from evennia_ai.workspace import projects as projects_mod
 
@@ -24,7 +25,7 @@ class TestCommon(WorkspaceCommandTest):
     def test_every_command_is_in_the_ai_category_and_locked(self):
         for cmdclass in cmds.COMMANDS:
             cmd = cmdclass()
-            assert cmd.help_category.lower() == "ai"
+            assert cmd.help_category == HELP_CATEGORY.lower()
             assert cmd.locks == "cmd:perm(Builder)"
             assert "Usage:" in cmdclass.__doc__ and "Examples:" in cmdclass.__doc__
             assert "Switches:" in cmdclass.__doc__

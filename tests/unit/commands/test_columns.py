@@ -1,0 +1,204 @@
+"""Every line the AI commands, their help and the staff notices show fits 80 columns.
+
+A telnet player at 80 columns sees a line longer than that wrapped by the terminal wherever it
+happens to break, which garbles tables and indented lists. These tests run every command of
+:class:`~evennia_ai.commands.cmdset.AIAdminCmdSet` (found from the cmdset, so a new command is
+covered without touching this file) in a standard scenario: an NPC that has ticked (a trace
+with thoughts, tool calls, a skipped call and a failed tick), goals, session memory, memory
+blocks, a journal, rules, a pending confirmation, and errors with long texts. Each command is
+called bare, with an NPC, with each of its switches, and with every example of its help; what
+the caller receives, colour codes removed, must fit 80 columns, line by line. The same holds
+for every help entry as ``help <command>`` renders it, and for the ``[AI]`` staff notices.
+"""
+
+from __future__ import annotations
+
+import re
+
+from evennia.commands.default.help import CmdHelp
+from evennia.utils.ansi import strip_ansi
+from support.commands import AICommandTestBase
+
+from evennia_ai.commands.cmdset import AIAdminCmdSet, help_text
+from evennia_ai.engine import notices
+from evennia_ai.engine.accounting import count_error
+from evennia_ai.engine.trace import IterationTrace, TickTrace, ToolCallTrace
+from evennia_ai.tools.approvals import get_confirmation_queue
+
+COLUMNS = 80
+# What a plain-http endpoint's connection failure looked like in aistatus (issue 35).
+LONG_ERROR = (
+    "model call failed: openai/test-model: could not connect: Cannot connect to host "
+    "127.0.0.1:5100 ssl:default [Connect call failed ('127.0.0.1', 5100)] while the kitchen "
+    "was busy and the cellar was locked for the night"
+)
+LONG_QUESTION = (
+    "Marta, is the kitchen still open tonight, and could you tell me what is on the menu, "
+    "whether the stew has mutton in it, and who the stranger by the fire is?"
+)
+
+
+def commands() -> list:
+    """Every command the plugin's cmdset adds, in its order."""
+    cmdset = AIAdminCmdSet()
+    cmdset.at_cmdset_creation()
+    return list(cmdset.commands)
+
+
+def help_examples(command) -> list[str]:
+    """The arguments of each example line in ``command``'s help."""
+    text = help_text(type(command))
+    examples = text.split("Examples:", 1)[1] if "Examples:" in text else ""
+    lines = [line.strip() for line in examples.splitlines()]
+    return [line[len(command.key) :] for line in lines if line.startswith(command.key)]
+
+
+def invocations(command) -> list[str]:
+    """What the test types after the command's key: bare, with an NPC, each switch, examples."""
+    calls = ["", " Marta", " Innkeeper", " Marta 50", " Marta = hello there"]
+    for switch in getattr(command, "switch_options", None) or ():
+        calls += [f"/{switch}", f"/{switch} Marta", f"/{switch} Marta = 1"]
+    return calls + help_examples(command)
+
+
+def wide_lines(text: str) -> list[str]:
+    """The lines of ``text`` (colour codes removed) wider than :data:`COLUMNS`."""
+    return [line for line in strip_ansi(text).split("\n") if len(line) > COLUMNS]
+
+
+def trace_of(tick_id: int) -> TickTrace:
+    """A tick that thought at length, called tools with long arguments and skipped one."""
+    trace = TickTrace(
+        tick_id=tick_id,
+        context_type="tick_event",
+        event_text=f'Char says: "{LONG_QUESTION}"',
+        stop_reason="terminal_tool",
+        duration=4.4,
+        pattern={"mode": "react_loop", "max_iterations": 5},
+    )
+    trace.add_iteration(
+        IterationTrace(
+            index=0,
+            sections={"system_prompt": 900, "history": 300, "tools": 600, "memory_blocks": 1200},
+            usage={"prompt_tokens": 18000, "completion_tokens": 400},
+            cost=0.0123,
+            model="openai/a-model-with-a-rather-long-name-from-a-hosted-provider",
+            text="The guest asks about the kitchen. " * 6,
+            tool_calls=[
+                ToolCallTrace(
+                    id="1",
+                    name="look",
+                    arguments={"target": "the stranger by the fire " * 4},
+                    category="SAFE_CHAIN",
+                    success=True,
+                    result="A tall stranger in a grey cloak, hood up, nursing a cup. " * 3,
+                ),
+                ToolCallTrace(
+                    id="2",
+                    name="noop",
+                    arguments={},
+                    category="TERMINAL",
+                    success=False,
+                    status="skipped",
+                    result="",
+                ),
+                ToolCallTrace(
+                    id="3",
+                    name="say",
+                    arguments={"message": LONG_QUESTION},
+                    category="TERMINAL",
+                    success=True,
+                    result=f"You say, {LONG_QUESTION}",
+                ),
+            ],
+        )
+    )
+    return trace
+
+
+class TestEightyColumns(AICommandTestBase):
+    """The standard scenario: Marta and the Innkeeper, Marta with state of every kind."""
+
+    def setUp(self):
+        super().setUp()
+        self.marta = self.make_npc("Marta", aliases=["keeper"])
+        self.marta.ai.set_persona("A warm innkeeper who knows every rumour in town. " * 3)
+        self.smith = self.make_npc("Blacksmith")
+        for tick_id in range(1, 6):
+            self.marta.ai.record_trace(trace_of(tick_id).to_dict())
+        self.marta.ai.record_trace(
+            {
+                "tick_id": 6,
+                "context_type": "tick_event",
+                "stop_reason": "error",
+                "error": LONG_ERROR,
+                "started": "2026-01-01T10:00:00+00:00",
+            }
+        )
+        self.marta.ai.update("metrics", lambda m: (count_error(m, LONG_ERROR, 6), m)[1])
+        self.build_state()
+        get_confirmation_queue().add_entry(
+            self.marta,
+            "execute_command",
+            {"arguments": {"command": "open the cellar door and fetch a barrel of " * 3}},
+            reason="the guest wants the good ale from the cellar, " * 3,
+        )
+
+    def build_state(self):
+        """Goals, memory and rules, made with the commands as an operator would."""
+        by_key = {command.key: command for command in commands()}
+        for key, args in (
+            ("aigoal", "/add Marta = Find out who the stranger by the fire is " * 2),
+            ("aigoal", "/add Marta = Keep the kitchen running priority high"),
+            ("aisession", "/set Marta = fact=Alice prefers formal address " * 4),
+            ("aisession", "/set Marta = task=Served the harvest feast"),
+            ("aijournal", "/add Marta = 8: The well was poisoned by the miller. " * 4),
+            ("airule", "/add Marta = Greet regulars by name and ask after their families. " * 2),
+            ("aiblock", "/create Marta = notes"),
+            ("aiblock", "/set Marta = notes The well is dry and the miller is lying. " * 3),
+            ("aientity", "/note Marta = Alice: orders the stew every evening " * 3),
+            ("aitools", "/addrule Marta = max_calls look 2"),
+            ("interact", f"Marta = {LONG_QUESTION}"),
+        ):
+            self.call(type(by_key[key])(), args)
+
+    def test_every_command_fits_80_columns(self):
+        found = []
+        covered = set()
+        for command in commands():
+            covered.add(command.key)
+            for args in invocations(command):
+                out = self.call(type(command)(), args)
+                found += [f"{command.key}{args}: ({len(line)}) {line}" for line in wide_lines(out)]
+        assert {"ainpc", "aistatus", "aitrace", "aiprompt", "aisession", "page"} <= covered
+        assert not found, "lines over 80 columns:\n" + "\n".join(sorted(set(found)))
+
+    def test_every_help_entry_fits_80_columns(self):
+        found = []
+        cmdset = AIAdminCmdSet()
+        for command in commands():
+            rendered = self.call(PlainHelp(), command.key, cmdset=cmdset)
+            assert f"Help for {command.key}" in rendered, rendered[:200]
+            found += [f"help {command.key}: ({len(line)}) {line}" for line in wide_lines(rendered)]
+        assert not found, "help lines over 80 columns:\n" + "\n".join(found)
+
+    def test_staff_notices_fit_80_columns(self):
+        entry = get_confirmation_queue().list_entries()[0]
+        texts = [
+            notices.waiting_text(entry),
+            notices.set_aside_text(self.marta, "script.current_goals", LONG_ERROR, LONG_ERROR),
+        ]
+        found = [f"({len(line)}) {line}" for text in texts for line in wide_lines(text)]
+        assert not found, "notice lines over 80 columns:\n" + "\n".join(found)
+
+
+class PlainHelp(CmdHelp):
+    """Evennia's help command without paging, so one call returns the whole entry."""
+
+    help_more = False
+
+
+def test_help_texts_have_no_markdown():
+    for command in commands():
+        text = help_text(type(command))
+        assert not re.search(r"`[^`]+`|\*\*[^*]+\*\*", text), command.key
