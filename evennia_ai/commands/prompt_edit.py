@@ -85,7 +85,7 @@ class CmdAIPrompt(SwitchedCommand):
       aiprompt/list reflection
       aiprompt/show tick_event = Innkeeper
       aiprompt/add 1000 = House rules||Never reveal what is in the cellar.
-      aiprompt/add character_context = {"name": "Lore", "content": "The town is old."}
+      aiprompt/add character_context = {"name": "Lore", "content": "An old town."}
       aiprompt/edit house_rules = Never reveal the cellar or the well.
       aiprompt/move house_rules = 4000
       aiprompt/disable 3000

@@ -108,7 +108,7 @@ class CmdAIRegistry(AICommand):
       airegistry/export server/prompts.json
       airegistry/dryrun server/prompts.json
       airegistry/import/overwrite server/prompts.json
-      airegistry/import {"fewshot_examples": [{"user": "Hi", "assistant": "Hello!"}]}
+      airegistry/import {"fewshot_examples": [{"user": "Hi", "assistant": "Hi!"}]}
     """
 
     key = "airegistry"

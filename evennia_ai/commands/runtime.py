@@ -29,7 +29,7 @@ from evennia_ai.memory.events import Event
 from evennia_ai.npc import controls
 from evennia_ai.npc_state import REFLECTION, SLEEP
 from evennia_ai.tools.approvals import ConfirmationError, get_confirmation_queue
-from evennia_ai.utils import iso_utc, one_line, truncate, utcnow
+from evennia_ai.utils import iso_utc, one_line, utcnow
 from evennia_ai.workspace.sleep import SLEEP_PHASES, go_to_sleep, in_sleep_window, wake_up
 
 BAR_WIDTH = 24

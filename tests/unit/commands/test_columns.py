@@ -14,18 +14,25 @@ for every help entry as ``help <command>`` renders it, and for the ``[AI]`` staf
 from __future__ import annotations
 
 import re
+from unittest import mock
 
 from evennia.commands.default.help import CmdHelp
+from evennia.server.sessionhandler import SESSION_HANDLER
 from evennia.utils.ansi import strip_ansi
-from support.commands import AICommandTestBase
+from support.commands import AICommandTestBase, words
 
 from evennia_ai.commands.cmdset import AIAdminCmdSet, help_text
+from evennia_ai.commands.npcs import CmdAIStatus
+from evennia_ai.commands.runtime import CmdAITrace
 from evennia_ai.engine import notices
 from evennia_ai.engine.accounting import count_error
 from evennia_ai.engine.trace import IterationTrace, TickTrace, ToolCallTrace
 from evennia_ai.tools.approvals import get_confirmation_queue
 
 COLUMNS = 80
+MARKDOWN = re.compile(r"`[^`\s][^`]*`|\*\*[^*]+\*\*|^#{1,6} ")
+# Commands that show prompt text exactly as the model reads it (Markdown included).
+SHOWS_PROMPTS = {"aiprompt", "aitemplate", "aicontext"}
 # What a plain-http endpoint's connection failure looked like in aistatus (issue 35).
 LONG_ERROR = (
     "model call failed: openai/test-model: could not connect: Cannot connect to host "
@@ -59,6 +66,12 @@ def invocations(command) -> list[str]:
     for switch in getattr(command, "switch_options", None) or ():
         calls += [f"/{switch}", f"/{switch} Marta", f"/{switch} Marta = 1"]
     return calls + help_examples(command)
+
+
+def markdown_lines(text: str) -> list[str]:
+    """The lines of ``text`` with Markdown marks a telnet client shows as they are."""
+    plain = strip_ansi(text).split("\n")
+    return [line for line in plain if MARKDOWN.search(line)]
 
 
 def wide_lines(text: str) -> list[str]:
@@ -148,30 +161,33 @@ class TestEightyColumns(AICommandTestBase):
         """Goals, memory and rules, made with the commands as an operator would."""
         by_key = {command.key: command for command in commands()}
         for key, args in (
-            ("aigoal", "/add Marta = Find out who the stranger by the fire is " * 2),
+            ("aigoal", "/add Marta = " + "Find out who the stranger by the fire is. " * 2),
             ("aigoal", "/add Marta = Keep the kitchen running priority high"),
-            ("aisession", "/set Marta = fact=Alice prefers formal address " * 4),
+            ("aisession", "/set Marta = fact=" + "Alice prefers formal address. " * 4),
             ("aisession", "/set Marta = task=Served the harvest feast"),
-            ("aijournal", "/add Marta = 8: The well was poisoned by the miller. " * 4),
-            ("airule", "/add Marta = Greet regulars by name and ask after their families. " * 2),
+            ("aijournal", "/add Marta = 8: " + "The well was poisoned by the miller. " * 4),
+            ("airule", "/add Marta = " + "Greet regulars by name, ask after their kin. " * 2),
             ("aiblock", "/create Marta = notes"),
-            ("aiblock", "/set Marta = notes The well is dry and the miller is lying. " * 3),
-            ("aientity", "/note Marta = Alice: orders the stew every evening " * 3),
+            ("aiblock", "/set Marta = notes " + "The well is dry and the miller is lying. " * 3),
+            ("aientity", "/note Marta = Alice: " + "orders the stew every evening, " * 3),
             ("aitools", "/addrule Marta = max_calls look 2"),
             ("interact", f"Marta = {LONG_QUESTION}"),
         ):
             self.call(type(by_key[key])(), args)
 
     def test_every_command_fits_80_columns(self):
-        found = []
+        found, markdown = [], []
         covered = set()
         for command in commands():
             covered.add(command.key)
             for args in invocations(command):
                 out = self.call(type(command)(), args)
                 found += [f"{command.key}{args}: ({len(line)}) {line}" for line in wide_lines(out)]
+                if command.key not in SHOWS_PROMPTS:
+                    markdown += [f"{command.key}{args}: {line}" for line in markdown_lines(out)]
         assert {"ainpc", "aistatus", "aitrace", "aiprompt", "aisession", "page"} <= covered
         assert not found, "lines over 80 columns:\n" + "\n".join(sorted(set(found)))
+        assert not markdown, "Markdown in game text:\n" + "\n".join(sorted(set(markdown)))
 
     def test_every_help_entry_fits_80_columns(self):
         found = []
@@ -184,12 +200,40 @@ class TestEightyColumns(AICommandTestBase):
 
     def test_staff_notices_fit_80_columns(self):
         entry = get_confirmation_queue().list_entries()[0]
-        texts = [
-            notices.waiting_text(entry),
-            notices.set_aside_text(self.marta, "script.current_goals", LONG_ERROR, LONG_ERROR),
-        ]
-        found = [f"({len(line)}) {line}" for text in texts for line in wide_lines(text)]
+        staff = mock.Mock()
+        session = SESSION_HANDLER.session_from_sessid(1)
+        with mock.patch.object(notices, "approvers", return_value=[(staff, session)]):
+            notices.announce_waiting(entry)
+            notices.announce_set_aside(self.marta, "script.current_goals", LONG_ERROR, LONG_ERROR)
+            get_confirmation_queue().reject(entry["id"], reason="Not during the festival. " * 4)
+        sent = [call.args[0] for call in staff.msg.call_args_list]
+        assert len(sent) == 3 and all(text.startswith(notices.PREFIX) for text in sent)
+        found = [f"({len(line)}) {line}" for text in sent for line in wide_lines(text)]
         assert not found, "notice lines over 80 columns:\n" + "\n".join(found)
+        waiting = strip_ansi(sent[0]).split("\n")
+        assert len(waiting) > 1 and all(line.startswith("     ") for line in waiting[1:])
+
+    def test_tool_calls_say_what_happened_in_words(self):
+        out = self.call(CmdAITrace(), "/show Marta = 5")
+        assert "tool noop() -> not run (the tick ended before it)" in out
+        assert "(none)" not in out and "(failed)" not in out
+        assert "tool look(target: the stranger by the fire" in out and "-> ran: A tall" in words(
+            out
+        )
+
+    def test_a_clipped_event_ends_with_an_ellipsis(self):
+        out = self.call(CmdAITrace(), "Marta")
+        assert "more characters" not in out
+        assert '[Char says: "Marta, is the kitchen still open to...]' in words(out)
+
+    def test_the_last_error_is_shown_once(self):
+        out = words(self.call(CmdAIStatus(), "Marta"))
+        assert out.count("Cannot connect to host") == 1 and "last error: tick 6," in out
+
+    def test_the_help_index_names_the_category_in_words(self):
+        index = self.call(PlainHelp(), "", cmdset=AIAdminCmdSet())
+        assert "-- Artificial Intelligence --" in index and "-- Ai " not in index
+        assert all(len(line) <= COLUMNS for line in index.split("\n"))
 
 
 class PlainHelp(CmdHelp):

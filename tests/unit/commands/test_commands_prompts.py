@@ -125,7 +125,7 @@ class TestAIPrompt(PromptCommandTest):
             '/add 1000 = {"name": "x", "content": "y", "role": "boss"}',
             "Component 'x': unknown role 'boss'",
         )
-        self.call(
+        self.call_says(
             cmds.CmdAIPrompt(),
             "/delete 0",
             "Component 0 is static and cannot be deleted; disable it instead (aiprompt/disable 0).",
@@ -218,7 +218,7 @@ class TestAITemplate(PromptCommandTest):
         assert self.registry.get_template("rules") is None
 
     def test_bad_arguments(self):
-        self.call(
+        self.call_says(
             cmds.CmdAITemplate(),
             "/edit default = x",
             "Template 'default' is built in and cannot be changed; clone it "
@@ -325,13 +325,13 @@ class TestAIRegistry(PromptCommandTest):
             "fewshot_examples": [{"user": "a", "assistant": "b"}],
             "components": [{"key": "x", "name": "X", "content": "y", "after_static": 1234}],
         }
-        self.call(
+        self.call_says(
             cmds.CmdAIRegistry(),
             "/import " + json.dumps(bad),
             "Import of inline JSON refused, nothing changed: Registry components[0] 'x': after_static",
         )
         conflict = {"templates": [{"key": "rules", "name": "Rules", "content": "Other."}]}
-        self.call(
+        self.call_says(
             cmds.CmdAIRegistry(),
             "/import " + json.dumps(conflict),
             "Import of inline JSON refused, nothing changed: Template 'rules' already exists",
@@ -386,7 +386,7 @@ class TestAIContext(PromptCommandTest):
         assert "goal_decompose" in out
         out = self.call(cmds.CmdAIContext(), "/show reflection", "Context reflection: Reflection")
         assert "max_iterations: 3" in out
-        self.call(
+        self.call_says(
             cmds.CmdAIContext(),
             '/edit tick_event = {"max_iterations": 3, "allows_sub_agents": false}',
             "Context tick_event updated (max_iterations, allows_sub_agents); now react_loop, "
@@ -423,7 +423,7 @@ class TestAIContext(PromptCommandTest):
             '/edit tick_event = {"colour": "red"}',
             "'colour' is not a context setting",
         )
-        self.call(
+        self.call_says(
             cmds.CmdAIContext(),
             '/edit tick_event = {"max_iterations": 42}',
             "Invalid customisation of context 'tick_event': max_iterations must be from 1 to 10",
@@ -450,7 +450,7 @@ class TestAIExec(PromptCommandTest):
         )
         assert "max_iterations_per_tick: 5" in out and "goal_decompose" in out
         assert "Layer" not in out and "Layer" not in cmds.CmdAIExec.__doc__
-        out = self.call(
+        out = self.call_says(
             cmds.CmdAIExec(),
             "/set Innkeeper = max_iterations_per_tick=3 sub_agents_enabled=on",
             "Innkeeper's execution config updated (max_iterations_per_tick, sub_agents_enabled).",

@@ -125,14 +125,14 @@ class TestProjects(WorkspaceCommandTest):
 
     def test_failures_name_the_commands_not_the_tools(self):
         # the workspace's messages name the NPC's tools (for its model); operators read commands
-        self.call(
+        self.call_says(
             cmds.CmdAIProject(),
             "/update Innkeeper = context=x",
             "No project is active; use aiproject/activate to pick one or aiproject/create to "
             "start one.",
         )
         self.call(cmds.CmdAIProject(), "/create Innkeeper = inn: Run the inn", "Created project")
-        self.call(
+        self.call_says(
             cmds.CmdAIProject(),
             "/create Innkeeper = inn: Again",
             "A project 'inn' already exists; use aiproject/activate or aiproject/update, or pick "
