@@ -3,7 +3,7 @@
 Each admin command subclasses :class:`AICommand` and implements :meth:`AICommand.run`
 instead of ``func``. Raise :class:`CommandError` with a message for the caller; any other
 exception is logged with its traceback to the server log and the caller sees one line, never
-the traceback.
+the traceback. Replies are wrapped to the caller's screen width (:class:`FitsScreen`).
 
 Example::
 
@@ -87,7 +87,22 @@ def partition_bar(text: str) -> tuple[str, str, str]:
     return (head, sep, tail) if sep else text.partition("|")
 
 
-class AICommand(COMMAND_DEFAULT_CLASS):
+class FitsScreen:
+    """A command mixin: every reply's long lines are wrapped to the caller's screen width.
+
+    Put it before the command class (``class CmdX(FitsScreen, MuxCommand)``). Every reply of
+    the AI commands, also one sent later from a callback, goes through ``self.msg``, so a
+    reply read at 80 columns keeps its layout (:func:`evennia_ai.screen.fit_lines`).
+    """
+
+    def msg(self, text=None, *args, **kwargs):
+        """Send ``text`` as Evennia's ``Command.msg`` does, its long lines wrapped."""
+        if isinstance(text, str):
+            text = screen.fit_lines(text, screen.session_width(self.session))
+        return super().msg(text, *args, **kwargs)
+
+
+class AICommand(FitsScreen, COMMAND_DEFAULT_CLASS):
     """Base of the AI admin commands (help category ``Artificial Intelligence``, Builder lock).
 
     Subclasses implement :meth:`run`. Class attributes:
@@ -156,15 +171,6 @@ class AICommand(COMMAND_DEFAULT_CLASS):
         raise NotImplementedError
 
     # -- replies -------------------------------------------------------------------------------
-    def msg(self, text=None, *args, **kwargs):
-        """Send ``text`` as Evennia's ``Command.msg`` does, its long lines wrapped to the
-        caller's screen width (:func:`evennia_ai.screen.fit_lines`), so a reply read at 80
-        columns keeps its layout. Every reply of the AI commands, also one sent later from a
-        callback, goes through here."""
-        if isinstance(text, str):
-            text = screen.fit_lines(text, screen.session_width(self.session))
-        return super().msg(text, *args, **kwargs)
-
     def usage(self) -> str:
         """The ``Usage:`` section of the command's docstring (its in-game help)."""
         doc = (self.__doc__ or "").strip("\n")

@@ -3,7 +3,7 @@
 When the confirmation queue gains a pending entry (a DANGEROUS tool call, or a model's write to
 a Partner or Human memory block), every online session whose character or account passes the
 lock of ``aiconfirm`` (:data:`~evennia_ai.tools.approvals.APPROVER_LOCK`, Builder and above)
-gets one line: which NPC wants what, and the commands to approve or reject it. When the entry
+gets one notice: which NPC wants what, and the commands to approve or reject it. When the entry
 is decided, the same staff (but the one who decided, who has the command's reply) get the
 decision and its outcome in words. The channel named by ``EVENNIA_AI_CONFIRMATION_CHANNEL``,
 if any, gets the same lines.
@@ -16,7 +16,7 @@ Names, arguments and results were written by players or a model: in a notice the
 escaped, so ``|r`` or ``$func()`` in them reads literally and never runs.
 
 When a stored value of an NPC's state cannot be read and is set aside
-(:mod:`evennia_ai.npc.state`), the same staff get one line per value set aside
+(:mod:`evennia_ai.npc.state`), the same staff get one notice per value set aside
 (:func:`announce_set_aside`): which NPC, which key, what is wrong with it, what is in force
 meanwhile, and the commands to look at it and decide. The value itself is never in the line
 (it may be a Developer-only text such as the operator's prompt).

@@ -21,6 +21,7 @@ from evennia.server.sessionhandler import SESSION_HANDLER
 from evennia.utils.ansi import strip_ansi
 from support.commands import AICommandTestBase, words
 
+from evennia_ai.commands.base import AICommand
 from evennia_ai.commands.cmdset import AIAdminCmdSet, help_text
 from evennia_ai.commands.npcs import CmdAIStatus
 from evennia_ai.commands.runtime import CmdAITrace
@@ -180,8 +181,10 @@ class TestEightyColumns(AICommandTestBase):
         covered = set()
         for command in commands():
             covered.add(command.key)
+            # Evennia's own commands the cmdset extends (page) run on the account
+            caller = self.char1 if isinstance(command, AICommand) else self.account
             for args in invocations(command):
-                out = self.call(type(command)(), args)
+                out = self.call(type(command)(), args, caller=caller)
                 found += [f"{command.key}{args}: ({len(line)}) {line}" for line in wide_lines(out)]
                 if command.key not in SHOWS_PROMPTS:
                     markdown += [f"{command.key}{args}: {line}" for line in markdown_lines(out)]
