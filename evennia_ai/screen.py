@@ -70,9 +70,9 @@ def hanging_indent(line: str, width: int, top_level: int = CONTINUATION) -> int:
     sentence at the start of a line, whose first words are no label. Never more than half
     the width.
     """
-    match = _LEAD.match(line)
-    indent = len(match.group("indent"))
-    label = match.group("label") or ""
+    match = _LEAD.match(line)  # always matches: every part of the pattern is optional
+    indent = len(match.group("indent")) if match else 0
+    label = (match.group("label") if match else "") or ""
     if label.count("(") != label.count(")"):  # ``tool look(target: ...``: inside a call
         label = ""
     if label and (indent or not label[0].isalpha()):
