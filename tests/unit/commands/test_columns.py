@@ -135,9 +135,13 @@ class TestEightyColumns(AICommandTestBase):
 
     def setUp(self):
         super().setUp()
+        self.smith = self.make_npc("Blacksmith")
+        self.build_scenario()
+
+    def build_scenario(self):
+        """Marta with state of every kind, and an action of hers waiting for approval."""
         self.marta = self.make_npc("Marta", aliases=["keeper"])
         self.marta.ai.set_persona("A warm innkeeper who knows every rumour in town. " * 3)
-        self.smith = self.make_npc("Blacksmith")
         for tick_id in range(1, 6):
             self.marta.ai.record_trace(trace_of(tick_id).to_dict())
         self.marta.ai.record_trace(
@@ -157,6 +161,15 @@ class TestEightyColumns(AICommandTestBase):
             {"arguments": {"command": "open the cellar door and fetch a barrel of " * 3}},
             reason="the guest wants the good ale from the cellar, " * 3,
         )
+
+    def restore_scenario(self):
+        """Marta again as the scenario has her, after a command deleted, stopped or paused her
+        (``ainpc/delete Marta``), so every command is seen with her state."""
+        if not self.marta.pk:
+            self.build_scenario()
+            return
+        self.marta.ai.start()
+        self.marta.ai.resume()
 
     def build_state(self):
         """Goals, memory and rules, made with the commands as an operator would."""
@@ -181,6 +194,7 @@ class TestEightyColumns(AICommandTestBase):
         covered = set()
         for command in commands():
             covered.add(command.key)
+            self.restore_scenario()
             # Evennia's own commands the cmdset extends (page) run on the account
             caller = self.char1 if isinstance(command, AICommand) else self.account
             for args in invocations(command):
