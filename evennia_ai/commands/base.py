@@ -95,9 +95,10 @@ class FitsScreen:
     reply read at 80 columns keeps its layout (:func:`evennia_ai.screen.fit_lines`).
     """
 
-    def msg(self, text=None, *args, **kwargs):
-        """Send ``text`` as Evennia's ``Command.msg`` does, its long lines wrapped."""
-        if isinstance(text, str):
+    def msg(self, text=None, *args, wrap: bool = True, **kwargs):
+        """Send ``text`` as Evennia's ``Command.msg`` does, its long lines wrapped (not with
+        ``wrap=False``: text the caller copies as it is, such as JSON)."""
+        if wrap and isinstance(text, str):
             text = screen.fit_lines(text, screen.session_width(self.session))
         return super().msg(text, *args, **kwargs)
 

@@ -92,7 +92,8 @@ class CmdAIRegistry(AICommand):
     Switches:
       export    - the whole registry (the game's templates, pluggable components,
                   static component changes, context customisations, few-shot
-                  examples) as JSON: shown to you, or written to a file.
+                  examples) as JSON: shown to you (its lines not wrapped, so
+                  you can copy it), or written to a file.
       import    - import an export. All or nothing: anything invalid or in conflict
                   is refused with the reason and nothing changes.
       dryrun    - check an import and show what it would change; changes nothing.
@@ -129,7 +130,7 @@ class CmdAIRegistry(AICommand):
         text = registry().export_json()
         name = self.args.strip()
         if not name:
-            self.msg(esc(text))
+            self.msg(esc(text), wrap=False)  # JSON to copy: a line break would break a string
             return
         path = game_file(name)
         if os.path.exists(path) and not overwrite:

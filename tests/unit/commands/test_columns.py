@@ -13,6 +13,7 @@ for every help entry as ``help <command>`` renders it, and for the ``[AI]`` staf
 
 from __future__ import annotations
 
+import json
 import re
 from unittest import mock
 
@@ -24,14 +25,18 @@ from support.commands import AICommandTestBase, words
 from evennia_ai.commands.base import AICommand
 from evennia_ai.commands.cmdset import AIAdminCmdSet, help_text
 from evennia_ai.commands.npcs import CmdAIStatus
+from evennia_ai.commands.prompts import CmdAIPrompt, CmdAIRegistry
 from evennia_ai.commands.runtime import CmdAITrace
 from evennia_ai.engine import notices
 from evennia_ai.engine.accounting import count_error
 from evennia_ai.engine.trace import IterationTrace, TickTrace, ToolCallTrace
+from evennia_ai.prompt_registry import get_prompt_registry
 from evennia_ai.tools.approvals import get_confirmation_queue
 
 COLUMNS = 80
 MARKDOWN = re.compile(r"`[^`\s][^`]*`|\*\*[^*]+\*\*|^#{1,6} ")
+# What is shown as it is, to copy: the registry as JSON (a line break would break a string).
+VERBATIM = {"airegistry/export"}
 # Commands that show prompt text exactly as the model reads it (Markdown included).
 SHOWS_PROMPTS = {"aiprompt", "aitemplate", "aicontext"}
 # What a plain-http endpoint's connection failure looked like in aistatus (issue 35).
@@ -199,7 +204,10 @@ class TestEightyColumns(AICommandTestBase):
             caller = self.char1 if isinstance(command, AICommand) else self.account
             for args in invocations(command):
                 out = self.call(type(command)(), args, caller=caller)
-                found += [f"{command.key}{args}: ({len(line)}) {line}" for line in wide_lines(out)]
+                if f"{command.key}{args}" not in VERBATIM:
+                    found += [
+                        f"{command.key}{args}: ({len(line)}) {line}" for line in wide_lines(out)
+                    ]
                 if command.key not in SHOWS_PROMPTS:
                     markdown += [f"{command.key}{args}: {line}" for line in markdown_lines(out)]
         assert {"ainpc", "aistatus", "aitrace", "aiprompt", "aisession", "page"} <= covered
@@ -251,6 +259,16 @@ class TestEightyColumns(AICommandTestBase):
         index = self.call(PlainHelp(), "", cmdset=AIAdminCmdSet())
         assert "-- Artificial Intelligence --" in index and "-- Ai " not in index
         assert all(len(line) <= COLUMNS for line in index.split("\n"))
+
+    def test_exported_json_is_shown_unwrapped_to_copy(self):
+        registry = get_prompt_registry()
+        lore = "The town is old and the well is dry. " * 6
+        self.call(CmdAIPrompt(), f"/add 1000 = Lore|{lore}")
+        component = next(c for c in registry.list_components() if c.name == "Lore")
+        self.addCleanup(registry.delete_component, component.id)
+        out = self.call(CmdAIRegistry(), "/export")
+        assert wide_lines(out)  # a string is one line, however long
+        assert [c["content"] for c in json.loads(out)["components"]] == [lore.strip()]
 
 
 class PlainHelp(CmdHelp):
