@@ -64,6 +64,11 @@ def render_commands_markdown() -> str:
         "commands' docstrings, which are also their in-game `help` entries, by",
         "`scripts/gen_command_docs.py` (a test keeps them in step).",
         "",
+        "Replies and staff notices are wrapped to the width your client reports (78 columns",
+        "when it reports none): long lines continue indented under their label, tables fit",
+        "the width, and every help entry fits 80 columns. The one exception is",
+        "`airegistry/export` without a file, whose JSON is shown as it is, to copy.",
+        "",
         "| command | aliases | lock |",
         "|---|---|---|",
     ]

@@ -41,7 +41,7 @@ from evennia.utils.ansi import raw
 
 from evennia_ai import conf
 from evennia_ai.formatting import action_arguments, arguments_text, decision_text
-from evennia_ai.screen import fit_lines, session_width
+from evennia_ai.screen import fit_lines, session_width, visible_length
 from evennia_ai.tools.approvals import APPROVER_LOCK
 from evennia_ai.tools.world import escape_inline_functions
 from evennia_ai.utils import clean_text, one_line
@@ -134,7 +134,9 @@ def _to_channel(text: str) -> None:
             "by that name; the confirmation notice went to online staff only."
         )
         return
-    channel.msg(text)
+    # the channel puts its prefix (``[ainotices] ``) before the first line
+    prefix = visible_length(channel.channel_prefix())
+    channel.msg(fit_lines(text, session_width(None) - prefix))
 
 
 def _announce(text: str, skip_account=None) -> None:
@@ -143,7 +145,7 @@ def _announce(text: str, skip_account=None) -> None:
     try:
         for caller, session in approvers(skip_account):
             caller.msg(fit_lines(text, session_width(session)), session=session)
-        _to_channel(fit_lines(text, session_width(None)))
+        _to_channel(text)
     except Exception:
         logger.log_trace("evennia_ai: a confirmation notice could not be sent")
 

@@ -146,7 +146,12 @@ class TestChannel(NoticeTestBase):
         with override_settings(EVENNIA_AI_CONFIRMATION_CHANNEL=CHANNEL):
             self.wait(command="open door")
         (line,) = self.notices_to(self.char1)
-        channel_msg.assert_called_once_with(line)
+        channel_msg.assert_called_once()
+        sent = channel_msg.call_args.args[0]
+        assert words(sent) == words(line)
+        # wrapped narrower by the channel's prefix, which its first line gets
+        prefix = len(f"[{CHANNEL}] ")
+        assert all(len(text) <= 78 - prefix for text in strip_ansi(sent).split("\n"))
 
     def test_an_alias_names_the_channel_too(self):
         channel_msg = self.make_channel()
@@ -181,7 +186,8 @@ class TestDecisions(NoticeTestBase):
             self.queue.approve(cid, approver=self.offline)  # e.g. from the dashboard
         waiting, decided = self.notices_to(self.char1)
         assert f"Approved {cid} by Offline: Innkeeper's say ran." in decided
-        channel_msg.assert_called_once_with(decided)
+        channel_msg.assert_called_once()
+        assert words(channel_msg.call_args.args[0]) == words(decided)
         assert not self.notices_to(self.char2)
 
     def test_a_rejection_is_announced_with_the_reason(self):
