@@ -95,6 +95,8 @@ class FitsScreen:
     reply read at 80 columns keeps its layout (:func:`evennia_ai.screen.fit_lines`).
     """
 
+    session: Any  # the command's session, set by Evennia's command handler
+
     def msg(self, text=None, *args, wrap: bool = True, **kwargs):
         """Send ``text`` as Evennia's ``Command.msg`` does, its long lines wrapped (not with
         ``wrap=False``: text the caller copies as it is, such as JSON)."""
