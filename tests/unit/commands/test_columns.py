@@ -30,6 +30,7 @@ from evennia_ai.commands.runtime import CmdAITrace
 from evennia_ai.engine import notices
 from evennia_ai.engine.accounting import count_error
 from evennia_ai.engine.trace import IterationTrace, TickTrace, ToolCallTrace
+from evennia_ai.prompt import registry as prompt_registry_module
 from evennia_ai.prompt_registry import get_prompt_registry
 from evennia_ai.tools.approvals import get_confirmation_queue
 
@@ -140,6 +141,9 @@ class TestEightyColumns(AICommandTestBase):
 
     def setUp(self):
         super().setUp()
+        # the commands' examples change the prompt registry; the next test reads it afresh
+        # from the database (rolled back), not from the instance this test changed
+        self.addCleanup(setattr, prompt_registry_module, "_REGISTRY", None)
         self.smith = self.make_npc("Blacksmith")
         self.build_scenario()
 
