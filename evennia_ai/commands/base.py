@@ -3,7 +3,7 @@
 Each admin command subclasses :class:`AICommand` and implements :meth:`AICommand.run`
 instead of ``func``. Raise :class:`CommandError` with a message for the caller; any other
 exception is logged with its traceback to the server log and the caller sees one line, never
-the traceback.
+the traceback. Replies are wrapped to the caller's screen width (:class:`FitsScreen`).
 
 Example::
 
@@ -33,12 +33,14 @@ from evennia.utils import logger
 from evennia.utils.ansi import raw
 from evennia.utils.utils import class_from_module
 
-from evennia_ai import access
+from evennia_ai import access, screen
 from evennia_ai.commands.tables import ClientTable
 from evennia_ai.npc.controls import ControlError
 from evennia_ai.npc.lookup import NPCMatchError, find_ai_npc
 
-HELP_CATEGORY = "AI"
+# Evennia lower-cases a help category and shows it title-cased in the help index ("AI" would
+# read "-- Ai --"), so the category is words that read well that way.
+HELP_CATEGORY = "Artificial Intelligence"
 # Narrowest table drawn: below this a table of several columns cannot be read anyway, and
 # EvTable cannot shrink columns below their borders and padding.
 MIN_TABLE_WIDTH = 40
@@ -85,8 +87,26 @@ def partition_bar(text: str) -> tuple[str, str, str]:
     return (head, sep, tail) if sep else text.partition("|")
 
 
-class AICommand(COMMAND_DEFAULT_CLASS):
-    """Base of the AI admin commands (help category ``AI``, Builder lock).
+class FitsScreen:
+    """A command mixin: every reply's long lines are wrapped to the caller's screen width.
+
+    Put it before the command class (``class CmdX(FitsScreen, MuxCommand)``). Every reply of
+    the AI commands, also one sent later from a callback, goes through ``self.msg``, so a
+    reply read at 80 columns keeps its layout (:func:`evennia_ai.screen.fit_lines`).
+    """
+
+    session: Any  # the command's session, set by Evennia's command handler
+
+    def msg(self, text=None, *args, wrap: bool = True, **kwargs):
+        """Send ``text`` as Evennia's ``Command.msg`` does, its long lines wrapped (not with
+        ``wrap=False``: text the caller copies as it is, such as JSON)."""
+        if wrap and isinstance(text, str):
+            text = screen.fit_lines(text, screen.session_width(self.session))
+        return super().msg(text, *args, **kwargs)
+
+
+class AICommand(FitsScreen, COMMAND_DEFAULT_CLASS):
+    """Base of the AI admin commands (help category ``Artificial Intelligence``, Builder lock).
 
     Subclasses implement :meth:`run`. Class attributes:
 

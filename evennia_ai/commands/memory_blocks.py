@@ -49,7 +49,7 @@ class CmdAIBlock(SwitchedCommand):
       aiblock/set <npc> = <label>[:<section>] <text or field=value>
       aiblock/append <npc> = <label>[:<section>] <text, item or field=item>
       aiblock/delitem <npc> = <label>[:<section>] <position or field>
-      aiblock/permission <npc> = <label> <ReadOnly||Partner||Human||Append||ReadWrite||Admin>
+      aiblock/permission <npc> = <label> <permission>
       aiblock/type <npc> = <label> <Core||Working||Archival||Log>
       aiblock/describe <npc> = <label> <description>
       aiblock/pin <npc> = <label>
@@ -64,15 +64,20 @@ class CmdAIBlock(SwitchedCommand):
 
     Switches:
       show       - the block as the NPC sees it in its context.
-      create     - a new block: just a label (a Working text block), or a JSON spec
-                   with label, type, schema, permission, description, pinned, content.
+      create     - a new block: just a label (a Working text block), or a JSON
+                   spec with label, type, schema, permission, description,
+                   pinned, content.
       set        - text blocks: replace the text; map blocks: set a field (the value
                    is read as JSON when it parses, e.g. 3, true, ["a","b"]).
       append     - text: add a line; list: add an item; log: add an entry;
                    map: add an item to a list field (field=item).
-      delitem    - list: delete the item at a position (1 = first); map: clear a field.
-      permission - what the NPC itself may do to the block (operators are never limited).
-      type       - Core blocks are always in context; others only when pinned or named.
+      delitem    - list: delete the item at a position (1 = first); map: clear
+                   a field.
+      permission - what the NPC itself may do to the block (operators are
+                   never limited): ReadOnly, Partner, Human, Append, ReadWrite
+                   or Admin.
+      type       - Core blocks are always in context; others only when pinned
+                   or named.
       describe   - the description shown under the block's tag.
       pin/unpin  - keep a non-Core block in context every tick, or not.
       secret/unsecret - the NPC knows the block's text but never says, emotes,
@@ -89,7 +94,7 @@ class CmdAIBlock(SwitchedCommand):
     Examples:
       aiblock Innkeeper
       aiblock/create Innkeeper = notes
-      aiblock/create Innkeeper = {"label": "profile", "type": "Core", "schema": "map"}
+      aiblock/create Innkeeper = {"label": "profile", "schema": "map"}
       aiblock/set Innkeeper = notes The well is dry.
       aiblock/set Innkeeper = profile mood=cheerful
       aiblock/permission Innkeeper = notes Append

@@ -140,19 +140,19 @@ class CmdAILongTerm(SwitchedCommand):
 
     def do_copy(self):
         self.require_perm(access.EDIT, "copy long-term memories between stores")
-        caller = self.caller
+        reply = self.msg
 
         def tell(line: str) -> None:  # from the copying thread
-            reactor.callFromThread(caller.msg, line)
+            reactor.callFromThread(reply, line)
 
         def done(report):
-            caller.msg(raw(report.summary()))
+            reply(raw(report.summary()))
 
         def failed(failure):
             if failure.check(CopyRefused):
-                caller.msg(f"|rNothing copied: {failure.getErrorMessage()}.|n")
+                reply(f"|rNothing copied: {failure.getErrorMessage()}.|n")
             else:
-                caller.msg(f"|r{unavailable_message(failure)}|n")
+                reply(f"|r{unavailable_message(failure)}|n")
 
         self.msg("Copying the embedded long-term memories in a thread; progress follows.")
         longterm.defer_to_thread(
@@ -160,19 +160,19 @@ class CmdAILongTerm(SwitchedCommand):
         ).addCallbacks(done, failed)
 
     def search(self, npc, query: str, mode: str) -> None:
-        caller, name, width = self.caller, npc.key, self.client_width()
+        reply, name, width = self.msg, npc.key, self.client_width()
 
         def done(outcome):
             head = f"|wLong-term memory of {name}|n for '{query}' ({outcome.mode} search)"
             if outcome.note:
                 head += f"\n{outcome.note}"
             if not outcome.hits:
-                caller.msg(f"{head}: nothing found.")
+                reply(f"{head}: nothing found.")
                 return
-            caller.msg("\n".join([head] + [memory_line(hit, width) for hit in outcome.hits]))
+            reply("\n".join([head] + [memory_line(hit, width) for hit in outcome.hits]))
 
         def failed(failure):
-            caller.msg(f"|r{unavailable_message(failure)}|n")
+            reply(f"|r{unavailable_message(failure)}|n")
 
         self.msg(f"Searching {name}'s long-term memory...")
         longterm.recall(npc.dbref, query, mode=mode).addCallbacks(done, failed)
@@ -180,48 +180,48 @@ class CmdAILongTerm(SwitchedCommand):
     def do_list(self):
         npc = self.find_npc(self.lhs)
         limit = self.parse_int(self.rhs, "The count", 1, 100) if self.rhs else LTM_LIST_DEFAULT
-        caller, name, width = self.caller, npc.key, self.client_width()
+        reply, name, width = self.msg, npc.key, self.client_width()
 
         def done(memories):
             if not memories:
-                caller.msg(f"{name} has no long-term memories.")
+                reply(f"{name} has no long-term memories.")
                 return
             lines = [f"|wLong-term memory of {name}|n: the {len(memories)} most recent"]
             lines += [memory_line(memory, width) for memory in memories]
             lines.append(f"(|wailtm/show {name} = <id>|n shows one in full.)")
-            caller.msg("\n".join(lines))
+            reply("\n".join(lines))
 
         def failed(failure):
-            caller.msg(f"|r{unavailable_message(failure)}|n")
+            reply(f"|r{unavailable_message(failure)}|n")
 
         longterm.recent(npc.dbref, limit).addCallbacks(done, failed)
 
     def do_show(self):
         npc, memory_id = self.npc_and_rhs("<memory id>")
-        caller, name = self.caller, npc.key
+        reply, name = self.msg, npc.key
 
         def done(hit):
             if hit is None:
-                caller.msg(f"|r{name} has no long-term memory with id '{memory_id}'.|n")
+                reply(f"|r{name} has no long-term memory with id '{memory_id}'.|n")
             else:
-                caller.msg(memory_detail(hit, name))
+                reply(memory_detail(hit, name))
 
         def failed(failure):
-            caller.msg(f"|r{unavailable_message(failure)}|n")
+            reply(f"|r{unavailable_message(failure)}|n")
 
         longterm.get(npc.dbref, memory_id).addCallbacks(done, failed)
 
     def do_delete(self):
         npc, memory_id = self.npc_and_rhs("<memory id>")
-        caller, name = self.caller, npc.key
+        reply, name = self.msg, npc.key
 
         def done(found):
             if found:
-                caller.msg(f"{name} forgot memory {memory_id}.")
+                reply(f"{name} forgot memory {memory_id}.")
             else:
-                caller.msg(f"|r{name} has no long-term memory with id '{memory_id}'.|n")
+                reply(f"|r{name} has no long-term memory with id '{memory_id}'.|n")
 
         def failed(failure):
-            caller.msg(f"|r{unavailable_message(failure)}|n")
+            reply(f"|r{unavailable_message(failure)}|n")
 
         longterm.delete(npc.dbref, memory_id).addCallbacks(done, failed)

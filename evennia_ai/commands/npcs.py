@@ -26,7 +26,7 @@ from evennia_ai.npc.setting_sources import (
 )
 from evennia_ai.npc.spending import FROM_NPC
 from evennia_ai.typeclasses import AIAssistantCharacter
-from evennia_ai.utils import truncate
+from evennia_ai.utils import one_line, truncate
 
 # Locks of a created NPC: nobody but Developers puppets it; its creator may edit and delete it.
 NPC_LOCKS = "puppet:perm(Developer);delete:{pid}perm(Admin);edit:{pid}perm(Admin)"
@@ -496,14 +496,24 @@ class CmdAIStatus(AICommand):
         if last_error:
             colour = "|r" if status["last_error_current"] else ""
             lines.append(f"  last error: {colour}{raw(last_error)}|n")
-        errors = [t for t in traces if t.error]
+        # the last error is shown once: its tick is not listed again among the recent ones
+        errors = [t for t in traces if t.error and not _is_last_error(t, status)]
         if errors:
             lines.append("  errors in the last ticks:")
             for trace in errors[-3:]:
                 lines.append(
-                    f"    #{trace.tick_id} {timestamp(trace.started)}: {raw(str(trace.error)[:300])}"
+                    f"    #{trace.tick_id} {timestamp(trace.started)}: {raw(one_line(trace.error))}"
                 )
         return "\n".join(lines)
+
+
+def _is_last_error(trace: TickTrace, status: dict) -> bool:
+    """Whether ``trace`` is the tick whose error ``status`` reports as the NPC's last error
+    (by its tick, or by its text when the tick was not recorded)."""
+    tick = status.get("last_error_tick")
+    if tick is not None:
+        return trace.tick_id == tick
+    return str(trace.error) == str(status.get("last_error") or "")
 
 
 COMMANDS = [CmdAINpc, CmdAIStatus]

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from evennia.commands.default.comms import CmdPage as EvenniaCmdPage
 
+from evennia_ai.commands.base import FitsScreen
 from evennia_ai.npc.lookup import NPCMatchError, find_ai_npc
 
 
-class CmdPage(EvenniaCmdPage):
+class CmdPage(FitsScreen, EvenniaCmdPage):
     """
     send a private message to a player's account
 

@@ -287,7 +287,7 @@ class CmdAIExec(AICommand):
         table = self.table(
             "Context type",
             "Mode",
-            "Iterations",
+            "Max steps",  # short words, so the table wraps between them at 80 columns
             "Multi-tool",
             "Sub-agents",
             "Confirm DANGEROUS",

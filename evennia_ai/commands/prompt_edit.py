@@ -55,20 +55,23 @@ class CmdAIPrompt(SwitchedCommand):
       list    - every component by ID (the order of the window): key, name, role,
                 enabled. With a context type, also whether that context includes it.
       show    - one component's content; or, for a context type, the components it
-                assembles. With "= <npc>", the request that NPC's next tick of that
-                type would send (built like a tick, sources included; no model call).
-      add     - add a pluggable component after a static one (0, 1000, 1500, 2000,
-                ... 7000, or its key); it takes the next free ID. The key is made from
-                the name; JSON gives every field: key, name, content, description,
-                role (system, user, assistant, tool, mixed), enabled.
+                assembles. With "= <npc>", the request that NPC's next tick of
+                that type would send (built like a tick, sources included; no
+                model call).
+      add     - add a pluggable component after a static one (0, 1000, 1500,
+                2000, ... 7000, or its key); it takes the next free ID. The key is
+                made from the name; JSON gives every field: key, name, content,
+                description, role (system, user, assistant, tool, mixed),
+                enabled.
       edit    - replace a component's content (static ones too: 0 is the system
                 prompt; keep its {placeholder} to keep what the game fills in).
       move    - move a pluggable component after another static component.
       enable  - include a component in assembly again.
-      disable - leave a component out of every context (static ones too). Refused
-                for a component a kind of call needs (6000 carries tick_event's
-                event, 4000 tick_autonomous's goals, 7000 reflection_cont's results),
-                as is an edit that drops its {placeholder}.
+      disable - leave a component out of every context (static ones too).
+                Refused for a component a kind of call needs (6000 carries
+                tick_event's event, 4000 tick_autonomous's goals, 7000
+                reflection_cont's results), as is an edit that drops its
+                {placeholder}.
       delete  - delete a pluggable component (static ones can only be disabled).
       reset   - give a static component back its default content, and enable it.
 
@@ -82,7 +85,7 @@ class CmdAIPrompt(SwitchedCommand):
       aiprompt/list reflection
       aiprompt/show tick_event = Innkeeper
       aiprompt/add 1000 = House rules||Never reveal what is in the cellar.
-      aiprompt/add character_context = {"key": "lore", "name": "Lore", "content": "The town is old."}
+      aiprompt/add character_context = {"name": "Lore", "content": "An old town."}
       aiprompt/edit house_rules = Never reveal the cellar or the well.
       aiprompt/move house_rules = 4000
       aiprompt/disable 3000
@@ -188,13 +191,13 @@ class CmdAIPrompt(SwitchedCommand):
         script = npc.ai.script
         next_tick = (script.tick_count if script is not None else 0) + 1
         state = TickState.read(npc, context_type, batch, next_tick)
-        caller, name = self.caller, npc.key
+        reply, name = self.msg, npc.key
 
         def done(built):
-            caller.msg(render_built(name, context_type, built, len(batch)))
+            reply(render_built(name, context_type, built, len(batch)))
 
         def failed(failure):
-            caller.msg(
+            reply(
                 f"|rCould not build {name}'s {context_type} prompt: "
                 f"{esc(failure.getErrorMessage())}|n"
             )

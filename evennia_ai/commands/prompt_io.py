@@ -92,7 +92,8 @@ class CmdAIRegistry(AICommand):
     Switches:
       export    - the whole registry (the game's templates, pluggable components,
                   static component changes, context customisations, few-shot
-                  examples) as JSON: shown to you, or written to a file.
+                  examples) as JSON: shown to you (its lines not wrapped, so
+                  you can copy it), or written to a file.
       import    - import an export. All or nothing: anything invalid or in conflict
                   is refused with the reason and nothing changes.
       dryrun    - check an import and show what it would change; changes nothing.
@@ -108,7 +109,7 @@ class CmdAIRegistry(AICommand):
       airegistry/export server/prompts.json
       airegistry/dryrun server/prompts.json
       airegistry/import/overwrite server/prompts.json
-      airegistry/import {"fewshot_examples": [{"user": "Hi", "assistant": "Welcome!"}]}
+      airegistry/import {"fewshot_examples": [{"user": "Hi", "assistant": "Hi!"}]}
     """
 
     key = "airegistry"
@@ -129,7 +130,7 @@ class CmdAIRegistry(AICommand):
         text = registry().export_json()
         name = self.args.strip()
         if not name:
-            self.msg(esc(text))
+            self.msg(esc(text), wrap=False)  # JSON to copy: a line break would break a string
             return
         path = game_file(name)
         if os.path.exists(path) and not overwrite:

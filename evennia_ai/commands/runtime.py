@@ -9,11 +9,11 @@ from evennia.utils import logger
 from evennia.utils.ansi import raw
 from evennia.utils.utils import delay
 
-from evennia_ai import access, conf
+from evennia_ai import access, conf, screen
 from evennia_ai.commands.base import AICommand, CommandError, parse_switch
 from evennia_ai.commands.tables import literal_cell
 from evennia_ai.engine.redaction import traces_shown_to
-from evennia_ai.engine.trace import TickTrace
+from evennia_ai.engine.trace import TickTrace, ToolCallTrace
 from evennia_ai.formatting import (
     action_arguments,
     ago,
@@ -29,10 +29,19 @@ from evennia_ai.memory.events import Event
 from evennia_ai.npc import controls
 from evennia_ai.npc_state import REFLECTION, SLEEP
 from evennia_ai.tools.approvals import ConfirmationError, get_confirmation_queue
-from evennia_ai.utils import iso_utc, one_line, truncate, utcnow
+from evennia_ai.utils import iso_utc, one_line, utcnow
 from evennia_ai.workspace.sleep import SLEEP_PHASES, go_to_sleep, in_sleep_window, wake_up
 
 BAR_WIDTH = 24
+EVENT_CHARS = 50  # of the event, in a tick's one-line summary
+# A tool call's outcome in words, by its status in the trace (a call that ran says whether it
+# succeeded).
+TOOL_STATUS_WORDS = {
+    "refused": "refused",
+    "pending": "waits for approval (aiconfirm)",
+    "skipped": "not run (the tick ended before it)",
+    "error": "failed",
+}
 INTERACT_POLL_SECONDS = 2.0
 INTERACT_WAIT_SECONDS = 120.0
 
@@ -40,12 +49,25 @@ INTERACT_WAIT_SECONDS = 120.0
 # -- trace rendering (shared by aitrace and interact) ----------------------------------------------
 def trace_line(trace: TickTrace) -> str:
     """One line for a tick: id, time, event, stop reason, steps, tokens, cost, duration."""
-    event = truncate((trace.event_text or trace.context_type or "-").replace("\n", " "), 50)
+    event = one_line(trace.event_text or trace.context_type or "-", EVENT_CHARS)
     return (
         f"#{trace.tick_id} {timestamp(trace.started)} {trace.context_type or '-'} "
-        f"[{event}] {trace.stop_reason or '-'}, {len(trace.iterations)} step(s), "
+        f"[{raw(event)}] {trace.stop_reason or '-'}, {len(trace.iterations)} step(s), "
         f"{count(trace.prompt_tokens + trace.completion_tokens)} tokens, {money(trace.cost)}, "
         f"{duration(trace.duration)}"
+    )
+
+
+def tool_call_line(call: ToolCallTrace, result_limit: int = 200) -> str:
+    """A tool call and what came of it, in words: ``tool look(target: Bob) -> ran: ...``."""
+    arguments = arguments_text(call.arguments, 120) if call.arguments else ""
+    outcome = one_line(call.error or call.result or "", result_limit)
+    if call.status == "ran":
+        what = "ran" if call.success else "ran and failed"
+    else:
+        what = TOOL_STATUS_WORDS.get(call.status, call.status or "unknown outcome")
+    return f"tool {raw(call.name)}({raw(arguments)}) -> {what}" + (
+        f": {raw(outcome)}" if outcome else ""
     )
 
 
@@ -60,16 +82,11 @@ def trace_steps(trace: TickTrace, result_limit: int = 200) -> list[str]:
             f" tokens, {duration(it.latency)})"
         )
         if it.text:
-            lines.append(f"  thought: {raw(truncate(it.text.strip(), 400))}")
+            lines.append(f"  thought: {raw(one_line(it.text, 400))}")
         for call in it.tool_calls:
-            outcome = call.error if call.error else call.result
-            lines.append(
-                f"  tool {raw(call.name)}({raw(arguments_text(call.arguments, 120))}) -> "
-                f"{call.status}{'' if call.success else ' (failed)'}: "
-                f"{raw(truncate(outcome, result_limit))}"
-            )
+            lines.append("  " + tool_call_line(call, result_limit))
         if it.error:
-            lines.append(f"  |rerror: {raw(truncate(it.error, 300))}|n")
+            lines.append(f"  |rerror: {raw(one_line(it.error, 300))}|n")
     return lines
 
 
@@ -104,7 +121,7 @@ def trace_detail(trace: TickTrace) -> str:
             f"iterations, categories {pattern.get('allowed_categories') or 'all'}"
         )
     if trace.event_text:
-        lines.append(f"event: {truncate(trace.event_text, 500)}")
+        lines.append(f"event: {raw(one_line(trace.event_text, 500))}")
     lines.append("|wSteps|n")
     lines.extend(trace_steps(trace) or ["  (no model calls)"])
     first = next((it for it in trace.iterations if it.sections), None)
@@ -119,7 +136,7 @@ def trace_detail(trace: TickTrace) -> str:
         lines.append(f"left out to fit the window: {raw(shrunk)}")
     lines.append(f"budget: {trace.budget or 'within budget'}")
     if trace.error:
-        lines.append(f"|rerror: {truncate(trace.error, 500)}|n")
+        lines.append(f"|rerror: {raw(one_line(trace.error, 500))}|n")
     return "\n".join(lines)
 
 
@@ -135,7 +152,8 @@ SET_ASIDE_TOOL_KEYS = ("tool_allow", "tool_deny", "tool_rules", "script.executio
 
 class CmdAITools(AICommand):
     """
-    Show and restrict the tools an AI NPC may use, and the rules of how it calls them.
+    Show and restrict the tools an AI NPC may use, and the rules of how it calls
+    them.
 
     Usage:
       aitools <npc>
@@ -234,7 +252,8 @@ class CmdAITools(AICommand):
             self.msg(raw(controls.reset_tools(self.find_npc(self.args))))
         elif switch == "addrule":
             npc = self.find_npc(self.lhs)
-            self.msg(raw(controls.add_rule(npc, self.require(self.rhs, "rule after '='"))))
+            added = controls.add_rule(npc, self.require(self.rhs, "rule after '='"))
+            self.msg(raw(screen.plain_words(added)))  # the rule's line is written for the model
         elif switch == "delrule":
             npc = self.find_npc(self.lhs)
             if not npc.ai.tool_rules:
@@ -255,10 +274,11 @@ class CmdAITools(AICommand):
         for row in rows:
             note = f"|rignored|n: {raw(row.error)}" if row.error else raw(row.note)
             table.add_row(row.number, raw(row.text), note)
-        rendered = raw(controls.rendered_rules(npc)) or "(no rule the model can read)"
+        rendered = raw(screen.plain_words(controls.rendered_rules(npc)))
         return (
             f"Tool rules of {npc.key}({npc.dbref}) ({len(rows)}):\n{table}\n"
-            f"|wAs the model reads them|n (in its system prompt):\n{rendered}"
+            f"|wAs the model reads them|n (in its system prompt, without its Markdown marks):\n"
+            f"{rendered or '(no rule the model can read)'}"
         )
 
     def tool_list(self, npc) -> str:
@@ -599,7 +619,7 @@ def interaction_report(npc, trace: TickTrace) -> str:
     ]
     lines.extend("  " + line for line in trace_steps(trace) or ["(no model calls)"])
     if trace.error:
-        lines.append(f"  |rerror: {raw(truncate(trace.error, 300))}|n")
+        lines.append(f"  |rerror: {raw(one_line(trace.error, 300))}|n")
     lines.append(f"(|waitrace/show {npc.key} = {trace.tick_id}|n for the full trace.)")
     return "\n".join(lines)
 
@@ -645,7 +665,7 @@ class CmdInteract(AICommand):
         )
         npc.ai.perceive(event, immediate=False)
         self.msg(f'You say to {npc.key}: "{message}" ({npc.key} is thinking...)')
-        waiter = _TraceWaiter(caller, npc, event.id)
+        waiter = _TraceWaiter(caller, npc, event.id, self.msg)
         deferred = script.run_tick()
         if deferred is None:  # a tick is running: ours follows it
             waiter.poll()
@@ -654,10 +674,12 @@ class CmdInteract(AICommand):
 
 
 class _TraceWaiter:
-    """Tell ``caller`` about the tick that answered event ``event_id`` once there is one."""
+    """Tell ``caller`` (through ``reply``, the command's ``msg``) about the tick that answered
+    event ``event_id`` once there is one."""
 
-    def __init__(self, caller, npc, event_id: str):
+    def __init__(self, caller, npc, event_id: str, reply):
         self.caller = caller
+        self.reply = reply
         self.npc = npc
         self.event_id = event_id
         self.waited = 0.0
@@ -681,17 +703,17 @@ class _TraceWaiter:
     def report(self) -> bool:
         """Send the trace if it exists (or say the NPC is gone); True when done waiting."""
         if not self.npc.pk:
-            self.caller.msg("The NPC was deleted before it answered.")
+            self.reply("The NPC was deleted before it answered.")
             return True
         trace = self.find()
         if trace is None:
             return False
-        self.caller.msg(interaction_report(self.npc, trace))
+        self.reply(interaction_report(self.npc, trace))
         return True
 
     def poll(self) -> None:
         if self.waited >= INTERACT_WAIT_SECONDS:
-            self.caller.msg(
+            self.reply(
                 f"{self.npc.key} has not answered yet; see |waitrace " f"{self.npc.key}|n later."
             )
             return

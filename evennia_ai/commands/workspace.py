@@ -113,8 +113,8 @@ class CmdAIGoal(SwitchedCommand):
 
     Usage:
       aigoal <npc>
-      aigoal/add <npc> = <description> [under <goal id>] [priority <high||medium||low>]
-                         [audience <yes||no>]
+      aigoal/add <npc> = <description> [under <goal id>]
+                         [priority <high||medium||low>] [audience <yes||no>]
       aigoal/update <npc> = <goal id> <field>=<value> [<field>=<value> ...]
       aigoal/decompose <npc> = <goal id>: <subtask>; <subtask>; <subtask>[; ...]
       aigoal/prune <npc>
@@ -242,7 +242,7 @@ class CmdAIProject(SwitchedCommand):
 
     Examples:
       aiproject Innkeeper
-      aiproject/create Innkeeper = build_tavern: Build a tavern || Need timber and nails.
+      aiproject/create Innkeeper = build_tavern: Build a tavern || Need timber.
       aiproject/activate Innkeeper = build_tavern
       aiproject/update Innkeeper = context=Walls are up; roof next.
       aiproject/complete Innkeeper
@@ -325,7 +325,8 @@ def session_section(word: str) -> str:
 
 class CmdAISession(SwitchedCommand):
     """
-    Show and edit an AI NPC's session memory (key facts, learned patterns, completed tasks).
+    Show and edit an AI NPC's session memory: key facts, learned patterns and
+    completed tasks.
 
     Usage:
       aisession <npc>

@@ -3,17 +3,20 @@
 When the confirmation queue gains a pending entry (a DANGEROUS tool call, or a model's write to
 a Partner or Human memory block), every online session whose character or account passes the
 lock of ``aiconfirm`` (:data:`~evennia_ai.tools.approvals.APPROVER_LOCK`, Builder and above)
-gets one line: which NPC wants what, and the commands to approve or reject it. When the entry
+gets one notice: which NPC wants what, and the commands to approve or reject it. When the entry
 is decided, the same staff (but the one who decided, who has the command's reply) get the
 decision and its outcome in words. The channel named by ``EVENNIA_AI_CONFIRMATION_CHANNEL``,
 if any, gets the same lines.
+
+Each session gets the lines wrapped to its client's width (:func:`evennia_ai.screen.fit_lines`),
+continuation lines indented under the ``[AI]`` tag.
 
 Names, arguments and results were written by players or a model: in a notice they are cleaned
 (escape and control characters removed), kept on one line, clipped, and their Evennia markup
 escaped, so ``|r`` or ``$func()`` in them reads literally and never runs.
 
 When a stored value of an NPC's state cannot be read and is set aside
-(:mod:`evennia_ai.npc.state`), the same staff get one line per value set aside
+(:mod:`evennia_ai.npc.state`), the same staff get one notice per value set aside
 (:func:`announce_set_aside`): which NPC, which key, what is wrong with it, what is in force
 meanwhile, and the commands to look at it and decide. The value itself is never in the line
 (it may be a Developer-only text such as the operator's prompt).
@@ -24,8 +27,8 @@ queue.
 
 Example::
 
-    [AI] Innkeeper(#12) wants to run execute_command: command: open door. aiconfirm/approve
-    c_1a2b3c4d or aiconfirm/reject c_1a2b3c4d = <reason>
+    [AI] Innkeeper(#12) wants to run execute_command: command: open door.
+         aiconfirm/approve c_1a2b3c4d or aiconfirm/reject c_1a2b3c4d = <reason>
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from evennia.utils.ansi import raw
 
 from evennia_ai import conf
 from evennia_ai.formatting import action_arguments, arguments_text, decision_text
+from evennia_ai.screen import fit_lines, session_width, visible_length
 from evennia_ai.tools.approvals import APPROVER_LOCK
 from evennia_ai.tools.world import escape_inline_functions
 from evennia_ai.utils import clean_text, one_line
@@ -130,13 +134,17 @@ def _to_channel(text: str) -> None:
             "by that name; the confirmation notice went to online staff only."
         )
         return
-    channel.msg(text)
+    # the channel puts its prefix (``[ainotices] ``) before the first line
+    prefix = visible_length(channel.channel_prefix())
+    channel.msg(fit_lines(text, session_width(None) - prefix))
 
 
 def _announce(text: str, skip_account=None) -> None:
+    """Send ``text`` to every approver's session, its lines wrapped to that session's screen
+    width (under the ``[AI]`` tag), and to the notice channel at the game's default width."""
     try:
         for caller, session in approvers(skip_account):
-            caller.msg(text, session=session)
+            caller.msg(fit_lines(text, session_width(session)), session=session)
         _to_channel(text)
     except Exception:
         logger.log_trace("evennia_ai: a confirmation notice could not be sent")

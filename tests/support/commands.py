@@ -14,6 +14,16 @@ from evennia_ai.npc.lookup import all_ai_npcs
 from evennia_ai.typeclasses import AIAssistantCharacter
 
 
+def words(text) -> str:
+    """``text`` with its whitespace collapsed: what a reply says, whatever its line breaks.
+
+    Replies are wrapped to the client's width (:func:`evennia_ai.screen.fit_lines`); tests that
+    check what a reply says compare its words, and ``tests/unit/commands/test_columns.py``
+    checks the layout.
+    """
+    return " ".join(str(text).split())
+
+
 def sync_thread(fn, *args, **kwargs):
     """A stand-in for ``defer_to_thread`` that calls at once (the Deferred has fired)."""
     return defer.maybeDeferred(fn, *args, **kwargs)
@@ -54,6 +64,13 @@ class AICommandTestBase(BaseEvenniaCommandTest):
             npc.delete()
         spending.reset_cache()
         super().tearDown()
+
+    def call_says(self, cmdobj, input_args: str, expected: str, **kwargs) -> str:
+        """Run ``cmdobj`` and check that its reply starts with ``expected`` word for word, the
+        line breaks of the wrapping aside (:func:`words`). Returns the reply as sent."""
+        out = self.call(cmdobj, input_args, **kwargs)
+        assert words(out).startswith(words(expected)), f"wanted {expected!r}, got {out!r}"
+        return out
 
     def player(self):
         """``char2`` with only the Player permission (on its account and itself)."""

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 from evennia.utils.ansi import strip_ansi
-from support.commands import AICommandTestBase
+from support.commands import AICommandTestBase, words
 
 from evennia_ai import formatting as fmt
 from evennia_ai.commands import memory, npcs, prompts, runtime
@@ -272,10 +272,10 @@ class TestFormatsInGame(AICommandTestBase):
         trace.ended = "2026-11-25T14:03:07.144456Z"
         trace.duration = 0.021
         self.npc.ai.record_trace(trace.to_dict())
-        out = self.call(runtime.CmdAITrace(), "Innkeeper", None)
+        out = words(self.call(runtime.CmdAITrace(), "Innkeeper", None))  # lines wrapped
         assert "#4 2026-11-25 14:03:07 UTC tick_event" in out
         assert "149,483 tokens, $0.0123, 21 ms" in out
-        out = self.call(runtime.CmdAITrace(), "/show Innkeeper = 4", None)
+        out = words(self.call(runtime.CmdAITrace(), "/show Innkeeper = 4", None))
         assert "started 2026-11-25 14:03:07 UTC, ended 2026-11-25 14:03:07 UTC, 21 ms" in out
         assert "step 1 (act, openai/test, 149,000+483 tokens, 21 ms)" in out
         assert ".123456" not in out and "0.0s" not in out
@@ -284,6 +284,6 @@ class TestFormatsInGame(AICommandTestBase):
         metrics = self.npc.ai.metrics
         metrics.update(prompt_tokens=149000, completion_tokens=1483, cost=1234.5)
         self.npc.ai.set("metrics", metrics)
-        out = self.call(npcs.CmdAIStatus(), "Innkeeper", None)
+        out = words(self.call(npcs.CmdAIStatus(), "Innkeeper", None))
         assert "total prompt 149,000, completion 1,483, cost $1,234.50" in out
         assert "(cost $0.00)" in out  # nothing spent today

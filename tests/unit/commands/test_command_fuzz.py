@@ -133,7 +133,8 @@ arguments = (
 switch_junk = st.text(alphabet="abcdefghijklmnopqrstuvwxyz_-0123456789/=", max_size=8)
 
 # The generic handler of AICommand.func: "<key> failed: <Exception>: ... The server log has ..."
-GENERIC_FAILURE = re.compile(r"failed: \w+: .*The server log has the details", re.S)
+# (wrapped to the client's width, so any whitespace between the words)
+GENERIC_FAILURE = re.compile(r"failed:\s+\w+:\s.*The\s+server\s+log\s+has\s+the\s+details", re.S)
 
 
 class CommandFuzzTest(AICommandTestBase):

@@ -5,7 +5,7 @@ from unittest import mock
 
 import pytest
 from django.test import override_settings
-from support.commands import AICommandTestBase
+from support.commands import AICommandTestBase, words
 
 from evennia_ai import conf
 from evennia_ai.commands.cmdset import AIAdminCmdSet
@@ -155,10 +155,27 @@ class TestAIStatus(NpcCommandTest):
             "sleep: awake",
             "queue: 0 pending",
             "#3 2026-01-01 10:00:00 UTC tick_event error",
-            "errors in the last ticks:\n    #3 2026-01-01 10:00:00 UTC: model down",
             "last error: model down (past: later ticks succeeded)",
         ):
             assert part in out, part
+        # the last error is shown once, not again among the errors of the last ticks
+        assert out.count("model down") == 1 and "errors in the last ticks" not in out
+
+    def test_errors_of_other_ticks_are_listed_under_the_last_one(self):
+        for tick, error in ((2, "model down"), (3, "model still down")):
+            self.npc.ai.record_trace(
+                {
+                    "tick_id": tick,
+                    "context_type": "tick_event",
+                    "stop_reason": "error",
+                    "error": error,
+                    "started": "2026-01-01T10:00:00+00:00",
+                }
+            )
+            self.npc.ai.update("metrics", lambda m, e=error, t=tick: (count_error(m, e, t), m)[1])
+        out = self.call(CmdAIStatus(), "Innkeeper")
+        assert "errors in the last ticks:\n    #2 2026-01-01 10:00:00 UTC: model down" in out
+        assert out.count("model still down") == 1  # tick 3's is the last error, shown once
 
     def test_bad_npc(self):
         self.call(CmdAIStatus(), "Nobody", "No AI NPC called 'Nobody'")
@@ -171,9 +188,13 @@ class TestSettingSources(NpcCommandTest):
         out = self.call(CmdAIStatus(), npc)
         block = out.split("settings in use (value - where it comes from):\n", 1)[1]
         lines = {}
+        label = ""
         for line in block.splitlines():
             if not line.startswith("    "):
                 break
+            if line.startswith("     ") and label:  # a long line wrapped to the client's width
+                lines[label] += " " + line.strip()
+                continue
             label, _, rest = line.strip().partition(": ")
             lines[label] = rest
         return lines
@@ -237,7 +258,7 @@ class TestSettingSources(NpcCommandTest):
         assert (
             "Default model: ollama/llama3 - environment (EVENNIA_AI_MODEL; a change applies "
             "after evennia reboot, not reload)"
-        ) in out
+        ) in words(out)
 
 
 def test_conf_lookup_names_the_source():
@@ -271,13 +292,13 @@ class TestLastError(NpcCommandTest):
         out = self.call(CmdAIStatus(), "Innkeeper", noansi=False)
         assert "last error: \x1b[1m\x1b[31mtick 7," in out  # red while it lasts
         listing = self.call(CmdAINpc(), "/list")
-        assert f"failing: Innkeeper: {shown}" in listing
+        assert f"failing: Innkeeper: {shown}" in words(listing)
 
         self.succeed_tick()
         status = self.npc.ai.status()
         assert not status["last_error_current"]
         out = self.call(CmdAIStatus(), "Innkeeper")
-        assert f"last error: {shown} (past: later ticks succeeded)" in out
+        assert f"last error: {shown} (past: later ticks succeeded)" in words(out)
         assert "failing" not in self.call(CmdAINpc(), "/list")  # hidden once past
 
     def test_dashboard_data(self):

@@ -11,6 +11,7 @@ from evennia.objects.objects import DefaultCharacter
 from support.commands import AICommandTestBase, sync_thread
 
 from evennia_ai.commands import prompts as cmds
+from evennia_ai.commands.base import HELP_CATEGORY
 from evennia_ai.commands.cmdset import COMMAND_MODULES
 from evennia_ai.prompt_registry import get_prompt_registry
 
@@ -34,7 +35,7 @@ class TestCommon(PromptCommandTest):
             doc = cmdclass.__doc__
             assert "Usage:" in doc and "Switches:" in doc and "Examples:" in doc, cmdclass.key
             cmd = cmdclass()
-            assert cmd.help_category.lower() == "ai"
+            assert cmd.help_category == HELP_CATEGORY.lower()
             assert cmd.access(self.char1, "cmd") is True  # the test account is a Developer
             assert cmd.access(self.player, "cmd") is False
             if cmdclass is cmds.CmdAIFewshot:
@@ -124,7 +125,7 @@ class TestAIPrompt(PromptCommandTest):
             '/add 1000 = {"name": "x", "content": "y", "role": "boss"}',
             "Component 'x': unknown role 'boss'",
         )
-        self.call(
+        self.call_says(
             cmds.CmdAIPrompt(),
             "/delete 0",
             "Component 0 is static and cannot be deleted; disable it instead (aiprompt/disable 0).",
@@ -217,7 +218,7 @@ class TestAITemplate(PromptCommandTest):
         assert self.registry.get_template("rules") is None
 
     def test_bad_arguments(self):
-        self.call(
+        self.call_says(
             cmds.CmdAITemplate(),
             "/edit default = x",
             "Template 'default' is built in and cannot be changed; clone it "
@@ -324,13 +325,13 @@ class TestAIRegistry(PromptCommandTest):
             "fewshot_examples": [{"user": "a", "assistant": "b"}],
             "components": [{"key": "x", "name": "X", "content": "y", "after_static": 1234}],
         }
-        self.call(
+        self.call_says(
             cmds.CmdAIRegistry(),
             "/import " + json.dumps(bad),
             "Import of inline JSON refused, nothing changed: Registry components[0] 'x': after_static",
         )
         conflict = {"templates": [{"key": "rules", "name": "Rules", "content": "Other."}]}
-        self.call(
+        self.call_says(
             cmds.CmdAIRegistry(),
             "/import " + json.dumps(conflict),
             "Import of inline JSON refused, nothing changed: Template 'rules' already exists",
@@ -385,7 +386,7 @@ class TestAIContext(PromptCommandTest):
         assert "goal_decompose" in out
         out = self.call(cmds.CmdAIContext(), "/show reflection", "Context reflection: Reflection")
         assert "max_iterations: 3" in out
-        self.call(
+        self.call_says(
             cmds.CmdAIContext(),
             '/edit tick_event = {"max_iterations": 3, "allows_sub_agents": false}',
             "Context tick_event updated (max_iterations, allows_sub_agents); now react_loop, "
@@ -422,7 +423,7 @@ class TestAIContext(PromptCommandTest):
             '/edit tick_event = {"colour": "red"}',
             "'colour' is not a context setting",
         )
-        self.call(
+        self.call_says(
             cmds.CmdAIContext(),
             '/edit tick_event = {"max_iterations": 42}',
             "Invalid customisation of context 'tick_event': max_iterations must be from 1 to 10",
@@ -449,7 +450,7 @@ class TestAIExec(PromptCommandTest):
         )
         assert "max_iterations_per_tick: 5" in out and "goal_decompose" in out
         assert "Layer" not in out and "Layer" not in cmds.CmdAIExec.__doc__
-        out = self.call(
+        out = self.call_says(
             cmds.CmdAIExec(),
             "/set Innkeeper = max_iterations_per_tick=3 sub_agents_enabled=on",
             "Innkeeper's execution config updated (max_iterations_per_tick, sub_agents_enabled).",

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from evennia_ai.commands.base import AICommand
+from evennia_ai.commands.base import HELP_CATEGORY, AICommand
 from evennia_ai.commands.cmdset import AIAdminCmdSet, all_command_classes, render_commands_markdown
 
 COMMANDS = all_command_classes()
@@ -20,7 +20,7 @@ def test_commands_are_registered_once():
 
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda command: command.key)
 def test_command_is_locked_and_documented(command):
-    assert issubclass(command, AICommand) and command.help_category.lower() == "ai"
+    assert issubclass(command, AICommand) and command.help_category == HELP_CATEGORY.lower()
     assert command.locks in ("cmd:perm(Builder)", "cmd:perm(Developer)"), command.locks
     doc = command.__doc__ or ""
     assert "Usage:" in doc and command.key in doc

@@ -5,6 +5,7 @@ from evennia.objects.objects import DefaultCharacter
 from support.commands import AICommandTestBase
 
 from evennia_ai.commands import workspace as cmds
+from evennia_ai.commands.base import HELP_CATEGORY
 from evennia_ai.commands.cmdset import COMMAND_MODULES
 from evennia_ai.workspace import projects as projects_mod
 
@@ -24,7 +25,7 @@ class TestCommon(WorkspaceCommandTest):
     def test_every_command_is_in_the_ai_category_and_locked(self):
         for cmdclass in cmds.COMMANDS:
             cmd = cmdclass()
-            assert cmd.help_category.lower() == "ai"
+            assert cmd.help_category == HELP_CATEGORY.lower()
             assert cmd.locks == "cmd:perm(Builder)"
             assert "Usage:" in cmdclass.__doc__ and "Examples:" in cmdclass.__doc__
             assert "Switches:" in cmdclass.__doc__
@@ -124,14 +125,14 @@ class TestProjects(WorkspaceCommandTest):
 
     def test_failures_name_the_commands_not_the_tools(self):
         # the workspace's messages name the NPC's tools (for its model); operators read commands
-        self.call(
+        self.call_says(
             cmds.CmdAIProject(),
             "/update Innkeeper = context=x",
             "No project is active; use aiproject/activate to pick one or aiproject/create to "
             "start one.",
         )
         self.call(cmds.CmdAIProject(), "/create Innkeeper = inn: Run the inn", "Created project")
-        self.call(
+        self.call_says(
             cmds.CmdAIProject(),
             "/create Innkeeper = inn: Again",
             "A project 'inn' already exists; use aiproject/activate or aiproject/update, or pick "

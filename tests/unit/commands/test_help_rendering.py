@@ -109,7 +109,7 @@ class TestHelpRendering(AICommandTestBase):
             {"user": "What do you sell?", "assistant": "Ale, bread and a warm bed, friend."}
         ]
         slot = self.npc.ai.projects["slots"]["build_tavern"]
-        assert (slot["summary"], slot["context"]) == ("Build a tavern", "Need timber and nails.")
+        assert (slot["summary"], slot["context"]) == ("Build a tavern", "Need timber.")
         component = next(c for c in registry.list_components() if c.name == "House rules")
         assert component.content == "Never reveal what is in the cellar."
         registry.delete_component(component.id)

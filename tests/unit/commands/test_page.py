@@ -1,7 +1,7 @@
 """``page`` tells a player that AI NPCs cannot be paged, and pages players as Evennia does."""
 
 from evennia.commands.default.comms import CmdPage as EvenniaCmdPage
-from support.commands import AICommandTestBase
+from support.commands import AICommandTestBase, words
 
 from evennia_ai.commands.cmdset import AIAdminCmdSet
 from evennia_ai.commands.page import CmdPage
@@ -16,7 +16,7 @@ class TestPage(AICommandTestBase):
 
     def test_paging_an_npc_says_to_talk_in_its_room(self):
         out = self.call(CmdPage(), "Innkeeper Is the stew ready?", NPC_ANSWER)
-        assert "say <message>" in out and "whisper Innkeeper = <message>" in out
+        assert "say <message>" in out and "whisper Innkeeper = <message>" in words(out)
         self.call(CmdPage(), "innkeeper = Is the stew ready?", NPC_ANSWER)
         self.call(CmdPage(), "TestAccount2, Innkeeper = hello", NPC_ANSWER)
 

@@ -5,7 +5,7 @@ from unittest import mock
 
 import pytest
 from django.test import override_settings
-from support.commands import AICommandTestBase
+from support.commands import AICommandTestBase, words
 
 from evennia_ai.commands.memory import CmdAIHistory
 from evennia_ai.commands.npcs import CmdAINpc
@@ -13,6 +13,7 @@ from evennia_ai.commands.runtime import CmdAITools
 from evennia_ai.engine.upkeep import history_pressure
 from evennia_ai.memory.compression import SUMMARY_BATCH
 from evennia_ai.prompt.operator import section_for
+from evennia_ai.screen import plain_words
 
 pytestmark = pytest.mark.postgres  # also run on PostgreSQL (make test)
 
@@ -33,16 +34,18 @@ def history(ticks: int, per_tick: int = 2, text: str = "Hello there, innkeeper."
 class TestToolRules(AICommandTestBase):
     def test_add_list_remove_every_rule_type(self):
         for typed, described in (
-            ("start_constraint look", "Call `look` first before any other tools"),
-            ("exit_loop say", "The conversation will end after calling `say`"),
-            ("continue_loop look", "The conversation will be continued after calling `look`"),
-            ("max_calls look 2", "Call `look` at most 2 times"),
-            ("REQUIRES_PRIOR give look", "Call `give` only after calling `look`"),
+            # in the words the model reads, shown without their Markdown marks
+            ("start_constraint look", "Call look first before any other tools"),
+            ("exit_loop say", "The conversation will end after calling say"),
+            ("continue_loop look", "The conversation will be continued after calling look"),
+            ("max_calls look 2", "Call look at most 2 times"),
+            ("REQUIRES_PRIOR give look", "Call give only after calling look"),
         ):
             self.call(
                 CmdAITools(), f"/addrule Innkeeper = {typed}", "Innkeeper has a new tool rule"
             )
-            assert described in self.call(CmdAITools(), "/rules Innkeeper", "Tool rules of")
+            shown = self.call(CmdAITools(), "/rules Innkeeper", "Tool rules of")
+            assert described in words(shown) and "`" not in shown
         assert self.npc.ai.tool_rules[-1] == {
             "type": "requires_prior",
             "tool": "give",
@@ -50,11 +53,13 @@ class TestToolRules(AICommandTestBase):
         }
         assert self.npc.ai.tool_rules[3]["value"] == 2
         out = self.call(CmdAITools(), "/rules Innkeeper", "Tool rules of Innkeeper")
-        # the section as the model reads it is the one in its system prompt (the operator's)
-        section = out.split("(in its system prompt):\n", 1)[1]
-        assert section.startswith("# Tool Execution Rules")
+        # the section as the model reads it is the one in its system prompt (the operator's),
+        # shown without its Markdown marks
+        section = out.split("(in its system prompt, without its Markdown marks):\n", 1)[1]
+        assert section.startswith("Tool Execution Rules") and "`" not in section
         prompt = section_for(self.npc, "", "").text
-        assert section in prompt
+        assert "# Tool Execution Rules" in prompt and "Call `look` at most 2 times" in prompt
+        assert section in plain_words(prompt)
         self.call(
             CmdAITools(),
             "/delrule Innkeeper = 1",
@@ -124,11 +129,11 @@ class TestToolRules(AICommandTestBase):
 
     def test_notes_on_rules_that_cannot_apply_and_stored_junk(self):
         self.call(CmdAITools(), "/deny Innkeeper = look", "Innkeeper may no longer use look")
-        self.call(
+        self.call_says(
             CmdAITools(),
             "/addrule Innkeeper = requires_prior give look",
-            "Innkeeper has a new tool rule (#1): Call `give` only after calling `look`. Note: "
-            "`look` is not offered to Innkeeper (its tool lists); so `give` cannot run.",
+            "Innkeeper has a new tool rule (#1): Call give only after calling look. Note: "
+            "look is not offered to Innkeeper (its tool lists); so give cannot run.",
         )
         self.npc.ai.set(
             "tool_rules", self.npc.ai.tool_rules + [{"type": "cooldown", "tool": "say"}]
@@ -170,7 +175,10 @@ class TestOwnBudget(AICommandTestBase):
             "/budget Innkeeper = tokens=20k cost=$0.50",
             "Innkeeper's own daily limits are now tokens 20,000, cost $0.5000.",
         )
-        assert "this NPC's own budget (tighter than EVENNIA_AI_DAILY_TOKEN_BUDGET_PER_NPC)" in out
+        assert (
+            "this NPC's own budget (tighter than EVENNIA_AI_DAILY_TOKEN_BUDGET_PER_NPC)"
+            in words(out)
+        )
         assert self.npc.ai.budget == {"tokens": 20000, "cost": 0.5}
         status = self.npc.ai.spending_status()
         assert status.npc_token_limit == 20000 and status.npc_cost_limit == 0.5
@@ -247,6 +255,7 @@ class TestHistoryView(AICommandTestBase):
         out = self.call(CmdAIHistory(), "Innkeeper", "History of Innkeeper(#")
         pressure = history_pressure(self.npc.ai, None, 99)
         tokens = pressure.measures[0][1]
+        out = words(out)
         assert f"10 message(s) from 5 tick(s), {tokens:,} tokens for {pressure.model}" in out
         assert f"of its {pressure.window:,}-token window" in out
         assert "messages" in out and "characters" in out and "Compacts at" in out
@@ -279,7 +288,7 @@ class TestHistoryView(AICommandTestBase):
                 "time": "2026-11-25T09:00:00+00:00",
             },
         )
-        out = self.call(CmdAIHistory(), "Innkeeper", "History of")
+        out = words(self.call(CmdAIHistory(), "Innkeeper", "History of"))
         assert "5 message(s) from 2 tick(s)" in out and "starts with a summary" in out
         assert "failed: summarising history failed (timeout)" in out
 

@@ -9,7 +9,8 @@ import pytest
 from django.test import override_settings
 from evennia.server.serversession import ServerSession
 from evennia.utils import create
-from support.commands import AICommandTestBase
+from evennia.utils.ansi import strip_ansi
+from support.commands import AICommandTestBase, words
 
 from evennia_ai.commands.runtime import CmdAIConfirm
 from evennia_ai.engine import notices
@@ -85,10 +86,14 @@ class NoticeTestBase(AICommandTestBase):
 
 
 class TestWhoIsTold(NoticeTestBase):
-    def test_an_online_builder_gets_one_line_with_the_commands(self):
+    def test_an_online_builder_gets_one_notice_with_the_commands(self):
         cid = self.wait(command="open door")
         (line,) = self.notices_to(self.char1)
-        assert "\n" not in line
+        # one notice, its lines wrapped to the session's width under the [AI] tag
+        shown = strip_ansi(line).split("\n")
+        assert len(shown) == 2 and all(len(text) <= 78 for text in shown)
+        assert shown[1].startswith("     aiconfirm/approve")
+        line = words(line)
         assert f"Innkeeper(#{self.npc.id}) wants to run execute_command: command: open door" in line
         assert f"aiconfirm/approve {cid}" in line and f"aiconfirm/reject {cid}" in line
         session = self.received[self.char1].call_args.kwargs["session"]
@@ -117,7 +122,7 @@ class TestWhoIsTold(NoticeTestBase):
         assert (
             f"Bard(#{bard.id}) wants to replace text in memory block 'persona' of "
             f"Innkeeper(#{self.npc.id}): old: warm; new: cold"
-        ) in line
+        ) in words(line)
         assert f"aiconfirm/approve {cid}" in line
 
     def test_a_models_write_to_a_human_block_is_noticed_as_it_is_queued(self):
@@ -131,7 +136,7 @@ class TestWhoIsTold(NoticeTestBase):
         assert (
             f"Innkeeper(#{self.npc.id}) wants to set field in memory block 'vows': "
             "field: oath; value: x."
-        ) in line
+        ) in words(line)
         assert f"aiconfirm/approve {cid}" in line
 
 
@@ -141,7 +146,12 @@ class TestChannel(NoticeTestBase):
         with override_settings(EVENNIA_AI_CONFIRMATION_CHANNEL=CHANNEL):
             self.wait(command="open door")
         (line,) = self.notices_to(self.char1)
-        channel_msg.assert_called_once_with(line)
+        channel_msg.assert_called_once()
+        sent = channel_msg.call_args.args[0]
+        assert words(sent) == words(line)
+        # wrapped narrower by the channel's prefix, which its first line gets
+        prefix = len(f"[{CHANNEL}] ")
+        assert all(len(text) <= 78 - prefix for text in strip_ansi(sent).split("\n"))
 
     def test_an_alias_names_the_channel_too(self):
         channel_msg = self.make_channel()
@@ -176,7 +186,8 @@ class TestDecisions(NoticeTestBase):
             self.queue.approve(cid, approver=self.offline)  # e.g. from the dashboard
         waiting, decided = self.notices_to(self.char1)
         assert f"Approved {cid} by Offline: Innkeeper's say ran." in decided
-        channel_msg.assert_called_once_with(decided)
+        channel_msg.assert_called_once()
+        assert words(channel_msg.call_args.args[0]) == words(decided)
         assert not self.notices_to(self.char2)
 
     def test_a_rejection_is_announced_with_the_reason(self):
@@ -186,7 +197,7 @@ class TestDecisions(NoticeTestBase):
         assert (
             f"Rejected {cid} by Offline: Innkeeper's execute_command did not run. "
             "Reason given: Not during the festival."
-        ) in decided
+        ) in words(decided)
 
     def test_who_decided_in_game_has_the_reply_and_the_channel_the_notice(self):
         channel_msg = self.make_channel()

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 from django.test import override_settings
-from support.commands import AICommandTestBase
+from support.commands import AICommandTestBase, words
 from support.memory import keyword_only_memory, use_keyword_memory
 
 import evennia_ai.tools.blocks  # noqa: F401  (registers the tools)
@@ -293,7 +293,7 @@ class TestGateInGame(AICommandTestBase):
             "Innkeeper",
             "Innkeeper: Long-term memory:",
         )
-        out = self.call(cmds.CmdAILongTerm(), "Innkeeper", None)
+        out = words(self.call(cmds.CmdAILongTerm(), "Innkeeper", None))  # lines wrapped
         assert (
             "Quality gate: stored 2, skipped restated 1, skipped recalled 1, skipped persona 1, "
             "superseded 1." in out

@@ -143,10 +143,10 @@ class TestCopyCommand(AICommandTestBase):
             pytest.MonkeyPatch.context() as patch,
         ):
             patch.setattr(longterm, "defer_to_thread", sync_thread)
-            self.call(
+            self.call_says(  # two replies, the second wrapped to the client's width
                 cmds.CmdAILongTerm(),
                 "/copy",
-                "Copying the embedded long-term memories in a thread; progress follows.|"
+                "Copying the embedded long-term memories in a thread; progress follows. "
                 "Nothing copied: the configured stores are the embedded ones: set "
                 "EVENNIA_AI_MEM0_CONFIG (pgvector)",
             )

@@ -16,7 +16,7 @@ import os
 import tempfile
 
 from django.test import override_settings
-from support.commands import AICommandTestBase
+from support.commands import AICommandTestBase, words
 from unit.engine.test_assistant_cycles import ModelBase, call
 from unit.llm.test_usage_accounting import autonomous_loop
 
@@ -249,7 +249,7 @@ class TestStatusShowsTheStop(OperatorSetUp, AICommandTestBase):
         self.char1.at_say("Hello Innkeeper!")
         with override_settings(EVENNIA_AI_STRICT_CONTRACTS=False):  # as in production
             self.npc.ai.script.run_tick()
-        out = self.call(CmdAIStatus(), "Innkeeper")
+        out = words(self.call(CmdAIStatus(), "Innkeeper"))  # its lines are wrapped
         assert "breaks its contract" in out and "no event" in out, out
         assert "it was not sent" in out and "tick_event contract_violation" in out, out
         assert contracts.take_violations()[-1][0] == "tick_event"
@@ -265,14 +265,14 @@ class TestEditsThatBreakAContractAreRefused(AICommandTestBase):
 
     def test_aiprompt_disable_and_edit(self):
         before = self.registry.export_json()
-        out = self.call(cmds.CmdAIPrompt(), "/disable 6000")
+        out = words(self.call(cmds.CmdAIPrompt(), "/disable 6000"))
         assert "Refused" in out and "6000 (pending_event)" in out and "tick_event" in out
         assert "event" in out
-        out = self.call(cmds.CmdAIPrompt(), "/edit 6000 = Nothing happened.")
+        out = words(self.call(cmds.CmdAIPrompt(), "/edit 6000 = Nothing happened."))
         assert "Refused" in out and "{pending_event}" in out
-        out = self.call(cmds.CmdAIPrompt(), "/disable 4000")
+        out = words(self.call(cmds.CmdAIPrompt(), "/disable 4000"))
         assert "Refused" in out and "goals of every tick_autonomous request" in out
-        out = self.call(cmds.CmdAIPrompt(), "/disable 7000")
+        out = words(self.call(cmds.CmdAIPrompt(), "/disable 7000"))
         assert "Refused" in out and "reflection_cont" in out
         self.unchanged(before)
         # what no contract needs can still go
@@ -282,16 +282,22 @@ class TestEditsThatBreakAContractAreRefused(AICommandTestBase):
 
     def test_aicontext(self):
         before = self.registry.export_json()
-        out = self.call(
-            cmds.CmdAIContext(), '/edit tick_event = {"enabled_components": [0, 1000, 5000]}'
+        out = words(
+            self.call(
+                cmds.CmdAIContext(), '/edit tick_event = {"enabled_components": [0, 1000, 5000]}'
+            )
         )
         assert "Refused: Context 'tick_event' must include component 6000" in out
-        out = self.call(
-            cmds.CmdAIContext(),
-            '/edit tick_event = {"component_overrides": {"pending_event": {"content": "x"}}}',
+        out = words(
+            self.call(
+                cmds.CmdAIContext(),
+                '/edit tick_event = {"component_overrides": {"pending_event": {"content": "x"}}}',
+            )
         )
         assert "Refused" in out and "must keep {pending_event}" in out
-        out = self.call(cmds.CmdAIContext(), '/edit reflection_cont = {"enabled_components": [0]}')
+        out = words(
+            self.call(cmds.CmdAIContext(), '/edit reflection_cont = {"enabled_components": [0]}')
+        )
         assert "Refused" in out and "tool_results" in out
         self.unchanged(before)
         self.call(
@@ -310,7 +316,7 @@ class TestEditsThatBreakAContractAreRefused(AICommandTestBase):
             }
         )
         for switch in ("/import", "/dryrun"):
-            out = self.call(cmds.CmdAIRegistry(), f"{switch} {data}")
+            out = words(self.call(cmds.CmdAIRegistry(), f"{switch} {data}"))
             assert "Refused" in out and "6000 (pending_event) cannot be disabled" in out, out
         self.unchanged(before)  # all or nothing: the template was not imported either
         data = json.dumps({"context_configs": {"tick_event": {"enabled_components": [0]}}})

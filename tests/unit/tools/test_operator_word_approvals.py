@@ -252,7 +252,7 @@ class TestRuleCountsAcrossApprovals(AICommandTestBase):
         self.npc.permissions.add("Developer")
         queue, (first, _second) = self.park_two()
         self.npc.ai.pause()
-        self.call(
+        self.call_says(
             CmdAIConfirm(),
             f"/approve {first}",
             f"Approved {first}, but Innkeeper's set_attribute failed. Refused at approval: "
