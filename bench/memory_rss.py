@@ -228,8 +228,9 @@ def _deep_size(root, seen: set) -> int:
 
 
 def attribute_sizes(top: int = 15) -> list:
-    """The cached Attributes by kind (category and key, trace slots together): how many, and
-    the bytes their values and the plugin's read caches hold, largest first."""
+    """The cached Attributes by kind (category and key, trace slots together): how many, the
+    MB their values hold and the MB of the plugin's read caches beside them (the pickle
+    :mod:`evennia_ai.npc.state` keeps), largest first."""
     from evennia.typeclasses.attributes import Attribute
 
     from evennia_ai.npc import state
@@ -240,12 +241,15 @@ def attribute_sizes(top: int = 15) -> list:
         if key.startswith("trace_"):
             key = "trace_*"
         kind = f"{attr.db_category or ''}:{key}"
-        count, size, seen = kinds.get(kind, (0, 0, set()))
+        count, size, copies, seen = kinds.get(kind, (0, 0, 0, set()))
         size += _deep_size(attr.db_value, seen)
-        size += _deep_size(getattr(attr, state._CACHE, None), seen)
-        kinds[kind] = (count + 1, size, seen)
-    ranked = sorted(kinds.items(), key=lambda item: -item[1][1])
-    return [(kind, count, round(size / 2**20, 2)) for kind, (count, size, _) in ranked[:top]]
+        copies += _deep_size(getattr(attr, state._CACHE, None), seen)
+        kinds[kind] = (count + 1, size, copies, seen)
+    ranked = sorted(kinds.items(), key=lambda item: -item[1][1] - item[1][2])
+    return [
+        (kind, count, round(size / 2**20, 2), round(copies / 2**20, 2))
+        for kind, (count, size, copies, _) in ranked[:top]
+    ]
 
 
 def server_sample(path: str, trim: bool = False, types: int = 12) -> None:
