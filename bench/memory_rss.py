@@ -328,14 +328,19 @@ def diagnose(
     trim: bool = False,
     max_seconds: float = 900,
     garbage_at: tuple = (),
+    cache_costs: bool = False,
 ) -> list[dict]:
     """The bench's load with :func:`server_sample` taken every ``every`` ticks (a diagnosis).
 
     Run: ``.venv/bin/python -c "from bench.memory_rss import diagnose; diagnose()"``; the
-    samples are JSON lines in ``path``. Set ``MALLOC_ARENA_MAX`` (or other allocator variables)
-    in the environment to try them: the game server inherits it.
+    samples are JSON lines in ``path``. At the ticks in ``garbage_at`` the frozen set's dead
+    cycles are listed in ``<path>.garbage`` (:func:`server_garbage`); every full collection is
+    in ``<path>.gc`` (:func:`gc_watch_start`); with ``cache_costs`` what each ``lru_cache``
+    held at the end is in ``<path>.caches`` (:func:`server_cache_costs`). Set
+    ``MALLOC_ARENA_MAX`` (or other allocator variables) in the environment to try them: the
+    game server inherits it.
     """
-    for old in (path, path + ".garbage"):
+    for old in (path, path + ".garbage", path + ".caches"):
         if os.path.exists(old):
             os.unlink(old)
     take = f"import bench.memory_rss as m; m.server_sample({path!r}, trim={trim!r})"
@@ -368,6 +373,11 @@ def diagnose(
                         )
                 player.py("import bench.server_probe as p; p.stop_driver()")
                 player.py(f"import bench.memory_rss as m; m.gc_watch_dump({path + '.gc'!r})")
+                if cache_costs:
+                    player.py(
+                        f"import bench.memory_rss as m; m.server_cache_costs({path + '.caches'!r})",
+                        wait=2.0,
+                    )
                 probe(player, timeout=120)
             finally:
                 player.close()
@@ -474,3 +484,35 @@ def gc_watch_dump(path: str) -> None:
 
     with open(path, "w") as handle:
         json.dump({"collections": _GC_WATCH, "frozen_now": gc.get_freeze_count()}, handle)
+
+
+def server_cache_costs(path: str) -> None:
+    """Append to ``path`` (JSON line, runs in the server) what each ``functools.lru_cache`` of
+    ``evennia_ai`` holds: its entries, and the Python blocks and C-allocator bytes clearing it
+    gave back (it is cleared: take this at the end of a diagnosis)."""
+    import functools
+    import gc
+    import sys
+
+    frozen = gc.get_freeze_count()
+    gc.unfreeze()
+    caches = [
+        obj
+        for obj in gc.get_objects()
+        if isinstance(obj, functools._lru_cache_wrapper)
+        and (getattr(obj, "__module__", "") or "").startswith("evennia_ai")
+    ]
+    if frozen:
+        gc.freeze()
+    out = {}
+    for cache in caches:
+        entries = cache.cache_info().currsize
+        blocks, used = sys.getallocatedblocks(), _mallinfo().get("uordblks", 0)
+        cache.cache_clear()
+        out[f"{cache.__module__}.{cache.__qualname__}"] = {
+            "entries": entries,
+            "blocks": blocks - sys.getallocatedblocks(),
+            "malloc_bytes": used - _mallinfo().get("uordblks", 0),
+        }
+    with open(path, "a") as handle:
+        handle.write(json.dumps(out) + "\n")

@@ -180,10 +180,8 @@ class AIHandler:
 
         size = conf.get_int("EVENNIA_AI_TRACE_RING_SIZE")
         stored = self.obj.attributes.get(category=TRACE_CATEGORY, return_list=True, return_obj=True)
-        found = [stored_trace(attr.value) for attr in stored or [] if attr is not None]
-        found = sorted(
-            (t for t in found if isinstance(t, dict)), key=lambda t: int(t.get("tick_id") or 0)
-        )
+        read = (stored_trace(attr.value) for attr in stored or [] if attr is not None)
+        found = sorted((t for t in read if t is not None), key=lambda t: int(t.get("tick_id") or 0))
         found = found[-size:]  # slots left over from a larger ring size are not shown
         if last is not None:
             found = found[-max(0, int(last)) :] if last else []
