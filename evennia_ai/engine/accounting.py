@@ -11,7 +11,7 @@ NPC keeps and what stops it:
 - :class:`SpendLimits`: a cap in tokens and cost, and whether spending so far stays within it.
 - :class:`TickAccounts`: a tick's accountant, its budget check (made before every paid call of
   the tick), the tick's counters written to the NPC's metrics once, and the calls that finish
-  after their tick (counted when they arrive).
+  after their tick (counted when they arrive, by :class:`LateUsage`).
 - :func:`add_usage`, :func:`count_error`, :func:`count_tick`, :func:`usage_on`: the pure
   edits and reads of the NPC's ``metrics`` (the ``daily`` map the budgets read is written
   only here).
@@ -302,17 +302,33 @@ class TickAccounts:
         )
 
     def close(self) -> None:
-        """End the tick's accounts: calls that finish later are counted as they arrive."""
-        self.usage.close(late=self.late_usage)
+        """End the tick's accounts: calls that finish later are counted as they arrive
+        (:class:`LateUsage`)."""
+        self.usage.close(late=LateUsage(self.npc))
 
-    def late_usage(self, record: UsageRecord) -> None:
-        """A model call of this tick that finished after it (a helper that timed out, say).
 
-        Called from any thread; counted on the reactor in the NPC's metrics and the budgets.
-        """
-        reactor.callFromThread(self.count_late, record)  # type: ignore[attr-defined]
+class LateUsage:
+    """Counts the model calls of a finished tick that end after it (a helper that timed out,
+    say): in the NPC's metrics and the budgets, on the reactor.
 
-    def count_late(self, record: UsageRecord) -> None:
+    It holds the NPC only, not the tick's :class:`TickAccounts`: the accountant it is handed
+    to belongs to those accounts, so a handler bound to them made each tick's accounts a
+    reference cycle, which only the garbage collector frees, and which a full collection
+    during the tick froze for good with ``EVENNIA_AI_GC_FREEZE`` (server memory grew with
+    every such tick, ``python -m bench memory_rss``).
+
+    Args:
+        npc: The tick's NPC.
+    """
+
+    def __init__(self, npc) -> None:
+        self.npc = npc
+
+    def __call__(self, record: UsageRecord) -> None:
+        """Called from any thread; the count is made on the reactor."""
+        reactor.callFromThread(self.count, record)  # type: ignore[attr-defined]
+
+    def count(self, record: UsageRecord) -> None:
         """Count a late call's tokens and cost (on the reactor), unless the NPC is gone."""
         if not getattr(self.npc, "pk", None):
             return

@@ -139,6 +139,18 @@ def compaction_wanted(state: NPCState, tick_id: int) -> bool:
     return history_pressure(state, state.model or None, tick_id).reason is not None
 
 
+def _ended_budget() -> bool:
+    return True
+
+
+def _ended() -> str:
+    return "the tick has ended"
+
+
+def _no_client():
+    raise RuntimeError("the tick has ended: its model client is no longer lent")
+
+
 class Upkeep:
     """The upkeep of one tick of ``npc``: its sleep phases' work and its history's pressure.
 
@@ -165,6 +177,20 @@ class Upkeep:
         self.budget_reached = budget_reached
         self.cancelled = cancelled
         self.client = client
+
+    def release(self) -> None:
+        """Let go of the tick's callables: call it when the tick has ended.
+
+        They are the tick runner's own methods, and the runner holds this upkeep: a reference
+        cycle, which only the garbage collector frees, and which a full collection during the
+        tick froze for good with ``EVENNIA_AI_GC_FREEZE`` (each such runner and all it held
+        stayed in the server's memory, ``python -m bench memory_rss``). Anything that asks
+        afterwards is told the tick has ended: the budget counts as reached (no new paid call),
+        the tick as cancelled, and there is no client.
+        """
+        self.budget_reached = _ended_budget
+        self.cancelled = _ended
+        self.client = _no_client
 
     @defer.inlineCallbacks
     def run(self, state, trace: TickTrace):

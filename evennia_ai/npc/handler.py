@@ -17,6 +17,7 @@ Example:
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any, Callable
 
@@ -59,6 +60,25 @@ PROMPT_REVISIONS_KEPT = 20
 SCRIPT_KEY = "evennia_ai_assistant"
 SCRIPT_TYPECLASS = "evennia_ai.scripts.AssistantScript"
 TRACE_CATEGORY = "ai_trace"
+
+
+def trace_text(trace: dict) -> str:
+    """A tick trace as the JSON text its ring slot holds (compact; a value JSON has no form
+    for is written as its text, as :func:`evennia_ai.engine.trace.bounded_trace` measures)."""
+    return json.dumps(trace, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def stored_trace(value: Any) -> dict | None:
+    """The trace a ring slot holds: its JSON text read back, or (written by an older
+    version) a plain copy of its dict; None for an empty slot or anything else."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return None
+    elif value is not None:
+        value = plain(value)
+    return value if isinstance(value, dict) else None
 
 
 class _Declared:
@@ -139,7 +159,11 @@ class AIHandler:
     # A ring of EVENNIA_AI_TRACE_RING_SIZE slots, one Attribute each (category ``ai_trace``):
     # recording a tick rewrites the one slot it lands in (``tick_id % size``), so a tick writes
     # one trace, not the ring. The ring's slots are created together (empty) by its first
-    # write, so ticks after it create or delete no rows.
+    # write, so ticks after it create or delete no rows. A slot holds its trace as JSON text
+    # (:func:`trace_text`): the ring stays in memory with the NPC's other Attributes, and one
+    # string takes about a third of the memory of the dicts and lists it is made of (100 NPCs'
+    # full rings: 53 MB as dicts, ``python -m bench memory_rss``). Slots written as dicts by
+    # older versions are read as they are.
     def record_trace(self, trace: dict, ring: int | None = None) -> None:
         """Keep ``trace`` (a TickTrace dict), replacing the one ``ring`` ticks older."""
         size = max(1, int(ring)) if ring is not None else conf.get_int("EVENNIA_AI_TRACE_RING_SIZE")
@@ -149,17 +173,15 @@ class AIHandler:
         if self.obj.attributes.get(key, category=TRACE_CATEGORY, return_obj=True) is None:
             ring_keys = [f"trace_{n}" for n in range(size)]
             attribute_writes.create_empty(self.obj, ring_keys, TRACE_CATEGORY)  # first lap
-        write_attribute(self.obj, key, trace, TRACE_CATEGORY)
+        write_attribute(self.obj, key, trace_text(trace), TRACE_CATEGORY)
 
     def traces(self, last: int | None = None) -> list[dict]:
         """The kept tick traces, oldest first (the newest ``last`` only, if given)."""
 
         size = conf.get_int("EVENNIA_AI_TRACE_RING_SIZE")
         stored = self.obj.attributes.get(category=TRACE_CATEGORY, return_list=True, return_obj=True)
-        found = [plain(attr.value) for attr in stored or [] if attr is not None]
-        found = sorted(
-            (t for t in found if isinstance(t, dict)), key=lambda t: int(t.get("tick_id") or 0)
-        )
+        read = (stored_trace(attr.value) for attr in stored or [] if attr is not None)
+        found = sorted((t for t in read if t is not None), key=lambda t: int(t.get("tick_id") or 0))
         found = found[-size:]  # slots left over from a larger ring size are not shown
         if last is not None:
             found = found[-max(0, int(last)) :] if last else []
@@ -170,7 +192,7 @@ class AIHandler:
 
         size = conf.get_int("EVENNIA_AI_TRACE_RING_SIZE")
         value = self.obj.attributes.get(f"trace_{int(tick_id) % size}", category=TRACE_CATEGORY)
-        value = plain(value) if value is not None else None
+        value = stored_trace(value)
         if isinstance(value, dict) and int(value.get("tick_id") or 0) == int(tick_id):
             return value
         return None

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import copy
+import gc
+import weakref
 from types import SimpleNamespace
 from unittest import mock
 
+import pytest
 from django.test import override_settings
 from twisted.internet import defer
 
@@ -64,6 +67,49 @@ def upkeep_of(ai, *, pk=7, budget_reached=False, cancelled=None, client=None) ->
         cancelled=lambda: cancelled,
         client=lambda: client,
     )
+
+
+class _Runner:
+    """Stands in for the tick runner: it holds the upkeep, the upkeep holds its methods."""
+
+    def __init__(self, ai):
+        npc = SimpleNamespace(ai=ai, pk=7, key="Innkeeper", dbref="#7")
+        self.upkeep = Upkeep(
+            npc, UsageAccountant(), self.budget_reached, self.cancelled, self.client
+        )
+
+    def budget_reached(self) -> bool:
+        return False
+
+    def cancelled(self):
+        return None
+
+    def client(self):
+        return "client"
+
+
+def test_a_released_upkeep_lets_its_runner_be_freed_without_the_garbage_collector():
+    """With ``EVENNIA_AI_GC_FREEZE`` a cycle alive during a full collection is frozen and never
+    freed: every tick in flight then stayed in memory (bench memory_rss)."""
+    runner = _Runner(FakeAI())
+    runner.upkeep.release()
+    gone = weakref.ref(runner)
+    gc.disable()
+    try:
+        del runner
+        assert gone() is None
+    finally:
+        gc.enable()
+
+
+def test_a_released_upkeep_says_the_tick_has_ended():
+    upkeep = _Runner(FakeAI()).upkeep
+    assert upkeep.client() == "client" and upkeep.budget_reached() is False
+    upkeep.release()
+    assert upkeep.budget_reached() is True  # no new paid call after the tick
+    assert upkeep.cancelled() == "the tick has ended"
+    with pytest.raises(RuntimeError, match="tick has ended"):
+        upkeep.client()
 
 
 def test_the_tick_module_still_hands_out_history_pressure():

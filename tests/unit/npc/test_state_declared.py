@@ -1,5 +1,6 @@
 """Declared NPC state: a stored value of the wrong shape is kept aside, never a broken NPC."""
 
+import json
 from unittest import mock
 
 import pytest
@@ -138,7 +139,7 @@ class TestOneWritePerChange(AssistantTestBase):
         self.npc.ai.record_trace({"tick_id": 1, "context_type": "tick_event"}, ring=4)
         trace = {"tick_id": 5, "context_type": "tick_event"}
         assert len(self.updates_of(lambda: self.npc.ai.record_trace(trace, ring=4))) == 1
-        assert self.npc.attributes.get("trace_1", category="ai_trace")["tick_id"] == 5
+        assert json.loads(self.npc.attributes.get("trace_1", category="ai_trace"))["tick_id"] == 5
 
 
 class TestCorruptState(AssistantTestBase):
