@@ -255,6 +255,7 @@ class TickRunner:
         if self.state is not None:
             self._spent_at_end = (self.state.spending, self.state.model)
             self.state = None
+        self.upkeep.release()  # it holds this runner's methods: no cycle left with it
 
     def _read(self, decision: TickDecision) -> TickState:
         """Read the tick's snapshot (the Script's tick counter advances for this tick)."""
@@ -461,7 +462,10 @@ class TickRunner:
             on_first_words=self._stop_thinking,  # a streamed reply began: no thinking sign
             stream_replies=state.execution_config.get("stream_replies") is not False,
         )
-        outcome = yield loop.run()
+        try:
+            outcome = yield loop.run()
+        finally:
+            ctx.services.offer_tools = None  # the loop's method: no cycle left with the loop
         trace.add_records(self.usage.take_new())  # helpers' and tools' own model calls
         return outcome
 

@@ -317,3 +317,33 @@ class TestTickLetsGo(AssistantTestBase):
         assert runner.state is None
         assert runner._spent_at_end is not None
         assert runner.budget_reached() is False  # a late call still checks the tick's spending
+
+
+class TestTickCycles(AssistantTestBase):
+    def test_a_finished_ticks_loop_is_freed_without_the_garbage_collector(self):
+        """With EVENNIA_AI_GC_FREEZE a cycle alive during a full collection is frozen and never
+        freed: the loop, its request and trace stayed in memory (bench memory_rss)."""
+        import gc
+        import weakref
+
+        from evennia_ai.engine.react import ReactLoop
+
+        loops = []
+        real = ReactLoop.__init__
+
+        def keep(loop, *args, **kwargs):
+            real(loop, *args, **kwargs)
+            loops.append(weakref.ref(loop))
+
+        self.speak("Hello Innkeeper!")
+        gc.collect()
+        gc.disable()
+        try:
+            with (
+                override_settings(EVENNIA_AI_MODEL="evennia_ai/offline"),
+                mock.patch.object(ReactLoop, "__init__", keep),
+            ):
+                assert self.tick() is not None
+            assert len(loops) == 1 and loops[0]() is None
+        finally:
+            gc.enable()
