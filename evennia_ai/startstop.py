@@ -237,11 +237,13 @@ def at_server_start():
 def set_switch_interval() -> float | None:
     """Apply ``EVENNIA_AI_SWITCH_INTERVAL`` to the interpreter; returns the interval in force.
 
-    The model-call loop's thread does real CPU work per call (litellm builds each request and
-    reads each answer), and a thread waiting for the interpreter lock gets it after the switch
-    interval at the latest: the reactor waits up to that long whenever it returns from a socket
-    read while that thread runs. A bad value is logged (by :mod:`evennia_ai.conf`) and
-    Python's interval is kept.
+    A player's line wakes threads of the plugin besides the reactor (the query embedding, the
+    memory search, the model-call loop), and each needs the interpreter lock for moments while
+    the reactor runs the tick's Python: a thread waiting for the lock gets it after the switch
+    interval at the latest, so with Python's 5 ms each hand-over could add up to 5 ms to the
+    reply (1 ms: p50 -3 ms, p95 -8 ms over the model in ``bench npc_ab``'s timeline, issue 33).
+    None leaves Python's interval; a bad value is logged (by :mod:`evennia_ai.conf`) and the
+    default used.
     """
     wanted = conf.get_optional_float("EVENNIA_AI_SWITCH_INTERVAL")
     if wanted is not None:

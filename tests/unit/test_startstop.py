@@ -64,8 +64,8 @@ def test_litellm_is_loaded_while_the_server_starts():
             load.assert_called_once()
 
 
-def test_switch_interval_follows_the_setting_and_a_bad_value_keeps_python_s():
-    """None (the default) leaves Python's interval."""
+def test_switch_interval_follows_the_setting_and_a_bad_value_gives_the_default():
+    """1 ms by default; None leaves Python's interval; a bad value is logged, 1 ms used."""
     import sys
     from unittest import mock
 
@@ -73,6 +73,8 @@ def test_switch_interval_follows_the_setting_and_a_bad_value_keeps_python_s():
 
     before = sys.getswitchinterval()
     try:
+        assert conf.SETTINGS["EVENNIA_AI_SWITCH_INTERVAL"].default == 0.001
+        assert startstop.set_switch_interval() == 0.001
         with override_settings(EVENNIA_AI_SWITCH_INTERVAL=0.002):
             assert startstop.set_switch_interval() == 0.002
         with override_settings(EVENNIA_AI_SWITCH_INTERVAL=None):
@@ -83,7 +85,7 @@ def test_switch_interval_follows_the_setting_and_a_bad_value_keeps_python_s():
                 override_settings(EVENNIA_AI_SWITCH_INTERVAL=bad),
                 mock.patch.object(conf._log, "warning") as logged,
             ):
-                assert startstop.set_switch_interval() == 0.002
+                assert startstop.set_switch_interval() == 0.001  # the default instead
             assert "EVENNIA_AI_SWITCH_INTERVAL" in logged.call_args[0][0]
     finally:
         sys.setswitchinterval(before)
