@@ -20,6 +20,8 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from bench.common import ExternalModelServer, table
 from bench.game import Player, game, probe, rss_of, server_pid
@@ -136,6 +138,25 @@ def heap_growth(
     grew most and the object types by count to ``path``. Run:
     ``.venv/bin/python -c "from bench.memory_rss import heap_growth; heap_growth()"``.
     """
+    with _game_with_memory() as player:
+        player.py(
+            f"import bench.server_probe as p; p.spawn({NPCS}); p.start_driver(0.05)",
+            wait=2.0,
+        )
+        end = time.monotonic() + 900
+        first = wait_ticks(player, start_ticks, end)
+        player.py("import bench.server_probe as p; p.heap_start()", wait=1.0)
+        wait_ticks(player, first["ticks"] + ticks, end)
+        player.py(f"import bench.server_probe as p; p.heap_diff({path!r})", wait=1.0)
+        probe(player, timeout=300)  # answers once heap_diff is done
+        player.py("import bench.server_probe as p; p.stop_driver()")
+    with open(path) as handle:
+        return handle.read()
+
+
+@contextmanager
+def _game_with_memory() -> Iterator[Player]:
+    """A game (model server, autonomy on) with long-term memory loaded; yields the admin."""
     with ExternalModelServer(latency=0.0, extra_args=("--default-reply", json.dumps(SAY))) as model:
         with game(settings(model.url)) as server:
             player = Player(server.telnet_port)
@@ -145,21 +166,9 @@ def heap_growth(
                 deadline = time.monotonic() + 180
                 while probe(player)["memory_mode"] != "hybrid" and time.monotonic() < deadline:
                     time.sleep(2)
-                player.py(
-                    f"import bench.server_probe as p; p.spawn({NPCS}); p.start_driver(0.05)",
-                    wait=2.0,
-                )
-                end = time.monotonic() + 900
-                first = wait_ticks(player, start_ticks, end)
-                player.py("import bench.server_probe as p; p.heap_start()", wait=1.0)
-                wait_ticks(player, first["ticks"] + ticks, end)
-                player.py(f"import bench.server_probe as p; p.heap_diff({path!r})", wait=1.0)
-                probe(player, timeout=300)  # answers once heap_diff is done
-                player.py("import bench.server_probe as p; p.stop_driver()")
+                yield player
             finally:
                 player.close()
-    with open(path) as handle:
-        return handle.read()
 
 
 # --- diagnosis: what the RSS is made of, sampled in the server --------------------------------
@@ -344,43 +353,33 @@ def diagnose(
         if os.path.exists(old):
             os.unlink(old)
     take = f"import bench.memory_rss as m; m.server_sample({path!r}, trim={trim!r})"
-    with ExternalModelServer(latency=0.0, extra_args=("--default-reply", json.dumps(SAY))) as model:
-        with game(settings(model.url)) as server:
-            player = Player(server.telnet_port)
-            try:
-                player.login("admin", server.password)
-                player.py(AUTONOMY_ON)
-                deadline = time.monotonic() + 180
-                while probe(player)["memory_mode"] != "hybrid" and time.monotonic() < deadline:
-                    time.sleep(2)
-                time.sleep(3)
-                player.py(take, wait=2.0)
-                player.py("import bench.memory_rss as m; m.gc_watch_start()", wait=0.5)
+    with _game_with_memory() as player:
+        time.sleep(3)
+        player.py(take, wait=2.0)
+        player.py("import bench.memory_rss as m; m.gc_watch_start()", wait=0.5)
+        player.py(
+            f"import bench.server_probe as p; p.spawn({NPCS}); p.start_driver(0.05)",
+            wait=2.0,
+        )
+        end = time.monotonic() + max_seconds
+        target = 0
+        while target < WARM_TICKS + drift_ticks and time.monotonic() < end:
+            target += every
+            wait_ticks(player, target, end)
+            player.py(take, wait=1.0)
+            if target in garbage_at:
                 player.py(
-                    f"import bench.server_probe as p; p.spawn({NPCS}); p.start_driver(0.05)",
-                    wait=2.0,
+                    f"import bench.memory_rss as m; m.server_garbage({path + '.garbage'!r})",
+                    wait=3.0,
                 )
-                end = time.monotonic() + max_seconds
-                target = 0
-                while target < WARM_TICKS + drift_ticks and time.monotonic() < end:
-                    target += every
-                    wait_ticks(player, target, end)
-                    player.py(take, wait=1.0)
-                    if target in garbage_at:
-                        player.py(
-                            f"import bench.memory_rss as m; m.server_garbage({path + '.garbage'!r})",
-                            wait=3.0,
-                        )
-                player.py("import bench.server_probe as p; p.stop_driver()")
-                player.py(f"import bench.memory_rss as m; m.gc_watch_dump({path + '.gc'!r})")
-                if cache_costs:
-                    player.py(
-                        f"import bench.memory_rss as m; m.server_cache_costs({path + '.caches'!r})",
-                        wait=2.0,
-                    )
-                probe(player, timeout=120)
-            finally:
-                player.close()
+        player.py("import bench.server_probe as p; p.stop_driver()")
+        player.py(f"import bench.memory_rss as m; m.gc_watch_dump({path + '.gc'!r})")
+        if cache_costs:
+            player.py(
+                f"import bench.memory_rss as m; m.server_cache_costs({path + '.caches'!r})",
+                wait=2.0,
+            )
+        probe(player, timeout=120)
     with open(path) as handle:
         return [json.loads(line) for line in handle]
 
