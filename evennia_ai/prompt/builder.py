@@ -30,7 +30,12 @@ from evennia_ai.llm import contracts, tokens
 from evennia_ai.llm.models import resolve_model
 from evennia_ai.memory.events import render_events
 from evennia_ai.prompt import operator as operator_section
-from evennia_ai.prompt.assembly import AssembledPrompt, assemble_messages, select_components
+from evennia_ai.prompt.assembly import (
+    CHAT_ROLES,
+    AssembledPrompt,
+    assemble_messages,
+    select_components,
+)
 from evennia_ai.prompt.components import PromptComponent, anchor_of, get_static_components
 from evennia_ai.prompt.fitting import fit_to_window
 from evennia_ai.prompt.registry import get_prompt_registry
@@ -559,14 +564,11 @@ def _message_key(message: dict[str, Any]) -> str:
     """One message as the cache sees it: the role, a newline and the text for a plain text
     message of a chat role (most of a request; such a key never starts a JSON object, and
     no role holds a newline), JSON otherwise."""
-    if len(message) == 2 and message.get("role") in _PLAIN_ROLES:
+    if len(message) == 2 and message.get("role") in CHAT_ROLES:
         content = message.get("content")
         if isinstance(content, str):
             return f"{message['role']}\n{content}"
     return json.dumps(message, sort_keys=True, default=str)
-
-
-_PLAIN_ROLES = frozenset(("system", "user", "assistant", "tool"))
 
 
 def prefix_cache_share(
