@@ -7,7 +7,8 @@
 # where PostgreSQL cannot be had), then the install test (a wheel into a fresh venv and a game
 # from the guide: minutes of its own, so it runs where a core is free). Without a 3.12 venv
 # these follow the main run.
-# The side runs' output is printed when everything has finished.
+# The side runs' output is printed when everything has finished. The main run lists its 25
+# slowest tests, so runs of different sessions can be compared.
 #
 # Usage: scripts/run_tests.sh VENV [VENV312]
 set -uo pipefail
@@ -45,7 +46,7 @@ fi
 bash "$(dirname "$0")/lint.sh" "$VENV"
 lint_rc=$?
 
-"$VENV/bin/python" -m pytest --ignore="$INSTALL_TEST"
+"$VENV/bin/python" -m pytest --durations=25 --ignore="$INSTALL_TEST"
 main_rc=$?
 
 other_rc=0
