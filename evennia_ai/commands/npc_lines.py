@@ -8,7 +8,7 @@ page changes the same lines through the same functions (:mod:`evennia_ai.npc.con
 
 from __future__ import annotations
 
-from evennia_ai.commands.base import BUILDER_LOCK, AICommand, CommandError
+from evennia_ai.commands.base import BUILDER_LOCK, CommandError, SwitchedCommand
 from evennia_ai.engine import audience
 from evennia_ai.engine.audience import LINE_KINDS, LINE_USES, NAME_FIELD, Line, render_line
 from evennia_ai.npc import controls
@@ -20,7 +20,7 @@ def shown(text: str) -> str:
     return escape_inline_functions(text.replace("|", "||"))
 
 
-class CmdAILines(AICommand):
+class CmdAILines(SwitchedCommand):
     """
     Show or set what an AI NPC's listeners hear when no model answers.
 
@@ -55,27 +55,27 @@ class CmdAILines(AICommand):
     locks = BUILDER_LOCK
     switch_options = ("set", "reset")
 
-    def run(self):
-        switch = self.switch()
-        if switch == "set":
-            npc, rest = self.npc_and_rhs("<kind> <text>")
-            kind, _sep, text = rest.strip().partition(" ")
-            if not text.strip():
-                raise CommandError(
-                    f"Missing the text after '{shown(kind)}'. To use the setting's line, "
-                    f"use ailines/reset {shown(npc.key)} = {shown(kind)}."
-                )
-            kind = controls.line_kind(kind)
-            self.msg(shown(controls.set_line(npc, kind, text)))
-            self.msg(f"Heard as: {self._heard_one(npc, audience.line_of(npc, kind))}")
-        elif switch == "reset":
-            npc = self.find_npc(self.lhs)
-            kind = (self.rhs or "").strip() or None
-            self.msg(shown(controls.reset_line(npc, kind)))
-        else:
-            if self.rhs is not None:
-                raise CommandError("Use ailines/set to change a line.\n" + self.usage())
-            self.msg(self._listing(self.find_npc(self.args)))
+    def do_default(self):
+        if self.rhs is not None:
+            raise CommandError("Use ailines/set to change a line.\n" + self.usage())
+        self.msg(self._listing(self.find_npc(self.args)))
+
+    def do_set(self):
+        npc, rest = self.npc_and_rhs("<kind> <text>")
+        kind, _sep, text = rest.strip().partition(" ")
+        if not text.strip():
+            raise CommandError(
+                f"Missing the text after '{shown(kind)}'. To use the setting's line, "
+                f"use ailines/reset {shown(npc.key)} = {shown(kind)}."
+            )
+        kind = controls.line_kind(kind)
+        self.msg(shown(controls.set_line(npc, kind, text)))
+        self.msg(f"Heard as: {self._heard_one(npc, audience.line_of(npc, kind))}")
+
+    def do_reset(self):
+        npc = self.find_npc(self.lhs)
+        kind = (self.rhs or "").strip() or None
+        self.msg(shown(controls.reset_line(npc, kind)))
 
     def _listing(self, npc) -> str:
         """Every kind of line of ``npc``: where it comes from, its text, how it is heard."""
