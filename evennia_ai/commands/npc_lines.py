@@ -90,7 +90,7 @@ class CmdAILines(SwitchedCommand):
 
     def _heard_one(self, npc, line: Line) -> str:
         text = render_line(npc, line, self.caller)
-        return text if text else "(nothing)"
+        return text if text else "(no line: they hear nothing)"
 
 
 COMMANDS = [CmdAILines]
