@@ -36,9 +36,7 @@ class TestLinesOnTheDashboard(DashboardTestBase):
         assert self.npc.ai.lines == {"thinking": "{name} scratches her head."}
 
     def test_a_bad_line_is_refused_with_its_reason(self):
-        html = self.staff.post(
-            self.url(), {"value": "{nmae} sighs."}, follow=True
-        ).content.decode()
+        html = self.staff.post(self.url(), {"value": "{nmae} sighs."}, follow=True).content.decode()
         assert "Only {name} is filled in" in html
         assert self.npc.ai.lines == {}
 
