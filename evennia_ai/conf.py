@@ -372,7 +372,7 @@ _BUDGET_ACTIONS = choice("offline", "silence", "message")
 
 
 def _budget_action(value: Any) -> str:
-    return "offline" if value in (None, "") else _BUDGET_ACTIONS.read(value)
+    return "message" if value in (None, "") else _BUDGET_ACTIONS.read(value)
 
 
 SETTINGS: dict[str, Setting] = {
@@ -1014,17 +1014,18 @@ SETTINGS: dict[str, Setting] = {
         ),
         Setting(
             "EVENNIA_AI_BUDGET_EXCEEDED_ACTION",
-            "offline",
-            "What an assistant does past its budget: `offline` (the offline model), `silence`, "
-            "or `message` (no model call; whoever speaks to it gets "
-            "`EVENNIA_AI_UNAVAILABLE_MESSAGE`).",
+            "message",
+            "What an assistant does past its budget (or while held): `message` (no model call; "
+            "whoever speaks to it hears its unavailable line, `ailines`, else "
+            "`EVENNIA_AI_UNAVAILABLE_MESSAGE`), `silence`, or `offline` (the built-in offline "
+            "model answers with canned lines).",
             Kind(
                 str,
-                "str: offline, silence, message",
-                "one of offline, silence, message",
+                "str: message, silence, offline",
+                "one of message, silence, offline",
                 _budget_action,
             ),
-            **_closed("offline"),
+            **_closed("message"),
         ),
         Setting(
             "EVENNIA_AI_THINKING_DELAY",
@@ -1037,7 +1038,7 @@ SETTINGS: dict[str, Setting] = {
             "EVENNIA_AI_THINKING_MESSAGE",
             "{name} pauses, thinking.",
             "What the speaker sees while the NPC's model is slow (`{name}`: the NPC's name; "
-            "empty: nothing).",
+            "empty: nothing). An NPC's own line (`ailines`) comes first.",
             text(),
         ),
         Setting(
@@ -1061,7 +1062,16 @@ SETTINGS: dict[str, Setting] = {
             "EVENNIA_AI_UNAVAILABLE_MESSAGE",
             "{name} seems lost in thought and does not answer.",
             "What the speaker sees when the NPC's model fails or its budget is spent in "
-            "`message` mode (`{name}`: the NPC's name; empty: nothing).",
+            "`message` mode (`{name}`: the NPC's name; empty: nothing). An NPC's own line "
+            "(`ailines`) comes first.",
+            text(),
+        ),
+        Setting(
+            "EVENNIA_AI_APPROVAL_MESSAGE",
+            '{name} says, "Let me check with someone first."',
+            "What the speaker hears when the NPC's answer is an action waiting for staff's "
+            "approval and it said nothing itself (no model is called for it; `{name}`: the "
+            "NPC's name; empty: nothing). An NPC's own line (`ailines`) comes first.",
             text(),
         ),
     )

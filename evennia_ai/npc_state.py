@@ -65,6 +65,7 @@ BLOCKS_SHARED_IN: Final = "blocks_shared_in"
 COMPACTION: Final = "compaction"
 REFLECTION: Final = "reflection"
 BUDGET: Final = "budget"
+LINES: Final = "lines"
 
 #: Every character-held key, in the order :mod:`evennia_ai.npc.state_keys` declares them.
 CHARACTER_KEYS: Final = (
@@ -95,6 +96,7 @@ CHARACTER_KEYS: Final = (
     COMPACTION,
     REFLECTION,
     BUDGET,
+    LINES,
 )
 
 # -- the keys held on the NPC's AssistantScript ------------------------------------------------
@@ -301,6 +303,11 @@ class NPCState(Protocol):
     @property
     def budget(self) -> JSONObject:
         """Per-NPC daily limits."""
+
+    @property
+    def lines(self) -> dict[str, str]:
+        """Staff's own lines of this NPC for when no model answers, by kind (unset: the
+        settings')."""
 
     # -- held on the AssistantScript ---------------------------------------------------------
     @property

@@ -252,6 +252,13 @@ PLAN_INSTRUCTION = (
 )
 """The planning step of a ``plan_execute`` tick; ``{steps}`` the most steps."""
 
+APPROVAL_PENDING_RESULT = (
+    "'{tool}' is waiting for a Builder's confirmation; it has not run yet. Whoever asked "
+    "has been told it needs approval, and you will be told when it is decided."
+)
+"""The result of a DANGEROUS call parked for approval (the tick ends there); ``{tool}`` its
+name."""
+
 # -- the tool protocols (evennia_ai.llm.json_protocol; also the built-in templates) ------------
 NATIVE_TOOLS_PROMPT = """\
 You think in short steps and act through tools. You are woken every {tick_rate} seconds, and at once when someone speaks to you.

@@ -29,6 +29,7 @@ from evennia_ai.commands.page import CmdPage
 # Modules whose ``COMMANDS`` list contributes to the cmdset, in help order.
 COMMAND_MODULES = (
     "evennia_ai.commands.npcs",
+    "evennia_ai.commands.npc_lines",
     "evennia_ai.commands.prompts",
     "evennia_ai.commands.workspace",
     "evennia_ai.commands.memory",

@@ -13,7 +13,11 @@ about the last minutes, so a reload may forget them):
   them (they still reach its context buffer) until a player speaks again.
 
 It also tells the players waiting for an answer what is happening
-(:func:`waiting_speakers`, :func:`tell_speakers`): the NPC is thinking, or cannot answer.
+(:func:`waiting_speakers`, :func:`tell_speakers`): the NPC is thinking, cannot answer, or
+waits for staff to approve what it wanted to do. No model writes those lines: each is staff's
+text for the NPC (:data:`LINE_KINDS`, kept in its ``lines`` state and set with ``ailines`` or on
+the dashboard) or, when none is set, the setting's (:data:`LINE_SETTINGS`), with ``{name}``
+replaced by the NPC's name as the listener sees it.
 
 Example::
 
@@ -25,12 +29,37 @@ Example::
 
 from __future__ import annotations
 
+import re
 import time
+from dataclasses import dataclass
 
 from evennia.utils.search import search_object
 
 from evennia_ai import conf
-from evennia_ai.utils import is_assistant
+from evennia_ai.npc_state import find_npc_state
+from evennia_ai.tools.world import escape_inline_functions
+from evennia_ai.utils import clean_text, is_assistant
+
+#: The lines staff may set for one NPC, by kind, and the setting each falls back to.
+LINE_SETTINGS = {
+    "unavailable": "EVENNIA_AI_UNAVAILABLE_MESSAGE",
+    "thinking": "EVENNIA_AI_THINKING_MESSAGE",
+    "approval": "EVENNIA_AI_APPROVAL_MESSAGE",
+}
+#: The kinds of line, in the order they are listed.
+LINE_KINDS = tuple(LINE_SETTINGS)
+#: When players hear each kind, for staff.
+LINE_USES = {
+    "unavailable": "its model fails, or it is past its budget or held",
+    "thinking": "its model is slow to answer",
+    "approval": "an action it wanted waits for staff's approval",
+}
+#: The longest line staff may set for an NPC.
+MAX_LINE_CHARS = 300
+#: The one placeholder of a line: the NPC's name.
+NAME_FIELD = "{name}"
+_FIELD = re.compile(r"\{[^{}\s]*\}")
+_KIND_OF_SETTING = {setting: kind for kind, setting in LINE_SETTINGS.items()}
 
 
 def is_player(obj) -> bool:
@@ -131,19 +160,89 @@ def waiting_speakers(npc, events) -> list:
     return found
 
 
-def tell_speakers(npc, speakers, setting: str) -> int:
-    """Send the line of ``setting`` (a template with ``{name}``) to each of ``speakers``.
+@dataclass(frozen=True)
+class Line:
+    """One kind of line of one NPC as it stands.
 
-    The line is the operator's text with the NPC's name; returns how many were told (0 when the
-    setting is empty).
+    Attributes:
+        kind: One of :data:`LINE_KINDS`.
+        text: The template in force (``{name}`` not filled in); "" says nothing.
+        own: Whether it is staff's text for this NPC (else the setting's).
+        setting: The setting it falls back to.
     """
-    template = conf.get_str(setting)
-    if not template or not speakers:
+
+    kind: str
+    text: str
+    own: bool
+    setting: str
+
+
+def check_line(text) -> str:
+    """A line staff typed for an NPC, tidied: clean, on one line.
+
+    Raises:
+        ValueError: it is empty, longer than :data:`MAX_LINE_CHARS`, or has a placeholder
+            other than ``{name}`` (a typo would show as typed), saying which.
+    """
+    line = " ".join(clean_text(text).split())
+    if not line:
+        raise ValueError("A line needs some text (reset it to use the setting's).")
+    if len(line) > MAX_LINE_CHARS:
+        raise ValueError(f"A line is at most {MAX_LINE_CHARS} characters, not {len(line)}.")
+    unknown = sorted({field for field in _FIELD.findall(line) if field != NAME_FIELD})
+    if unknown:
+        raise ValueError(
+            f"Only {NAME_FIELD} is filled in (with the NPC's name), not {', '.join(unknown)}."
+        )
+    return line
+
+
+def line_of(npc, kind: str) -> Line:
+    """The line of ``kind`` in force for ``npc``: its own, else the setting's.
+
+    An NPC's lines that cannot be read were set aside when read: the settings' are used.
+    """
+    setting = LINE_SETTINGS[kind]
+    state = find_npc_state(npc)
+    own = (state.lines if state is not None else {}).get(kind)
+    if isinstance(own, str) and own.strip():
+        return Line(kind, own, True, setting)
+    return Line(kind, conf.get_str(setting), False, setting)
+
+
+def render_line(npc, line: Line, looker) -> str:
+    """``line`` as ``looker`` reads it: ``{name}`` filled with ``npc``'s name as shown to them.
+
+    Staff's own text is shown as written: its ``|`` markup is escaped and, when the game parses
+    outgoing text for inline functions, so is its ``$``. A setting's text is the game's own and
+    keeps its markup, as before.
+    """
+    if not line.text:
+        return ""
+    text = line.text
+    if line.own:
+        text = escape_inline_functions(text.replace("|", "||"))
+    return text.replace(NAME_FIELD, npc.get_display_name(looker))
+
+
+def tell_speakers(npc, speakers, setting: str) -> int:
+    """Tell each of ``speakers`` the line of ``setting`` (a name of :data:`LINE_SETTINGS`).
+
+    The NPC's own line of that kind when staff set one, else the setting's text; ``{name}``
+    is the NPC's name as each speaker sees it. Returns how many were told (0 when the line is
+    empty).
+    """
+    if not speakers:
         return 0
-    try:
-        line = template.format(name=npc.get_display_name(speakers[0]))
-    except (KeyError, IndexError, ValueError):
-        line = template
+    kind = _KIND_OF_SETTING.get(setting)
+    if kind is not None:
+        line = line_of(npc, kind)
+    else:  # a setting that is not a line kind: its text, as the game wrote it
+        line = Line("", conf.get_str(setting), False, setting)
+    told = 0
     for speaker in speakers:
-        speaker.msg(line)
-    return len(speakers)
+        text = render_line(npc, line, speaker)
+        if text:
+            speaker.msg(text)
+            told += 1
+    return told

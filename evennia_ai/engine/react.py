@@ -20,7 +20,11 @@ How the :class:`~evennia_ai.prompt.execution_pattern.ExecutionPattern` is honour
 - TERMINAL tools end the loop when ``terminal_ends_loop``; an exit-loop tool rule ends it too,
   a continue-loop rule keeps it going.
 - At most one DANGEROUS tool per tick. With ``dangerous_requires_confirm`` it is not run: it is
-  handed to ``on_dangerous`` (which stores a pending confirmation) and the model is told so.
+  handed to ``on_dangerous`` (which stores a pending confirmation), the model's history is told
+  so, and the tick ends with ``StopReason.AWAITING_APPROVAL`` in every execution mode (calls
+  after it in the same answer are not run). Whoever the tick was answering hears the NPC's
+  approval line (:func:`~evennia_ai.engine.audience.tell_speakers`, no model call), unless
+  the NPC already spoke this tick.
 - A plain-text reply with no tool call is spoken through the speech tool when the context offers
   one, and otherwise only recorded in the trace.
 - With ``EVENNIA_AI_STREAM_REPLIES`` (and the NPC's ``stream_replies`` execution setting) on, an
@@ -42,7 +46,7 @@ from twisted.internet import defer, reactor
 from twisted.python.failure import Failure
 
 from evennia_ai import conf
-from evennia_ai.engine import scheduler
+from evennia_ai.engine import audience, scheduler
 from evennia_ai.engine.streaming import ReplyStream
 from evennia_ai.engine.trace import IterationTrace, StopReason, TickTrace, ToolCallTrace
 from evennia_ai.llm import tokens
@@ -53,10 +57,14 @@ from evennia_ai.prompt.builder import BuiltContext, schema_name
 from evennia_ai.tools.base import TickServices, Tool, ToolCategory, ToolContext, ToolResult
 from evennia_ai.tools.rules import ToolRuleState
 from evennia_ai.utils import defuse_tags, log_prefix, truncate
+from evennia_ai.wording import APPROVAL_PENDING_RESULT
 from evennia_ai.wording import PLAN_INSTRUCTION as PLAN_INSTRUCTION
 from evennia_ai.wording import TOOL_RESULT_LABEL
 
 SPEECH_TOOL_NAMES = ("say", "reply", "respond", "speak")
+#: Tools whose successful call means the NPC spoke to someone this tick (so no approval line
+#: is added for it).
+SPOKEN_TOOL_NAMES = SPEECH_TOOL_NAMES + ("whisper", "page")
 CHARS_PER_TOKEN = 3  # a cautious characters-per-token ratio for cutting tool results
 
 # Opens a tool result kept as a user message ("[Tool result:"), to recognise one.
@@ -239,6 +247,9 @@ class ReactLoop:
             shown (the tick stops its "thinking" sign).
         stream_replies: False: never stream (the NPC's ``stream_replies`` execution setting);
             None or True: as ``EVENNIA_AI_STREAM_REPLIES`` says.
+        askers: Returns who the tick answers (the speakers waiting for it); they hear the NPC's
+            approval line when a call is parked for approval and it has not spoken. None: no
+            one is told.
 
     Raises:
         ValueError: ``ctx.services`` has no model client.
@@ -261,6 +272,7 @@ class ReactLoop:
         clock: Clock | None = None,
         on_first_words: Callable[[], None] | None = None,
         stream_replies: bool | None = None,
+        askers: Callable[[], list] | None = None,
     ):
         services = ctx.services
         if services.client is None:
@@ -280,6 +292,7 @@ class ReactLoop:
         self.clock = clock
         self.on_first_words = on_first_words
         self.stream_replies = stream_replies
+        self.askers = askers
         self._stream: ReplyStream | None = None  # the last model call's, until it is answered
         self._live: tuple[ReplyStream, ToolCall] | None = None  # a streamed say call's
         # this loop's own calls (its limits count them); each record goes on to the tick's
@@ -577,7 +590,9 @@ class ReactLoop:
                 call_trace, text = self._skip(call, ran_out=call in run_calls)
             else:
                 call_trace, text, control = yield self._run_call(call)
-                if control == "stop":
+                if control == "parked":
+                    stop, force_continue = StopReason.AWAITING_APPROVAL, False
+                elif control == "stop":
                     stop = StopReason.TERMINAL_TOOL
                 elif control == "continue":
                     force_continue = True
@@ -590,9 +605,24 @@ class ReactLoop:
                 )
         ran = [c for c in it.tool_calls if c.status != "skipped"]
         self._only_refused = bool(ran) and all(c.status == "refused" for c in ran)
+        if stop == StopReason.AWAITING_APPROVAL:
+            self._tell_askers_it_waits()
+            return self._finish(stop)
         if stop is not None and not force_continue:
             return self._finish(stop)
         return None
+
+    def _tell_askers_it_waits(self) -> None:
+        """A call was parked for approval: whoever asked hears the NPC's approval line, once,
+        without a model call, unless the NPC already spoke to someone this tick."""
+        if self.askers is None:
+            return
+        if any(name in SPOKEN_TOOL_NAMES for name in self.outcome.tool_names):
+            return
+        try:
+            audience.tell_speakers(self.ctx.npc, self.askers(), "EVENNIA_AI_APPROVAL_MESSAGE")
+        except Exception:  # the line is a courtesy: the parked call stands
+            logger.log_trace(f"{log_prefix(self.ctx.npc)}: could not tell the asker it waits")
 
     def _skip(self, call: ToolCall, ran_out: bool) -> tuple[ToolCallTrace, str]:
         """The trace and the answer of a call that is not run (``ran_out``: the loop ended
@@ -913,8 +943,7 @@ class ReactLoop:
             content={
                 "status": "pending_confirmation",
                 "confirmation_id": confirmation_id,
-                "message": f"'{tool.name}' is waiting for a Builder's confirmation; it has not "
-                "run yet. Tell whoever asked that it needs approval.",
+                "message": APPROVAL_PENDING_RESULT.format(tool=tool.name),
             },
             pending=True,
         )
@@ -928,7 +957,7 @@ class ReactLoop:
             result=truncate(text, 1000),
             status="pending",
         )
-        return call_trace, text, None
+        return call_trace, text, "parked"
 
     @defer.inlineCallbacks
     def _execute(self, tool, arguments: dict, checked: bool = False):

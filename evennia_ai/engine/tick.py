@@ -461,6 +461,7 @@ class TickRunner:
             on_dangerous=self._queue_confirmation,
             on_first_words=self._stop_thinking,  # a streamed reply began: no thinking sign
             stream_replies=state.execution_config.get("stream_replies") is not False,
+            askers=lambda: audience.waiting_speakers(self.npc, state.batch),  # approval line
         )
         try:
             outcome = yield loop.run()

@@ -26,6 +26,7 @@ class StopReason(str, Enum):
     CANCELLED = "cancelled"  # the NPC was paused, deleted or moved away mid-tick
     CONTEXT_OVERFLOW = "context_overflow"  # a request did not fit the window: it was not sent
     CONTRACT_VIOLATION = "contract_violation"  # a request lacked what its kind must carry: unsent
+    AWAITING_APPROVAL = "awaiting_approval"  # a DANGEROUS call was parked for staff's approval
 
 
 def _from_dict(cls, data: dict):

@@ -8,9 +8,11 @@ fixed rules, so the same request always gets the same answer:
 1. **Speech.** The newest user message (someone said something: ``Alice says, "hello"``, or any
    user text) gets an in-character reply through a speech tool when one is offered (``say``,
    else ``reply``/``respond``/``speak``, else a tool whose name contains one of those words).
-   The reply is picked from a few phrasings per intent (greeting, question, farewell, thanks,
-   anything else) by hashing the player's words, and uses the NPC's name and the flavour of
-   its persona when the system message gives them. With no speech tool, the reply is text.
+   The reply is picked from a few short phrasings per intent (greeting, question, farewell,
+   thanks, anything else) by hashing the player's words, and uses the speaker's and the NPC's
+   names as written and the flavour of its persona when the system message gives them. It
+   never repeats the player's words back (an echo reads as a broken NPC). With no speech
+   tool, the reply is text.
 2. **Facts.** When the player states a fact ("my name is X", "I am X", "I like X", "remember
    that X") and ``add_session_memory`` or ``store_memory`` is offered, that call comes first,
    with the fact in the third person (``Alice's name is X``).
@@ -75,8 +77,8 @@ _REPLIES = {
     ),
     "question": (
         "A fair question, {who}. Let me think on it.",
-        "Hmm, you're asking about {echo}? I'll tell you what I know, {who}.",
-        "That I can help with, {who}. Folk ask me about that often.",
+        "I couldn't say just now, {who}. {flavour}",
+        "Folk ask me that often, {who}. Give me a moment.",
     ),
     "farewell": (
         "Safe travels, {who}. The door's always open.",
@@ -88,7 +90,7 @@ _REPLIES = {
     ),
     "default": (
         "Is that so, {who}? Tell me more.",
-        "I hear you, {who}: {echo}.",
+        "I hear you, {who}.",
         "Ha! You don't say, {who}. {flavour}",
     ),
 }
@@ -331,13 +333,8 @@ def _reply(who: str, words: str, system: str) -> str:
     options = _REPLIES[_intent(words)]
     choice = options[int(_digest(words)[:8], 16) % len(options)]
     name = _NPC_NAME.search(system)
-    echo = re.sub(r"\s+", " ", words).strip().rstrip("?.!")
-    echo = (echo[:77] + "...") if len(echo) > 80 else echo
-    if re.match(r"[A-Z][a-z]", echo) and not re.match(r"I\b", echo):
-        echo = echo[0].lower() + echo[1:]  # it is quoted mid-sentence
     return choice.format(
         who=who,
-        echo=echo,
         flavour=_persona_flavour(system),
         me=name.group(1) if name else "the keeper of this place",
     )

@@ -1,5 +1,6 @@
 """What staff change on an AI NPC, checked once and written once: running or paused, model,
-persona, operator prompt, tool lists and categories, tool rules and the NPC's own budget.
+persona, its lines for when no model answers, operator prompt, tool lists and categories, tool
+rules and the NPC's own budget.
 
 The admin commands (``aitools``, ``ainpc/budget``) and the dashboard call these same functions,
 so a setting is validated by the same rules and described in the same words wherever it is
@@ -7,16 +8,18 @@ changed. Each change is one write of the Attribute it changes. Messages are plai
 commands escape them for Evennia's markup, the web pages for HTML); a refusal raises
 :class:`ControlError` whose message is for the person who asked.
 
-Who may call which is the caller's business (:mod:`evennia_ai.access`): running, model and
-persona are ``OPERATE``, every other change ``EDIT``, the reports ``VIEW``.
+Who may call which is the caller's business (:mod:`evennia_ai.access`): running, model,
+persona and lines are ``OPERATE``, every other change ``EDIT``, the reports ``VIEW``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from evennia_ai.engine import audience
+from evennia_ai.engine.audience import LINE_KINDS, Line
 from evennia_ai.npc import spending
-from evennia_ai.npc_state import BUDGET, TOOL_ALLOW, TOOL_DENY, TOOL_RULES
+from evennia_ai.npc_state import BUDGET, LINES, TOOL_ALLOW, TOOL_DENY, TOOL_RULES
 from evennia_ai.prompt.execution_pattern import ALL_TOOL_CATEGORIES
 from evennia_ai.tools import load_builtin_tools
 from evennia_ai.tools.registry import TOOL_REGISTRY, passes_lock
@@ -86,6 +89,63 @@ def set_operator_prompt(npc, text: str) -> str:
     if text:
         return f"{npc.key}'s operator prompt is set ({len(text)} characters)."
     return f"{npc.key}'s operator prompt is cleared."
+
+
+# -- lines for when no model answers --------------------------------------------------------------
+def line_kind(text: str) -> str:
+    """One of :data:`~evennia_ai.engine.audience.LINE_KINDS` as staff type it (a unique
+    prefix will do, any case)."""
+    typed = str(text or "").strip().lower()
+    matches = [kind for kind in LINE_KINDS if kind == typed] or [
+        kind for kind in LINE_KINDS if typed and kind.startswith(typed)
+    ]
+    if len(matches) != 1:
+        raise ControlError(
+            f"'{truncate(typed, 40)}' is not a kind of line; the kinds: {', '.join(LINE_KINDS)}."
+        )
+    return matches[0]
+
+
+def lines_of(npc) -> list[Line]:
+    """Every kind of line of ``npc`` as it stands (its own, else the setting's)."""
+    return [audience.line_of(npc, kind) for kind in LINE_KINDS]
+
+
+def set_line(npc, kind: str, text: str) -> str:
+    """Staff's own line of ``kind`` for ``npc`` (empty text: back to the setting's)."""
+    kind = line_kind(kind)
+    if not str(text or "").strip():
+        return reset_line(npc, kind)
+    try:
+        line = audience.check_line(text)
+    except ValueError as err:
+        raise ControlError(str(err)) from None
+    npc.ai.update(LINES, lambda lines: {**lines, kind: line})
+    return f"{npc.key}'s {kind} line is set: {line}"
+
+
+def reset_line(npc, kind: str | None = None) -> str:
+    """Forget ``npc``'s own line of ``kind`` (None: every kind): the setting's is used."""
+    kinds = LINE_KINDS if kind is None else (line_kind(kind),)
+    own = npc.ai.lines or {}
+    if not any(k in own for k in kinds):
+        which = "lines" if kind is None else f"{kinds[0]} line"
+        return f"{npc.key} has no {which} of its own: the settings' are used."
+    npc.ai.set(LINES, {k: v for k, v in own.items() if k not in kinds})
+    if kind is None:
+        return f"{npc.key}'s own lines are removed: the settings' are used."
+    return (
+        f"{npc.key}'s {kinds[0]} line is the setting's again ({audience.LINE_SETTINGS[kinds[0]]})."
+    )
+
+
+def line_setter(kind: str):
+    """``set_line`` for one kind, as the dashboard's controls call it: ``(npc, value)``."""
+
+    def set_kind(npc, value: str) -> str:
+        return set_line(npc, kind, value)
+
+    return set_kind
 
 
 # -- tools ----------------------------------------------------------------------------------------

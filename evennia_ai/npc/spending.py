@@ -9,10 +9,11 @@ Limits come from settings (``EVENNIA_AI_DAILY_TOKEN_BUDGET_PER_NPC``,
 ``EVENNIA_AI_DAILY_COST_BUDGET_PER_NPC``, ``EVENNIA_AI_DAILY_TOKEN_BUDGET_SERVER``,
 ``EVENNIA_AI_DAILY_COST_BUDGET_SERVER``) and may be tightened, never widened, for one assistant
 with ``npc.ai.set("budget", {"tokens": 20000, "cost": 0.5})``. Past a limit the assistant
-switches to the offline model, stays silent, or answers whoever speaks to it with an
-in-character line (``EVENNIA_AI_UNAVAILABLE_MESSAGE``) and calls no model
-(``EVENNIA_AI_BUDGET_EXCEEDED_ACTION``: ``offline``, ``silence`` or ``message``) until the
-next UTC day; :func:`check` says which, and ``npc.ai.status()`` shows it.
+calls no model until the next UTC day (``EVENNIA_AI_BUDGET_EXCEEDED_ACTION``): by default
+(``message``) whoever speaks to it hears its unavailable line (staff's text for it, ``ailines``,
+else ``EVENNIA_AI_UNAVAILABLE_MESSAGE``); ``silence`` says nothing; ``offline`` lets the
+built-in offline model answer with canned lines. :func:`check` says which, and
+``npc.ai.status()`` shows it.
 
 A budget that cannot be read is never no budget: a setting that cannot be read counts as 0
 (:mod:`evennia_ai.conf` reads it, logs it and reports it), and an NPC's own budget set aside for
@@ -143,12 +144,12 @@ def limit_origins(npc) -> dict[str, tuple[int | float | None, str, str]]:
 
 
 def action() -> str:
-    """The configured over-budget action (``offline`` unless set to another of :data:`ACTIONS`).
+    """The configured over-budget action (``message`` unless set to another of :data:`ACTIONS`).
 
     Also what an assistant does while it is held (``SpendingStatus.held``).
     """
-    value = conf.get("EVENNIA_AI_BUDGET_EXCEEDED_ACTION")  # an unknown one reads as offline
-    return value if value in ACTIONS else "offline"
+    value = conf.get("EVENNIA_AI_BUDGET_EXCEEDED_ACTION")  # an unreadable one reads as message
+    return value if value in ACTIONS else "message"
 
 
 def is_paid(model: str | None) -> bool:

@@ -44,6 +44,7 @@ from evennia_ai.npc_state import (
     EXECUTION_CONFIG,
     HISTORY,
     JOURNAL,
+    LINES,
     METRICS,
     MODEL,
     PAUSED,
@@ -529,6 +530,13 @@ _DECLARED: tuple[StateKey, ...] = (
         "Per-NPC daily limits, tightening the server's: tokens, cost.",
         strict=_strict_budget,
         developer_only=True,
+    ),
+    StateKey(
+        LINES,
+        dict,
+        {"type": "object", "additionalProperties": _TEXT},
+        "Staff's lines for when no model answers, by kind (unavailable, thinking, approval); "
+        "a kind not set uses its setting.",
     ),
 )
 

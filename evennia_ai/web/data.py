@@ -27,6 +27,7 @@ from twisted.python import threadable
 
 from evennia_ai import access, conf
 from evennia_ai.engine import redaction
+from evennia_ai.engine.audience import LINE_KINDS
 from evennia_ai.memory import blocks as pure
 from evennia_ai.memory import longterm
 from evennia_ai.memory.block_admin import visible_blocks
@@ -256,6 +257,7 @@ CONTROLS: dict[str, tuple[str, Callable]] = {
     "resume": (access.OPERATE, lambda npc, value: controls.resume(npc)),
     "model": (access.OPERATE, controls.set_model),
     "persona": (access.OPERATE, controls.set_persona),
+    **{f"line_{kind}": (access.OPERATE, controls.line_setter(kind)) for kind in LINE_KINDS},
     "operator_prompt": (access.EDIT, controls.set_operator_prompt),
     "budget": (access.EDIT, lambda npc, value: _budget_changed(npc, value)),
     "allow_tools": (

@@ -22,9 +22,10 @@ from django.views import View
 from django.views.generic import TemplateView
 
 from evennia_ai import access
+from evennia_ai.engine.audience import LINE_USES, render_line
 from evennia_ai.formatting import decision_text
 from evennia_ai.memory import longterm
-from evennia_ai.npc import spending
+from evennia_ai.npc import controls, spending
 from evennia_ai.npc.controls import ControlError
 from evennia_ai.tools.approvals import ConfirmationError
 from evennia_ai.web import charts, data
@@ -103,6 +104,24 @@ def _with_bars(traces: list[dict]) -> list[dict]:
     return traces
 
 
+def npc_lines(npc) -> list[dict]:
+    """The NPC's lines for when no model answers, as the settings form shows them: each kind,
+    when it is heard, its text, whether it is the NPC's own, its setting, and how it reads."""
+    return [
+        {
+            "kind": line.kind,
+            "control": f"line_{line.kind}",
+            "use": LINE_USES[line.kind],
+            "text": line.text,
+            "value": line.text if line.own else "",
+            "own": line.own,
+            "setting": line.setting,
+            "heard": render_line(npc, line, None).replace("||", "|"),
+        }
+        for line in controls.lines_of(npc)
+    ]
+
+
 def _tree_rows(nodes: list[dict], depth: int = 0) -> list[dict]:
     """A goal tree flattened to rows with their depth (templates cannot recurse cheaply)."""
     rows = []
@@ -162,6 +181,7 @@ class NPCDetailView(DashboardPage):
             persona_shown=PERSONA_SHOWN,
             operator_prompt=data.operator_prompt(npc) if context["may_edit"] else "",
             model_choices=data.model_choices(self.request.user),
+            npc_lines=npc_lines(npc),
         )
         return context
 

@@ -151,7 +151,7 @@ def test_a_bad_environment_value_is_the_default(warned, monkeypatch):
         ("EVENNIA_AI_DAILY_TOKEN_BUDGET_SERVER", 2.5, 0),
         ("EVENNIA_AI_DAILY_COST_BUDGET_PER_NPC", "cheap", 0.0),
         ("EVENNIA_AI_DAILY_COST_BUDGET_SERVER", [5], 0.0),
-        ("EVENNIA_AI_BUDGET_EXCEEDED_ACTION", "explode", "offline"),
+        ("EVENNIA_AI_BUDGET_EXCEEDED_ACTION", "explode", "message"),
         ("EVENNIA_AI_HELPER_TOKEN_BUDGET", "abc", 20000),
         ("EVENNIA_AI_HELPER_TOOLS_UNRESTRICTED", "maybe", False),
         ("EVENNIA_AI_SPEAKER_EVENTS_PER_MINUTE", "off", 20),

@@ -18,6 +18,7 @@ from support.commands import AICommandTestBase
 
 from evennia_ai.commands.cmdset import all_command_classes
 from evennia_ai.commands.memory import CmdAIHistory
+from evennia_ai.commands.npc_lines import CmdAILines
 from evennia_ai.commands.npcs import CmdAINpc, CmdAIStatus
 from evennia_ai.commands.runtime import CmdAIConfirm, CmdAITools
 from evennia_ai.tools import load_builtin_tools
@@ -56,6 +57,9 @@ BUILDER_CALLS = [
     (CmdAITools, "/rules Innkeeper", "Innkeeper has no tool rules"),
     (CmdAIHistory, "Innkeeper", "History of Innkeeper"),
     (CmdAIConfirm, "", ""),
+    (CmdAILines, "Innkeeper", "Innkeeper's lines"),
+    (CmdAILines, "/set Innkeeper = thinking {name} hums.", "Innkeeper's thinking line is set"),
+    (CmdAILines, "/reset Innkeeper", "Innkeeper's own lines are removed"),
 ]
 
 # Dashboard controls: the level each needs and a value it accepts.
@@ -64,6 +68,9 @@ CONTROLS = {
     "resume": ("Builder", ""),
     "model": ("Developer", "openai/gpt-4o-mini"),
     "persona": ("Builder", "A kind innkeeper."),
+    "line_unavailable": ("Builder", "{name} is busy."),
+    "line_thinking": ("Builder", "{name} hums."),
+    "line_approval": ("Builder", ""),
     "operator_prompt": ("Developer", "Be kind."),
     "budget": ("Developer", "tokens=10k cost=0.5"),
     "deny_tools": ("Developer", "look"),
@@ -92,6 +99,7 @@ def settings_of(npc) -> dict:
         "rules": npc.ai.tool_rules,
         "config": npc.ai.execution_config,
         "paused": npc.ai.paused,
+        "lines": npc.ai.lines,
     }
 
 

@@ -79,6 +79,15 @@ else:
         "pushover; knows every rumour in town; proud of her mutton stew and her cellar. "
         "Speaks plainly, with a dry sense of humour."
     )
+    # What players hear when no model answers (past the budget, an outage, an approval):
+    # her own words, not the server's (see `ailines Innkeeper`).
+    innkeeper.ai.set(
+        "lines",
+        {
+            "unavailable": '{name} is run off her feet and waves you off: "Later, love."',
+            "approval": '{name} says, "I\'ll have to ask the owner about that first."',
+        },
+    )
     innkeeper.ai.set_user_system_prompt(
         "Keep the tavern friendly. Never reveal other guests' private business. "
         "Stay in the world of the game; do not discuss being an AI unless asked directly."

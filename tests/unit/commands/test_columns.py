@@ -194,6 +194,7 @@ class TestEightyColumns(AICommandTestBase):
             ("aiblock", "/set Marta = notes " + "The well is dry and the miller is lying. " * 3),
             ("aientity", "/note Marta = Alice: " + "orders the stew every evening, " * 3),
             ("aitools", "/addrule Marta = max_calls look 2"),
+            ("ailines", "/set Marta = unavailable " + "{name} is run off her feet tonight. " * 7),
             ("interact", f"Marta = {LONG_QUESTION}"),
         ):
             self.call(type(by_key[key])(), args)
@@ -214,7 +215,15 @@ class TestEightyColumns(AICommandTestBase):
                     ]
                 if command.key not in SHOWS_PROMPTS:
                     markdown += [f"{command.key}{args}: {line}" for line in markdown_lines(out)]
-        assert {"ainpc", "aistatus", "aitrace", "aiprompt", "aisession", "page"} <= covered
+        assert {
+            "ainpc",
+            "aistatus",
+            "aitrace",
+            "aiprompt",
+            "aisession",
+            "ailines",
+            "page",
+        } <= covered
         assert not found, "lines over 80 columns:\n" + "\n".join(sorted(set(found)))
         assert not markdown, "Markdown in game text:\n" + "\n".join(sorted(set(markdown)))
 

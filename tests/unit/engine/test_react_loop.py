@@ -13,6 +13,7 @@ import pytest
 from django.test import override_settings
 from twisted.internet import defer, task
 
+from evennia_ai.engine import react
 from evennia_ai.engine.react import LoopRequest, ReactLoop, TickLimits
 from evennia_ai.engine.trace import StopReason, TickTrace
 from evennia_ai.llm import client as client_module
@@ -329,8 +330,57 @@ def test_dangerous_tool_needs_confirmation(model):
     assert queued == ["wipe_world"]
     assert out.confirmations == ["c_1"]
     statuses = [c.status for c in out.trace.tool_calls]
-    assert statuses[:2] == ["pending", "refused"]  # at most one DANGEROUS tool per tick
+    assert statuses == ["pending", "skipped"]  # the tick ends at the parked call
     assert "pending_confirmation" in out.trace.tool_calls[0].result
+    assert out.stop_reason == StopReason.AWAITING_APPROVAL
+    assert len(model.requests) == 1  # the model is not asked again to tell the asker
+
+
+@pytest.mark.parametrize("mode", ["single_action", "react_loop", "plan_execute"])
+def test_a_parked_call_tells_the_askers_once_without_a_model_call(model, mode, monkeypatch):
+    told = []
+    monkeypatch.setattr(
+        react.audience, "tell_speakers", lambda npc, who, setting: told.append((who, setting))
+    )
+    model.enqueue(
+        *([{"text": "1. ask"}] if mode == "plan_execute" else []),
+        {"tool_calls": [call("wipe_world")]},
+        {"tool_calls": [call("say", message="It needs approval.")]},
+    )
+    before = 1 if mode == "plan_execute" else 0
+    out = run(
+        model,
+        [Wipe(), Say()],
+        pattern(mode=mode, iterations=1 if mode == "single_action" else 5),
+        on_dangerous=lambda tool, args, ctx: "c_1",
+        askers=lambda: ["Alice"],
+    )
+    assert out.stop_reason == StopReason.AWAITING_APPROVAL
+    assert out.trace.stop_reason == "awaiting_approval"
+    assert told == [(["Alice"], "EVENNIA_AI_APPROVAL_MESSAGE")]
+    assert len(model.requests) == before + 1  # no call after the parked one
+    assert "has been told it needs approval" in out.trace.tool_calls[-1].result
+
+
+def test_no_approval_line_when_the_npc_already_spoke_this_tick(model, monkeypatch):
+    told = []
+    monkeypatch.setattr(
+        react.audience, "tell_speakers", lambda npc, who, setting: told.append(setting)
+    )
+    say = Say()
+    model.enqueue(
+        {"tool_calls": [call("say", message="Let me ask the owner."), call("wipe_world")]}
+    )
+    out = run(
+        model,
+        [Wipe(), say],
+        pattern(terminal=False),
+        on_dangerous=lambda tool, args, ctx: "c_1",
+        askers=lambda: ["Alice"],
+    )
+    assert say.said == ["Let me ask the owner."]
+    assert out.stop_reason == StopReason.AWAITING_APPROVAL and told == []
+    assert len(model.requests) == 1
 
 
 def test_dangerous_tool_without_confirmation_runs_once(model):

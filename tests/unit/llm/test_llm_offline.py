@@ -301,3 +301,28 @@ def test_pure_modules_import_without_twisted_django_or_litellm():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "[]", out.stderr
+
+
+QUESTIONS = [
+    "Marta, what is on the menu tonight?",
+    "Marta, is the kitchen still open?",
+    "Where can I find Bob the Smith?",
+    "Tell me about the Harvest Festival",
+    "The Duke of Ashford rides tonight",
+    "Why is the Cellar locked, Marta?",
+] + [f"Question number {n}: is Aldric the Bold in town?" for n in range(30)]
+
+
+@pytest.mark.parametrize("question", QUESTIONS)
+def test_the_reply_never_echoes_the_question_nor_lower_cases_a_name(question):
+    """Issue 35: 'Hmm, you're asking about marta, what is on the menu tonight? ...'."""
+    messages = [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": f'Admin says, "{question}"'},
+    ]
+    reply = OfflineModel().respond(messages, [SAY]).tool_calls[0].arguments["message"]
+    assert len(reply) <= 80, reply
+    spoken = set(reply.lower().replace(",", " ").replace(".", " ").replace("?", " ").split())
+    names = {"marta", "menu", "kitchen", "bob", "festival", "duke", "ashford", "cellar", "aldric"}
+    assert not spoken & names, reply
+    assert "Admin" in reply or "admin" not in reply.lower(), reply  # a name stays as written

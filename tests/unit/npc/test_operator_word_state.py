@@ -74,6 +74,7 @@ class TestOperatorPromptSetAside(StateTestBase):
         assert "Innkeeper" not in said
         assert status["held"] and status["budget_state"].startswith("held:")
 
+    @override_settings(EVENNIA_AI_BUDGET_EXCEEDED_ACTION="offline")
     def test_in_offline_mode_a_paid_model_is_not_called(self):
         self.npc.ai.set_model("openai/gpt-4o")
         self.store("user_system_prompt", SECRET_PROMPT)

@@ -43,6 +43,7 @@ WRONG = {
     "compaction": True,
     "reflection": 3,
     "budget": {"tokens": "many"},
+    "lines": {"thinking": 5},
 }
 WRONG_SCRIPT = {
     "current_goals": [["find ale"]],

@@ -196,7 +196,9 @@ class TestPages(DashboardTestBase):
             metrics["daily"] = {data_today(): {"tokens": 50, "cost": 0.0}}
             self.npc.ai.set("metrics", metrics)
             html = self.staff.get("/ai/").content.decode()
-        assert "Over its own daily budget: offline model until 00:00 UTC." in html
+        assert (
+            "Over its own daily budget: telling speakers it cannot answer until 00:00 UTC." in html
+        )
 
 
 def data_today():
