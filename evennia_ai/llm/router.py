@@ -75,11 +75,10 @@ from types import ModuleType
 from typing import Any
 
 from evennia_ai import conf
+from evennia_ai.llm.errors import ProviderError
 from evennia_ai.llm.litellm_route import get_litellm
 from evennia_ai.llm.openai_wire import (
-    KIND_LABELS,
     LeanEndpoint,
-    ProviderError,
     lean_endpoint,
     litellm_patterns,
 )
@@ -342,14 +341,12 @@ class LeanRouter:
         if waits and len(waits) == len(self.groups.get(name) or []):
             return ProviderError(
                 "rate_limit",
-                f"{KIND_LABELS['rate_limit']}: every server of {name} is cooling down after "
-                "failures",
+                f"every server of {name} is cooling down after failures",
                 max(0.0, min(waits)),
             )
         return ProviderError(
             "rate_limit",
-            f"{KIND_LABELS['rate_limit']}: every server of {name} is at its "
-            "max_parallel_requests",
+            f"every server of {name} is at its max_parallel_requests",
         )
 
 
