@@ -836,7 +836,12 @@ def configure_litellm_callbacks() -> list[object]:
         try:
             callback = _load_callback(entry)
         except Exception as err:
-            logger.error("evennia_ai: litellm callback %r could not be loaded: %s", entry, err)
+            logger.error(
+                "evennia_ai: litellm callback %s could not be loaded: %s",
+                entry if isinstance(entry, str) else type(entry).__name__,
+                words(err) or "no reason given (the debug log has the traceback)",
+            )
+            logger.debug("evennia_ai: loading litellm callback %s", entry, exc_info=True)
             continue
         if isinstance(entry, str):
             _INSTALLED_CALLBACKS[entry] = callback

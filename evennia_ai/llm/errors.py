@@ -35,6 +35,7 @@ import logging
 import os
 import re
 import socket
+import urllib.error
 import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -189,7 +190,7 @@ def shown_url(url: str | None) -> str:
 _REPR = re.compile(r"\s*ssl:<[^>]*>|<[^<>]* object at 0x[0-9a-fA-F]+>|\bat 0x[0-9a-fA-F]+")
 _CLASS_PREFIX = re.compile(r"^(?:litellm\.)?[A-Za-z_.]*(?:Error|Exception|Timeout)\s*[:-]\s*")
 _WRAPPED = re.compile(r"<([A-Za-z_.]*(?:Error|Exception))\s*:?\s*([^<>]*)>")
-_KEY = re.compile(r"\b((?:sk|pk|rk)-[A-Za-z0-9]{0,8}?)[A-Za-z0-9_\-]{12,}")
+_KEY = re.compile(r"\b((?:sk|pk|rk)-)[A-Za-z0-9_\-]{12,}")
 
 
 def clean_words(text: Any, limit: int = DETAIL_CHARS) -> str:
@@ -457,6 +458,9 @@ def _os_error(chain: list[BaseException]) -> OSError | None:
         inner = getattr(err, "os_error", None)
         if isinstance(inner, OSError):
             return inner
+        reason = getattr(err, "reason", None)  # urllib's URLError wraps the socket's error
+        if isinstance(err, urllib.error.URLError) and isinstance(reason, OSError):
+            return reason
         if isinstance(err, OSError) and not isinstance(err, asyncio.TimeoutError):
             return err
     return None
@@ -551,9 +555,15 @@ def _classify(err: BaseException, url: str | None, timeout: float | None) -> Mod
     names = _names(err)
     chain = _chain(err)
     status = getattr(err, "status_code", None)
+    if isinstance(err, urllib.error.HTTPError):
+        status = err.code
     if not isinstance(status, int):
         status = next((code for name, code in _CLASS_STATUS.items() if name in names), None)
-    if isinstance(err, asyncio.TimeoutError) or names & _TIMEOUTS:
+    if (
+        isinstance(err, asyncio.TimeoutError)
+        or names & _TIMEOUTS
+        or isinstance(getattr(err, "reason", None), TimeoutError)
+    ):
         return ModelError("timeout", timeout_text(timeout))
     if names & {"RouterRateLimitError", "RouterRateLimitErrorBasic"}:
         cooldown = getattr(err, "cooldown_time", None)

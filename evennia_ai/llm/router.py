@@ -75,7 +75,7 @@ from types import ModuleType
 from typing import Any
 
 from evennia_ai import conf
-from evennia_ai.llm.errors import ProviderError
+from evennia_ai.llm.errors import ProviderError, words
 from evennia_ai.llm.litellm_route import get_litellm
 from evennia_ai.llm.openai_wire import (
     LeanEndpoint,
@@ -182,7 +182,9 @@ def get_router(litellm: ModuleType, compatible_route: Callable[[str], str]) -> A
                 except RouterConfigError as err:
                     _BUILT["error"] = str(err)
                 except Exception as err:  # litellm refused it
-                    _BUILT["error"] = f"EVENNIA_AI_ROUTER: litellm's Router refused it: {err}"
+                    _BUILT["error"] = (
+                        f"EVENNIA_AI_ROUTER: litellm's Router refused it: {words(err)}"
+                    )
         if _BUILT["error"]:
             raise RouterConfigError(_BUILT["error"])
         return _BUILT["router"]
