@@ -18,11 +18,15 @@ import re
 import threading
 import urllib.error
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from unittest import mock
 
 import aiohttp
 import pytest
 from django.test import override_settings
+from support.commands import words
+from unit.engine.test_cost_and_pace import PlayerBase
 
+from evennia_ai.commands.npcs import CmdAIStatus
 from evennia_ai.llm import errors
 from evennia_ai.llm.client import UnifiedLLMClient, get_litellm
 from evennia_ai.llm.errors import ModelError, describe, http_error, kind_of, model_error
@@ -390,3 +394,27 @@ def test_clean_words_drops_reprs_prefixes_and_keys():
         == "Cannot connect to host h:1 [x]"
     )
     assert errors.clean_words("key sk-abcdefghijklmnopqrstu refused") == "key sk-... refused"
+
+
+# -- what people see: the log, aistatus and the NPC's status after a real tick ----------------
+class TestARefusedEndpointSeenByStaff(PlayerBase):
+    """The issue's scene: the model server is stopped, a player speaks, staff look."""
+
+    def test_the_log_and_aistatus_name_the_refused_endpoint(self):
+        url = self.server.url
+        self.server.stop()  # nothing listens there any more
+        self.speak("Marta, is the kitchen still open?")
+        with mock.patch("evennia_ai.engine.bookkeeping.logger.log_err") as log_err:
+            trace = self.tick()
+        reason = f"model call failed: openai/test-model: connection refused to {url}"
+        assert trace.error == reason and kind_of(trace.error) == "connection"
+        logged = " ".join(str(c.args[0]) for c in log_err.call_args_list)
+        assert logged.endswith(
+            f"got no answer from model openai/test-model: model call failed: connection refused "
+            f"to {url}"
+        ), logged
+        assert self.npc.ai.status()["last_error"] == reason
+        status = words(self.call(CmdAIStatus(), "Innkeeper", caller=self.char1))
+        assert reason in status, status
+        for text in (logged, status):
+            assert "ssl:" not in text and "object at 0x" not in text and "Error" not in text
