@@ -395,7 +395,9 @@ class UnifiedLLMClient:
         problem = _check_request(messages, tools)
         if problem:
             return LLMResult(
-                error=f"bad request: {problem}", error_kind="bad_request", model=primary
+                error=f"the request is not valid: {problem}",
+                error_kind="bad_request",
+                model=primary,
             )
         chain = [primary] + self.fallback_models(primary, fallbacks)
         if options.get("on_delta") is not None:  # one sink for the whole call (see acomplete)

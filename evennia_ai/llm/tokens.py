@@ -684,8 +684,8 @@ def overflow_message(needed: int, limit: int, model: str | None) -> str:
         model: The model it was meant for (None: the server default).
     """
     return (
-        f"context_overflow: the request needs {needed} tokens, over the {limit} a request to "
-        f"{resolve_model(model)} may use; it was not sent"
+        f"the request does not fit the model's context window: it needs {needed} tokens, over "
+        f"the {limit} a request to {resolve_model(model)} may use; it was not sent"
     )
 
 

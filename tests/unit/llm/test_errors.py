@@ -27,7 +27,7 @@ from support.commands import words
 from unit.engine.test_cost_and_pace import PlayerBase
 
 from evennia_ai.commands.npcs import CmdAIStatus
-from evennia_ai.llm import errors
+from evennia_ai.llm import errors, tokens
 from evennia_ai.llm.client import UnifiedLLMClient, get_litellm
 from evennia_ai.llm.errors import ModelError, describe, http_error, kind_of, model_error
 from evennia_ai.llm.types import ERROR_KINDS
@@ -380,6 +380,9 @@ def test_kind_of_reads_wrapped_texts_and_every_kind_has_words():
         "timeout"
     )
     assert kind_of("") is None and kind_of("something else entirely") is None
+    assert kind_of(tokens.overflow_message(5000, 3072, "m/small")) == "context_overflow"
+    bad = UnifiedLLMClient(model="openai/m", api_base="http://127.0.0.1:9/v1").complete_sync([])
+    assert bad.error_kind == "bad_request" and kind_of(bad.error) == "bad_request", bad.error
     kinds = {kind for _, kind in errors._OPENINGS}
     assert kinds == set(ERROR_KINDS)
     with pytest.raises(ValueError):

@@ -659,7 +659,9 @@ def test_bad_requests_are_refused_before_the_network(server):
         (MESSAGES, "say"),
     ):
         result = client.complete_sync(messages, tools)
-        assert result.error_kind == "bad_request" and result.error.startswith("bad request:")
+        assert result.error_kind == "bad_request" and result.error.startswith(
+            "the request is not valid:"
+        )
     assert chat_requests(server) == []
     assert client.in_flight == 0
 
