@@ -2,8 +2,9 @@
 
 Each admin command subclasses :class:`AICommand` and implements :meth:`AICommand.run`
 instead of ``func``. Raise :class:`CommandError` with a message for the caller; any other
-exception is logged with its traceback to the server log and the caller sees one line, never
-the traceback. Replies are wrapped to the caller's screen width (:class:`FitsScreen`).
+exception is logged with its traceback to the server log and the caller sees one sentence in
+words (:func:`internal_error_text`), never the traceback nor the exception's name. Replies are
+wrapped to the caller's screen width (:class:`FitsScreen`).
 
 Example::
 
@@ -105,6 +106,54 @@ class FitsScreen:
         return super().msg(text, *args, **kwargs)
 
 
+def internal_error_text(key: str) -> str:
+    """What the caller of command ``key`` reads when it stopped on a fault of the plugin.
+
+    A sentence in words: the exception (its class, its message, its traceback) goes to the
+    server log only, under ``evennia_ai: command <key> failed``.
+    """
+    return (
+        f"{key} stopped on an internal error: a fault in the plugin, not in what you typed. "
+        f"The server log has the details (search it for 'command {key} failed')."
+    )
+
+
+def plain_value(value: Any, limit: int = 120) -> str:
+    """A stored value as people read it: text as it is, numbers and flags as words, lists and
+    dicts as JSON; never a Python repr. Cut to ``limit`` characters (an ellipsis marks the cut).
+    """
+    if value is None:
+        text = "(none)"
+    elif isinstance(value, str):
+        text = value
+    elif isinstance(value, bool):
+        text = "yes" if value else "no"
+    elif isinstance(value, (int, float)):
+        text = f"{value:g}" if isinstance(value, float) else str(value)
+    else:
+        try:
+            text = json.dumps(_plain(value), ensure_ascii=False, sort_keys=True)
+        except (TypeError, ValueError):
+            text = str(value)
+    text = " ".join(text.split())  # one line
+    return text if len(text) <= limit else text[: max(0, limit - 3)].rstrip() + "..."
+
+
+def _plain(value: Any, depth: int = 0) -> Any:
+    """``value`` with Evennia's saved containers and other objects made JSON-ready."""
+    if depth > 8:
+        return "..."
+    if isinstance(value, dict) or hasattr(value, "items"):
+        return {str(k): _plain(v, depth + 1) for k, v in dict(value.items()).items()}
+    if isinstance(value, (list, tuple, set, frozenset)) or (
+        hasattr(value, "__iter__") and not isinstance(value, (str, bytes))
+    ):
+        return [_plain(v, depth + 1) for v in value]
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)
+
+
 class AICommand(FitsScreen, COMMAND_DEFAULT_CLASS):
     """Base of the AI admin commands (help category ``Artificial Intelligence``, Builder lock).
 
@@ -163,12 +212,9 @@ class AICommand(FitsScreen, COMMAND_DEFAULT_CLASS):
             self.msg(f"|r{err}|n")
         except ControlError as err:  # plain text, maybe quoting what the caller typed
             self.msg(f"|r{raw(str(err))}|n")
-        except Exception as err:  # never a traceback to the caller
+        except Exception:  # never a traceback (nor an exception's name) to the caller
             logger.log_trace(f"evennia_ai: command {self.key} failed")
-            self.msg(
-                f"|r{self.key} failed: {type(err).__name__}: {err}. "
-                "The server log has the details.|n"
-            )
+            self.msg(f"|r{internal_error_text(self.key)}|n")
 
     def run(self):  # pragma: no cover - subclasses implement it
         raise NotImplementedError

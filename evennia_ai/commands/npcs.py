@@ -7,7 +7,7 @@ import unicodedata
 from evennia.utils.ansi import raw, strip_ansi
 
 from evennia_ai import access, conf
-from evennia_ai.commands.base import AICommand, CommandError
+from evennia_ai.commands.base import AICommand, CommandError, plain_value
 from evennia_ai.engine.trace import TickTrace
 from evennia_ai.formatting import count
 from evennia_ai.formatting import money as format_money
@@ -26,7 +26,7 @@ from evennia_ai.npc.setting_sources import (
 )
 from evennia_ai.npc.spending import FROM_NPC
 from evennia_ai.typeclasses import AIAssistantCharacter
-from evennia_ai.utils import one_line, truncate
+from evennia_ai.utils import one_line
 
 # Locks of a created NPC: nobody but Developers puppets it; its creator may edit and delete it.
 NPC_LOCKS = "puppet:perm(Developer);delete:{pid}perm(Admin);edit:{pid}perm(Admin)"
@@ -471,7 +471,7 @@ class CmdAIStatus(AICommand):
             value = (
                 "shown to Developers only"
                 if kept.get("redacted")
-                else f"value {raw(truncate(repr(kept.get('value')), 120))}"
+                else f"value {raw(plain_value(kept.get('value'), 120))}"
             )
             lines.append(
                 f"  |ykept aside|n {key} ({timestamp(kept.get('time'))}): "

@@ -62,6 +62,7 @@ from twisted.internet.defer import Deferred
 
 from evennia_ai import conf
 from evennia_ai.llm import aio, litellm_route, openai_wire, router
+from evennia_ai.llm.errors import ProviderError, malformed, words
 from evennia_ai.llm.json_protocol import to_text_protocol
 from evennia_ai.llm.litellm_route import LITELLM_ATTRIBUTES as LITELLM_ATTRIBUTES
 from evennia_ai.llm.litellm_route import LITELLM_EXCEPTIONS as LITELLM_EXCEPTIONS
@@ -74,7 +75,6 @@ from evennia_ai.llm.litellm_route import get_litellm as get_litellm
 from evennia_ai.llm.litellm_route import litellm_contract_problems as litellm_contract_problems
 from evennia_ai.llm.models import resolve_model
 from evennia_ai.llm.offline import OfflineModel
-from evennia_ai.llm.openai_wire import KIND_LABELS, ProviderError
 from evennia_ai.llm.openai_wire import parse_retry_after as parse_retry_after
 from evennia_ai.llm.request_gate import check_contract, check_window
 from evennia_ai.llm.served_windows import OLLAMA_PREFIXES
@@ -365,8 +365,11 @@ class UnifiedLLMClient:
             result = await self._complete(messages, tools, model=model, **options)
         except Exception as err:  # a bug of ours, not a provider problem: report, don't raise
             logger.exception("evennia_ai: unexpected error in the LLM client")
+            detail = words(err)
             result = LLMResult(
-                error=f"internal error: {type(err).__name__}: {err}",
+                error="the call failed: an internal error of the plugin"
+                + (f" ({detail})" if detail else "")
+                + "; the server log has the traceback",
                 error_kind="unknown",
                 model=str(model or self.model or ""),
             )
@@ -392,7 +395,9 @@ class UnifiedLLMClient:
         problem = _check_request(messages, tools)
         if problem:
             return LLMResult(
-                error=f"bad request: {problem}", error_kind="bad_request", model=primary
+                error=f"the request is not valid: {problem}",
+                error_kind="bad_request",
+                model=primary,
             )
         chain = [primary] + self.fallback_models(primary, fallbacks)
         if options.get("on_delta") is not None:  # one sink for the whole call (see acomplete)
@@ -469,8 +474,11 @@ class UnifiedLLMClient:
         try:
             native = uses_native_tools(model)
         except Exception as err:  # litellm missing or broken
+            logger.debug("evennia_ai: litellm could not be used", exc_info=True)
+            detail = words(err)
             return LLMResult(
-                error=f"litellm is not usable: {type(err).__name__}: {err}",
+                error="the call failed: litellm could not be loaded"
+                + (f" ({detail})" if detail else ""),
                 error_kind="unknown",
                 model=model,
                 attempts=0,
@@ -728,7 +736,13 @@ class UnifiedLLMClient:
         except ProviderError:
             raise
         except Exception as err:
-            raise ProviderError("malformed", f"{KIND_LABELS['malformed']}: {err}") from None
+            logger.debug("evennia_ai: %s's answer could not be read", model, exc_info=True)
+            detail = words(err)
+            raise ProviderError.of(
+                malformed(
+                    "the reply was not a chat completion" + (f" ({detail})" if detail else "")
+                )
+            ) from None
         result.native_tools = not json_protocol
         result.cost = openai_wire.price(priced_as, result.usage)
         if result.cost is None and priced_as != model:
@@ -824,7 +838,12 @@ def configure_litellm_callbacks() -> list[object]:
         try:
             callback = _load_callback(entry)
         except Exception as err:
-            logger.error("evennia_ai: litellm callback %r could not be loaded: %s", entry, err)
+            logger.error(
+                "evennia_ai: litellm callback %s could not be loaded: %s",
+                entry if isinstance(entry, str) else type(entry).__name__,
+                words(err) or "no reason given (the debug log has the traceback)",
+            )
+            logger.debug("evennia_ai: loading litellm callback %s", entry, exc_info=True)
             continue
         if isinstance(entry, str):
             _INSTALLED_CALLBACKS[entry] = callback

@@ -6,8 +6,8 @@ names in ``EVENNIA_AI_LITELLM_MODELS`` and the deployments of a litellm Router g
 (streamed when a stream consumer is given: ``stream=True`` with
 ``stream_options={"include_usage": True}``, assembled by the same
 :class:`~evennia_ai.llm.openai_wire.StreamAssembler` as the lean route), turns litellm's
-exceptions into :class:`~evennia_ai.llm.openai_wire.ProviderError` values
-(:func:`classify_exception`) and prices answers. litellm is imported lazily, with
+exceptions into :class:`~evennia_ai.llm.errors.ProviderError` values in words
+(:func:`evennia_ai.llm.errors.model_error`) and prices answers. litellm is imported lazily, with
 ``LITELLM_LOCAL_MODEL_COST_MAP=True`` put in the environment first unless the user set it, so
 importing it fetches nothing from the internet. litellm's own retries are switched off
 (``num_retries=0``, ``max_retries=0``): the client retries, and the two would multiply.
@@ -16,26 +16,20 @@ importing it fetches nothing from the internet. litellm's own retries are switch
 from __future__ import annotations
 
 import copy
-import json
 import logging
 import os
-import re
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from types import ModuleType
 from typing import Any
 
 from evennia_ai import conf
-from evennia_ai.llm.openai_wire import (
-    KIND_LABELS,
-    ProviderError,
-    StreamAssembler,
-    parse_retry_after,
-)
+from evennia_ai.llm.errors import ProviderError, model_error
+from evennia_ai.llm.openai_wire import StreamAssembler
 from evennia_ai.llm.types import JSONObject, LLMResult, StreamSink
 
 logger = logging.getLogger(__name__)
-_KIND_LABELS = KIND_LABELS
 
 _litellm: ModuleType | None = None
 _litellm_lock = threading.Lock()
@@ -110,154 +104,9 @@ def litellm_contract_problems(litellm: ModuleType | None = None) -> list[str]:
     return problems
 
 
-_PREFIX = re.compile(r"^(?:litellm\.)?[A-Za-z_]*(?:Error|Exception|Timeout)\s*[:-]\s*")
-_DECODE_WORDS = re.compile(
-    r"Expecting value|Expecting property name|Expecting ',' delimiter|Unterminated string|"
-    r"Extra data|Invalid control character|JSONDecodeError|Received response -",
-)
-
-
-#: ``ssl:<SSLContext object at 0x...>`` and similar reprs in aiohttp's connection errors.
-_REPR = re.compile(r"\s*ssl:<[^>]*>|<[A-Za-z_.]+ object at 0x[0-9a-f]+>")
-
-
-def _detail(err: Exception) -> str:
-    """The useful part of a provider error message: one line, no class-name prefixes."""
-    text = str(err).strip().splitlines()[0] if str(err).strip() else ""
-    previous = None
-    while previous != text:
-        previous = text
-        text = _PREFIX.sub("", text).strip()
-    text = text.split(", Received response")[0].split(" Error_str:")[0]
-    text = _REPR.sub("", text)  # no ssl:<SSLContext object at 0x...> in a message to people
-    text = re.sub(r"^error - ", "", text)
-    text = _json_error_message(text)
-    return (text[:200] + "...") if len(text) > 200 else text
-
-
-def _json_error_message(text: str) -> str:
-    """The ``error.message`` of an OpenAI-style JSON error body, or ``text`` unchanged.
-
-    The plain HTTP route passes the server's body through where the SDK parsed it.
-    """
-    start = text.find("{")
-    if start < 0:
-        return text
-    try:
-        body = json.loads(text[start:])
-    except ValueError:
-        return text
-    error = body.get("error") if isinstance(body, dict) else None
-    message = error.get("message") if isinstance(error, dict) else error
-    if isinstance(message, str) and message.strip():
-        return message.strip()  # what precedes the body is the route's exception label
-    return text
-
-
-def _retry_after(err: Exception) -> float | None:
-    """Seconds from a ``Retry-After`` (or ``retry-after-ms``) header on a provider error."""
-    for holder in (err, getattr(err, "response", None)):
-        for attribute in ("litellm_response_headers", "headers"):
-            headers = getattr(holder, attribute, None)
-            if not headers:
-                continue
-            try:
-                millis = headers.get("retry-after-ms")
-                if millis:
-                    return float(millis) / 1000.0
-                seconds = parse_retry_after(
-                    headers.get("retry-after") or headers.get("Retry-After")
-                )
-            except (TypeError, ValueError, AttributeError):
-                continue  # headers of an unexpected type: use our backoff
-            if seconds is not None:
-                return seconds
-    return None
-
-
-_CONNECTION_ERRORS = frozenset(
-    {
-        "APIConnectionError",
-        "ConnectError",
-        "ConnectionError",
-        "ConnectionRefusedError",
-        "RemoteProtocolError",
-        # aiohttp, litellm's transport for async calls
-        "ClientConnectorError",
-        "ClientOSError",
-        "ClientPayloadError",
-        "ServerDisconnectedError",
-    }
-)
-# litellm reports transport failures of its async (aiohttp) route as a 500 with these words.
-_CONNECTION_WORDS = re.compile(
-    r"^Connection error\.?$|Connection refused|Name or service not known|Server disconnected|"
-    r"Cannot connect to host|ClientPayloadError|Response payload is not completed|"
-    r"ServerDisconnectedError|ClientConnectorError"
-)
-
-
-_REQUEST_ERRORS = frozenset(
-    {
-        "BadRequestError",
-        "NotFoundError",
-        "UnprocessableEntityError",
-        "ContextWindowExceededError",
-        "UnsupportedParamsError",
-        "ContentPolicyViolationError",
-    }
-)
-
-
-def _class_names(err: BaseException | None) -> set[str]:
-    """Class names of ``err`` and of the exceptions it was raised from (a few levels)."""
-    names: set[str] = set()
-    seen = 0
-    while err is not None and seen < 5:
-        names.update(cls.__name__ for cls in type(err).__mro__)
-        err = err.__cause__ or err.__context__
-        seen += 1
-    return names
-
-
 def classify_exception(err: Exception) -> ProviderError:
-    """Map a litellm / openai / httpx exception to an error kind with a short message."""
-    names = {cls.__name__ for cls in type(err).__mro__}
-    status = getattr(err, "status_code", None)
-    detail = _detail(err) or type(err).__name__
-    if names & {"Timeout", "APITimeoutError", "TimeoutException", "ReadTimeout", "TimeoutError"}:
-        kind = "timeout"
-    elif "RateLimitError" in names or status == 429:
-        kind = "rate_limit"
-    elif names & {"RouterRateLimitError", "RouterRateLimitErrorBasic"}:
-        # every deployment of a Router model is cooling down: wait, as for a rate limit
-        cooldown = getattr(err, "cooldown_time", None)
-        return ProviderError(
-            "rate_limit",
-            f"{_KIND_LABELS['rate_limit']}: every server of {getattr(err, 'model', 'the model')} "
-            "is cooling down after failures",
-            float(cooldown) if isinstance(cooldown, (int, float)) else None,
-        )
-    elif names & {"AuthenticationError", "PermissionDeniedError"} or status in (401, 403):
-        kind = "auth"
-    elif _class_names(err) & _CONNECTION_ERRORS or (
-        status in (None, 500) and _CONNECTION_WORDS.search(detail)
-    ):
-        kind = "connection"  # litellm reports a refused connection as a 500
-    elif _DECODE_WORDS.search(str(err)) and (status in (None, 200, 500)):
-        kind = "malformed"  # litellm reports an unreadable 200 body as a 500
-    elif names & _REQUEST_ERRORS or (isinstance(status, int) and 400 <= status < 500):
-        kind = "bad_request"
-    elif names & {"InternalServerError", "ServiceUnavailableError", "BadGatewayError"} or (
-        isinstance(status, int) and status >= 500
-    ):
-        kind = "server"
-    else:
-        kind = "unknown"
-    label = _KIND_LABELS[kind]
-    if isinstance(status, int) and kind in ("server", "bad_request", "auth", "rate_limit"):
-        label = f"{label} (HTTP {status})"
-    return ProviderError(kind, f"{label}: {detail}", _retry_after(err))
+    """A litellm / openai / httpx exception as a ProviderError (see :func:`.errors.model_error`)."""
+    return ProviderError.of(model_error(err))
 
 
 def loaded() -> bool:
@@ -340,14 +189,10 @@ def call_error(err: Exception, kwargs: dict[str, Any], model: str) -> ProviderEr
     """A litellm exception of one call as the ProviderError the client reports."""
     if isinstance(err, ProviderError):
         return err
-    error = classify_exception(err)
-    if error.kind == "timeout":
-        return ProviderError("timeout", f"timeout: no answer within {kwargs['timeout']:g} s")
+    error = model_error(err, url=kwargs.get("api_base"), timeout=kwargs.get("timeout"))
     if kwargs["model"] != model:  # name the model as the operator did, not its route
-        return ProviderError(
-            error.kind, str(error).replace(kwargs["model"], model), error.retry_after
-        )
-    return error
+        error = replace(error, text=error.text.replace(kwargs["model"], model))
+    return ProviderError.of(error)
 
 
 #: about 1 ms of CPU per call (litellm tries every generalisation of the name) and gives the

@@ -33,9 +33,10 @@ session is made, as litellm's client reads them when it is made), TLS as litellm
 ``litellm.ssl_verify``, ``SSL_CERT_FILE``, certifi; client certificate ``SSL_CERTIFICATE``).
 The timeout covers the whole call, a streamed answer included.
 
-**Errors** are :class:`ProviderError` values with the kinds and wording of the litellm route
-(rate limit with ``Retry-After``, auth, request refused, server error, timeout, could not
-connect, malformed or empty answer), words only, never a Python repr.
+**Errors** are :class:`~evennia_ai.llm.errors.ProviderError` values made by
+:mod:`evennia_ai.llm.errors`, as on the litellm route: a kind and the cause in words
+("connection refused to http://127.0.0.1:5100/v1", "timed out after 30 s", "the provider is
+rate-limiting (429)" with its ``Retry-After`` kept), never a Python repr.
 
 **Streaming** (:func:`post_chat` with ``on_delta``): the server-sent events are read as they
 arrive, each ``data:`` line decoded once; every piece is handed to ``on_delta`` in order and
@@ -57,14 +58,15 @@ import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timezone
-from email.utils import parsedate_to_datetime
 from typing import Any
 
 import aiohttp
 import certifi
 
 from evennia_ai import conf
+from evennia_ai.llm.errors import ProviderError as ProviderError
+from evennia_ai.llm.errors import empty, http_error, malformed, model_error
+from evennia_ai.llm.errors import parse_retry_after as parse_retry_after
 from evennia_ai.llm.json_protocol import decode_arguments, parse_tool_calls_from_text
 from evennia_ai.llm.tokens import model_info
 from evennia_ai.llm.types import (
@@ -76,44 +78,10 @@ from evennia_ai.llm.types import (
     ToolCall,
     ToolCallDelta,
 )
-from evennia_ai.utils import utcnow
 
 logger = logging.getLogger(__name__)
 
 OPENAI_API_BASE = "https://api.openai.com/v1"
-#: What a refused connection, a dropped one and a cut answer are called (no socket reprs).
-_CUT = "the server closed the connection before the answer was complete"
-
-
-class ProviderError(Exception):
-    """A classified provider failure (internal to the client's retry loop).
-
-    Attributes:
-        kind: One of :data:`~evennia_ai.llm.types.ERROR_KINDS`.
-        retry_after: Seconds the server asked us to wait, if it said.
-        streamed: Pieces of the answer had already been handed to ``on_delta`` (the player
-            may have seen them): the call is not retried.
-    """
-
-    def __init__(self, kind: str, message: str, retry_after: float | None = None):
-        super().__init__(message)
-        self.kind = kind
-        self.retry_after = retry_after
-        self.streamed = False
-
-
-KIND_LABELS = {
-    "timeout": "timeout",
-    "rate_limit": "rate limited",
-    "server": "server error",
-    "malformed": "malformed answer",
-    "auth": "authentication failed",
-    "bad_request": "request refused",
-    "empty": "empty answer",
-    "connection": "could not connect",
-    "context_overflow": "request over the window",
-    "unknown": "call failed",
-}
 
 
 # -- which models take the lean route ----------------------------------------------------------
@@ -420,104 +388,21 @@ SESSIONS = _Sessions()
 
 
 # -- errors -----------------------------------------------------------------------------------------
-def parse_retry_after(value: Any) -> float | None:
-    """Seconds to wait from a ``Retry-After`` value: delay-seconds or an HTTP date (RFC 9110).
-
-    A date in the past means at once (0.0); anything unreadable is None (our backoff applies).
-    """
-    if value is None:
-        return None
-    text = str(value).strip()
-    if not text:
-        return None
-    try:
-        return max(0.0, float(text))
-    except ValueError:
-        pass
-    try:
-        when = parsedate_to_datetime(text)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when is None:
-        return None
-    if when.tzinfo is None:  # an HTTP date is GMT; a malformed zone-less one is taken as such
-        when = when.replace(tzinfo=timezone.utc)
-    return max(0.0, (when - utcnow()).total_seconds())
+def status_error(status: int, headers: Any, raw: bytes, url: str | None = None) -> ProviderError:
+    """The ProviderError for an HTTP error answer (see :func:`.errors.http_error`)."""
+    logger.debug(
+        "evennia_ai: %s answered HTTP %d: %s", url or "the model server", status, raw[:2000]
+    )
+    return ProviderError.of(http_error(status, raw, headers=headers, url=url))
 
 
-def _error_message(raw: bytes) -> str:
-    """The ``error.message`` of an OpenAI-style error body, else its text (one line, short)."""
-    text = raw.decode("utf-8", "replace").strip()
-    try:
-        data = json.loads(text)
-    except ValueError:
-        data = None
-    if isinstance(data, dict):
-        error = data.get("error")
-        message = error.get("message") if isinstance(error, dict) else error
-        if isinstance(message, str) and message.strip():
-            text = message.strip()
-        elif isinstance(data.get("detail"), str):
-            text = data["detail"]
-    text = text.splitlines()[0] if text else ""
-    return (text[:200] + "...") if len(text) > 200 else text
+def transport_error(err: BaseException, seconds: float, url: str | None = None) -> ProviderError:
+    """The ProviderError for a failure below HTTP (see :func:`.errors.model_error`)."""
+    return ProviderError.of(model_error(err, url=url, timeout=seconds))
 
 
-def status_error(status: int, headers: Any, raw: bytes) -> ProviderError:
-    """The ProviderError for an HTTP error answer, worded as the litellm route words it."""
-    detail = _error_message(raw) or f"HTTP {status}"
-    retry_after = None
-    millis = headers.get("retry-after-ms") if headers else None
-    try:
-        retry_after = float(millis) / 1000.0 if millis else None
-    except ValueError:
-        retry_after = None
-    if retry_after is None and headers:
-        retry_after = parse_retry_after(headers.get("Retry-After"))
-    if status == 429:
-        kind = "rate_limit"
-    elif status in (401, 403):
-        kind = "auth"
-    elif 400 <= status < 500:
-        kind = "bad_request"
-    else:
-        kind = "server"
-    return ProviderError(kind, f"{KIND_LABELS[kind]} (HTTP {status}): {detail}", retry_after)
-
-
-def transport_error(err: BaseException, seconds: float) -> ProviderError:
-    """The ProviderError for a failure below HTTP, in words."""
-    if isinstance(err, asyncio.TimeoutError):
-        return ProviderError("timeout", f"timeout: no answer within {seconds:g} s")
-    if isinstance(err, aiohttp.ClientConnectorError):
-        return ProviderError(
-            "connection",
-            f"{KIND_LABELS['connection']}: Cannot connect to host {err.host}:{err.port} "
-            f"({_os_reason(err.os_error)})",
-        )
-    if isinstance(err, aiohttp.ServerDisconnectedError):
-        return ProviderError("connection", f"{KIND_LABELS['connection']}: Server disconnected")
-    if isinstance(err, aiohttp.ClientPayloadError):
-        return ProviderError("connection", f"{KIND_LABELS['connection']}: {_CUT}")
-    if isinstance(err, (aiohttp.ClientOSError, ConnectionError)):
-        return ProviderError("connection", f"{KIND_LABELS['connection']}: {_os_reason(err)}")
-    if isinstance(err, aiohttp.InvalidURL):
-        return ProviderError("bad_request", f"{KIND_LABELS['bad_request']}: invalid URL {err}")
-    words = str(err).splitlines()[0] if str(err).strip() else type(err).__name__
-    return ProviderError("unknown", f"{KIND_LABELS['unknown']}: {words}")
-
-
-def _os_reason(err: BaseException | None) -> str:
-    """An operating-system error in words ("connection refused"), without addresses or reprs."""
-    number = getattr(err, "errno", None)
-    if isinstance(number, int) and number > 0:
-        return os.strerror(number).lower()
-    text = str(getattr(err, "strerror", None) or "").strip()
-    return text.lower() if text and "<" not in text else "the connection failed"
-
-
-def _malformed(err: ValueError) -> ProviderError:
-    return ProviderError("malformed", f"{KIND_LABELS['malformed']}: the body is not JSON ({err})")
+def _malformed(what: str = "the reply was not valid JSON") -> ProviderError:
+    return ProviderError.of(malformed(what))
 
 
 # -- one call -----------------------------------------------------------------------------------------
@@ -550,7 +435,9 @@ async def post_chat(
                 proxy=SESSIONS.proxy_for(endpoint.url),
             ) as response:
                 if response.status >= 400:
-                    raise status_error(response.status, response.headers, await response.read())
+                    raise status_error(
+                        response.status, response.headers, await response.read(), endpoint.url
+                    )
                 if sink is not None and _is_event_stream(response):
                     return await _read_stream(response, sink)
                 raw = await response.read()
@@ -558,15 +445,16 @@ async def post_chat(
         err.streamed = bool(sink and sink.handed)
         raise
     except (asyncio.TimeoutError, aiohttp.ClientError, OSError) as err:
-        error = transport_error(err, timeout)
+        error = transport_error(err, timeout, endpoint.url)
         error.streamed = bool(sink and sink.handed)
         raise error from None
     try:
         data = json.loads(raw)
     except ValueError as err:
-        raise _malformed(err) from None
+        logger.debug("evennia_ai: %s answered a body that is not JSON: %s", endpoint.url, err)
+        raise _malformed() from None
     if not isinstance(data, dict):
-        raise ProviderError("malformed", f"{KIND_LABELS['malformed']}: the body is no JSON object")
+        raise _malformed("the reply was not a JSON object")
     if sink is not None:  # a server that ignored "stream": hand the whole answer over at once
         sink.replay(data)
     return data
@@ -669,7 +557,7 @@ class StreamAssembler:
     def completion(self) -> JSONObject:
         """The assembled answer, shaped as a non-streamed ``chat.completion``."""
         if not self.chunks:
-            raise ProviderError("empty", f"{KIND_LABELS['empty']}: the stream held no answer")
+            raise ProviderError.of(empty("the streamed reply was empty"))
         message: JSONObject = {
             "role": "assistant",
             "content": "".join(self.content) if self.content or not self.calls else None,
@@ -706,17 +594,19 @@ async def _read_stream(response: aiohttp.ClientResponse, sink: Sink) -> JSONObje
             try:
                 chunk = json.loads(data)
             except ValueError as err:
-                raise _malformed(err) from None
+                logger.debug("evennia_ai: a streamed piece is not JSON: %s", err)
+                raise _malformed("the streamed reply was not valid JSON") from None
             if not isinstance(chunk, dict):
-                raise ProviderError(
-                    "malformed", f"{KIND_LABELS['malformed']}: a chunk is no object"
-                )
+                raise _malformed("the streamed reply was not in the chat-completion format")
             if isinstance(chunk.get("error"), dict):  # some servers report a failure in-stream
                 raise status_error(500, None, data)
             try:
                 assembler.add(chunk)
             except (TypeError, ValueError, AttributeError) as err:
-                raise ProviderError("malformed", f"{KIND_LABELS['malformed']}: {err}") from None
+                logger.debug("evennia_ai: a streamed piece could not be read: %s", err)
+                raise _malformed(
+                    "the streamed reply was not in the chat-completion format"
+                ) from None
     return assembler.completion()
 
 
@@ -725,11 +615,11 @@ def read_completion(data: JSONObject, native: bool, tool_names: list[str]) -> LL
     """An LLMResult from a ``chat.completion`` dict (both routes); ProviderError when empty."""
     choices = data.get("choices")
     if not choices:
-        raise ProviderError("empty", f"{KIND_LABELS['empty']}: the provider returned no choices")
+        raise ProviderError.of(empty("the reply was empty (no choices)"))
     choice = choices[0]
     message = choice.get("message") if isinstance(choice, dict) else None
     if not isinstance(message, dict):
-        raise ProviderError("malformed", f"{KIND_LABELS['malformed']}: the choice has no message")
+        raise _malformed("the reply was not a chat completion (its choice has no message)")
     text = message.get("content")
     if text is not None and not isinstance(text, str):
         text = str(text)

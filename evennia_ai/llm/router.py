@@ -75,11 +75,10 @@ from types import ModuleType
 from typing import Any
 
 from evennia_ai import conf
+from evennia_ai.llm.errors import ProviderError, words
 from evennia_ai.llm.litellm_route import get_litellm
 from evennia_ai.llm.openai_wire import (
-    KIND_LABELS,
     LeanEndpoint,
-    ProviderError,
     lean_endpoint,
     litellm_patterns,
 )
@@ -183,7 +182,9 @@ def get_router(litellm: ModuleType, compatible_route: Callable[[str], str]) -> A
                 except RouterConfigError as err:
                     _BUILT["error"] = str(err)
                 except Exception as err:  # litellm refused it
-                    _BUILT["error"] = f"EVENNIA_AI_ROUTER: litellm's Router refused it: {err}"
+                    _BUILT["error"] = (
+                        f"EVENNIA_AI_ROUTER: litellm's Router refused it: {words(err)}"
+                    )
         if _BUILT["error"]:
             raise RouterConfigError(_BUILT["error"])
         return _BUILT["router"]
@@ -342,14 +343,12 @@ class LeanRouter:
         if waits and len(waits) == len(self.groups.get(name) or []):
             return ProviderError(
                 "rate_limit",
-                f"{KIND_LABELS['rate_limit']}: every server of {name} is cooling down after "
-                "failures",
+                f"every server of {name} is cooling down after failures",
                 max(0.0, min(waits)),
             )
         return ProviderError(
             "rate_limit",
-            f"{KIND_LABELS['rate_limit']}: every server of {name} is at its "
-            "max_parallel_requests",
+            f"every server of {name} is at its max_parallel_requests",
         )
 
 

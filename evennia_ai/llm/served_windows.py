@@ -33,6 +33,7 @@ from typing import Any
 
 from evennia_ai import conf
 from evennia_ai.llm import tokens
+from evennia_ai.llm.errors import describe, shown_url
 
 _log = logging.getLogger("evennia_ai")
 
@@ -120,7 +121,12 @@ def probe_window(
         if api_base:
             return openai_server_window(model, api_base, api_key, timeout)
     except (OSError, ValueError, urllib.error.URLError) as err:
-        _log.info("evennia_ai: could not ask %s for the window of %s (%s)", api_base, model, err)
+        _log.info(
+            "evennia_ai: could not ask %s for the window of %s (%s)",
+            shown_url(api_base) or "its server",
+            model,
+            describe(err, url=api_base, timeout=timeout),
+        )
     return None
 
 

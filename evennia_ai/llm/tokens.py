@@ -63,6 +63,7 @@ import tiktoken
 from tiktoken.model import encoding_name_for_model
 
 from evennia_ai import conf
+from evennia_ai.llm.errors import words
 from evennia_ai.llm.models import resolve_model
 
 _log = logging.getLogger("evennia_ai")
@@ -200,7 +201,10 @@ def _load_encoding(name: str) -> tiktoken.Encoding | None:
     try:
         return tiktoken.get_encoding(name)
     except Exception as err:  # a corrupt file, a broken install: fall back to chars/4
-        _log.warning("evennia_ai: tiktoken cannot load %s (%s); counting chars/4", name, err)
+        _log.warning(
+            "evennia_ai: tiktoken cannot load %s (%s); counting chars/4", name, words(err) or "?"
+        )
+        _log.debug("evennia_ai: tiktoken's error", exc_info=True)
         return None
 
 
@@ -680,8 +684,8 @@ def overflow_message(needed: int, limit: int, model: str | None) -> str:
         model: The model it was meant for (None: the server default).
     """
     return (
-        f"context_overflow: the request needs {needed} tokens, over the {limit} a request to "
-        f"{resolve_model(model)} may use; it was not sent"
+        f"the request does not fit the model's context window: it needs {needed} tokens, over "
+        f"the {limit} a request to {resolve_model(model)} may use; it was not sent"
     )
 
 

@@ -101,8 +101,12 @@ class LLMResult:
         latency: Seconds from the call to its result, retries and backoff included.
         model: The model that answered (a fallback's name when one was used).
         attempts: HTTP attempts made over every model tried.
-        error: Short, readable reason the call failed; None on success.
-        error_kind: One of :data:`ERROR_KINDS` when ``error`` is set.
+        error: Why the call failed, in words for people ("connection refused to
+            http://127.0.0.1:5100/v1", "timed out after 30 s"; made by
+            :mod:`evennia_ai.llm.errors`, never a Python repr); None on success.
+        error_kind: One of :data:`ERROR_KINDS` when ``error`` is set (for code: retries,
+            fallbacks, outage counting; :func:`evennia_ai.llm.errors.kind_of` reads it back
+            from a stored ``error``).
         finish_reason: The provider's finish reason ("stop", "tool_calls", "length", ...).
         fallback_used: True when a model other than the first one answered (or failed last).
         native_tools: False when the JSON tool protocol was used for this call.

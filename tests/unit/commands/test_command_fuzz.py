@@ -132,9 +132,9 @@ arguments = (
 )
 switch_junk = st.text(alphabet="abcdefghijklmnopqrstuvwxyz_-0123456789/=", max_size=8)
 
-# The generic handler of AICommand.func: "<key> failed: <Exception>: ... The server log has ..."
+# The generic handler of AICommand.func: "<key> stopped on an internal error: ..."
 # (wrapped to the client's width, so any whitespace between the words)
-GENERIC_FAILURE = re.compile(r"failed:\s+\w+:\s.*The\s+server\s+log\s+has\s+the\s+details", re.S)
+GENERIC_FAILURE = re.compile(r"stopped\s+on\s+an\s+internal\s+error", re.S)
 
 
 class CommandFuzzTest(AICommandTestBase):

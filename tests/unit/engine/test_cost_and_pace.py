@@ -335,8 +335,8 @@ class TestNeverInSilence(PlayerBase):
         assert log_err.call_args_list == [
             mock.call(
                 f"{who}: tick_event tick {trace.tick_id} got no answer from model "
-                "openai/test-model: model call failed: server error (HTTP 500): scripted server "
-                "error"
+                "openai/test-model: model call failed: the provider failed (500): scripted "
+                "server error"
             )
         ]
         self.server.enqueue({"tool_calls": [call("say", message="Sorry, I was miles away.")]})

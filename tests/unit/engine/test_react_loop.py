@@ -300,7 +300,7 @@ def test_timeout_ends_the_tick(server):
     server.enqueue({"fault": "hang", "seconds": 3})
     out = run(server, [Say()], client=make_client(server, timeout=0.3))
     assert out.stop_reason == StopReason.ERROR
-    assert "imeout" in out.trace.iterations[0].error
+    assert out.trace.iterations[0].error == "timed out after 0.3 s"
 
 
 def test_retry_then_success(server):

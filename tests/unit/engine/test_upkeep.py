@@ -209,6 +209,36 @@ def test_a_failed_summary_erases_nothing_and_is_in_the_trace():
     log_err.assert_called_once()
 
 
+@pytest.mark.parametrize("route", ["lean", "litellm"])
+def test_a_summary_model_that_refuses_connections_is_named_in_words(route):
+    """Issue 35: a helper call's failure reaches the trace and the log in words, on both routes
+    (the summary model's endpoint refuses connections; no socket or SSL-context repr)."""
+    from evennia_ai.llm.client import UnifiedLLMClient
+    from evennia_ai.testing.model_server import ModelServer
+
+    with ModelServer() as gone:
+        url = gone.url  # closed now
+    client = UnifiedLLMClient(api_base=url, api_key="x", timeout=2, max_retries=0, fallbacks=[])
+    history = history_of(10)
+    ai = FakeAI(history=history, compaction={"pending": True})
+    trace = TickTrace(tick_id=12)
+    with (
+        override_settings(
+            EVENNIA_AI_COMPACTION_STRATEGY="summarize",
+            EVENNIA_AI_COMPACTION_KEEP_RECENT=4,
+            EVENNIA_AI_LITELLM_MODELS=["*"] if route == "litellm" else [],
+        ),
+        mock.patch.object(upkeep, "defer_to_thread", defer.maybeDeferred),
+        mock.patch.object(upkeep.logger, "log_err") as log_err,
+    ):
+        upkeep_of(ai).compact(client, "openai/summary", 12, trace)
+    assert trace.error == (
+        f"summarising history failed (connection refused to {url}); history left as it was"
+    )
+    log_err.assert_called_once_with(f"evennia_ai [Innkeeper#7]: {trace.error}")
+    assert ai.state["history"] == history
+
+
 def test_no_paid_summary_past_the_budget():
     ai = FakeAI(history=history_of(10), compaction={"pending": True})
     client = SimpleNamespace(resolve_model=lambda model: "openai/summary")

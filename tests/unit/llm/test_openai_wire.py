@@ -350,7 +350,7 @@ def test_the_timeout_covers_the_whole_stream():
         client = client_for(slow, timeout=0.6, max_retries=0)
         result = client.complete_sync(MESSAGES, on_delta=pieces)
     assert not result.ok and result.error_kind == "timeout"
-    assert result.error == "timeout: no answer within 0.6 s"
+    assert result.error == "timed out after 0.6 s"
     assert 2 <= len(pieces) < 40
 
 
@@ -451,18 +451,22 @@ def test_tls_follows_litellms_settings(monkeypatch):
 @pytest.mark.parametrize(
     "fault, kind, words",
     [
-        ("500", "server", "server error (HTTP 500): scripted server error"),
-        ("429", "rate_limit", "rate limited (HTTP 429): rate limited; retry after 3 s"),
-        ("empty_choices", "empty", "empty answer: the provider returned no choices"),
-        ("disconnect", "connection", "could not connect: Server disconnected"),
-        ("truncated", "connection", "could not connect: the server closed the connection"),
-        ("malformed", "malformed", "malformed answer: the body is not JSON"),
+        ("500", "server", "the provider failed (500): scripted server error"),
+        ("429", "rate_limit", "the provider is rate-limiting (429); it asks to wait 3 s"),
+        ("empty_choices", "empty", "the reply was empty (no choices)"),
+        ("disconnect", "connection", "the server at {url} closed the connection without answering"),
+        (
+            "truncated",
+            "connection",
+            "the server at {url} closed the connection before the answer was complete",
+        ),
+        ("malformed", "malformed", "the reply was not valid JSON"),
     ],
 )
 def test_lean_errors_have_the_kinds_and_words_of_the_litellm_route(server, fault, kind, words):
     server.enqueue({"fault": fault, "retry_after": 3} if fault == "429" else {"fault": fault})
     result = client_for(server, max_retries=0, fallbacks=[]).complete_sync(MESSAGES)
-    assert result.error_kind == kind and result.error.startswith(words), result.error
+    assert result.error_kind == kind and result.error == words.format(url=server.url), result.error
     if fault == "429":
         assert "Retry" not in result.error  # the header is read, not quoted
 
@@ -474,7 +478,7 @@ def test_a_refused_connection_is_named_in_words():
         model="openai/test-model", api_base=url, api_key="x", timeout=2, max_retries=0
     ).complete_sync(MESSAGES)
     assert result.error_kind == "connection"
-    assert result.error.endswith("(connection refused)") and "0x" not in result.error
+    assert result.error == f"connection refused to {url}"
 
 
 def test_retry_after_of_a_rate_limit_is_used_for_the_backoff(server):
@@ -498,6 +502,4 @@ def test_the_litellm_route_words_a_refused_connection_without_reprs():
     )
     error = classify_exception(err)
     assert error.kind == "connection"
-    assert str(error) == (
-        "could not connect: Cannot connect to host 127.0.0.1:49061 [Connect call failed]"
-    )
+    assert str(error) == "connection refused to 127.0.0.1:49061"

@@ -524,8 +524,8 @@ def test_overflow_message_names_the_cause_in_words():
     with override_settings(EVENNIA_AI_MODEL="openai/server-default"):
         text = tokens.overflow_message(5000, 3072, "m/small")
         assert text == (
-            "context_overflow: the request needs 5000 tokens, over the 3072 a request to "
-            "m/small may use; it was not sent"
+            "the request does not fit the model's context window: it needs 5000 tokens, over "
+            "the 3072 a request to m/small may use; it was not sent"
         )
         assert "openai/server-default may use" in tokens.overflow_message(5000, 3072, None)
 

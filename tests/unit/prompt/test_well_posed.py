@@ -287,7 +287,7 @@ class TestGate:
             check = request_gate.check_window(
                 "openai/test-model", [{"role": "user", "content": "word " * 5000}], None
             )
-        assert not check.fits and "context_overflow" in check.describe()
+        assert not check.fits and "does not fit the model's context window" in check.describe()
 
     def test_the_request_gate_is_not_named_like_the_memory_gate(self):
         # llm.gate and memory.gate were two different gates with one name; memory.gate is the
@@ -313,7 +313,7 @@ class TestContextOverflow(ReadingBase):
         with override_settings(EVENNIA_AI_CONTEXT_WINDOWS={"openai/test-model": 4096}):
             trace = self.tick()
         assert trace.stop_reason == StopReason.CONTEXT_OVERFLOW.value
-        assert "context_overflow" in trace.error
+        assert "does not fit the model's context window" in trace.error
         assert self.requests() == []  # nothing was sent
 
 
