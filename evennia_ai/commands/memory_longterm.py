@@ -12,6 +12,7 @@ from evennia_ai import access, conf
 from evennia_ai.commands.base import CommandError, SwitchedCommand
 from evennia_ai.commands.memory_common import short
 from evennia_ai.formatting import date, timestamp
+from evennia_ai.llm.errors import reason
 from evennia_ai.memory import longterm
 from evennia_ai.memory.gate import describe_counts
 from evennia_ai.memory.keyword_index import KeywordIndexUnavailable
@@ -60,7 +61,7 @@ def unavailable_message(failure) -> str:
 
     if failure.check(KeywordIndexUnavailable):
         return f"Long-term memory is unavailable: {failure.getErrorMessage()}"
-    return f"Long-term memory failed: {failure.type.__name__}: {failure.getErrorMessage()}"
+    return f"Long-term memory failed: {reason(failure.value)}."
 
 
 class CmdAILongTerm(SwitchedCommand):

@@ -43,6 +43,7 @@ from evennia_ai import conf
 from evennia_ai.engine.react import ReactLoop
 from evennia_ai.engine.redaction import npc_secrets, redact_secrets
 from evennia_ai.engine.trace import TickTrace
+from evennia_ai.llm.errors import reason
 from evennia_ai.llm.threads import run_in_thread
 from evennia_ai.llm.tokens import request_counter
 from evennia_ai.llm.types import LLMResult, LLMUsage, ToolCall
@@ -271,7 +272,7 @@ def _write_line(path: str, line: dict, secrets: list[str]) -> None:
     try:
         line["baseline"] = build_request(line["snapshot"])[0].sections
     except Exception as err:  # the snapshot cannot be replayed: say so in the recording
-        line["baseline_error"] = f"{type(err).__name__}: {err}"
+        line["baseline_error"] = reason(err)
     data = (json.dumps(line, ensure_ascii=False) + "\n").encode("utf-8")
     cap = conf.get_int("EVENNIA_AI_RECORD_MAX_BYTES")
     size = os.path.getsize(path) if os.path.exists(path) else 0

@@ -45,6 +45,7 @@ from evennia_ai.engine.recording import (  # noqa: E402
     read_recording,
     replay_tick,
 )
+from evennia_ai.llm.errors import reason  # noqa: E402
 
 
 def describe(number: int, replay) -> list[str]:
@@ -96,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
             except RecordingError as err:
                 problems.append(f"line {number}: {err}")
             except Exception as err:  # a line this build cannot rebuild: say which and why
-                problems.append(f"line {number}: cannot be replayed ({type(err).__name__}: {err})")
+                problems.append(f"line {number}: cannot be replayed ({reason(err)})")
     except RecordingError as err:
         problems.append(str(err))
     diverged = [replay for _, replay in ticks if replay.diverged]

@@ -50,6 +50,7 @@ from typing import Any, Callable, Iterable, Protocol
 from evennia.utils import logger
 from twisted.internet import reactor
 
+from evennia_ai.llm.errors import reason
 from evennia_ai.llm.json_protocol import first_call_so_far, partial_object, starts_as_json
 from evennia_ai.llm.types import StreamDelta
 
@@ -320,7 +321,7 @@ class ReplyStream:
             why = self.is_cancelled() or self.utterance.add(sentence)
         except Exception as err:  # a game hook failed: nothing more is shown, the tick goes on
             logger.log_trace("evennia_ai: a streamed reply could not be shown")
-            why = f"the reply could not be shown ({type(err).__name__}: {err})"
+            why = f"the reply could not be shown ({reason(err)})"
         if why:
             self.report.withheld = why
             return

@@ -551,6 +551,36 @@ def describe(err: BaseException, *, url: str | None = None, timeout: float | Non
     return model_error(err, url=url, timeout=timeout).text
 
 
+#: Exceptions that are faults in code (the plugin's or the game's): their messages name code.
+_FAULTS = (LookupError, AttributeError, TypeError, NameError, AssertionError, RecursionError)
+#: What a fault in code reads as for people.
+UNEXPECTED = "an unexpected error; the log has the details"
+
+
+def reason(err: BaseException) -> str:
+    """Why something that is not a model call failed, in words, for staff and the log.
+
+    A file or socket error names its cause (``permission denied: /srv/prompt.txt``), text
+    that is not UTF-8 says so, a model or connection failure reads as :func:`describe` says,
+    anything else is its own message without class names; a fault in code (a ``KeyError``, a
+    ``TypeError``...) or an exception with no message reads as :data:`UNEXPECTED`. Log the exception itself at debug
+    level (or with its traceback) where it is caught.
+    """
+    if isinstance(err, UnicodeDecodeError):
+        return "it is not UTF-8 text"
+    model_like = isinstance(
+        err, (ConnectionError, aiohttp.ClientError, asyncio.TimeoutError, ProviderError)
+    ) or bool(_names(err) & (_CONNECTIONS | _TIMEOUTS) or hasattr(err, "status_code"))
+    if isinstance(err, OSError) and err.strerror and not model_like:
+        where = f": {err.filename}" if err.filename else ""
+        return f"{err.strerror.lower()}{where}"
+    if model_like:
+        return model_error(err).text.removeprefix("the call failed: ")
+    if isinstance(err, _FAULTS):
+        return UNEXPECTED  # a fault in code, whose message names code, not a cause
+    return words(err) or UNEXPECTED
+
+
 def _classify(err: BaseException, url: str | None, timeout: float | None) -> ModelError:
     names = _names(err)
     chain = _chain(err)

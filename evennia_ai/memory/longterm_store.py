@@ -17,6 +17,7 @@ from dataclasses import asdict
 from typing import Any, Iterable
 
 from evennia_ai import conf
+from evennia_ai.llm.errors import reason
 from evennia_ai.llm.models import resolve_model
 from evennia_ai.llm.usage import UsageAccountant
 from evennia_ai.memory import gate, mem0_adapter
@@ -142,7 +143,7 @@ class LongTermMemory:
                     pass  # logged by keyword_index; memory still tries mem0
                 self.memory = self._open_mem0()
             except Exception as err:  # e.g. the data folder cannot be created
-                self.reason = f"long-term memory could not start: {type(err).__name__}: {err}"
+                self.reason = f"long-term memory could not start: {reason(err)}"
                 logger.exception("evennia_ai: long-term memory unavailable: %s", self.reason)
             finally:
                 self.state = READY
@@ -164,7 +165,7 @@ class LongTermMemory:
         try:
             memory = mem0_adapter.open_mem0(config)
         except Exception as err:
-            self.reason = f"mem0 could not start: {type(err).__name__}: {err}"
+            self.reason = f"mem0 could not start: {reason(err)}"
             logger.exception("evennia_ai: long-term memory in keyword mode: %s", self.reason)
             return None
         mem0_adapter.prepare_mem0(memory, config)
@@ -356,7 +357,7 @@ class LongTermMemory:
                     return stored[0]
             except Exception as err:  # the vector side broke: keep the memory by keyword
                 self._store_failed(err)
-                note = f"vector store failed ({type(err).__name__}: {err}); kept for keyword search"
+                note = f"vector store failed ({reason(err)}); kept for keyword search"
         stored = StoredMemory(
             **{**asdict(base), "id": uuid.uuid4().hex, "stored_in": ("keyword",), "note": note}
         )
@@ -388,12 +389,12 @@ class LongTermMemory:
 
     def _store_failed(self, err: Exception) -> None:
         """Log mem0 failing to store a memory: with its traceback the first time, then one line."""
-        reason = f"{type(err).__name__}: {err}"
+        why = reason(err)
         if self.store_error:
-            logger.error("evennia_ai: mem0 could not store a memory: %s", reason)
+            logger.error("evennia_ai: mem0 could not store a memory: %s", why)
         else:
-            logger.exception("evennia_ai: mem0 could not store a memory: %s", reason)
-        self.store_error = reason
+            logger.exception("evennia_ai: mem0 could not store a memory: %s", why)
+        self.store_error = why
 
     def _stored_again(self) -> None:
         """Log mem0 storing memories again after a failure (once)."""

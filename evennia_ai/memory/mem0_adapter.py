@@ -21,6 +21,7 @@ from typing import Any, Callable, Iterator
 from evennia_ai import conf, native_threads
 from evennia_ai.llm import tokens
 from evennia_ai.llm.client import get_client, get_litellm
+from evennia_ai.llm.errors import reason
 from evennia_ai.llm.models import resolve_model
 from evennia_ai.llm.usage import UsageAccountant, UsageRecord
 from evennia_ai.memory import embedder as onnx_embedder
@@ -492,7 +493,7 @@ class IndexedStore:
         try:
             return bool(write(*args))
         except Exception as err:  # never fail mem0's write for the copy's sake
-            self._lost(f"{type(err).__name__}: {err}")
+            self._lost(reason(err))
             return False
 
     def _lost(self, why: str) -> None:

@@ -34,6 +34,7 @@ from datetime import datetime, timezone
 from typing import Callable
 
 from evennia_ai import conf
+from evennia_ai.llm.errors import reason
 from evennia_ai.memory import longterm, longterm_config, mem0_adapter
 from evennia_ai.memory.keyword_index import DEFAULT_KIND, KeywordDoc, KeywordIndex
 
@@ -274,7 +275,7 @@ class _VectorCopier:
                 self.report.vectors_copied += 1
             self.store.insert(vectors=[list(vector)], payloads=[payload], ids=[point_id])
         except Exception as err:  # one bad memory must not stop the copy
-            self.report.failures.append(f"{point_id}: {type(err).__name__}: {err}")
+            self.report.failures.append(f"{point_id}: {reason(err)}")
 
 
 def _store_path(config: dict | None) -> str:

@@ -29,6 +29,7 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from evennia_ai import conf
+from evennia_ai.llm.errors import reason
 from evennia_ai.memory.keyword_index import rank_texts
 from evennia_ai.memory.vector_index import unit_vector
 
@@ -222,7 +223,7 @@ def run_search(
         except VectorLate as late:
             note, effective = str(late), "keyword"
         except Exception as err:  # the embedder or the store broke: still answer by keyword
-            note = f"vector search failed ({type(err).__name__}: {err}); used keyword search."
+            note = f"vector search failed ({reason(err)}); used keyword search."
             effective = "keyword"
         else:
             if effective == "vector" or keyword_hits is None:

@@ -27,6 +27,7 @@ from twisted.internet import defer
 
 from evennia_ai import conf
 from evennia_ai.llm import contracts, tokens
+from evennia_ai.llm.errors import reason
 from evennia_ai.llm.models import resolve_model
 from evennia_ai.memory.events import render_events
 from evennia_ai.prompt import operator as operator_section
@@ -649,5 +650,5 @@ def read_operator_override() -> str:
     except (OSError, UnicodeDecodeError) as err:
         raise OperatorSourceError(
             f"EVENNIA_AI_OPERATOR_OVERRIDE names {path}, which cannot be read "
-            f"({type(err).__name__}: {err}); fix the file or remove the setting"
+            f"({reason(err)}); fix the file or remove the setting"
         ) from None

@@ -421,3 +421,35 @@ class TestARefusedEndpointSeenByStaff(PlayerBase):
         assert reason in status, status
         for text in (logged, status):
             assert "ssl:" not in text and "object at 0x" not in text and "Error" not in text
+
+
+# -- failures that are not model calls (memory stores, files, game hooks) ----------------------
+@pytest.mark.parametrize(
+    "make, expected",
+    [
+        (
+            lambda: open("/nonexistent-dir/prompt.txt"),
+            "no such file or directory: /nonexistent-dir/prompt.txt",
+        ),
+        (lambda: b"\xff".decode(), "it is not UTF-8 text"),
+        (lambda: (_ for _ in ()).throw(RuntimeError("no qdrant")), "no qdrant"),
+        (lambda: {}["speech"], errors.UNEXPECTED),
+        (lambda: None.text, errors.UNEXPECTED),  # type: ignore[attr-defined]
+        (lambda: (_ for _ in ()).throw(RuntimeError()), errors.UNEXPECTED),
+        (
+            lambda: (_ for _ in ()).throw(ConnectionRefusedError(errno.ECONNREFUSED, "refused")),
+            "connection refused to the model's endpoint",
+        ),
+        (lambda: (_ for _ in ()).throw(asyncio.TimeoutError()), "timed out"),
+        (
+            lambda: (_ for _ in ()).throw(ValueError("ValueError: bad <Thing object at 0x7f00>")),
+            "bad",
+        ),
+    ],
+)
+def test_a_failure_that_is_not_a_model_call_reads_as_its_cause(make, expected):
+    with pytest.raises(BaseException) as caught:
+        make()
+    text = errors.reason(caught.value)
+    assert text == expected
+    assert "Error" not in text and "0x" not in text and "<" not in text
