@@ -228,10 +228,8 @@ class TickRunner:
             return None
         try:
             state = self._read(decision)
-            if state.silenced:
-                return self._silent_tick(state)
-            if not outages.BOARD.admits(state.model):
-                return self._waiting_tick(state)
+            if state.silenced or not outages.BOARD.admits(state.model):  # no model call
+                return self._silent_tick(state) if state.silenced else self._waiting_tick(state)
             self._start_thinking(state)
             built = yield prepare(self.npc, state)
             if built.blocked or built.contract_problems:

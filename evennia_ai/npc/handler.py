@@ -19,21 +19,20 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Any, Callable
 
 from evennia.utils import logger
-from evennia.utils.search import search_object
 
 from evennia_ai import conf
-from evennia_ai.engine import audience, outages
 from evennia_ai.formatting import timestamp
 from evennia_ai.llm import tokens
 from evennia_ai.llm.models import resolve_model
 from evennia_ai.memory import context_buffer
 from evennia_ai.memory import events as ev
 from evennia_ai.memory.events import Event, pending_events
-from evennia_ai.npc import attribute_writes, spending
+from evennia_ai.npc import answering, attribute_writes, spending
+from evennia_ai.npc.answering import NotAnswering
 from evennia_ai.npc.state import CATEGORY, AttributeState, write_attribute
 from evennia_ai.npc.state_keys import CHARACTER_STATE, SCRIPT_STATE
 from evennia_ai.npc_state import (
@@ -63,8 +62,6 @@ PROMPT_REVISIONS_KEPT = 20
 SCRIPT_KEY = "evennia_ai_assistant"
 SCRIPT_TYPECLASS = "evennia_ai.scripts.AssistantScript"
 TRACE_CATEGORY = "ai_trace"
-#: Seconds between two notices to one speaker that an NPC drops their lines (its flood limit).
-FLOOD_NOTICE_SECONDS = 60.0
 
 
 def trace_text(trace: dict) -> str:
@@ -84,19 +81,6 @@ def stored_trace(value: Any) -> dict | None:
     elif value is not None:
         value = plain(value)
     return value if isinstance(value, dict) else None
-
-
-@dataclass(frozen=True)
-class NotAnswering:
-    """One reason an NPC does not answer with its model now (:meth:`AIHandler.not_answering`).
-
-    Attributes:
-        label: A few words for a badge or a table cell (``model unreachable since 10:42 UTC``).
-        detail: The whole reason, for ``aistatus`` and the NPC's page.
-    """
-
-    label: str
-    detail: str
 
 
 class _Declared:
@@ -474,25 +458,8 @@ class AIHandler:
 
     def _tell_flooded(self, source: str, who: str, limit: int, now: float) -> None:
         """Tell the speaker ``source`` (``who``) that their lines are dropped, and log it, at
-        most once a minute (``npc.ndb.ai_flood_told``; another AI NPC is not told)."""
-        told = dict(self.obj.ndb.ai_flood_told or {})
-        if now - told.get(source, -FLOOD_NOTICE_SECONDS) < FLOOD_NOTICE_SECONDS:
-            return
-        told[source] = now
-        self.obj.ndb.ai_flood_told = {k: t for k, t in told.items() if now - t < 60.0}
-        logger.log_info(
-            f"{log_prefix(self.obj)}: dropping lines from {who}: more than {limit} in a minute "
-            "(EVENNIA_AI_SPEAKER_EVENTS_PER_MINUTE); they are told"
-        )
-        location = self.obj.location
-        speaker = next(
-            (o for o in (location.contents if location else []) if o.dbref == source), None
-        )
-        if speaker is None:
-            found = search_object(source)
-            speaker = found[0] if found else None
-        if audience.is_player(speaker):
-            audience.tell_speakers(self.obj, [speaker], "EVENNIA_AI_FLOOD_MESSAGE")
+        most once a minute (:func:`evennia_ai.npc.answering.tell_flooded`)."""
+        answering.tell_flooded(self.obj, source, who, limit, now)
 
     def notify_system(self, text: str) -> None:
         """Queue a system event (operator decisions, tool outcomes that arrive later)."""
@@ -594,36 +561,14 @@ class AIHandler:
         }
 
     def not_answering(self, over: spending.SpendingStatus | None = None) -> list[NotAnswering]:
-        """Why this NPC does not answer with its model now, in words; empty when it does.
-
-        One status shared by ``aistatus``, ``ainpc/list`` and the dashboard: the endpoint of
-        its model is unreachable (:mod:`evennia_ai.engine.outages`), its operator's word
-        cannot be read (:meth:`held`), or it is past a daily budget in ``silence`` or
-        ``message`` mode (in ``offline`` mode it answers with the offline model).
+        """Why this NPC does not answer with its model now, in words; empty when it does
+        (:func:`evennia_ai.npc.answering.not_answering`: an outage of its model's endpoint,
+        its operator's word set aside, past a budget in ``silence`` or ``message`` mode).
 
         Args:
             over: Its spending status, when the caller has it (read otherwise).
         """
-        over = over if over is not None else self.spending_status()
-        reasons = []
-        offline = over.exceeded and over.action == "offline"  # no endpoint is called then
-        outage = None if offline else outages.BOARD.unreachable(self.model or None)
-        if outage is not None:
-            reasons.append(
-                NotAnswering(
-                    outage.describe(),
-                    f"{outage.describe()}: {outage.endpoint} failed {outage.failures} calls in "
-                    f"a row (last: {outage.last_error}); it answers lines said meanwhile when "
-                    "the model is back",
-                )
-            )
-        for why in over.held:
-            reasons.append(
-                NotAnswering("held", f"held: {why}: no model is called until it is fixed")
-            )
-        if over.exceeded and not over.held and over.action in ("silence", "message"):
-            reasons.append(NotAnswering("over budget", f"{over.describe()}"))
-        return reasons
+        return answering.not_answering(self, over if over is not None else self.spending_status())
 
     # -- values kept aside -----------------------------------------------------------------------
     def quarantined(self, check: bool = True, reveal: bool = False) -> dict[str, dict]:

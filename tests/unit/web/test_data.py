@@ -1,11 +1,12 @@
 """The dashboard's data and pages say why an NPC does not answer (issue 35: an outage showed a
 green ``running`` badge)."""
 
+from unit.web.test_web_api import DashboardTestBase
+
 from evennia_ai.engine.outages import BOARD
 from evennia_ai.llm.models import resolve_model
 from evennia_ai.llm.usage import UsageRecord
 from evennia_ai.web import data
-from unit.web.test_web_api import DashboardTestBase
 
 
 class TestNotAnsweringOnTheDashboard(DashboardTestBase):
@@ -25,7 +26,7 @@ class TestNotAnsweringOnTheDashboard(DashboardTestBase):
         assert row["state_label"] == status and row["state_class"] == "not-answering"
         assert row["not_answering"][0]["label"] == status
         html = self.staff.get("/ai/").content.decode()
-        assert f'<span class="ai-state ai-state-not-answering"' in html
+        assert '<span class="ai-state ai-state-not-answering"' in html
         assert f">{status}</span>" in html
         assert "ai-state-running" not in html
 
