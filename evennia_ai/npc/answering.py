@@ -10,6 +10,10 @@
   (``EVENNIA_AI_FLOOD_MESSAGE``), and the log says it, at most once a minute per speaker and
   NPC (``npc.ndb.ai_flood_told``: about the last minute, so a reload may forget it).
 
+- :func:`tell_dropped`: a line addressed to the NPC that its full queue
+  (``EVENNIA_AI_EVENT_QUEUE_SIZE``) dropped is logged, and its speaker, if never told yet,
+  gets ``EVENNIA_AI_UNAVAILABLE_MESSAGE``: no line said to an NPC is dropped silently.
+
 Example::
 
     for reason in npc.ai.not_answering():
@@ -25,6 +29,7 @@ from evennia.utils.search import search_object
 
 from evennia_ai.engine import audience, outages
 from evennia_ai.engine.accounting import SpendingStatus
+from evennia_ai.memory.events import Event
 from evennia_ai.utils import log_prefix
 
 #: Seconds between two notices to one speaker that an NPC drops their lines (its flood limit).
@@ -86,11 +91,31 @@ def tell_flooded(npc, source: str, who: str, limit: int, now: float) -> None:
         f"{log_prefix(npc)}: dropping lines from {who}: more than {limit} in a minute "
         "(EVENNIA_AI_SPEAKER_EVENTS_PER_MINUTE); they are told"
     )
-    location = npc.location
-    here = location.contents if location else []
-    speaker = next((obj for obj in here if obj.dbref == source), None)
-    if speaker is None:
-        found = search_object(source)
-        speaker = found[0] if found else None
+    speaker = _find(npc, source)
     if audience.is_player(speaker):
         audience.tell_speakers(npc, [speaker], "EVENNIA_AI_FLOOD_MESSAGE")
+
+
+def tell_dropped(npc, event: Event) -> None:
+    """``npc``'s full queue dropped ``event``: if it was a line said to the NPC, log it and
+    tell its speaker (unless a failed answer told them already) that it cannot answer."""
+    if event.event_class != "communication" or not event.addressed or not event.source:
+        return  # room chatter, arrivals: the queue drops those first, by design
+    logger.log_warn(
+        f"{log_prefix(npc)}: its event queue is full (EVENNIA_AI_EVENT_QUEUE_SIZE): dropped a "
+        f"line from {event.source_name or event.source}"
+    )
+    if event.first_try:
+        speakers = audience.waiting_speakers(npc, [event])
+        audience.tell_speakers(npc, speakers, "EVENNIA_AI_UNAVAILABLE_MESSAGE")
+
+
+def _find(npc, source: str):
+    """The object of dbref ``source``: in ``npc``'s room, else anywhere; None if gone."""
+    location = npc.location
+    here = location.contents if location else []
+    found = next((obj for obj in here if obj.dbref == source), None)
+    if found is None:
+        matches = search_object(source)
+        found = matches[0] if matches else None
+    return found

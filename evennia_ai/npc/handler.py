@@ -420,7 +420,9 @@ class AIHandler:
         if self._flooded(event):
             return False
         max_size = conf.get_int("EVENNIA_AI_EVENT_QUEUE_SIZE")
-        self.update(EVENT_QUEUE, lambda queue: ev.push(queue, event, max_size))
+        dropped = self.update(EVENT_QUEUE, lambda queue: ev.push(queue, event, max_size))
+        if dropped is not None:  # the queue was full: no addressed line goes silently
+            answering.tell_dropped(self.obj, dropped)
         if immediate is None:
             immediate = getattr(event, "event_class", "") == "communication"
         if not self.enabled:

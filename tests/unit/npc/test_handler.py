@@ -50,3 +50,18 @@ class TestFloodNotice(AssistantTestBase):
             self.speak(f"Innkeeper, line {n}")
         assert self.told() == 0
         assert len(self.heard.mock_calls) == 3  # the speaker's own lines only
+
+
+class TestFullQueue(AssistantTestBase):
+    @override_settings(EVENNIA_AI_EVENT_QUEUE_SIZE=2, EVENNIA_AI_SPEAKER_EVENTS_PER_MINUTE=0)
+    def test_a_line_the_full_queue_drops_is_logged_and_its_speaker_told(self):
+        with (
+            mock.patch.object(self.char1, "msg") as heard,
+            mock.patch.object(handler.answering.logger, "log_warn") as warn,
+        ):
+            for n in range(3):
+                self.speak(f"Innkeeper, question {n}")
+        lines = [str(c.args[0] if c.args else c.kwargs.get("text")) for c in heard.mock_calls]
+        assert sum("seems lost in thought" in line for line in lines) == 1
+        assert "its event queue is full" in warn.call_args.args[0]
+        assert len(ev.pending_events(self.npc.ai.event_queue)) == 2
