@@ -781,7 +781,8 @@ SETTINGS: dict[str, Setting] = {
             "EVENNIA_AI_SPEAKER_EVENTS_PER_MINUTE",
             20,
             "Most events one speaker can queue for an NPC in a minute; the rest are dropped "
-            "(noted in the next trace). 0 turns the limit off.",
+            "(noted in the next trace and the log; the speaker is told, "
+            "`EVENNIA_AI_FLOOD_MESSAGE`). 0 turns the limit off.",
             whole(0),
             **_closed(20),
         ),
