@@ -151,11 +151,14 @@ class HealthBoard:
             npc: The tick's NPC (named in the notices).
             script: The NPC's Script: woken when an endpoint its calls failed on answers.
         """
+        answered: set[str] = set()  # each model's endpoint is resolved once per tick
         for record in records:
             if record.error is None:
-                if self.failing and record.model:
+                if self.failing and record.model and record.model not in answered:
+                    answered.add(record.model)
                     self.succeeded(record.model)
             elif record.error_kind in OUTAGE_KINDS and record.model:
+                answered.discard(record.model)
                 self.failed(record.model, record.error, npc, script)
 
     def failed(self, model: str, error: str, npc=None, script=None) -> EndpointHealth:
