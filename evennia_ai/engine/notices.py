@@ -186,16 +186,18 @@ def outage_text(endpoint: str, status: str, npcs: list[str]) -> str:
     """The notice of an endpoint that stopped answering: which, since when, who waits."""
     names = ", ".join(literal(name, NAME_CHARS) for name in npcs[:5])
     more = f" and {len(npcs) - 5} more" if len(npcs) > 5 else ""
-    who = f" {names}{more} wait for it;" if names else ""
+    who = f" Waiting for it: {names}{more}." if names else ""
     return (
-        f"{PREFIX}{literal(endpoint, 200)}: {literal(status, 80)}.{who} lines said "
-        "meanwhile are answered when it is back. |waistatus|n shows who is not answering."
+        f"{PREFIX}{literal(endpoint, 200)}: {literal(status, 80)}.{who} Lines said "
+        "meanwhile are answered when it is back; |waistatus|n shows who is not answering."
     )
 
 
 def recovery_text(endpoint: str, since: str, waiting: int) -> str:
     """The notice of an endpoint that answers again after an outage."""
-    woken = f"; {count_text(waiting, 'NPC')} answer the lines held back" if waiting else ""
+    woken = (
+        f"; the lines {count_text(waiting, 'NPC')} held back are answered now" if waiting else ""
+    )
     return f"{PREFIX}{literal(endpoint, 200)} answers again (unreachable since {since}){woken}."
 
 
