@@ -433,6 +433,34 @@ SETTINGS: dict[str, Setting] = {
             number(0),
         ),
         Setting(
+            "EVENNIA_AI_OUTAGE_AFTER_FAILURES",
+            3,
+            "Model calls to one endpoint (model and `api_base`) that fail in a row for want of "
+            "an answer (connection refused or reset, timeout, 5xx, rate limit after retries) "
+            "before it counts as unreachable: staff are told, every NPC using it shows `model "
+            "unreachable since HH:MM`, and its NPCs wait instead of calling it. The first call "
+            "that answers ends it. A refused request (400, a request over the window) never "
+            "counts.",
+            whole(1),
+        ),
+        Setting(
+            "EVENNIA_AI_OUTAGE_PROBE_SECONDS",
+            20.0,
+            "While an endpoint is unreachable, one tick of one of its NPCs calls it at most this "
+            "often (seconds) to see whether it is back; the other ticks wait, counting no "
+            "failed attempt on the lines they hold.",
+            number(1),
+        ),
+        Setting(
+            "EVENNIA_AI_OUTAGE_REPLAY_SECONDS",
+            300.0,
+            "A line said to an NPC while its model could not be reached is answered once the "
+            "model is back if it is at most this old (seconds) and its speaker is still there; "
+            "otherwise it is given up (logged and noted in the trace). Its speaker was told "
+            "`EVENNIA_AI_UNAVAILABLE_MESSAGE` when its first answer failed.",
+            number(0),
+        ),
+        Setting(
             "EVENNIA_AI_MODEL_SETTINGS",
             {},
             "Per-model options: `native_tools`, `context_window`, `api_base`, `api_key`, `timeout`, e.g. `{'ollama/llama2': {'native_tools': False, 'context_window': 4096}}`.",
@@ -753,7 +781,8 @@ SETTINGS: dict[str, Setting] = {
             "EVENNIA_AI_SPEAKER_EVENTS_PER_MINUTE",
             20,
             "Most events one speaker can queue for an NPC in a minute; the rest are dropped "
-            "(noted in the next trace). 0 turns the limit off.",
+            "(noted in the next trace and the log; the speaker is told, "
+            "`EVENNIA_AI_FLOOD_MESSAGE`). 0 turns the limit off.",
             whole(0),
             **_closed(20),
         ),
@@ -1072,6 +1101,14 @@ SETTINGS: dict[str, Setting] = {
             "What the speaker hears when the NPC's answer is an action waiting for staff's "
             "approval and it said nothing itself (no model is called for it; `{name}`: the "
             "NPC's name; empty: nothing). An NPC's own line (`ailines`) comes first.",
+            text(),
+        ),
+        Setting(
+            "EVENNIA_AI_FLOOD_MESSAGE",
+            "{name} cannot follow so many lines at once; wait a moment before saying more.",
+            "What a speaker sees when `EVENNIA_AI_SPEAKER_EVENTS_PER_MINUTE` drops their lines "
+            "to an NPC, at most once a minute per NPC (`{name}`: the NPC's name; empty: "
+            "nothing).",
             text(),
         ),
     )

@@ -111,6 +111,16 @@ def _no_outside_network():
 
 
 @pytest.fixture(autouse=True)
+def _fresh_model_health():
+    """Every test starts with every model endpoint healthy (the board is process memory)."""
+    from evennia_ai.engine import outages
+
+    outages.BOARD.clear()
+    yield
+    outages.BOARD.clear()
+
+
+@pytest.fixture(autouse=True)
 def _contracts_hold():
     """Fail a test whose code sent a request that breaks its kind's contract.
 

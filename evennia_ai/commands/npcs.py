@@ -85,7 +85,9 @@ class CmdAINpc(AICommand):
 
     Switches:
       list    - every AI NPC with its location, model, state (running, paused,
-                stopped or asleep), queued events, tokens used today and budget.
+                stopped or asleep; while it cannot answer, why: model unreachable
+                since 10:42 UTC, held, over budget), queued events, tokens used
+                today and budget.
       create  - create an AI assistant in your location; the model is optional
                 (empty: the server default, EVENNIA_AI_MODEL; Builders may name
                 only a model of EVENNIA_AI_BUILDER_MODELS).
@@ -153,22 +155,26 @@ class CmdAINpc(AICommand):
         table = self.table("NPC", "Location", "Model", "State", "Queued", "Today", keep=(0,))
         warnings: list[str] = []
         failing: list[str] = []
+        silent: list[str] = []
         for npc in npcs:
             status = npc.ai.status()
             table.add_row(
                 f"{npc.key}({npc.dbref})",
                 _where(npc),
                 status["model"],
-                status["state"],
+                status["state_label"],
                 status["queued_events"],
                 f"{count(_tokens_today(status))} tokens, {status['budget_state']}",
             )
             warnings += [f"{npc.key}: {w}" for w in status["warnings"]]
+            silent += [f"{npc.key}: {reason['detail']}" for reason in status["not_answering"]]
             if status["last_error_current"]:
                 failing.append(f"{npc.key}: {describe_last_error(status)}")
         text = f"AI NPCs ({len(npcs)}):\n{table}"
         if warnings:
             text += "\n" + "\n".join(f"|ywarning|n: {raw(w)}" for w in warnings)
+        if silent:
+            text += "\n" + "\n".join(f"|rnot answering|n: {raw(line)}" for line in silent)
         if failing:
             text += "\n" + "\n".join(f"|rfailing|n: {raw(line)}" for line in failing)
         self.msg(text)
@@ -332,7 +338,11 @@ class CmdAIStatus(AICommand):
       aistatus/discard <npc> = <key>
 
     Without an argument: one line per AI NPC, the server's default model and the
-    token and cost totals. With an NPC: whether it is enabled or paused, its model,
+    token and cost totals. An NPC that cannot answer says why instead of
+    "running": its model unreachable since a time (its endpoint failed
+    EVENNIA_AI_OUTAGE_AFTER_FAILURES calls in a row; what players said meanwhile
+    is answered when it is back), held, or over budget. With an NPC: whether it
+    is enabled or paused, why it is not answering, its model,
     tokens and cost (today and in total), budget state and limits, its last ticks,
     recent errors, sleep state and event queue, and where each setting it uses
     comes from: the NPC's own value, the environment, the settings file or the
@@ -401,7 +411,7 @@ class CmdAIStatus(AICommand):
         for npc in npcs:
             status = npc.ai.status()
             lines.append(
-                f"  {npc.key}({npc.dbref}) {status['state']} - {status['model']}, "
+                f"  {npc.key}({npc.dbref}) {status['state_label']} - {status['model']}, "
                 f"{status['queued_events']} queued, {count(_tokens_today(status))} tokens today, "
                 f"{status['ticks']} ticks, {status['errors']} errors, {status['budget_state']}"
             )
@@ -430,7 +440,7 @@ class CmdAIStatus(AICommand):
         b = status["budget"]
         sleep = status["sleep"]
         lines = [
-            f"|w{npc.key}({npc.dbref})|n at {_where(npc)}: {status['state']}",
+            f"|w{npc.key}({npc.dbref})|n at {_where(npc)}: {status['state_label']}",
             f"  enabled: {status['enabled']}  paused: {status['paused']}  "
             f"script running: {status['running']}",
             f"  model: {status['model']}, window {count(status['window'])} tokens "
@@ -464,8 +474,8 @@ class CmdAIStatus(AICommand):
                 "the request did not fit the model's window (shorten the operator prompt or "
                 "the override file, or give the NPC a model with a larger window)"
             )
-        for reason in status["held"]:
-            lines.append(f"  |rheld|n: {raw(reason)}: no model is called until it is fixed")
+        for reason in status["not_answering"]:
+            lines.append(f"  |rnot answering|n: {raw(reason['detail'])}")
         developer = access.passes(self.caller, access.EDIT)
         for key, kept in npc.ai.quarantined(reveal=developer).items():
             value = (

@@ -20,6 +20,12 @@ What it chooses, in order of precedence:
    ``EVENNIA_AI_AUTONOMOUS_MIN_INTERVAL`` seconds (``TickDecision.autonomous_at`` is when
    it was chosen, which the Script keeps for the next choice).
 
+Lines held back while the NPC's model could not be reached (an outage,
+:mod:`evennia_ai.engine.outages`) are answered by the event ticks that follow, unless they grew
+older than ``EVENNIA_AI_OUTAGE_REPLAY_SECONDS`` or their speaker left or disconnected: those
+are given up first, each logged and noted in the tick's trace (``TickDecision.notes``); their
+speakers were told the failure line when their first answer failed.
+
 Idle work (reflection by count or importance, autonomy) waits while nobody is within earshot
 (``EVENNIA_AI_IDLE_NEEDS_AUDIENCE``, :mod:`evennia_ai.engine.audience`) unless an active goal
 needs no audience.
@@ -31,7 +37,11 @@ the Script acts on the decision (:class:`~evennia_ai.scripts.AssistantScript`).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Callable
+
+from evennia.utils import logger
+from evennia.utils.search import search_object
 
 from evennia_ai import conf
 from evennia_ai.engine import audience
@@ -39,7 +49,7 @@ from evennia_ai.engine.upkeep import advance_sleep, compaction_wanted, consolida
 from evennia_ai.memory import events as ev
 from evennia_ai.memory.events import Event
 from evennia_ai.npc_state import EVENT_QUEUE, SLEEP, NPCState, npc_state
-from evennia_ai.utils import parse_iso, utcnow
+from evennia_ai.utils import is_assistant, log_prefix, parse_iso, truncate, utcnow
 from evennia_ai.workspace.goals import works_unwatched
 from evennia_ai.workspace.journal import importance_since
 from evennia_ai.workspace.sleep import SLEEP_PHASES, go_to_sleep, in_sleep_window, wake_up
@@ -57,12 +67,15 @@ class TickDecision:
             (an emergency compaction went before events that are still queued).
         autonomous_at: When an autonomous tick was chosen (``time.time()``), else None: the
             next one waits ``EVENNIA_AI_AUTONOMOUS_MIN_INTERVAL`` from then.
+        notes: What the agenda did that the tick's trace should say (lines held back during
+            an outage and given up).
     """
 
     context_type: str | None
     batch: tuple[Event, ...] = ()
     run_again: bool = False
     autonomous_at: float | None = None
+    notes: tuple[str, ...] = ()
 
     @property
     def idle(self) -> bool:
@@ -86,9 +99,54 @@ class Agenda:
         self.last_autonomous = last_autonomous
 
     def choose(self) -> TickDecision:
-        """Pick the context type of this tick and the events it answers."""
-        sleep = self.npc_state.sleep
+        """Pick the context type of this tick and the events it answers (lines held back
+        during an outage that can no longer be answered are given up first)."""
         stored = self.npc_state.event_queue
+        notes: tuple[str, ...] = ()
+        if ev.has_deferred(stored):
+            stored, notes = self.give_up_stale(stored)
+        decision = self.choose_from(stored)
+        return replace(decision, notes=notes) if notes else decision
+
+    def give_up_stale(self, stored: dict) -> tuple[dict, tuple[str, ...]]:
+        """Give up the lines held back during an outage that are too old, or whose speaker
+        is gone (:func:`~evennia_ai.memory.events.give_up_stale`): one write, a log line and
+        a trace note each. Returns the queue left and the notes."""
+        queue, given_up = ev.give_up_stale(
+            stored, utcnow(), conf.get_float("EVENNIA_AI_OUTAGE_REPLAY_SECONDS"), self.presence()
+        )
+        if not given_up:
+            return stored, ()
+        self.npc_state.set(EVENT_QUEUE, queue)
+        notes = []
+        for event, why in given_up:
+            who = event.source_name or "the system"
+            note = f"gave up a line from {who} held back while the model was unreachable: {why}"
+            logger.log_warn(f"{log_prefix(self.npc)}: {note} ({truncate(event.text, 80)!r})")
+            notes.append(note)
+        return queue, tuple(notes)
+
+    def presence(self) -> Callable[[Event], bool]:
+        """Whether an event's speaker is still there to hear the answer: in the NPC's room and
+        connected (a page's sender: connected anywhere); an event without a speaker is."""
+        location = getattr(self.npc, "location", None)
+        here = {obj.dbref: obj for obj in (location.contents if location else [])}
+
+        def present(event: Event) -> bool:
+            if not event.source:
+                return True
+            speaker = here.get(event.source)
+            if speaker is None and event.kind in ev.DIRECT_KINDS:
+                found = search_object(event.source)
+                speaker = found[0] if found else None
+            return speaker is not None and (audience.is_player(speaker) or is_assistant(speaker))
+
+        return present
+
+    def choose_from(self, stored: dict) -> TickDecision:
+        """Pick the context type of this tick and the events it answers from the queue
+        ``stored``."""
+        sleep = self.npc_state.sleep
         queue, batch = ev.take_batch(stored)  # written back only if this tick answers it
 
         if sleep.get("asleep"):

@@ -4,8 +4,10 @@ After its model calls a tick writes its results in one piece of reactor work, on
 piece of state (:meth:`Bookkeeper.write`), in this order:
 
 1. **The queue**: the answered events leave it; after a failed model call they go back (each
-   counts an attempt; the log and the speakers left waiting are told), after a cancelled tick
-   they go back without counting one.
+   counts an attempt; the log and the speakers left waiting are told), after a call that got no
+   answer at all (an outage kind, :mod:`evennia_ai.engine.outages`) they are held back for the
+   model's return without counting one, after a cancelled tick they go back without counting
+   one.
 2. **The history**: the tick's messages, for the conversation contexts only
    (``CONVERSATION_CONTEXTS``).
 3. **What worked and the trace**: a tool sequence that answered an event (procedures), when
@@ -26,7 +28,7 @@ from typing import Callable
 from evennia.utils import logger
 
 from evennia_ai import conf
-from evennia_ai.engine import audience
+from evennia_ai.engine import audience, outages
 from evennia_ai.engine.accounting import TickAccounts
 from evennia_ai.engine.react import LoopOutcome
 from evennia_ai.engine.redaction import npc_secrets, withhold_refused_secrets
@@ -104,6 +106,8 @@ class Bookkeeper:
                 self.npc_state.update(
                     EVENT_QUEUE, lambda q: ev.release(q, ids, count_attempt=False)
                 )
+            elif provider_failed and outages.outage_failure(self.accounts.usage.records):
+                self.npc_state.update(EVENT_QUEUE, lambda q: ev.hold_back(q, ids))
             elif provider_failed:
                 self.npc_state.update(EVENT_QUEUE, lambda q: ev.release(q, ids))
             else:
@@ -202,8 +206,8 @@ class Bookkeeper:
     def _model_failed(self, state, trace: TickTrace) -> None:
         """The model could not answer: say so in the log, and to the players left waiting.
 
-        Each speaker is told once per line (on its first failed attempt; the line is tried
-        again on the next ticks).
+        Each speaker is told once per line (on its first failed attempt or wait; the line is
+        tried again on the next ticks).
         """
         model = resolve_model(state.model)
         reason = trace.error or "no reply"
@@ -212,7 +216,7 @@ class Bookkeeper:
             f"{log_prefix(self.npc)}: {state.context_type} tick "
             f"{state.tick_id} got no answer from model {model}: {reason}"
         )
-        first_try = [e for e in state.batch if not e.attempts]
+        first_try = [e for e in state.batch if e.first_try]
         audience.tell_speakers(
             self.npc,
             audience.waiting_speakers(self.npc, first_try),

@@ -21,6 +21,10 @@ When a stored value of an NPC's state cannot be read and is set aside
 meanwhile, and the commands to look at it and decide. The value itself is never in the line
 (it may be a Developer-only text such as the operator's prompt).
 
+When a model endpoint stops answering, the same staff get one notice when it becomes
+unreachable (:func:`announce_outage`) and one when it answers again (:func:`announce_recovery`),
+per endpoint, not per NPC (:mod:`evennia_ai.engine.outages` decides when).
+
 The queue calls :func:`announce_waiting` and :func:`announce_decision` on the reactor thread,
 where it writes its entries. A notice that cannot be delivered is logged and never stops the
 queue.
@@ -176,3 +180,37 @@ def set_aside_text(npc, key: str, problem: str, meanwhile: str) -> str:
 def announce_set_aside(npc, key: str, problem: str, meanwhile: str) -> None:
     """Tell online staff (and the notice channel) once that ``npc``'s ``key`` was set aside."""
     _announce(set_aside_text(npc, key, problem, meanwhile))
+
+
+def outage_text(endpoint: str, status: str, npcs: list[str]) -> str:
+    """The notice of an endpoint that stopped answering: which, since when, who waits."""
+    names = ", ".join(literal(name, NAME_CHARS) for name in npcs[:5])
+    more = f" and {len(npcs) - 5} more" if len(npcs) > 5 else ""
+    who = f" Waiting for it: {names}{more}." if names else ""
+    return (
+        f"{PREFIX}{literal(endpoint, 200)}: {literal(status, 80)}.{who} Lines said "
+        "meanwhile are answered when it is back; |waistatus|n shows who is not answering."
+    )
+
+
+def recovery_text(endpoint: str, since: str, waiting: int) -> str:
+    """The notice of an endpoint that answers again after an outage."""
+    woken = (
+        f"; the lines {count_text(waiting, 'NPC')} held back are answered now" if waiting else ""
+    )
+    return f"{PREFIX}{literal(endpoint, 200)} answers again (unreachable since {since}){woken}."
+
+
+def count_text(number: int, noun: str) -> str:
+    """``1 NPC``, ``3 NPCs``."""
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
+def announce_outage(endpoint: str, status: str, npcs: list[str]) -> None:
+    """Tell online staff (and the notice channel) once that ``endpoint`` is unreachable."""
+    _announce(outage_text(endpoint, status, npcs))
+
+
+def announce_recovery(endpoint: str, since: str, waiting: int) -> None:
+    """Tell online staff (and the notice channel) once that ``endpoint`` answers again."""
+    _announce(recovery_text(endpoint, since, waiting))

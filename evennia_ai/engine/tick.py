@@ -13,6 +13,12 @@ The tick writes nothing on its Script: the agenda's decision (a
 :class:`~evennia_ai.engine.agenda.TickDecision`, in :attr:`TickRunner.decision`) says whether
 to run again at once and when an autonomous tick was chosen, and the Script keeps those itself.
 
+While the endpoint of the tick's model is unreachable (:mod:`evennia_ai.engine.outages`) a
+tick calls it only when it is that endpoint's probe; otherwise it waits: its lines go back to
+the queue without counting a failed attempt (their speakers told once), it writes no trace,
+and its Script is woken when the endpoint answers again. Every tick's model calls tell the
+endpoints' health how they went when it ends.
+
 All model and memory calls happen off the reactor; every state write happens here on the
 reactor thread, once per piece of state, after checking the NPC still exists and is where it
 was (a late result for a deleted or moved NPC is dropped safely).
@@ -21,14 +27,14 @@ was (a late result for a deleted or moved NPC is dropped safely).
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, is_dataclass
+from dataclasses import asdict, dataclass, is_dataclass, replace
 from typing import Any
 
 from evennia.utils import logger
 from twisted.internet import defer, reactor
 
 from evennia_ai import conf
-from evennia_ai.engine import audience, scheduler
+from evennia_ai.engine import audience, outages, scheduler
 from evennia_ai.engine.accounting import count_error  # noqa: F401  (re-exported: its old home)
 from evennia_ai.engine.accounting import TickAccounts
 from evennia_ai.engine.agenda import Agenda, TickDecision
@@ -222,8 +228,8 @@ class TickRunner:
             return None
         try:
             state = self._read(decision)
-            if state.silenced:
-                return self._silent_tick(state)
+            if state.silenced or not outages.BOARD.admits(state.model):  # no model call
+                return self._silent_tick(state) if state.silenced else self._waiting_tick(state)
             self._start_thinking(state)
             built = yield prepare(self.npc, state)
             if built.blocked or built.contract_problems:
@@ -241,8 +247,16 @@ class TickRunner:
             raise
         finally:
             self._stop_thinking()
+            self._tell_health()
             self.accounts.close()
             self._release_state()
+
+    def _tell_health(self) -> None:
+        """Tell the endpoints' health how the tick's model calls went (on the reactor)."""
+        try:
+            outages.BOARD.observe(self.usage.records, self.npc, self.script)
+        except Exception:  # the health board must never fail the tick
+            logger.log_trace(f"{log_prefix(self.npc)}: could not record the model's health")
 
     def _release_state(self) -> None:
         """Let go of the tick's snapshot (copies of the NPC's history, journal, goals...).
@@ -351,7 +365,7 @@ class TickRunner:
             budget=state.spending.describe() if state.spending.exceeded else None,
             prefix_cache_share=built.prefix_share,
             shrunk=dict(built.shrunk),
-            notes=self._flood_notes(),
+            notes=self._flood_notes() + list(self.decision.notes if self.decision else ()),
             tool_groups=list(state.tool_groups),
         )
         if built.history_cut:
@@ -471,6 +485,25 @@ class TickRunner:
         return outcome
 
     # -- ticks that call no model --------------------------------------------------------------
+    def _waiting_tick(self, state: TickState) -> None:
+        """The endpoint of the tick's model is unreachable and this tick is not its probe:
+        call nothing. The batch goes back without counting a failed attempt
+        (:func:`~evennia_ai.memory.events.hold_back`); whoever spoke a new line to the NPC is
+        told once that it cannot answer; the Script is woken when the endpoint answers. No
+        trace: a waiting tick did nothing (the NPC's status says why)."""
+        if self.decision is not None and self.decision.run_again:
+            self.decision = replace(self.decision, run_again=False)  # no tick at once: it waits
+        ids = [e.id for e in state.batch]
+        if ids:
+            self.npc_state.update(EVENT_QUEUE, lambda q: ev.hold_back(q, ids))
+            audience.tell_speakers(
+                self.npc,
+                audience.waiting_speakers(self.npc, [e for e in state.batch if e.first_try]),
+                "EVENNIA_AI_UNAVAILABLE_MESSAGE",
+            )
+        outages.BOARD.waits(state.model, self.npc, self.script)
+        return None
+
     def _silent_tick(self, state: TickState) -> TickTrace:
         """Past the daily budget in ``silence`` or ``message`` mode: consume the batch, call no
         model; in ``message`` mode whoever spoke to the NPC is told it cannot answer."""

@@ -47,6 +47,8 @@ class UsageRecord:
         cost: USD, 0.0 when unknown.
         latency: Seconds the call took, retries included.
         error: Why the call failed, else None.
+        error_kind: What kind of failure it was (an ``LLMResult.error_kind``: ``connection``,
+            ``timeout``, ``bad_request``...), else None.
         text: The answer's text, cut to 1,000 characters (for traces).
         in_trace: The caller shows this call in the trace itself (the tick's own loop does,
             with its prompt sections); others are added to the trace from the record.
@@ -61,6 +63,7 @@ class UsageRecord:
     error: str | None = None
     text: str | None = None
     in_trace: bool = False
+    error_kind: str | None = None
 
     @property
     def tokens(self) -> int:
@@ -82,6 +85,7 @@ class UsageRecord:
             error=getattr(result, "error", None),
             text=text[:1000] if isinstance(text, str) else None,
             in_trace=in_trace,
+            error_kind=getattr(result, "error_kind", None),
         )
 
     def to_dict(self) -> dict[str, object]:

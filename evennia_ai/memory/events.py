@@ -19,7 +19,11 @@ Life of an event:
 3. :func:`ack` removes them once the tick has finished. :func:`release` un-marks them when the
    tick failed; after :data:`MAX_ATTEMPTS` failed ticks an event is dropped and ``failed``
    counts it.
-4. After a reload, :func:`recover` clears the in-flight marks, so a tick cut short is replayed.
+4. While its model cannot be reached (an outage, see :mod:`evennia_ai.engine.outages`) a tick
+   puts its batch back with :func:`hold_back` instead: no attempt is counted, ``deferred``
+   counts the wait, and the event is answered once the model is back, unless
+   :func:`give_up_stale` finds it too old or its speaker gone first (``failed`` counts it).
+5. After a reload, :func:`recover` clears the in-flight marks, so a tick cut short is replayed.
 
 Priorities (higher is answered first, lower is dropped first when full):
 
@@ -49,10 +53,11 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Iterable
+from datetime import datetime
+from typing import Any, Callable, Iterable
 
 from evennia_ai import conf
-from evennia_ai.utils import clean_name, clean_text, iso_utc
+from evennia_ai.utils import clean_name, clean_text, iso_utc, parse_iso
 
 EVENT_CLASSES = ("communication", "movement", "building", "combat", "system")
 
@@ -159,6 +164,8 @@ class Event:
         id: Unique id (12 hex characters).
         timestamp: When it was perceived, ISO-8601 UTC.
         attempts: Ticks that failed while answering it.
+        deferred: Ticks that put it back because its model could not be reached (an outage:
+            no attempt is counted; see :func:`hold_back`).
     """
 
     kind: str = "system"
@@ -174,6 +181,7 @@ class Event:
     id: str = field(default_factory=new_event_id)
     timestamp: str = field(default_factory=lambda: iso_utc(precise=True))
     attempts: int = 0
+    deferred: int = 0
 
     def __post_init__(self):
         self.kind = str(self.kind or "system").strip().lower()
@@ -204,11 +212,22 @@ class Event:
         self.source_name = self.source_name[:MAX_NAME]
         self.id = str(self.id or new_event_id())
         self.attempts = int(self.attempts or 0)
+        self.deferred = int(self.deferred or 0)
 
     @classmethod
     def create(cls, kind: str, text: str, **values: Any) -> "Event":
         """Make a new event now (the perception hooks' entry point); same fields as the class."""
         return cls(kind=kind, text=text, **values)
+
+    @property
+    def first_try(self) -> bool:
+        """Whether no tick has failed on it or put it back yet (its speaker was told nothing)."""
+        return not self.attempts and not self.deferred
+
+    def age(self, now: datetime) -> float:
+        """Seconds since it was perceived, at ``now`` (0 when its time cannot be read)."""
+        moment = parse_iso(self.timestamp)
+        return max(0.0, (now - moment).total_seconds()) if moment is not None else 0.0
 
     @property
     def trust(self) -> float:
@@ -240,10 +259,11 @@ class Event:
             )
         except (TypeError, ValueError):
             values["priority"] = None
-        try:
-            values["attempts"] = int(values.get("attempts") or 0)
-        except (TypeError, ValueError):
-            values["attempts"] = 0
+        for counter in ("attempts", "deferred"):
+            try:
+                values[counter] = int(values.get(counter) or 0)
+            except (TypeError, ValueError):
+                values[counter] = 0
         if not isinstance(values.get("data"), dict):
             values["data"] = {}
         return cls(**values)
@@ -443,6 +463,66 @@ def release(
     queue["events"] = kept
     queue["in_flight"] = [i for i in queue["in_flight"] if i not in back]
     return queue
+
+
+def hold_back(queue: dict | None, ids: Iterable[str]) -> dict:
+    """Put the events ``ids`` back because their model could not be reached (an outage).
+
+    Unlike :func:`release` no attempt is counted: the events wait for the model to come back,
+    and :func:`give_up_stale` gives them up when they grow too old. Each counts one more
+    ``deferred``; unknown ids are ignored.
+    """
+    back = _ids(ids)
+    queue = normalize_queue(queue)
+    for event in queue["events"]:
+        if event["id"] in back:
+            event["deferred"] += 1
+    queue["in_flight"] = [i for i in queue["in_flight"] if i not in back]
+    return queue
+
+
+def has_deferred(queue: dict | None) -> bool:
+    """Whether any queued event was put back during an outage (cheap: no copy is made)."""
+    if not isinstance(queue, dict):
+        return False
+    return any(isinstance(e, dict) and e.get("deferred") for e in queue.get("events") or ())
+
+
+def give_up_stale(
+    queue: dict | None,
+    now: datetime,
+    max_age: float,
+    present: Callable[[Event], bool],
+) -> tuple[dict, list[tuple[Event, str]]]:
+    """Give up the events put back during an outage that can no longer be answered well.
+
+    An event that waited for its model (``deferred``, not in flight) is given up when it is
+    older than ``max_age`` seconds at ``now``, or when ``present(event)`` says its speaker is no
+    longer there to hear the answer. Each one given up is counted in ``failed``.
+
+    Returns:
+        ``(new_queue, given_up)``: ``given_up`` holds ``(event, why)`` with why in words
+        (``"said 412 s ago, older than 300 s"``, ``"its speaker is gone"``).
+    """
+    queue = normalize_queue(queue)
+    in_flight = set(queue["in_flight"])
+    kept, given_up = [], []
+    for data in queue["events"]:
+        event = Event.from_dict(data) if data["deferred"] and data["id"] not in in_flight else None
+        why = ""
+        if event is not None:
+            age = event.age(now)
+            if age > max_age:
+                why = f"said {age:.0f} s ago, older than {max_age:g} s"
+            elif not present(event):
+                why = "its speaker is gone"
+        if why and event is not None:
+            given_up.append((event, why))
+            queue["failed"] += 1
+        else:
+            kept.append(data)
+    queue["events"] = kept
+    return queue, given_up
 
 
 def recover(queue: dict | None) -> dict:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import asdict
 from typing import Any, Callable
 
 from evennia.utils import logger
@@ -30,7 +31,8 @@ from evennia_ai.llm.models import resolve_model
 from evennia_ai.memory import context_buffer
 from evennia_ai.memory import events as ev
 from evennia_ai.memory.events import Event, pending_events
-from evennia_ai.npc import attribute_writes, spending
+from evennia_ai.npc import answering, attribute_writes, spending
+from evennia_ai.npc.answering import NotAnswering
 from evennia_ai.npc.state import CATEGORY, AttributeState, write_attribute
 from evennia_ai.npc.state_keys import CHARACTER_STATE, SCRIPT_STATE
 from evennia_ai.npc_state import (
@@ -418,7 +420,9 @@ class AIHandler:
         if self._flooded(event):
             return False
         max_size = conf.get_int("EVENNIA_AI_EVENT_QUEUE_SIZE")
-        self.update(EVENT_QUEUE, lambda queue: ev.push(queue, event, max_size))
+        dropped = self.update(EVENT_QUEUE, lambda queue: ev.push(queue, event, max_size))
+        if dropped is not None:  # the queue was full: no addressed line goes silently
+            answering.tell_dropped(self.obj, dropped)
         if immediate is None:
             immediate = getattr(event, "event_class", "") == "communication"
         if not self.enabled:
@@ -432,7 +436,9 @@ class AIHandler:
         """Whether ``event`` passes its speaker's rate (``EVENNIA_AI_SPEAKER_EVENTS_PER_MINUTE``).
 
         A flood is dropped without a write; the next tick's trace notes how many were dropped
-        from whom (``npc.ndb.ai_floods``), so one player cannot bury the others.
+        from whom (``npc.ndb.ai_floods``), so one player cannot bury the others. The speaker is
+        told so (``EVENNIA_AI_FLOOD_MESSAGE``) and the log says it, at most once a minute per
+        speaker (:meth:`_tell_flooded`).
         """
         limit = conf.get_int("EVENNIA_AI_SPEAKER_EVENTS_PER_MINUTE")
         source = getattr(event, "source", None)
@@ -446,10 +452,16 @@ class AIHandler:
             who = getattr(event, "source_name", "") or source
             floods[who] = floods.get(who, 0) + 1
             self.obj.ndb.ai_floods = floods
+            self._tell_flooded(source, who, limit, now)
             return True
         recent[source] = times + [now]
         self.obj.ndb.ai_speaker_times = recent
         return False
+
+    def _tell_flooded(self, source: str, who: str, limit: int, now: float) -> None:
+        """Tell the speaker ``source`` (``who``) that their lines are dropped, and log it, at
+        most once a minute (:func:`evennia_ai.npc.answering.tell_flooded`)."""
+        answering.tell_flooded(self.obj, source, who, limit, now)
 
     def notify_system(self, text: str) -> None:
         """Queue a system event (operator decisions, tool outcomes that arrive later)."""
@@ -506,10 +518,16 @@ class AIHandler:
         unbounded = spending.unbounded_spend_warning(model, over)
         if unbounded:
             warnings.append(unbounded)
+        silent = self.not_answering(over)
         return {
             "key": self.obj.key,
             "dbref": self.obj.dbref,
             "state": state,  # one word: stopped, paused, asleep or running
+            # why it does not answer with its model now, if it does not (outage, held, budget)
+            "not_answering": [asdict(reason) for reason in silent],
+            # what a badge or a table shows: the state, or while running, the first reason
+            "state_label": silent[0].label if silent and state == "running" else state,
+            "state_class": "not-answering" if silent and state == "running" else state,
             "enabled": enabled,
             "paused": paused,
             "running": running,
@@ -543,6 +561,16 @@ class AIHandler:
             "quarantined": self.quarantined(check=False),
             "unreadable_settings": conf.unreadable_settings(),
         }
+
+    def not_answering(self, over: spending.SpendingStatus | None = None) -> list[NotAnswering]:
+        """Why this NPC does not answer with its model now, in words; empty when it does
+        (:func:`evennia_ai.npc.answering.not_answering`: an outage of its model's endpoint,
+        its operator's word set aside, past a budget in ``silence`` or ``message`` mode).
+
+        Args:
+            over: Its spending status, when the caller has it (read otherwise).
+        """
+        return answering.not_answering(self, over if over is not None else self.spending_status())
 
     # -- values kept aside -----------------------------------------------------------------------
     def quarantined(self, check: bool = True, reveal: bool = False) -> dict[str, dict]:

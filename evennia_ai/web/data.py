@@ -101,6 +101,10 @@ def budget_message(budget: dict) -> str:
 def npc_summary(npc, viewer=None) -> dict:
     """The NPC-list row: ``npc.ai.status()`` plus state, today's usage and the budget line.
 
+    The badge shows ``state_label`` (``state_class`` styles it): the state, or while the NPC
+    runs but cannot answer, why (``model unreachable since 10:42 UTC``, ``held``, ``over
+    budget``); ``not_answering`` has the reasons in full (``label``, ``detail``).
+
     Values kept aside (``quarantined``) are shown as ``viewer`` may see them
     (:func:`evennia_ai.engine.redaction.quarantined_shown_to`).
     """

@@ -315,3 +315,77 @@ class TestLastError(NpcCommandTest):
         status = self.npc.ai.status()
         assert describe_last_error(status) == "" and status["last_error_current"] is False
         assert "last error" not in self.call(CmdAIStatus(), "Innkeeper")
+
+
+class TestNotAnswering(NpcCommandTest):
+    """An outage of the model's endpoint, as every command that lists NPCs shows it."""
+
+    def outage(self) -> str:
+        from evennia_ai.engine.outages import BOARD
+        from evennia_ai.llm.models import resolve_model
+        from evennia_ai.llm.usage import UsageRecord
+
+        model = resolve_model(None)
+        error = "could not connect: connection refused to http://127.0.0.1:5100/v1"
+        failed = UsageRecord(kind="act", model=model, error=error, error_kind="connection")
+        BOARD.observe([failed] * 3, npc=self.npc)
+        return BOARD.unreachable(model).describe()
+
+    def fitted(self, command, args: str, start: str) -> str:
+        """The reply of ``command`` as the caller's screen gets it; every line fits 80 columns.
+
+        (The test harness's ``call`` strips table borders with the line breaks after them, so
+        the lines are read as :class:`FitsScreen` sends them.)
+        """
+        from evennia.utils.ansi import strip_ansi
+
+        from evennia_ai import screen
+
+        sent, real = [], screen.fit_lines
+
+        def fit(text, width):
+            sent.append(real(text, width))
+            return sent[-1]
+
+        with mock.patch("evennia_ai.commands.base.screen.fit_lines", fit):
+            self.call(command, args, start)
+        text = strip_ansi("\n".join(sent))
+        wide = [line for line in text.split("\n") if len(line) > 80]
+        assert not wide, wide
+        return text
+
+    def test_every_npc_on_the_endpoint_is_listed_as_not_answering(self):
+        cook = self.make_npc("Cook")
+        status = self.outage()
+        out = self.fitted(CmdAINpc(), "/list", "AI NPCs (2):")
+        text = words(out)
+        assert "running" not in text
+        assert f"not answering: Innkeeper: {status}" in text
+        assert f"not answering: Cook: {status}" in text
+        assert cook.ai.status()["state_label"] == status
+
+    def test_aistatus_says_why_instead_of_running(self):
+        status = self.outage()
+        out = self.fitted(CmdAIStatus(), "", "AI NPCs (1)")
+        assert f"Innkeeper({self.npc.dbref}) {status} -" in words(out)
+        out = self.fitted(CmdAIStatus(), "Innkeeper", f"Innkeeper({self.npc.dbref}) at")
+        text = words(out)
+        assert f": {status}" in text.split(" enabled:")[0]
+        assert f"not answering: {status}: " in text and "3 calls in a row" in text
+        assert "connection refused to http://127.0.0.1:5100/v1" in text
+
+    def test_held_npcs_say_so_in_the_same_status(self):
+        self.npc.ai.set_user_system_prompt("x")
+        self.npc.attributes.add("user_system_prompt", ["not text"], category="ai")
+        out = words(self.call(CmdAIStatus(), "Innkeeper", None))
+        assert "not answering: held: its stored user_system_prompt cannot be read" in out
+
+    def test_when_it_is_back_it_runs_again(self):
+        from evennia_ai.engine.outages import BOARD
+        from evennia_ai.llm.models import resolve_model
+        from evennia_ai.llm.usage import UsageRecord
+
+        self.outage()
+        BOARD.observe([UsageRecord(kind="act", model=resolve_model(None))])
+        out = words(self.call(CmdAINpc(), "/list", "AI NPCs (1):"))
+        assert "running" in out and "not answering" not in out

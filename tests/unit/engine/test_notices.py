@@ -234,3 +234,27 @@ class TestLiteral(NoticeTestBase):
         (line,) = self.notices_to(self.char1)
         shown = evennia.utils.ansi.strip_ansi(line)
         assert "say |rRED|n" in shown and "[AI] Innkeeper" in shown
+
+
+class TestOutageNotices(NoticeTestBase):
+    def test_staff_online_are_told_when_an_endpoint_stops_and_starts_answering(self):
+        from evennia_ai.engine.outages import BOARD
+        from evennia_ai.llm.usage import UsageRecord
+
+        model = "openai/test-model"
+        failed = UsageRecord(
+            kind="act", model=model, error="connection refused", error_kind="connection"
+        )
+        with override_settings(EVENNIA_AI_API_BASE="http://127.0.0.1:5100/v1"):
+            BOARD.observe([failed] * 5, npc=self.npc)
+            BOARD.observe([UsageRecord(kind="act", model=model)])
+        started, ended = self.notices_to(self.char1)
+        for line in (started, ended):
+            assert all(len(text) <= 80 for text in strip_ansi(line).split("\n"))
+        started, ended = words(strip_ansi(started)), words(strip_ansi(ended))
+        assert started.startswith(
+            "[AI] openai/test-model at http://127.0.0.1:5100/v1: model unreachable since"
+        )
+        assert "Waiting for it: Innkeeper. Lines said meanwhile are answered" in started
+        assert "answers again (unreachable since" in ended
+        assert not self.notices_to(self.char2)  # players are not told

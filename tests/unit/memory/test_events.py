@@ -385,3 +385,46 @@ def test_render_events_is_stable():
     assert render_events([e.to_dict() for e in batch]) == render_events(batch)
     assert render_events([]) == ""
     assert event_signal([]) is None
+
+
+# -- lines held back during an outage ------------------------------------------------------------
+def test_hold_back_counts_a_wait_not_an_attempt():
+    queue, _ = push(empty_queue(), say("hi", addressed=True), 5)
+    for wait in range(1, MAX_ATTEMPTS + 3):
+        queue, batch = take_batch(queue)
+        assert batch[0].first_try is (wait == 1)
+        queue = ev.hold_back(queue, [e.id for e in batch])
+        assert queue["in_flight"] == []
+    event = queue["events"][0]
+    assert event["attempts"] == 0 and event["deferred"] == MAX_ATTEMPTS + 2
+    assert queue["failed"] == 0 and ev.has_deferred(queue)
+    assert not ev.has_deferred(push(empty_queue(), say("new"), 5)[0])
+
+
+def test_give_up_stale_drops_old_lines_and_lines_whose_speaker_left():
+    from datetime import timedelta
+
+    from evennia_ai.utils import iso_utc, utcnow
+
+    now = utcnow()
+    old = say("old line", source="#1", timestamp=iso_utc(now - timedelta(seconds=400)))
+    left = say("bob's line", name="Bob", source="#2")
+    fresh = say("fresh line", source="#1")
+    never = say("not waited for", source="#2")  # never held back: not for this rule
+    queue = empty_queue()
+    for event in (old, left, fresh, never):
+        queue, _ = push(queue, event, 10)
+    queue = ev.hold_back(queue, [old.id, left.id, fresh.id])
+    queue, given_up = ev.give_up_stale(queue, now, 300, lambda e: e.source != "#2")
+    assert [(e.text, why) for e, why in given_up] == [
+        ("old line", "said 400 s ago, older than 300 s"),
+        ("bob's line", "its speaker is gone"),
+    ]
+    assert [e["text"] for e in queue["events"]] == ["fresh line", "not waited for"]
+    assert queue["failed"] == 2
+
+
+def test_deferred_survives_the_attribute_round_trip():
+    event = Event.from_dict({**say("hi").to_dict(), "deferred": "2"})
+    assert event.deferred == 2 and not event.first_try
+    assert Event.from_dict({"kind": "say", "deferred": "x"}).deferred == 0
