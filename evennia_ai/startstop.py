@@ -381,10 +381,14 @@ def warn_unbounded_spend(models) -> None:
 def _start_longterm_memory(ready: defer.Deferred | None = None) -> None:
     """Load long-term memory in a thread (``EVENNIA_AI_MEMORY_INIT_DELAY`` set); ``ready``
     fires with its status when it is done."""
+
+    def loaded(state):
+        route_plugin_log()  # mem0 imports transformers, which installs its own stderr handler
+        freeze_startup_objects()
+        return state
+
     try:
-        # mem0 imports transformers, which installs its own stderr handler: route again.
-        loading = longterm.init_in_thread().addBoth(lambda state: (route_plugin_log(), state)[1])
-        loading.addBoth(lambda state: (freeze_startup_objects(), state)[1])
+        loading = longterm.init_in_thread().addBoth(loaded)
     except Exception:
         logger.log_trace("evennia_ai: starting long-term memory failed")
         loading = defer.succeed(longterm.status())

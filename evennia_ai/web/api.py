@@ -126,8 +126,9 @@ class AIViewSetMixin:
 
     def get_view_name(self) -> str:
         """The page's heading and its breadcrumb: "NPCs", "NPC", "Goals"."""
-        if getattr(self, "name", None):
-            return self.name
+        action_name = getattr(self, "name", None)
+        if action_name:
+            return str(action_name)
         return self.singular if getattr(self, "suffix", None) == "Instance" else self.plural
 
 
