@@ -118,6 +118,9 @@ def stop_game(
             the plugin's start-up work takes several).
         timeout: Seconds one ``evennia stop`` may take.
     """
+    if not running(game):
+        print(f"{game.name} is not running.", flush=True)
+        return True
     for attempt in range(attempts):
         if not running(game):
             return True

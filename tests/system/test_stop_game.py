@@ -86,11 +86,12 @@ def test_what_the_launcher_never_stops_is_ended_by_its_pid(fake_game, tmp_path, 
     assert "ending them by their pids" in capsys.readouterr().out
 
 
-def test_nothing_running_is_already_stopped(tmp_path):
+def test_nothing_running_is_already_stopped(tmp_path, capsys):
     game = tmp_path / "demo_game"
     (game / "server").mkdir(parents=True)
     (game / "server" / "server.pid").write_text("999999999")
     assert stop_game.stop_game(game, "/nonexistent/evennia")
+    assert "demo_game is not running." in capsys.readouterr().out
     assert stop_game.main([str(tmp_path / "nowhere")]) == 1
 
 
