@@ -28,6 +28,7 @@ from pathlib import Path
 
 PIDFILES = ("server.pid", "portal.pid")
 POLL = 0.2
+STOP_WAIT = 10.0  # seconds for the processes to end after `evennia stop`, or after a signal
 
 
 def read_pid(path: Path) -> int | None:
@@ -128,7 +129,7 @@ def stop_game(
             print("The game is still running (it was restarting); stopping it again.", flush=True)
         wait_until(lambda: settled(game), settle)
         evennia_stop(game, evennia, timeout)
-        wait_until(lambda: not running(game), 10.0)
+        wait_until(lambda: not running(game), STOP_WAIT)
     if not running(game):
         return True
     left = {name: pid for name, pid in running(game).items()}
@@ -138,7 +139,7 @@ def stop_game(
         + " running; ending them by their pids.",
         flush=True,
     )
-    survivors = end_by_pid(game, 10.0)
+    survivors = end_by_pid(game, STOP_WAIT)
     if survivors:
         print(f"Could not stop: {', '.join(survivors)}.", file=sys.stderr)
     return not survivors

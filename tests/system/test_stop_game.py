@@ -37,8 +37,11 @@ fi
 
 
 @pytest.fixture
-def fake_game(tmp_path):
-    """A game directory whose pid files name two live processes; yields (game, processes)."""
+def fake_game(tmp_path, monkeypatch):
+    """A game directory whose pid files name two live processes; yields (game, processes,
+    launcher). The script polls faster and waits 2 s, not 10, after each stop."""
+    monkeypatch.setattr(stop_game, "POLL", 0.05)
+    monkeypatch.setattr(stop_game, "STOP_WAIT", 2.0)
     game = tmp_path / "demo_game"
     (game / "server").mkdir(parents=True)
     processes = [subprocess.Popen(["sleep", "300"]) for _ in range(2)]
@@ -64,7 +67,6 @@ def reap(processes) -> None:
 
 def test_a_launcher_that_returns_mid_reload_is_run_again(fake_game, capsys):
     game, processes, launcher = fake_game
-    stop_game.POLL = 0.05
     assert stop_game.running(game).keys() == {"server.pid", "portal.pid"}
     assert stop_game.stop_game(game, str(launcher), settle=1.0, timeout=10.0)
     reap(processes)
@@ -78,7 +80,6 @@ def test_what_the_launcher_never_stops_is_ended_by_its_pid(fake_game, tmp_path, 
     idle = tmp_path / "idle_evennia"
     idle.write_text("#!/bin/sh\necho 'Server already stopped.'\n")
     idle.chmod(idle.stat().st_mode | stat.S_IXUSR)
-    stop_game.POLL = 0.05
     started = time.monotonic()
     assert stop_game.stop_game(game, str(idle), attempts=2, settle=0.5, timeout=5.0)
     reap(processes)
