@@ -34,8 +34,10 @@ install: $(STAMP)
 demo: $(STAMP) $(if $(filter postgres,$(DEMO_DB)),postgres-deps)
 	VENV=$(VENV) bash scripts/demo.sh
 
+# Also while the server is coming back from a reload: scripts/stop_game.py waits for it to
+# settle and stops again until no process of the game's pid files is left.
 stop:
-	@if [ -d demo_game ]; then cd demo_game && PATH=$(CURDIR)/$(VENV)/bin:$$PATH ../$(VENV)/bin/evennia stop </dev/null; fi
+	@if [ -d demo_game ]; then PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(PY) scripts/stop_game.py demo_game --evennia $(CURDIR)/$(VENV)/bin/evennia </dev/null; fi
 	@if [ -d demo_game/server/postgres ]; then $(PY) tests/support/postgres.py stop demo_game/server/postgres; fi
 
 # Headless Chromium and its driver (apt) and selenium, for the dashboard's browser test; when

@@ -955,14 +955,14 @@ SETTINGS: dict[str, Setting] = {
         Setting(
             "EVENNIA_AI_WARMUP_DELAY",
             3.0,
-            "Seconds after server start before litellm and the tokenizer are loaded in a thread (the first reply is then fast).",
+            "Seconds after server start before the model servers are asked their context windows and litellm's callbacks are installed (in a thread). The tokenizer and litellm load before the server serves players' commands.",
             number(0),
         ),
         Setting(
             "EVENNIA_AI_MEMORY_INIT_DELAY",
-            10.0,
-            "Seconds after server start before long-term memory loads its embedder (in a thread).",
-            number(0),
+            None,
+            "Seconds after server start before long-term memory loads its embedder (in a thread). None: it loads while the server starts, before players' commands are served, so the first reply does not wait for it (the start takes about as long as loading it: seconds).",
+            optional(number(0)),
         ),
         Setting(
             "EVENNIA_AI_MEM0_CONFIG",

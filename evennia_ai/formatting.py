@@ -143,6 +143,24 @@ def step_label(index: Any, kind: str = "") -> str:
 
 
 # -- tool calls ------------------------------------------------------------------------------------
+# A tool call's outcome in words, by its status in the trace (a call that ran says whether it
+# succeeded: :func:`tool_outcome`).
+TOOL_STATUS_WORDS = {
+    "refused": "refused",
+    "pending": "waits for approval (aiconfirm)",
+    "skipped": "not run (the tick ended before it)",
+    "error": "failed",
+}
+
+
+def tool_outcome(status: Any, success: Any = True) -> str:
+    """What came of a tool call, in words: ``ran``, ``ran and failed``, ``refused``, ``not run
+    (the tick ended before it)``... (a trace's ``status`` and ``success`` of the call)."""
+    if status == "ran":
+        return "ran" if success else "ran and failed"
+    return TOOL_STATUS_WORDS.get(str(status or ""), str(status or "unknown outcome"))
+
+
 def value_text(value: Any, limit: int = 200) -> str:
     """One argument or result value in words: text as is, numbers with separators, lists
     joined, yes/no for booleans, anything else as compact JSON; on one line, clipped."""

@@ -10,14 +10,19 @@ import logging
 import os
 import sys
 import time
+from collections.abc import Mapping
+from importlib import metadata
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from django.conf import settings
 from evennia.server.models import ServerConfig
 from evennia.utils import logger
-from twisted.internet import reactor, task
+from twisted.internet import defer, reactor, task
 
 from evennia_ai import conf, native_threads
 from evennia_ai.engine import confirmations  # noqa: F401  (registers the approval executors)
+from evennia_ai.formatting import count
 from evennia_ai.llm import router, served_windows, threads, tokens
 from evennia_ai.llm.client import (
     LITELLM_REQUIREMENT,
@@ -29,7 +34,8 @@ from evennia_ai.llm.models import resolve_model
 from evennia_ai.memory import longterm
 from evennia_ai.npc import spending
 from evennia_ai.npc.lookup import all_ai_npcs, tag_untagged_assistants
-from evennia_ai.utils import LOG_PREFIX
+from evennia_ai.prompt.registry import get_prompt_registry
+from evennia_ai.utils import LOG_PREFIX, one_line
 
 # Version of the stored layout; the upgrade steps below run once per game, in order.
 LAYOUT_VERSION = 2
@@ -184,10 +190,14 @@ def restore_missing_scripts() -> int:
 
 
 def at_server_start():
-    """Called on every server start: warms up the model stack off the reactor.
+    """Called on every server start: loads what the first reply would wait for.
 
-    Importing litellm takes seconds and tiktoken loads its encodings on first use; doing both
-    in a thread now means the first player to speak gets an answer as fast as the tenth.
+    Evennia serves no player's command until this returns, so what is loaded here is never met
+    by the first player to speak: the tokenizer's encodings, the prompt registry, and long-term
+    memory with its embedder (unless ``EVENNIA_AI_MEMORY_INIT_DELAY`` defers it to a thread).
+    litellm was loaded by :func:`at_server_init`. Asking the model servers their windows and
+    installing litellm's callbacks run in a thread ``EVENNIA_AI_WARMUP_DELAY`` seconds later;
+    when both parts are done, one log line says what was loaded (:func:`loaded_line`).
     """
     try:
         upgrade_stored_layout()
@@ -199,39 +209,125 @@ def at_server_start():
         logger.log_trace("evennia_ai: could not check the AI NPCs' Scripts")
     set_switch_interval()
     report_unreadable_settings()
-
-    def warm_up(models):
-        tokens.count_text("warm up", resolve_model())
-        served_windows.learn_windows(models)  # before litellm: the servers answer in ms
-        if resolve_model() != conf.OFFLINE_MODEL:
-            get_litellm()
-            route_plugin_log()
-            problems = litellm_contract_problems()
-            if problems:
-                logger.log_err(
-                    f"evennia_ai: the installed litellm lacks {', '.join(problems)}; "
-                    f"evennia-ai needs {LITELLM_REQUIREMENT} (docs/troubleshooting.md)"
-                )
-        configure_litellm_callbacks()
-        router.check_at_start()  # EVENNIA_AI_ROUTER options the plugin does not honour, named
+    models = npc_models()
+    warn_unbounded_spend(models)
+    load_before_ready(models)
+    warmed: defer.Deferred = defer.Deferred()
 
     def start_warm_up():
-        models = npc_models()  # the ORM is read here, on the reactor
-        warn_unbounded_spend(models)
         threads.run_in_thread(warm_up, models).addErrback(
             lambda failure: logger.log_err(
                 f"evennia_ai: warm-up failed: {failure.getErrorMessage()}"
             )
-        ).addBoth(lambda _: freeze_startup_objects())
+        ).addBoth(lambda _: freeze_startup_objects()).addBoth(warmed.callback)
 
-    # Not at once: a brand-new game restarts its server right after the first start, and a
-    # thread busy importing litellm would keep the old process alive into the new one's start.
     reactor.callLater(conf.get_float("EVENNIA_AI_WARMUP_DELAY"), start_warm_up)
-    # Long-term memory loads mem0 and its embedder (seconds; the first time it also builds the
-    # embedder's model) in a thread; ticks never wait for it. It starts after a delay so the
-    # restart Evennia makes right after its very first start (and quick reloads) do not meet a
-    # half-imported library.
-    reactor.callLater(conf.get_float("EVENNIA_AI_MEMORY_INIT_DELAY"), _start_longterm_memory)
+    memory_delay = conf.get_optional_float("EVENNIA_AI_MEMORY_INIT_DELAY")
+    if memory_delay is None:
+        memory_ready = defer.succeed(load_longterm_memory())
+    else:
+        # In a thread, after a delay, so the restart Evennia makes right after a new game's
+        # first start (and quick reloads) do not meet a half-imported library.
+        memory_ready = defer.Deferred()
+        reactor.callLater(memory_delay, _start_longterm_memory, memory_ready)
+    defer.gatherResults([warmed, memory_ready]).addCallback(
+        lambda _: logger.log_info(f"{LOG_PREFIX}: {loaded_line(models[0], longterm.status())}")
+    ).addErrback(lambda failure: logger.log_err(f"{LOG_PREFIX}: {failure.getErrorMessage()}"))
+
+
+def load_before_ready(models: list[str]) -> float:
+    """Load the tokenizer's encodings of ``models`` and the prompt registry now, on the reactor,
+    before the server serves players' commands; returns the seconds it took.
+
+    Left to the first tick (or to a warm-up thread racing it), the first player to speak waited
+    for them. A failure is logged; the server still starts.
+    """
+    started = time.monotonic()
+    try:
+        for model in models:
+            tokens.count_text("warm up", model)
+        get_prompt_registry()
+    except Exception:
+        logger.log_trace(f"{LOG_PREFIX}: loading the tokenizer or the prompt registry failed")
+    return time.monotonic() - started
+
+
+def warm_up(models: list[str]) -> None:
+    """The part of the start that asks servers (in a thread): the models' context windows,
+    litellm's contract, its callbacks, the Router's options."""
+    served_windows.learn_windows(models)
+    if any(model != conf.OFFLINE_MODEL for model in models):
+        get_litellm()
+        route_plugin_log()
+        problems = litellm_contract_problems()
+        if problems:
+            logger.log_err(
+                f"evennia_ai: the installed litellm lacks {', '.join(problems)}; "
+                f"evennia-ai needs {LITELLM_REQUIREMENT} (docs/troubleshooting.md)"
+            )
+    configure_litellm_callbacks()
+    router.check_at_start()  # EVENNIA_AI_ROUTER options the plugin does not honour, named
+
+
+def load_longterm_memory() -> dict:
+    """Open long-term memory and its embedder now, on the reactor (seconds); returns its
+    status. Never raises: what fails leaves memory in keyword mode, logged."""
+    started = time.monotonic()
+    try:
+        longterm.get_memory().ensure_ready()
+    except Exception:
+        logger.log_trace(f"{LOG_PREFIX}: starting long-term memory failed")
+    route_plugin_log()  # mem0 imports transformers, which installs its own stderr handler
+    freeze_startup_objects()
+    logger.log_info(f"{LOG_PREFIX}: long-term memory loaded in {time.monotonic() - started:.1f} s")
+    return longterm.status()
+
+
+def model_endpoint(model: str) -> str:
+    """Where calls to ``model`` go, for people: its server's URL (without any user name or
+    password in it), the Router, or the provider's own endpoint."""
+    if model == conf.OFFLINE_MODEL:
+        return "none (built into the plugin)"
+    if model in router.routed_names():
+        return "EVENNIA_AI_ROUTER's deployments"
+    options = conf.get_dict("EVENNIA_AI_MODEL_SETTINGS").get(model)
+    base = (options.get("api_base") if isinstance(options, dict) else None) or conf.get_str(
+        "EVENNIA_AI_API_BASE"
+    )
+    if base:
+        parts = urlsplit(str(base))
+        host = parts.hostname or ""
+        port = f":{parts.port}" if parts.port else ""
+        return urlunsplit(parts._replace(netloc=host + port)) if host else str(base)
+    provider = model.split("/", 1)[0] if "/" in model else "the provider"
+    return f"{provider}'s default"
+
+
+def loaded_line(model: str, memory: Mapping[str, Any]) -> str:
+    """The start-up's one line on what serves the NPCs: ``evennia-ai 0.2.0 loaded: model
+    openai/gpt-4o-mini, endpoint openai's default, window 128,000 tokens (litellm's model
+    map), memory mode hybrid``.
+
+    Args:
+        model: The server's model (``EVENNIA_AI_MODEL``, else the offline one).
+        memory: Long-term memory's status (:func:`evennia_ai.memory.longterm.status`).
+    """
+    window, source = tokens.window_and_source(model)
+    mode = str(memory.get("mode") or "keyword")
+    if memory.get("reason"):
+        mode += f" ({one_line(memory['reason'], 120)})"
+    return (
+        f"evennia-ai {plugin_version()} loaded: model {model}, endpoint {model_endpoint(model)}, "
+        f"window {count(window)} tokens ({tokens.WINDOW_SOURCES[source]}), memory mode {mode}"
+    )
+
+
+def plugin_version() -> str:
+    """The installed evennia-ai's version ("unknown" when not installed as a package)."""
+    try:
+        return metadata.version("evennia-ai")
+    except metadata.PackageNotFoundError:
+        return "unknown"
 
 
 def set_switch_interval() -> float | None:
@@ -282,14 +378,22 @@ def warn_unbounded_spend(models) -> None:
             logger.log_warn(f"evennia_ai: {warning} (docs/observability.md)")
 
 
-def _start_longterm_memory():
+def _start_longterm_memory(ready: defer.Deferred | None = None) -> None:
+    """Load long-term memory in a thread (``EVENNIA_AI_MEMORY_INIT_DELAY`` set); ``ready``
+    fires with its status when it is done."""
+
+    def loaded(state):
+        route_plugin_log()  # mem0 imports transformers, which installs its own stderr handler
+        freeze_startup_objects()
+        return state
+
     try:
-        # mem0 imports transformers, which installs its own stderr handler: route again.
-        longterm.init_in_thread().addBoth(lambda _: route_plugin_log()).addBoth(
-            lambda _: freeze_startup_objects()
-        )
+        loading = longterm.init_in_thread().addBoth(loaded)
     except Exception:
         logger.log_trace("evennia_ai: starting long-term memory failed")
+        loading = defer.succeed(longterm.status())
+    if ready is not None:
+        loading.addBoth(ready.callback)
 
 
 def freeze_startup_objects() -> None:

@@ -15,6 +15,8 @@ from typing import Any
 
 from confusable_homoglyphs import utils as homoglyph_data
 
+from evennia_ai.wording import CUT_MARKER
+
 _SCALARS = (str, bytes, int, float, bool, type(None))
 
 
@@ -88,11 +90,27 @@ def plain(value: Any) -> Any:
 
 
 def truncate(text: Any, limit: int = 2000) -> str:
-    """``text`` as a string cut to ``limit`` characters, with a marker saying how much was cut."""
+    """``text`` as a string cut to about ``limit`` characters, ending with a marker saying how much
+    was left out (``... [1,234 characters cut]``).
+
+    The cut falls after the last whole word when one ends in the last fifth of ``limit``
+    characters (a word cut in the middle reads as a typo), and a text is never cut when the marker
+    would be as long as what it replaces: a question two characters over the limit is kept whole.
+    Such a text is at most ``limit`` plus the marker's length; the marker is in
+    :data:`evennia_ai.wording.CUT_MARKER` since cut tool results reach the model.
+    """
     text = "" if text is None else str(text)
     if len(text) <= limit:
         return text
-    return text[:limit] + f"... [{len(text) - limit} more characters]"
+    kept = text[:limit]
+    space = kept.rfind(" ", limit - limit // 5)
+    if space > 0 and not text[limit].isspace():
+        kept = kept[:space]
+    kept = kept.rstrip()
+    marker = CUT_MARKER.format(count=f"{len(text) - len(kept):,}")
+    if len(marker) >= len(text) - len(kept):
+        return text
+    return kept + marker
 
 
 def one_line(text: Any, limit: int = 300) -> str:

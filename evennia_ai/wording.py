@@ -145,6 +145,10 @@ TOOL_RESULT_LABEL_UNNAMED = "[Tool result]"
 CALL_WITHOUT_RESULT = "[called {name}({arguments}) - no result kept]"
 """A tool call whose result the history no longer holds."""
 
+CUT_MARKER = "... [{count} characters cut]"
+"""Ends a text cut to fit (a long tool result, a history message, a trace's text): how much of it
+was left out (:func:`evennia_ai.utils.truncate`)."""
+
 # -- task inputs cut to fit (evennia_ai.prompt.tasks) ------------------------------------------
 LEFT_OUT_NOTE = "[{count} earlier {what} left out: they do not fit the window]"
 """Opens a task input whose oldest lines were left out to fit its share of the window."""

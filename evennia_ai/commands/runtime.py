@@ -24,6 +24,7 @@ from evennia_ai.formatting import (
     money,
     step_label,
     timestamp,
+    tool_outcome,
 )
 from evennia_ai.memory.events import Event
 from evennia_ai.npc import controls
@@ -34,14 +35,6 @@ from evennia_ai.workspace.sleep import SLEEP_PHASES, go_to_sleep, in_sleep_windo
 
 BAR_WIDTH = 24
 EVENT_CHARS = 50  # of the event, in a tick's one-line summary
-# A tool call's outcome in words, by its status in the trace (a call that ran says whether it
-# succeeded).
-TOOL_STATUS_WORDS = {
-    "refused": "refused",
-    "pending": "waits for approval (aiconfirm)",
-    "skipped": "not run (the tick ended before it)",
-    "error": "failed",
-}
 INTERACT_POLL_SECONDS = 2.0
 INTERACT_WAIT_SECONDS = 120.0
 
@@ -62,10 +55,7 @@ def tool_call_line(call: ToolCallTrace, result_limit: int = 200) -> str:
     """A tool call and what came of it, in words: ``tool look(target: Bob) -> ran: ...``."""
     arguments = arguments_text(call.arguments, 120) if call.arguments else ""
     outcome = one_line(call.error or call.result or "", result_limit)
-    if call.status == "ran":
-        what = "ran" if call.success else "ran and failed"
-    else:
-        what = TOOL_STATUS_WORDS.get(call.status, call.status or "unknown outcome")
+    what = tool_outcome(call.status, call.success)
     return f"tool {raw(call.name)}({raw(arguments)}) -> {what}" + (
         f": {raw(outcome)}" if outcome else ""
     )

@@ -75,6 +75,7 @@ class AIBrowsableAPIRenderer(renderers.BrowsableAPIRenderer):
 
 
 RENDERERS = [renderers.JSONRenderer, AIBrowsableAPIRenderer]
+API_NAME = "evennia-ai API"  # the index's heading and the first breadcrumb
 
 
 def api_exception_handler(exc, context):
@@ -108,13 +109,27 @@ def api_fallback(request, path: str = ""):
 
 class AIViewSetMixin:
     """Staff permission for every action (see :mod:`evennia_ai.web.permissions`); errors as
-    JSON."""
+    JSON; names for people on the browsable page.
+
+    ``plural`` names a viewset's list page and ``singular`` one item's page (DRF would derive
+    "Npc List" and "Npc Instance" from the class name); an extra action keeps the name DRF gives
+    it from its method ("Goals", "Operator prompt").
+    """
 
     permission_classes = [AIStaffPermission]
     renderer_classes = RENDERERS
+    plural = ""
+    singular = ""
 
     def get_exception_handler(self):
         return api_exception_handler
+
+    def get_view_name(self) -> str:
+        """The page's heading and its breadcrumb: "NPCs", "NPC", "Goals"."""
+        action_name = getattr(self, "name", None)
+        if action_name:
+            return str(action_name)
+        return self.singular if getattr(self, "suffix", None) == "Instance" else self.plural
 
 
 def _require(request, permission: str, action: str) -> None:
@@ -134,6 +149,8 @@ class NPCViewSet(AIViewSetMixin, viewsets.ViewSet):
     """AI NPCs: state, usage and budget; goals, memory, traces and usage per NPC."""
 
     lookup_value_regex = "[0-9]+"
+    plural = "NPCs"
+    singular = "NPC"
 
     def list(self, request):
         return Response(data.npc_list(request.user))
@@ -218,6 +235,8 @@ class ConfirmationViewSet(AIViewSetMixin, viewsets.ViewSet):
     """Actions awaiting a decision; approve and reject run what ``aiconfirm`` runs."""
 
     lookup_value_regex = "[A-Za-z0-9_]+"
+    plural = "Confirmations"
+    singular = "Confirmation"
 
     def list(self, request):
         query = ConfirmationFilterSerializer(data=request.query_params)
@@ -255,12 +274,16 @@ class ConfirmationViewSet(AIViewSetMixin, viewsets.ViewSet):
 class ContextViewSet(AIViewSetMixin, viewsets.ViewSet):
     """The components each context type assembles, in the order they are sent."""
 
+    plural = "Context types"
+
     def list(self, request):
         return Response(data.context_orders())
 
 
 class AIAPIRootView(AIViewSetMixin, routers.APIRootView):
     """The API's index (staff only, like the rest)."""
+
+    plural = API_NAME
 
 
 class AIRouter(routers.DefaultRouter):

@@ -169,3 +169,106 @@ def test_the_frozen_set_is_bounded_so_cycles_that_died_frozen_are_freed(monkeypa
         startstop._frozen["base"] = 0
         if automatic:
             gc.enable()
+
+
+# -- what the start loads before players are served, and the one line saying what it loaded ------
+class FakeReactor:
+    """``reactor.callLater`` that records the calls; :meth:`run` runs them in order of delay."""
+
+    def __init__(self):
+        self.later = []
+
+    def callLater(self, delay, function, *args):  # noqa: N802 (Twisted's name)
+        self.later.append((delay, function, args))
+
+    def run(self):
+        for _delay, function, args in sorted(self.later, key=lambda entry: entry[0]):
+            function(*args)
+
+
+def start_server(monkeypatch, **settings):
+    """Run ``at_server_start`` with the slow parts recorded instead of done; returns the order
+    of what happened, the fake reactor and the log_info mock."""
+    from unittest import mock
+
+    from twisted.internet import defer
+
+    from evennia_ai import startstop
+
+    order = []
+    fake = FakeReactor()
+    monkeypatch.setattr(startstop, "reactor", fake)
+    monkeypatch.setattr(startstop, "upgrade_stored_layout", lambda: None)
+    monkeypatch.setattr(startstop, "restore_missing_scripts", lambda: 0)
+    monkeypatch.setattr(startstop, "npc_models", lambda: ["openai/test-model"])
+    monkeypatch.setattr(startstop, "freeze_startup_objects", lambda: None)
+    monkeypatch.setattr(
+        startstop.tokens, "count_text", lambda text, model=None: order.append("tokenizer") or 1
+    )
+    monkeypatch.setattr(startstop, "get_prompt_registry", lambda: order.append("prompts"))
+    memory = mock.Mock()
+    memory.ensure_ready.side_effect = lambda: order.append("memory")
+    monkeypatch.setattr(startstop.longterm, "get_memory", lambda: memory)
+    monkeypatch.setattr(startstop.longterm, "status", lambda: {"mode": "hybrid", "reason": ""})
+    monkeypatch.setattr(
+        startstop.longterm,
+        "init_in_thread",
+        lambda: order.append("memory in a thread") or defer.succeed({"mode": "keyword"}),
+    )
+    monkeypatch.setattr(
+        startstop.threads,
+        "run_in_thread",
+        lambda function, *args: defer.succeed(order.append("warm-up thread")),
+    )
+    info = mock.patch.object(startstop.logger, "log_info").start()
+    with override_settings(**settings):
+        startstop.at_server_start()
+        order.append("served")  # Evennia serves commands once the hook returns
+        fake.run()
+    mock.patch.stopall()
+    return order, fake, info
+
+
+def test_the_tokenizer_prompts_and_memory_load_before_commands_are_served(monkeypatch):
+    """The issue's first reply (4.4 s at zero model latency, "pauses, thinking" shown): what it
+    waited for is loaded before the hook returns, and the one line comes after the warm-up."""
+    order, fake, info = start_server(
+        monkeypatch, EVENNIA_AI_MODEL="openai/test-model", EVENNIA_AI_API_BASE=""
+    )
+    assert order == ["tokenizer", "prompts", "memory", "served", "warm-up thread"]
+    assert [delay for delay, _f, _a in fake.later] == [3.0]  # only the servers' part waits
+    lines = [call.args[0] for call in info.call_args_list]
+    assert lines[-1].startswith("evennia_ai: evennia-ai ") and " loaded: model " in lines[-1]
+    assert lines[-1].endswith("memory mode hybrid")
+
+
+def test_a_memory_delay_still_loads_memory_in_a_thread_after_it(monkeypatch):
+    order, fake, info = start_server(monkeypatch, EVENNIA_AI_MEMORY_INIT_DELAY=600)
+    assert order == ["tokenizer", "prompts", "served", "warm-up thread", "memory in a thread"]
+    assert sorted(delay for delay, _f, _a in fake.later) == [3.0, 600]
+    assert info.call_args_list[-1].args[0].endswith("memory mode hybrid")
+
+
+def test_the_loaded_line_names_model_endpoint_window_and_memory_mode():
+    from evennia_ai import startstop
+
+    with override_settings(
+        EVENNIA_AI_MODEL="openai/tavern-llm",
+        EVENNIA_AI_API_BASE="http://user:secret@127.0.0.1:5100/v1",
+        EVENNIA_AI_CONTEXT_WINDOWS={"openai/tavern-llm": 32768},
+    ):
+        line = startstop.loaded_line("openai/tavern-llm", {"mode": "hybrid", "reason": ""})
+    assert line == (
+        f"evennia-ai {startstop.plugin_version()} loaded: model openai/tavern-llm, endpoint "
+        "http://127.0.0.1:5100/v1, window 32,768 tokens (EVENNIA_AI_CONTEXT_WINDOWS / "
+        "EVENNIA_AI_MODEL_SETTINGS), memory mode hybrid"
+    )
+    assert "secret" not in line and "user" not in line
+    with override_settings(EVENNIA_AI_API_BASE=""):
+        hosted = startstop.loaded_line(
+            "openai/gpt-4o-mini", {"mode": "keyword", "reason": "no embedder installed"}
+        )
+        offline = startstop.loaded_line("evennia_ai/offline", {"mode": "keyword"})
+    assert "endpoint openai's default, window 128,000 tokens (litellm's model map)" in hosted
+    assert hosted.endswith("memory mode keyword (no embedder installed)")
+    assert "model evennia_ai/offline, endpoint none (built into the plugin)" in offline

@@ -12,6 +12,7 @@ the in-game commands do::
     {{ it.index|step:it.kind }}       step 1
     {{ tc.arguments|arguments }}      [("message", "Hello"), ...]
     {{ tc.result|result }}            the result in words
+    {{ tc.status|outcome:tc.success }}  ran / ran and failed / not run (the tick ended before it)
     {{ c|action_arguments }}          a confirmation's arguments as (name, value) pairs
     {{ user|ai_staff }}               whether the account may see the dashboard (Builder)
     {% ai_dashboard_url %}            /ai/ (or "" when the game has not mounted it)
@@ -34,6 +35,7 @@ register.filter("duration", formatting.duration)
 register.filter("step", formatting.step_label)
 register.filter("arguments", formatting.argument_items)
 register.filter("result", formatting.result_text)
+register.filter("outcome", formatting.tool_outcome)
 
 
 @register.filter

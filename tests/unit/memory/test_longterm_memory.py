@@ -629,14 +629,18 @@ def test_server_start_warms_up_long_term_memory(monkeypatch):
     from evennia_ai.llm import threads
 
     monkeypatch.setattr(threads, "run_in_thread", lambda fn, *a, **kw: defer.succeed(None))
+    monkeypatch.setattr(startstop, "load_before_ready", lambda models: 0.0)
     started, scheduled = [], []
-    monkeypatch.setattr(longterm, "init_in_thread", lambda: started.append(1))
+    monkeypatch.setattr(
+        longterm, "init_in_thread", lambda: started.append(1) or defer.succeed(longterm.status())
+    )
     from twisted.internet import reactor
 
     monkeypatch.setattr(
         reactor, "callLater", lambda delay, fn, *a: scheduled.append(delay) or fn(*a)
     )
-    startstop.at_server_start()
+    with override_settings(EVENNIA_AI_MEMORY_INIT_DELAY=10.0):  # by default: before ready
+        startstop.at_server_start()
     assert started == [1] and 10.0 in scheduled
 
 

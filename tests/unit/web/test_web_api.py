@@ -1,6 +1,7 @@
 """The staff dashboard and its JSON API through Django's test client (in-process, fast)."""
 
 import json
+import re
 
 from django.test import Client, modify_settings, override_settings
 from evennia import create_object
@@ -381,6 +382,33 @@ class TestBrowsableAPI(DashboardTestBase):
         root = self.staff.get("/ai/api/", HTTP_ACCEPT="application/json").json()
         assert set(root) == {"npcs", "confirmations", "contexts"}
 
+    def breadcrumbs(self, url: str) -> list[str]:
+        """The names in the page's breadcrumb bar, first to last."""
+        html = self.staff.get(url, HTTP_ACCEPT="text/html").content.decode()
+        bar = re.search(r'<ul class="breadcrumb">(.*?)</ul>', html, re.S)
+        assert bar, html[:500]
+        return [" ".join(name.split()) for name in re.findall(r">([^<>]+)</a>", bar.group(1))]
+
+    def test_breadcrumbs_and_headings_read_as_names(self):
+        """The issue's breadcrumb "Aiapi Root / Npc List": each page named for people."""
+        npc = self.npc.id
+        assert self.breadcrumbs("/ai/api/") == ["evennia-ai API"]
+        assert self.breadcrumbs("/ai/api/npcs/") == ["evennia-ai API", "NPCs"]
+        assert self.breadcrumbs(f"/ai/api/npcs/{npc}/goals/") == [
+            "evennia-ai API",
+            "NPCs",
+            "NPC",
+            "Goals",
+        ]
+        assert self.breadcrumbs(f"/ai/api/npcs/{npc}/operator_prompt/")[-1] == "Operator prompt"
+        assert self.breadcrumbs("/ai/api/confirmations/") == ["evennia-ai API", "Confirmations"]
+        assert self.breadcrumbs(f"/ai/api/confirmations/{self.cid}/")[-1] == "Confirmation"
+        assert self.breadcrumbs("/ai/api/contexts/") == ["evennia-ai API", "Context types"]
+        html = self.staff.get("/ai/api/npcs/", HTTP_ACCEPT="text/html").content.decode()
+        assert "<h1>NPCs</h1>" in html
+        for word in ("Aiapi", "Npc List", "Npc Instance", "Confirmation List"):
+            assert word not in html
+
 
 class TestPagesReadForPeople(DashboardTestBase):
     """Numbers, money, times and tool calls read on the pages as in game (one formatter)."""
@@ -412,6 +440,19 @@ class TestPagesReadForPeople(DashboardTestBase):
         assert "&quot;success&quot;" not in html
         page = self.staff.get(f"/ai/npc/{self.npc.id}/").content.decode()
         assert "2026-11-25 14:03:07 UTC" in page and "$0.0004" in page
+
+    def test_tool_calls_say_what_came_of_them_in_words(self):
+        """The issue's ``noop (none) skipped (failed)``: the page says what happened."""
+        trace = make_trace(4)
+        calls = trace["iterations"][0]["tool_calls"]
+        calls.append(dict(calls[0], id="t2", name="noop", arguments={}, success=False))
+        calls[-1].update(status="skipped", result="")
+        calls.append(dict(calls[0], id="t3", name="go", success=False, error="No exit north."))
+        self.npc.ai.record_trace(trace)
+        html = self.staff.get(f"/ai/npc/{self.npc.id}/trace/4/").content.decode()
+        cells = [" ".join(c.split()) for c in re.findall(r"<td[^>]*>([^<]*)</td>", html)]
+        assert "not run (the tick ended before it)" in cells and "ran and failed" in cells
+        assert "ran" in cells and "skipped" not in cells and "failed" not in cells
 
     def test_a_long_persona_is_folded(self):
         persona = "A warm innkeeper who remembers every guest. " * 115  # about 5,000 characters
