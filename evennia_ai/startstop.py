@@ -30,6 +30,7 @@ from evennia_ai.llm.client import (
     get_litellm,
     litellm_contract_problems,
 )
+from evennia_ai.llm.errors import reason
 from evennia_ai.llm.models import resolve_model
 from evennia_ai.memory import longterm
 from evennia_ai.npc import spending
@@ -151,7 +152,7 @@ def load_model_stack() -> float:
     try:
         get_litellm()
     except Exception as err:  # the warm-up logs what litellm lacks; the server still starts
-        logger.log_err(f"evennia_ai: loading litellm failed: {err}")
+        logger.log_err(f"evennia_ai: loading litellm failed: {reason(err)}")
         return 0.0
     route_plugin_log()  # litellm installed its own stderr handler on import
     took = time.monotonic() - started

@@ -181,8 +181,7 @@ def test_mem0_store_failure_then_recovery(evennia_log, memory):
     memory._stored_again()  # already back: said once
     texts = [text for _level, text in evennia_log]
     assert texts[0].startswith(
-        "evennia_ai: mem0 could not store a memory: qdrant folder is read-only\n"
-        "Traceback"
+        "evennia_ai: mem0 could not store a memory: qdrant folder is read-only\n" "Traceback"
     )
     assert texts[1:] == [
         "evennia_ai: mem0 could not store a memory: qdrant folder is read-only",
