@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evennia_ai import conf
+from evennia_ai.utils import truncate
 
 #: A JSON object as it crosses the model boundary: a chat message, a tool schema, a tool call's
 #: arguments, a provider's response as a plain dict. Its values are whatever JSON holds.
@@ -71,7 +72,7 @@ class ToolCall:
         size = len(self.raw_arguments or "")
         limit = conf.get_int("EVENNIA_AI_MAX_TOOL_ARGUMENT_CHARS")
         if size > limit:
-            self.raw_arguments = self.raw_arguments[:200] + f"... [{size - 200} more characters]"
+            self.raw_arguments = truncate(self.raw_arguments, 200)
             self.arguments = {}
             self.error = (
                 f"the arguments are too long ({size:,} characters; at most {limit:,}); send less"
