@@ -32,6 +32,7 @@ from evennia.utils import logger
 from twisted.internet import reactor
 
 from evennia_ai import conf
+from evennia_ai.engine import outages
 from evennia_ai.engine.trace import StopReason, TickTrace
 from evennia_ai.llm.models import resolve_model
 from evennia_ai.llm.usage import UsageAccountant, UsageRecord
@@ -329,8 +330,14 @@ class LateUsage:
         reactor.callFromThread(self.count, record)  # type: ignore[attr-defined]
 
     def count(self, record: UsageRecord) -> None:
-        """Count a late call's tokens and cost (on the reactor), unless the NPC is gone."""
-        if not getattr(self.npc, "pk", None):
+        """Count a late call's tokens and cost (on the reactor), unless the NPC is gone; tell
+        the endpoints' health how it went (:mod:`evennia_ai.engine.outages`) in any case."""
+        alive = bool(getattr(self.npc, "pk", None))
+        try:
+            outages.BOARD.observe([record], self.npc if alive else None)
+        except Exception:  # the health board must never lose the count
+            logger.log_trace(f"{log_prefix(self.npc)}: could not record the model's health")
+        if not alive:
             return
         state = npc_state(self.npc)
         day = today()

@@ -295,3 +295,20 @@ class TestOutageHealed(OutageTickBase):
         self.server.enqueue({"tool_calls": [{"name": "say", "arguments": {"message": "Yes."}}]})
         assert self.tick() is not None
         assert not self.queue()["events"] and self.queue()["failed"] == 0
+
+
+@override_settings(EVENNIA_AI_API_BASE=BASE, EVENNIA_AI_MODEL=MODEL)
+class TestLateCalls(AssistantTestBase):
+    """A call that ends after its tick (a helper that timed out, say) tells the endpoint's
+    health too: a failure counts towards an outage, an answer ends one."""
+
+    def test_late_calls_count_towards_an_outage_and_end_it(self):
+        from evennia_ai.engine.accounting import LateUsage
+
+        late = LateUsage(self.npc)
+        with mock.patch.object(outages.notices, "_announce"):
+            BOARD.observe([failed("connection"), failed("connection")], npc=self.npc)
+            late.count(failed("timeout"))
+            assert BOARD.unreachable(MODEL) is not None
+            late.count(answered())
+        assert BOARD.unreachable(MODEL) is None
