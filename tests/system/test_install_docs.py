@@ -102,6 +102,8 @@ def test_readme_keeps_exactly_the_two_commands_of_a_fresh_machine():
 
 # -- the checkout install line, resolved by pip ----------------------------------------------------
 def test_the_checkout_install_line_resolves_to_this_version(tmp_path):
+    # offline, pip builds the checkout's metadata with the build backend this venv has
+    pytest.importorskip("setuptools", reason="this venv has no setuptools to build with offline")
     (line,) = [
         line
         for line in code_lines(INSTALLING.read_text(), "pip install path/to/evennia-ai")

@@ -190,7 +190,9 @@ class TestDangerousToolsNeedConfirmation(InjectionBase):
         assert len(self.pending()) == 1
         assert self.obj1.pk and self.obj2.pk
 
-    def test_second_dangerous_call_in_a_later_iteration_is_refused(self):
+    def test_no_later_iteration_follows_a_parked_dangerous_call(self):
+        """A parked DANGEROUS call ends the tick (``awaiting_approval``): the model is not
+        asked again, so a second DANGEROUS call in a later iteration never comes to be."""
         trace = self.autonomous(
             {"name": "execute_command", "arguments": {"command": "@destroy Obj"}},
             {
@@ -199,9 +201,10 @@ class TestDangerousToolsNeedConfirmation(InjectionBase):
             },
         )
         assert self.call(trace, "execute_command").status == "pending"
-        later = self.call(trace, "set_attribute")
-        assert later.status == "refused" and "one DANGEROUS" in later.error
-        assert len(self.pending()) == 1
+        assert trace.stop_reason == "awaiting_approval"
+        assert not [c for c in trace.tool_calls if c.name == "set_attribute"]
+        assert len(self.server.requests) == 1 and len(self.pending()) == 1
+        assert self.obj2.attributes.get("a") is None
 
     def test_rejected_confirmation_never_runs(self):
         self.attack(
