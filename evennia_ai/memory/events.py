@@ -51,8 +51,9 @@ Example:
 
 from __future__ import annotations
 
+import copy
 import uuid
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any, Callable, Iterable
 
@@ -235,8 +236,29 @@ class Event:
         return TRUST_LEVELS.get(self.trust_source, TRUST_LEVELS["overheard"])
 
     def to_dict(self) -> dict:
-        """A JSON-able plain dict."""
-        return asdict(self)
+        """A JSON-able plain dict (equal to ``dataclasses.asdict``, which is several times
+        slower: every queue operation rebuilds each queued event's dict)."""
+        data = self.data
+        if any(not isinstance(v, _SCALARS) for v in data.values()):
+            data = copy.deepcopy(data)  # nested values: a private copy, as asdict makes
+        else:
+            data = dict(data)
+        return {
+            "kind": self.kind,
+            "text": self.text,
+            "source": self.source,
+            "source_name": self.source_name,
+            "location": self.location,
+            "addressed": self.addressed,
+            "event_class": self.event_class,
+            "priority": self.priority,
+            "trust_source": self.trust_source,
+            "data": data,
+            "id": self.id,
+            "timestamp": self.timestamp,
+            "attempts": self.attempts,
+            "deferred": self.deferred,
+        }
 
     @classmethod
     def from_dict(cls, data: dict) -> "Event":
@@ -249,8 +271,7 @@ class Event:
         data = dict(data or {})
         data.setdefault("kind", data.get("event_type") or data.get("type") or "system")
         data.setdefault("timestamp", data.get("ts") or data.get("time") or iso_utc(precise=True))
-        names = {f.name for f in fields(cls)}
-        values = {k: v for k, v in data.items() if k in names}
+        values = {k: v for k, v in data.items() if k in _FIELD_NAMES}
         if values.get("event_class") not in EVENT_CLASSES:
             values["event_class"] = ""
         try:
@@ -267,6 +288,12 @@ class Event:
         if not isinstance(values.get("data"), dict):
             values["data"] = {}
         return cls(**values)
+
+
+#: The names of an event's fields (what :meth:`Event.from_dict` reads).
+_FIELD_NAMES = frozenset(f.name for f in fields(Event))
+#: Values an event's ``data`` may hold that need no copy of their own.
+_SCALARS = (str, int, float, bool, type(None))
 
 
 def _as_event(event: Event | dict) -> Event:

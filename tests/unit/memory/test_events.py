@@ -428,3 +428,18 @@ def test_deferred_survives_the_attribute_round_trip():
     event = Event.from_dict({**say("hi").to_dict(), "deferred": "2"})
     assert event.deferred == 2 and not event.first_try
     assert Event.from_dict({"kind": "say", "deferred": "x"}).deferred == 0
+
+
+def test_to_dict_is_asdict():
+    """``Event.to_dict`` spells its fields out (for speed): it must stay equal to ``asdict``,
+    with a private copy of ``data``, nested values included, and name every field."""
+    from dataclasses import asdict, fields
+
+    nested = Event.create("give", "a gift", data={"items": [{"key": "cup"}], "n": 2, "x": None})
+    flat = Event.create("say", "hello", source="#2", source_name="Bob", location="#1")
+    for event in (nested, flat):
+        plain = event.to_dict()
+        assert plain == asdict(event) and list(plain) == [f.name for f in fields(Event)]
+        assert plain["data"] is not event.data
+    nested.to_dict()["data"]["items"][0]["key"] = "changed"
+    assert nested.data["items"][0]["key"] == "cup"
