@@ -41,7 +41,6 @@ from dataclasses import dataclass, replace
 from typing import Callable
 
 from evennia.utils import logger
-from evennia.utils.search import search_object
 
 from evennia_ai import conf
 from evennia_ai.engine import audience
@@ -129,16 +128,14 @@ class Agenda:
     def presence(self) -> Callable[[Event], bool]:
         """Whether an event's speaker is still there to hear the answer: in the NPC's room and
         connected (a page's sender: connected anywhere); an event without a speaker is."""
-        location = getattr(self.npc, "location", None)
-        here = {obj.dbref: obj for obj in (location.contents if location else [])}
+        here = audience.objects_here(self.npc)
 
         def present(event: Event) -> bool:
             if not event.source:
                 return True
-            speaker = here.get(event.source)
-            if speaker is None and event.kind in ev.DIRECT_KINDS:
-                found = search_object(event.source)
-                speaker = found[0] if found else None
+            speaker = audience.find_by_dbref(
+                here, event.source, anywhere=event.kind in ev.DIRECT_KINDS
+            )
             return speaker is not None and (audience.is_player(speaker) or is_assistant(speaker))
 
         return present

@@ -132,14 +132,29 @@ def take_npc_turn(npc) -> bool:
     return True
 
 
+def objects_here(npc) -> dict:
+    """What is in ``npc``'s room, by dbref (empty when it is nowhere)."""
+    location = getattr(npc, "location", None)
+    return {obj.dbref: obj for obj in (location.contents if location else [])}
+
+
+def find_by_dbref(here: dict, dbref: str, anywhere: bool = True):
+    """The object of ``dbref``: in ``here`` (:func:`objects_here`), else (``anywhere``) in the
+    whole game; None if it is gone."""
+    found = here.get(dbref)
+    if found is None and anywhere:
+        matches = search_object(dbref)
+        found = matches[0] if matches else None
+    return found
+
+
 def waiting_speakers(npc, events) -> list:
     """The characters waiting for ``npc``'s answer to ``events``: those who spoke to it.
 
     Speech, whispers and pages addressed to it by anyone but another AI NPC; each speaker
     once, in the order they spoke, found in the NPC's room or (a page) anywhere.
     """
-    location = getattr(npc, "location", None)
-    here = {obj.dbref: obj for obj in (location.contents if location else [])}
+    here = objects_here(npc)
     found, seen = [], set()
     for event in events:
         if (
@@ -151,10 +166,7 @@ def waiting_speakers(npc, events) -> list:
         ):
             continue
         seen.add(event.source)
-        speaker = here.get(event.source)
-        if speaker is None:
-            matches = search_object(event.source)
-            speaker = matches[0] if matches else None
+        speaker = find_by_dbref(here, event.source)
         if speaker is not None and not is_assistant(speaker):
             found.append(speaker)
     return found

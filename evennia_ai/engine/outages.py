@@ -49,7 +49,7 @@ from evennia.utils import logger
 
 from evennia_ai import conf
 from evennia_ai.engine import notices
-from evennia_ai.llm.client import get_client, model_settings
+from evennia_ai.llm.client import get_client
 from evennia_ai.llm.models import resolve_model
 from evennia_ai.llm.usage import UsageRecord
 from evennia_ai.utils import LOG_PREFIX
@@ -81,14 +81,9 @@ class Endpoint:
 def endpoint_of(model: str | None) -> Endpoint:
     """The endpoint a call with ``model`` goes to: the model (None: the server default) and
     its ``api_base`` (its own in ``EVENNIA_AI_MODEL_SETTINGS``, the client's, or
-    ``EVENNIA_AI_API_BASE``), as :meth:`UnifiedLLMClient._request` picks it."""
+    ``EVENNIA_AI_API_BASE``), as the client picks it (:meth:`UnifiedLLMClient.base_for`)."""
     name = resolve_model(model)
-    base = (
-        model_settings(name).get("api_base")
-        or get_client().api_base
-        or conf.get_str("EVENNIA_AI_API_BASE")
-    )
-    return Endpoint(name, str(base or "").rstrip("/"))
+    return Endpoint(name, str(get_client().base_for(name) or "").rstrip("/"))
 
 
 def clock_text(moment: float) -> str:

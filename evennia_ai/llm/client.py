@@ -521,6 +521,20 @@ class UnifiedLLMClient:
             result.latency = time.monotonic() - started
             return result
 
+    def base_for(
+        self, model: str, api_base: str | None = None, per_model: JSONObject | None = None
+    ) -> str | None:
+        """The endpoint a call of ``model`` goes to: ``api_base`` given for the call, else the
+        model's own in ``EVENNIA_AI_MODEL_SETTINGS`` (``per_model``: already read), the
+        client's, or ``EVENNIA_AI_API_BASE``."""
+        per_model = model_settings(model) if per_model is None else per_model
+        return (
+            api_base
+            or per_model.get("api_base")
+            or self.api_base
+            or conf.get_str("EVENNIA_AI_API_BASE")
+        )
+
     async def _request(
         self,
         model: str,
@@ -549,12 +563,7 @@ class UnifiedLLMClient:
                 conf.get_float("EVENNIA_AI_TIMEOUT"),
             )
         )
-        base = (
-            api_base
-            or per_model.get("api_base")
-            or self.api_base
-            or conf.get_str("EVENNIA_AI_API_BASE")
-        )
+        base = self.base_for(model, api_base, per_model)
         key = (
             api_key
             or per_model.get("api_key")

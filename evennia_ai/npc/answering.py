@@ -25,7 +25,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from evennia.utils import logger
-from evennia.utils.search import search_object
 
 from evennia_ai.engine import audience, outages
 from evennia_ai.engine.accounting import SpendingStatus
@@ -91,7 +90,7 @@ def tell_flooded(npc, source: str, who: str, limit: int, now: float) -> None:
         f"{log_prefix(npc)}: dropping lines from {who}: more than {limit} in a minute "
         "(EVENNIA_AI_SPEAKER_EVENTS_PER_MINUTE); they are told"
     )
-    speaker = _find(npc, source)
+    speaker = audience.find_by_dbref(audience.objects_here(npc), source)
     if audience.is_player(speaker):
         audience.tell_speakers(npc, [speaker], "EVENNIA_AI_FLOOD_MESSAGE")
 
@@ -108,14 +107,3 @@ def tell_dropped(npc, event: Event) -> None:
     if event.first_try:
         speakers = audience.waiting_speakers(npc, [event])
         audience.tell_speakers(npc, speakers, "EVENNIA_AI_UNAVAILABLE_MESSAGE")
-
-
-def _find(npc, source: str):
-    """The object of dbref ``source``: in ``npc``'s room, else anywhere; None if gone."""
-    location = npc.location
-    here = location.contents if location else []
-    found = next((obj for obj in here if obj.dbref == source), None)
-    if found is None:
-        matches = search_object(source)
-        found = matches[0] if matches else None
-    return found

@@ -34,17 +34,13 @@ def load_script(name: str):
 login_wait = load_script("wait_for_login")
 
 
+#: How ``make stop`` stops a game; the test servers check their processes the same way.
+stop_script = load_script("stop_game")
+
+
 def pid_alive(pid: int) -> bool:
-    """Whether process ``pid`` exists and is not a zombie."""
-    try:
-        os.kill(pid, 0)
-    except OSError:
-        return False
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
+    """Whether process ``pid`` exists and is not a zombie (``make stop``'s check)."""
+    return stop_script.alive(pid)
 
 
 def wait_gone(pid: int, timeout: float) -> bool:

@@ -6,7 +6,6 @@ from django.test import override_settings
 from unit.engine.test_assistant_tick import AssistantTestBase
 
 from evennia_ai.engine.trace import StopReason
-from evennia_ai.testing.model_server import ModelServer
 from evennia_ai.workspace.goals import add_goal
 
 
@@ -17,18 +16,7 @@ def call(name, **arguments):
 class ModelBase(AssistantTestBase):
     def setUp(self):
         super().setUp()
-        self.server = ModelServer().start()
-        self.addCleanup(self.server.stop)
-        patch = override_settings(
-            EVENNIA_AI_MODEL="openai/test-model",
-            EVENNIA_AI_API_BASE=self.server.url,
-            EVENNIA_AI_API_KEY="x",
-            EVENNIA_AI_MAX_RETRIES=0,
-            EVENNIA_AI_TIMEOUT=3,
-            EVENNIA_AI_AUTONOMY=False,
-        )
-        patch.enable()
-        self.addCleanup(patch.disable)
+        self.answer_from_loopback(EVENNIA_AI_AUTONOMY=False)
 
 
 class TestReflection(ModelBase):

@@ -45,6 +45,25 @@ class AssistantTestBase(BaseEvenniaTest):
             self.npc.delete()
         super().tearDown()
 
+    def answer_from_loopback(self, **settings) -> ModelServer:
+        """Start the loopback model server and point the NPC's model at it (no retries, a
+        3 s timeout, plus ``settings``) for this test; it is stopped when the test ends."""
+        self.server = ModelServer().start()
+        self.addCleanup(self.server.stop)
+        patch = override_settings(
+            **{
+                "EVENNIA_AI_MODEL": "openai/test-model",
+                "EVENNIA_AI_API_BASE": self.server.url,
+                "EVENNIA_AI_API_KEY": "x",
+                "EVENNIA_AI_MAX_RETRIES": 0,
+                "EVENNIA_AI_TIMEOUT": 3,
+                **settings,
+            }
+        )
+        patch.enable()
+        self.addCleanup(patch.disable)
+        return self.server
+
     def tick(self):
         d = self.script.run_tick()
         if d is None:
@@ -185,17 +204,7 @@ class TestOfflineTick(AssistantTestBase):
 class TestModelDrivenTick(AssistantTestBase):
     def setUp(self):
         super().setUp()
-        self.server = ModelServer().start()
-        self.addCleanup(self.server.stop)
-        self.settings = override_settings(
-            EVENNIA_AI_MODEL="openai/test-model",
-            EVENNIA_AI_API_BASE=self.server.url,
-            EVENNIA_AI_API_KEY="x",
-            EVENNIA_AI_MAX_RETRIES=0,
-            EVENNIA_AI_TIMEOUT=3,
-        )
-        self.settings.enable()
-        self.addCleanup(self.settings.disable)
+        self.answer_from_loopback()
 
     def test_players_words_never_run_a_dangerous_tool_unconfirmed(self):
         from evennia_ai.tools.approvals import get_confirmation_queue

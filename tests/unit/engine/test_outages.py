@@ -128,19 +128,7 @@ class OutageTickBase(AssistantTestBase):
 
     def setUp(self):
         super().setUp()
-        self.server = ModelServer().start()
-        self.addCleanup(lambda: self.server.stop())
-        patch = override_settings(
-            EVENNIA_AI_MODEL=MODEL,
-            EVENNIA_AI_API_BASE=self.server.url,
-            EVENNIA_AI_API_KEY="x",
-            EVENNIA_AI_MAX_RETRIES=0,
-            EVENNIA_AI_TIMEOUT=3,
-            EVENNIA_AI_AUTONOMY=False,
-            EVENNIA_AI_THINKING_DELAY=0,
-        )
-        patch.enable()
-        self.addCleanup(patch.disable)
+        self.answer_from_loopback(EVENNIA_AI_AUTONOMY=False, EVENNIA_AI_THINKING_DELAY=0)
         self.cook = create_object(AIAssistantCharacter, key="Cook", location=self.room1)
         self.cook.ai.script.trigger_tick = lambda: None
         self.addCleanup(self.cook.delete)

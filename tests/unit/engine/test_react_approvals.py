@@ -9,10 +9,8 @@ in that tick adds nothing: ``test_react_loop``.)
 
 from unittest import mock
 
-from django.test import override_settings
 from unit.engine.test_assistant_tick import AssistantTestBase
 
-from evennia_ai.testing.model_server import ModelServer
 from evennia_ai.tools.approvals import get_confirmation_queue
 
 DESTROY = {"name": "execute_command", "arguments": {"command": "@destroy here"}}
@@ -23,18 +21,7 @@ APPROVAL_LINE = 'Innkeeper says, "Let me check with someone first."'
 class TestParkedCallInATick(AssistantTestBase):
     def setUp(self):
         super().setUp()
-        self.server = ModelServer().start()
-        self.addCleanup(self.server.stop)
-        self.settings = override_settings(
-            EVENNIA_AI_MODEL="openai/test-model",
-            EVENNIA_AI_API_BASE=self.server.url,
-            EVENNIA_AI_API_KEY="x",
-            EVENNIA_AI_MAX_RETRIES=0,
-            EVENNIA_AI_TIMEOUT=3,
-            EVENNIA_AI_STREAM_REPLIES=False,
-        )
-        self.settings.enable()
-        self.addCleanup(self.settings.disable)
+        self.answer_from_loopback(EVENNIA_AI_STREAM_REPLIES=False)
 
     def ask(self, *replies):
         self.server.enqueue(*replies, {"tool_calls": [SAY]})  # what a second call would say

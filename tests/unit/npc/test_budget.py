@@ -9,7 +9,6 @@ from unit.engine.test_assistant_tick import AssistantTestBase
 from evennia_ai import conf
 from evennia_ai.memory import events as ev
 from evennia_ai.npc import spending
-from evennia_ai.testing.model_server import ModelServer
 
 
 def spend(npc, tokens, cost=0.0):
@@ -113,18 +112,7 @@ class TestOverBudgetTicks(AssistantTestBase):
         super().setUp()
         spending.reset_cache()
         self.addCleanup(spending.reset_cache)
-        self.server = ModelServer().start()
-        self.addCleanup(self.server.stop)
-        self.settings = override_settings(
-            EVENNIA_AI_MODEL="openai/test-model",
-            EVENNIA_AI_API_BASE=self.server.url,
-            EVENNIA_AI_API_KEY="x",
-            EVENNIA_AI_MAX_RETRIES=0,
-            EVENNIA_AI_TIMEOUT=3,
-            EVENNIA_AI_DAILY_TOKEN_BUDGET_PER_NPC=100,
-        )
-        self.settings.enable()
-        self.addCleanup(self.settings.disable)
+        self.answer_from_loopback(EVENNIA_AI_DAILY_TOKEN_BUDGET_PER_NPC=100)
 
     @override_settings(EVENNIA_AI_BUDGET_EXCEEDED_ACTION="offline")
     def test_within_budget_uses_the_model_then_switches_to_offline(self):

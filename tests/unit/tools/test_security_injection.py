@@ -24,7 +24,6 @@ from unit.engine.test_assistant_tick import AssistantTestBase
 
 from evennia_ai import conf
 from evennia_ai.memory import block_admin
-from evennia_ai.testing.model_server import ModelServer
 from evennia_ai.tools import load_builtin_tools, safety
 from evennia_ai.tools.approvals import get_confirmation_queue
 from evennia_ai.tools.base import Tool, ToolCategory, ToolContext, ToolResult
@@ -40,17 +39,7 @@ class InjectionBase(AssistantTestBase):
 
     def setUp(self):
         super().setUp()
-        self.server = ModelServer().start()
-        self.addCleanup(self.server.stop)
-        self.settings = override_settings(
-            EVENNIA_AI_MODEL="openai/test-model",
-            EVENNIA_AI_API_BASE=self.server.url,
-            EVENNIA_AI_API_KEY="x",
-            EVENNIA_AI_MAX_RETRIES=0,
-            EVENNIA_AI_TIMEOUT=3,
-        )
-        self.settings.enable()
-        self.addCleanup(self.settings.disable)
+        self.answer_from_loopback()
         self.npc.ai.set_user_system_prompt(OPERATOR_PROMPT)
         self.npc.ai.set_execution_config(max_iterations_per_tick=3)
         # After the scripted calls the model does nothing more.
