@@ -575,11 +575,45 @@ SETTINGS: dict[str, Setting] = {
         ),
         Setting(
             "EVENNIA_AI_NPC_EXCHANGE_TURNS",
-            3,
-            "Lines of another AI NPC addressed to an assistant that it answers since a player "
-            "last spoke in its room (0: AI NPCs never answer each other); later ones only reach "
-            "its context buffer.",
+            4,
+            "Lines the AI NPCs of a room say to each other (naming one another) after a "
+            "player last spoke there, counted per room, answers to players not counted (0: AI "
+            "NPCs never answer each other); later ones only reach the listeners' context "
+            "buffers.",
             whole(0),
+        ),
+        Setting(
+            "EVENNIA_AI_ROOM_ANSWERERS",
+            1,
+            "AI NPCs woken by a line in a room that names none of them: the one the speaker "
+            "talked with last, else the room's host, else one chosen by the speaker. A line to "
+            'everyone ("Hello all") or naming several wakes one more. 0: only named NPCs answer '
+            "(a question is still answered by one).",
+            whole(0),
+        ),
+        Setting(
+            "EVENNIA_AI_CONVERSATION_SECONDS",
+            300.0,
+            "Seconds after a player last talked with an AI NPC in a room during which their "
+            "lines that name nobody go to that NPC.",
+            number(0),
+        ),
+        Setting(
+            "EVENNIA_AI_EVERYONE_WORDS",
+            [
+                "everyone",
+                "everybody",
+                "all",
+                "all of you",
+                "you all",
+                "y'all",
+                "folks",
+                "anyone",
+                "anybody",
+            ],
+            "Words that address everyone in a room when they stand at the start or end of a "
+            'line, as a name would ("Hello all", "Everyone, listen!").',
+            texts(comma_list=True),
         ),
         Setting(
             "EVENNIA_AI_EVENT_QUEUE_SIZE",

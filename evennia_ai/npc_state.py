@@ -66,6 +66,7 @@ COMPACTION: Final = "compaction"
 REFLECTION: Final = "reflection"
 BUDGET: Final = "budget"
 LINES: Final = "lines"
+HOST: Final = "host"
 
 #: Every character-held key, in the order :mod:`evennia_ai.npc.state_keys` declares them.
 CHARACTER_KEYS: Final = (
@@ -97,6 +98,7 @@ CHARACTER_KEYS: Final = (
     REFLECTION,
     BUDGET,
     LINES,
+    HOST,
 )
 
 # -- the keys held on the NPC's AssistantScript ------------------------------------------------
@@ -308,6 +310,10 @@ class NPCState(Protocol):
     def lines(self) -> dict[str, str]:
         """Staff's own lines of this NPC for when no model answers, by kind (unset: the
         settings')."""
+
+    @property
+    def host(self) -> bool:
+        """Whether it answers first the lines in its room that name no AI NPC (a room's host)."""
 
     # -- held on the AssistantScript ---------------------------------------------------------
     @property

@@ -43,6 +43,7 @@ from evennia_ai.npc_state import (
     EVENT_QUEUE,
     EXECUTION_CONFIG,
     HISTORY,
+    HOST,
     JOURNAL,
     LINES,
     METRICS,
@@ -537,6 +538,12 @@ _DECLARED: tuple[StateKey, ...] = (
         {"type": "object", "additionalProperties": _TEXT},
         "Staff's lines for when no model answers, by kind (unavailable, thinking, approval); "
         "a kind not set uses its setting.",
+    ),
+    StateKey(
+        HOST,
+        _false,
+        {"type": "boolean"},
+        "Whether it answers first the lines in its room that name no AI NPC (the room's host).",
     ),
 )
 

@@ -92,7 +92,7 @@ def test_a_number_as_text_is_read_as_the_number(warned):
 @pytest.mark.parametrize(
     "name, bad, default, problem",
     [
-        ("EVENNIA_AI_NPC_EXCHANGE_TURNS", -1, 3, "below 0"),
+        ("EVENNIA_AI_NPC_EXCHANGE_TURNS", -1, 4, "below 0"),
         ("EVENNIA_AI_RESERVED_RESPONSE_TOKENS", -5, 1024, "below 0"),
         ("EVENNIA_AI_THINKING_DELAY", -0.5, 2.0, "below 0"),
         ("EVENNIA_AI_TICK_INTERVAL", 0, 5, "below 1"),

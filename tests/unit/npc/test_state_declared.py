@@ -44,6 +44,7 @@ WRONG = {
     "reflection": 3,
     "budget": {"tokens": "many"},
     "lines": {"thinking": 5},
+    "host": "yes",
 }
 WRONG_SCRIPT = {
     "current_goals": [["find ale"]],
