@@ -477,6 +477,16 @@ class AIHandler:
             lambda buf: context_buffer.add(buf, text, source=source, max_size=size),
         )
 
+    def hear(self, text: str, source=None) -> None:
+        """Keep a line spoken in the NPC's room that did not wake it (see
+        :mod:`evennia_ai.engine.floor`): it is in the NPC's next requests, with no queue write,
+        tick or embedding of its own.
+
+        INTERFACE STUB (issue 34): package B makes this the cheap path (one checked append)
+        and folds heard lines into the conversation history.
+        """
+        self.remember_ambient(text, source=source)
+
     # -- daily spending ------------------------------------------------------------------------
     def spending_status(self, metrics: dict | None = None) -> spending.SpendingStatus:
         """Today's tokens and cost against the daily budgets (this NPC's and the server's)."""
