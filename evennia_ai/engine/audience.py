@@ -1,16 +1,12 @@
-"""Who is listening: players within earshot, and exchanges between AI NPCs.
+"""Who is listening: players within earshot, and who waits for an NPC's answer.
 
 An assistant's work that nobody asked for (autonomous ticks, reflection) is only worth its
-tokens when a player may see its effects, and two assistants answering each other must not talk
-forever. This module keeps the two facts the tick and perception need, in ``ndb`` (they are
-about the last minutes, so a reload may forget them):
-
-- **audience**: when a player was last within earshot of the NPC (in its room, connected).
-  :func:`has_audience` is true while a player is there, and for
-  ``EVENNIA_AI_AUDIENCE_WINDOW`` seconds after one was last seen or heard.
-- **NPC turns**: how many lines another AI NPC addressed to this NPC were answered since a
-  player last spoke in its room. At ``EVENNIA_AI_NPC_EXCHANGE_TURNS`` the NPC stops answering
-  them (they still reach its context buffer) until a player speaks again.
+tokens when a player may see its effects. This module keeps when a player was last within
+earshot of the NPC (in its room, connected) in ``ndb`` (it is about the last minutes, so a
+reload may forget it): :func:`has_audience` is true while a player is there, and for
+``EVENNIA_AI_AUDIENCE_WINDOW`` seconds after one was last seen or heard. (Who answers a line
+in a room, and how long AI NPCs talk to each other, is the room's floor:
+:mod:`evennia_ai.engine.floor`.)
 
 It also tells the players waiting for an answer what is happening
 (:func:`waiting_speakers`, :func:`tell_speakers`): the NPC is thinking, cannot answer, or
@@ -21,9 +17,9 @@ replaced by the NPC's name as the listener sees it.
 
 Example::
 
-    if not is_assistant(speaker):
-        player_spoke(npc, speaker)       # a player's line: the exchange count starts again
-    elif take_npc_turn(npc):             # another NPC's addressed line: answer it, or not
+    if is_player(speaker):
+        note_audience(npc)               # a player is within earshot
+    if has_audience(npc):                # worth an autonomous tick
         ...
 """
 
@@ -36,6 +32,7 @@ from dataclasses import dataclass
 from evennia.utils.search import search_object
 
 from evennia_ai import conf
+from evennia_ai.engine.addressing import is_question
 from evennia_ai.npc_state import find_npc_state
 from evennia_ai.tools.world import escape_inline_functions
 from evennia_ai.utils import clean_text, is_assistant
@@ -85,16 +82,6 @@ def note_audience(npc) -> None:
     npc.ndb.ai_audience_at = time.time()
 
 
-def player_spoke(npc, speaker) -> None:
-    """Someone who is not an AI NPC spoke in ``npc``'s room: NPC exchanges may start again.
-
-    A connected player is also an audience.
-    """
-    if is_player(speaker):
-        note_audience(npc)
-    npc.ndb.ai_npc_turns = 0
-
-
 def last_audience(npc) -> float | None:
     """When a player was last within earshot (epoch seconds; now when one is there)."""
     if players_in_earshot(npc):
@@ -118,20 +105,6 @@ def has_audience(npc, window: float | None = None) -> bool:
     return time.time() - seen <= window
 
 
-def take_npc_turn(npc) -> bool:
-    """Count one answer to another AI NPC's addressed line; False when the exchange must end.
-
-    ``EVENNIA_AI_NPC_EXCHANGE_TURNS`` answers are allowed since a player last spoke in the
-    room (0: AI NPCs never answer each other).
-    """
-    limit = conf.get_int("EVENNIA_AI_NPC_EXCHANGE_TURNS")
-    turns = int(npc.ndb.ai_npc_turns or 0)
-    if turns >= limit:
-        return False
-    npc.ndb.ai_npc_turns = turns + 1
-    return True
-
-
 def objects_here(npc) -> dict:
     """What is in ``npc``'s room, by dbref (empty when it is nowhere)."""
     location = getattr(npc, "location", None)
@@ -151,16 +124,19 @@ def find_by_dbref(here: dict, dbref: str, anywhere: bool = True):
 def waiting_speakers(npc, events) -> list:
     """The characters waiting for ``npc``'s answer to ``events``: those who spoke to it.
 
-    Speech, whispers and pages addressed to it by anyone but another AI NPC; each speaker
-    once, in the order they spoke, found in the NPC's room or (a page) anywhere.
+    Speech, whispers and pages addressed to it by anyone but another AI NPC, and questions
+    the room's floor gave it to answer (``data["floor"]``, :mod:`evennia_ai.engine.floor`);
+    each speaker once, in the order they spoke, found in the NPC's room or (a page) anywhere.
     """
     here = objects_here(npc)
     found, seen = [], set()
     for event in events:
+        data = event.data or {}
+        asked = bool(data.get("floor")) and is_question(event.text, event.kind)
         if (
             event.event_class != "communication"
-            or not event.addressed
-            or (event.data or {}).get("from_assistant")
+            or not (event.addressed or asked)
+            or data.get("from_assistant")
             or not event.source
             or event.source in seen
         ):

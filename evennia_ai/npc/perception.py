@@ -5,35 +5,49 @@ the messages Evennia delivers to it (``at_msg_receive``) and to things moved int
 (``at_object_receive``). It cannot perceive other rooms or whispers to others: Evennia never
 delivers those to it. What it perceives becomes:
 
-- an :class:`~evennia_ai.memory.events.Event` in its persistent queue, for speech (``say``),
-  poses/emotes, whispers to it, arrivals and departures, and things given to it;
+- an :class:`~evennia_ai.memory.events.Event` in its persistent queue, for speech (``say``) and
+  poses/emotes that wake it, whispers to it, arrivals and departures, and things given to it;
 - for a whisper that passed its speaker's flood check, also an entry in the bounded
   ``private_whispers`` list (:mod:`evennia_ai.tools.safety`, bounded per whisperer), so the
   assistant's speech tools never repeat it to anyone else (the tick that answers it runs in a
   later reactor turn, after it is remembered);
-- a line in its ambient context buffer, for anything else it sees in its room.
+- a line in its context buffer, for speech it only hears and anything else it sees in its
+  room.
+
+Open speech (``say``, ``pose``) goes through its room's floor (:mod:`evennia_ai.engine.floor`):
+one decision per line, shared by every AI NPC that hears it, says which of them it wakes (the
+ones named in it; for a line naming nobody, the one its speaker talked with last, else the
+room's host, else one chosen by the speaker; a question always wakes one) and why. A woken NPC
+queues the line as an event, its reason in ``data["floor"]``, and starts a tick at once; an
+AI NPC's line is answered after any player's (a lower priority), and only while the room's NPC
+talk has lines left (``EVENNIA_AI_NPC_EXCHANGE_TURNS`` since a player last spoke there). An NPC
+not woken only hears the line (``npc.ai.hear``: no queue write, no tick, no embedding) and
+notes why for its next trace. Whispers and pages are for their one NPC: they bypass the floor
+(a player's whisper starts the room's NPC talk again), and like every queued line they pass the
+speaker's flood limit.
 
 A line that starts a tick also starts its query embedding for that tick's recall, off the
 reactor (:func:`evennia_ai.memory.longterm.embed_ahead`): keyed by the line as the NPC reads it,
-so every NPC hearing it alike shares one embedding.
-
-Speech from a player in its room starts a tick at once. Speech from another AI assistant only
-goes to the context buffer unless it is addressed to this assistant (names it, or nobody else is
-there); addressed, it is answered (after any player's line: it has a lower priority) for at most
-``EVENNIA_AI_NPC_EXCHANGE_TURNS`` lines since a player last spoke in the room
-(:mod:`evennia_ai.engine.audience`), so two assistants cannot talk to each other forever.
+so every NPC reading it alike shares one embedding.
 """
 
 from __future__ import annotations
 
 import re
+import time
 
 from evennia.utils.ansi import strip_ansi
 
 from evennia_ai import conf
-from evennia_ai.engine import audience
+from evennia_ai.engine import audience, floor
 from evennia_ai.memory import longterm
-from evennia_ai.memory.events import PRIORITY_ADDRESSED_BY_NPC, Event, render_events
+from evennia_ai.memory.events import (
+    PRIORITY_ADDRESSED,
+    PRIORITY_ADDRESSED_BY_NPC,
+    Event,
+    render_events,
+)
+from evennia_ai.npc import answering
 from evennia_ai.tools import safety
 from evennia_ai.utils import is_assistant
 
@@ -63,31 +77,6 @@ def _text_and_type(text) -> tuple[str, str | None]:
     if text is None:
         return "", msg_type
     return strip_ansi(str(text)).strip(), msg_type
-
-
-def _names(npc) -> list[str]:
-    names = [npc.key]
-    try:
-        names += list(npc.aliases.all())
-    except Exception:
-        pass
-    return [n for n in names if n]
-
-
-def is_addressed(npc, speech: str, speaker) -> bool:
-    """Whether open speech is meant for the NPC: it names the NPC, or nobody else is there."""
-    for name in _names(npc):
-        if re.search(rf"(?<!\w){re.escape(name)}(?!\w)", speech, re.I):
-            return True
-    location = npc.location
-    if location is None:
-        return False
-    others = [
-        obj
-        for obj in location.contents
-        if obj not in (npc, speaker) and (obj.has_account or is_assistant(obj))
-    ]
-    return not others
 
 
 def _speech_content(text: str) -> str:
@@ -196,38 +185,51 @@ def perceive_message(npc, text, from_obj, kwargs: dict) -> None:
             addressed=True,
             data={"raw": plain, "private": True},
         )
+        if kind == "whisper":
+            floor.player_whispered(npc, from_obj)
         queued = npc.ai.perceive(event)
         if queued is not False:  # a flood is not remembered: it cannot push a secret out
             _remember_whisper(npc, source, name, content)
             embed_for_recall(event)
         return
     if kind and same_room:
-        content = one_line(_speech_content(plain) if kind == "say" else plain)
-        addressed = is_addressed(npc, content, from_obj)
-        from_assistant = is_assistant(from_obj)
-        priority = None
-        if not from_assistant:
-            audience.player_spoke(npc, from_obj)
-        elif addressed and audience.take_npc_turn(npc):
-            priority = PRIORITY_ADDRESSED_BY_NPC  # a player's addressed line goes first
-        else:  # overheard, or the exchange has run its turns: heard, not answered
-            npc.ai.remember_ambient(one_line(plain), source=source)
-            return
-        event = Event.create(
-            kind=kind,
-            text=content,
-            source=source,
-            source_name=name,
-            location=npc.location.dbref,
-            addressed=addressed,
-            priority=priority,
-            data={"raw": plain, "from_assistant": from_assistant},
-        )
-        if npc.ai.perceive(event, immediate=True) is not False:
-            embed_for_recall(event)
+        perceive_speech(npc, from_obj, kind, plain)
         return
     if same_room or msg_type is None:
         npc.ai.remember_ambient(one_line(plain), source=source)
+
+
+def perceive_speech(npc, speaker, kind: str, plain: str) -> None:
+    """Open speech (a say or pose) by ``speaker`` in ``npc``'s room: queued and answered when
+    the room's floor wakes the NPC for it (:func:`evennia_ai.engine.floor.decide`), else only
+    heard (``npc.ai.hear``: no queue write, tick or embedding)."""
+    content = one_line(_speech_content(plain) if kind == "say" else plain)
+    decision = floor.decide(npc, speaker, kind, content)
+    source = getattr(speaker, "dbref", None)
+    name = getattr(speaker, "key", None) or str(speaker)
+    if audience.is_player(speaker):
+        audience.note_audience(npc)
+    if decision.flooded and source and len(decision.delivered) == 1:  # told once per line
+        limit = conf.get_int("EVENNIA_AI_SPEAKER_EVENTS_PER_MINUTE")
+        answering.tell_flooded(npc, source, name, limit, time.monotonic())
+    why = floor.reason(npc, decision)
+    if why is None:
+        npc.ai.hear(one_line(plain), source=source)
+        floor.note_heard(npc, name, decision.heard.get(npc.id, "not addressed"))
+        return
+    from_assistant = is_assistant(speaker)
+    event = Event.create(
+        kind=kind,
+        text=content,
+        source=source,
+        source_name=name,
+        location=npc.location.dbref,
+        addressed=floor.is_addressing(why),
+        priority=PRIORITY_ADDRESSED_BY_NPC if from_assistant else PRIORITY_ADDRESSED,
+        data={"raw": plain, "from_assistant": from_assistant, "floor": why},
+    )
+    if npc.ai.perceive(event, immediate=True) is not False:
+        embed_for_recall(event)
 
 
 def perceive_received(npc, moved_obj, source_location, move_type) -> None:
