@@ -1,0 +1,305 @@
+"""The room's floor: one decision per line says which AI NPCs a line wakes (database tests with
+several NPCs in one room; each NPC's tick starts are counted, no model is called)."""
+
+from collections import Counter
+from unittest import mock
+
+from django.test import override_settings
+from evennia import create_object
+from evennia.contrib.rpg.rpsystem.rpsystem import ContribRPCharacter, send_emote
+from evennia.objects.objects import DefaultCharacter
+from unit.engine.test_assistant_tick import AssistantTestBase
+
+from evennia_ai.engine import audience, floor
+from evennia_ai.memory import events as ev
+from evennia_ai.npc_state import HOST
+from evennia_ai.typeclasses import AIAssistantCharacter, AIAssistantMixin
+from evennia_ai.workspace.sleep import go_to_sleep
+
+
+class RPAssistant(AIAssistantMixin, ContribRPCharacter):
+    """An AI NPC in an rpsystem game (short descriptions and recogs)."""
+
+
+class FloorBase(AssistantTestBase):
+    """The Innkeeper and ``NAMES`` in room1 with the connected player char1."""
+
+    NAMES = ("Bard", "Smith", "Guard", "Cook")
+    TYPECLASS = AIAssistantCharacter
+
+    def setUp(self):
+        super().setUp()
+        assert audience.is_player(self.char1)  # the test player is connected
+        self.ticks = Counter()
+        self.npcs = {"Innkeeper": self.npc}
+        self.count_ticks(self.npc)
+        for key in self.NAMES:
+            self.add_npc(key)
+
+    def add_npc(self, key, typeclass=None, **kwargs):
+        npc = create_object(typeclass or self.TYPECLASS, key=key, location=self.room1, **kwargs)
+        self.addCleanup(lambda: npc.pk and (npc.ai.script.delete(), npc.delete()))
+        self.count_ticks(npc)
+        self.npcs[key] = npc
+        return npc
+
+    def count_ticks(self, npc):
+        def trigger(key=npc.key):
+            self.ticks[key] += 1
+
+        npc.ai.script.trigger_tick = trigger
+
+    def woken(self, line, speaker=None, kind="say"):
+        """Who ``line`` (said, or posed) wakes: the NPCs whose tick it starts, in key order."""
+        before = Counter(self.ticks)
+        speaker = speaker or self.char1
+        if kind == "pose":
+            speaker.location.msg_contents(
+                (f"{speaker.key} {line}", {"type": "pose"}), from_obj=speaker
+            )
+        else:
+            speaker.at_say(line)
+        return sorted(key for key in self.ticks if self.ticks[key] > before[key])
+
+    def queued(self, npc):
+        return [e.text for e in ev.pending_events(npc.ai.event_queue)]
+
+    def heard(self, npc):
+        return " ".join(str(entry.get("text")) for entry in npc.ai.context_buffer)
+
+
+class TestWhoAnswers(FloorBase):
+    def test_a_line_to_one_npc_wakes_only_it(self):
+        assert self.woken("Bard, play me a song!") == ["Bard"]
+        assert self.woken("Is the forge hot today, Smith?") == ["Smith"]
+        assert self.woken("Lovely evening, Cook, the pie smells fine") == ["Cook"]
+        assert self.queued(self.npcs["Bard"]) == ["Bard, play me a song!"]
+        for key in ("Innkeeper", "Guard"):  # the others heard every line, and queued nothing
+            assert self.queued(self.npcs[key]) == []
+            assert "the pie smells fine" in self.heard(self.npcs[key])
+            assert "play me a song" in self.heard(self.npcs[key])
+        (event,) = ev.pending_events(self.npcs["Bard"].ai.event_queue)
+        assert event.addressed and event.data["floor"] == "named"
+        assert event.priority == ev.PRIORITY_ADDRESSED
+
+    def test_an_unaddressed_line_wakes_the_one_talked_with_last(self):
+        self.npcs["Cook"].ai.set(HOST, True)
+        assert self.woken("Guard, is the road safe?") == ["Guard"]
+        assert self.woken("What a lovely evening.") == ["Guard"]
+        _, event = ev.pending_events(self.npcs["Guard"].ai.event_queue)
+        assert event.data["floor"] == "talked with Char last" and not event.addressed
+        assert self.woken("Smith, the usual.") == ["Smith"]
+        assert self.woken("And a pie.") == ["Smith"]  # the last one talked with
+        later = floor.time.monotonic() + 301
+        with mock.patch.object(floor.time, "monotonic", return_value=later):
+            assert self.woken("Nice weather.") == ["Cook"]  # that talk is over: the host
+
+    def test_else_the_host_else_the_same_choice_for_the_same_speaker(self):
+        first = self.woken("What a lovely evening.")
+        assert len(first) == 1
+        self.room1.ndb.ai_floor = None  # a reload: who talked with whom is forgotten
+        assert self.woken("What a lovely evening.") == first  # the same choice
+        self.room1.ndb.ai_floor = None
+        host = "Cook" if first != ["Cook"] else "Bard"
+        self.npcs[host].ai.set(HOST, True)
+        assert floor.is_host(self.npcs[host])
+        assert self.woken("What a lovely evening.") == [host]
+        (event,) = ev.pending_events(self.npcs[host].ai.event_queue)
+        assert event.data["floor"] == "room host"
+
+    def test_hello_all_wakes_answerers_plus_one(self):
+        assert len(self.woken("Hello all!")) == 2
+        assert len(self.woken("Good evening, everyone!")) == 2
+        assert self.woken("I ate it all.") != []  # not to everyone: one answers it
+        assert len(self.woken("I ate it all.")) == 1
+        with override_settings(EVENNIA_AI_ROOM_ANSWERERS=2):
+            assert len(self.woken("Evening, folks.")) == 3
+        woken = self.woken("Hello all! And you, Smith!")  # named first, then filled up
+        assert "Smith" in woken and len(woken) == 2
+
+    def test_naming_every_npc_wakes_no_more_than_the_limit(self):
+        line = "Innkeeper, Bard, Smith, Guard, Cook, hello!"
+        assert self.woken(line) == ["Bard", "Innkeeper"]  # the first two named
+        decision = self.room1.ndb.ai_floor.last
+        assert decision.heard[self.npcs["Cook"].id] == "named with too many others"
+        with override_settings(EVENNIA_AI_ROOM_ANSWERERS=0):
+            assert self.woken(line) == ["Innkeeper"]
+
+    def test_an_unaddressed_question_is_given_to_one_even_with_answerers_zero(self):
+        with override_settings(EVENNIA_AI_ROOM_ANSWERERS=0):
+            assert self.woken("What a lovely evening.") == []
+            woken = self.woken("What is my horse called?")
+            assert len(woken) == 1
+            (event,) = ev.pending_events(self.npcs[woken[0]].ai.event_queue)
+            assert event.data["floor"] == "question to the room"
+            # the player waits for that answer: they hear the "thinking" line if it is slow
+            assert audience.waiting_speakers(self.npcs[woken[0]], [event]) == [self.char1]
+
+    def test_a_question_to_a_sleeping_npc_goes_to_one_awake(self):
+        go_to_sleep(self.npcs["Smith"], "test")
+        with override_settings(EVENNIA_AI_WAKE_WHEN_ADDRESSED=False):
+            woken = self.woken("Smith, is the forge hot?")
+            assert len(woken) == 1 and woken != ["Smith"]
+            decision = self.room1.ndb.ai_floor.last
+            assert decision.heard[self.npcs["Smith"].id] == "named; asleep"
+            assert decision.woken == {self.npcs[woken[0]].id: "question nobody named could answer"}
+            assert self.woken("Smith, good night.") == []  # not a question: only heard
+        assert self.woken("Smith, is the forge hot?") == ["Smith"]  # wakes when addressed
+
+    def test_a_paused_npc_named_only_hears(self):
+        self.npcs["Bard"].ai.pause()
+        assert self.woken("Bard, a song.") == []
+        assert self.room1.ndb.ai_floor.last.heard[self.npcs["Bard"].id] == "named; paused"
+        assert "a song" in self.heard(self.npcs["Bard"])
+
+    def test_a_pose_wakes_the_npc_it_names(self):
+        assert self.woken("waves at the Smith.", kind="pose") == ["Smith"]
+        assert len(self.woken("sighs.", kind="pose")) == 1  # to the room: one answers
+
+
+class TestAlone(AssistantTestBase):
+    def test_alone_with_one_npc_every_line_is_addressed(self):
+        self.speak("What a lovely evening.")
+        (event,) = ev.pending_events(self.npc.ai.event_queue)
+        assert event.addressed and event.data["floor"] == "alone with you"
+        self.speak("Hello Innkeeper!")
+        assert ev.pending_events(self.npc.ai.event_queue)[-1].data["floor"] == "named"
+
+
+class TestOneDecisionPerLine(FloorBase):
+    NAMES = tuple(f"Patron{n}" for n in range(9))
+
+    def test_one_decision_per_line_for_ten_listeners(self):
+        with mock.patch.object(floor, "_decide_new", wraps=floor._decide_new) as new:
+            assert len(self.woken("What a lovely evening.")) == 1
+            assert new.call_count == 1
+            assert len(self.woken("What a lovely evening.")) == 1  # said again: a new line
+            assert new.call_count == 2
+            self.woken("Patron3, hello!", speaker=self.char2)
+            assert new.call_count == 3
+        decision = self.room1.ndb.ai_floor.last
+        assert decision.delivered == {npc.id for npc in self.npcs.values()}
+
+    def test_a_listener_not_woken_notes_why_for_its_trace(self):
+        self.woken("Patron1, hello!")
+        self.woken("Patron2, hello!")
+        notes = floor.heard_notes(self.npcs["Patron5"])
+        assert notes == ["heard 2 line(s); not addressed (Char 2)"]
+        assert floor.heard_notes(self.npcs["Patron5"]) == []  # read once
+        batch = ev.pending_events(self.npcs["Patron1"].ai.event_queue)
+        assert floor.woken_notes(batch) == ["woken: named (Char)"]
+
+
+class TestFloods(FloorBase):
+    def test_a_flooding_speaker_is_limited_per_room_naming_npcs_in_turn(self):
+        names = list(self.npcs)
+        with (
+            override_settings(EVENNIA_AI_SPEAKER_EVENTS_PER_MINUTE=3),
+            mock.patch.object(self.char1, "msg") as told,
+        ):
+            for i in range(10):
+                self.woken(f"{names[i % len(names)]}, hello {i}!")
+            assert sum(self.ticks.values()) == 3
+            flood_lines = [c for c in told.call_args_list if "so many lines" in str(c)]
+            assert len(flood_lines) == 1  # told once, by one NPC
+            for npc in self.npcs.values():  # every NPC still heard every line
+                assert "hello 9" in self.heard(npc) or "hello 9" in str(self.queued(npc))
+        assert floor.heard_notes(self.npcs["Cook"])[-1].startswith("heard")
+
+    def test_bad_input_naming_everyone_wakes_no_more_than_two(self):
+        woken = self.woken("Innkeeper, Bard, Smith, Guard, Cook, hello!")
+        assert len(woken) <= 2
+
+
+class TestNpcTalkEnds(FloorBase):
+    NAMES = ("Bard", "Smith")
+
+    def test_npc_lines_are_counted_per_room_whatever_names(self):
+        bard, smith, inn = self.npcs["Bard"], self.npcs["Smith"], self.npc
+        self.woken("Hello all!")
+        ring = [(bard, "Smith"), (smith, "Innkeeper"), (inn, "Bard")] * 3
+        woken = [
+            self.woken(f"{target}, what do you think?", speaker=speaker) for speaker, target in ring
+        ]
+        assert sum(len(w) for w in woken) == 4  # EVENNIA_AI_NPC_EXCHANGE_TURNS, per room
+        assert woken[:4] == [["Smith"], ["Innkeeper"], ["Bard"], ["Smith"]]
+        decision = self.room1.ndb.ai_floor.last
+        assert decision.heard[bard.id] == "the room's NPC talk has had its 4 lines"
+        assert "what do you think" in self.heard(bard)
+        self.woken("Carry on, you three.")  # a player speaks: the talk may start again
+        assert self.woken("Bard, a song?", speaker=smith) == ["Bard"]
+
+    def test_an_npc_line_wakes_only_the_first_it_names_and_never_the_room(self):
+        bard = self.npcs["Bard"]
+        assert self.woken("Smith, Innkeeper, a toast!", speaker=bard) == ["Smith"]
+        assert self.woken("Hello all! Who wants a song?", speaker=bard) == []
+        (event,) = ev.pending_events(self.npcs["Smith"].ai.event_queue)
+        assert event.priority == ev.PRIORITY_ADDRESSED_BY_NPC and event.addressed
+        assert event.data == {**event.data, "floor": "named by Bard", "from_assistant": True}
+
+    def test_a_mob_line_does_not_restart_npc_talk(self):
+        parrot = create_object(DefaultCharacter, key="Parrot", location=self.room1)
+        self.addCleanup(parrot.delete)
+        bard = self.npcs["Bard"]
+        for i in range(4):
+            assert self.woken(f"Innkeeper, verse {i}.", speaker=bard) == ["Innkeeper"]
+        assert self.woken("Innkeeper, verse 4.", speaker=bard) == []
+        assert self.woken("Squawk! Pieces of eight!", speaker=parrot) == []
+        assert self.woken("Innkeeper, verse 5.", speaker=bard) == []
+        assert self.woken("Smith, crackers?", speaker=parrot) == ["Smith"]  # a mob may name
+        assert self.woken("Innkeeper, verse 6.", speaker=bard) == []
+        self.char1.at_say("psst, carry on", whisper=True, receivers=[self.npc])
+        assert self.woken("Innkeeper, verse 7.", speaker=bard) == ["Innkeeper"]
+
+    def test_players_wait_for_nobody_and_npc_batches_wait_for_players(self):
+        smith = self.npcs["Smith"]
+        assert not floor.player_waiting(smith)
+        self.woken("Innkeeper, an ale!")
+        assert floor.player_waiting(smith) and not floor.player_waiting(self.npc)
+        floor.tick_ended(self.npc, [])
+        assert not floor.player_waiting(smith)
+        self.woken("Innkeeper, another!")
+        late = floor.time.monotonic() + 3 + floor.WAITING_GRACE_SECONDS + 1
+        with (
+            override_settings(EVENNIA_AI_TIMEOUT=3),
+            mock.patch.object(floor.time, "monotonic", return_value=late),
+        ):
+            assert not floor.player_waiting(smith)  # a tick that never ended keeps nobody
+
+
+class TestRPSystem(FloorBase):
+    NAMES = ()
+    TYPECLASS = RPAssistant
+
+    def setUp(self):
+        super().setUp()
+        self.alice = create_object(ContribRPCharacter, key="Alice", location=self.room1)
+        self.addCleanup(self.alice.delete)
+        self.alice.sessions.add(self.session)
+        self.addCleanup(lambda: self.alice.sessions.remove(self.session))
+        self.npc.location = self.room2  # only rpsystem NPCs here
+        for key, sdesc in (("Olaf", "a stout barkeep"), ("Tobias", "a lanky guard")):
+            self.add_npc(key).sdesc.add(sdesc)
+        self.add_npc("Marta").sdesc.add("a tall woman")
+
+    def say(self, speech):
+        before = Counter(self.ticks)
+        send_emote(
+            self.alice,
+            list(self.room1.contents),
+            f'/Me says, "{speech}"',
+            msg_type="say",
+            anonymous_add=None,
+        )
+        return sorted(key for key in self.ticks if self.ticks[key] > before[key])
+
+    def test_rpsystem_sdesc_ref_and_recog_wake_only_that_npc(self):
+        assert self.say("/barkeep, an ale please.") == ["Olaf"]
+        assert self.say("Barkeep, another!") == ["Olaf"]
+        assert self.say("Stout barkeep, and one for my friend.") == ["Olaf"]
+        assert self.say("/guard, is the gate open?") == ["Tobias"]
+        self.alice.recog.add(self.npcs["Tobias"], "Gatekeeper")
+        assert self.say("Gatekeeper, is the gate shut?") == ["Tobias"]
+        texts = {key: self.queued(npc) for key, npc in self.npcs.items() if key != "Innkeeper"}
+        assert texts["Marta"] == []
+        assert "is the gate shut?" in texts["Tobias"][-1]
