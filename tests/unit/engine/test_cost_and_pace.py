@@ -77,23 +77,50 @@ class TestConversationsThatEnd(PlayerBase):
                 e.text for e in ev.pending_events(self.npc.ai.event_queue)
             ]
 
-    def test_two_npcs_alone_stop_talking(self):
-        """Two NPCs with nobody else in the room: every line is addressed; they stop."""
-        bard = self.second_npc()
-        for obj in (self.char1, self.char2):
-            obj.location = self.room2
-        self.server.default_reply = {"tool_calls": [call("say", message="And to you, friend!")]}
-        bard.at_say("Good evening, Innkeeper.")
+    def npc_says(self, npcs, rounds=20):
+        """Run ``rounds`` of ticks of ``npcs``; how many of their ticks said something."""
         says = 0
-        for _ in range(20):
-            traces = [self.tick_of(self.npc), self.tick_of(bard)]
+        for _ in range(rounds):
+            traces = [self.tick_of(npc) for npc in npcs]
             says += sum(
                 1 for t in traces if t for c in t.tool_calls if c.name == "say" and c.success
             )
-        turns = 3  # EVENNIA_AI_NPC_EXCHANGE_TURNS' default
-        assert says <= 2 * turns
+        return says
+
+    def test_two_npcs_alone_stop_talking(self):
+        """Two NPCs with nobody else in the room, naming each other in every line: they stop
+        after the room's EVENNIA_AI_NPC_EXCHANGE_TURNS lines (4), not 4 each."""
+        bard = self.second_npc()
+        for obj in (self.char1, self.char2):
+            obj.location = self.room2
+        reply = {"tool_calls": [call("say", message="Innkeeper, Bard, and to you, friend!")]}
+        self.server.default_reply = reply
+        bard.at_say("Good evening, Innkeeper.")
+        assert self.npc_says([self.npc, bard]) == 4  # each answers a line of the other's
         assert not ev.pending_events(self.npc.ai.event_queue)
         assert not ev.pending_events(bard.ai.event_queue)
+
+    def test_npc_talk_ends_after_four_lines_per_room_whatever_names(self):
+        """Three NPCs in a ring, each naming the next in every line, after one player line:
+        at most 4 NPC lines between them (answers to the player not counted), then quiet until
+        the player speaks again."""
+        bard, smith = self.second_npc(), self.second_npc("Smith")
+        ring = {"Innkeeper": "Smith", "Smith": "Bard", "Bard": "Innkeeper"}
+
+        def chatty(body):
+            system = str(body["messages"][0]["content"])
+            me = next(key for key in ring if f"You are {key}," in system)
+            return {"tool_calls": [call("say", message=f"{ring[me]}, what do you think?")]}
+
+        self.server.responder = chatty
+        npcs = [self.npc, bard, smith]
+        self.speak("Innkeeper, what is the news?")
+        # the Innkeeper answers the player (naming Smith), then Smith, Bard, Innkeeper, Smith
+        assert self.npc_says(npcs) == 1 + 4
+        assert not any(ev.pending_events(npc.ai.event_queue) for npc in npcs)
+        assert "what do you think" in str(bard.ai.context_buffer)  # heard, not answered
+        self.speak("Carry on, you three.")  # the player speaks: the talk may start again
+        assert self.npc_says(npcs) == 1 + 4  # to the one it talked with last, and 4 more
 
 
 class TestIdleCostsNothing(PlayerBase):
