@@ -9,9 +9,7 @@ the text, which rpsystem renders differently for each listener):
 **A. A connected player's line** (say or pose; whispers and pages bypass the floor):
 
 1. It starts the room's NPC talk again (see B).
-2. When the speaker's lines woke ``EVENNIA_AI_SPEAKER_EVENTS_PER_MINUTE`` NPCs of this room in
-   the last minute, it wakes nobody (a flood, however the NPCs are named; they still hear it).
-3. The NPCs it addresses by name (:func:`~evennia_ai.engine.addressing.vocative`: "Tom,
+2. The NPCs it addresses by name (:func:`~evennia_ai.engine.addressing.vocative`: "Tom,
    hello", "What's new, Tom?"; a pose: named anywhere) wake, up to
    ``EVENNIA_AI_ROOM_ANSWERERS`` + 1 when it names several. A named NPC asleep wakes when
    ``EVENNIA_AI_WAKE_WHEN_ADDRESSED`` is on; paused, it only hears the line.
@@ -22,6 +20,9 @@ the text, which rpsystem renders differently for each listener):
    speaker). With one AI NPC in the room and no other player, every line is for it ("alone
    with you").
 6. A question (a ``?``) that woke nobody still wakes one, picked the same way.
+7. But when the speaker's lines woke ``EVENNIA_AI_SPEAKER_EVENTS_PER_MINUTE`` NPCs of this
+   room in the last minute, it wakes nobody (a flood, however the NPCs are named): the NPCs it
+   would have woken note it as dropped, and every NPC still hears it.
 
 **B. An AI NPC's line** wakes only the first NPC it calls by name, and only while the room's
 NPC talk has lines left: ``EVENNIA_AI_NPC_EXCHANGE_TURNS`` since a player last spoke there,
@@ -67,7 +68,7 @@ SHARED_SECONDS = 1.0
 FLOOD_SECONDS = 60.0
 #: Seconds, beyond ``EVENNIA_AI_TIMEOUT``, an NPC woken for a player's line keeps others waiting.
 WAITING_GRACE_SECONDS = 10.0
-#: The heard reason of a line that woke nobody because its speaker flooded the room.
+#: The heard reason of an NPC a line would have woken but for its speaker's flood.
 FLOODED = "its speaker spoke too often"
 _ARTICLES = ("a ", "an ", "the ")
 
@@ -328,21 +329,13 @@ def _player_line(line: _Line, decision: Decision) -> None:
     """Rule A: a connected player's say or pose."""
     floor, now, speaker_id = line.floor, line.now, line.speaker.id
     floor.npc_lines = 0
-    limit = conf.get_int("EVENNIA_AI_SPEAKER_EVENTS_PER_MINUTE")
-    wakes = [t for t in floor.speaker_wakes.get(speaker_id, ()) if now - t < FLOOD_SECONDS]
-    floor.speaker_wakes[speaker_id] = wakes
-    if limit > 0 and len(wakes) >= limit:
-        decision.flooded = True
-        decision.heard = {obj.id: FLOODED for obj in line.candidates}
-        return
     groups = _groups(line)
     if _alone(line):
         decision.woken[line.candidates[0].id] = "named" if groups else "alone with you"
     else:
         answerers = conf.get_int("EVENNIA_AI_ROOM_ANSWERERS")
         cap = answerers + 1
-        named = _named(line, decision, groups)
-        _wake_named(line, decision, named, cap)
+        _wake_named(line, decision, _named(line, decision, groups), cap)
         if to_everyone(line.content, conf.get_texts("EVENNIA_AI_EVERYONE_WORDS")):
             _pick(line, decision, cap - len(decision.woken), "to everyone")
         elif not groups:
@@ -350,6 +343,14 @@ def _player_line(line: _Line, decision: Decision) -> None:
         if decision.question and not decision.woken:
             why = "question nobody named could answer" if groups else "question to the room"
             _pick(line, decision, 1, why)
+    limit = conf.get_int("EVENNIA_AI_SPEAKER_EVENTS_PER_MINUTE")
+    wakes = [t for t in floor.speaker_wakes.get(speaker_id, ()) if now - t < FLOOD_SECONDS]
+    floor.speaker_wakes[speaker_id] = wakes
+    if decision.woken and limit > 0 and len(wakes) >= limit:  # a flood: nobody wakes
+        decision.flooded = True
+        decision.heard.update(dict.fromkeys(decision.woken, FLOODED))
+        decision.woken = {}
+        return
     if decision.woken:
         floor.talked[speaker_id] = (next(iter(decision.woken)), now)
     for npc_id in decision.woken:

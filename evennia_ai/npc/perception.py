@@ -215,7 +215,13 @@ def perceive_speech(npc, speaker, kind: str, plain: str) -> None:
     why = floor.reason(npc, decision)
     if why is None:
         npc.ai.hear(one_line(plain), source=source)
-        floor.note_heard(npc, name, decision.heard.get(npc.id, "not addressed"))
+        heard = decision.heard.get(npc.id, "not addressed")
+        if heard == floor.FLOODED:  # in its next trace as a dropped line, as its own floods
+            floods = dict(npc.ndb.ai_floods or {})
+            floods[name] = floods.get(name, 0) + 1
+            npc.ndb.ai_floods = floods
+        else:
+            floor.note_heard(npc, name, heard)
         return
     from_assistant = is_assistant(speaker)
     event = Event.create(

@@ -504,7 +504,7 @@ class StreamedTickTest(AssistantTestBase):
         ) == {"message": REPLY}
         # another assistant hears the whole line once, as it hears a say not streamed
         lines = [entry.get("text", "") for entry in other.ai.context_buffer]
-        assert sum("Innkeeper" in line for line in lines) == 1
+        assert sum(line.startswith("Innkeeper") for line in lines) == 1
         assert any(REPLY in line for line in lines)
         # the whisper guard's window noted it once
         window = self.npc.ndb.ai_spoken_window
