@@ -576,10 +576,11 @@ SETTINGS: dict[str, Setting] = {
         Setting(
             "EVENNIA_AI_NPC_EXCHANGE_TURNS",
             4,
-            "Lines the AI NPCs of a room say to each other (naming one another) after a "
-            "player last spoke there, counted per room, answers to players not counted (0: AI "
-            "NPCs never answer each other); later ones only reach the listeners' context "
-            "buffers.",
+            "Lines of AI NPCs that other AI NPCs of the same room answer (a line that calls "
+            "an NPC by name wakes it) after a player last spoke, posed or whispered there, "
+            "counted per room whatever names they use; answers to players are not counted. "
+            "Later ones only reach the listeners' context buffers. 0: AI NPCs never answer "
+            "each other. (Up to 0.2.0 it counted per NPC.)",
             whole(0),
         ),
         Setting(
@@ -814,9 +815,10 @@ SETTINGS: dict[str, Setting] = {
         Setting(
             "EVENNIA_AI_SPEAKER_EVENTS_PER_MINUTE",
             20,
-            "Most events one speaker can queue for an NPC in a minute; the rest are dropped "
-            "(noted in the next trace and the log; the speaker is told, "
-            "`EVENNIA_AI_FLOOD_MESSAGE`). 0 turns the limit off.",
+            "Most events one speaker can queue for an NPC in a minute, and most AI NPCs one "
+            "speaker's lines wake in a room in a minute; the rest are dropped (noted in the "
+            "next trace and the log; the speaker is told, `EVENNIA_AI_FLOOD_MESSAGE`). 0 turns "
+            "the limit off.",
             whole(0),
             **_closed(20),
         ),

@@ -46,6 +46,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 from evennia_ai import conf
 from evennia_ai.engine import audience
@@ -124,7 +125,7 @@ class _Line:
     """What one new decision works from (internal)."""
 
     floor: RoomFloor
-    speaker: object
+    speaker: Any
     kind: str
     content: str
     candidates: list  # the room's enabled AI NPCs but the speaker, by id
