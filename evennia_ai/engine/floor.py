@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -259,45 +260,50 @@ def _named(line: _Line, decision: Decision, groups: list[list[int]]) -> list:
     name goes to the first of :func:`_order`); the others' heard reasons are noted."""
     if not groups:
         return []
-    order = [obj for obj, _why in _order(line, line.candidates)]
-    unable = {obj.id: _unable(obj) for obj in order}
     wake_sleepers = conf.get_bool("EVENNIA_AI_WAKE_WHEN_ADDRESSED")
     named = []
     for group in groups:
-        fits = [obj for obj in order if obj.id in group]
-        able = [obj for obj in fits if unable[obj.id] is None]
-        sleepers = [obj for obj in fits if unable[obj.id] == "asleep"]
+        fits = [obj for obj in line.candidates if obj.id in group]
+        if len(fits) > 1:
+            fits = [obj for obj, _why in _order(line, fits)]
+        unable = [_unable(obj) for obj in fits]
+        able = [obj for obj, why in zip(fits, unable) if why is None]
+        sleepers = [obj for obj, why in zip(fits, unable) if why == "asleep"]
         if able or (wake_sleepers and sleepers):
             named.append((able or sleepers)[0])
         elif fits:
-            decision.heard[fits[0].id] = f"named; {unable[fits[0].id]}"
+            decision.heard[fits[0].id] = f"named; {unable[0]}"
     return named
 
 
-def _order(line: _Line, objs: list) -> list[tuple]:
-    """``objs`` in the order :func:`_pick` takes them, each with its reason."""
+def _order(line: _Line, objs: list) -> Iterator[tuple]:
+    """``objs`` in the order :func:`_pick` takes them, each with its reason (lazily: the
+    hosts are looked up only when nobody the speaker talked with last is there)."""
     talked = line.floor.talked.get(line.speaker.id)
     window = conf.get_float("EVENNIA_AI_CONVERSATION_SECONDS")
+    who = getattr(line.speaker, "key", "them")
     first = [o for o in objs if talked and o.id == talked[0] and line.now - talked[1] <= window]
+    yield from ((o, f"talked with {who} last") for o in first)
     hosts = [o for o in objs if o not in first and is_host(o)]
+    yield from ((o, "room host") for o in hosts)
     rest = [o for o in objs if o not in first and o not in hosts]
     if rest:
         turn = line.speaker.id % len(rest)
-        rest = rest[turn:] + rest[:turn]
-    who = getattr(line.speaker, "key", "them")
-    return (
-        [(o, f"talked with {who} last") for o in first]
-        + [(o, "room host") for o in hosts]
-        + [(o, "chosen") for o in rest]
-    )
+        yield from ((o, "chosen") for o in rest[turn:] + rest[:turn])
 
 
 def _pick(line: _Line, decision: Decision, count: int, why: str | None = None) -> None:
     """Wake up to ``count`` more answerable NPCs (talked with last, hosts, then by the
     speaker's id), with their own reasons or ``why``."""
-    able = [o for o in line.candidates if o.id not in decision.woken and _unable(o) is None]
-    for obj, reason in _order(line, able)[: max(0, count)]:
-        decision.woken[obj.id] = why or reason
+    if count <= 0:
+        return
+    taken = 0
+    for obj, reason in _order(line, line.candidates):
+        if obj.id not in decision.woken and _unable(obj) is None:
+            decision.woken[obj.id] = why or reason
+            taken += 1
+            if taken >= count:
+                return
 
 
 def _groups(line: _Line) -> list[list[int]]:
