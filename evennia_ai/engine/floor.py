@@ -90,6 +90,8 @@ class Decision:
         question: Whether the line asks something.
         flooded: Whether the speaker woke too many NPCs in this room in the last minute.
         delivered: NPC ids that already took this decision.
+        tell_flood: Whether the speaker is to be told that this flooded line was dropped (once
+            a minute per room).
     """
 
     speaker: int
@@ -100,6 +102,7 @@ class Decision:
     question: bool = False
     flooded: bool = False
     delivered: set[int] = field(default_factory=set)
+    tell_flood: bool = False
 
 
 @dataclass
@@ -112,6 +115,7 @@ class RoomFloor:
         talked: Speaker id -> (NPC id, ``time.monotonic()``) of the NPC it last talked with.
         waiting: NPC id -> when it was woken for a player's line (until its tick ends).
         speaker_wakes: Speaker id -> when its lines woke an NPC here, over the last minute.
+        flood_told: Speaker id -> when it was last told its lines here were dropped.
     """
 
     last: Decision | None = None
@@ -119,6 +123,7 @@ class RoomFloor:
     talked: dict[int, tuple[int, float]] = field(default_factory=dict)
     waiting: dict[int, float] = field(default_factory=dict)
     speaker_wakes: dict[int, list[float]] = field(default_factory=dict)
+    flood_told: dict[int, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -221,7 +226,10 @@ def names_as_seen(npc, viewer, speaker) -> list[str]:
         pass
     get_sdesc = getattr(viewer, "get_sdesc", None)
     if callable(get_sdesc):
-        names.append(str(get_sdesc(npc) or ""))
+        try:
+            names.append(str(get_sdesc(npc) or ""))
+        except Exception:  # a game's own override that fails: the other names still count
+            pass
     sdesc = getattr(npc, "sdesc", None)
     if sdesc is not None and callable(getattr(sdesc, "get", None)):
         text = " ".join(str(sdesc.get() or "").split())
@@ -234,7 +242,10 @@ def names_as_seen(npc, viewer, speaker) -> list[str]:
             names.append(last)
     recog = getattr(speaker, "recog", None)
     if recog is not None and callable(getattr(recog, "get", None)):
-        names.append(str(recog.get(npc) or ""))
+        try:
+            names.append(str(recog.get(npc) or ""))
+        except Exception:
+            pass
     return [name for name in dict.fromkeys(names) if name and name.strip()]
 
 
@@ -357,6 +368,9 @@ def _player_line(line: _Line, decision: Decision) -> None:
         decision.flooded = True
         decision.heard.update(dict.fromkeys(decision.woken, FLOODED))
         decision.woken = {}
+        if now - floor.flood_told.get(speaker_id, now - FLOOD_SECONDS) >= FLOOD_SECONDS:
+            decision.tell_flood = True
+            floor.flood_told[speaker_id] = now
         return
     if decision.woken:
         floor.talked[speaker_id] = (next(iter(decision.woken)), now)
@@ -462,7 +476,7 @@ def heard_notes(npc) -> list[str]:
 
 def woken_notes(batch) -> list[str]:
     """Why each event of a tick's ``batch`` woke its NPC, in words, for the trace ("woken:
-    named (Alice)", "woken: room host (Alice; nobody named)")."""
+    named (Alice)", "woken: room host (Alice; nobody named)", "woken: named by Bard")."""
     notes: list[str] = []
     for event in batch or ():
         data = getattr(event, "data", None) or {}
@@ -470,10 +484,14 @@ def woken_notes(batch) -> list[str]:
         if not why:
             continue
         who = getattr(event, "source_name", "") or "someone"
-        if why in ADDRESSING_REASONS or why.startswith(("named", "question")):
-            note = f"woken: {why} ({who})"
-        else:
+        if why.startswith(NAMED_BY):
+            note = f"woken: {why}"
+        elif why.startswith("talked with"):
+            note = f"woken: {why} (nobody named)"
+        elif why in ("room host", "chosen"):
             note = f"woken: {why} ({who}; nobody named)"
+        else:
+            note = f"woken: {why} ({who})"
         if note not in notes:
             notes.append(note)
     return notes

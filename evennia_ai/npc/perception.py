@@ -199,6 +199,22 @@ def perceive_message(npc, text, from_obj, kwargs: dict) -> None:
         npc.ai.remember_ambient(one_line(plain), source=source)
 
 
+def _dropped_as_flood(npc, decision, source, name: str) -> None:
+    """The line would have woken ``npc`` but its speaker flooded the room: noted for the NPC's
+    next trace as its own floods are ("dropped 3 event(s) from Alice"); the first such NPC
+    tells the speaker, at most once a minute per room (``decision.tell_flood``) and per NPC
+    (:func:`answering.tell_flooded`)."""
+    floods = dict(npc.ndb.ai_floods or {})
+    floods[name] = floods.get(name, 0) + 1
+    npc.ndb.ai_floods = floods
+    if not (decision.tell_flood and source):
+        return
+    first = next(key for key, why in decision.heard.items() if why == floor.FLOODED)
+    if first == npc.id:
+        limit = conf.get_int("EVENNIA_AI_SPEAKER_EVENTS_PER_MINUTE")
+        answering.tell_flooded(npc, source, name, limit, time.monotonic())
+
+
 def perceive_speech(npc, speaker, kind: str, plain: str) -> None:
     """Open speech (a say or pose) by ``speaker`` in ``npc``'s room: queued and answered when
     the room's floor wakes the NPC for it (:func:`evennia_ai.engine.floor.decide`), else only
@@ -209,17 +225,12 @@ def perceive_speech(npc, speaker, kind: str, plain: str) -> None:
     name = getattr(speaker, "key", None) or str(speaker)
     if audience.is_player(speaker):
         audience.note_audience(npc)
-    if decision.flooded and source and len(decision.delivered) == 1:  # told once per line
-        limit = conf.get_int("EVENNIA_AI_SPEAKER_EVENTS_PER_MINUTE")
-        answering.tell_flooded(npc, source, name, limit, time.monotonic())
     why = floor.reason(npc, decision)
     if why is None:
         npc.ai.hear(one_line(plain), source=source)
         heard = decision.heard.get(npc.id, "not addressed")
-        if heard == floor.FLOODED:  # in its next trace as a dropped line, as its own floods
-            floods = dict(npc.ndb.ai_floods or {})
-            floods[name] = floods.get(name, 0) + 1
-            npc.ndb.ai_floods = floods
+        if heard == floor.FLOODED:
+            _dropped_as_flood(npc, decision, source, name)
         else:
             floor.note_heard(npc, name, heard)
         return

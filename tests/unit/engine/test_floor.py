@@ -188,6 +188,18 @@ class TestOneDecisionPerLine(FloorBase):
         assert floor.heard_notes(self.npcs["Patron5"]) == []  # read once
         batch = ev.pending_events(self.npcs["Patron1"].ai.event_queue)
         assert floor.woken_notes(batch) == ["woken: named (Char)"]
+        self.woken("Nice evening.")  # to the one Char talked with last
+        self.woken("Patron1, a song!", speaker=self.npcs["Patron7"])
+        batch = ev.pending_events(self.npcs["Patron2"].ai.event_queue)
+        assert floor.woken_notes(batch) == [
+            "woken: named (Char)",
+            "woken: talked with Char last (nobody named)",
+        ]
+        batch = ev.pending_events(self.npcs["Patron1"].ai.event_queue)
+        assert floor.woken_notes(batch)[-1] == "woken: named by Patron7"
+        assert floor.heard_notes(self.npcs["Patron5"]) == [
+            "heard 2 line(s); not addressed (Char 1, Patron7 1)"
+        ]
 
 
 class TestFloods(FloorBase):
@@ -201,7 +213,8 @@ class TestFloods(FloorBase):
                 self.woken(f"{names[i % len(names)]}, hello {i}!")
             assert sum(self.ticks.values()) == 3
             flood_lines = [c for c in told.call_args_list if "so many lines" in str(c)]
-            assert len(flood_lines) == 1  # told once, by one NPC
+            assert len(flood_lines) == 1  # told once, by the NPC the line was for
+            assert "Guard cannot follow" in str(flood_lines[0])
             for npc in self.npcs.values():  # every NPC still heard every line
                 assert "hello 9" in self.heard(npc) or "hello 9" in str(self.queued(npc))
         # the NPC each flooded line would have woken notes it as dropped, for its next trace
