@@ -586,10 +586,11 @@ SETTINGS: dict[str, Setting] = {
         Setting(
             "EVENNIA_AI_ROOM_ANSWERERS",
             1,
-            "AI NPCs woken by a line in a room that names none of them: the one the speaker "
-            "talked with last, else the room's host, else one chosen by the speaker. A line to "
-            'everyone ("Hello all") or naming several wakes one more. 0: only named NPCs answer '
-            "(a question is still answered by one).",
+            "AI NPCs a player's line wakes in a room when it names none of them: the one the "
+            "speaker talked with last, else the room's host, else one chosen by the speaker "
+            "(with one AI NPC and no other player there, every line is for it). A line to "
+            'everyone ("Hello all") or naming several wakes at most one more. 0: only named '
+            "NPCs answer (a question still goes to one).",
             whole(0),
         ),
         Setting(
