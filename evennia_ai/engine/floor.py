@@ -8,17 +8,18 @@ the text, which rpsystem renders differently for each listener):
 
 **A. A connected player's line** (say or pose; whispers and pages bypass the floor):
 
-1. It starts the room's NPC talk again (see B).
-2. The NPCs it addresses by name (:func:`~evennia_ai.engine.addressing.vocative`: "Tom,
+1. It starts the room's NPC talk again (see B), as the player's whispers do.
+2. With one AI NPC in the room and no other player, every line is for it ("alone with you").
+3. The NPCs it addresses by name (:func:`~evennia_ai.engine.addressing.vocative`: "Tom,
    hello", "What's new, Tom?"; a pose: named anywhere) wake, up to
-   ``EVENNIA_AI_ROOM_ANSWERERS`` + 1 when it names several. A named NPC asleep wakes when
-   ``EVENNIA_AI_WAKE_WHEN_ADDRESSED`` is on; paused, it only hears the line.
+   ``EVENNIA_AI_ROOM_ANSWERERS`` + 1 when it names several (the first named). A name that
+   fits several NPCs ("Guard,") is one call, taken in the order of 5. A named NPC asleep wakes
+   when ``EVENNIA_AI_WAKE_WHEN_ADDRESSED`` is on; paused, it only hears the line.
 4. A line to everyone ("Hello all", ``EVENNIA_AI_EVERYONE_WORDS``) wakes up to that many too.
-5. A line that names nobody wakes ``EVENNIA_AI_ROOM_ANSWERERS`` NPCs (:func:`_pick`): the one
-   the speaker talked with last, within ``EVENNIA_AI_CONVERSATION_SECONDS``; else the room's
-   host (``ainpc/host``); else one chosen by the speaker's id (the same NPC for the same
-   speaker). With one AI NPC in the room and no other player, every line is for it ("alone
-   with you").
+5. A line that names nobody wakes ``EVENNIA_AI_ROOM_ANSWERERS`` NPCs (:func:`_pick`), among
+   those awake and not paused: the one the speaker talked with last, within
+   ``EVENNIA_AI_CONVERSATION_SECONDS``; else the room's hosts (``ainpc/host``); else one
+   chosen by the speaker's id (the same NPC for the same speaker).
 6. A question (a ``?``) that woke nobody still wakes one, picked the same way.
 7. But when the speaker's lines woke ``EVENNIA_AI_SPEAKER_EVENTS_PER_MINUTE`` NPCs of this
    room in the last minute, it wakes nobody (a flood, however the NPCs are named): the NPCs it
