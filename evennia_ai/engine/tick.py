@@ -251,26 +251,23 @@ class TickRunner:
             raise
         finally:
             self._stop_thinking()
-            self._end_on_the_floor()
-            self._tell_health()
+            self._tell_it_ended()
             self.accounts.close()
             self._release_state()
 
-    def _end_on_the_floor(self) -> None:
-        """Tell the room's floor this tick ended, however it ended (answered, silent, held
-        back, failed): a player's line it was woken for no longer holds back the other NPCs'
-        talk (:func:`~evennia_ai.engine.floor.tick_ended`)."""
-        try:
-            floor.tick_ended(self.npc, self.batch)
-        except Exception:  # the floor must never fail the tick
-            logger.log_trace(f"{log_prefix(self.npc)}: could not tell the room the tick ended")
-
-    def _tell_health(self) -> None:
-        """Tell the endpoints' health how the tick's model calls went (on the reactor)."""
+    def _tell_it_ended(self) -> None:
+        """Tell the endpoints' health how the tick's model calls went, and the room's floor
+        that the tick ended, however it ended (answered, silent, held back, failed): a
+        player's line it was woken for no longer holds back the other NPCs' talk
+        (:func:`~evennia_ai.engine.floor.tick_ended`). Neither may fail the tick."""
         try:
             outages.BOARD.observe(self.usage.records, self.npc, self.script)
-        except Exception:  # the health board must never fail the tick
+        except Exception:
             logger.log_trace(f"{log_prefix(self.npc)}: could not record the model's health")
+        try:
+            floor.tick_ended(self.npc, self.batch)
+        except Exception:
+            logger.log_trace(f"{log_prefix(self.npc)}: could not tell the room the tick ended")
 
     def _release_state(self) -> None:
         """Let go of the tick's snapshot (copies of the NPC's history, journal, goals...).
