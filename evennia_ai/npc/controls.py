@@ -127,18 +127,19 @@ def other_hosts(npc) -> list:
     )
 
 
-def host_text(npc, changed: bool = False) -> str:
-    """Whether ``npc`` is a host, and what that means where it is, in words (``changed``: it
-    was just set)."""
-    now = " now" if changed else ""
+def host_text(npc, was: bool | None = None) -> str:
+    """Whether ``npc`` is a host, and what that means where it is, in words (``was``: whether
+    it was one before it was just set; None: it was not set)."""
+    host = bool(npc.ai.host)
     room = npc.location.key if npc.location else None
-    if not npc.ai.host:
+    if not host:
         where = f" of {room}" if room else ""
         return (
-            f"{npc.key} is{now} not the host{where}: lines there that name no AI NPC go to the "
-            "one the speaker talked with last, else to the room's host, else to one picked for "
-            "that speaker."
+            f"{npc.key} is {'no longer' if was else 'not'} the host{where}: lines there that "
+            "name no AI NPC go to the one the speaker talked with last, else to the room's "
+            "host, else to one picked for that speaker."
         )
+    now = " now" if was is False else ""
     if room is None:
         return (
             f"{npc.key} is{now} a host, in no room at the moment: in a room, the lines there "
@@ -161,9 +162,10 @@ def set_host(npc, text: str) -> str:
     speaker was talking with another NPC (:mod:`evennia_ai.engine.floor`). The flag stays with
     the NPC: it hosts whichever room it is in."""
     host = flag_value(text, "The host flag")
-    if bool(npc.ai.host) != host:
+    was = bool(npc.ai.host)
+    if was != host:
         npc.ai.set(HOST, host)
-    return host_text(npc, changed=True)
+    return host_text(npc, was=was)
 
 
 # -- lines for when no model answers --------------------------------------------------------------
