@@ -78,7 +78,7 @@ class CmdAINpc(AICommand):
       ainpc/resume <npc>
       ainpc/model <npc> = <model>
       ainpc/persona <npc> = <text>
-      ainpc/host <npc> [= on|off]
+      ainpc/host <npc> [= on||off]
       ainpc/prompt <npc> = <operator prompt text>
       ainpc/budget <npc>
       ainpc/budget <npc> = [tokens=<count>] [cost=<dollars>]

@@ -203,7 +203,7 @@ class TestHost(NpcCommandTest):
         assert "disabled" not in control
         assert f"Marta is the host of {room}" in page.split('id="ai-host-text">')[1]
         listing = builder.get("/ai/").content.decode()
-        row = listing.split(f'data-npc="Marta"')[1].split("</tr>")[0]
+        row = listing.split('data-npc="Marta"')[1].split("</tr>")[0]
         assert "(host)" in row
         page = builder.post(url, {"value": "perhaps"}, follow=True).content.decode()
         assert "The host flag is yes or no" in page and marta.ai.host is True
