@@ -133,9 +133,10 @@ def host_text(npc, was: bool | None = None) -> str:
     host = bool(npc.ai.host)
     room = npc.location.key if npc.location else None
     if not host:
-        where = f" of {room}" if room else ""
+        if room is None:
+            return f"{npc.key} is {'no longer' if was else 'not'} a host."
         return (
-            f"{npc.key} is {'no longer' if was else 'not'} the host{where}: lines there that "
+            f"{npc.key} is {'no longer' if was else 'not'} the host of {room}: lines there that "
             "name no AI NPC go to the one the speaker talked with last, else to the room's "
             "host, else to one picked for that speaker."
         )

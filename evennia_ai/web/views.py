@@ -182,7 +182,7 @@ class NPCDetailView(DashboardPage):
             operator_prompt=data.operator_prompt(npc) if context["may_edit"] else "",
             model_choices=data.model_choices(self.request.user),
             npc_lines=npc_lines(npc),
-            host_choices=list(controls.NO_WORDS[:1] + controls.YES_WORDS[:1]),  # no, yes
+            host_choices=["no", "yes"],  # what controls.set_host reads
         )
         return context
 

@@ -226,6 +226,20 @@ class TestHost(NpcCommandTest):
         assert marta.ai.host is False
         assert "host" in web_data.CONTROLS and web_data.control_level("host") == "Builder"
 
+    def test_the_flag_goes_with_the_npc(self):
+        """It hosts whichever room it is in; in none, it says so."""
+        self.call_says(CmdAINpc(), "/host Innkeeper = on", "Innkeeper is now the host of Room")
+        self.npc.location = self.room2
+        self.call_says(CmdAINpc(), "/host Innkeeper", f"Innkeeper is the host of {self.room2.key}")
+        self.npc.location = None
+        self.call_says(
+            CmdAINpc(),
+            "/host Innkeeper",
+            "Innkeeper is a host, in no room at the moment: in a room, the lines there that "
+            "name no AI NPC go to Innkeeper first.",
+        )
+        self.call_says(CmdAINpc(), "/host Innkeeper = off", "Innkeeper is no longer a host.")
+
 
 class TestAIStatus(NpcCommandTest):
     def test_server_summary_without_args(self):
