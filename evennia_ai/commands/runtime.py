@@ -487,11 +487,12 @@ class CmdAITrace(AICommand):
       aitrace/show <npc> = <tick id>
 
     Switches:
-      show - one tick in detail: its notes (why its events woke the NPC, the
-             lines it heard since its last tick without being woken and why, as
-             "heard 3 lines of Alice; not addressed", floods dropped), each
-             step's thought, tool calls and results, the tokens per context
-             section, budget and errors.
+      show - one tick in detail: its notes (why its events woke the NPC, as
+             "woken: named (Alice)"; the lines it heard since its last tick
+             without being woken, and why, as "heard 3 line(s); not addressed
+             (Alice 2, Tom 1)"; floods dropped), each step's thought, tool
+             calls and results, the tokens per context section, budget and
+             errors.
 
     Without a switch: the last <count> ticks (default 10), one line each with
     tick id, time, event, stop reason, steps, tokens, cost and duration.
