@@ -357,12 +357,13 @@ class CmdAIStatus(AICommand):
     "running": its model unreachable since a time (its endpoint failed
     EVENNIA_AI_OUTAGE_AFTER_FAILURES calls in a row; what players said meanwhile
     is answered when it is back), held, or over budget. With an NPC: whether it
-    is enabled or paused, why it is not answering, its model,
-    tokens and cost (today and in total), budget state and limits, its last ticks,
-    recent errors, sleep state and event queue, and where each setting it uses
-    comes from: the NPC's own value, the environment, the settings file or the
-    default. A changed environment variable applies after evennia reboot (a
-    reload keeps the environment the server started with).
+    is enabled or paused, whether it hosts its room (ainpc/host), why it is not
+    answering, its model, tokens and cost (today and in total), budget state
+    and limits, its last ticks, recent errors, sleep state and event queue,
+    and where each setting it uses comes from: the NPC's own value, the
+    environment, the settings file or the default. A changed environment
+    variable applies after evennia reboot (a reload keeps the environment the
+    server started with).
 
     A stored value that does not have the shape its key needs (an old layout,
     a hand edit) is kept aside. Meanwhile a key that restricts the NPC reads
@@ -457,7 +458,7 @@ class CmdAIStatus(AICommand):
         lines = [
             f"|w{npc.key}({npc.dbref})|n at {_where(npc)}: {status['state_label']}",
             f"  enabled: {status['enabled']}  paused: {status['paused']}  "
-            f"script running: {status['running']}",
+            f"script running: {status['running']}  host: {'yes' if npc.ai.host else 'no'}",
             f"  model: {status['model']}, window {count(status['window'])} tokens "
             f"({tokens.WINDOW_SOURCES.get(status['window_source'], status['window_source'])})",
             f"  tokens: today {count(b['npc_tokens'])} (cost {format_money(b['npc_cost'])}); "

@@ -160,6 +160,8 @@ class TestHost(NpcCommandTest):
         )
         assert npc_state(marta).host is True and marta.ai.host is True
         self.call_says(CmdAINpc(), "/host Marta", f"Marta is the host of {room}")
+        assert "host: yes" in words(self.call(CmdAIStatus(), "Marta"))
+        assert "host: no" in words(self.call(CmdAIStatus(), "Innkeeper"))
         listing = words(self.call(CmdAINpc(), "/list", "AI NPCs (2):"))  # its cell may wrap
         innkeeper_row, marta_row = listing.split(f"Innkeeper({self.npc.dbref})")[1].split(
             f"Marta({marta.dbref})"
