@@ -78,16 +78,17 @@ class CmdAINpc(AICommand):
       ainpc/resume <npc>
       ainpc/model <npc> = <model>
       ainpc/persona <npc> = <text>
+      ainpc/host <npc> [= on||off]
       ainpc/prompt <npc> = <operator prompt text>
       ainpc/budget <npc>
       ainpc/budget <npc> = [tokens=<count>] [cost=<dollars>]
       ainpc/budget <npc> = none
 
     Switches:
-      list    - every AI NPC with its location, model, state (running, paused,
-                stopped or asleep; while it cannot answer, why: model unreachable
-                since 10:42 UTC, held, over budget), queued events, tokens used
-                today and budget.
+      list    - every AI NPC (a room's host marked "(host)") with its location,
+                model, state (running, paused, stopped or asleep; while it cannot
+                answer, why: model unreachable since 10:42 UTC, held, over
+                budget), queued events, tokens used today and budget.
       create  - create an AI assistant in your location; the model is optional
                 (empty: the server default, EVENNIA_AI_MODEL; Builders may name
                 only a model of EVENNIA_AI_BUILDER_MODELS).
@@ -102,6 +103,11 @@ class CmdAINpc(AICommand):
                 EVENNIA_AI_BUILDER_MODELS ("default" if listed), any other
                 choice is Developer only.
       persona - set the NPC's persona (who it is, how it speaks).
+      host    - whether the NPC is the host of the room it is in (on/off,
+                yes/no, true/false; without '=', show it). In a room with several
+                AI NPCs, a line that names none of them goes to the one the
+                speaker talked with last, else to the host, else to one picked
+                for that speaker (EVENNIA_AI_ROOM_ANSWERERS says how many).
       prompt  - set the operator's system prompt, which takes precedence over the
                 NPC's own guidelines and no tool can change (Developer only).
       budget  - the NPC's own daily limits (tokens, cost in dollars), today's use
@@ -118,6 +124,7 @@ class CmdAINpc(AICommand):
       ainpc/pause Marta
       ainpc/model Marta = anthropic/claude-3-5-haiku-latest
       ainpc/persona Marta = A warm innkeeper who knows every rumour in town.
+      ainpc/host Marta = on
       ainpc/prompt Marta = Never reveal other guests' private business.
       ainpc/budget Marta = tokens=50k cost=0.25
       ainpc/budget Marta = cost=none
@@ -136,6 +143,7 @@ class CmdAINpc(AICommand):
         "resume",
         "model",
         "persona",
+        "host",
         "prompt",
         "budget",
     )
@@ -159,7 +167,7 @@ class CmdAINpc(AICommand):
         for npc in npcs:
             status = npc.ai.status()
             table.add_row(
-                f"{npc.key}({npc.dbref})",
+                f"{npc.key}({npc.dbref})" + (" (host)" if npc.ai.host else ""),
                 _where(npc),
                 status["model"],
                 status["state_label"],
@@ -280,6 +288,13 @@ class CmdAINpc(AICommand):
         npc, text = self._npc_and_value("persona text")
         self.msg(raw(controls.set_persona(npc, text)))
 
+    def do_host(self):
+        if self.rhs is None and "=" not in self.args:
+            self.msg(raw(controls.host_text(self.find_npc(self.args))))
+            return
+        npc, value = self._npc_and_value("on or off")
+        self.msg(raw(controls.set_host(npc, value)))
+
     def do_prompt(self):
         self.require_perm(access.EDIT, "set an NPC's operator prompt")
         npc, text = self._npc_and_value("operator prompt", allow_empty=True)
@@ -342,12 +357,13 @@ class CmdAIStatus(AICommand):
     "running": its model unreachable since a time (its endpoint failed
     EVENNIA_AI_OUTAGE_AFTER_FAILURES calls in a row; what players said meanwhile
     is answered when it is back), held, or over budget. With an NPC: whether it
-    is enabled or paused, why it is not answering, its model,
-    tokens and cost (today and in total), budget state and limits, its last ticks,
-    recent errors, sleep state and event queue, and where each setting it uses
-    comes from: the NPC's own value, the environment, the settings file or the
-    default. A changed environment variable applies after evennia reboot (a
-    reload keeps the environment the server started with).
+    is enabled or paused, whether it hosts its room (ainpc/host), why it is not
+    answering, its model, tokens and cost (today and in total), budget state
+    and limits, its last ticks, recent errors, sleep state and event queue,
+    and where each setting it uses comes from: the NPC's own value, the
+    environment, the settings file or the default. A changed environment
+    variable applies after evennia reboot (a reload keeps the environment the
+    server started with).
 
     A stored value that does not have the shape its key needs (an old layout,
     a hand edit) is kept aside. Meanwhile a key that restricts the NPC reads
@@ -442,7 +458,7 @@ class CmdAIStatus(AICommand):
         lines = [
             f"|w{npc.key}({npc.dbref})|n at {_where(npc)}: {status['state_label']}",
             f"  enabled: {status['enabled']}  paused: {status['paused']}  "
-            f"script running: {status['running']}",
+            f"script running: {status['running']}  host: {'yes' if npc.ai.host else 'no'}",
             f"  model: {status['model']}, window {count(status['window'])} tokens "
             f"({tokens.WINDOW_SOURCES.get(status['window_source'], status['window_source'])})",
             f"  tokens: today {count(b['npc_tokens'])} (cost {format_money(b['npc_cost'])}); "

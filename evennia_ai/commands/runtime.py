@@ -97,7 +97,7 @@ def section_table(sections: dict) -> list[str]:
 
 
 def trace_detail(trace: TickTrace) -> str:
-    """A tick in full: event, pattern, steps, tokens per section, budget and errors."""
+    """A tick in full: event, notes, pattern, steps, tokens per section, budget and errors."""
     pattern = trace.pattern or {}
     lines = [
         f"|wTick #{trace.tick_id}|n ({trace.context_type or '-'}) started "
@@ -112,6 +112,9 @@ def trace_detail(trace: TickTrace) -> str:
         )
     if trace.event_text:
         lines.append(f"event: {raw(one_line(trace.event_text, 500))}")
+    if trace.notes:  # why it woke, what it heard unwoken, floods dropped, lines given up
+        lines.append("|wNotes|n")
+        lines.extend(f"  {raw(one_line(note, 300))}" for note in trace.notes)
     lines.append("|wSteps|n")
     lines.extend(trace_steps(trace) or ["  (no model calls)"])
     first = next((it for it in trace.iterations if it.sections), None)
@@ -484,8 +487,12 @@ class CmdAITrace(AICommand):
       aitrace/show <npc> = <tick id>
 
     Switches:
-      show - one tick in detail: each step's thought, tool calls and results,
-             the tokens per context section, budget and errors.
+      show - one tick in detail: its notes (why its events woke the NPC, as
+             "woken: named (Alice)"; the lines it heard since its last tick
+             without being woken, and why, as "heard 3 line(s); not addressed
+             (Alice 2, Tom 1)"; floods dropped), each step's thought, tool
+             calls and results, the tokens per context section, budget and
+             errors.
 
     Without a switch: the last <count> ticks (default 10), one line each with
     tick id, time, event, stop reason, steps, tokens, cost and duration.

@@ -11,7 +11,11 @@ What it chooses, in order of precedence:
    goes before the events, which stay queued for a tick that follows at once
    (``TickDecision.run_again``).
 3. **Events.** The highest-priority queued event, together with the speech that arrived with it
-   (``tick_event``); the batch is marked in flight in the queue (one write).
+   (``tick_event``); the batch is marked in flight in the queue (one write). Players go first
+   across the NPCs of a room: a batch of other AI NPCs' lines only waits, unwritten, while an
+   AI NPC of the room was woken for a player's line and has not answered it yet
+   (:func:`~evennia_ai.engine.floor.player_waiting`; the tick runner tells the floor when a
+   tick ends); it is taken at a later interval tick.
 4. **Reflection** when asked for, every ``EVENNIA_AI_REFLECTION_INTERVAL`` ticks, or earlier
    when the journal's summed importance since the last reflection reaches
    ``EVENNIA_AI_REFLECTION_IMPORTANCE_THRESHOLD``; a ``reflection_cont`` when the reflection
@@ -43,7 +47,7 @@ from typing import Callable
 from evennia.utils import logger
 
 from evennia_ai import conf
-from evennia_ai.engine import audience
+from evennia_ai.engine import audience, floor
 from evennia_ai.engine.upkeep import advance_sleep, compaction_wanted, consolidation_material
 from evennia_ai.memory import events as ev
 from evennia_ai.memory.events import Event
@@ -167,6 +171,8 @@ class Agenda:
             return TickDecision("pre_compaction", run_again=bool(batch))
 
         if batch:
+            if self.waits_for_players(batch):
+                return TickDecision(None)  # the queue is not written: the batch stays pending
             # Only in-flight marks changed, which the server's start clears anyway: the row
             # goes with the tick's own writes rather than in a transaction of its own.
             self.npc_state.set(EVENT_QUEUE, queue, lazy=True)
@@ -182,6 +188,15 @@ class Agenda:
         if autonomous_at is not None:
             return TickDecision("tick_autonomous", autonomous_at=autonomous_at)
         return TickDecision(None)
+
+    def waits_for_players(self, batch: list[Event]) -> bool:
+        """Whether this batch waits for players to be answered first: every event of it is
+        another AI NPC's line, and an AI NPC of the room was woken for a player's line it has
+        not answered yet (:func:`~evennia_ai.engine.floor.player_waiting`). It is taken at a
+        later tick, with whatever arrived meanwhile."""
+        if not all((event.data or {}).get("from_assistant") for event in batch):
+            return False
+        return floor.player_waiting(self.npc)
 
     def sleep_phase(self) -> str | None:
         """The sleep phase to run now, skipping those with nothing to do; None when resting.

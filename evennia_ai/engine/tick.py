@@ -13,6 +13,10 @@ The tick writes nothing on its Script: the agenda's decision (a
 :class:`~evennia_ai.engine.agenda.TickDecision`, in :attr:`TickRunner.decision`) says whether
 to run again at once and when an autonomous tick was chosen, and the Script keeps those itself.
 
+In a room with several AI NPCs (:mod:`evennia_ai.engine.floor`) the trace notes why each event
+woke the NPC and what it heard without being woken since its last trace, and every tick, however
+it ends, tells the room's floor it ended, so the other NPCs' talk waits no longer for it.
+
 While the endpoint of the tick's model is unreachable (:mod:`evennia_ai.engine.outages`) a
 tick calls it only when it is that endpoint's probe; otherwise it waits: its lines go back to
 the queue without counting a failed attempt (their speakers told once), it writes no trace,
@@ -34,7 +38,7 @@ from evennia.utils import logger
 from twisted.internet import defer, reactor
 
 from evennia_ai import conf
-from evennia_ai.engine import audience, outages, scheduler
+from evennia_ai.engine import audience, floor, outages, scheduler
 from evennia_ai.engine.accounting import count_error  # noqa: F401  (re-exported: its old home)
 from evennia_ai.engine.accounting import TickAccounts
 from evennia_ai.engine.agenda import Agenda, TickDecision
@@ -247,16 +251,23 @@ class TickRunner:
             raise
         finally:
             self._stop_thinking()
-            self._tell_health()
+            self._tell_it_ended()
             self.accounts.close()
             self._release_state()
 
-    def _tell_health(self) -> None:
-        """Tell the endpoints' health how the tick's model calls went (on the reactor)."""
+    def _tell_it_ended(self) -> None:
+        """Tell the endpoints' health how the tick's model calls went, and the room's floor
+        that the tick ended, however it ended (answered, silent, held back, failed): a
+        player's line it was woken for no longer holds back the other NPCs' talk
+        (:func:`~evennia_ai.engine.floor.tick_ended`). Neither may fail the tick."""
         try:
             outages.BOARD.observe(self.usage.records, self.npc, self.script)
-        except Exception:  # the health board must never fail the tick
+        except Exception:
             logger.log_trace(f"{log_prefix(self.npc)}: could not record the model's health")
+        try:
+            floor.tick_ended(self.npc, self.batch)
+        except Exception:
+            logger.log_trace(f"{log_prefix(self.npc)}: could not tell the room the tick ended")
 
     def _release_state(self) -> None:
         """Let go of the tick's snapshot (copies of the NPC's history, journal, goals...).
@@ -365,7 +376,7 @@ class TickRunner:
             budget=state.spending.describe() if state.spending.exceeded else None,
             prefix_cache_share=built.prefix_share,
             shrunk=dict(built.shrunk),
-            notes=self._flood_notes() + list(self.decision.notes if self.decision else ()),
+            notes=self._trace_notes(state),
             tool_groups=list(state.tool_groups),
         )
         if built.history_cut:
@@ -531,6 +542,7 @@ class TickRunner:
             event_ids=[e.id for e in state.batch],
             event_text=truncate(state.batch_text, 2000),
             stop_reason=reason.value,
+            notes=self._trace_notes(state),
             **fields,
         )
         trace.ended = iso_utc(precise=True)
@@ -561,6 +573,18 @@ class TickRunner:
         return self._unsent_tick(state, StopReason.CONTRACT_VIOLATION, error=why)
 
     # -- what the tick hands its loop ----------------------------------------------------------
+    def _trace_notes(self, state: TickState) -> list[str]:
+        """What the trace says happened around the tick: why its events woke the NPC, what it
+        heard without being woken since its last trace (:mod:`evennia_ai.engine.floor`), the
+        floods dropped and what the agenda gave up. Reading them clears the heard lines and
+        the floods: each is noted once."""
+        return (
+            floor.woken_notes(state.batch)
+            + floor.heard_notes(self.npc)
+            + self._flood_notes()
+            + list(self.decision.notes if self.decision else ())
+        )
+
     def _flood_notes(self) -> list[str]:
         """Events dropped since the last tick for passing their speaker's rate (then forgotten)."""
         floods = self.npc.ndb.ai_floods or {}

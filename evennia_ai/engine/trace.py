@@ -122,7 +122,8 @@ class TickTrace:
         prompt_tokens / completion_tokens / cost: Totals over the tick.
         error: Summary of what went wrong, if anything.
         budget: Set when a daily budget was exceeded: what the tick did instead.
-        notes: What else happened around the tick (events dropped as floods, ...).
+        notes: What else happened around the tick (why its events woke the NPC, lines it heard
+            without being woken, events dropped as floods, ...).
         tool_groups: The tool groups whose schemas the first request sent (empty: every
             allowed tool); ``request_tools`` calls show the groups added later.
     """

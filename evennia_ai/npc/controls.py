@@ -1,6 +1,6 @@
 """What staff change on an AI NPC, checked once and written once: running or paused, model,
-persona, its lines for when no model answers, operator prompt, tool lists and categories, tool
-rules and the NPC's own budget.
+persona, whether it hosts its room, its lines for when no model answers, operator prompt, tool
+lists and categories, tool rules and the NPC's own budget.
 
 The admin commands (``aitools``, ``ainpc/budget``) and the dashboard call these same functions,
 so a setting is validated by the same rules and described in the same words wherever it is
@@ -9,7 +9,7 @@ commands escape them for Evennia's markup, the web pages for HTML); a refusal ra
 :class:`ControlError` whose message is for the person who asked.
 
 Who may call which is the caller's business (:mod:`evennia_ai.access`): running, model,
-persona and lines are ``OPERATE``, every other change ``EDIT``, the reports ``VIEW``.
+persona, host and lines are ``OPERATE``, every other change ``EDIT``, the reports ``VIEW``.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from evennia_ai.engine import audience
 from evennia_ai.engine.audience import LINE_KINDS, Line
 from evennia_ai.npc import spending
-from evennia_ai.npc_state import BUDGET, LINES, TOOL_ALLOW, TOOL_DENY, TOOL_RULES
+from evennia_ai.npc_state import BUDGET, HOST, LINES, TOOL_ALLOW, TOOL_DENY, TOOL_RULES, npc_state
 from evennia_ai.prompt.execution_pattern import ALL_TOOL_CATEGORIES
 from evennia_ai.tools import load_builtin_tools
 from evennia_ai.tools.registry import TOOL_REGISTRY, passes_lock
@@ -30,7 +30,7 @@ from evennia_ai.tools.rules import (
     render_tool_rules,
     rule_conflict,
 )
-from evennia_ai.utils import truncate
+from evennia_ai.utils import is_assistant, truncate
 
 MAX_MODEL_NAME = 200  # characters of a model name (litellm's are far shorter)
 
@@ -89,6 +89,84 @@ def set_operator_prompt(npc, text: str) -> str:
     if text:
         return f"{npc.key}'s operator prompt is set ({len(text)} characters)."
     return f"{npc.key}'s operator prompt is cleared."
+
+
+# -- the room's host ------------------------------------------------------------------------------
+#: How staff say yes or no to a flag (any case).
+YES_WORDS = ("yes", "on", "true")
+NO_WORDS = ("no", "off", "false")
+
+
+def flag_value(text: str, what: str) -> bool:
+    """``text`` (yes/no, on/off, true/false, any case) as a flag for ``what``.
+
+    Raises:
+        ControlError: it is none of these words.
+    """
+    typed = str(text or "").strip().lower()
+    if typed in YES_WORDS:
+        return True
+    if typed in NO_WORDS:
+        return False
+    shown = f"'{truncate(typed, 40)}'" if typed else "nothing"
+    raise ControlError(f"{what} is yes or no (on or off, true or false), not {shown}.")
+
+
+def other_hosts(npc) -> list:
+    """The other AI NPCs in ``npc``'s room that are hosts, by id (the first answers first)."""
+    location = npc.location
+    if location is None:
+        return []
+    return sorted(
+        (
+            obj
+            for obj in location.contents
+            if obj is not npc and is_assistant(obj) and npc_state(obj).host
+        ),
+        key=lambda obj: obj.id,
+    )
+
+
+def host_text(npc, was: bool | None = None) -> str:
+    """Whether ``npc`` is a host, and what that means where it is, in words (``was``: whether
+    it was one before it was just set; None: it was not set)."""
+    host = bool(npc.ai.host)
+    room = npc.location.key if npc.location else None
+    if not host:
+        if room is None:
+            return f"{npc.key} is {'no longer' if was else 'not'} a host."
+        return (
+            f"{npc.key} is {'no longer' if was else 'not'} the host of {room}: lines there that "
+            "name no AI NPC go to the one the speaker talked with last, else to the room's "
+            "host, else to one picked for that speaker."
+        )
+    now = " now" if was is False else ""
+    if room is None:
+        return (
+            f"{npc.key} is{now} a host, in no room at the moment: in a room, the lines there "
+            f"that name no AI NPC go to {npc.key} first."
+        )
+    text = (
+        f"{npc.key} is{now} the host of {room}: lines there that name no AI NPC go to "
+        f"{npc.key} first, unless the speaker was talking with another."
+    )
+    others = other_hosts(npc)
+    if others:
+        names = ", ".join(f"{other.key}(#{other.id})" for other in others)
+        text += f" Also hosts there: {names}; the lowest #id goes first."
+    return text
+
+
+def set_host(npc, text: str) -> str:
+    """Make ``npc`` the host of its room, or not (``yes``/``no``, ``on``/``off``,
+    ``true``/``false``): the lines there that name no AI NPC go to a host first, unless the
+    speaker was talking with another NPC (:mod:`evennia_ai.engine.floor`). The flag stays with
+    the NPC: it hosts whichever room it is in."""
+    host = flag_value(text, "The host flag")
+    was = bool(npc.ai.host)
+    if was != host:
+        npc.ai.set(HOST, host)
+    return host_text(npc, was=was)
 
 
 # -- lines for when no model answers --------------------------------------------------------------

@@ -26,7 +26,8 @@ password, as Evennia's API allows by default.
 =====================================================  ========================================
 
 Every endpoint needs the Builder permission; a setting needs its own level too (Builder for
-``pause``, ``resume``, ``persona``, and ``model`` among ``EVENNIA_AI_BUILDER_MODELS``;
+``pause``, ``resume``, ``persona``, ``host`` (yes or no), the ``line_<kind>`` lines, and
+``model`` among ``EVENNIA_AI_BUILDER_MODELS``;
 Developer for any other model and the others: ``operator_prompt``, ``budget``,
 ``allow_tools``, ``deny_tools``, ``only_tools``, ``categories``, ``reset_tools``, ``add_rule``,
 ``remove_rule``); below it the answer is 403 with the level it needs. A refused change is 400

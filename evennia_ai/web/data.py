@@ -121,6 +121,7 @@ def npc_summary(npc, viewer=None) -> dict:
         "over_budget": bool(budget.get("exceeded")),
         "budget_message": budget_message(budget),
         "last_error_text": describe_last_error(status),
+        "host": bool(npc.ai.host),  # the lines of its room that name no AI NPC go to it first
     }
 
 
@@ -138,6 +139,7 @@ def npc_detail(npc, viewer=None) -> dict:
         **summary,
         "location": npc.location.key if npc.location else None,
         "persona": npc.ai.persona,
+        "host_text": controls.host_text(npc),
         "own_model": npc.ai.model,  # "" when it uses the server default
         # The operator prompt may hold secrets: its text is for Developers only (operator_prompt).
         "operator_prompt_chars": len(npc.ai.user_system_prompt or ""),
@@ -261,6 +263,7 @@ CONTROLS: dict[str, tuple[str, Callable]] = {
     "resume": (access.OPERATE, lambda npc, value: controls.resume(npc)),
     "model": (access.OPERATE, controls.set_model),
     "persona": (access.OPERATE, controls.set_persona),
+    "host": (access.OPERATE, controls.set_host),
     **{f"line_{kind}": (access.OPERATE, controls.line_setter(kind)) for kind in LINE_KINDS},
     "operator_prompt": (access.EDIT, controls.set_operator_prompt),
     "budget": (access.EDIT, lambda npc, value: _budget_changed(npc, value)),

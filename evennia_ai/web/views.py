@@ -182,6 +182,7 @@ class NPCDetailView(DashboardPage):
             operator_prompt=data.operator_prompt(npc) if context["may_edit"] else "",
             model_choices=data.model_choices(self.request.user),
             npc_lines=npc_lines(npc),
+            host_choices=["no", "yes"],  # what controls.set_host reads
         )
         return context
 

@@ -53,6 +53,8 @@ BUILDER_CALLS = [
     (CmdAINpc, "/pause Innkeeper", "Innkeeper is paused"),
     (CmdAINpc, "/resume Innkeeper", "Innkeeper resumes"),
     (CmdAINpc, "/persona Innkeeper = A kind innkeeper.", "Innkeeper's persona is set"),
+    (CmdAINpc, "/host Innkeeper = on", "Innkeeper is"),
+    (CmdAINpc, "/host Innkeeper", "Innkeeper is"),
     (CmdAITools, "Innkeeper", "Tools of Innkeeper"),
     (CmdAITools, "/rules Innkeeper", "Innkeeper has no tool rules"),
     (CmdAIHistory, "Innkeeper", "History of Innkeeper"),
@@ -68,6 +70,7 @@ CONTROLS = {
     "resume": ("Builder", ""),
     "model": ("Developer", "openai/gpt-4o-mini"),
     "persona": ("Builder", "A kind innkeeper."),
+    "host": ("Builder", "yes"),
     "line_unavailable": ("Builder", "{name} is busy."),
     "line_thinking": ("Builder", "{name} hums."),
     "line_approval": ("Builder", ""),
@@ -100,6 +103,7 @@ def settings_of(npc) -> dict:
         "config": npc.ai.execution_config,
         "paused": npc.ai.paused,
         "lines": npc.ai.lines,
+        "host": npc.ai.host,
     }
 
 

@@ -4,16 +4,18 @@ import os
 from unittest import mock
 
 import pytest
-from django.test import override_settings
+from django.test import Client, modify_settings, override_settings
 from support.commands import AICommandTestBase, words
 
 from evennia_ai import conf
 from evennia_ai.commands.cmdset import AIAdminCmdSet
 from evennia_ai.commands.npcs import COMMANDS, CmdAINpc, CmdAIStatus
 from evennia_ai.engine.accounting import count_error
+from evennia_ai.engine.floor import RoomFloor
 from evennia_ai.formatting import timestamp
 from evennia_ai.npc.handler import describe_last_error
 from evennia_ai.npc.lookup import all_ai_npcs
+from evennia_ai.npc_state import npc_state
 from evennia_ai.utils import parse_iso
 from evennia_ai.web import data as web_data
 
@@ -130,6 +132,115 @@ class TestAINpc(NpcCommandTest):
         assert CmdAINpc().access(self.char1, "cmd")
         cmdset = AIAdminCmdSet()
         assert any(cmd.key == "ainpc" for cmd in cmdset.commands)
+
+
+@override_settings(ROOT_URLCONF="web_test_urls")
+@modify_settings(INSTALLED_APPS={"append": "evennia_ai.web"})
+class TestHost(NpcCommandTest):
+    """The room's host (issue 34): the lines of its room that name no AI NPC go to it first."""
+
+    def web_session(self, permission: str) -> Client:
+        """A dashboard session of char2's account with only ``permission``."""
+        self.with_permission(permission)
+        self.account2.is_staff = False
+        client = Client()
+        client.force_login(self.account2)
+        return client
+
+    def test_ainpc_host_and_dashboard_set_the_flag(self):
+        marta = self.make_npc("Marta")
+        room = self.room1.key
+        self.room1.ndb.ai_floor = RoomFloor()  # the flag is the NPC's, not the room's memory
+        self.call_says(CmdAINpc(), "/host Marta", f"Marta is not the host of {room}")
+        self.call_says(
+            CmdAINpc(),
+            "/host Marta = on",
+            f"Marta is now the host of {room}: lines there that name no AI NPC go to Marta "
+            "first, unless the speaker was talking with another.",
+        )
+        assert npc_state(marta).host is True and marta.ai.host is True
+        self.call_says(CmdAINpc(), "/host Marta", f"Marta is the host of {room}")
+        assert "host: yes" in words(self.call(CmdAIStatus(), "Marta"))
+        assert "host: no" in words(self.call(CmdAIStatus(), "Innkeeper"))
+        listing = words(self.call(CmdAINpc(), "/list", "AI NPCs (2):"))  # its cell may wrap
+        innkeeper_row, marta_row = listing.split(f"Innkeeper({self.npc.dbref})")[1].split(
+            f"Marta({marta.dbref})"
+        )
+        assert "(host)" in marta_row and "(host)" not in innkeeper_row
+        self.call_says(
+            CmdAINpc(),
+            "/host Innkeeper = YES",
+            f"Innkeeper is now the host of {room}: lines there that name no AI NPC go to "
+            f"Innkeeper first, unless the speaker was talking with another. Also hosts there: "
+            f"Marta(#{marta.id}); the lowest #id goes first.",
+        )
+        self.call_says(
+            CmdAINpc(), "/host Innkeeper = false", f"Innkeeper is no longer the host of {room}"
+        )
+        self.call_says(CmdAINpc(), "/host Innkeeper = off", f"Innkeeper is not the host of {room}")
+        self.call_says(CmdAINpc(), "/host Marta = on", f"Marta is the host of {room}")
+        for bad in ("maybe", "1", "<b>"):
+            self.call_says(
+                CmdAINpc(),
+                f"/host Marta = {bad}",
+                f"The host flag is yes or no (on or off, true or false), not '{bad}'.",
+            )
+        self.call_says(CmdAINpc(), "/host Marta =", "Missing on or off after '='.")
+        self.call_says(CmdAINpc(), "/host Nobody = on", "No AI NPC called 'Nobody'")
+        assert marta.ai.host is True and self.npc.ai.host is False
+        # a Builder may (OPERATE, like the persona); a Player may not run ainpc at all
+        self.call_says(
+            CmdAINpc(), "/host Marta = off", "Marta is no longer the host", caller=self.builder()
+        )
+        assert marta.ai.host is False
+        assert not CmdAINpc().access(self.player(), "cmd")
+
+        # the dashboard: a select on the NPC page's settings, as a Builder
+        builder = self.web_session("Builder")
+        url = f"/ai/npc/{marta.id}/control/host/"
+        page = builder.post(url, {"value": "yes"}, follow=True).content.decode()
+        assert f"Marta is now the host of {room}" in page and marta.ai.host is True
+        control = page.split('id="ai-control-host"')[1].split("</form>")[0]
+        assert '<option value="yes" selected>yes</option>' in control
+        assert "disabled" not in control
+        assert f"Marta is the host of {room}" in page.split('id="ai-host-text">')[1]
+        listing = builder.get("/ai/").content.decode()
+        row = listing.split('data-npc="Marta"')[1].split("</tr>")[0]
+        assert "(host)" in row
+        page = builder.post(url, {"value": "perhaps"}, follow=True).content.decode()
+        assert "The host flag is yes or no" in page and marta.ai.host is True
+
+        # the JSON API follows the dashboard's controls
+        api = f"/ai/api/npcs/{marta.id}/settings/host/"
+        response = builder.post(api, {"value": "off"}, content_type="application/json")
+        assert response.status_code == 200, response.content
+        assert response.json()["npc"]["host"] is False and marta.ai.host is False
+        assert "Marta is no longer the host" in response.json()["detail"]
+        response = builder.post(api, {"value": "perhaps"}, content_type="application/json")
+        assert response.status_code == 400 and "yes or no" in response.json()["detail"]
+        assert builder.get(f"/ai/api/npcs/{marta.id}/").json()["host"] is False
+
+        # players: 403 on the page and the API, the flag unchanged
+        player = self.web_session("Player")
+        assert player.post(url, {"value": "yes"}).status_code == 403
+        response = player.post(api, {"value": "yes"}, content_type="application/json")
+        assert response.status_code == 403
+        assert marta.ai.host is False
+        assert "host" in web_data.CONTROLS and web_data.control_level("host") == "Builder"
+
+    def test_the_flag_goes_with_the_npc(self):
+        """It hosts whichever room it is in; in none, it says so."""
+        self.call_says(CmdAINpc(), "/host Innkeeper = on", "Innkeeper is now the host of Room")
+        self.npc.location = self.room2
+        self.call_says(CmdAINpc(), "/host Innkeeper", f"Innkeeper is the host of {self.room2.key}")
+        self.npc.location = None
+        self.call_says(
+            CmdAINpc(),
+            "/host Innkeeper",
+            "Innkeeper is a host, in no room at the moment: in a room, the lines there that "
+            "name no AI NPC go to Innkeeper first.",
+        )
+        self.call_says(CmdAINpc(), "/host Innkeeper = off", "Innkeeper is no longer a host.")
 
 
 class TestAIStatus(NpcCommandTest):

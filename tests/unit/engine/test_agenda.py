@@ -207,3 +207,53 @@ def test_the_agenda_is_not_given_the_script():
     names = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
     names |= {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
     assert "script" not in names and "ndb" not in names
+
+
+# -- players first, across the NPCs of a room (issue 34) ------------------------------------------
+def npc_lines(*texts, players=()) -> dict:
+    """A queue of other AI NPCs' lines (``from_assistant``), plus ``players``' lines."""
+    queue = ev.empty_queue()
+    for text in texts:
+        event = Event.create(
+            "say",
+            text,
+            source="#7",
+            source_name="Bard",
+            addressed=True,
+            priority=ev.PRIORITY_ADDRESSED_BY_NPC,
+            data={"from_assistant": True, "floor": "named by Bard"},
+        )
+        queue, _dropped = ev.push(queue, event, 50)
+    for text in players:
+        event = Event.create("say", text, source="#5", source_name="Alice", addressed=True)
+        queue, _dropped = ev.push(queue, event, 50)
+    return queue
+
+
+def test_an_npc_only_batch_waits_unwritten_while_a_player_waits_elsewhere(monkeypatch):
+    asked = []
+
+    def player_waiting(npc):
+        asked.append(npc)
+        return True
+
+    monkeypatch.setattr(agenda_module.floor, "player_waiting", player_waiting)
+    ai = FakeAI(event_queue=npc_lines("Innkeeper, a song?", "Innkeeper, two songs?"))
+    decision = choose(ai)
+    assert decision == TickDecision(None) and decision.idle
+    assert ai.writes == []  # still pending, not in flight: a later tick takes it
+    assert len(ev.pending_events(ai.state["event_queue"])) == 2
+    assert [npc.key for npc in asked] == ["Innkeeper"]
+    monkeypatch.setattr(agenda_module.floor, "player_waiting", lambda npc: False)
+    decision = choose(ai)
+    assert decision.context_type == "tick_event" and len(decision.batch) == 2
+
+
+def test_a_batch_with_a_players_line_never_waits(monkeypatch):
+    monkeypatch.setattr(agenda_module.floor, "player_waiting", lambda npc: True)
+    ai = FakeAI(event_queue=npc_lines("Innkeeper, a song?", players=["Innkeeper, an ale!"]))
+    decision = choose(ai)
+    assert decision.context_type == "tick_event"
+    assert ev.main_event(list(decision.batch)).source_name == "Alice"  # the player's, first
+    ai = FakeAI(event_queue=queue_of("Hello?"))
+    assert choose(ai).context_type == "tick_event"
