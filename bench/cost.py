@@ -24,9 +24,9 @@ player talks faster than the real clock it runs on).
 
 "Before" figures come from ``bench/baselines/cost.json``: the player-hour and idle hour run on
 the commit before the "Cost and pace" work, the crowded room (key ``crowded``) on the commit
-before issue 34. ``python -m bench.cost --baseline`` writes the whole run there;
-``--baseline=crowded`` only the crowded room's key (the others kept). ``--only=crowded`` runs
-the crowded room alone (about 2 minutes).
+before issue 34. ``python -m bench.cost --baseline`` writes every part it ran there,
+``--baseline=crowded`` only the crowded room's key (the others are kept either way).
+``--only=crowded`` runs the crowded room alone (under a minute).
 """
 
 from __future__ import annotations
@@ -534,16 +534,15 @@ def _hour_report(now: dict, before: dict | None) -> str:
     return text
 
 
-def write_baseline(now: dict, parts: tuple[str, ...] | None) -> None:
-    """Keep ``now`` as the "before" figures: all of it, or only the keys ``parts`` (the
-    others as they were). Each part carries the commit it was measured on."""
+def write_baseline(now: dict, parts: tuple[str, ...]) -> None:
+    """Keep the parts ``parts`` of ``now`` as the "before" figures, each with the commit it
+    was measured on; the parts not named stay as they were."""
     BASELINE.parent.mkdir(exist_ok=True)
     kept = json.loads(BASELINE.read_text()) if BASELINE.exists() else {}
-    if parts is None:
-        kept = dict(now)
-        parts = tuple(name for name in PARTS if name in now)
     for name in parts:
         kept[name] = dict(now[name], commit=now["commit"])
+    if "player_hour" in parts:  # the hour's tables name the commit of the whole file
+        kept["commit"] = now["commit"]
     BASELINE.write_text(json.dumps(kept, indent=1, sort_keys=True) + "\n")
 
 
@@ -570,7 +569,12 @@ def main(argv: list[str] | None = None) -> str:
     now["commit"] = _commit()
     keep = _option(argv, "baseline")
     if keep is not None:
-        write_baseline(now, None if keep == PARTS and "--baseline" in argv else keep)
+        if "--baseline" in argv:  # a bare --baseline: every part that was run
+            keep = tuple(name for name in PARTS if name in now)
+        missing = [name for name in keep if name not in now]
+        if missing:
+            raise SystemExit(f"--baseline names part(s) {missing} that --only did not run")
+        write_baseline(now, keep)
     before = json.loads(BASELINE.read_text()) if BASELINE.exists() else None
     text = report(now, before)
     print(text)
