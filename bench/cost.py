@@ -17,9 +17,16 @@ player talks faster than the real clock it runs on).
    whether each fact was in the request when the player asked for it.
 2. **An idle NPC-hour**: ten AI NPCs with active goals in a room no player visits, for an hour.
    Reported: tokens in the first minute and after it, and per NPC-hour.
+3. **A crowded room** (issue 34, :mod:`bench.crowded`): five AI NPCs and a player, 45 lines in
+   half an hour (addressed to one NPC, naming nobody, to everyone, naming every NPC), then a
+   chatty phase where the NPCs always name each other, and the same lines with one NPC; and
+   the reactor CPU per line heard by 1 and by 10 AI NPCs. Reported against the issue's targets.
 
-"Before" figures come from ``bench/baselines/cost.json`` (this benchmark run on the commit
-before the "Cost and pace" work); ``--baseline`` writes the current run there.
+"Before" figures come from ``bench/baselines/cost.json``: the player-hour and idle hour run on
+the commit before the "Cost and pace" work, the crowded room (key ``crowded``) on the commit
+before issue 34. ``python -m bench.cost --baseline`` writes every part it ran there,
+``--baseline=crowded`` only the crowded room's key (the others are kept either way).
+``--only=crowded`` runs the crowded room alone (under a minute).
 """
 
 from __future__ import annotations
@@ -47,6 +54,7 @@ START = _datetime.datetime(2026, 11, 25, 20, 0, 0)  # server local time when the
 SLEEP_SCHEDULE = ("20:50", "06:00")  # the NPCs sleep the hour's last 10 minutes
 IDLE_NPCS = 10
 BASELINE = Path(__file__).resolve().parent / "baselines" / "cost.json"
+PARTS = ("player_hour", "idle_hour", "crowded")
 
 FACTS = [
     ("horse", "Thunder"),
@@ -395,9 +403,13 @@ def idle_hour() -> dict:
     }
 
 
-def measure() -> dict:
+def measure(parts: tuple[str, ...] = PARTS) -> dict:
+    """Run ``parts`` (of :data:`PARTS`) in one test database; their figures by name."""
+    from bench import crowded
+
+    runs = {"player_hour": player_hour, "idle_hour": idle_hour, "crowded": crowded.crowded}
     with synchronous_calls():
-        return {"player_hour": player_hour(), "idle_hour": idle_hour()}
+        return {name: runs[name]() for name in parts}
 
 
 def _commit() -> str:
@@ -415,6 +427,22 @@ def _commit() -> str:
 
 
 def report(now: dict, before: dict | None) -> str:
+    """The tables of the parts ``now`` holds, each against its "before" figures."""
+    from bench import crowded
+
+    text = ""
+    if "player_hour" in now and "idle_hour" in now:
+        text = _hour_report(now, before)
+    if "crowded" in now:
+        was = (before or {}).get("crowded")
+        label = f"before issue 34 ({was.get('commit', '?')})" if was else "before issue 34"
+        text += ("\n\n" if text else "") + crowded.report(
+            now["crowded"], was, label, f"now ({_commit()})"
+        )
+    return text
+
+
+def _hour_report(now: dict, before: dict | None) -> str:
     p, i = now["player_hour"], now["idle_hour"]
     bp = (before or {}).get("player_hour") or {}
     bi = (before or {}).get("idle_hour") or {}
@@ -506,12 +534,47 @@ def report(now: dict, before: dict | None) -> str:
     return text
 
 
-def main(write_baseline: bool = False) -> str:
-    now = measure()
+def write_baseline(now: dict, parts: tuple[str, ...]) -> None:
+    """Keep the parts ``parts`` of ``now`` as the "before" figures, each with the commit it
+    was measured on; the parts not named stay as they were."""
+    BASELINE.parent.mkdir(exist_ok=True)
+    kept = json.loads(BASELINE.read_text()) if BASELINE.exists() else {}
+    for name in parts:
+        kept[name] = dict(now[name], commit=now["commit"])
+    if "player_hour" in parts:  # the hour's tables name the commit of the whole file
+        kept["commit"] = now["commit"]
+    BASELINE.write_text(json.dumps(kept, indent=1, sort_keys=True) + "\n")
+
+
+def _option(argv: list[str], name: str) -> tuple[str, ...] | None:
+    """The parts named by ``--name=a,b`` in ``argv`` (None when absent; all for a bare
+    ``--name``)."""
+    for arg in argv:
+        if arg == f"--{name}":
+            return PARTS
+        if arg.startswith(f"--{name}="):
+            parts = tuple(p for p in arg.split("=", 1)[1].split(",") if p)
+            unknown = [p for p in parts if p not in PARTS]
+            if unknown:
+                raise SystemExit(f"unknown part(s) {unknown}; choose from {list(PARTS)}")
+            return parts
+    return None
+
+
+def main(argv: list[str] | None = None) -> str:
+    """Run the benchmark (``--only=crowded``: some parts), print and return its tables;
+    ``--baseline`` (``--baseline=crowded``: those parts) keeps the run as "before"."""
+    argv = list(argv or [])
+    now = measure(_option(argv, "only") or PARTS)
     now["commit"] = _commit()
-    if write_baseline:
-        BASELINE.parent.mkdir(exist_ok=True)
-        BASELINE.write_text(json.dumps(now, indent=1, sort_keys=True) + "\n")
+    keep = _option(argv, "baseline")
+    if keep is not None:
+        if "--baseline" in argv:  # a bare --baseline: every part that was run
+            keep = tuple(name for name in PARTS if name in now)
+        missing = [name for name in keep if name not in now]
+        if missing:
+            raise SystemExit(f"--baseline names part(s) {missing} that --only did not run")
+        write_baseline(now, keep)
     before = json.loads(BASELINE.read_text()) if BASELINE.exists() else None
     text = report(now, before)
     print(text)
@@ -519,4 +582,4 @@ def main(write_baseline: bool = False) -> str:
 
 
 if __name__ == "__main__":
-    main(write_baseline="--baseline" in sys.argv)
+    main(sys.argv[1:])
