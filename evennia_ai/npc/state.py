@@ -106,7 +106,14 @@ def write_attribute(obj, key: str, value: Any, category: str, *, lazy: bool = Fa
         # Created empty (Evennia would copy and walk the value twice), then written as below.
         obj.attributes.add(key, None, category=category)
         attr = obj.attributes.get(key, default=None, category=category, return_obj=True)
-    attr.db_value = to_pickle(value) if data is None else pickle.loads(data)
+    _store(attr, to_pickle(value) if data is None else pickle.loads(data), data, lazy)
+    return attr
+
+
+def _store(attr, value: Any, data: bytes | None, lazy: bool = False) -> None:
+    """Put ``value`` (detached from the caller's objects) in ``attr`` and save it: at once, or
+    with the turn's other writes. ``data``: its pickle, when it is plain data."""
+    attr.db_value = value
     if data is not None:
         _remember(attr, data)
     if attr.db_strvalue is not None:  # was a string Attribute: clear it as Evennia would
@@ -114,7 +121,6 @@ def write_attribute(obj, key: str, value: Any, category: str, *, lazy: bool = Fa
         attr.save(update_fields=["db_value", "db_strvalue"])
     else:
         attribute_writes.save_value(attr, data, lazy=lazy)  # at once, or batched
-    return attr
 
 
 class AttributeState:
@@ -196,6 +202,65 @@ class AttributeState:
         if problem:
             raise ValueError(f"'{self.prefix}{key}' of {self.npc.key} was not stored: {problem}.")
         write_attribute(self.obj, key, value, CATEGORY, lazy=lazy)
+
+    def append(self, key: str, item: Any, max_items: int | None = None) -> list:
+        """Add ``item`` at the end of the list stored in ``key``, keeping its newest
+        ``max_items`` entries (one write, with the turn's other writes when batching).
+
+        Only ``item`` is checked against the key's declared shape (its ``items``): the stored
+        entries passed their check when they were written or read. This makes a line heard by
+        many NPCs cheap for each (:meth:`evennia_ai.npc.handler.AIHandler.hear`); :meth:`set`
+        checks the whole list every time. A value not read since it was loaded, a value of the
+        wrong shape, or one set aside (the key reads as its fallback) takes the checked path
+        (:meth:`update`), so an unreadable value is still set aside and never appended to.
+
+        Args:
+            key: A declared key holding a list.
+            item: The new entry (plain data).
+            max_items: Most entries kept, oldest out first (at least 1); None keeps all.
+
+        Returns:
+            The entries that fell out, oldest first.
+
+        Raises:
+            ValueError: ``item`` does not fit the key's shape, or ``max_items`` is below 1
+                (nothing is written).
+            TypeError: ``key`` does not hold a list.
+        """
+        declared = self.declared(key)
+        if declared.schema.get("type") != "array":
+            raise TypeError(f"'{self.prefix}{key}' does not hold a list: nothing can be appended.")
+        if max_items is not None and max_items < 1:
+            raise ValueError(f"'{self.prefix}{key}' must keep at least 1 entry, not {max_items}.")
+        attr = self._attribute(key)
+        cached = getattr(attr, _CACHE, None) if attr is not None else None
+        if cached is None or cached[0] is not attr.db_value:
+            return self._append_checked(key, item, max_items)
+        entries = pickle.loads(cached[1])
+        if not isinstance(entries, list):
+            return self._append_checked(key, item, max_items)
+        problem = shape_problem(item, declared.schema.get("items") or {}, f"{key}[{len(entries)}]")
+        if problem:
+            raise ValueError(f"'{self.prefix}{key}' of {self.npc.key} was not stored: {problem}.")
+        item_data = _pickled(item)
+        if item_data is None:  # not plain data: Evennia packs it, through the checked path
+            return self._append_checked(key, item, max_items)
+        entries.append(pickle.loads(item_data))  # a copy: the caller keeps its own
+        cut = len(entries) - max_items if max_items else 0
+        dropped, entries = (entries[:cut], entries[cut:]) if cut > 0 else ([], entries)
+        _store(attr, entries, _pickled(entries))
+        return dropped
+
+    def _append_checked(self, key: str, item: Any, max_items: int | None) -> list:
+        """:meth:`append` through :meth:`update`: the stored value read and checked, the whole
+        new list checked."""
+
+        def change(entries):
+            entries = [*entries, item] if isinstance(entries, list) else [item]
+            cut = len(entries) - max_items if max_items else 0
+            return (entries[cut:], entries[:cut]) if cut > 0 else (entries, [])
+
+        return self.update(key, change)
 
     def has(self, key: str) -> bool:
         """Whether ``key`` is stored."""
