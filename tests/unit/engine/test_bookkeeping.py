@@ -1,0 +1,80 @@
+"""Bookkeeping writes the lines an NPC heard without being woken into its history (issue 34).
+
+A line the room's floor gave to another NPC reaches this one's context buffer only
+(``npc.ai.hear``). Its next conversation tick writes the heard lines it saw before its own event
+message, once, and marks them written, so later requests carry them in the history and the
+room's lines leave them out. Model calls go to the loopback server through litellm.
+"""
+
+from django.test import override_settings
+from unit.engine.test_assistant_tick import AssistantTestBase
+
+from evennia_ai.wording import HEARD_IN_ROOM_HEADING, ROOM_HEADING
+
+FACT = 'Tom says, "Alice\'s horse is called Thunder."'
+
+
+def say(message: str) -> dict:
+    return {"tool_calls": [{"name": "say", "arguments": {"message": message}}]}
+
+
+def request_text(request) -> str:
+    return "\n".join(str(m.get("content") or "") for m in request.body["messages"])
+
+
+class TestHeardLines(AssistantTestBase):
+    def setUp(self):
+        super().setUp()
+        self.answer_from_loopback(EVENNIA_AI_AUTONOMY=False)
+
+    def ask(self, line: str):
+        """A player's line to the NPC and the tick answering it; the tick's first request."""
+        before = len(self.server.requests_to("/v1/chat/completions"))
+        self.server.enqueue(say("Coming right up."))
+        self.speak(line)
+        trace = self.tick()
+        assert trace is not None and trace.error is None
+        return self.server.requests_to("/v1/chat/completions")[before]
+
+    def history_text(self) -> str:
+        return "\n".join(str(m.get("content") or "") for m in self.npc.ai.history)
+
+    def test_the_next_tick_folds_what_was_heard_into_history_once(self):
+        self.npc.ai.remember_ambient("Bob lights the fire.")
+        self.npc.ai.hear(FACT, source="#99")
+        first = self.ask("Innkeeper, an ale please.")
+        assert request_text(first).count("Thunder") == 1  # in the room's lines
+        assert ROOM_HEADING in request_text(first)
+        opening = self.npc.ai.history[0]
+        assert opening["role"] == "user"
+        assert opening["content"] == (
+            f"{HEARD_IN_ROOM_HEADING}\n- {FACT}\n\n" 'Char says to you: "Innkeeper, an ale please."'
+        )
+        assert [e.get("folded", False) for e in self.npc.ai.context_buffer] == [False, True]
+        second = self.ask("Innkeeper, another one.")
+        text = request_text(second)
+        assert text.count("Thunder") == 1  # in the history only, not in the room's lines too
+        assert "Bob lights the fire." in text  # the ambient line is still the room's
+        assert self.history_text().count("Thunder") == 1  # written once, not at every tick
+        assert self.history_text().count(HEARD_IN_ROOM_HEADING) == 1
+
+    def test_a_later_request_carries_what_was_heard(self):
+        self.npc.ai.hear(FACT, source="#99")
+        first = self.ask("Innkeeper, good evening.")
+        assert "Thunder" in request_text(first)
+        for n in range(25):  # the room goes on: the heard line leaves the buffer
+            self.npc.ai.remember_ambient(f"The fire crackles ({n}).")
+        assert not any("Thunder" in e["text"] for e in self.npc.ai.context_buffer)
+        later = self.ask("Innkeeper, what is my horse called?")
+        assert request_text(later).count("Thunder") == 1
+
+    @override_settings(EVENNIA_AI_CONTEXT_BUFFER_SIZE=3)
+    def test_heard_while_it_did_not_tick_and_pushed_out_still_reaches_the_request(self):
+        self.npc.ai.hear(FACT, source="#99")
+        for n in range(4):
+            self.npc.ai.hear(f'Tom says, "Another round ({n})."', source="#99")
+        request = self.ask("Innkeeper, what is my horse called?")
+        text = request_text(request)
+        assert text.count("Thunder") == 1 and text.count("Another round (3)") == 1
+        history = self.history_text()
+        assert all(history.count(f"Another round ({n})") == 1 for n in range(4))
