@@ -53,7 +53,7 @@ from evennia_ai.npc_state import (
 )
 from evennia_ai.prompt.contexts import CONVERSATION_CONTEXTS
 from evennia_ai.prompt.tasks import reflection_done
-from evennia_ai.utils import log_prefix, truncate
+from evennia_ai.utils import iso_utc, log_prefix, truncate
 from evennia_ai.workspace.sleep import SLEEP_PHASES
 
 
@@ -76,6 +76,40 @@ def add_to_history(state: NPCState, batch: Hashable, messages: list[dict]) -> No
             h, batch, messages, max_messages, max_chars=max_chars, message_chars=message_chars
         ),
     )
+
+
+def heard_message(lines: list[dict]) -> dict:
+    """Heard lines (context buffer entries) as one history message of a batch of their own,
+    ``heard-<time of the first>``: for lines about to leave the buffer before a tick wrote
+    them (:meth:`evennia_ai.npc.handler.AIHandler.hear`). Cut to
+    ``EVENNIA_AI_HISTORY_MESSAGE_CHARS`` as a tick's messages are."""
+    text = context_buffer.heard_text(lines)
+    limit = conf.get_int("EVENNIA_AI_HISTORY_MESSAGE_CHARS")
+    return {
+        "role": "user",
+        "content": truncate(text, limit) if limit else text,
+        "batch": f"heard-{lines[0].get('ts') if lines else ''}",
+        "ts": iso_utc(precise=True),
+    }
+
+
+def history_overflow(history: list[dict]) -> int:
+    """How many of the oldest messages of ``history`` (its newest batch just added) to drop so
+    it keeps to ``EVENNIA_AI_HISTORY_MAX_MESSAGES`` and ``_MAX_CHARS``: whole batches, oldest
+    first, never the newest, as :func:`evennia_ai.memory.history.append_tick` trims. For an
+    append that checks only the new message (``AttributeState.append(..., overflow=...)``)."""
+    max_messages = conf.get_int("EVENNIA_AI_HISTORY_MAX_MESSAGES")
+    max_chars = conf.get_int("EVENNIA_AI_HISTORY_MAX_CHARS")
+    total = len(history)
+    size = sum(hist.stored_chars(m) for m in history) if max_chars else 0
+    drop = 0
+    for _, run in hist.batches(history)[:-1]:
+        if total <= max_messages and (not max_chars or size <= max_chars):
+            break
+        drop += len(run)
+        total -= len(run)
+        size -= sum(hist.stored_chars(m) for m in run) if max_chars else 0
+    return drop
 
 
 class Bookkeeper:

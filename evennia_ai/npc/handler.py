@@ -25,7 +25,7 @@ from typing import Any, Callable
 from evennia.utils import logger
 
 from evennia_ai import conf
-from evennia_ai.engine.bookkeeping import add_to_history
+from evennia_ai.engine.bookkeeping import heard_message, history_overflow
 from evennia_ai.formatting import timestamp
 from evennia_ai.llm import tokens
 from evennia_ai.llm.models import resolve_model
@@ -43,6 +43,7 @@ from evennia_ai.npc_state import (
     ENABLED,
     EVENT_QUEUE,
     EXECUTION_CONFIG,
+    HISTORY,
     METRICS,
     MODEL,
     PAUSED,
@@ -499,8 +500,7 @@ class AIHandler:
         those still in it) to the history as one user message, and mark them written: one
         history write per buffer's worth of lines, heard while the NPC did not tick."""
         lines = dropped + context_buffer.unfolded(self.state.get(CONTEXT_BUFFER))
-        message = {"role": "user", "content": context_buffer.heard_text(lines)}
-        add_to_history(self, f"heard-{lines[0].get('ts')}", [message])
+        self.state.append(HISTORY, heard_message(lines), overflow=history_overflow)
         self.state.update(CONTEXT_BUFFER, lambda buffer: context_buffer.folded(buffer, lines))
 
     # -- daily spending ------------------------------------------------------------------------

@@ -68,6 +68,25 @@ def _pickled(value: Any) -> bytes | None:
     return buffer.getvalue()
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _plain_copy(item: Any) -> Any:
+    """A copy of plain ``item`` that shares nothing changeable with it, or None if it is not
+    plain data. A flat dict of scalars (a buffer's line) is copied as a dict, anything else
+    by a pickle round trip."""
+    if type(item) is dict and all(type(v) in _SCALARS for v in item.values()):
+        if all(type(k) is str for k in item):
+            return dict(item)
+    data = _pickled(item)
+    return None if data is None else pickle.loads(data)
+
+
+def _as_list(value: Any) -> list:
+    """``value`` if it is a list, else a new empty one (a fallback that is not a list)."""
+    return value if isinstance(value, list) else []
+
+
 def _remember(attr, data: bytes) -> None:
     """Keep ``data``, the pickle of ``attr``'s plain value, valid while the stored value is.
 
@@ -203,7 +222,14 @@ class AttributeState:
             raise ValueError(f"'{self.prefix}{key}' of {self.npc.key} was not stored: {problem}.")
         write_attribute(self.obj, key, value, CATEGORY, lazy=lazy)
 
-    def append(self, key: str, item: Any, max_items: int | None = None) -> list:
+    def append(
+        self,
+        key: str,
+        item: Any,
+        max_items: int | None = None,
+        *,
+        overflow: Callable[[list], int] | None = None,
+    ) -> list:
         """Add ``item`` at the end of the list stored in ``key``, keeping its newest
         ``max_items`` entries (one write, with the turn's other writes when batching).
 
@@ -218,6 +244,9 @@ class AttributeState:
             key: A declared key holding a list.
             item: The new entry (plain data).
             max_items: Most entries kept, oldest out first (at least 1); None keeps all.
+            overflow: Instead of ``max_items``: given the list with ``item`` added (not to be
+                changed), how many of its oldest entries to drop (a history drops whole
+                batches).
 
         Returns:
             The entries that fell out, oldest first.
@@ -232,35 +261,26 @@ class AttributeState:
             raise TypeError(f"'{self.prefix}{key}' does not hold a list: nothing can be appended.")
         if max_items is not None and max_items < 1:
             raise ValueError(f"'{self.prefix}{key}' must keep at least 1 entry, not {max_items}.")
+
+        def cut(entries: list) -> tuple[list, list]:  # (kept, dropped)
+            count = overflow(entries) if overflow else len(entries) - (max_items or len(entries))
+            return (entries[count:], entries[:count]) if count > 0 else (entries, [])
+
         attr = self._attribute(key)
         cached = getattr(attr, _CACHE, None) if attr is not None else None
-        if cached is None or cached[0] is not attr.db_value:
-            return self._append_checked(key, item, max_items)
-        entries = pickle.loads(cached[1])
-        if not isinstance(entries, list):
-            return self._append_checked(key, item, max_items)
-        problem = shape_problem(item, declared.schema.get("items") or {}, f"{key}[{len(entries)}]")
+        stored = attr.db_value if cached is not None else None
+        copy = _plain_copy(item)
+        if cached is None or cached[0] is not stored or type(stored) is not list or copy is None:
+            # not read since it was loaded, set aside, not a list, or not plain data: checked
+            return self.update(key, lambda entries: cut([*_as_list(entries), item]))
+        # ``stored`` is the plain value this module wrote or read (checked then): no caller
+        # holds it, and only the new entry needs a check.
+        problem = shape_problem(item, declared.schema.get("items") or {}, f"{key}[{len(stored)}]")
         if problem:
             raise ValueError(f"'{self.prefix}{key}' of {self.npc.key} was not stored: {problem}.")
-        item_data = _pickled(item)
-        if item_data is None:  # not plain data: Evennia packs it, through the checked path
-            return self._append_checked(key, item, max_items)
-        entries.append(pickle.loads(item_data))  # a copy: the caller keeps its own
-        cut = len(entries) - max_items if max_items else 0
-        dropped, entries = (entries[:cut], entries[cut:]) if cut > 0 else ([], entries)
+        entries, dropped = cut([*stored, copy])  # a new list: the stored one keys the cache
         _store(attr, entries, _pickled(entries))
         return dropped
-
-    def _append_checked(self, key: str, item: Any, max_items: int | None) -> list:
-        """:meth:`append` through :meth:`update`: the stored value read and checked, the whole
-        new list checked."""
-
-        def change(entries):
-            entries = [*entries, item] if isinstance(entries, list) else [item]
-            cut = len(entries) - max_items if max_items else 0
-            return (entries[cut:], entries[:cut]) if cut > 0 else (entries, [])
-
-        return self.update(key, change)
 
     def has(self, key: str) -> bool:
         """Whether ``key`` is stored."""
