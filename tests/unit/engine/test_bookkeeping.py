@@ -6,9 +6,14 @@ message, once, and marks them written, so later requests carry them in the histo
 room's lines leave them out. Model calls go to the loopback server through litellm.
 """
 
+import random
+
 from django.test import override_settings
 from unit.engine.test_assistant_tick import AssistantTestBase
 
+from evennia_ai.engine import bookkeeping
+from evennia_ai.memory import context_buffer
+from evennia_ai.memory.history import append_tick
 from evennia_ai.wording import HEARD_IN_ROOM_HEADING, ROOM_HEADING
 
 FACT = 'Tom says, "Alice\'s horse is called Thunder."'
@@ -78,3 +83,45 @@ class TestHeardLines(AssistantTestBase):
         assert text.count("Thunder") == 1 and text.count("Another round (3)") == 1
         history = self.history_text()
         assert all(history.count(f"Another round ({n})") == 1 for n in range(4))
+
+
+@override_settings(
+    EVENNIA_AI_HISTORY_MAX_MESSAGES=12,
+    EVENNIA_AI_HISTORY_MAX_CHARS=300,
+    EVENNIA_AI_HISTORY_MESSAGE_CHARS=100,
+)
+def test_heard_lines_trim_the_history_as_a_ticks_messages_do():
+    """The heard lines' message, appended with only itself checked, leaves the history
+    append_tick would (whole batches out, oldest first, by count and by characters)."""
+    rng = random.Random(34)
+    history: list[dict] = []
+    trimmed = 0
+    for tick in range(60):
+        if rng.random() < 0.4:
+            lines = [
+                {"text": f"Tom says, line {tick}.{n}" + "!" * rng.randrange(40), "ts": str(tick)}
+                for n in range(rng.randrange(1, 4))
+            ]
+            message = bookkeeping.heard_message(lines)
+            assert message["content"].startswith(HEARD_IN_ROOM_HEADING)
+            new = [*history, message]
+            expected = append_tick(
+                history,
+                message["batch"],
+                [{"role": "user", "content": context_buffer.heard_text(lines)}],
+                12,
+                ts=message["ts"],
+                max_chars=300,
+                message_chars=100,
+            )
+            cut = bookkeeping.history_overflow(new)
+            trimmed += cut > 0
+            history = new[cut:]
+            assert history == expected
+        else:
+            count = rng.randrange(1, 4)
+            messages = [{"role": "user", "content": "x" * rng.randrange(80)}] + [
+                {"role": "assistant", "content": "y" * rng.randrange(60)} for _ in range(count)
+            ]
+            history = append_tick(history, tick, messages, 12, max_chars=300, message_chars=100)
+    assert trimmed >= 5  # the trimming was tried, not only plain appends
