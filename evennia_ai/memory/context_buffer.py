@@ -49,7 +49,11 @@ def entry(
         return None
     if len(text) > MAX_LINE:
         text = text[: MAX_LINE - 1] + "\u2026"
-    item = {"text": text, "source": source, "ts": ts or iso_utc(precise=True)}
+    item: dict[str, str | bool | None] = {
+        "text": text,
+        "source": source,
+        "ts": ts or iso_utc(precise=True),
+    }
     if heard:
         item[HEARD] = True
     return item
