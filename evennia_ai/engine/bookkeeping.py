@@ -63,8 +63,7 @@ def add_to_history(state: NPCState, batch: Hashable, messages: list[dict]) -> No
 
     Args:
         state: The NPC's state (``npc_state(npc)``).
-        batch: The batch's id: the tick's number, or ``heard-<time>`` for heard lines written
-            between ticks (:meth:`evennia_ai.npc.handler.AIHandler.hear`).
+        batch: The batch's id (the tick's number).
         messages: Chat messages, the first a user message.
     """
     max_messages = conf.get_int("EVENNIA_AI_HISTORY_MAX_MESSAGES")
@@ -88,7 +87,7 @@ def heard_message(lines: list[dict]) -> dict:
     return {
         "role": "user",
         "content": truncate(text, limit) if limit else text,
-        "batch": f"heard-{lines[0].get('ts') if lines else ''}",
+        "batch": f"heard-{lines[0].get('ts')}",
         "ts": iso_utc(precise=True),
     }
 
