@@ -78,7 +78,8 @@ def add_to_history(state: NPCState, batch: Hashable, messages: list[dict]) -> No
 
 
 def heard_message(lines: list[dict]) -> dict:
-    """Heard lines (context buffer entries) as one history message of a batch of their own,
+    """Heard lines (context buffer entries, at least one) as one history message of a batch of
+    their own,
     ``heard-<time of the first>``: for lines about to leave the buffer before a tick wrote
     them (:meth:`evennia_ai.npc.handler.AIHandler.hear`). Cut to
     ``EVENNIA_AI_HISTORY_MESSAGE_CHARS`` as a tick's messages are."""

@@ -7,6 +7,7 @@ room's lines leave them out. Model calls go to the loopback server through litel
 """
 
 import random
+from unittest import mock
 
 from django.test import override_settings
 from unit.engine.test_assistant_tick import AssistantTestBase
@@ -72,6 +73,36 @@ class TestHeardLines(AssistantTestBase):
         assert not any("Thunder" in e["text"] for e in self.npc.ai.context_buffer)
         later = self.ask("Innkeeper, what is my horse called?")
         assert request_text(later).count("Thunder") == 1
+
+    @override_settings(EVENNIA_AI_CONTEXT_BUFFER_SIZE=4)
+    def test_lines_heard_while_a_tick_runs_go_with_the_next_one_and_never_twice(self):
+        late = ['Tom says, "Late one."', 'Tom says, "Late two."']
+        writing = bookkeeping.Bookkeeper.write_history
+
+        def heard_meanwhile(books, state, outcome, trace):
+            for line in late:  # after the tick read its state, before it writes its history
+                books.npc.ai.hear(line, source="#99")
+            return writing(books, state, outcome, trace)
+
+        self.npc.ai.hear(FACT, source="#99")
+        with mock.patch.object(bookkeeping.Bookkeeper, "write_history", heard_meanwhile):
+            self.ask("Innkeeper, an ale please.")
+        history = self.history_text()
+        assert history.count("Thunder") == 1 and "Late" not in history
+        self.ask("Innkeeper, another one.")
+        assert self.history_text().count("Late one") == 1
+        # a tick during which the buffer overflowed: what it read was written by the overflow
+        self.npc.ai.hear('Tom says, "Lightning."', source="#99")
+        late = [f'Tom says, "Round {n}."' for n in range(5)]
+        with mock.patch.object(bookkeeping.Bookkeeper, "write_history", heard_meanwhile):
+            self.ask("Innkeeper, a third.")
+        history = self.history_text()
+        assert history.count("Lightning") == 1
+        assert all(history.count(f"Round {n}") == 1 for n in range(4))  # the overflow's
+        assert "Round 4" not in history  # heard after it: with the next tick
+        self.ask("Innkeeper, the last.")
+        history = self.history_text()
+        assert history.count("Round 4") == 1 and history.count("Lightning") == 1
 
     @override_settings(EVENNIA_AI_CONTEXT_BUFFER_SIZE=3)
     def test_heard_while_it_did_not_tick_and_pushed_out_still_reaches_the_request(self):
