@@ -126,6 +126,10 @@ LONGTERM_HEADING = "## Things you remember"
 SUMMARY_PREFIX = "[Summary of earlier conversation]"
 """Opens the message a history compaction folds old messages into."""
 
+HEARD_IN_ROOM_HEADING = "[Heard in the room]"
+"""Heads the lines the NPC heard in its room without being woken, one per line after ``- ``,
+where its conversation history keeps them (:mod:`evennia_ai.memory.context_buffer`)."""
+
 # -- framing of a request (evennia_ai.prompt.assembly) -----------------------------------------
 DEFAULT_SYSTEM_FALLBACK = "You are a character in a text game. Stay in character."
 """The system message of a request whose components produced no system text."""

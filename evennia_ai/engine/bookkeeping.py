@@ -23,7 +23,7 @@ Not to be confused with :mod:`evennia_ai.engine.recording`, which records ticks 
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Hashable
 
 from evennia.utils import logger
 
@@ -35,13 +35,14 @@ from evennia_ai.engine.redaction import npc_secrets, withhold_refused_secrets
 from evennia_ai.engine.trace import StopReason, TickTrace, bounded_trace
 from evennia_ai.engine.upkeep import Upkeep, advance_sleep
 from evennia_ai.llm.models import resolve_model
-from evennia_ai.memory import entities
+from evennia_ai.memory import context_buffer, entities
 from evennia_ai.memory import events as ev
 from evennia_ai.memory import history as hist
 from evennia_ai.memory import procedures
 from evennia_ai.memory.events import main_event
 from evennia_ai.memory.history import render_text
 from evennia_ai.npc_state import (
+    CONTEXT_BUFFER,
     ENTITIES,
     EVENT_QUEUE,
     HISTORY,
@@ -52,8 +53,63 @@ from evennia_ai.npc_state import (
 )
 from evennia_ai.prompt.contexts import CONVERSATION_CONTEXTS
 from evennia_ai.prompt.tasks import reflection_done
-from evennia_ai.utils import log_prefix, truncate
+from evennia_ai.utils import iso_utc, log_prefix, truncate
 from evennia_ai.workspace.sleep import SLEEP_PHASES
+
+
+def add_to_history(state: NPCState, batch: Hashable, messages: list[dict]) -> None:
+    """Add ``messages`` to the NPC's history as one batch, trimmed to the history's limits
+    (``EVENNIA_AI_HISTORY_MAX_MESSAGES``, ``_MAX_CHARS``, ``_MESSAGE_CHARS``): one write.
+
+    Args:
+        state: The NPC's state (``npc_state(npc)``).
+        batch: The batch's id (the tick's number).
+        messages: Chat messages, the first a user message.
+    """
+    max_messages = conf.get_int("EVENNIA_AI_HISTORY_MAX_MESSAGES")
+    max_chars = conf.get_int("EVENNIA_AI_HISTORY_MAX_CHARS")
+    message_chars = conf.get_int("EVENNIA_AI_HISTORY_MESSAGE_CHARS")
+    state.update(
+        HISTORY,
+        lambda h: hist.append_tick(
+            h, batch, messages, max_messages, max_chars=max_chars, message_chars=message_chars
+        ),
+    )
+
+
+def heard_message(lines: list[dict]) -> dict:
+    """Heard lines (context buffer entries, at least one) as one history message of a batch of
+    their own,
+    ``heard-<time of the first>``: for lines about to leave the buffer before a tick wrote
+    them (:meth:`evennia_ai.npc.handler.AIHandler.hear`). Cut to
+    ``EVENNIA_AI_HISTORY_MESSAGE_CHARS`` as a tick's messages are."""
+    text = context_buffer.heard_text(lines)
+    limit = conf.get_int("EVENNIA_AI_HISTORY_MESSAGE_CHARS")
+    return {
+        "role": "user",
+        "content": truncate(text, limit) if limit else text,
+        "batch": f"heard-{lines[0].get('ts')}",
+        "ts": iso_utc(precise=True),
+    }
+
+
+def history_overflow(history: list[dict]) -> int:
+    """How many of the oldest messages of ``history`` (its newest batch just added) to drop so
+    it keeps to ``EVENNIA_AI_HISTORY_MAX_MESSAGES`` and ``_MAX_CHARS``: whole batches, oldest
+    first, never the newest, as :func:`evennia_ai.memory.history.append_tick` trims. For an
+    append that checks only the new message (``AttributeState.append(..., overflow=...)``)."""
+    max_messages = conf.get_int("EVENNIA_AI_HISTORY_MAX_MESSAGES")
+    max_chars = conf.get_int("EVENNIA_AI_HISTORY_MAX_CHARS")
+    total = len(history)
+    size = sum(hist.stored_chars(m) for m in history) if max_chars else 0
+    drop = 0
+    for _, run in hist.batches(history)[:-1]:
+        if total <= max_messages and (not max_chars or size <= max_chars):
+            break
+        drop += len(run)
+        total -= len(run)
+        size -= sum(hist.stored_chars(m) for m in run) if max_chars else 0
+    return drop
 
 
 class Bookkeeper:
@@ -115,26 +171,29 @@ class Bookkeeper:
 
     def write_history(self, state, outcome: LoopOutcome, trace: TickTrace) -> None:
         """Add the tick's messages to the history (one write); the NPC's upkeep (reflection,
-        sleep, compaction, decomposition) stays out of it (see ``CONVERSATION_CONTEXTS``)."""
+        sleep, compaction, decomposition) stays out of it (see ``CONVERSATION_CONTEXTS``).
+
+        The lines the NPC heard in its room without being woken, seen by this tick (in its
+        snapshot) and not in the history yet, open the tick's event message
+        (:func:`~evennia_ai.memory.context_buffer.heard_text`), and are marked written in the
+        context buffer, so later requests show them once, in the history. Lines heard while
+        the tick ran go with the next tick.
+        """
         if trace.context_type not in CONVERSATION_CONTEXTS:
             return
         if outcome.new_messages and outcome.stop_reason != StopReason.CANCELLED:
             event_text = state.batch_text or f"[{trace.context_type}]"
-            tick_messages = [{"role": "user", "content": event_text}] + outcome.new_messages
-            max_messages = conf.get_int("EVENNIA_AI_HISTORY_MAX_MESSAGES")
-            max_chars = conf.get_int("EVENNIA_AI_HISTORY_MAX_CHARS")
-            message_chars = conf.get_int("EVENNIA_AI_HISTORY_MESSAGE_CHARS")
-            self.npc_state.update(
-                HISTORY,
-                lambda h: hist.append_tick(
-                    h,
-                    trace.tick_id,
-                    tick_messages,
-                    max_messages,
-                    max_chars=max_chars,
-                    message_chars=message_chars,
-                ),
+            heard = context_buffer.unfolded(
+                self.npc_state.context_buffer, within=state.snapshot.context_buffer
             )
+            if heard:
+                event_text = f"{context_buffer.heard_text(heard)}\n\n{event_text}"
+            tick_messages = [{"role": "user", "content": event_text}] + outcome.new_messages
+            add_to_history(self.npc_state, trace.tick_id, tick_messages)
+            if heard:
+                self.npc_state.update(
+                    CONTEXT_BUFFER, lambda buffer: context_buffer.folded(buffer, heard)
+                )
 
     def write_trace(self, state, outcome: LoopOutcome, trace: TickTrace) -> None:
         """What worked (procedures, people seen) and the trace."""

@@ -349,6 +349,43 @@ def normalize_queue(queue: dict | None) -> dict:
     }
 
 
+def _as_left(queue: dict) -> dict | None:
+    """A copy of ``queue`` if it looks as :func:`normalize_queue` leaves one, else None.
+
+    The check is cheap (no event is rebuilt): every event a dict with exactly the fields of an
+    :class:`Event`, a whole-number priority and a unique text id; the in-flight ids among them,
+    once each; the counters whole numbers. What :func:`push` relies on holds then; every
+    other operation normalises the queue it reads in any case. The copy's lists are new, its
+    events the input's own dicts (neither is changed by :func:`push`).
+    """
+    events, in_flight = queue.get("events"), queue.get("in_flight")
+    if type(events) is not list or type(in_flight) is not list:
+        return None
+    ids = set()
+    for event in events:
+        if (
+            type(event) is not dict
+            or event.keys() != _FIELD_NAMES
+            or type(event["priority"]) is not int
+            or type(event["id"]) is not str
+            or not event["id"]
+            or event["id"] in ids
+        ):
+            return None
+        ids.add(event["id"])
+    if len(set(in_flight)) != len(in_flight) or not ids.issuperset(in_flight):
+        return None
+    counters = (queue.get("dropped"), queue.get("failed"))
+    if any(type(count) is not int or count < 0 for count in counters):
+        return None
+    return {
+        "events": list(events),
+        "in_flight": list(in_flight),
+        "dropped": counters[0],
+        "failed": counters[1],
+    }
+
+
 def pending_events(queue: dict | None) -> list[Event]:
     """The queued events not in flight, oldest first."""
     queue = normalize_queue(queue)
@@ -368,7 +405,9 @@ def push(queue: dict | None, event: Event | dict, max_size: int) -> tuple[dict, 
 
     The event dropped is the oldest of the lowest priority among those not in flight, which is
     the new event itself when it ranks below everything queued. An event whose id is already
-    queued is ignored.
+    queued is ignored. A queue as this module leaves one is not rebuilt event by event (a line
+    heard by an NPC with a full queue costs a fraction of it): the new queue may share its
+    event dicts with ``queue``.
 
     Args:
         queue: The queue dict (not changed).
@@ -386,7 +425,8 @@ def push(queue: dict | None, event: Event | dict, max_size: int) -> tuple[dict, 
     if max_size < 1:
         raise ValueError(f"The event queue size must be at least 1, not {max_size}.")
     event = _as_event(event)
-    queue = normalize_queue(queue)
+    left = _as_left(queue) if isinstance(queue, dict) else None
+    queue = left if left is not None else normalize_queue(queue)
     if any(e["id"] == event.id for e in queue["events"]):
         return queue, None
     queue["events"].append(event.to_dict())

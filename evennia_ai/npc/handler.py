@@ -25,6 +25,7 @@ from typing import Any, Callable
 from evennia.utils import logger
 
 from evennia_ai import conf
+from evennia_ai.engine.bookkeeping import heard_message, history_overflow
 from evennia_ai.formatting import timestamp
 from evennia_ai.llm import tokens
 from evennia_ai.llm.models import resolve_model
@@ -42,6 +43,7 @@ from evennia_ai.npc_state import (
     ENABLED,
     EVENT_QUEUE,
     EXECUTION_CONFIG,
+    HISTORY,
     METRICS,
     MODEL,
     PAUSED,
@@ -470,22 +472,36 @@ class AIHandler:
 
     def remember_ambient(self, text: str, source=None) -> None:
         """Add a line the NPC saw in its room to the ambient context buffer (one write)."""
-
-        size = conf.get_int("EVENNIA_AI_CONTEXT_BUFFER_SIZE")
-        self.update(
-            CONTEXT_BUFFER,
-            lambda buf: context_buffer.add(buf, text, source=source, max_size=size),
-        )
+        self._keep_line(context_buffer.entry(text, source=source))
 
     def hear(self, text: str, source=None) -> None:
-        """Keep a line spoken in the NPC's room that did not wake it (see
-        :mod:`evennia_ai.engine.floor`): it is in the NPC's next requests, with no queue write,
-        tick or embedding of its own.
+        """Keep a line spoken in the NPC's room that did not wake it (the room's floor gave it
+        to another NPC: :mod:`evennia_ai.engine.floor`).
 
-        INTERFACE STUB (issue 34): package B makes this the cheap path (one checked append)
-        and folds heard lines into the conversation history.
+        One append to the context buffer, marked heard: no event, no queue write, no tick and
+        no embedding. The NPC's next requests carry it, and its next conversation tick writes
+        it to its history (:mod:`evennia_ai.memory.context_buffer`); should it be pushed out
+        of the buffer first, every heard line not in the history yet is written there then.
         """
-        self.remember_ambient(text, source=source)
+        self._keep_line(context_buffer.entry(text, source=source, heard=True))
+
+    def _keep_line(self, entry: dict | None) -> None:
+        """Append ``entry`` to the context buffer; a heard line it pushes out that is not in
+        the history yet is folded there first (:meth:`_fold_heard`)."""
+        if entry is None:
+            return
+        size = conf.get_int("EVENNIA_AI_CONTEXT_BUFFER_SIZE")
+        dropped = context_buffer.unfolded(self.state.append(CONTEXT_BUFFER, entry, size))
+        if dropped:
+            self._fold_heard(dropped)
+
+    def _fold_heard(self, dropped: list[dict]) -> None:
+        """Write the heard lines not in the history yet (``dropped`` out of the buffer, and
+        those still in it) to the history as one user message, and mark them written: one
+        history write per buffer's worth of lines, heard while the NPC did not tick."""
+        lines = dropped + context_buffer.unfolded(self.state.get(CONTEXT_BUFFER))
+        self.state.append(HISTORY, heard_message(lines), overflow=history_overflow)
+        self.state.update(CONTEXT_BUFFER, lambda buffer: context_buffer.folded(buffer, lines))
 
     # -- daily spending ------------------------------------------------------------------------
     def spending_status(self, metrics: dict | None = None) -> spending.SpendingStatus:

@@ -68,6 +68,25 @@ def _pickled(value: Any) -> bytes | None:
     return buffer.getvalue()
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _plain_copy(item: Any) -> Any:
+    """A copy of plain ``item`` that shares nothing changeable with it, or None if it is not
+    plain data. A flat dict of scalars (a buffer's line) is copied as a dict, anything else
+    by a pickle round trip."""
+    if type(item) is dict and all(type(v) in _SCALARS for v in item.values()):
+        if all(type(k) is str for k in item):
+            return dict(item)
+    data = _pickled(item)
+    return None if data is None else pickle.loads(data)
+
+
+def _as_list(value: Any) -> list:
+    """``value`` if it is a list, else a new empty one (a fallback that is not a list)."""
+    return value if isinstance(value, list) else []
+
+
 def _remember(attr, data: bytes) -> None:
     """Keep ``data``, the pickle of ``attr``'s plain value, valid while the stored value is.
 
@@ -106,7 +125,14 @@ def write_attribute(obj, key: str, value: Any, category: str, *, lazy: bool = Fa
         # Created empty (Evennia would copy and walk the value twice), then written as below.
         obj.attributes.add(key, None, category=category)
         attr = obj.attributes.get(key, default=None, category=category, return_obj=True)
-    attr.db_value = to_pickle(value) if data is None else pickle.loads(data)
+    _store(attr, to_pickle(value) if data is None else pickle.loads(data), data, lazy)
+    return attr
+
+
+def _store(attr, value: Any, data: bytes | None, lazy: bool = False) -> None:
+    """Put ``value`` (detached from the caller's objects) in ``attr`` and save it: at once, or
+    with the turn's other writes. ``data``: its pickle, when it is plain data."""
+    attr.db_value = value
     if data is not None:
         _remember(attr, data)
     if attr.db_strvalue is not None:  # was a string Attribute: clear it as Evennia would
@@ -114,7 +140,6 @@ def write_attribute(obj, key: str, value: Any, category: str, *, lazy: bool = Fa
         attr.save(update_fields=["db_value", "db_strvalue"])
     else:
         attribute_writes.save_value(attr, data, lazy=lazy)  # at once, or batched
-    return attr
 
 
 class AttributeState:
@@ -196,6 +221,66 @@ class AttributeState:
         if problem:
             raise ValueError(f"'{self.prefix}{key}' of {self.npc.key} was not stored: {problem}.")
         write_attribute(self.obj, key, value, CATEGORY, lazy=lazy)
+
+    def append(
+        self,
+        key: str,
+        item: Any,
+        max_items: int | None = None,
+        *,
+        overflow: Callable[[list], int] | None = None,
+    ) -> list:
+        """Add ``item`` at the end of the list stored in ``key``, keeping its newest
+        ``max_items`` entries (one write, with the turn's other writes when batching).
+
+        Only ``item`` is checked against the key's declared shape (its ``items``): the stored
+        entries passed their check when they were written or read. This makes a line heard by
+        many NPCs cheap for each (:meth:`evennia_ai.npc.handler.AIHandler.hear`); :meth:`set`
+        checks the whole list every time. A value not read since it was loaded, a value of the
+        wrong shape, or one set aside (the key reads as its fallback) takes the checked path
+        (:meth:`update`), so an unreadable value is still set aside and never appended to.
+
+        Args:
+            key: A declared key holding a list.
+            item: The new entry (plain data).
+            max_items: Most entries kept, oldest out first (at least 1); None keeps all.
+            overflow: Instead of ``max_items``: given the list with ``item`` added (not to be
+                changed), how many of its oldest entries to drop (a history drops whole
+                batches).
+
+        Returns:
+            The entries that fell out, oldest first.
+
+        Raises:
+            ValueError: ``item`` does not fit the key's shape, or ``max_items`` is below 1
+                (nothing is written).
+            TypeError: ``key`` does not hold a list.
+        """
+        declared = self.declared(key)
+        if declared.schema.get("type") != "array":
+            raise TypeError(f"'{self.prefix}{key}' does not hold a list: nothing can be appended.")
+        if max_items is not None and max_items < 1:
+            raise ValueError(f"'{self.prefix}{key}' must keep at least 1 entry, not {max_items}.")
+
+        def cut(entries: list) -> tuple[list, list]:  # (kept, dropped)
+            count = overflow(entries) if overflow else len(entries) - (max_items or len(entries))
+            return (entries[count:], entries[:count]) if count > 0 else (entries, [])
+
+        attr = self._attribute(key)
+        cached = getattr(attr, _CACHE, None) if attr is not None else None
+        stored = attr.db_value if cached is not None else None
+        copy = _plain_copy(item)
+        if cached is None or cached[0] is not stored or type(stored) is not list or copy is None:
+            # not read since it was loaded, set aside, not a list, or not plain data: checked
+            return self.update(key, lambda entries: cut([*_as_list(entries), item]))
+        # ``stored`` is the plain value this module wrote or read (checked then): no caller
+        # holds it, and only the new entry needs a check.
+        problem = shape_problem(item, declared.schema.get("items") or {}, f"{key}[{len(stored)}]")
+        if problem:
+            raise ValueError(f"'{self.prefix}{key}' of {self.npc.key} was not stored: {problem}.")
+        entries, dropped = cut([*stored, copy])  # a new list: the stored one keys the cache
+        _store(attr, entries, _pickled(entries))
+        return dropped
 
     def has(self, key: str) -> bool:
         """Whether ``key`` is stored."""

@@ -18,6 +18,7 @@ from evennia_ai.memory.events import main_event
 from evennia_ai.memory.history import to_chat_messages
 from evennia_ai.memory.procedures import best_procedures, render_procedures
 from evennia_ai.prompt.builder import ContextBuilder, read_operator_override, register_source
+from evennia_ai.prompt.components import COMPONENT_CONVERSATION_HISTORY
 from evennia_ai.prompt.operator import (  # noqa: F401  (OPERATOR_HEADER re-exported)
     OPERATOR_HEADER,
     TRUST_PART,
@@ -173,7 +174,11 @@ def _tool_result(builder: ContextBuilder) -> Any:
 
 @register_source("context_buffer")
 def _context_buffer(builder: ContextBuilder) -> str:
+    """The room's recent lines. Heard lines already in the history are left out of a request
+    that carries the history: each is shown once (:mod:`evennia_ai.memory.context_buffer`)."""
     buffer = builder.snapshot.context_buffer
+    if COMPONENT_CONVERSATION_HISTORY in builder.config.enabled_components:
+        buffer = context_buffer.outside_history(buffer)
     text = context_buffer.render(buffer, conf.get_int("EVENNIA_AI_CONTEXT_BUFFER_SIZE"))
     return f"{ROOM_HEADING}\n{fence(text, 'the room')}" if text else ""
 

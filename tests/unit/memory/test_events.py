@@ -1,6 +1,7 @@
 """Events and the persistent event queue (pure: no database)."""
 
 import json
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings
@@ -134,6 +135,53 @@ def test_push_does_not_change_its_input():
     queue = empty_queue()
     push(queue, say("hi"), 5)
     assert queue == empty_queue()
+
+
+def test_push_into_a_queue_as_left_rebuilds_no_event():
+    """A queue this module wrote is taken as it is: pushing one line costs no rebuild of
+    every queued event (what a line heard by an NPC with a full queue cost)."""
+    queue = empty_queue()
+    for n in range(20):
+        queue, _ = push(queue, say(f"line {n}"), 20)
+    queue, _ = take_batch(queue)  # some in flight
+    stored = reload(queue)
+    before = json.loads(json.dumps(stored))
+    event = say("one more")
+    with mock.patch.object(Event, "from_dict", wraps=Event.from_dict) as rebuilt:
+        fast, dropped = push(stored, event, 20)
+    assert rebuilt.call_count == 1  # the event dropped to make room, nothing else
+    assert stored == before  # the input is not changed
+    with mock.patch.object(ev, "_as_left", return_value=None):
+        slow, slow_dropped = push(stored, event, 20)
+    assert fast == slow and dropped.to_dict() == slow_dropped.to_dict()
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda q: q["events"][0].pop("priority"),
+        lambda q: q["events"][0].update(priority="90"),
+        lambda q: q["events"][1].update(id=q["events"][0]["id"]),
+        lambda q: q["events"][0].update(legacy="x"),
+        lambda q: q["in_flight"].append("gone"),
+        lambda q: q["in_flight"].extend(q["in_flight"][:1]),
+        lambda q: q.update(dropped="2"),
+        lambda q: q.update(events=tuple(q["events"])),
+        lambda q: q["events"].append("junk"),
+    ],
+)
+def test_push_into_a_queue_not_as_left_normalises_it_first(damage):
+    queue = empty_queue()
+    for n in range(4):
+        queue, _ = push(queue, say(f"line {n}"), 20)
+    queue, _ = take_batch(queue)
+    queue = reload(queue)
+    damage(queue)
+    event = say("new")
+    pushed, _ = push(queue, event, 20)
+    expected = ev.normalize_queue(queue)
+    expected["events"].append(event.to_dict())
+    assert pushed == expected
 
 
 def test_full_queue_drops_oldest_lowest_priority_first():

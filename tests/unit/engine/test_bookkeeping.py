@@ -1,0 +1,158 @@
+"""Bookkeeping writes the lines an NPC heard without being woken into its history (issue 34).
+
+A line the room's floor gave to another NPC reaches this one's context buffer only
+(``npc.ai.hear``). Its next conversation tick writes the heard lines it saw before its own event
+message, once, and marks them written, so later requests carry them in the history and the
+room's lines leave them out. Model calls go to the loopback server through litellm.
+"""
+
+import random
+from unittest import mock
+
+from django.test import override_settings
+from unit.engine.test_assistant_tick import AssistantTestBase
+
+from evennia_ai.engine import bookkeeping
+from evennia_ai.memory import context_buffer
+from evennia_ai.memory.history import append_tick
+from evennia_ai.wording import HEARD_IN_ROOM_HEADING, ROOM_HEADING
+
+FACT = 'Tom says, "Alice\'s horse is called Thunder."'
+
+
+def say(message: str) -> dict:
+    return {"tool_calls": [{"name": "say", "arguments": {"message": message}}]}
+
+
+def request_text(request) -> str:
+    return "\n".join(str(m.get("content") or "") for m in request.body["messages"])
+
+
+class TestHeardLines(AssistantTestBase):
+    def setUp(self):
+        super().setUp()
+        self.answer_from_loopback(EVENNIA_AI_AUTONOMY=False)
+
+    def ask(self, line: str):
+        """A player's line to the NPC and the tick answering it; the tick's first request."""
+        before = len(self.server.requests_to("/v1/chat/completions"))
+        self.server.enqueue(say("Coming right up."))
+        self.speak(line)
+        trace = self.tick()
+        assert trace is not None and trace.error is None
+        return self.server.requests_to("/v1/chat/completions")[before]
+
+    def history_text(self) -> str:
+        return "\n".join(str(m.get("content") or "") for m in self.npc.ai.history)
+
+    def test_the_next_tick_folds_what_was_heard_into_history_once(self):
+        self.npc.ai.remember_ambient("Bob lights the fire.")
+        self.npc.ai.hear(FACT, source="#99")
+        first = self.ask("Innkeeper, an ale please.")
+        assert request_text(first).count("Thunder") == 1  # in the room's lines
+        assert ROOM_HEADING in request_text(first)
+        opening = self.npc.ai.history[0]
+        assert opening["role"] == "user"
+        assert opening["content"] == (
+            f"{HEARD_IN_ROOM_HEADING}\n- {FACT}\n\n" 'Char says to you: "Innkeeper, an ale please."'
+        )
+        assert [e.get("folded", False) for e in self.npc.ai.context_buffer] == [False, True]
+        second = self.ask("Innkeeper, another one.")
+        text = request_text(second)
+        assert text.count("Thunder") == 1  # in the history only, not in the room's lines too
+        assert "Bob lights the fire." in text  # the ambient line is still the room's
+        assert self.history_text().count("Thunder") == 1  # written once, not at every tick
+        assert self.history_text().count(HEARD_IN_ROOM_HEADING) == 1
+
+    def test_a_later_request_carries_what_was_heard(self):
+        self.npc.ai.hear(FACT, source="#99")
+        first = self.ask("Innkeeper, good evening.")
+        assert "Thunder" in request_text(first)
+        for n in range(25):  # the room goes on: the heard line leaves the buffer
+            self.npc.ai.remember_ambient(f"The fire crackles ({n}).")
+        assert not any("Thunder" in e["text"] for e in self.npc.ai.context_buffer)
+        later = self.ask("Innkeeper, what is my horse called?")
+        assert request_text(later).count("Thunder") == 1
+
+    @override_settings(EVENNIA_AI_CONTEXT_BUFFER_SIZE=4)
+    def test_lines_heard_while_a_tick_runs_go_with_the_next_one_and_never_twice(self):
+        late = ['Tom says, "Late one."', 'Tom says, "Late two."']
+        writing = bookkeeping.Bookkeeper.write_history
+
+        def heard_meanwhile(books, state, outcome, trace):
+            for line in late:  # after the tick read its state, before it writes its history
+                books.npc.ai.hear(line, source="#99")
+            return writing(books, state, outcome, trace)
+
+        self.npc.ai.hear(FACT, source="#99")
+        with mock.patch.object(bookkeeping.Bookkeeper, "write_history", heard_meanwhile):
+            self.ask("Innkeeper, an ale please.")
+        history = self.history_text()
+        assert history.count("Thunder") == 1 and "Late" not in history
+        self.ask("Innkeeper, another one.")
+        assert self.history_text().count("Late one") == 1
+        # a tick during which the buffer overflowed: what it read was written by the overflow
+        self.npc.ai.hear('Tom says, "Lightning."', source="#99")
+        late = [f'Tom says, "Round {n}."' for n in range(5)]
+        with mock.patch.object(bookkeeping.Bookkeeper, "write_history", heard_meanwhile):
+            self.ask("Innkeeper, a third.")
+        history = self.history_text()
+        assert history.count("Lightning") == 1
+        assert all(history.count(f"Round {n}") == 1 for n in range(4))  # the overflow's
+        assert "Round 4" not in history  # heard after it: with the next tick
+        self.ask("Innkeeper, the last.")
+        history = self.history_text()
+        assert history.count("Round 4") == 1 and history.count("Lightning") == 1
+
+    @override_settings(EVENNIA_AI_CONTEXT_BUFFER_SIZE=3)
+    def test_heard_while_it_did_not_tick_and_pushed_out_still_reaches_the_request(self):
+        self.npc.ai.hear(FACT, source="#99")
+        for n in range(4):
+            self.npc.ai.hear(f'Tom says, "Another round ({n})."', source="#99")
+        request = self.ask("Innkeeper, what is my horse called?")
+        text = request_text(request)
+        assert text.count("Thunder") == 1 and text.count("Another round (3)") == 1
+        history = self.history_text()
+        assert all(history.count(f"Another round ({n})") == 1 for n in range(4))
+
+
+@override_settings(
+    EVENNIA_AI_HISTORY_MAX_MESSAGES=12,
+    EVENNIA_AI_HISTORY_MAX_CHARS=300,
+    EVENNIA_AI_HISTORY_MESSAGE_CHARS=100,
+)
+def test_heard_lines_trim_the_history_as_a_ticks_messages_do():
+    """The heard lines' message, appended with only itself checked, leaves the history
+    append_tick would (whole batches out, oldest first, by count and by characters)."""
+    rng = random.Random(34)
+    history: list[dict] = []
+    trimmed = 0
+    for tick in range(60):
+        if rng.random() < 0.4:
+            lines = [
+                {"text": f"Tom says, line {tick}.{n}" + "!" * rng.randrange(40), "ts": str(tick)}
+                for n in range(rng.randrange(1, 4))
+            ]
+            message = bookkeeping.heard_message(lines)
+            assert message["content"].startswith(HEARD_IN_ROOM_HEADING)
+            new = [*history, message]
+            expected = append_tick(
+                history,
+                message["batch"],
+                [{"role": "user", "content": context_buffer.heard_text(lines)}],
+                12,
+                ts=message["ts"],
+                max_chars=300,
+                message_chars=100,
+            )
+            cut = bookkeeping.history_overflow(new)
+            trimmed += cut > 0
+            history = new[cut:]
+            assert history == expected
+        else:
+            count = rng.randrange(1, 4)
+            messages = [{"role": "user", "content": "x" * rng.randrange(80)}] + [
+                {"role": "assistant", "content": "y" * rng.randrange(60)} for _ in range(count)
+            ]
+            history = append_tick(history, tick, messages, 12, max_chars=300, message_chars=100)
+    assert trimmed >= 5  # the trimming was tried, not only plain appends
