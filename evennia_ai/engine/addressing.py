@@ -1,15 +1,20 @@
 """Who a line is spoken to, read from its words alone (no game objects: cheap to test).
 
-A line **addresses** a name when the name stands as a phrase of its own, the way people call
-someone in speech:
+A line **addresses** a name that starts it or ends it, or stands set off in it, the way
+people call someone in speech:
 
-- before it: the line's start, optionally after a greeting ("Hey Tom, ...", "Good evening
-  Tom") or ``@`` ("@Tom ale"), or a comma ("What's the news, Tom?");
-- after it: ``,`` ``:`` ``;`` ``!`` ``?`` ``.`` or the line's end (closing quotes and spaces
-  ignored). A name after ``@`` needs nothing after it.
+- at the start: the line's first word(s), optionally after a greeting ("Hey Tom, ...", "Good
+  evening Tom") or ``@`` ("@Tom ale"): "Tom, hello", "Tom how are you?" (but not a possessive:
+  "Tom's ale is flat" speaks of him);
+- at the end: "What's the news, Tom?", "Thanks Tom." (closing punctuation, quotes and spaces
+  ignored);
+- in the middle, set off by a comma before and punctuation after: "Lovely evening, Innkeeper,
+  the stew is fine".
 
-So "Tom, hello", "Hello Tom", "Lovely evening, Innkeeper, the stew is fine" address Tom (the
-Innkeeper), while "I saw Tom at the mill" and "Tell Tom he's late" only mention him. Names are
+"I saw Tom at the mill" and "Tell Tom he's late" only mention him. The words that mean
+everyone (:func:`to_everyone`) need the stricter form, a comma or a greeting before and
+punctuation or the end after ("Hello all", "Everyone, listen!"), so "I ate it all" calls
+nobody. Names are
 matched case-insensitively, as whole words, the longest first ("Old Tom" before "Tom"). A run
 of names set off together ("Tom, Marta and Bard, hello") addresses each of them, in order.
 
@@ -56,6 +61,10 @@ _OPENING = re.compile(rf"""^[\s"'“‘(]*(?:(?:{_GREETING})\b[\s,!]*)?$""", re.
 _JOINER = re.compile(r"^\s*(?:,\s*(?:and\s+|or\s+)?|&\s*|and\s+|or\s+)$", re.I)
 # What may follow a run: punctuation, or the end (closing quotes, brackets and spaces).
 _CLOSING = re.compile(r"""^\s*(?:[,:;!?.…]|[\s"'”’)\]]*$)""")
+# The line's end after a run: closing punctuation, quotes, brackets and spaces only.
+_END = re.compile(r"""^[\s"'”’)\]]*(?:[.!?…]+[\s"'”’)\]]*)?$""")
+# A possessive after a name: "Tom's ale" speaks of Tom.
+_POSSESSIVE = re.compile(r"^['’]s\b", re.I)
 _QUOTED = re.compile(r'"([^"]*)"|“([^”]*)”')
 
 
@@ -83,25 +92,37 @@ def _runs(text: str, pattern: re.Pattern[str]) -> list[list[re.Match[str]]]:
     return runs
 
 
-def _addresses(text: str, run: list[re.Match[str]]) -> bool:
+def _addresses(text: str, run: list[re.Match[str]], loose: bool) -> bool:
     """Whether a run of names stands as a call of its own (see the module docstring)."""
     if run[0].group(0).startswith("@"):
         return True
     before, after = text[: run[0].start()], text[run[-1].end() :]
-    if not (_OPENING.match(before) or before.rstrip().endswith(",")):
+    at_start = bool(_OPENING.match(before))
+    if (at_start or before.rstrip().endswith(",")) and _CLOSING.match(after):
+        return True
+    if not loose:
         return False
-    return bool(_CLOSING.match(after))
+    if at_start and not _POSSESSIVE.match(after):  # "Tom how are you?", not "Tom's ale"
+        return True
+    return bool(_END.match(after))  # "Thanks Tom", "Is the forge hot today Smith?"
 
 
-def called_names(text: str, names: Iterable[str]) -> list[str]:
+def called_names(text: str, names: Iterable[str], loose: bool = False) -> list[str]:
     """The names of ``names`` that ``text`` addresses, lower-cased, in the order called (a name
-    called twice once)."""
+    called twice once).
+
+    Args:
+        text: The line.
+        names: The names looked for.
+        loose: Also a name that starts the line with no punctuation after it, or ends it with
+            no comma before it (names of NPCs; not the words for everyone: "I ate it all").
+    """
     pattern = _pattern(names)
     if pattern is None or not text:
         return []
     found: list[str] = []
     for run in _runs(text, pattern):
-        if _addresses(text, run):
+        if _addresses(text, run, loose):
             for match in run:
                 name = _fold(match.group(0))
                 if name not in found:
@@ -135,7 +156,7 @@ def vocative_groups(text: str, names_of: Mapping[K, Iterable[str]]) -> list[list
     """The calls in ``text``: for each name it addresses, in order, the candidates that name
     fits (several when it is ambiguous: "Guard," with two guards). A candidate comes once."""
     index = _index(names_of)
-    return _groups(called_names(text, index), index)
+    return _groups(called_names(text, index, loose=True), index)
 
 
 def mentioned_groups(

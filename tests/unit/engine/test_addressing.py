@@ -27,6 +27,11 @@ EVERYONE = ["everyone", "everybody", "all", "all of you", "you all", "y'all", "f
         ("@Tom ale", ["tom"]),
         ('"Tom!"', ["tom"]),
         ("tom: the usual", ["tom"]),
+        # the issue's rule: a name at the start or the end of a say, punctuated or not
+        ("Tom how are you?", ["tom"]),
+        ("Hey Tom what's new", ["tom"]),
+        ("Thanks Tom.", ["tom"]),
+        ("Is the forge hot today Bard?", ["bard"]),
     ],
 )
 def test_a_name_set_off_at_start_middle_or_end_addresses(line, called):
@@ -39,7 +44,7 @@ def test_a_name_set_off_at_start_middle_or_end_addresses(line, called):
         "I saw Tom at the mill",
         "Tell Tom he's late",
         "Give this to Marta and go",
-        "Bard songs are the best",
+        "Some Bard songs are the best",
         "Tomas, hi",  # another name
         "Tom's ale is flat",
     ],
