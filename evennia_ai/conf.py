@@ -613,8 +613,9 @@ SETTINGS: dict[str, Setting] = {
                 "anyone",
                 "anybody",
             ],
-            "Words that address everyone in a room when they stand at the start or end of a "
-            'line, as a name would ("Hello all", "Everyone, listen!").',
+            "Words that address everyone in a room when they stand set off at the start or end "
+            'of a line (after a comma or a greeting, before punctuation or the end: "Hello all", '
+            '"Everyone, listen!"; not "I ate it all").',
             texts(comma_list=True),
         ),
         Setting(
