@@ -301,8 +301,17 @@ class Upkeep:
             strategy = "truncate"
         if not getattr(self.npc, "pk", None):
             return
-        # Messages added while the summary was made (none: ticks never overlap) are kept.
-        self.npc_state.set(HISTORY, new_history)
+        # Batches written while the summary was made are kept: ticks never overlap, but the
+        # lines an NPC hears are written to its history whenever they would otherwise leave its
+        # context buffer (:meth:`evennia_ai.npc.handler.AIHandler.hear`).
+        read = {batch for batch, _run in hist.batches(history)}
+        added = [
+            message
+            for batch, run in hist.batches(self.npc_state.history)
+            if batch not in read
+            for message in run
+        ]
+        self.npc_state.set(HISTORY, new_history + added)
         self.npc_state.set(
             COMPACTION,
             {

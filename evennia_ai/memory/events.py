@@ -82,6 +82,10 @@ KIND_CLASSES: dict[str, str] = {
 PRIORITY_DIRECT = 100  # whispers and pages: only the assistant hears them
 PRIORITY_ADDRESSED = 90
 PRIORITY_ADDRESSED_BY_NPC = 70  # another AI NPC's addressed line: after any player's
+#: Why the room's floor woke an NPC for a line to everyone ("Hello all"): kept in the event's
+#: ``data["floor"]`` (:mod:`evennia_ai.engine.floor`), read as "says to everyone".
+TO_EVERYONE = "to everyone"
+
 CLASS_PRIORITIES: dict[str, int] = {
     "communication": 60,
     "combat": 50,
@@ -644,6 +648,8 @@ def _render_event(event: Event) -> str:
     text = " ".join(clean_text(event.text).split())
     kind = event.kind
     if kind == "say":
+        if (event.data or {}).get("floor") == TO_EVERYONE:
+            return f"{name} says to everyone: {_quoted(text)}"
         return (
             f"{name} says to you: {_quoted(text)}"
             if event.addressed

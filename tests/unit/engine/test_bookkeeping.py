@@ -115,6 +115,26 @@ class TestHeardLines(AssistantTestBase):
         history = self.history_text()
         assert all(history.count(f"Another round ({n})") == 1 for n in range(4))
 
+    def test_heard_lines_written_while_a_compaction_summarises_are_kept(self):
+        """The summary takes seconds; lines heard meanwhile that leave the buffer go to the
+        history then, and the compaction's write keeps them (it does not write over them)."""
+        from twisted.internet import defer
+
+        from evennia_ai.engine.upkeep import Upkeep
+        from evennia_ai.npc_state import COMPACTION
+
+        summary = defer.Deferred()
+        for n in range(20):
+            self.npc.ai.hear(f'Tom says, "line {n}"', source="#99")
+        self.npc.ai.set(COMPACTION, {"pending": True, "reason": "emergency"})
+        with mock.patch.object(Upkeep, "_summarized", lambda *a, **k: summary):
+            ticking = self.npc.ai.script.run_tick()
+            assert not ticking.called  # the compaction waits for its summary
+            self.npc.ai.hear('Tom says, "line 20"', source="#99")  # the buffer overflows
+            assert 'line 0"' in self.history_text()
+            summary.callback(([], 0))
+        assert all(self.history_text().count(f'line {n}"') == 1 for n in range(21))
+
 
 @override_settings(
     EVENNIA_AI_HISTORY_MAX_MESSAGES=12,

@@ -12,6 +12,7 @@ from evennia_ai.memory import events as ev
 from evennia_ai.memory.events import (
     EVENT_CLASSES,
     MAX_ATTEMPTS,
+    TO_EVERYONE,
     Event,
     ack,
     classify,
@@ -433,6 +434,20 @@ def test_render_events_is_stable():
     assert render_events([e.to_dict() for e in batch]) == render_events(batch)
     assert render_events([]) == ""
     assert event_signal([]) is None
+
+
+def test_a_line_to_everyone_reads_as_said_to_everyone_not_to_you():
+    """The room's floor woke the NPC for "Hello all": it was not spoken to it alone."""
+    line = Event.create(
+        kind="say",
+        text="Good evening, everyone!",
+        source_name="Alice",
+        addressed=True,
+        data={"floor": TO_EVERYONE},
+    )
+    assert render_events([line]) == 'Alice says to everyone: "Good evening, everyone!"'
+    named = Event.create(kind="say", text="Tom, hi", source_name="Alice", addressed=True)
+    assert render_events([named]) == 'Alice says to you: "Tom, hi"'
 
 
 # -- lines held back during an outage ------------------------------------------------------------
