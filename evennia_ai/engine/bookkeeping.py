@@ -54,6 +54,7 @@ from evennia_ai.npc_state import (
 from evennia_ai.prompt.contexts import CONVERSATION_CONTEXTS
 from evennia_ai.prompt.tasks import reflection_done
 from evennia_ai.utils import iso_utc, log_prefix, truncate
+from evennia_ai.wording import CUT_MARKER, HEARD_IN_ROOM_HEADING
 from evennia_ai.workspace.sleep import SLEEP_PHASES
 
 
@@ -77,20 +78,44 @@ def add_to_history(state: NPCState, batch: Hashable, messages: list[dict]) -> No
     )
 
 
-def heard_message(lines: list[dict]) -> dict:
-    """Heard lines (context buffer entries, at least one) as one history message of a batch of
-    their own,
-    ``heard-<time of the first>``: for lines about to leave the buffer before a tick wrote
-    them (:meth:`evennia_ai.npc.handler.AIHandler.hear`). Cut to
-    ``EVENNIA_AI_HISTORY_MESSAGE_CHARS`` as a tick's messages are."""
-    text = context_buffer.heard_text(lines)
+def heard_texts(lines: list[dict], limit: int) -> list[str]:
+    """Heard lines (context buffer entries) as history message texts of at most ``limit``
+    characters each (0: no limit), whole lines in each, in order: the history cuts every
+    message to ``EVENNIA_AI_HISTORY_MESSAGE_CHARS``, which must never cut heard lines out
+    (only a single line longer than the limit is cut, after a whole word)."""
+    texts: list[str] = []
+    chunk: list[dict] = []
+    size = len(HEARD_IN_ROOM_HEADING)
+    for line in lines:
+        extra = len(context_buffer.heard_text([line])) - len(HEARD_IN_ROOM_HEADING)
+        if chunk and limit and size + extra > limit:
+            texts.append(context_buffer.heard_text(chunk))
+            chunk, size = [], len(HEARD_IN_ROOM_HEADING)
+        chunk.append(line)
+        size += extra
+    if chunk:
+        texts.append(context_buffer.heard_text(chunk))
+    return [_within(text, limit) for text in texts if text]
+
+
+def _within(text: str, limit: int) -> str:
+    """``text`` cut so that, with the cut's marker, it keeps to ``limit`` (0: no limit)."""
+    if not limit or len(text) <= limit:
+        return text
+    return truncate(text, max(1, limit - len(CUT_MARKER.format(count=f"{len(text):,}"))))
+
+
+def heard_messages(lines: list[dict]) -> list[dict]:
+    """Heard lines (context buffer entries, at least one) as history user messages of a batch
+    of their own, ``heard-<time of the first>``, each within ``EVENNIA_AI_HISTORY_MESSAGE_CHARS``:
+    for lines about to leave the buffer before a tick wrote them
+    (:meth:`evennia_ai.npc.handler.AIHandler.hear`)."""
+    batch, now = f"heard-{lines[0].get('ts')}", iso_utc(precise=True)
     limit = conf.get_int("EVENNIA_AI_HISTORY_MESSAGE_CHARS")
-    return {
-        "role": "user",
-        "content": truncate(text, limit) if limit else text,
-        "batch": f"heard-{lines[0].get('ts')}",
-        "ts": iso_utc(precise=True),
-    }
+    return [
+        {"role": "user", "content": text, "batch": batch, "ts": now}
+        for text in heard_texts(lines, limit)
+    ]
 
 
 def history_overflow(history: list[dict]) -> int:
@@ -110,6 +135,22 @@ def history_overflow(history: list[dict]) -> int:
         total -= len(run)
         size -= sum(hist.stored_chars(m) for m in run) if max_chars else 0
     return drop
+
+
+def _opening(heard: list[dict], event_text: str) -> list[dict]:
+    """The user message(s) opening a tick's history batch: the heard lines before the event,
+    in one message when they fit ``EVENNIA_AI_HISTORY_MESSAGE_CHARS`` together, else in their
+    own messages first, so the cut every message gets never takes the event's text."""
+    if not heard:
+        return [{"role": "user", "content": event_text}]
+    limit = conf.get_int("EVENNIA_AI_HISTORY_MESSAGE_CHARS")
+    joined = f"{context_buffer.heard_text(heard)}\n\n{event_text}"
+    if not limit or len(joined) <= limit:
+        return [{"role": "user", "content": joined}]
+    texts = heard_texts(heard, limit)
+    return [{"role": "user", "content": text} for text in texts] + [
+        {"role": "user", "content": event_text}
+    ]
 
 
 class Bookkeeper:
@@ -186,9 +227,7 @@ class Bookkeeper:
             heard = context_buffer.unfolded(
                 self.npc_state.context_buffer, within=state.snapshot.context_buffer
             )
-            if heard:
-                event_text = f"{context_buffer.heard_text(heard)}\n\n{event_text}"
-            tick_messages = [{"role": "user", "content": event_text}] + outcome.new_messages
+            tick_messages = _opening(heard, event_text) + outcome.new_messages
             add_to_history(self.npc_state, trace.tick_id, tick_messages)
             if heard:
                 self.npc_state.update(

@@ -25,7 +25,7 @@ from typing import Any, Callable
 from evennia.utils import logger
 
 from evennia_ai import conf
-from evennia_ai.engine.bookkeeping import heard_message, history_overflow
+from evennia_ai.engine.bookkeeping import heard_messages, history_overflow
 from evennia_ai.formatting import timestamp
 from evennia_ai.llm import tokens
 from evennia_ai.llm.models import resolve_model
@@ -497,10 +497,11 @@ class AIHandler:
 
     def _fold_heard(self, dropped: list[dict]) -> None:
         """Write the heard lines not in the history yet (``dropped`` out of the buffer, and
-        those still in it) to the history as one user message, and mark them written: one
+        those still in it) to the history (one user message, or more when they are long), and mark them written: one
         history write per buffer's worth of lines, heard while the NPC did not tick."""
         lines = dropped + context_buffer.unfolded(self.state.get(CONTEXT_BUFFER))
-        self.state.append(HISTORY, heard_message(lines), overflow=history_overflow)
+        for message in heard_messages(lines):  # whole lines in each: none cut out
+            self.state.append(HISTORY, message, overflow=history_overflow)
         self.state.update(CONTEXT_BUFFER, lambda buffer: context_buffer.folded(buffer, lines))
 
     # -- daily spending ------------------------------------------------------------------------

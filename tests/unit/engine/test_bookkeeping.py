@@ -135,6 +135,39 @@ class TestHeardLines(AssistantTestBase):
             summary.callback(([], 0))
         assert all(self.history_text().count(f'line {n}"') == 1 for n in range(21))
 
+    @override_settings(EVENNIA_AI_HISTORY_MESSAGE_CHARS=400)
+    def test_long_heard_lines_never_cut_the_event_or_each_other(self):
+        """Long poses heard: the history's cut of every message to its limit takes none of
+        them, nor the player's own line (they go in messages of their own)."""
+        pad = "x" * 150
+        for n in range(4):
+            self.npc.ai.hear(f'Tom says, "line {n} {pad}"', source="#99")
+        self.ask("Innkeeper, an ale please.")
+        history = self.npc.ai.history
+        assert all(self.history_text().count(f'"line {n} ') == 1 for n in range(4))
+        assert 'Char says to you: "Innkeeper, an ale please."' in [m["content"] for m in history]
+        assert all(len(m["content"]) <= 400 for m in history if m["role"] == "user")
+        assert "characters cut" not in self.history_text()
+
+    @override_settings(EVENNIA_AI_HISTORY_MESSAGE_CHARS=400, EVENNIA_AI_CONTEXT_BUFFER_SIZE=4)
+    def test_long_heard_lines_pushed_out_are_all_written(self):
+        pad = "x" * 150
+        for n in range(5):  # the fifth pushes the first out: all are written then
+            self.npc.ai.hear(f'Tom says, "line {n} {pad}"', source="#99")
+        assert all(self.history_text().count(f'"line {n} ') == 1 for n in range(5))
+        assert "characters cut" not in self.history_text()
+
+
+def test_heard_texts_keep_whole_lines_within_the_limit():
+    lines = [{"text": f"Tom says, line {n} " + "y" * 50} for n in range(6)]
+    texts = bookkeeping.heard_texts(lines, 200)
+    assert len(texts) > 1 and all(len(t) <= 200 for t in texts)
+    assert "\n".join(texts).count("Tom says, line") == 6
+    assert all(t.startswith(HEARD_IN_ROOM_HEADING) for t in texts)
+    assert bookkeeping.heard_texts(lines, 0) == [context_buffer.heard_text(lines)]
+    long = bookkeeping.heard_texts([{"text": "z " * 400}], 100)
+    assert len(long) == 1 and len(long[0]) <= 100
+
 
 @override_settings(
     EVENNIA_AI_HISTORY_MAX_MESSAGES=12,
@@ -153,21 +186,22 @@ def test_heard_lines_trim_the_history_as_a_ticks_messages_do():
                 {"text": f"Tom says, line {tick}.{n}" + "!" * rng.randrange(40), "ts": str(tick)}
                 for n in range(rng.randrange(1, 4))
             ]
-            message = bookkeeping.heard_message(lines)
-            assert message["content"].startswith(HEARD_IN_ROOM_HEADING)
-            new = [*history, message]
+            messages = bookkeeping.heard_messages(lines)
+            assert all(m["content"].startswith(HEARD_IN_ROOM_HEADING) for m in messages)
             expected = append_tick(
                 history,
-                message["batch"],
-                [{"role": "user", "content": context_buffer.heard_text(lines)}],
+                messages[0]["batch"],
+                [{"role": "user", "content": m["content"]} for m in messages],
                 12,
-                ts=message["ts"],
+                ts=messages[0]["ts"],
                 max_chars=300,
                 message_chars=100,
             )
-            cut = bookkeeping.history_overflow(new)
-            trimmed += cut > 0
-            history = new[cut:]
+            for message in messages:  # as the handler appends them
+                new = [*history, message]
+                cut = bookkeeping.history_overflow(new)
+                trimmed += cut > 0
+                history = new[cut:]
             assert history == expected
         else:
             count = rng.randrange(1, 4)
