@@ -13,6 +13,7 @@ import time
 import pytest
 from support.game_server import GameServer, TelnetClient
 
+from evennia_ai import wording
 from evennia_ai.testing.model_server import ModelServer
 
 pytestmark = [pytest.mark.server, pytest.mark.timeout(300)]
@@ -114,8 +115,16 @@ def played_by(request) -> str:
     return "?"
 
 
-def request_text(request) -> str:
-    return "\n".join(message_text(m) for m in request.body["messages"])
+def heard_in(request, line: str) -> list[str]:
+    """The headings of what an NPC heard (history, room) under which ``line`` is in a request."""
+    found = []
+    for heading in (wording.HEARD_IN_ROOM_HEADING, wording.ROOM_HEADING):
+        for message in request.body["messages"]:
+            text = message_text(message)
+            if heading in text and line in text[text.index(heading) :]:
+                found.append(heading)
+                break
+    return found
 
 
 def exchange(player, model, line: str, answer: str, settle: float = SETTLE) -> list:
@@ -180,8 +189,22 @@ def crowded_room(player, model) -> None:
         model,
         "Innkeeper, did you hear what the bard will play?",
         'Innkeeper says, "You said: Innkeeper, did you hear',
+    )
+    assert [played_by(r) for r in made] == ["Innkeeper"]
+    heard = heard_in(made[0], f'"{told_bard}')
+    print(f"the Innkeeper's next request carries the line to the Bard under: {heard}")
+    assert heard, made[0].body["messages"][-3:]
+
+    # That tick put what she heard into her history: her requests keep it from then on.
+    made = exchange(
+        player,
+        model,
+        "Innkeeper, one more ale please.",
+        'Innkeeper says, "You said: Innkeeper, one more ale',
         settle=QUIET,
     )
     assert [played_by(r) for r in made] == ["Innkeeper"]
-    assert f'"{told_bard}' in request_text(made[0]), request_text(made[0])[-3000:]
+    heard = heard_in(made[0], f'"{told_bard}')
+    print(f"and the request after it under: {heard}")
+    assert wording.HEARD_IN_ROOM_HEADING in heard, made[0].body["messages"][-3:]
     print(f"crowded room part: {time.monotonic() - started:.1f} s")
