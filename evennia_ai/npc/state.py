@@ -188,6 +188,8 @@ class AttributeState:
             return self._unstored(declared)
         cached = getattr(attr, _CACHE, None)
         if cached is not None and cached[0] is attr.db_value:
+            if type(cached[0]) in _SCALARS:  # nothing to change in it: no copy needed
+                return cached[0]
             return pickle.loads(cached[1])
         value = attr.value
         if value is None:
