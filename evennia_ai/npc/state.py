@@ -298,8 +298,10 @@ class AttributeState:
                 )
             data = _pickled(entries)
             if data is None:
-                raise ValueError(f"'{self.prefix}{key}' of {self.npc.key} was not stored: "
-                                 "it is not plain data.")
+                raise ValueError(
+                    f"'{self.prefix}{key}' of {self.npc.key} was not stored: "
+                    "it is not plain data."
+                )
             _store(attr, pickle.loads(data), data)
             return dropped
         _store(attr, entries, _pickled(entries))
