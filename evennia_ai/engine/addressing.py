@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Hashable, Iterable, Mapping
+from functools import lru_cache
 from typing import TypeVar
 
 K = TypeVar("K", bound=Hashable)
@@ -70,6 +71,12 @@ _QUOTED = re.compile(r'"([^"]*)"|“([^”]*)”')
 
 def _pattern(names: Iterable[str]) -> re.Pattern[str] | None:
     """One pattern for all ``names``: whole words, any case, the longest first."""
+    return _compiled(tuple(names))
+
+
+@lru_cache(maxsize=256)
+def _compiled(names: tuple[str, ...]) -> re.Pattern[str] | None:
+    """:func:`_pattern`, remembered: a room's names are the same line after line."""
     unique = sorted({n.strip() for n in names if n and n.strip()}, key=len, reverse=True)
     if not unique:
         return None

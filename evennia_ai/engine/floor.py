@@ -363,8 +363,12 @@ def _player_line(line: _Line, decision: Decision) -> None:
             why = "question nobody named could answer" if groups else "question to the room"
             _pick(line, decision, 1, why)
     limit = conf.get_int("EVENNIA_AI_SPEAKER_EVENTS_PER_MINUTE")
-    wakes = [t for t in floor.speaker_wakes.get(speaker_id, ()) if now - t < FLOOD_SECONDS]
-    floor.speaker_wakes[speaker_id] = wakes
+    if limit <= 0:  # no limit: nothing to count
+        floor.speaker_wakes.pop(speaker_id, None)
+        wakes: list[float] = []
+    else:  # the newest ``limit`` wakes decide a flood: older ones are not kept
+        wakes = [t for t in floor.speaker_wakes.get(speaker_id, ()) if now - t < FLOOD_SECONDS]
+        floor.speaker_wakes[speaker_id] = wakes
     if decision.woken and limit > 0 and len(wakes) >= limit:  # a flood: nobody wakes
         decision.flooded = True
         decision.heard.update(dict.fromkeys(decision.woken, FLOODED))
@@ -378,6 +382,8 @@ def _player_line(line: _Line, decision: Decision) -> None:
     for npc_id in decision.woken:
         floor.waiting[npc_id] = now
         wakes.append(now)
+    if limit > 0:
+        del wakes[:-limit]
 
 
 def _npc_line(line: _Line, decision: Decision) -> None:
@@ -454,9 +460,10 @@ def player_waiting(npc) -> bool:
 def note_heard(npc, who: str, why: str) -> None:
     """Count a line ``npc`` heard from ``who`` and was not woken by (``why``), for its next
     trace."""
-    heard = dict(npc.ndb.ai_heard or {})
+    heard = npc.ndb.ai_heard
+    if not isinstance(heard, dict):
+        heard = npc.ndb.ai_heard = {}
     heard[(who, why)] = heard.get((who, why), 0) + 1
-    npc.ndb.ai_heard = heard
 
 
 def heard_notes(npc) -> list[str]:

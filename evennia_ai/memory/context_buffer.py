@@ -23,6 +23,7 @@ Example:
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from functools import lru_cache
 
 from evennia_ai.utils import clean_text, iso_utc
 from evennia_ai.wording import HEARD_IN_ROOM_HEADING
@@ -130,9 +131,22 @@ def heard_text(entries: list[dict]) -> str:
     control characters, the prompt's elements defused) and kept on one line after ``- ``, so
     none can open a section or an element of a request. "" when there are none.
     """
-    lines = [" ".join(clean_text(e.get("text")).split()) for e in entries if isinstance(e, dict)]
+    lines = [_clean_line(e.get("text")) for e in entries if isinstance(e, dict)]
     lines = [line for line in lines if line]
     return "\n- ".join([HEARD_IN_ROOM_HEADING, *lines]) if lines else ""
+
+
+def _clean_line(text) -> str:
+    """A heard line cleaned, on one line (remembered: every NPC of a room hears it alike)."""
+    if not isinstance(text, str):
+        return " ".join(clean_text(text).split())
+    return _clean_text_line(text)
+
+
+@lru_cache(maxsize=1024)
+def _clean_text_line(text: str) -> str:
+    """:func:`_clean_line` of a text (the cache)."""
+    return " ".join(clean_text(text).split())
 
 
 def _identity(item: dict) -> tuple:

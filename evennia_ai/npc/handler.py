@@ -491,18 +491,22 @@ class AIHandler:
         if entry is None:
             return
         size = conf.get_int("EVENNIA_AI_CONTEXT_BUFFER_SIZE")
-        dropped = context_buffer.unfolded(self.state.append(CONTEXT_BUFFER, entry, size))
-        if dropped:
-            self._fold_heard(dropped)
+        self.state.append(CONTEXT_BUFFER, entry, size, settle=self._fold_heard)
 
-    def _fold_heard(self, dropped: list[dict]) -> None:
-        """Write the heard lines not in the history yet (``dropped`` out of the buffer, and
-        those still in it) to the history (one user message, or more when they are long), and mark them written: one
-        history write per buffer's worth of lines, heard while the NPC did not tick."""
-        lines = dropped + context_buffer.unfolded(self.state.get(CONTEXT_BUFFER))
-        for message in heard_messages(lines):  # whole lines in each: none cut out
+    def _fold_heard(self, kept: list[dict], dropped: list[dict]) -> list[dict]:
+        """The buffer to store after an append (``kept``; ``dropped`` fell out of it): when a
+        heard line not in the history yet fell out, every such line (those dropped, and those
+        still kept) is written to the history first (one user message, or more when they are
+        long: none is cut out) and marked written in the buffer stored. One history write per
+        buffer's worth of lines heard while the NPC did not tick, and still one write of the
+        buffer."""
+        lines = context_buffer.unfolded(dropped)
+        if not lines:
+            return kept
+        lines += context_buffer.unfolded(kept)
+        for message in heard_messages(lines):
             self.state.append(HISTORY, message, overflow=history_overflow)
-        self.state.update(CONTEXT_BUFFER, lambda buffer: context_buffer.folded(buffer, lines))
+        return context_buffer.folded(kept, lines)
 
     # -- daily spending ------------------------------------------------------------------------
     def spending_status(self, metrics: dict | None = None) -> spending.SpendingStatus:

@@ -67,6 +67,34 @@ _PAGE_PREFIX = re.compile(r"^\s*[^:]{0,80}?\bpages(?: you)?\s*:\s*", re.I)
 _QUOTED = re.compile(r'"(.+)"', re.S)
 
 
+# The last text made plain, and the last line read as speech: one delivery hands every
+# listener of a line the same text, so the other listeners find it here.
+_last_plain: list = [None, ""]
+_last_speech: list = [None, ("", "")]
+
+
+def _plain(text: str) -> str:
+    """``text`` without its markup, stripped (the last one remembered)."""
+    if type(text) is not str:  # a str subclass (ANSIString) may compare by its clean text
+        return strip_ansi(text).strip()
+    if text == _last_plain[0]:
+        return _last_plain[1]
+    plain = strip_ansi(text).strip()
+    _last_plain[:] = [text, plain]
+    return plain
+
+
+def _speech(kind: str, plain: str) -> tuple[str, str]:
+    """A say's or pose's content (a say's speech, a pose's whole text) and the whole line,
+    each on one line (the last one remembered)."""
+    key = (kind, plain)
+    if key == _last_speech[0]:
+        return _last_speech[1]
+    read = (one_line(_speech_content(plain) if kind == "say" else plain), one_line(plain))
+    _last_speech[:] = [key, read]
+    return read
+
+
 def _text_and_type(text) -> tuple[str, str | None]:
     """Split Evennia's ``text`` argument into plain text and its message type."""
     msg_type = None
@@ -76,7 +104,7 @@ def _text_and_type(text) -> tuple[str, str | None]:
         text = text[0] if text else ""
     if text is None:
         return "", msg_type
-    return strip_ansi(str(text)).strip(), msg_type
+    return _plain(str(text)), msg_type
 
 
 def _speech_content(text: str) -> str:
@@ -219,7 +247,7 @@ def perceive_speech(npc, speaker, kind: str, plain: str) -> None:
     """Open speech (a say or pose) by ``speaker`` in ``npc``'s room: queued and answered when
     the room's floor wakes the NPC for it (:func:`evennia_ai.engine.floor.decide`), else only
     heard (``npc.ai.hear``: no queue write, tick or embedding)."""
-    content = one_line(_speech_content(plain) if kind == "say" else plain)
+    content, line = _speech(kind, plain)
     decision = floor.decide(npc, speaker, kind, content)
     source = getattr(speaker, "dbref", None)
     name = getattr(speaker, "key", None) or str(speaker)
@@ -227,7 +255,7 @@ def perceive_speech(npc, speaker, kind: str, plain: str) -> None:
         audience.note_audience(npc)
     why = floor.reason(npc, decision)
     if why is None:
-        npc.ai.hear(one_line(plain), source=source)
+        npc.ai.hear(line, source=source)
         heard = decision.heard.get(npc.id, "not addressed")
         if heard == floor.FLOODED:
             _dropped_as_flood(npc, decision, source, name)

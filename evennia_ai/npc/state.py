@@ -188,6 +188,8 @@ class AttributeState:
             return self._unstored(declared)
         cached = getattr(attr, _CACHE, None)
         if cached is not None and cached[0] is attr.db_value:
+            if type(cached[0]) in _SCALARS:  # nothing to change in it: no copy needed
+                return cached[0]
             return pickle.loads(cached[1])
         value = attr.value
         if value is None:
@@ -229,6 +231,7 @@ class AttributeState:
         max_items: int | None = None,
         *,
         overflow: Callable[[list], int] | None = None,
+        settle: Callable[[list, list], list] | None = None,
     ) -> list:
         """Add ``item`` at the end of the list stored in ``key``, keeping its newest
         ``max_items`` entries (one write, with the turn's other writes when batching).
@@ -247,6 +250,10 @@ class AttributeState:
             overflow: Instead of ``max_items``: given the list with ``item`` added (not to be
                 changed), how many of its oldest entries to drop (a history drops whole
                 batches).
+            settle: Given the entries kept (``item`` last) and those that fell out (neither to
+                be changed), the list to store instead, before anything is written (a context
+                buffer marks lines written elsewhere). A list other than the one given is
+                checked whole.
 
         Returns:
             The entries that fell out, oldest first.
@@ -264,7 +271,8 @@ class AttributeState:
 
         def cut(entries: list) -> tuple[list, list]:  # (kept, dropped)
             count = overflow(entries) if overflow else len(entries) - (max_items or len(entries))
-            return (entries[count:], entries[:count]) if count > 0 else (entries, [])
+            kept, dropped = (entries[count:], entries[:count]) if count > 0 else (entries, [])
+            return (settle(kept, dropped) if settle else kept), dropped
 
         attr = self._attribute(key)
         cached = getattr(attr, _CACHE, None) if attr is not None else None
@@ -278,7 +286,24 @@ class AttributeState:
         problem = shape_problem(item, declared.schema.get("items") or {}, f"{key}[{len(stored)}]")
         if problem:
             raise ValueError(f"'{self.prefix}{key}' of {self.npc.key} was not stored: {problem}.")
-        entries, dropped = cut([*stored, copy])  # a new list: the stored one keys the cache
+        added = [*stored, copy]  # a new list: the stored one keys the cache
+        count = overflow(added) if overflow else len(added) - (max_items or len(added))
+        kept, dropped = (added[count:], added[:count]) if count > 0 else (added, [])
+        entries = settle(kept, dropped) if settle else kept
+        if entries is not kept:  # settled anew: checked whole, and shared with nobody
+            problem = shape_problem(entries, declared.schema, key)
+            if problem:
+                raise ValueError(
+                    f"'{self.prefix}{key}' of {self.npc.key} was not stored: {problem}."
+                )
+            data = _pickled(entries)
+            if data is None:
+                raise ValueError(
+                    f"'{self.prefix}{key}' of {self.npc.key} was not stored: "
+                    "it is not plain data."
+                )
+            _store(attr, pickle.loads(data), data)
+            return dropped
         _store(attr, entries, _pickled(entries))
         return dropped
 

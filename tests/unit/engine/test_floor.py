@@ -221,6 +221,23 @@ class TestFloods(FloorBase):
         dropped = sum((npc.ndb.ai_floods or {}).get("Char", 0) for npc in self.npcs.values())
         assert dropped == 10 - 3
 
+    def test_a_speakers_wakes_are_counted_only_as_far_as_the_limit_needs(self):
+        """A room keeps at most the limit's number of a speaker's wake times (the newest),
+        and none while there is no limit: its flood count costs the same on every line."""
+        names = list(self.npcs)
+        room_floor = floor.room_floor(self.room1)
+        with override_settings(EVENNIA_AI_SPEAKER_EVENTS_PER_MINUTE=0):
+            for i in range(30):
+                self.woken(f"{names[i % len(names)]}, hello {i}!")
+            assert self.char1.id not in room_floor.speaker_wakes
+        with override_settings(EVENNIA_AI_SPEAKER_EVENTS_PER_MINUTE=2):
+            self.woken(f"{names[0]}, hello again!")
+            assert len(room_floor.speaker_wakes[self.char1.id]) == 1
+            self.woken(f"{names[1]}, and you!")
+            assert len(room_floor.speaker_wakes[self.char1.id]) == 2
+            assert self.woken(f"{names[2]}, and you too!") == []  # the limit still holds
+            assert len(room_floor.speaker_wakes[self.char1.id]) == 2
+
     def test_bad_input_naming_everyone_wakes_no_more_than_two(self):
         woken = self.woken("Innkeeper, Bard, Smith, Guard, Cook, hello!")
         assert len(woken) <= 2

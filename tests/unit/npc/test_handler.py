@@ -114,6 +114,27 @@ class TestHearing(AssistantTestBase):
         self.npc.ai.hear("   ")  # nothing to keep: nothing written
         assert self.writes == ["context_buffer"]
 
+    @override_settings(EVENNIA_AI_CONTEXT_BUFFER_SIZE=3)
+    def test_a_fold_writes_the_history_and_then_the_buffer_once(self):
+        for n in range(3):
+            self.npc.ai.hear(f'Alice says, "line {n}"', source=self.char1.dbref)
+        self.writes.clear()
+        self.npc.ai.hear('Alice says, "line 3"', source=self.char1.dbref)  # pushes line 0 out
+        assert self.writes == ["history", "context_buffer"]  # history first; one buffer write
+        assert [e["text"] for e in self.heard()] == [f'Alice says, "line {n}"' for n in (1, 2, 3)]
+        assert all(e.get("folded") for e in self.heard())
+        assert self.npc.ai.history[-1]["content"].count("line") == 4
+
+    @override_settings(EVENNIA_AI_CONTEXT_BUFFER_SIZE=3)
+    def test_a_fold_into_a_history_that_cannot_be_written_keeps_the_buffer_as_it_was(self):
+        for n in range(3):
+            self.npc.ai.hear(f'Alice says, "line {n}"', source=self.char1.dbref)
+        before = self.npc.ai.context_buffer
+        with mock.patch.object(handler, "heard_messages", side_effect=ValueError("no")):
+            with self.assertRaises(ValueError):
+                self.npc.ai.hear('Alice says, "line 3"', source=self.char1.dbref)
+        assert self.npc.ai.context_buffer == before  # nothing dropped, nothing marked written
+
     @override_settings(EVENNIA_AI_CONTEXT_BUFFER_SIZE=5)
     def test_heard_lines_pushed_out_of_the_buffer_are_folded_into_history(self):
         for n in range(5):

@@ -139,3 +139,26 @@ class TestHeardNotWoken(BaseEvenniaTest):
         assert all(e.addressed and "floor" not in e.data for e in queued)
         assert dict(self.ticks) == {"Patron4": 2}
         assert sum(bool(pending_events(npc.ai.event_queue)) for npc in self.npcs) == 1
+
+
+class TestReadingOnce:
+    """Every listener of one delivery gets the same text: it is read once, never stale."""
+
+    def test_the_same_text_is_read_once_and_a_new_one_anew(self):
+        from evennia_ai.npc import perception
+
+        with mock.patch.object(perception, "strip_ansi", wraps=perception.strip_ansi) as strip:
+            first = perception._text_and_type(('|rAlice|n says, "Hi."', {"type": "say"}))
+            again = perception._text_and_type(('|rAlice|n says, "Hi."', {"type": "say"}))
+            other = perception._text_and_type(('|gAlice|n says, "Bye."', {"type": "say"}))
+        assert first == again == ('Alice says, "Hi."', "say")
+        assert other == ('Alice says, "Bye."', "say")
+        assert strip.call_count == 2
+        assert perception._speech("say", 'Alice says, "Hi  there."') == (
+            "Hi there.",
+            'Alice says, "Hi there."',
+        )
+        assert perception._speech("pose", 'Alice says, "Hi  there."') == (
+            'Alice says, "Hi there."',
+            'Alice says, "Hi there."',
+        )
