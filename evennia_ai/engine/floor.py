@@ -432,12 +432,50 @@ def is_addressing(why: str) -> bool:
 
 
 def tick_ended(npc, batch) -> None:
-    """``npc``'s tick ended (answered, silent, held back or failed): it no longer keeps a
-    player waiting."""
+    """``npc``'s tick ended (answered, silent, held back or failed): when its batch held a
+    player's line the floor woke it for, it no longer keeps the player waiting. A tick that
+    took no such line (a compaction, a reflection, an autonomous tick, one already running
+    when the player spoke) leaves the wait as it is; it ends with the tick that takes the
+    line, or at its expiry (:func:`player_waiting`)."""
+    if any(_for_a_player(event) for event in batch or ()):
+        for floor in _floors_of(npc, batch):
+            floor.waiting.pop(npc.id, None)
+
+
+def not_taken(npc) -> None:
+    """The line the floor just woke ``npc`` for was not queued (its own flood limit, or a full
+    queue): nobody waits for its answer."""
+    floor = _floor_here(npc)
+    if floor is not None:
+        floor.waiting.pop(npc.id, None)
+
+
+def _for_a_player(event) -> bool:
+    """Whether ``event`` is a line the floor woke its NPC for, not another AI NPC's."""
+    data = getattr(event, "data", None) or {}
+    why = data.get("floor") if isinstance(data, dict) else None
+    return bool(why) and not data.get("from_assistant") and not str(why).startswith(NAMED_BY)
+
+
+def _floor_here(npc) -> RoomFloor | None:
     location = getattr(npc, "location", None)
     floor = getattr(location.ndb, "ai_floor", None) if location is not None else None
-    if isinstance(floor, RoomFloor):
-        floor.waiting.pop(npc.id, None)
+    return floor if isinstance(floor, RoomFloor) else None
+
+
+def _floors_of(npc, batch) -> list[RoomFloor]:
+    """The floors of ``npc``'s room now and of the rooms ``batch``'s lines were heard in (it
+    may have moved during its tick)."""
+    location = getattr(npc, "location", None)
+    rooms = [location] if location is not None else []
+    here = getattr(location, "dbref", None)
+    heard_in = {str(getattr(event, "location", None) or "") for event in batch or ()}
+    for dbref in heard_in - {"", str(here)}:
+        room = audience.find_by_dbref({}, dbref)
+        if room is not None:
+            rooms.append(room)
+    floors = (getattr(room.ndb, "ai_floor", None) for room in rooms)
+    return [floor for floor in floors if isinstance(floor, RoomFloor)]
 
 
 def player_waiting(npc) -> bool:
@@ -447,9 +485,8 @@ def player_waiting(npc) -> bool:
     An entry older than ``EVENNIA_AI_TIMEOUT`` + :data:`WAITING_GRACE_SECONDS` no longer
     counts (its tick failed to end, or the NPC left).
     """
-    location = getattr(npc, "location", None)
-    floor = getattr(location.ndb, "ai_floor", None) if location is not None else None
-    if not isinstance(floor, RoomFloor) or not floor.waiting:
+    floor = _floor_here(npc)
+    if floor is None or not floor.waiting:
         return False
     now = time.monotonic()
     horizon = conf.get_float("EVENNIA_AI_TIMEOUT") + WAITING_GRACE_SECONDS

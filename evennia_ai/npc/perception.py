@@ -255,8 +255,11 @@ def perceive_speech(npc, speaker, kind: str, plain: str) -> None:
         audience.note_audience(npc)
     why = floor.reason(npc, decision)
     if why is None:
-        npc.ai.hear(line, source=source)
         heard = decision.heard.get(npc.id, "not addressed")
+        if decision.flooded:  # seen, not kept: a flood never fills the NPCs' histories
+            npc.ai.remember_ambient(line, source=source)
+        else:
+            npc.ai.hear(line, source=source)
         if heard == floor.FLOODED:
             _dropped_as_flood(npc, decision, source, name)
         else:
@@ -275,6 +278,8 @@ def perceive_speech(npc, speaker, kind: str, plain: str) -> None:
     )
     if npc.ai.perceive(event, immediate=True) is not False:
         embed_for_recall(event)
+    else:  # its own flood limit or a full queue dropped it: nobody waits for its answer
+        floor.not_taken(npc)
 
 
 def perceive_received(npc, moved_obj, source_location, move_type) -> None:

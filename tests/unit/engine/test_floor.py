@@ -288,7 +288,11 @@ class TestNpcTalkEnds(FloorBase):
         assert not floor.player_waiting(smith)
         self.woken("Innkeeper, an ale!")
         assert floor.player_waiting(smith) and not floor.player_waiting(self.npc)
-        floor.tick_ended(self.npc, [])
+        floor.tick_ended(self.npc, [])  # a compaction first: the ale is still owed
+        assert floor.player_waiting(smith)
+        taken = ev.pending_events(self.npc.ai.event_queue)
+        assert [e.data["floor"] for e in taken] == ["named"]
+        floor.tick_ended(self.npc, taken)  # the tick that took the player's line
         assert not floor.player_waiting(smith)
         self.woken("Innkeeper, another!")
         late = floor.time.monotonic() + 3 + floor.WAITING_GRACE_SECONDS + 1
@@ -297,6 +301,34 @@ class TestNpcTalkEnds(FloorBase):
             mock.patch.object(floor.time, "monotonic", return_value=late),
         ):
             assert not floor.player_waiting(smith)  # a tick that never ended keeps nobody
+
+
+class TestWaitsThatEnd(FloorBase):
+    """A player's wait ends with the tick that takes the line, and only then (or at expiry)."""
+
+    def test_a_line_its_npc_did_not_queue_keeps_nobody_waiting(self):
+        smith = self.npcs["Smith"]
+        with mock.patch.object(self.npc.ai, "perceive", return_value=False):  # its own flood
+            self.char1.at_say("Innkeeper, an ale!")
+        assert not floor.player_waiting(smith)
+
+    def test_the_wait_ends_in_the_room_the_line_was_heard_in(self):
+        smith = self.npcs["Smith"]
+        self.woken("Innkeeper, an ale!")
+        taken = ev.pending_events(self.npc.ai.event_queue)
+        self.npc.move_to(self.room2, quiet=True)  # it left during its tick
+        floor.tick_ended(self.npc, taken)
+        assert not floor.player_waiting(smith)
+
+    def test_a_flooding_speakers_lines_are_seen_but_never_written_to_history(self):
+        with override_settings(EVENNIA_AI_SPEAKER_EVENTS_PER_MINUTE=2):
+            for i in range(30):
+                self.char1.at_say(f"Lovely evening ({i}).")
+        for npc in self.npcs.values():  # the first two woke an NPC: the rest were a flood
+            history = str(npc.ai.history)
+            assert not any(f"({i})." in history for i in range(2, 30)), npc.key
+            kept = [e for e in npc.ai.context_buffer if "Lovely evening" in e["text"]]
+            assert kept and not any(e.get("heard") for e in kept[-10:]), npc.key
 
 
 class TestRPSystem(FloorBase):
