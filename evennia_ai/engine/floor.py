@@ -2,7 +2,7 @@
 
 Every AI NPC in a room hears every open line said there, but only the ones the line is for call
 the model. One decision is made per line, by the first NPC that hears it, and shared by the
-others (it is kept in ``room.ndb.ai_floor``, a :class:`RoomFloor`; a delivery reaches every
+others (it is kept per room in process memory, a :class:`RoomFloor`; a delivery reaches every
 receiver in one synchronous loop, so it is keyed on the speaker and the kind of line, not on
 the text, which rpsystem renders differently for each listener):
 
@@ -108,7 +108,7 @@ class Decision:
 
 @dataclass
 class RoomFloor:
-    """A room's recent talk (``room.ndb.ai_floor``: process memory; a reload forgets it).
+    """A room's recent talk (:func:`room_floor`: process memory; a reload forgets it).
 
     Attributes:
         last: The last line's decision.
@@ -117,6 +117,8 @@ class RoomFloor:
         waiting: NPC id -> when it was woken for a player's line (until its tick ends).
         speaker_wakes: Speaker id -> when its lines woke an NPC here, over the last minute.
         flood_told: Speaker id -> when it was last told its lines here were dropped.
+        room_created: When its room was created: a new room that takes the id of a deleted
+            one starts with a floor of its own.
     """
 
     last: Decision | None = None
@@ -125,6 +127,7 @@ class RoomFloor:
     waiting: dict[int, float] = field(default_factory=dict)
     speaker_wakes: dict[int, list[float]] = field(default_factory=dict)
     flood_told: dict[int, float] = field(default_factory=dict)
+    room_created: Any = None
 
 
 @dataclass
@@ -140,13 +143,37 @@ class _Line:
     now: float
 
 
+#: Each room's floor, by the room's id: process memory, which a reload forgets. Not in the
+#: room's ``ndb``: Evennia's object cache never lets go of an object holding ``ndb`` data, so
+#: every room an AI NPC ever heard a line in would stay cached, stale if it is deleted.
+_FLOORS: dict[int, RoomFloor] = {}
+
+
 def room_floor(room) -> RoomFloor:
     """The floor of ``room`` (made on first use)."""
-    floor = room.ndb.ai_floor
-    if not isinstance(floor, RoomFloor):
-        floor = RoomFloor()
-        room.ndb.ai_floor = floor
+    floor = _FLOORS.get(room.id)
+    created = getattr(room, "db_date_created", None)
+    if floor is None or floor.room_created != created:
+        floor = _FLOORS[room.id] = RoomFloor(room_created=created)
     return floor
+
+
+def floor_of(room) -> RoomFloor | None:
+    """The floor of ``room`` if a line was decided there since the server started, else
+    None."""
+    room_id = getattr(room, "id", None)
+    floor = _FLOORS.get(room_id) if isinstance(room_id, int) else None
+    if floor is None or floor.room_created != getattr(room, "db_date_created", None):
+        return None
+    return floor
+
+
+def forget(room=None) -> None:
+    """Forget ``room``'s floor (every room's when None), as a reload does."""
+    if room is None:
+        _FLOORS.clear()
+    else:
+        _FLOORS.pop(int(getattr(room, "id", 0) or 0), None)
 
 
 def decide(npc, speaker, kind: str, content: str) -> Decision:
@@ -458,9 +485,7 @@ def _for_a_player(event) -> bool:
 
 
 def _floor_here(npc) -> RoomFloor | None:
-    location = getattr(npc, "location", None)
-    floor = getattr(location.ndb, "ai_floor", None) if location is not None else None
-    return floor if isinstance(floor, RoomFloor) else None
+    return floor_of(getattr(npc, "location", None))
 
 
 def _floors_of(npc, batch) -> list[RoomFloor]:
@@ -474,8 +499,8 @@ def _floors_of(npc, batch) -> list[RoomFloor]:
         room = audience.find_by_dbref({}, dbref)
         if room is not None:
             rooms.append(room)
-    floors = (getattr(room.ndb, "ai_floor", None) for room in rooms)
-    return [floor for floor in floors if isinstance(floor, RoomFloor)]
+    floors = (floor_of(room) for room in rooms)
+    return [floor for floor in floors if floor is not None]
 
 
 def player_waiting(npc) -> bool:

@@ -10,8 +10,8 @@ from support.commands import AICommandTestBase, words
 from evennia_ai import conf
 from evennia_ai.commands.cmdset import AIAdminCmdSet
 from evennia_ai.commands.npcs import COMMANDS, CmdAINpc, CmdAIStatus
+from evennia_ai.engine import floor
 from evennia_ai.engine.accounting import count_error
-from evennia_ai.engine.floor import RoomFloor
 from evennia_ai.formatting import timestamp
 from evennia_ai.npc.handler import describe_last_error
 from evennia_ai.npc.lookup import all_ai_npcs
@@ -150,7 +150,7 @@ class TestHost(NpcCommandTest):
     def test_ainpc_host_and_dashboard_set_the_flag(self):
         marta = self.make_npc("Marta")
         room = self.room1.key
-        self.room1.ndb.ai_floor = RoomFloor()  # the flag is the NPC's, not the room's memory
+        floor.room_floor(self.room1)  # the flag is the NPC's, not the room's memory
         self.call_says(CmdAINpc(), "/host Marta", f"Marta is not the host of {room}")
         self.call_says(
             CmdAINpc(),

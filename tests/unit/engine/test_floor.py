@@ -97,9 +97,9 @@ class TestWhoAnswers(FloorBase):
     def test_else_the_host_else_the_same_choice_for_the_same_speaker(self):
         first = self.woken("What a lovely evening.")
         assert len(first) == 1
-        self.room1.ndb.ai_floor = None  # a reload: who talked with whom is forgotten
+        floor.forget(self.room1)  # a reload: who talked with whom is forgotten
         assert self.woken("What a lovely evening.") == first  # the same choice
-        self.room1.ndb.ai_floor = None
+        floor.forget(self.room1)
         host = "Cook" if first != ["Cook"] else "Bard"
         self.npcs[host].ai.set(HOST, True)
         assert floor.is_host(self.npcs[host])
@@ -120,7 +120,7 @@ class TestWhoAnswers(FloorBase):
     def test_naming_every_npc_wakes_no_more_than_the_limit(self):
         line = "Innkeeper, Bard, Smith, Guard, Cook, hello!"
         assert self.woken(line) == ["Bard", "Innkeeper"]  # the first two named
-        decision = self.room1.ndb.ai_floor.last
+        decision = floor.room_floor(self.room1).last
         assert decision.heard[self.npcs["Cook"].id] == "named with too many others"
         with override_settings(EVENNIA_AI_ROOM_ANSWERERS=0):
             assert self.woken(line) == ["Innkeeper"]
@@ -140,7 +140,7 @@ class TestWhoAnswers(FloorBase):
         with override_settings(EVENNIA_AI_WAKE_WHEN_ADDRESSED=False):
             woken = self.woken("Smith, is the forge hot?")
             assert len(woken) == 1 and woken != ["Smith"]
-            decision = self.room1.ndb.ai_floor.last
+            decision = floor.room_floor(self.room1).last
             assert decision.heard[self.npcs["Smith"].id] == "named; asleep"
             assert decision.woken == {self.npcs[woken[0]].id: "question nobody named could answer"}
             assert self.woken("Smith, good night.") == []  # not a question: only heard
@@ -149,7 +149,7 @@ class TestWhoAnswers(FloorBase):
     def test_a_paused_npc_named_only_hears(self):
         self.npcs["Bard"].ai.pause()
         assert self.woken("Bard, a song.") == []
-        assert self.room1.ndb.ai_floor.last.heard[self.npcs["Bard"].id] == "named; paused"
+        assert floor.room_floor(self.room1).last.heard[self.npcs["Bard"].id] == "named; paused"
         assert "a song" in self.heard(self.npcs["Bard"])
 
     def test_a_pose_wakes_the_npc_it_names(self):
@@ -177,7 +177,7 @@ class TestOneDecisionPerLine(FloorBase):
             assert new.call_count == 2
             self.woken("Patron3, hello!", speaker=self.char2)
             assert new.call_count == 3
-        decision = self.room1.ndb.ai_floor.last
+        decision = floor.room_floor(self.room1).last
         assert decision.delivered == {npc.id for npc in self.npcs.values()}
 
     def test_a_listener_not_woken_notes_why_for_its_trace(self):
@@ -255,7 +255,7 @@ class TestNpcTalkEnds(FloorBase):
         ]
         assert sum(len(w) for w in woken) == 4  # EVENNIA_AI_NPC_EXCHANGE_TURNS, per room
         assert woken[:4] == [["Smith"], ["Innkeeper"], ["Bard"], ["Smith"]]
-        decision = self.room1.ndb.ai_floor.last
+        decision = floor.room_floor(self.room1).last
         assert decision.heard[bard.id] == "the room's NPC talk has had its 4 lines"
         assert "what do you think" in self.heard(bard)
         self.woken("Carry on, you three.")  # a player speaks: the talk may start again
@@ -329,6 +329,19 @@ class TestWaitsThatEnd(FloorBase):
             assert not any(f"({i})." in history for i in range(2, 30)), npc.key
             kept = [e for e in npc.ai.context_buffer if "Lovely evening" in e["text"]]
             assert kept and not any(e.get("heard") for e in kept[-10:]), npc.key
+
+
+class TestFloorMemory(FloorBase):
+    def test_the_room_stays_flushable_and_a_room_taking_its_id_starts_afresh(self):
+        """Evennia's object cache never lets go of an object with ndb data: the floor keeps
+        none on the room. A room created with a deleted one's id gets a floor of its own."""
+        self.woken("Innkeeper, an ale!")
+        assert not self.room1.nattributes.all()
+        floor.room_floor(self.room1).npc_lines = 3
+        assert floor.floor_of(self.room1).npc_lines == 3
+        self.room1.db_date_created = self.room1.db_date_created.replace(year=2001)  # in memory
+        assert floor.floor_of(self.room1) is None
+        assert floor.room_floor(self.room1).npc_lines == 0
 
 
 class TestRPSystem(FloorBase):

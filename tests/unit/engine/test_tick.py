@@ -129,12 +129,12 @@ class FloorBase(PlayerBase):
         super().setUp()
         self.bard = self.second_npc()
         self.server.default_reply = {"tool_calls": [call("say", message="Right away.")]}
-        self.room1.ndb.ai_floor = None
-        self.addCleanup(setattr, self.room1.ndb, "ai_floor", None)
+        floor.forget(self.room1)
+        self.addCleanup(floor.forget, self.room1)
 
     def wait_for(self, npc, seconds_ago: float = 0.0) -> None:
         """``npc`` was woken for a player's line ``seconds_ago`` and has not answered yet."""
-        self.room1.ndb.ai_floor = floor.RoomFloor(waiting={npc.id: time.monotonic() - seconds_ago})
+        floor.room_floor(self.room1).waiting = {npc.id: time.monotonic() - seconds_ago}
 
     def chat_requests(self) -> int:
         return len(self.server.requests_to("/v1/chat/completions"))
@@ -155,7 +155,7 @@ class TestPlayersFirst(FloorBase):
 
         trace = self.tick_of(self.npc)
         assert trace.context_type == "tick_event" and "an ale" in trace.event_text
-        assert self.npc.id not in self.room1.ndb.ai_floor.waiting  # its tick ended
+        assert self.npc.id not in floor.room_floor(self.room1).waiting  # its tick ended
         assert not floor.player_waiting(self.bard)
 
         trace = self.tick_of(self.bard)
