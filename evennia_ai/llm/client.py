@@ -649,7 +649,7 @@ class UnifiedLLMClient:
                 )
             except ProviderError as err:
                 if err.kind in router.FAILURE_KINDS:
-                    lean_router.failed(deployment)
+                    lean_router.failed(deployment, f"{err.kind}: {err}")
                 if err.streamed or err.kind not in RETRYABLE_KINDS:
                     raise
                 error = err

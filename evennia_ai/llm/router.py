@@ -317,8 +317,13 @@ class LeanRouter:
         self._turn[name] = turn + 1
         return idle[turn % len(idle)]
 
-    def failed(self, deployment: Deployment) -> None:
-        """Count a failure; cool the deployment down past ``allowed_fails`` in a minute."""
+    def failed(self, deployment: Deployment, reason: str = "") -> None:
+        """Count a failure; cool the deployment down past ``allowed_fails`` in a minute.
+
+        Args:
+            deployment: The deployment the call failed on.
+            reason: What went wrong, for the warning when it is left out.
+        """
         if not self.cooldowns:
             return
         now = time.monotonic()
@@ -328,11 +333,12 @@ class LeanRouter:
             deployment.cooled_until = now + self.cooldown_time
             deployment.failures.clear()
             logger.warning(
-                "%s: %s at %s failed %d time(s); left out for %g s",
+                "%s: %s at %s failed %d time(s)%s; left out for %g s",
                 LOG_PREFIX,
                 deployment.name,
                 deployment.endpoint.url,
                 self.allowed_fails + 1,
+                f" (last: {reason})" if reason else "",
                 self.cooldown_time,
             )
 

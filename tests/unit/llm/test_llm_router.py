@@ -102,8 +102,12 @@ def test_a_stopped_server_costs_no_call_and_gets_traffic_again(servers):
 
         servers[1] = ModelServer(responder=answer, port=port).start()  # back, same address
         time.sleep(1.5)  # past the cooldown
-        results = calls(client, 45)
-        assert all(r.ok for r in results)
+        # Calls in rounds until it has served five: a loaded machine may see one failure more
+        # (which cools it down again); what matters is that it gets traffic again at all.
+        deadline = time.monotonic() + 15
+        while served(servers[1]) < 5 and time.monotonic() < deadline:
+            results = calls(client, 15)
+            assert all(r.ok for r in results), [r.error for r in results if not r.ok]
         assert served(servers[1]) >= 5  # traffic again
 
 
