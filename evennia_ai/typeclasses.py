@@ -70,9 +70,15 @@ class AIAssistantMixin:
             logger.log_trace(f"{log_prefix(self)}: perception failed")
 
     def at_post_move(self, source_location, move_type="move", **kwargs):
-        """A moved NPC refreshes whom it sees present."""
+        """A moved NPC refreshes whom it sees present, and takes along the lines it heard in
+        the room it left (:mod:`evennia_ai.npc.heard`)."""
         super().at_post_move(source_location, move_type=move_type, **kwargs)
         perception.reset_presence(self)
+        if source_location is not None and source_location != self.location:
+            try:
+                self.ai.take_heard(source_location)
+            except Exception:
+                logger.log_trace(f"{log_prefix(self)}: taking the lines heard before moving failed")
 
 
 class AIAssistantCharacter(AIAssistantMixin, DefaultCharacter):

@@ -60,6 +60,12 @@ def batching() -> bool:
     )
 
 
+def on_reactor_thread() -> bool:
+    """Whether the database may be used now: on the reactor's thread, or with no reactor
+    running (tests, scripts, ``evennia shell``)."""
+    return not reactor.running or threadable.isInIOThread()
+
+
 def save_value(attr: Attribute, data: bytes | None = None, *, lazy: bool = False) -> None:
     """Save ``attr.db_value`` (already set in memory): now, or with this turn's other writes.
 

@@ -32,7 +32,7 @@ from evennia_ai.llm.models import resolve_model
 from evennia_ai.memory import context_buffer
 from evennia_ai.memory import events as ev
 from evennia_ai.memory.events import Event, pending_events
-from evennia_ai.npc import answering, attribute_writes, spending
+from evennia_ai.npc import answering, attribute_writes, heard, spending
 from evennia_ai.npc.answering import NotAnswering
 from evennia_ai.npc.state import CATEGORY, AttributeState, write_attribute
 from evennia_ai.npc.state_keys import CHARACTER_STATE, SCRIPT_STATE
@@ -471,27 +471,67 @@ class AIHandler:
         self.perceive(Event.create(kind="system", text=text, source=None, source_name="system"))
 
     def remember_ambient(self, text: str, source=None) -> None:
-        """Add a line the NPC saw in its room to the ambient context buffer (one write)."""
-        self._keep_line(context_buffer.entry(text, source=source))
+        """Add a line the NPC saw in its room to the ambient context buffer (one write, after
+        the lines it heard there before: :meth:`take_heard`)."""
+        entry = context_buffer.entry(text, source=source)
+        if entry is None:
+            return
+        if attribute_writes.on_reactor_thread():
+            room = self.obj.location
+            if heard.take(self.obj, room, lambda lines: self._keep_lines([*lines, entry])):
+                return
+        self._keep_lines([entry])
 
-    def hear(self, text: str, source=None) -> None:
+    def hear(self, text: str, source=None, line=None) -> None:
         """Keep a line spoken in the NPC's room that did not wake it (the room's floor gave it
         to another NPC: :mod:`evennia_ai.engine.floor`).
 
-        One append to the context buffer, marked heard: no event, no queue write, no tick and
-        no embedding. The NPC's next requests carry it, and its next conversation tick writes
-        it to its history (:mod:`evennia_ai.memory.context_buffer`); should it be pushed out
-        of the buffer first, every heard line not in the history yet is written there then.
-        """
-        self._keep_line(context_buffer.entry(text, source=source, heard=True))
+        No event, no queue write, no tick and no embedding: the line goes to the room's log of
+        heard lines, once for all the NPCs that hear it (:mod:`evennia_ai.npc.heard`), and
+        into this NPC's context buffer when the buffer is next read (:attr:`context_buffer`:
+        its next tick, an admin view). Its next conversation tick writes it to its history
+        (:mod:`evennia_ai.memory.context_buffer`); should it be pushed out of the buffer
+        first, every heard line not in the history yet is written there then.
 
-    def _keep_line(self, entry: dict | None) -> None:
-        """Append ``entry`` to the context buffer; a heard line it pushes out that is not in
-        the history yet is folded there first (:meth:`_fold_heard`)."""
-        if entry is None:
+        Args:
+            text: The line as the room showed it.
+            source: Dbref of the speaker, if known.
+            line: What the listeners of this one line share (the floor's decision), so the
+                room keeps one entry for them all; None: an entry of its own.
+        """
+        entry = context_buffer.entry(text, source=source, heard=True)
+        room = self.obj.location
+        if room is None:
+            self._keep_lines([entry] if entry else [])
+        else:
+            heard.keep(room, self.obj.id, entry, line)
+
+    @property
+    def context_buffer(self) -> list[dict]:
+        """Recent ambient lines seen in the room (a plain copy), with the lines heard in the
+        room taken into it first (:meth:`take_heard`)."""
+        self.take_heard()
+        return self.state.get(CONTEXT_BUFFER)
+
+    def take_heard(self, room=None) -> int:
+        """Take the lines this NPC heard in ``room`` (its location when None) and has not
+        taken yet into its context buffer (:mod:`evennia_ai.npc.heard`): one write of each.
+        Only on the reactor thread (the database's); elsewhere nothing is taken.
+
+        Returns:
+            How many lines were taken.
+        """
+        if not attribute_writes.on_reactor_thread():
+            return 0
+        return heard.take(self.obj, self.obj.location if room is None else room, self._keep_lines)
+
+    def _keep_lines(self, entries: list[dict]) -> None:
+        """Append ``entries`` to the context buffer (one write); a heard line they push out
+        that is not in the history yet is folded there first (:meth:`_fold_heard`)."""
+        if not entries:
             return
         size = conf.get_int("EVENNIA_AI_CONTEXT_BUFFER_SIZE")
-        self.state.append(CONTEXT_BUFFER, entry, size, settle=self._fold_heard)
+        self.state.extend(CONTEXT_BUFFER, entries, size, settle=self._fold_heard)
 
     def _fold_heard(self, kept: list[dict], dropped: list[dict]) -> list[dict]:
         """The buffer to store after an append (``kept``; ``dropped`` fell out of it): when a

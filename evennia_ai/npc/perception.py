@@ -259,7 +259,7 @@ def perceive_speech(npc, speaker, kind: str, plain: str) -> None:
         if decision.flooded:  # seen, not kept: a flood never fills the NPCs' histories
             npc.ai.remember_ambient(line, source=source)
         else:
-            npc.ai.hear(line, source=source)
+            npc.ai.hear(line, source=source, line=decision)
         if heard == floor.FLOODED:
             _dropped_as_flood(npc, decision, source, name)
         else:

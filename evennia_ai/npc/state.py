@@ -233,10 +233,22 @@ class AttributeState:
         overflow: Callable[[list], int] | None = None,
         settle: Callable[[list, list], list] | None = None,
     ) -> list:
-        """Add ``item`` at the end of the list stored in ``key``, keeping its newest
+        """Add ``item`` at the end of the list stored in ``key``: :meth:`extend` with one item."""
+        return self.extend(key, [item], max_items, overflow=overflow, settle=settle)
+
+    def extend(
+        self,
+        key: str,
+        items: list,
+        max_items: int | None = None,
+        *,
+        overflow: Callable[[list], int] | None = None,
+        settle: Callable[[list, list], list] | None = None,
+    ) -> list:
+        """Add ``items`` at the end of the list stored in ``key``, keeping its newest
         ``max_items`` entries (one write, with the turn's other writes when batching).
 
-        Only ``item`` is checked against the key's declared shape (its ``items``): the stored
+        Only ``items`` are checked against the key's declared shape (its ``items``): the stored
         entries passed their check when they were written or read. This makes a line heard by
         many NPCs cheap for each (:meth:`evennia_ai.npc.handler.AIHandler.hear`); :meth:`set`
         checks the whole list every time. A value not read since it was loaded, a value of the
@@ -245,12 +257,12 @@ class AttributeState:
 
         Args:
             key: A declared key holding a list.
-            item: The new entry (plain data).
+            items: The new entries (plain data), oldest first.
             max_items: Most entries kept, oldest out first (at least 1); None keeps all.
-            overflow: Instead of ``max_items``: given the list with ``item`` added (not to be
+            overflow: Instead of ``max_items``: given the list with ``items`` added (not to be
                 changed), how many of its oldest entries to drop (a history drops whole
                 batches).
-            settle: Given the entries kept (``item`` last) and those that fell out (neither to
+            settle: Given the entries kept (``items`` last) and those that fell out (neither to
                 be changed), the list to store instead, before anything is written (a context
                 buffer marks lines written elsewhere). A list other than the one given is
                 checked whole.
@@ -259,7 +271,7 @@ class AttributeState:
             The entries that fell out, oldest first.
 
         Raises:
-            ValueError: ``item`` does not fit the key's shape, or ``max_items`` is below 1
+            ValueError: an item does not fit the key's shape, or ``max_items`` is below 1
                 (nothing is written).
             TypeError: ``key`` does not hold a list.
         """
@@ -277,16 +289,25 @@ class AttributeState:
         attr = self._attribute(key)
         cached = getattr(attr, _CACHE, None) if attr is not None else None
         stored = attr.db_value if cached is not None else None
-        copy = _plain_copy(item)
-        if cached is None or cached[0] is not stored or type(stored) is not list or copy is None:
+        copies = [_plain_copy(item) for item in items]
+        if (
+            cached is None
+            or cached[0] is not stored
+            or type(stored) is not list
+            or any(copy is None for copy in copies)
+        ):
             # not read since it was loaded, set aside, not a list, or not plain data: checked
-            return self.update(key, lambda entries: cut([*_as_list(entries), item]))
+            return self.update(key, lambda entries: cut([*_as_list(entries), *items]))
         # ``stored`` is the plain value this module wrote or read (checked then): no caller
-        # holds it, and only the new entry needs a check.
-        problem = shape_problem(item, declared.schema.get("items") or {}, f"{key}[{len(stored)}]")
-        if problem:
-            raise ValueError(f"'{self.prefix}{key}' of {self.npc.key} was not stored: {problem}.")
-        added = [*stored, copy]  # a new list: the stored one keys the cache
+        # holds it, and only the new entries need a check.
+        schema = declared.schema.get("items") or {}
+        for number, item in enumerate(items, len(stored)):
+            problem = shape_problem(item, schema, f"{key}[{number}]")
+            if problem:
+                raise ValueError(
+                    f"'{self.prefix}{key}' of {self.npc.key} was not stored: {problem}."
+                )
+        added = [*stored, *copies]  # a new list: the stored one keys the cache
         count = overflow(added) if overflow else len(added) - (max_items or len(added))
         kept, dropped = (added[count:], added[:count]) if count > 0 else (added, [])
         entries = settle(kept, dropped) if settle else kept

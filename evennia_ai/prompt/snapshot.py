@@ -84,6 +84,9 @@ class PromptSnapshot:
                 them first, for its spending status); None reads them here.
         """
         state = npc_state(npc)
+        # First: reading the buffer takes the lines heard in the room into it, which may write
+        # some to the history (:mod:`evennia_ai.npc.heard`).
+        context_buffer = state.context_buffer
         return cls(
             model=state.model or "",
             persona=state.persona or "",
@@ -96,7 +99,7 @@ class PromptSnapshot:
             projects=state.projects,
             session_memory=state.session_memory,
             history=state.history,
-            context_buffer=state.context_buffer,
+            context_buffer=context_buffer,
             entities=state.entities,
             procedures=state.procedures,
             journal=state.journal,

@@ -98,8 +98,8 @@ class TestHeardLines(AssistantTestBase):
             self.ask("Innkeeper, a third.")
         history = self.history_text()
         assert history.count("Lightning") == 1
-        assert all(history.count(f"Round {n}") == 1 for n in range(4))  # the overflow's
-        assert "Round 4" not in history  # heard after it: with the next tick
+        # taken at its end, the lines overflowed the buffer: all written then, once each
+        assert all(history.count(f"Round {n}") == 1 for n in range(5))
         self.ask("Innkeeper, the last.")
         history = self.history_text()
         assert history.count("Round 4") == 1 and history.count("Lightning") == 1
@@ -130,7 +130,8 @@ class TestHeardLines(AssistantTestBase):
         with mock.patch.object(Upkeep, "_summarized", lambda *a, **k: summary):
             ticking = self.npc.ai.script.run_tick()
             assert not ticking.called  # the compaction waits for its summary
-            self.npc.ai.hear('Tom says, "line 20"', source="#99")  # the buffer overflows
+            self.npc.ai.hear('Tom says, "line 20"', source="#99")
+            self.npc.ai.take_heard()  # its buffer takes them and overflows
             assert 'line 0"' in self.history_text()
             summary.callback(([], 0))
         assert all(self.history_text().count(f'line {n}"') == 1 for n in range(21))
@@ -152,8 +153,9 @@ class TestHeardLines(AssistantTestBase):
     @override_settings(EVENNIA_AI_HISTORY_MESSAGE_CHARS=400, EVENNIA_AI_CONTEXT_BUFFER_SIZE=4)
     def test_long_heard_lines_pushed_out_are_all_written(self):
         pad = "x" * 150
-        for n in range(5):  # the fifth pushes the first out: all are written then
+        for n in range(5):  # taken, the fifth pushes the first out: all are written then
             self.npc.ai.hear(f'Tom says, "line {n} {pad}"', source="#99")
+        self.npc.ai.take_heard()
         assert all(self.history_text().count(f'"line {n} ') == 1 for n in range(5))
         assert "characters cut" not in self.history_text()
 

@@ -1,0 +1,160 @@
+"""Lines heard in a room, kept once for every NPC that heard them.
+
+A line the room's floor gave to another NPC (:mod:`evennia_ai.engine.floor`) is only heard by
+the rest: they keep it in their context buffer and, at their next conversation tick, in their
+history (:mod:`evennia_ai.memory.context_buffer`). Written to each listener's buffer as it is
+spoken, a line heard by ten NPCs cost ten Attribute writes on the reactor. Here it is written
+once, to the **room's log** (an Attribute of the room, ``ai_heard`` in the plugin's category),
+with the ids of the NPCs that heard it and have not taken it yet::
+
+    [{"text": "Alice says, \\"Tom, a pint!\\"", "source": "#12", "ts": "...", "heard": True,
+      "to": [31, 32, 33]}, ...]
+
+An NPC **takes** its lines (:func:`take`: into its own buffer, one write, folding into its
+history what the buffer pushes out) whenever its buffer is read: its next tick's snapshot, an
+admin view, a move out of the room (what it heard stays with it). A taken line loses the NPC's
+id; a line nobody still has to take leaves the log. The log keeps at most twice
+``EVENNIA_AI_CONTEXT_BUFFER_SIZE`` lines: when it is full, every NPC named in it takes its
+lines first (:func:`settle`), so a line is never dropped before its listeners have it; that is
+one buffer write per listener per that many lines, instead of one per line.
+
+The log is written with the turn's other writes (:mod:`evennia_ai.npc.attribute_writes`): one
+row per line however many NPCs hear it, and it survives a reload like any Attribute. A stored
+log that cannot be read is started afresh (logged): its lines are lost, nothing else is.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from evennia.objects.models import ObjectDB
+from evennia.utils import logger
+
+from evennia_ai import conf
+from evennia_ai.memory import context_buffer
+from evennia_ai.npc import attribute_writes
+from evennia_ai.npc.state import CATEGORY, write_attribute
+
+#: The room Attribute holding its log (in the plugin's state category).
+ROOM_LOG = "ai_heard"
+TO = "to"  # an entry's key: ids of the NPCs that heard it and have not taken it yet
+# room id -> (the line's identity, its entry): the listeners of one line share one entry
+_LAST: dict[int, tuple[Any, dict]] = {}
+
+
+def capacity() -> int:
+    """Most lines a room's log keeps: twice ``EVENNIA_AI_CONTEXT_BUFFER_SIZE`` (at least 2)."""
+    return max(2, 2 * conf.get_int("EVENNIA_AI_CONTEXT_BUFFER_SIZE"))
+
+
+def keep(room, npc_id: int, entry: dict | None, line: Any = None) -> None:
+    """Note that NPC ``npc_id`` heard ``entry`` (a context buffer entry) in ``room``.
+
+    Args:
+        room: Where it was said.
+        npc_id: The listener's id.
+        entry: The line (:func:`evennia_ai.memory.context_buffer.entry`); None: nothing.
+        line: What identifies the line among its listeners (the floor's decision): the first
+            listener adds the entry, the others their ids to it. None: an entry of its own.
+    """
+    if entry is None:
+        return
+    attr, log = _log(room)
+    last = _LAST.get(room.id)
+    if line is not None and last is not None and last[0] is line and log and log[-1] is last[1]:
+        shared = last[1]
+        if npc_id not in shared[TO]:
+            shared[TO].append(npc_id)
+            attribute_writes.save_value(attr)
+        return
+    if len(log) >= capacity():
+        settle(room)
+        attr, log = _log(room)
+    shared = {**entry, TO: [npc_id]}
+    if attr is None:  # the room's first: the Attribute is made with it
+        attr = write_attribute(room, ROOM_LOG, [shared], CATEGORY)
+        shared = attr.db_value[-1]
+    else:
+        log.append(shared)
+        attribute_writes.save_value(attr)
+    if line is not None:
+        _LAST[room.id] = (line, shared)
+
+
+def take(npc, room, keep: Callable[[list[dict]], None]) -> int:
+    """Hand the lines ``npc`` heard in ``room`` and has not taken yet to ``keep`` (buffer
+    entries marked heard, oldest first; not called when there are none); once it returned,
+    the NPC's id leaves them, and lines nobody still has to take leave the log (should
+    ``keep`` raise, the log is as it was).
+
+    Returns:
+        How many lines were handed over.
+    """
+    if room is None:
+        return 0
+    attr, log = _log(room)
+    mine = [e for e in log if _is_entry(e) and npc.id in e[TO]]
+    if not mine:
+        return 0
+    keep([{k: v for k, v in e.items() if k != TO} for e in mine])
+    for item in mine:
+        item[TO].remove(npc.id)
+    log[:] = [e for e in log if _is_entry(e) and e[TO]]
+    attribute_writes.save_value(attr)
+    return len(mine)
+
+
+def settle(room) -> None:
+    """Every NPC named in ``room``'s log takes its lines (the log is full); ids of objects that
+    are gone, or no longer assistants, are dropped with their lines."""
+    attr, log = _log(room)
+    ids = {npc_id for e in log if _is_entry(e) for npc_id in e[TO]}
+    for npc in _objects(room, ids):
+        handler = getattr(npc, "ai", None)
+        take_heard = getattr(handler, "take_heard", None)
+        if callable(take_heard):
+            take_heard(room)
+    attr, log = _log(room)
+    if attr is not None and log:  # whoever did not take theirs is gone
+        log.clear()
+        attribute_writes.save_value(attr)
+
+
+def pending(room) -> int:
+    """Lines in ``room``'s log (for tests and status)."""
+    return 0 if room is None else len(_log(room)[1])
+
+
+def _objects(room, ids: set[int]) -> list:
+    """The objects of ``ids``: those in ``room`` first, the others found by id."""
+    found = [obj for obj in room.contents if obj.id in ids]
+    missing = ids - {obj.id for obj in found}
+    if missing:
+        found += list(ObjectDB.objects.filter(id__in=missing))
+    return found
+
+
+def _log(room) -> tuple[Any, list]:
+    """``room``'s log Attribute and its list (changed in place, then saved): (None, []) when
+    it has none yet; a stored value that is not a log is started afresh (logged)."""
+    attr = room.attributes.get(ROOM_LOG, default=None, category=CATEGORY, return_obj=True)
+    if attr is None or isinstance(attr, list):
+        return None, []
+    log = attr.db_value
+    if isinstance(log, list) and all(_is_entry(e) for e in log[-1:]):
+        return attr, log
+    logger.log_warn(
+        f"evennia_ai: the heard-lines log of {room.key} ({room.dbref}) could not be read; "
+        "started afresh"
+    )
+    attr = write_attribute(room, ROOM_LOG, [], CATEGORY)
+    return attr, attr.db_value
+
+
+def _is_entry(item: Any) -> bool:
+    return (
+        isinstance(item, dict)
+        and isinstance(item.get("text"), str)
+        and isinstance(item.get(TO), list)
+        and item.get(context_buffer.HEARD) is True
+    )
