@@ -499,12 +499,17 @@ class AIHandler:
             line: What the listeners of this one line share (the floor's decision), so the
                 room keeps one entry for them all; None: an entry of its own.
         """
-        entry = context_buffer.entry(text, source=source, heard=True)
         room = self.obj.location
         if room is None:
+            entry = context_buffer.entry(text, source=source, heard=True)
             self._keep_lines([entry] if entry else [])
         else:
-            heard.keep(room, self.obj.id, entry, line)
+            heard.keep(
+                room,
+                self.obj.id,
+                lambda: context_buffer.entry(text, source=source, heard=True),
+                line,
+            )
 
     @property
     def context_buffer(self) -> list[dict]:

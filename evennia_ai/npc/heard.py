@@ -38,8 +38,9 @@ from evennia_ai.npc.state import CATEGORY, write_attribute
 #: The room Attribute holding its log (in the plugin's state category).
 ROOM_LOG = "ai_heard"
 TO = "to"  # an entry's key: ids of the NPCs that heard it and have not taken it yet
-# room id -> (the line's identity, its entry): the listeners of one line share one entry
-_LAST: dict[int, tuple[Any, dict]] = {}
+# room id -> (the line's identity, its entry, the log's Attribute, the log): the listeners of
+# one line share one entry
+_LAST: dict[int, tuple[Any, dict, Any, list]] = {}
 
 
 def capacity() -> int:
@@ -47,38 +48,43 @@ def capacity() -> int:
     return max(2, 2 * conf.get_int("EVENNIA_AI_CONTEXT_BUFFER_SIZE"))
 
 
-def keep(room, npc_id: int, entry: dict | None, line: Any = None) -> None:
-    """Note that NPC ``npc_id`` heard ``entry`` (a context buffer entry) in ``room``.
+def keep(room, npc_id: int, make_entry: Callable[[], dict | None], line: Any = None) -> None:
+    """Note that NPC ``npc_id`` heard a line in ``room``.
 
     Args:
         room: Where it was said.
         npc_id: The listener's id.
-        entry: The line (:func:`evennia_ai.memory.context_buffer.entry`); None: nothing.
+        make_entry: Makes the line's context buffer entry
+            (:func:`evennia_ai.memory.context_buffer.entry`; None: nothing to keep); called by
+            the line's first listener only.
         line: What identifies the line among its listeners (the floor's decision): the first
-            listener adds the entry, the others their ids to it. None: an entry of its own.
+            listener adds the entry, the others only their ids to it. None: an entry of its own.
     """
+    last = _LAST.get(room.id) if line is not None else None
+    if last is not None and last[0] is line:
+        _line, shared, attr, log = last
+        if attr.db_value is log and log and log[-1] is shared:  # still the log's newest
+            if npc_id not in shared[TO]:
+                shared[TO].append(npc_id)
+                attribute_writes.save_value(attr)
+            return
+    entry = make_entry()
     if entry is None:
         return
     attr, log = _log(room)
-    last = _LAST.get(room.id)
-    if line is not None and last is not None and last[0] is line and log and log[-1] is last[1]:
-        shared = last[1]
-        if npc_id not in shared[TO]:
-            shared[TO].append(npc_id)
-            attribute_writes.save_value(attr)
-        return
     if len(log) >= capacity():
         settle(room)
         attr, log = _log(room)
     shared = {**entry, TO: [npc_id]}
     if attr is None:  # the room's first: the Attribute is made with it
         attr = write_attribute(room, ROOM_LOG, [shared], CATEGORY)
-        shared = attr.db_value[-1]
+        log = attr.db_value
+        shared = log[-1]
     else:
         log.append(shared)
         attribute_writes.save_value(attr)
     if line is not None:
-        _LAST[room.id] = (line, shared)
+        _LAST[room.id] = (line, shared, attr, log)
 
 
 def take(npc, room, keep: Callable[[list[dict]], None]) -> int:
@@ -93,12 +99,13 @@ def take(npc, room, keep: Callable[[list[dict]], None]) -> int:
     if room is None:
         return 0
     attr, log = _log(room)
-    mine = [e for e in log if _is_entry(e) and npc.id in e[TO]]
+    me = npc.id
+    mine = [e for e in log if _is_entry(e) and me in e[TO]]
     if not mine:
         return 0
     keep([{k: v for k, v in e.items() if k != TO} for e in mine])
     for item in mine:
-        item[TO].remove(npc.id)
+        item[TO].remove(me)
     log[:] = [e for e in log if _is_entry(e) and e[TO]]
     attribute_writes.save_value(attr)
     return len(mine)
