@@ -1254,10 +1254,16 @@ def lookup(name: str) -> tuple[Any, str]:
     # configured otherwise, and this keeps the pure modules that read settings free of Django.
     django_conf = sys.modules.get("django.conf")
     settings = getattr(django_conf, "settings", None)
-    if settings is not None and settings.configured:
-        value = getattr(settings, name, _UNSET)  # one look-up of the lazy settings, not two
-        if value is not _UNSET:
-            return _read(setting, value, FROM_SETTINGS)
+    if settings is not None:
+        # The settings object the lazy proxy stands for, read directly: the proxy's own
+        # look-up costs several times more (an exception for every setting the game leaves
+        # unset), and it holds nothing else for these names. ``settings.X = ...`` and
+        # ``override_settings`` change or replace this object, so a change is seen at once.
+        wrapped = settings._wrapped
+        if wrapped is not django_conf.empty:  # Django's marker of settings not configured
+            value = getattr(wrapped, name, _UNSET)
+            if value is not _UNSET:
+                return _read(setting, value, FROM_SETTINGS)
     return setting.default, FROM_DEFAULT
 
 
