@@ -174,7 +174,21 @@ class AttributeState:
             ) from None
 
     def _attribute(self, key: str):
-        return self.obj.attributes.get(key, default=None, category=CATEGORY, return_obj=True)
+        """``key``'s Attribute, or None: what ``attributes.get(..., return_obj=True)`` returns.
+
+        An Attribute in the handler's cache is taken from it directly, as Evennia's look-up
+        would take it (its cache is kept by every add, remove and clear), without that
+        look-up's argument handling: the state of every NPC that hears a line is read several
+        times per line. Anything else (nothing cached, a key the cache spells otherwise, an
+        Attribute deleted from elsewhere) goes through Evennia's look-up.
+        """
+        handler = self.obj.attributes
+        cache = getattr(getattr(handler, "backend", None), "_cache", None)
+        if type(cache) is dict:
+            attr = cache.get(f"{key}-{CATEGORY}")
+            if attr is not None and attr.pk is not None and attr.db_key == key:
+                return attr
+        return handler.get(key, default=None, category=CATEGORY, return_obj=True)
 
     def get(self, key: str) -> Any:
         """Return a plain copy of ``key`` (safe to change; nothing is written).
