@@ -126,7 +126,9 @@ def history_overflow(history: list[dict]) -> int:
     max_messages = conf.get_int("EVENNIA_AI_HISTORY_MAX_MESSAGES")
     max_chars = conf.get_int("EVENNIA_AI_HISTORY_MAX_CHARS")
     total = len(history)
-    size = sum(hist.stored_chars(m) for m in history) if max_chars else 0
+    size = _history_chars(history) if max_chars else 0
+    if total <= max_messages and size <= max_chars:  # within both: nothing to split in batches
+        return 0
     drop = 0
     for _, run in hist.batches(history)[:-1]:
         if total <= max_messages and (not max_chars or size <= max_chars):
@@ -135,6 +137,19 @@ def history_overflow(history: list[dict]) -> int:
         total -= len(run)
         size -= sum(hist.stored_chars(m) for m in run) if max_chars else 0
     return drop
+
+
+def _history_chars(history: list[dict]) -> int:
+    """:func:`evennia_ai.memory.history.stored_chars` summed over ``history``, with a message
+    of text content and no tool calls (nearly all of them) counted in place."""
+    size = 0
+    for message in history:
+        content = message.get("content")
+        if type(content) is str and not message.get("tool_calls"):
+            size += len(content)
+        else:
+            size += hist.stored_chars(message)
+    return size
 
 
 def _opening(heard: list[dict], event_text: str) -> list[dict]:
