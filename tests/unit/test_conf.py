@@ -278,3 +278,38 @@ def test_no_module_converts_a_setting_s_value_itself():
     ``int(conf.get(...))`` would handle it its own way again."""
     found = [site for path in sorted(PACKAGE.rglob("*.py")) for site in _conversions(path)]
     assert not found, "read these settings with conf.get_int/get_float/...:\n" + "\n".join(found)
+
+
+def test_a_setting_changed_at_run_time_is_seen_by_the_next_read():
+    """``conf`` reads the settings object behind Django's lazy proxy: a value assigned
+    directly, one ``override_settings`` puts in and takes out, and one deleted are each seen
+    at once (no read is remembered)."""
+    from django.conf import settings
+
+    name = "EVENNIA_AI_CONTEXT_BUFFER_SIZE"
+    assert conf.lookup(name) == (20, conf.FROM_DEFAULT)
+    try:
+        settings.EVENNIA_AI_CONTEXT_BUFFER_SIZE = 7
+        assert conf.lookup(name) == (7, conf.FROM_SETTINGS)
+        settings.EVENNIA_AI_CONTEXT_BUFFER_SIZE = 8
+        assert conf.get_int(name) == 8
+        with override_settings(EVENNIA_AI_CONTEXT_BUFFER_SIZE=3):
+            assert conf.get_int(name) == 3
+            with override_settings(EVENNIA_AI_CONTEXT_BUFFER_SIZE="many"):
+                assert conf.lookup(name) == (20, conf.FROM_DEFAULT_INSTEAD)
+            assert conf.get_int(name) == 3
+        assert conf.get_int(name) == 8
+    finally:
+        del settings.EVENNIA_AI_CONTEXT_BUFFER_SIZE
+    assert conf.lookup(name) == (20, conf.FROM_DEFAULT)
+
+
+def test_settings_not_configured_read_as_defaults():
+    """Before Django's settings are configured, a setting reads as its default (and the
+    settings are not loaded by the read)."""
+    from django.conf import settings
+    from django.utils.functional import empty
+
+    with mock.patch.object(settings, "_wrapped", empty):
+        assert conf.lookup("EVENNIA_AI_TICK_INTERVAL") == (5, conf.FROM_DEFAULT)
+        assert settings._wrapped is empty

@@ -14,7 +14,7 @@ from unit.engine.test_assistant_tick import AssistantTestBase
 
 from evennia_ai.engine import bookkeeping
 from evennia_ai.memory import context_buffer
-from evennia_ai.memory.history import append_tick
+from evennia_ai.memory.history import append_tick, batches, stored_chars
 from evennia_ai.wording import HEARD_IN_ROOM_HEADING, ROOM_HEADING
 
 FACT = 'Tom says, "Alice\'s horse is called Thunder."'
@@ -212,3 +212,42 @@ def test_heard_lines_trim_the_history_as_a_ticks_messages_do():
             ]
             history = append_tick(history, tick, messages, 12, max_chars=300, message_chars=100)
     assert trimmed >= 5  # the trimming was tried, not only plain appends
+
+
+def _overflow_by_batches(history: list[dict], max_messages: int, max_chars: int) -> int:
+    """What history_overflow returns, counted the long way (every batch, every message)."""
+    total, size, drop = len(history), sum(stored_chars(m) for m in history), 0
+    for _, run in batches(history)[:-1]:
+        if total <= max_messages and size <= max_chars:
+            break
+        drop += len(run)
+        total -= len(run)
+        size -= sum(stored_chars(m) for m in run)
+    return drop
+
+
+@override_settings(EVENNIA_AI_HISTORY_MAX_MESSAGES=12, EVENNIA_AI_HISTORY_MAX_CHARS=400)
+def test_history_overflow_counts_tool_calls_and_content_that_is_not_text():
+    """Within both limits nothing is dropped; over either, whole batches go, with tool-call
+    arguments and content other than text counted as the history counts them."""
+    rng = random.Random(36)
+    for _ in range(300):
+        history = []
+        for batch in range(rng.randrange(1, 8)):
+            for _ in range(rng.randrange(1, 4)):
+                message: dict = {"role": "user", "batch": batch}
+                shape = rng.randrange(4)
+                if shape == 0:
+                    message["content"] = "x" * rng.randrange(60)
+                elif shape == 1:
+                    message["content"] = None
+                elif shape == 2:
+                    message["content"] = [{"type": "text", "text": "y" * rng.randrange(30)}]
+                else:
+                    message["content"] = "z" * rng.randrange(20)
+                    message["tool_calls"] = [
+                        {"function": {"name": "say", "arguments": "a" * rng.randrange(80)}}
+                    ]
+                history.append(message)
+        assert bookkeeping.history_overflow(history) == _overflow_by_batches(history, 12, 400)
+    assert bookkeeping.history_overflow([{"role": "user", "content": "x" * 999}]) == 0

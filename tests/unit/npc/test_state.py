@@ -90,3 +90,53 @@ class TestAppend(AssistantTestBase):
         self.state.append("context_buffer", entry, 5)  # the fast path
         entry["text"] = "changed afterwards"
         assert [e["text"] for e in self.state.get("context_buffer")] == ["line 0", "line 1"]
+
+
+class TestAttributeLookup(AssistantTestBase):
+    """The state reads an Attribute from the handler's cache when Evennia's look-up would
+    return that one, and goes through Evennia's look-up otherwise."""
+
+    def test_changes_made_through_evennia_are_seen(self):
+        state = self.npc.ai.state
+        state.append("context_buffer", line(0), 5)
+        cached = state._attribute("context_buffer")
+        assert cached is self.npc.attributes.get("context_buffer", category="ai", return_obj=True)
+        # a value written by Evennia's own add is read, and appended to on the checked path
+        self.npc.attributes.add("context_buffer", [line(5)], category="ai")
+        assert state.get("context_buffer") == [line(5)]
+        state.append("context_buffer", line(6), 5)
+        assert state.get("context_buffer") == [line(5), line(6)]
+        # removed through Evennia: the key reads as its default, and a new value is stored
+        self.npc.attributes.remove("context_buffer", category="ai")
+        assert state._attribute("context_buffer") is None
+        assert state.get("context_buffer") == []
+        state.append("context_buffer", line(7), 5)
+        assert state.get("context_buffer") == [line(7)]
+        assert state._attribute("context_buffer") is not cached
+
+    def test_an_attribute_deleted_from_elsewhere_is_looked_up(self):
+        state = self.npc.ai.state
+        state.append("context_buffer", line(0), 5)
+        attr = state._attribute("context_buffer")
+        with mock.patch.object(
+            self.npc.attributes, "get", wraps=self.npc.attributes.get
+        ) as looked_up:
+            assert state._attribute("context_buffer") is attr
+            assert looked_up.call_count == 0  # from the cache
+            pk, attr.id = attr.id, None  # as a delete leaves the object: Evennia's look-up
+            try:
+                state._attribute("context_buffer")
+            finally:
+                attr.id = pk
+            assert looked_up.call_count == 1
+
+    def test_without_a_cache_evennia_s_look_up_is_used(self):
+        state = self.npc.ai.state
+        state.append("context_buffer", line(0), 5)
+        backend = self.npc.attributes.backend
+        with mock.patch.object(backend, "_cache", {}):  # nothing cached
+            with mock.patch.object(
+                self.npc.attributes, "get", wraps=self.npc.attributes.get
+            ) as looked_up:
+                state._attribute("context_buffer")
+        assert looked_up.call_count == 1
