@@ -1260,7 +1260,7 @@ def lookup(name: str) -> tuple[Any, str]:
         # unset), and it holds nothing else for these names. ``settings.X = ...`` and
         # ``override_settings`` change or replace this object, so a change is seen at once.
         wrapped = settings._wrapped
-        if wrapped is not django_conf.empty:  # Django's marker of settings not configured
+        if wrapped is not getattr(django_conf, "empty", None):  # the mark of not configured
             value = getattr(wrapped, name, _UNSET)
             if value is not _UNSET:
                 return _read(setting, value, FROM_SETTINGS)
