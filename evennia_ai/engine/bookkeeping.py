@@ -23,6 +23,7 @@ Not to be confused with :mod:`evennia_ai.engine.recording`, which records ticks 
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Callable, Hashable
 
 from evennia.utils import logger
@@ -82,20 +83,34 @@ def heard_texts(lines: list[dict], limit: int) -> list[str]:
     """Heard lines (context buffer entries) as history message texts of at most ``limit``
     characters each (0: no limit), whole lines in each, in order: the history cuts every
     message to ``EVENNIA_AI_HISTORY_MESSAGE_CHARS``, which must never cut heard lines out
-    (only a single line longer than the limit is cut, after a whole word)."""
-    texts: list[str] = []
+    (only a single line longer than the limit is cut, after a whole word).
+
+    Remembered by text: every NPC that heard the same lines (a room's listeners taking them
+    together) gets the same texts, worked out once."""
+    texts = tuple(line.get("text") if isinstance(line, dict) else None for line in lines)
+    try:
+        return list(_heard_texts(texts, limit))
+    except TypeError:  # a text that is not hashable: not remembered
+        return list(_heard_texts.__wrapped__(texts, limit))
+
+
+@lru_cache(maxsize=64)
+def _heard_texts(texts: tuple, limit: int) -> tuple[str, ...]:
+    """:func:`heard_texts` of the lines' texts."""
+    found: list[str] = []
     chunk: list[dict] = []
     size = len(HEARD_IN_ROOM_HEADING)
-    for line in lines:
+    for text in texts:
+        line = {"text": text}
         extra = len(context_buffer.heard_text([line])) - len(HEARD_IN_ROOM_HEADING)
         if chunk and limit and size + extra > limit:
-            texts.append(context_buffer.heard_text(chunk))
+            found.append(context_buffer.heard_text(chunk))
             chunk, size = [], len(HEARD_IN_ROOM_HEADING)
         chunk.append(line)
         size += extra
     if chunk:
-        texts.append(context_buffer.heard_text(chunk))
-    return [_within(text, limit) for text in texts if text]
+        found.append(context_buffer.heard_text(chunk))
+    return tuple(_within(text, limit) for text in found if text)
 
 
 def _within(text: str, limit: int) -> str:

@@ -41,6 +41,8 @@ TO = "to"  # an entry's key: ids of the NPCs that heard it and have not taken it
 # room id -> (the line's identity, its entry, the log's Attribute, the log): the listeners of
 # one line share one entry
 _LAST: dict[int, tuple[Any, dict, Any, list]] = {}
+# room id -> its log list, once checked whole in this process
+_CHECKED: dict[int, list] = {}
 
 
 def capacity() -> int:
@@ -100,22 +102,27 @@ def take(npc, room, keep: Callable[[list[dict]], None]) -> int:
         return 0
     attr, log = _log(room)
     me = npc.id
-    mine = [e for e in log if _is_entry(e) and me in e[TO]]
+    mine = [e for e in log if me in e[TO]]
     if not mine:
         return 0
-    keep([{k: v for k, v in e.items() if k != TO} for e in mine])
+    keep([_as_buffer_entry(e) for e in mine])
     for item in mine:
         item[TO].remove(me)
-    log[:] = [e for e in log if _is_entry(e) and e[TO]]
+    log[:] = [e for e in log if e[TO]]
     attribute_writes.save_value(attr)
     return len(mine)
+
+
+def _as_buffer_entry(item: dict) -> dict:
+    """A log entry as the context buffer keeps it (without its listeners)."""
+    return {k: v for k, v in item.items() if k != TO}
 
 
 def settle(room) -> None:
     """Every NPC named in ``room``'s log takes its lines (the log is full); ids of objects that
     are gone, or no longer assistants, are dropped with their lines."""
     attr, log = _log(room)
-    ids = {npc_id for e in log if _is_entry(e) for npc_id in e[TO]}
+    ids = {npc_id for e in log for npc_id in e[TO]}
     for npc in _objects(room, ids):
         handler = getattr(npc, "ai", None)
         take_heard = getattr(handler, "take_heard", None)
@@ -143,19 +150,34 @@ def _objects(room, ids: set[int]) -> list:
 
 def _log(room) -> tuple[Any, list]:
     """``room``'s log Attribute and its list (changed in place, then saved): (None, []) when
-    it has none yet; a stored value that is not a log is started afresh (logged)."""
+    it has none yet. A stored log is checked whole once, when first read in this process (what
+    :func:`keep` adds is well-formed); one that is not a list is started afresh and entries
+    that are not entries are dropped (logged)."""
     attr = room.attributes.get(ROOM_LOG, default=None, category=CATEGORY, return_obj=True)
     if attr is None or isinstance(attr, list):
         return None, []
     log = attr.db_value
-    if isinstance(log, list) and all(_is_entry(e) for e in log[-1:]):
-        return attr, log
-    logger.log_warn(
-        f"evennia_ai: the heard-lines log of {room.key} ({room.dbref}) could not be read; "
-        "started afresh"
-    )
-    attr = write_attribute(room, ROOM_LOG, [], CATEGORY)
-    return attr, attr.db_value
+    checked = _CHECKED.get(room.id)
+    if checked is not None and checked is log:
+        return attr, checked
+    if isinstance(log, list):
+        good = [e for e in log if _is_entry(e)]
+        if len(good) != len(log):
+            logger.log_warn(
+                f"evennia_ai: {len(log) - len(good)} entries of the heard-lines log of "
+                f"{room.key} ({room.dbref}) could not be read; dropped"
+            )
+            log[:] = good
+            attribute_writes.save_value(attr)
+    else:
+        logger.log_warn(
+            f"evennia_ai: the heard-lines log of {room.key} ({room.dbref}) could not be read; "
+            "started afresh"
+        )
+        attr = write_attribute(room, ROOM_LOG, [], CATEGORY)
+        log = attr.db_value
+    _CHECKED[room.id] = log
+    return attr, log
 
 
 def _is_entry(item: Any) -> bool:

@@ -37,7 +37,7 @@ class TestAppend(AssistantTestBase):
         self.saved.clear()
         with self.checks() as checked:
             dropped = self.state.append("context_buffer", line(20), 20)
-        assert [c.args[0] for c in checked.call_args_list] == [line(20)]  # not the list
+        assert checked.call_args_list == []  # any dict is a buffer entry: not even the new one
         assert dropped == [line(0)]  # oldest out
         assert self.state.get("context_buffer") == [line(n) for n in range(1, 21)]
         assert self.saved == ["context_buffer"]  # one write
@@ -83,6 +83,21 @@ class TestAppend(AssistantTestBase):
             self.state.append("metrics", {"ticks": 1})
         with pytest.raises(KeyError, match="not declared"):
             self.state.append("no_such_key", {})
+
+    def test_extend_adds_several_in_one_write_and_checks_each_where_the_shape_says(self):
+        self.state.set("context_buffer", [line(n) for n in range(3)])
+        self.saved.clear()
+        dropped = self.state.extend("context_buffer", [line(3), line(4)], 4)
+        assert dropped == [line(0)] and self.saved == ["context_buffer"]
+        assert self.state.get("context_buffer") == [line(n) for n in range(1, 5)]
+        self.state.append("history", {"role": "user", "content": "hi", "batch": 1})
+        before = self.state.get("history")
+        with pytest.raises(ValueError, match=r"history\[2\]"):
+            self.state.extend(
+                "history",
+                [{"role": "user", "content": "ok", "batch": 2}, {"role": 5, "content": "x"}],
+            )
+        assert self.state.get("history") == before  # nothing written
 
     def test_the_appended_entry_is_a_copy(self):
         entry = line(1)
