@@ -93,6 +93,8 @@ class Decision:
         delivered: NPC ids that already took this decision.
         tell_flood: Whether the speaker is to be told that this flooded line was dropped (once
             a minute per room).
+        from_player: Whether the speaker is a player's character (read once for every
+            listener).
     """
 
     speaker: int
@@ -104,6 +106,7 @@ class Decision:
     flooded: bool = False
     delivered: set[int] = field(default_factory=set)
     tell_flood: bool = False
+    from_player: bool = False
 
 
 @dataclass
@@ -230,6 +233,7 @@ def _decide_new(npc, speaker, kind: str, content: str, floor: RoomFloor, now: fl
     if is_assistant(speaker):
         _npc_line(line, decision)
     elif audience.is_player(speaker):
+        decision.from_player = True
         _player_line(line, decision)
     else:
         _other_line(line, decision)

@@ -251,7 +251,7 @@ def perceive_speech(npc, speaker, kind: str, plain: str) -> None:
     decision = floor.decide(npc, speaker, kind, content)
     source = getattr(speaker, "dbref", None)
     name = getattr(speaker, "key", None) or str(speaker)
-    if audience.is_player(speaker):
+    if decision.from_player:
         audience.note_audience(npc)
     why = floor.reason(npc, decision)
     if why is None:
