@@ -5,7 +5,9 @@
   endpoint of its model is unreachable (:mod:`evennia_ai.engine.outages`), its operator's word
   cannot be read (``npc.ai.held()``), or it is past a daily budget in ``silence`` or
   ``message`` mode (in ``offline`` mode it answers, with the offline model).
-- :func:`tell_flooded`: a speaker whose lines the per-speaker rate limit
+- :func:`flooded`: whether an event passes its speaker's rate
+  (``EVENNIA_AI_SPEAKER_EVENTS_PER_MINUTE``); :func:`tell_flooded`: a speaker whose lines the
+  per-speaker rate limit
   (``EVENNIA_AI_SPEAKER_EVENTS_PER_MINUTE``) drops is told so
   (``EVENNIA_AI_FLOOD_MESSAGE``), and the log says it, at most once a minute per speaker and
   NPC (``npc.ndb.ai_flood_told``: about the last minute, so a reload may forget it).
@@ -22,10 +24,12 @@ Example::
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from evennia.utils import logger
 
+from evennia_ai import conf
 from evennia_ai.engine import audience, outages
 from evennia_ai.engine.accounting import SpendingStatus
 from evennia_ai.memory.events import Event
@@ -75,6 +79,34 @@ def not_answering(handler, over: SpendingStatus) -> list[NotAnswering]:
     if over.exceeded and not over.held and over.action in ("silence", "message"):
         reasons.append(NotAnswering("over budget", over.describe()))
     return reasons
+
+
+def flooded(npc, event) -> bool:
+    """Whether ``event`` is over its speaker's rate (``EVENNIA_AI_SPEAKER_EVENTS_PER_MINUTE``)
+    for ``npc``.
+
+    A flood is dropped without a write; the NPC's next tick's trace notes how many were
+    dropped from whom (``npc.ndb.ai_floods``), so one player cannot bury the others. The
+    speaker is told so (``EVENNIA_AI_FLOOD_MESSAGE``) and the log says it, at most once a
+    minute per speaker (:func:`tell_flooded`).
+    """
+    limit = conf.get_int("EVENNIA_AI_SPEAKER_EVENTS_PER_MINUTE")
+    source = getattr(event, "source", None)
+    if limit <= 0 or not source or getattr(event, "event_class", "") == "system":
+        return False
+    now = time.monotonic()
+    recent = dict(npc.ndb.ai_speaker_times or {})
+    times = [t for t in recent.get(source, ()) if now - t < 60.0]
+    if len(times) >= limit:
+        floods = dict(npc.ndb.ai_floods or {})
+        who = getattr(event, "source_name", "") or source
+        floods[who] = floods.get(who, 0) + 1
+        npc.ndb.ai_floods = floods
+        tell_flooded(npc, source, who, limit, now)
+        return True
+    recent[source] = times + [now]
+    npc.ndb.ai_speaker_times = recent
+    return False
 
 
 def tell_flooded(npc, source: str, who: str, limit: int, now: float) -> None:

@@ -18,14 +18,12 @@ Example:
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import asdict
 from typing import Any, Callable
 
 from evennia.utils import logger
 
 from evennia_ai import conf
-from evennia_ai.engine.bookkeeping import heard_messages, history_overflow
 from evennia_ai.formatting import timestamp
 from evennia_ai.llm import tokens
 from evennia_ai.llm.models import resolve_model
@@ -43,7 +41,6 @@ from evennia_ai.npc_state import (
     ENABLED,
     EVENT_QUEUE,
     EXECUTION_CONFIG,
-    HISTORY,
     METRICS,
     MODEL,
     PAUSED,
@@ -419,7 +416,7 @@ class AIHandler:
             in a later reactor turn, after the caller returns.
         """
 
-        if self._flooded(event):
+        if answering.flooded(self.obj, event):
             return False
         max_size = conf.get_int("EVENNIA_AI_EVENT_QUEUE_SIZE")
         dropped = self.update(EVENT_QUEUE, lambda queue: ev.push(queue, event, max_size))
@@ -434,37 +431,6 @@ class AIHandler:
             script.trigger_tick()
         return True
 
-    def _flooded(self, event) -> bool:
-        """Whether ``event`` passes its speaker's rate (``EVENNIA_AI_SPEAKER_EVENTS_PER_MINUTE``).
-
-        A flood is dropped without a write; the next tick's trace notes how many were dropped
-        from whom (``npc.ndb.ai_floods``), so one player cannot bury the others. The speaker is
-        told so (``EVENNIA_AI_FLOOD_MESSAGE``) and the log says it, at most once a minute per
-        speaker (:meth:`_tell_flooded`).
-        """
-        limit = conf.get_int("EVENNIA_AI_SPEAKER_EVENTS_PER_MINUTE")
-        source = getattr(event, "source", None)
-        if limit <= 0 or not source or getattr(event, "event_class", "") == "system":
-            return False
-        now = time.monotonic()
-        recent = dict(self.obj.ndb.ai_speaker_times or {})
-        times = [t for t in recent.get(source, ()) if now - t < 60.0]
-        if len(times) >= limit:
-            floods = dict(self.obj.ndb.ai_floods or {})
-            who = getattr(event, "source_name", "") or source
-            floods[who] = floods.get(who, 0) + 1
-            self.obj.ndb.ai_floods = floods
-            self._tell_flooded(source, who, limit, now)
-            return True
-        recent[source] = times + [now]
-        self.obj.ndb.ai_speaker_times = recent
-        return False
-
-    def _tell_flooded(self, source: str, who: str, limit: int, now: float) -> None:
-        """Tell the speaker ``source`` (``who``) that their lines are dropped, and log it, at
-        most once a minute (:func:`evennia_ai.npc.answering.tell_flooded`)."""
-        answering.tell_flooded(self.obj, source, who, limit, now)
-
     def notify_system(self, text: str) -> None:
         """Queue a system event (operator decisions, tool outcomes that arrive later)."""
 
@@ -477,10 +443,12 @@ class AIHandler:
         if entry is None:
             return
         if attribute_writes.on_reactor_thread():
-            room = self.obj.location
-            if heard.take(self.obj, room, lambda lines: self._keep_lines([*lines, entry])):
+            add = heard.add_to_buffer
+            if heard.take(
+                self.obj, self.obj.location, lambda lines: add(self.state, [*lines, entry])
+            ):
                 return
-        self._keep_lines([entry])
+        heard.add_to_buffer(self.state, [entry])
 
     def hear(self, text: str, source=None, line=None) -> None:
         """Keep a line spoken in the NPC's room that did not wake it (the room's floor gave it
@@ -489,9 +457,9 @@ class AIHandler:
         No event, no queue write, no tick and no embedding: the line goes to the room's log of
         heard lines, once for all the NPCs that hear it (:mod:`evennia_ai.npc.heard`), and
         into this NPC's context buffer when the buffer is next read (:attr:`context_buffer`:
-        its next tick, an admin view). Its next conversation tick writes it to its history
-        (:mod:`evennia_ai.memory.context_buffer`); should it be pushed out of the buffer
-        first, every heard line not in the history yet is written there then.
+        its next tick). Its next conversation tick writes it to its history; should it be
+        pushed out of the buffer first, every heard line not in the history yet is written
+        there then (:func:`evennia_ai.npc.heard.add_to_buffer`).
 
         Args:
             text: The line as the room showed it.
@@ -499,17 +467,15 @@ class AIHandler:
             line: What the listeners of this one line share (the floor's decision), so the
                 room keeps one entry for them all; None: an entry of its own.
         """
+
+        def make_entry():
+            return context_buffer.entry(text, source=source, heard=True)
+
         room = self.obj.location
-        if room is None:
-            entry = context_buffer.entry(text, source=source, heard=True)
-            self._keep_lines([entry] if entry else [])
-        else:
-            heard.keep(
-                room,
-                self.obj.id,
-                lambda: context_buffer.entry(text, source=source, heard=True),
-                line,
-            )
+        if room is not None:
+            heard.keep(room, self.obj.id, make_entry, line)
+        elif (entry := make_entry()) is not None:
+            heard.add_to_buffer(self.state, [entry])
 
     @property
     def context_buffer(self) -> list[dict]:
@@ -528,30 +494,8 @@ class AIHandler:
         """
         if not attribute_writes.on_reactor_thread():
             return 0
-        return heard.take(self.obj, self.obj.location if room is None else room, self._keep_lines)
-
-    def _keep_lines(self, entries: list[dict]) -> None:
-        """Append ``entries`` to the context buffer (one write); a heard line they push out
-        that is not in the history yet is folded there first (:meth:`_fold_heard`)."""
-        if not entries:
-            return
-        size = conf.get_int("EVENNIA_AI_CONTEXT_BUFFER_SIZE")
-        self.state.extend(CONTEXT_BUFFER, entries, size, settle=self._fold_heard)
-
-    def _fold_heard(self, kept: list[dict], dropped: list[dict]) -> list[dict]:
-        """The buffer to store after an append (``kept``; ``dropped`` fell out of it): when a
-        heard line not in the history yet fell out, every such line (those dropped, and those
-        still kept) is written to the history first (one user message, or more when they are
-        long: none is cut out) and marked written in the buffer stored. One history write per
-        buffer's worth of lines heard while the NPC did not tick, and still one write of the
-        buffer."""
-        lines = context_buffer.unfolded(dropped)
-        if not lines:
-            return kept
-        lines += context_buffer.unfolded(kept)
-        for message in heard_messages(lines):
-            self.state.append(HISTORY, message, overflow=history_overflow)
-        return context_buffer.folded(kept, lines)
+        room = self.obj.location if room is None else room
+        return heard.take(self.obj, room, lambda lines: heard.add_to_buffer(self.state, lines))
 
     # -- daily spending ------------------------------------------------------------------------
     def spending_status(self, metrics: dict | None = None) -> spending.SpendingStatus:

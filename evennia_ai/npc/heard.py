@@ -31,9 +31,11 @@ from evennia.objects.models import ObjectDB
 from evennia.utils import logger
 
 from evennia_ai import conf
+from evennia_ai.engine.bookkeeping import heard_messages, history_overflow
 from evennia_ai.memory import context_buffer
 from evennia_ai.npc import attribute_writes
-from evennia_ai.npc.state import CATEGORY, write_attribute
+from evennia_ai.npc.state import CATEGORY, AttributeState, write_attribute
+from evennia_ai.npc_state import CONTEXT_BUFFER, HISTORY
 
 #: The room Attribute holding its log (in the plugin's state category).
 ROOM_LOG = "ai_heard"
@@ -132,6 +134,28 @@ def settle(room) -> None:
     if attr is not None and log:  # whoever did not take theirs is gone
         log.clear()
         attribute_writes.save_value(attr)
+
+
+def add_to_buffer(state: AttributeState, entries: list[dict]) -> None:
+    """Append ``entries`` to the NPC's context buffer (``state``: its state; one write); a heard
+    line they push out that is not in the history yet is written there first, with every other
+    one not written yet (one user message, or more when they are long: none is cut out), and
+    those lines are marked written in the buffer stored. One history write per buffer's worth
+    of lines heard while the NPC did not tick, and still one write of the buffer."""
+    if not entries:
+        return
+
+    def fold(kept: list[dict], dropped: list[dict]) -> list[dict]:
+        lines = context_buffer.unfolded(dropped)
+        if not lines:
+            return kept
+        lines += context_buffer.unfolded(kept)
+        for message in heard_messages(lines):
+            state.append(HISTORY, message, overflow=history_overflow)
+        return context_buffer.folded(kept, lines)
+
+    size = conf.get_int("EVENNIA_AI_CONTEXT_BUFFER_SIZE")
+    state.extend(CONTEXT_BUFFER, entries, size, settle=fold)
 
 
 def pending(room) -> int:

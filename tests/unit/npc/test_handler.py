@@ -23,7 +23,7 @@ class TestFloodNotice(AssistantTestBase):
         self.heard = patcher.start()
         self.addCleanup(patcher.stop)
         self.now = 1000.0
-        clock = mock.patch.object(handler.time, "monotonic", side_effect=lambda: self.now)
+        clock = mock.patch.object(handler.answering.time, "monotonic", side_effect=lambda: self.now)
         clock.start()
         self.addCleanup(clock.stop)
 
@@ -200,7 +200,7 @@ class TestHearing(AssistantTestBase):
             self.npc.ai.hear(f'Alice says, "line {n}"', source=self.char1.dbref)
         before = self.npc.ai.context_buffer
         self.npc.ai.hear('Alice says, "line 3"', source=self.char1.dbref)
-        with mock.patch.object(handler, "heard_messages", side_effect=ValueError("no")):
+        with mock.patch.object(heard, "heard_messages", side_effect=ValueError("no")):
             with self.assertRaises(ValueError):
                 self.npc.ai.take_heard()
         assert self.npc.ai.state.get("context_buffer") == before  # nothing dropped or marked
