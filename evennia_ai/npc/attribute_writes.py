@@ -76,6 +76,15 @@ def save_value(attr: Attribute, data: bytes | None = None, *, lazy: bool = False
             :data:`LAZY_WRITE_SECONDS`: for a value a crash may lose because the server's
             start puts it right anyway (a tick's in-flight marks, cleared on start).
     """
+    queued = _pending.get(id(attr))
+    if (
+        queued is not None
+        and data is None
+        and queued[1] is attr.db_value
+        and queued[2] is None
+        and (lazy or _state["call"] is not None)
+    ):
+        return  # the same value (changed in place) is already queued for this turn's flush
     if not attr.pk or not batching():
         attr.save(update_fields=["db_value"])
         return

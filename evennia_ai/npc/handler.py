@@ -443,10 +443,11 @@ class AIHandler:
         if entry is None:
             return
         if attribute_writes.on_reactor_thread():
-            add = heard.add_to_buffer
-            if heard.take(
-                self.obj, self.obj.location, lambda lines: add(self.state, [*lines, entry])
-            ):
+
+            def add(lines: list[dict]) -> None:  # new dicts, made for this: not copied again
+                heard.add_to_buffer(self.state, [*lines, entry], owned=True)
+
+            if heard.take(self.obj, self.obj.location, add):
                 return
         heard.add_to_buffer(self.state, [entry])
 
@@ -495,7 +496,9 @@ class AIHandler:
         if not attribute_writes.on_reactor_thread():
             return 0
         room = self.obj.location if room is None else room
-        return heard.take(self.obj, room, lambda lines: heard.add_to_buffer(self.state, lines))
+        return heard.take(
+            self.obj, room, lambda lines: heard.add_to_buffer(self.state, lines, owned=True)
+        )
 
     # -- daily spending ------------------------------------------------------------------------
     def spending_status(self, metrics: dict | None = None) -> spending.SpendingStatus:

@@ -4,7 +4,7 @@ A line the room's floor gave to another NPC (:mod:`evennia_ai.engine.floor`) is 
 the rest: they keep it in their context buffer and, at their next conversation tick, in their
 history (:mod:`evennia_ai.memory.context_buffer`). Written to each listener's buffer as it is
 spoken, a line heard by ten NPCs cost ten Attribute writes on the reactor. Here it is written
-once, to the **room's log** (an Attribute of the room, ``ai_heard`` in the plugin's category),
+once, to the **room's log** (an Attribute of the room, ``heard_lines`` in the plugin's category),
 with the ids of the NPCs that heard it and have not taken it yet::
 
     [{"text": "Alice says, \\"Tom, a pint!\\"", "source": "#12", "ts": "...", "heard": True,
@@ -38,11 +38,11 @@ from evennia_ai.npc.state import CATEGORY, AttributeState, write_attribute
 from evennia_ai.npc_state import CONTEXT_BUFFER, HISTORY
 
 #: The room Attribute holding its log (in the plugin's state category).
-ROOM_LOG = "ai_heard"
+ROOM_LOG = "heard_lines"
 TO = "to"  # an entry's key: ids of the NPCs that heard it and have not taken it yet
-# room id -> (the line's identity, its entry, the log's Attribute, the log): the listeners of
-# one line share one entry
-_LAST: dict[int, tuple[Any, dict, Any, list]] = {}
+# room id -> (the line's identity, its entry, the log's Attribute, the log, the room): the
+# listeners of one line share one entry, and the next line finds the log without a look-up
+_LAST: dict[int, tuple[Any, dict, Any, list, Any]] = {}
 # room id -> its log list, once checked whole in this process
 _CHECKED: dict[int, list] = {}
 
@@ -64,9 +64,9 @@ def keep(room, npc_id: int, make_entry: Callable[[], dict | None], line: Any = N
         line: What identifies the line among its listeners (the floor's decision): the first
             listener adds the entry, the others only their ids to it. None: an entry of its own.
     """
-    last = _LAST.get(room.id) if line is not None else None
-    if last is not None and last[0] is line:
-        _line, shared, attr, log = last
+    last = _LAST.get(room.id)
+    if last is not None and line is not None and last[0] is line:
+        _line, shared, attr, log, _room = last
         if attr.db_value is log and log and log[-1] is shared:  # still the log's newest
             if npc_id not in shared[TO]:
                 shared[TO].append(npc_id)
@@ -75,7 +75,10 @@ def keep(room, npc_id: int, make_entry: Callable[[], dict | None], line: Any = N
     entry = make_entry()
     if entry is None:
         return
-    attr, log = _log(room)
+    if last is not None and last[4] is room and last[2].pk and last[2].db_value is last[3]:
+        attr, log = last[2], last[3]  # the room's log as its last line left it
+    else:
+        attr, log = _log(room)
     if len(log) >= capacity():
         settle(room)
         attr, log = _log(room)
@@ -88,7 +91,7 @@ def keep(room, npc_id: int, make_entry: Callable[[], dict | None], line: Any = N
         log.append(shared)
         attribute_writes.save_value(attr)
     if line is not None:
-        _LAST[room.id] = (line, shared, attr, log)
+        _LAST[room.id] = (line, shared, attr, log, room)
 
 
 def take(npc, room, keep: Callable[[list[dict]], None]) -> int:
@@ -136,12 +139,14 @@ def settle(room) -> None:
         attribute_writes.save_value(attr)
 
 
-def add_to_buffer(state: AttributeState, entries: list[dict]) -> None:
+def add_to_buffer(state: AttributeState, entries: list[dict], owned: bool = False) -> None:
     """Append ``entries`` to the NPC's context buffer (``state``: its state; one write); a heard
     line they push out that is not in the history yet is written there first, with every other
     one not written yet (one user message, or more when they are long: none is cut out), and
     those lines are marked written in the buffer stored. One history write per buffer's worth
-    of lines heard while the NPC did not tick, and still one write of the buffer."""
+    of lines heard while the NPC did not tick, and still one write of the buffer.
+
+    ``owned``: the entries were made for this call (:meth:`AttributeState.extend`)."""
     if not entries:
         return
 
@@ -155,7 +160,7 @@ def add_to_buffer(state: AttributeState, entries: list[dict]) -> None:
         return context_buffer.folded(kept, lines)
 
     size = conf.get_int("EVENNIA_AI_CONTEXT_BUFFER_SIZE")
-    state.extend(CONTEXT_BUFFER, entries, size, settle=fold)
+    state.extend(CONTEXT_BUFFER, entries, size, settle=fold, owned=owned)
 
 
 def pending(room) -> int:

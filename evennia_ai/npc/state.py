@@ -259,6 +259,7 @@ class AttributeState:
         *,
         overflow: Callable[[list], int] | None = None,
         settle: Callable[[list, list], list] | None = None,
+        owned: bool = False,
     ) -> list:
         """Add ``items`` at the end of the list stored in ``key``, keeping its newest
         ``max_items`` entries (one write, with the turn's other writes when batching).
@@ -281,6 +282,8 @@ class AttributeState:
                 be changed), the list to store instead, before anything is written (a context
                 buffer marks lines written elsewhere). A list other than the one given is
                 checked whole.
+            owned: ``items`` are new flat dicts of plain values that nothing else holds (made
+                for this call): stored as they are, not copied.
 
         Returns:
             The entries that fell out, oldest first.
@@ -304,7 +307,7 @@ class AttributeState:
         attr = self._attribute(key)
         cached = getattr(attr, _CACHE, None) if attr is not None else None
         stored = attr.db_value if cached is not None else None
-        copies = [_plain_copy(item) for item in items]
+        copies = list(items) if owned else [_plain_copy(item) for item in items]
         if (
             cached is None
             or cached[0] is not stored
@@ -330,7 +333,8 @@ class AttributeState:
         kept, dropped = (added[count:], added[:count]) if count > 0 else (added, [])
         entries = settle(kept, dropped) if settle else kept
         if entries is not kept:  # settled anew: checked whole, and shared with nobody
-            problem = shape_problem(entries, declared.schema, key)
+            whole = any_object and all(type(e) is dict for e in entries)
+            problem = None if whole else shape_problem(entries, declared.schema, key)
             if problem:
                 raise ValueError(
                     f"'{self.prefix}{key}' of {self.npc.key} was not stored: {problem}."
