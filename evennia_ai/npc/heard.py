@@ -125,14 +125,20 @@ def _as_buffer_entry(item: dict) -> dict:
 
 def settle(room) -> None:
     """Every NPC named in ``room``'s log takes its lines (the log is full); ids of objects that
-    are gone, or no longer assistants, are dropped with their lines."""
+    are gone, or no longer assistants, are dropped with their lines, and so are the lines of
+    an NPC that could not take them (logged): one NPC's failing state never stops the room's
+    log, nor the line being said."""
     attr, log = _log(room)
     ids = {npc_id for e in log for npc_id in e[TO]}
     for npc in _objects(room, ids):
         handler = getattr(npc, "ai", None)
         take_heard = getattr(handler, "take_heard", None)
-        if callable(take_heard):
+        if not callable(take_heard):
+            continue
+        try:
             take_heard(room)
+        except Exception:
+            logger.log_trace(f"evennia_ai: {npc.key} could not take the lines it heard; dropped")
     attr, log = _log(room)
     if attr is not None and log:  # whoever did not take theirs is gone
         log.clear()
