@@ -443,12 +443,7 @@ class AIHandler:
         if entry is None:
             return
         if attribute_writes.on_reactor_thread():
-
-            def add(lines: list[dict]) -> None:  # new dicts, made for this: not copied again
-                heard.add_to_buffer(self.state, [*lines, entry], owned=True)
-
-            if heard.take(self.obj, self.obj.location, add):
-                return
+            self.take_heard()  # the lines heard before it come first
         heard.add_to_buffer(self.state, [entry])
 
     def hear(self, text: str, source=None, line=None) -> None:
@@ -469,13 +464,10 @@ class AIHandler:
                 room keeps one entry for them all; None: an entry of its own.
         """
 
-        def make_entry():
-            return context_buffer.entry(text, source=source, heard=True)
-
         room = self.obj.location
         if room is not None:
-            heard.keep(room, self.obj.id, make_entry, line)
-        elif (entry := make_entry()) is not None:
+            heard.keep(room, self.obj.id, text, source, line)
+        elif (entry := context_buffer.entry(text, source=source, heard=True)) is not None:
             heard.add_to_buffer(self.state, [entry])
 
     @property
@@ -495,10 +487,16 @@ class AIHandler:
         """
         if not attribute_writes.on_reactor_thread():
             return 0
-        room = self.obj.location if room is None else room
-        return heard.take(
-            self.obj, room, lambda lines: heard.add_to_buffer(self.state, lines, owned=True)
-        )
+
+        def add(lines: list[dict]) -> None:  # new dicts, made for this: not copied again
+            heard.add_to_buffer(self.state, lines, owned=True)
+
+        if room is not None:
+            return heard.take(self.obj, room, add)
+        taken = 0
+        for left in heard.heard_in(self.obj):  # moved without the hooks: those lines first
+            taken += heard.take(self.obj, left, add)
+        return taken + heard.take(self.obj, self.obj.location, add)
 
     # -- daily spending ------------------------------------------------------------------------
     def spending_status(self, metrics: dict | None = None) -> spending.SpendingStatus:

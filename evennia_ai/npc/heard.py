@@ -40,11 +40,16 @@ from evennia_ai.npc_state import CONTEXT_BUFFER, HISTORY
 #: The room Attribute holding its log (in the plugin's state category).
 ROOM_LOG = "heard_lines"
 TO = "to"  # an entry's key: ids of the NPCs that heard it and have not taken it yet
-# room id -> (the line's identity, its entry, the log's Attribute, the log, the room): the
-# listeners of one line share one entry, and the next line finds the log without a look-up
-_LAST: dict[int, tuple[Any, dict, Any, list, Any]] = {}
+# room id -> (the line's identity, its text, its entry, the log's Attribute, the log, the
+# room): the listeners of one line shown alike share one entry, and the next line finds the log
+# without a look-up
+_LAST: dict[int, tuple[Any, str, dict, Any, list, Any]] = {}
 # room id -> its log list, once checked whole in this process
 _CHECKED: dict[int, list] = {}
+# NPC id -> ids of the rooms it heard lines in since it last took them, in order (process
+# memory: a move without Evennia's hooks, or ``location`` set directly, still finds its lines
+# there; after a reload they reach it when that room's log settles)
+_WHERE: dict[int, dict[int, None]] = {}
 
 
 def capacity() -> int:
@@ -52,31 +57,36 @@ def capacity() -> int:
     return max(2, 2 * conf.get_int("EVENNIA_AI_CONTEXT_BUFFER_SIZE"))
 
 
-def keep(room, npc_id: int, make_entry: Callable[[], dict | None], line: Any = None) -> None:
-    """Note that NPC ``npc_id`` heard a line in ``room``.
+def keep(room, npc_id: int, text: str, source: str | None = None, line: Any = None) -> None:
+    """Note that NPC ``npc_id`` heard ``text`` in ``room``.
 
     Args:
         room: Where it was said.
         npc_id: The listener's id.
-        make_entry: Makes the line's context buffer entry
-            (:func:`evennia_ai.memory.context_buffer.entry`; None: nothing to keep); called by
-            the line's first listener only.
+        text: The line as the room showed it to this listener (rpsystem and a game's own
+            ``get_display_name`` may show it differently to each).
+        source: Dbref of the speaker, if known.
         line: What identifies the line among its listeners (the floor's decision): the first
-            listener adds the entry, the others only their ids to it. None: an entry of its own.
+            listener adds the entry, the others shown the same text only their ids to it.
+            None: an entry of its own.
     """
+    rooms = _WHERE.get(npc_id)
+    if rooms is None:
+        rooms = _WHERE[npc_id] = {}
+    rooms[room.id] = None
     last = _LAST.get(room.id)
-    if last is not None and line is not None and last[0] is line:
-        _line, shared, attr, log, _room = last
-        if attr.db_value is log and log and log[-1] is shared:  # still the log's newest
+    if last is not None and line is not None and last[0] is line and last[1] == text:
+        _line, _text, shared, attr, log, _room = last
+        if attr.pk and attr.db_value is log and log and log[-1] is shared:  # the log's newest
             if npc_id not in shared[TO]:
                 shared[TO].append(npc_id)
                 attribute_writes.save_value(attr)
             return
-    entry = make_entry()
+    entry = context_buffer.entry(text, source=source, heard=True)
     if entry is None:
         return
-    if last is not None and last[4] is room and last[2].pk and last[2].db_value is last[3]:
-        attr, log = last[2], last[3]  # the room's log as its last line left it
+    if last is not None and last[5] is room and last[3].pk and last[3].db_value is last[4]:
+        attr, log = last[3], last[4]  # the room's log as its last line left it
     else:
         attr, log = _log(room)
     if len(log) >= capacity():
@@ -91,7 +101,19 @@ def keep(room, npc_id: int, make_entry: Callable[[], dict | None], line: Any = N
         log.append(shared)
         attribute_writes.save_value(attr)
     if line is not None:
-        _LAST[room.id] = (line, shared, attr, log, room)
+        _LAST[room.id] = (line, text, shared, attr, log, room)
+
+
+def heard_in(npc) -> list:
+    """The rooms other than its own where ``npc`` heard lines since it last took them (it moved
+    without Evennia's move hooks), oldest first; forgotten once asked."""
+    rooms = _WHERE.pop(npc.id, None) or {}
+    here = getattr(npc, "location", None)
+    others = [room_id for room_id in rooms if here is None or room_id != here.id]
+    if not others:
+        return []
+    found = {obj.id: obj for obj in ObjectDB.objects.filter(id__in=others)}
+    return [found[room_id] for room_id in others if room_id in found]
 
 
 def take(npc, room, keep: Callable[[list[dict]], None]) -> int:
@@ -216,9 +238,19 @@ def _log(room) -> tuple[Any, list]:
 
 
 def _is_entry(item: Any) -> bool:
+    """Whether ``item`` is a log entry as :func:`keep` writes it (a stored log is checked with
+    this once per process: its entries then go into buffers uncopied)."""
+    if not isinstance(item, dict) or item.get(context_buffer.HEARD) is not True:
+        return False
+    to = item.get(TO)
     return (
-        isinstance(item, dict)
-        and isinstance(item.get("text"), str)
-        and isinstance(item.get(TO), list)
-        and item.get(context_buffer.HEARD) is True
+        isinstance(item.get("text"), str)
+        and isinstance(to, list)
+        and all(type(i) is int for i in to)
+        and len(set(to)) == len(to)
+        and all(type(item.get(k)) in (str, type(None)) for k in ("source", "ts"))
+        and all(type(v) in _SCALARS for k, v in item.items() if k != TO)
     )
+
+
+_SCALARS = (str, int, float, bool, type(None))

@@ -138,6 +138,23 @@ class TestHearing(AssistantTestBase):
         self.npc.ai.hear(self.LINE, source=self.char1.dbref, line=line)  # said again: its own
         assert [e["text"] for e in self.heard()] == [self.LINE, self.LINE]
 
+    def test_a_line_shown_differently_to_each_listener_is_kept_as_each_saw_it(self):
+        other = create.create_object(
+            AIAssistantCharacter, key="Bard", location=self.room1, home=self.room1
+        )
+        line = object()  # one line; rpsystem shows each listener its own name for the speaker
+        self.npc.ai.hear('Alice says, "hi"', source=self.char1.dbref, line=line)
+        other.ai.hear('A tall woman says, "hi"', source=self.char1.dbref, line=line)
+        assert [e["text"] for e in self.heard()] == ['Alice says, "hi"']
+        assert [e["text"] for e in other.ai.context_buffer] == ['A tall woman says, "hi"']
+
+    def test_lines_heard_before_a_move_without_hooks_still_come_first(self):
+        self.npc.ai.hear('Alice says, "one"', source=self.char1.dbref)
+        self.npc.move_to(self.room2, quiet=True, move_hooks=False)
+        self.npc.ai.hear('Bob says, "two"', source=self.char1.dbref)
+        assert [e["text"] for e in self.heard()] == ['Alice says, "one"', 'Bob says, "two"']
+        assert heard.pending(self.room1) == heard.pending(self.room2) == 0
+
     def test_lines_heard_in_a_room_left_go_along_and_ambient_lines_keep_their_order(self):
         self.npc.ai.hear('Alice says, "one"', source=self.char1.dbref)
         self.npc.ai.remember_ambient("Bob lights the fire.")
@@ -187,12 +204,19 @@ class TestHearing(AssistantTestBase):
 
     def test_entries_of_a_stored_log_that_cannot_be_read_are_dropped(self):
         good = {"text": self.LINE, "source": None, "ts": "2026-11-27T10:00:00Z", "heard": True}
-        stored = [{**good, "to": [self.npc.id]}, {"text": 3, "to": [self.npc.id]}, "junk"]
+        stored = [
+            {**good, "to": [self.npc.id]},
+            {"text": 3, "to": [self.npc.id]},
+            "junk",
+            {**good, "to": ["#5"]},  # not an id: would break the log's settling
+            {**good, "to": [self.npc.id, self.npc.id]},  # twice: would be taken twice
+            {**good, "to": [self.npc.id], "source": ["#1"]},  # not a scalar
+        ]
         self.room1.attributes.add(heard.ROOM_LOG, stored, category=state_module.CATEGORY)
         heard._CHECKED.clear()  # as after a reload
         with mock.patch.object(heard.logger, "log_warn") as warn:
             assert [e["text"] for e in self.heard()] == [self.LINE]
-        assert "2 entries" in warn.call_args.args[0]
+        assert "5 entries" in warn.call_args.args[0]
 
     def test_a_log_that_cannot_be_read_is_started_afresh(self):
         self.room1.attributes.add(heard.ROOM_LOG, "junk", category=state_module.CATEGORY)
