@@ -16,12 +16,14 @@ game sets applies to the NPC as it would to anyone else:
   while an account puppets the NPC, because the account's permissions would then apply.
 
 What the hooks say to the NPC while a tool runs ("You cannot go there.") is captured with
-:func:`capture_messages` and handed back to the model as the tool's error or output.
+:func:`capture_messages` and handed back to the model as the tool's error or output. It and the
+other helpers that find things and people (:func:`find_among`, :func:`is_character`,
+:func:`is_player`, :func:`plain_text`) live in :mod:`evennia_ai.world.objects`, and are
+imported here under the same names.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 
@@ -30,7 +32,6 @@ from django.utils.translation import gettext as _
 from evennia.server.signals import SIGNAL_EXIT_TRAVERSED
 from evennia.utils.ansi import strip_ansi, strip_mxp
 from evennia.utils.search import search_object
-from evennia.utils.utils import inherits_from
 
 from evennia_ai import conf
 from evennia_ai.tools.base import TEXT, Tool, ToolCategory, ToolContext, ToolResult, object_schema
@@ -38,12 +39,24 @@ from evennia_ai.tools.registry import register_tool
 from evennia_ai.tools.safety import ai_state_kept, check_speech, note_spoken
 from evennia_ai.utils import clean_text, is_assistant, truncate
 from evennia_ai.wording import EMPTY_TOOL_OUTPUT
+from evennia_ai.world.objects import (  # noqa: F401  (re-exported: their old home)
+    CHARACTER_TYPECLASS,
+    _exact_matches,
+    _listing,
+    _names,
+    _text_of,
+    _visible,
+    capture_messages,
+    find_among,
+    is_character,
+    is_player,
+    plain_text,
+)
 
 MAX_MESSAGE_LENGTH = 2000
 LOOK_LIMIT = 3000
 COMMAND_OUTPUT_LIMIT = 3000
 MAX_VALUE_JSON_LENGTH = 10000
-CHARACTER_TYPECLASS = "evennia.objects.objects.DefaultCharacter"
 PROTECTED_CATEGORIES = frozenset({"ai"})
 # Tools whose cached answers describe the NPC's surroundings; moving things invalidates them.
 VIEW_TOOLS = frozenset({"inspect_location"})
@@ -61,74 +74,6 @@ _MESSAGE_SCHEMA = {"type": "string", "minLength": 1, "maxLength": MAX_MESSAGE_LE
 
 
 # -- helpers -------------------------------------------------------------------------------------
-def plain_text(text) -> str:
-    """Evennia markup (colour, MXP links) stripped from ``text``."""
-    if text is None:
-        return ""
-    return strip_ansi(strip_mxp(str(text))).strip()
-
-
-def _text_of(text) -> str:
-    """The text part of a ``msg(text=...)`` argument (a string or a ``(text, options)`` tuple)."""
-    if isinstance(text, (tuple, list)):
-        text = text[0] if text else ""
-    return plain_text(text)
-
-
-@contextlib.contextmanager
-def capture_messages(obj):
-    """Record, as plain strings, everything sent to ``obj.msg`` inside the block.
-
-    Messages still reach ``obj`` as usual (its ``at_msg_receive`` and any session); the capture
-    only listens. Works on the one cached instance Evennia keeps per database object.
-
-    Example:
-        with capture_messages(npc) as said:
-            exit_obj.at_failed_traverse(npc)
-        reason = " ".join(said)
-    """
-    captured: list[str] = []
-    had_own = "msg" in obj.__dict__
-    own = obj.__dict__.get("msg")
-    original = obj.msg
-
-    def recording_msg(text=None, *args, **kwargs):
-        plain = _text_of(text)
-        if plain:
-            captured.append(plain)
-        return original(text, *args, **kwargs)
-
-    obj.msg = recording_msg
-    try:
-        yield captured
-    finally:
-        if had_own:
-            obj.msg = own
-        else:
-            obj.__dict__.pop("msg", None)
-
-
-def is_character(obj) -> bool:
-    """Whether ``obj`` is a character (player-controlled or not)."""
-    return bool(obj) and inherits_from(obj, CHARACTER_TYPECLASS)
-
-
-def is_player(obj) -> bool:
-    """Whether a character is played by an account (connected or linked)."""
-    return bool(obj.has_account or getattr(obj, "account", None))
-
-
-def _names(objs) -> list[str]:
-    return [obj.key for obj in objs]
-
-
-def _listing(names: list[str], empty: str = "nothing", limit: int = 20) -> str:
-    if not names:
-        return empty
-    more = f" and {len(names) - limit} more" if len(names) > limit else ""
-    return ", ".join(names[:limit]) + more
-
-
 def _check_message(text: str, what: str = "message") -> str | None:
     """An error when ``text`` is blank; None when it can be spoken."""
     if not isinstance(text, str) or not text.strip():
@@ -189,56 +134,6 @@ def _puppet_error(npc) -> ToolResult | None:
             "the account's permissions, so they are refused until it is released."
         )
     return None
-
-
-def _exact_matches(results: list, name: str) -> list:
-    lowered = name.strip().lower()
-    exact = []
-    for obj in results:
-        aliases = [a.lower() for a in obj.aliases.all()]
-        if obj.key.lower() == lowered or lowered in aliases:
-            exact.append(obj)
-    return exact
-
-
-def find_among(
-    npc, name: str, candidates: list, *, what: str, label: str = "You see"
-) -> tuple[object | None, str | None]:
-    """Find ``name`` among ``candidates`` the way a player's search would.
-
-    Args:
-        npc: The searching character.
-        name: What the model called it (key, alias or a unique part of the name).
-        candidates: Objects the search may return.
-        what: Phrase for errors, e.g. "here" or "in your inventory".
-        label: Introduces the list of what there is, in the not-found error.
-
-    Returns:
-        ``(obj, None)`` on a unique match, else ``(None, error)`` naming what there is.
-    """
-    name = (name or "").strip()
-    if not name:
-        return None, "No name given."
-    if not candidates:
-        return None, f"There is nothing {what}."
-    results = [
-        obj
-        for obj in npc.search(name, candidates=candidates, quiet=True) or []
-        if obj in candidates
-    ]
-    if len(results) > 1:
-        results = _exact_matches(results, name) or results
-    if len(results) == 1:
-        return results[0], None
-    if not results:
-        present = _listing(_names(_visible(npc, candidates)))
-        return None, f"There is no '{name}' {what}. {label}: {present}."
-    options = ", ".join(f"{obj.key} ({obj.dbref})" for obj in results)
-    return None, f"'{name}' could mean: {options}. Use a more specific name."
-
-
-def _visible(npc, objs) -> list:
-    return [obj for obj in objs if obj != npc and obj.access(npc, "view", default=True)]
 
 
 def _characters_here(npc) -> list:
