@@ -122,6 +122,46 @@ MEMORY_BLOCKS_HEADER = (
 LONGTERM_HEADING = "## Things you remember"
 """Heads the long-term memories found for the tick (:mod:`evennia_ai.prompt.longterm_sources`)."""
 
+# -- the world: the sense of place and the wares (evennia_ai.world, evennia_ai.prompt.sources) --
+PLACE_HEADING = "## Where you are"
+"""Heads the sense of place: the room, the time of day, its exits and the rooms further on, who
+and what is here, the NPC's routine now and next."""
+
+WARES_HEADING = "## What you trade"
+"""Heads a trading NPC's wares: open or closed, its purse, what it sells and buys and at what
+prices."""
+
+NOW_LINE = "Now: at {room}, {doing}{open}."
+"""The routine's slot now; ``{room}`` its room, ``{doing}`` what the NPC does there (staff's
+text), ``{open}`` :data:`OPEN_FOR_TRADE` in a slot open for trade, else empty."""
+
+OPEN_FOR_TRADE = "; open for trade until {end}"
+"""Ends :data:`NOW_LINE` in a slot open for trade; ``{end}`` the slot's end (``15:00``)."""
+
+NEXT_LINE = "Next: {start}-{end} at {room}, {doing}."
+"""The routine's next slot; ``{start}`` and ``{end}`` its times (``15:00``), ``{room}`` its
+room, ``{doing}`` what the NPC does there."""
+
+PART_OF_DAY_NIGHT = "night"
+"""The game day's first quarter (:meth:`evennia_ai.world.clock.GameTime.part_of_day`)."""
+
+PART_OF_DAY_MORNING = "morning"
+"""The game day's second quarter."""
+
+PART_OF_DAY_AFTERNOON = "afternoon"
+"""The game day's third quarter."""
+
+PART_OF_DAY_EVENING = "evening"
+"""The game day's last quarter."""
+
+PARTS_OF_DAY = (
+    PART_OF_DAY_NIGHT,
+    PART_OF_DAY_MORNING,
+    PART_OF_DAY_AFTERNOON,
+    PART_OF_DAY_EVENING,
+)
+"""The parts of the day, one per quarter of the game day, in order from midnight."""
+
 # -- history and its summary (evennia_ai.memory.compression) -----------------------------------
 SUMMARY_PREFIX = "[Summary of earlier conversation]"
 """Opens the message a history compaction folds old messages into."""
