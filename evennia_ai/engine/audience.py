@@ -2,8 +2,8 @@
 
 An assistant's work that nobody asked for (autonomous ticks, reflection) is only worth its
 tokens when a player may see its effects. This module keeps when a player was last within
-earshot of the NPC (in its room, connected) in ``ndb`` (it is about the last minutes, so a
-reload may forget it): :func:`has_audience` is true while a player is there, and for
+earshot of the NPC (in its room, connected) in process memory, on the NPC's object as ``ndb``
+would keep it (it is about the last minutes, so a reload may forget it): :func:`has_audience` is true while a player is there, and for
 ``EVENNIA_AI_AUDIENCE_WINDOW`` seconds after one was last seen or heard. (Who answers a line
 in a room, and how long AI NPCs talk to each other, is the room's floor:
 :mod:`evennia_ai.engine.floor`.)
@@ -77,16 +77,26 @@ def players_in_earshot(npc) -> list:
     return [obj for obj in location.contents if obj is not npc and is_player(obj)]
 
 
+#: Where :func:`note_audience` keeps the time, on the NPC's object: gone with it, as ``ndb``
+#: data is, without ``ndb``'s look-up for each NPC that hears a player's line.
+AUDIENCE_AT = "_evennia_ai_audience_at"
+
+
 def note_audience(npc) -> None:
     """A player is within earshot of ``npc`` now."""
-    npc.ndb.ai_audience_at = time.time()
+    setattr(npc, AUDIENCE_AT, time.time())
+
+
+def forget_audience(npc) -> None:
+    """Forget when a player was last within earshot of ``npc`` (tests, a reset)."""
+    setattr(npc, AUDIENCE_AT, None)
 
 
 def last_audience(npc) -> float | None:
     """When a player was last within earshot (epoch seconds; now when one is there)."""
     if players_in_earshot(npc):
         note_audience(npc)
-    return npc.ndb.ai_audience_at
+    return getattr(npc, AUDIENCE_AT, None)
 
 
 def has_audience(npc, window: float | None = None) -> bool:

@@ -102,7 +102,8 @@ def _heard_texts(texts: tuple, limit: int) -> tuple[str, ...]:
     size = len(HEARD_IN_ROOM_HEADING)
     for text in texts:
         line = {"text": text}
-        extra = len(context_buffer.heard_text([line])) - len(HEARD_IN_ROOM_HEADING)
+        cleaned = context_buffer.clean_line(text)
+        extra = len(context_buffer.LINE_JOINER) + len(cleaned) if cleaned else 0
         if chunk and limit and size + extra > limit:
             found.append(context_buffer.heard_text(chunk))
             chunk, size = [], len(HEARD_IN_ROOM_HEADING)

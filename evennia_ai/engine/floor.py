@@ -523,20 +523,26 @@ def player_waiting(npc) -> bool:
     return any(npc_id != npc.id for npc_id in floor.waiting)
 
 
+#: Where :func:`note_heard` counts, on the NPC's object: gone with it, as ``ndb`` data is,
+#: without ``ndb``'s look-up for each NPC that hears a line.
+_HEARD = "_evennia_ai_heard"
+
+
 def note_heard(npc, who: str, why: str) -> None:
     """Count a line ``npc`` heard from ``who`` and was not woken by (``why``), for its next
     trace."""
-    heard = npc.ndb.ai_heard
-    if not isinstance(heard, dict):
-        heard = npc.ndb.ai_heard = {}
+    heard = getattr(npc, _HEARD, None)
+    if heard is None:
+        heard = {}
+        setattr(npc, _HEARD, heard)
     heard[(who, why)] = heard.get((who, why), 0) + 1
 
 
 def heard_notes(npc) -> list[str]:
     """The lines ``npc`` heard without being woken since its last trace, in words ("heard 3
     line(s); not addressed (Alice 2, Tom 1)"); reading them clears them."""
-    heard = npc.ndb.ai_heard or {}
-    npc.ndb.ai_heard = None
+    heard = getattr(npc, _HEARD, None) or {}
+    setattr(npc, _HEARD, None)
     by_why: dict[str, Counter] = {}
     for (who, why), count in heard.items():
         by_why.setdefault(why, Counter())[who] += count

@@ -30,6 +30,7 @@ from evennia_ai.wording import HEARD_IN_ROOM_HEADING
 
 MAX_LINE = 500  # characters kept of one line
 HEARD = "heard"  # an entry's flag: speech the NPC heard without being woken
+LINE_JOINER = "\n- "  # between the heard lines of a history message (and after its heading)
 FOLDED = "folded"  # an entry's flag: a heard line already written to the conversation history
 
 
@@ -118,6 +119,15 @@ def folded(buffer: list[dict] | None, entries: list[dict]) -> list[dict]:
     ]
 
 
+def all_folded(buffer: list[dict]) -> list[dict]:
+    """A copy of ``buffer`` with every heard line marked as written to the history (when all
+    its lines not written yet just were: :func:`folded` without matching them)."""
+    return [
+        {**e, FOLDED: True} if type(e) is dict and e.get(HEARD) and not e.get(FOLDED) else e
+        for e in buffer
+    ]
+
+
 def outside_history(buffer: list[dict] | None) -> list[dict]:
     """The entries a request carrying the conversation history still needs: all but the heard
     lines already written there."""
@@ -131,13 +141,14 @@ def heard_text(entries: list[dict]) -> str:
     control characters, the prompt's elements defused) and kept on one line after ``- ``, so
     none can open a section or an element of a request. "" when there are none.
     """
-    lines = [_clean_line(e.get("text")) for e in entries if isinstance(e, dict)]
+    lines = [clean_line(e.get("text")) for e in entries if isinstance(e, dict)]
     lines = [line for line in lines if line]
-    return "\n- ".join([HEARD_IN_ROOM_HEADING, *lines]) if lines else ""
+    return LINE_JOINER.join([HEARD_IN_ROOM_HEADING, *lines]) if lines else ""
 
 
-def _clean_line(text) -> str:
-    """A heard line cleaned, on one line (remembered: every NPC of a room hears it alike)."""
+def clean_line(text) -> str:
+    """A heard line cleaned, on one line, as :func:`heard_text` writes it ("" when nothing is
+    left; remembered: every NPC of a room hears it alike)."""
     if not isinstance(text, str):
         return " ".join(clean_text(text).split())
     return _clean_text_line(text)
@@ -145,7 +156,7 @@ def _clean_line(text) -> str:
 
 @lru_cache(maxsize=1024)
 def _clean_text_line(text: str) -> str:
-    """:func:`_clean_line` of a text (the cache)."""
+    """:func:`clean_line` of a text (the cache)."""
     return " ".join(clean_text(text).split())
 
 

@@ -13,8 +13,8 @@ with the ids of the NPCs that heard it and have not taken it yet::
 An NPC **takes** its lines (:func:`take`: into its own buffer, one write, folding into its
 history what the buffer pushes out) whenever its buffer is read: its next tick's snapshot, an
 admin view, a move out of the room (what it heard stays with it). A taken line loses the NPC's
-id; a line nobody still has to take leaves the log. The log keeps at most twice
-``EVENNIA_AI_CONTEXT_BUFFER_SIZE`` lines: when it is full, every NPC named in it takes its
+id; a line nobody still has to take leaves the log. The log keeps at most
+:data:`LOG_BUFFERS` times ``EVENNIA_AI_CONTEXT_BUFFER_SIZE`` lines: when it is full, every NPC named in it takes its
 lines first (:func:`settle`), so a line is never dropped before its listeners have it; that is
 one buffer write per listener per that many lines, instead of one per line.
 
@@ -52,9 +52,17 @@ _CHECKED: dict[int, list] = {}
 _WHERE: dict[int, dict[int, None]] = {}
 
 
+#: A room's log keeps this many buffers' worth of lines (``EVENNIA_AI_CONTEXT_BUFFER_SIZE``):
+#: each settling costs every listener a buffer write and a history write whatever the number
+#: of lines, each line's row grows with the log; 4 cost the least per line (``bench cost``,
+#: docs/scaling.md).
+LOG_BUFFERS = 4
+
+
 def capacity() -> int:
-    """Most lines a room's log keeps: twice ``EVENNIA_AI_CONTEXT_BUFFER_SIZE`` (at least 2)."""
-    return max(2, 2 * conf.get_int("EVENNIA_AI_CONTEXT_BUFFER_SIZE"))
+    """Most lines a room's log keeps: :data:`LOG_BUFFERS` times
+    ``EVENNIA_AI_CONTEXT_BUFFER_SIZE`` (at least 2)."""
+    return max(2, LOG_BUFFERS * conf.get_int("EVENNIA_AI_CONTEXT_BUFFER_SIZE"))
 
 
 def keep(room, npc_id: int, text: str, source: str | None = None, line: Any = None) -> None:
@@ -185,7 +193,7 @@ def add_to_buffer(state: AttributeState, entries: list[dict], owned: bool = Fals
         lines += context_buffer.unfolded(kept)
         for message in heard_messages(lines):
             state.append(HISTORY, message, overflow=history_overflow)
-        return context_buffer.folded(kept, lines)
+        return context_buffer.all_folded(kept)  # its unwritten lines all were, just now
 
     size = conf.get_int("EVENNIA_AI_CONTEXT_BUFFER_SIZE")
     state.extend(CONTEXT_BUFFER, entries, size, settle=fold, owned=owned)

@@ -166,14 +166,19 @@ def embed_for_recall(event: Event) -> bool:
 def perceive_message(npc, text, from_obj, kwargs: dict) -> None:
     """Handle one message delivered to the NPC (see module docstring)."""
 
-    if from_obj is None or from_obj == npc or npc.location is None:
+    location = npc.location
+    if from_obj is None or location is None or from_obj == npc:
         return
     if not npc.ai.enabled:
         return
     plain, msg_type = _text_and_type(text)
     if not plain:
         return
-    same_room = getattr(from_obj, "location", None) == npc.location
+    same_room = getattr(from_obj, "location", None) == location
+    kind = SPEECH_TYPES.get(msg_type or "")
+    if kind and same_room and kind not in PRIVATE_KINDS:  # open speech, the most common
+        perceive_speech(npc, from_obj, kind, plain)
+        return
     source = getattr(from_obj, "dbref", None)
     name = getattr(from_obj, "key", None) or str(from_obj)
 
@@ -193,12 +198,11 @@ def perceive_message(npc, text, from_obj, kwargs: dict) -> None:
             kind = "arrive"
         npc.ai.perceive(
             Event.create(
-                kind=kind, text=plain, source=source, source_name=name, location=npc.location.dbref
+                kind=kind, text=plain, source=source, source_name=name, location=location.dbref
             )
         )
         return
 
-    kind = SPEECH_TYPES.get(msg_type or "")
     if kind in PRIVATE_KINDS:
         if kind == "whisper":
             content = one_line(_speech_content(plain))
@@ -219,9 +223,6 @@ def perceive_message(npc, text, from_obj, kwargs: dict) -> None:
         if queued is not False:  # a flood is not remembered: it cannot push a secret out
             _remember_whisper(npc, source, name, content)
             embed_for_recall(event)
-        return
-    if kind and same_room:
-        perceive_speech(npc, from_obj, kind, plain)
         return
     if same_room or msg_type is None:
         npc.ai.remember_ambient(one_line(plain), source=source)

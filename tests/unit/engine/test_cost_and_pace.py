@@ -135,7 +135,7 @@ class TestIdleCostsNothing(PlayerBase):
 
     def test_autonomy_waits_for_an_audience(self):
         self.char1.location = self.room2  # the player leaves
-        self.npc.ndb.ai_audience_at = None
+        audience.forget_audience(self.npc)
         assert self.tick() is None
         assert not self.server.requests_to("/v1/chat/completions")
         self.char1.location = self.room1  # and comes back
@@ -154,7 +154,7 @@ class TestIdleCostsNothing(PlayerBase):
 
     def test_a_goal_marked_unwatched_is_worked_on_alone(self):
         self.char1.location = self.room2
-        self.npc.ndb.ai_audience_at = None
+        audience.forget_audience(self.npc)
         goal_id = self.npc.ai.goals[0]["id"]
         goals, op = goals_mod.set_needs_audience(self.npc.ai.goals, goal_id, False)
         assert op.success
@@ -163,7 +163,7 @@ class TestIdleCostsNothing(PlayerBase):
 
     def test_reflection_waits_for_an_audience_unless_asked(self):
         self.char1.location = self.room2
-        self.npc.ndb.ai_audience_at = None
+        audience.forget_audience(self.npc)
         with override_settings(EVENNIA_AI_AUTONOMY=False, EVENNIA_AI_REFLECTION_INTERVAL=1):
             self.script.attributes.add("tick_count", 5, category="ai")
             assert self.tick() is None
@@ -172,7 +172,7 @@ class TestIdleCostsNothing(PlayerBase):
 
     def test_the_setting_off_works_unwatched(self):
         self.char1.location = self.room2
-        self.npc.ndb.ai_audience_at = None
+        audience.forget_audience(self.npc)
         with override_settings(EVENNIA_AI_IDLE_NEEDS_AUDIENCE=False):
             assert self.tick().context_type == "tick_autonomous"
 

@@ -34,6 +34,7 @@ from twisted.internet import defer
 from unit.engine.test_golden_requests import calls_in_this_thread
 
 from evennia_ai import scripts  # noqa: F401  (the tick and what it uses, imported first)
+from evennia_ai.engine import audience
 from evennia_ai.engine.trace import StopReason
 from evennia_ai.memory import events as ev
 from evennia_ai.memory import longterm
@@ -115,7 +116,7 @@ def overheard(case):
 def no_audience(case):
     """Nobody is within earshot, nor was lately."""
     case.player.sessions.count = lambda: 0
-    case.npc.ndb.ai_audience_at = None
+    audience.forget_audience(case.npc)
 
 
 def goals_done(case):

@@ -172,22 +172,22 @@ class TestHearing(AssistantTestBase):
         gone = create.create_object(
             AIAssistantCharacter, key="Bard", location=self.room1, home=self.room1
         )
-        for n in range(4):  # the log keeps twice the buffer
+        for n in range(heard.capacity()):  # a full log
             line = object()
             self.npc.ai.hear(f'Alice says, "line {n}"', source=self.char1.dbref, line=line)
             gone.ai.hear(f'Alice says, "line {n}"', source=self.char1.dbref, line=line)
         gone.delete()
-        self.npc.ai.hear('Alice says, "line 4"', source=self.char1.dbref)
+        self.npc.ai.hear('Alice says, "line last"', source=self.char1.dbref)
         assert heard.pending(self.room1) == 1  # the others taken, the gone one's dropped
         assert "line 0" in self.npc.ai.history[-1]["content"]  # folded on the way
-        assert [e["text"] for e in self.heard()][-1] == 'Alice says, "line 4"'
+        assert [e["text"] for e in self.heard()][-1] == 'Alice says, "line last"'
 
     @override_settings(EVENNIA_AI_CONTEXT_BUFFER_SIZE=2)
     def test_a_listener_that_cannot_take_its_lines_does_not_stop_the_room(self):
         other = create.create_object(
             AIAssistantCharacter, key="Bard", location=self.room1, home=self.room1
         )
-        for n in range(4):
+        for n in range(heard.capacity()):
             line = object()
             self.npc.ai.hear(f'Alice says, "line {n}"', source=self.char1.dbref, line=line)
             other.ai.hear(f'Alice says, "line {n}"', source=self.char1.dbref, line=line)
@@ -195,11 +195,11 @@ class TestHearing(AssistantTestBase):
             mock.patch.object(other.ai, "take_heard", side_effect=ValueError("no")),
             mock.patch.object(heard.logger, "log_trace") as trace,
         ):
-            self.npc.ai.hear('Alice says, "line 4"', source=self.char1.dbref)
+            self.npc.ai.hear('Alice says, "line last"', source=self.char1.dbref)
         assert "could not take" in trace.call_args.args[0]
         assert heard.pending(self.room1) == 1  # the new line kept; the full log settled
         assert "line 0" in self.npc.ai.history[-1]["content"]  # the others took theirs
-        assert [e["text"] for e in self.heard()][-1] == 'Alice says, "line 4"'
+        assert [e["text"] for e in self.heard()][-1] == 'Alice says, "line last"'
         assert other.ai.context_buffer == []  # the failing one's lines dropped, not retried
 
     def test_entries_of_a_stored_log_that_cannot_be_read_are_dropped(self):
