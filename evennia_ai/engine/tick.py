@@ -399,7 +399,7 @@ class TickRunner:
             return
         self.npc.ndb.ai_last_request = built.request_key  # the next request's prefix-cache base
         # One piece: the writes only change Attributes in memory and queue their rows, which
-        # go to the database together when the turn ends (npc.attribute_writes).
+        # go to the database together when the turn ends (attribute_writes).
         self.books.write(state, outcome, trace)
 
     @defer.inlineCallbacks

@@ -126,3 +126,16 @@ def time_problems(slots: list[SlotText], cal: Calendar) -> list[str]:
     """Every problem of the times of ``slots`` in words: a time not of this day, an empty
     slot, two slots overlapping (round the day), more than :data:`MAX_SLOTS` slots."""
     raise NotImplementedError("issue 36: A")
+
+
+def open_for_trade(routine: Routine, minute: int, cal: Calendar) -> tuple[bool, str]:
+    """Whether an NPC keeping ``routine`` trades at ``minute`` of the game day, and why not.
+
+    An NPC with no slots trades at any time (a routine is optional). With slots, it trades only
+    within a slot marked ``[trade]``; free time between slots is closed.
+
+    Returns:
+        ``(True, "")``, or ``(False, words)`` such as ``"having a drink until 20:00; you trade
+        again from 05:00"`` (what the trade's refusal tells the NPC and the player).
+    """
+    raise NotImplementedError("issue 36: A")

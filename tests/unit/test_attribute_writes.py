@@ -17,8 +17,8 @@ from evennia.utils.create import create_object
 from twisted.internet import task
 from unit.engine.test_assistant_tick import AssistantTestBase
 
+from evennia_ai import attribute_writes
 from evennia_ai.memory.events import Event
-from evennia_ai.npc import attribute_writes
 from evennia_ai.typeclasses import AIAssistantCharacter
 
 pytestmark = pytest.mark.postgres  # the statement is raw SQL: also run on PostgreSQL
