@@ -127,6 +127,31 @@ PLACE_HEADING = "## Where you are"
 """Heads the sense of place: the room, the time of day, its exits and the rooms further on, who
 and what is here, the NPC's routine now and next."""
 
+PLACE_ROOM = "{room}."
+"""The sense of place's first line when the game has no clock to read; ``{room}`` the room."""
+
+PLACE_ROOM_AT = "{room}. Around {time} ({part})."
+"""The sense of place's first line; ``{time}`` the game time to the hour (``14:00``),
+``{part}`` the part of the day (:data:`PARTS_OF_DAY`)."""
+
+PLACE_EXITS = "Exits: {}."
+"""The exits the NPC may pass, ``north to the Bakery; east to the Smithy``."""
+
+PLACE_FURTHER = "Further: {}."
+"""Rooms a few exits away with the way to each, ``Bakery Loft (north, then up)``."""
+
+PLACE_HERE = "Here: {}."
+"""Who is in the room, ``Alice (a player), Bram (an NPC)`` (fenced: players choose names)."""
+
+PLACE_THINGS = "Things here: {}."
+"""What else the NPC sees in the room (fenced with :data:`PLACE_HERE`)."""
+
+PLACE_MORE = " (and {n} more)"
+"""Ends a list of the sense of place cut to fit its budget."""
+
+PLACE_SOURCE = "who and what is here"
+"""The fence's source for the names of who and what is here."""
+
 WARES_HEADING = "## What you trade"
 """Heads a trading NPC's wares: open or closed, its purse, what it sells and buys and at what
 prices."""
