@@ -48,6 +48,7 @@ class FakeAI:
             "journal": [],
             "history": [],
             "model": None,
+            "routine": {"slots": []},
         }
         self.state.update(state)
         self.writes: list[str] = []
