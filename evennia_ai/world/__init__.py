@@ -1,6 +1,6 @@
 """The world the NPCs live in: the game clock, routines, paths, goods, stock, money and trade.
 
-Layer 2, "domain" (docs/architecture.md), beside ``memory``, ``workspace`` and ``tools``. These
+The "domain" layer of the package (docs/architecture.md), beside ``memory``, ``workspace`` and ``tools``. These
 modules never import ``tools``, ``engine``, ``commands`` or ``web``: the tools import them
 (``tests/system/test_layers.py`` refuses an upward import or a circle). Pure modules work on
 plain data and can be tested without a database; glue modules read the game's objects.
@@ -16,7 +16,4 @@ Modules:
     money: the game's money, read and paid through an adapter (glue).
     atomic: what one all-or-nothing write touched, for the repair after a rollback (glue).
     trade: the one path by which goods and money change hands (glue).
-
-Issue 36 fills the bodies of clock, routine, paths, goods, money, atomic and trade: until then
-their functions raise ``NotImplementedError`` and nothing in the plugin calls them.
 """
