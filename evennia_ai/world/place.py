@@ -118,7 +118,9 @@ def gather(
     if room is None:
         return None
     exits = [(_name(exit_obj), _name(dest)) for exit_obj, dest in ways(room)]
-    players, npcs, things = [], [], []
+    players: list[str] = []
+    npcs: list[str] = []
+    things: list[str] = []
     for obj in room.contents:
         if obj == npc or getattr(obj, "destination", None) or not _sees(npc, obj):
             continue
@@ -193,7 +195,9 @@ def routine_lines(routine: Routine, now: GameTime) -> tuple[str, ...]:
     lines = []
     if slot_now is not None:
         opened = OPEN_FOR_TRADE.format(end=fmt(slot_now.end)) if slot_now.trade else ""
-        lines.append(NOW_LINE.format(room=_slot_room(slot_now), doing=_doing(slot_now), open=opened))
+        lines.append(
+            NOW_LINE.format(room=_slot_room(slot_now), doing=_doing(slot_now), open=opened)
+        )
     if slot_next is not None and slot_next != slot_now:
         lines.append(
             NEXT_LINE.format(
