@@ -298,10 +298,13 @@ def _plan_sale(order: TradeOrder, state: NPCState, goods: Goods, adapter: Money)
     asked = _asked(order)
     lines = stock(npc, goods)
     line = _for_sale(lines, asked)
+    today_counts = ledger.today_of(state.ledger, today())
+    if line is None and asked in goods.prices:  # priced, none left
+        refusal = sale_refusal(goods, today_counts, asked, order.quantity, order.unit_price, 0)
+        raise TradeAborted(refusal or f"the {asked} is sold out")
     if line is None:
         listed = ", ".join(f"{ln.name} ({coins(ln.rule.price)})" for ln in lines) or "nothing"
         raise TradeAborted(f"{npc.key} has no '{order.item.strip()}' for sale (for sale: {listed})")
-    today_counts = ledger.today_of(state.ledger, today())
     refusal = sale_refusal(
         goods, today_counts, line.key, order.quantity, order.unit_price, line.count, line.name
     )
