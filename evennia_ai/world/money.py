@@ -19,7 +19,14 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from django.db import transaction
+from evennia.utils import create
+from evennia.utils.utils import class_from_module
+
+from evennia_ai import conf
 from evennia_ai.world.atomic import Touched
+from evennia_ai.world.goods import coins
+from evennia_ai.world.stock import MONEY_TAG_CATEGORY
 
 
 class MoneyError(Exception):
@@ -58,6 +65,183 @@ class Money(Protocol):
         """``amount`` in words, as the game names its money ("12 coins", "1 coin")."""
 
 
+def _setting(name: str) -> Any:
+    """The value of the money setting ``name``; MoneyError when it cannot be read (no trade
+    on a guess about how the game keeps its money)."""
+    value, source = conf.lookup(name)
+    if source == conf.FROM_DEFAULT_INSTEAD:
+        raise MoneyError(f"the setting {name} cannot be read, so no money changes hands")
+    return value
+
+
+def _whole_amount(holder: Any, what: str, value: Any) -> int:
+    """``value`` as a whole amount of money >= 0, or MoneyError naming ``holder`` and
+    ``what``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise MoneyError(
+            f"{holder.key}'s purse could not be read: {what} is {value!r}, not a whole number"
+        )
+    return value
+
+
+def _checked_amount(amount: Any) -> int:
+    if isinstance(amount, bool) or not isinstance(amount, int) or amount < 0:
+        raise MoneyError(f"{amount!r} is not an amount of money")
+    return amount
+
+
+class AttributeMoney:
+    """Money as an int Attribute on each character (``EVENNIA_AI_MONEY = "attribute"``), as
+    evadventure keeps its coins (``coins = AttributeProperty(default=0)``).
+
+    Args:
+        key: The Attribute (default: ``EVENNIA_AI_MONEY_ATTRIBUTE``).
+        category: Its category (default: ``EVENNIA_AI_MONEY_CATEGORY``).
+    """
+
+    def __init__(self, key: str | None = None, category: str | None = None) -> None:
+        self.key = key or _setting("EVENNIA_AI_MONEY_ATTRIBUTE")
+        self.category = category if key else _setting("EVENNIA_AI_MONEY_CATEGORY")
+
+    def balance(self, holder: Any) -> int:
+        """The money ``holder`` has (0 without the Attribute).
+
+        Raises:
+            MoneyError: The Attribute holds anything but a whole number >= 0.
+        """
+        value = holder.attributes.get(self.key, default=0, category=self.category)
+        return _whole_amount(holder, self.key, value)
+
+    def prepare(self, payer: Any, payee: Any, amount: int) -> None:
+        """Create the Attributes that do not exist yet, at 0, outside the trade's transaction
+        (a rollback then never leaves an Attribute created inside it in a handler's cache)."""
+        for holder in (payer, payee):
+            self.balance(holder)
+            if not holder.attributes.has(self.key, category=self.category):
+                holder.attributes.add(self.key, 0, category=self.category)
+
+    def pay(self, payer: Any, payee: Any, amount: int, touched: Touched) -> None:
+        """Lower ``payer``'s Attribute by ``amount`` and raise ``payee``'s (two UPDATEs).
+
+        Raises:
+            MoneyError: The payer has too little, or a purse cannot be read or is not ready.
+        """
+        amount = _checked_amount(amount)
+        have, has = self.balance(payer), self.balance(payee)
+        if have < amount:
+            raise MoneyError(f"{payer.key} has only {self.describe(have)}")
+        for holder, value in ((payer, have - amount), (payee, has + amount)):
+            attr = holder.attributes.get(
+                self.key, category=self.category, return_obj=True, default=None
+            )
+            if attr is None:
+                raise MoneyError(f"{holder.key}'s purse was not readied for the payment")
+            touched.attributes.append(attr)
+            attr.value = value  # Evennia's setter: one UPDATE, in the transaction
+
+    def describe(self, amount: int) -> str:
+        """``amount`` in the money's words ("12 coins")."""
+        return coins(amount)
+
+
+class ObjectMoney:
+    """Money as coin piles (``EVENNIA_AI_MONEY = "objects"``): objects the character carries,
+    tagged ``EVENNIA_AI_MONEY_TAG`` (category ``evennia_ai_money``), each worth its Attribute
+    ``amount`` (a whole number >= 1). A payment moves whole piles; a pile is split first when
+    no set of whole piles adds up to the amount.
+    """
+
+    def __init__(self) -> None:
+        self.tag = _setting("EVENNIA_AI_MONEY_TAG")
+
+    def piles(self, holder: Any) -> list[tuple[Any, int]]:
+        """``holder``'s coin piles with their worth, the largest first.
+
+        Raises:
+            MoneyError: A pile's ``amount`` is not a whole number >= 1.
+        """
+        found = []
+        for obj in holder.contents:
+            if obj.tags.has(self.tag, category=MONEY_TAG_CATEGORY):
+                amount = obj.attributes.get("amount", default=None)
+                if _whole_amount(holder, f"the {obj.key}'s amount", amount) < 1:
+                    raise MoneyError(f"{holder.key}'s purse could not be read: an empty pile")
+                found.append((obj, amount))
+        return sorted(found, key=lambda pile: (-pile[1], pile[0].id))
+
+    def balance(self, holder: Any) -> int:
+        """The worth of every pile ``holder`` carries."""
+        return sum(amount for _, amount in self.piles(holder))
+
+    def _choose(self, piles: list[tuple[Any, int]], amount: int) -> tuple[list[Any], int]:
+        """The piles taken largest first while they fit, and what is still missing."""
+        chosen, missing = [], amount
+        for obj, worth in piles:
+            if worth <= missing:
+                chosen.append(obj)
+                missing -= worth
+        return chosen, missing
+
+    def prepare(self, payer: Any, payee: Any, amount: int) -> None:
+        """Split one of ``payer``'s piles so that whole piles add up to ``amount`` (a pile of
+        20 for a price of 7 becomes piles of 7 and 13), in an atomic block of its own: the
+        payer's total does not change."""
+        amount = _checked_amount(amount)
+        self.balance(payee)
+        piles = self.piles(payer)
+        if sum(worth for _, worth in piles) < amount:
+            raise MoneyError(f"{payer.key} has only {self.describe(self.balance(payer))}")
+        chosen, missing = self._choose(piles, amount)
+        if not missing:
+            return
+        # Every pile left out is worth more than what is missing: split the smallest of them.
+        obj, worth = min(((o, w) for o, w in piles if o not in chosen), key=lambda p: p[1])
+        with transaction.atomic():
+            create.create_object(
+                obj.typeclass_path,
+                key=obj.key,
+                location=payer,
+                tags=[(self.tag, MONEY_TAG_CATEGORY)],
+                attributes=[("amount", missing)],
+            )
+            obj.attributes.add("amount", worth - missing)
+
+    def pay(self, payer: Any, payee: Any, amount: int, touched: Touched) -> None:
+        """Move whole piles worth exactly ``amount`` from ``payer`` to ``payee``.
+
+        Raises:
+            MoneyError: No set of whole piles is worth ``amount`` (not readied), or a pile
+                would not move.
+        """
+        chosen, missing = self._choose(self.piles(payer), _checked_amount(amount))
+        if missing:
+            raise MoneyError(f"{payer.key}'s coins were not readied for the payment")
+        for pile in chosen:
+            touched.moved.append(pile)
+            touched.holders.update((payer, payee))
+            if not pile.move_to(payee, quiet=True, move_type="give"):
+                raise MoneyError(f"the {pile.key} would not move to {payee.key}")
+
+    def describe(self, amount: int) -> str:
+        """``amount`` in the money's words ("12 coins")."""
+        return coins(amount)
+
+
 def money() -> Money:
-    """The adapter ``EVENNIA_AI_MONEY`` names (read at call time)."""
-    raise NotImplementedError("issue 36: B1")
+    """The adapter ``EVENNIA_AI_MONEY`` names (read at call time).
+
+    Raises:
+        MoneyError: The setting cannot be read, or names no class that can be made.
+    """
+    kind = _setting("EVENNIA_AI_MONEY")
+    if kind == "attribute":
+        return AttributeMoney()
+    if kind == "objects":
+        return ObjectMoney()
+    try:
+        adapter: Money = class_from_module(kind)()
+    except Exception as err:
+        raise MoneyError(
+            f"the money class {kind!r} (EVENNIA_AI_MONEY) cannot be made: {err}"
+        ) from err
+    return adapter

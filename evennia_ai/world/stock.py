@@ -1,0 +1,156 @@
+"""What an NPC has in stock: the priced objects it carries, or keeps in a container it owns.
+
+A container counts only while it is in the NPC's inventory or its room **and** it lets the NPC
+take from it (``container.access(npc, "get_from")``, the containers contrib's lock). A
+container that lets anyone take from it still counts, but staff are warned when they set it
+(:func:`open_container_warning`): players could take the stock without paying.
+
+Coin piles (:mod:`evennia_ai.world.money`'s ``objects`` money) and characters are never stock.
+
+Glue: Evennia's objects, locks and Tags.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from evennia_ai import conf
+from evennia_ai.npc_state import find_npc_state
+from evennia_ai.world.goods import Goods, ItemView, PriceRule, coins, from_state
+from evennia_ai.world.objects import is_character
+
+#: The Tag category of coin piles (``EVENNIA_AI_MONEY = "objects"``).
+MONEY_TAG_CATEGORY = "evennia_ai_money"
+#: The Tag category the spawner marks objects with, holding their prototype's key.
+PROTOTYPE_TAG_CATEGORY = "from_prototype"
+
+
+@dataclass(frozen=True)
+class StockLine:
+    """Units of one priced item in stock.
+
+    Attributes:
+        key: The rule key that prices them.
+        name: The name shown (the rule's name, or the first object's key).
+        count: How many.
+        rule: Its price rule.
+        items: The objects, oldest first.
+    """
+
+    key: str
+    name: str
+    count: int
+    rule: PriceRule
+    items: tuple[Any, ...]
+
+
+def item_view(obj: Any) -> ItemView:
+    """``obj`` as the pure rules see it."""
+    prototype = obj.tags.get(category=PROTOTYPE_TAG_CATEGORY, return_list=True)
+    return ItemView(
+        dbref=obj.dbref,
+        key=obj.key,
+        aliases=tuple(obj.aliases.all()),
+        prototype=prototype[0] if prototype else None,
+    )
+
+
+def is_money(obj: Any) -> bool:
+    """Whether ``obj`` is a coin pile (tagged ``EVENNIA_AI_MONEY_TAG``)."""
+    tag = conf.get_str("EVENNIA_AI_MONEY_TAG")
+    return bool(obj.tags.has(tag, category=MONEY_TAG_CATEGORY))
+
+
+def tradeable(obj: Any) -> bool:
+    """Whether ``obj`` can change hands as goods at all: not a character, an exit or money."""
+    return not (is_character(obj) or obj.destination or is_money(obj))
+
+
+def holder_ok(npc: Any, container: Any) -> str | None:
+    """Why ``container`` does not hold stock for ``npc`` now, or None when it does (it is in
+    its inventory or its room and lets it take from it)."""
+    if container is None or not container.pk:
+        return "it no longer exists"
+    if container.location not in (npc, npc.location):
+        return f"the {container.key} is neither carried by {npc.key} nor in its room"
+    if not container.access(npc, "get_from", default=True):
+        return f"the {container.key} does not let {npc.key} take from it"
+    return None
+
+
+def open_container_warning(container: Any) -> str | None:
+    """A warning for staff when ``container`` lets anyone take from it, or None."""
+    lock = container.locks.get("get_from")
+    if lock and "true()" not in lock.replace(" ", ""):
+        return None
+    return (
+        f"The {container.key} ({container.dbref}) lets anyone take from it: lock it with "
+        f"'lock {container.key} = get_from:id({container.dbref})' or players can take the "
+        "stock without paying."
+    )
+
+
+def _containers(npc: Any, goods: Goods) -> list[Any]:
+    """The containers ``goods`` names that hold stock for ``npc`` now."""
+    found = []
+    nearby = {
+        obj.dbref: obj for obj in [*npc.contents, *(npc.location.contents if npc.location else [])]
+    }
+    for dbref in goods.containers:
+        container = nearby.get(dbref)
+        if container is not None and holder_ok(npc, container) is None:
+            found.append(container)
+    return found
+
+
+def holdings(npc: Any, goods: Goods) -> list[Any]:
+    """Every object that may be stock: ``npc``'s inventory and its containers' contents."""
+    objs = list(npc.contents)
+    for container in _containers(npc, goods):
+        objs.extend(container.contents)
+    return [obj for obj in objs if tradeable(obj)]
+
+
+def stock(npc: Any, goods: Goods) -> list[StockLine]:
+    """What ``npc`` has for sale: one line per price rule with units in stock, in the order of
+    the rules, each line's objects oldest first."""
+    if goods.closed:
+        return []
+    found: dict[str, list[Any]] = {}
+    for obj in holdings(npc, goods):
+        key = goods.key_of(item_view(obj))
+        if key is not None and key in goods.prices and key not in goods.never:
+            found.setdefault(key, []).append(obj)
+    lines = []
+    for key, rule in goods.prices.items():
+        objs = sorted(found.get(key, []), key=lambda obj: obj.id)
+        if objs:
+            name = objs[0].key if key.startswith(("#", "proto:")) else key
+            lines.append(StockLine(key, name, len(objs), rule, tuple(objs)))
+    return lines
+
+
+def give_refusal(npc: Any, obj: Any, receiver: Any) -> str | None:
+    """Why ``npc`` may not give (or drop) ``obj``, or None when it may (for the ``give`` and
+    ``drop`` tools). ``receiver``: who would get it (None for a drop)."""
+    state = find_npc_state(npc)
+    if state is None:
+        return None
+    goods = from_state(state.goods)
+    if goods.closed:
+        return "Your trade rules could not be read, so you give nothing away until staff fix them."
+    view = item_view(obj)
+    key = goods.key_of(view)
+    if key is not None and key in goods.never:
+        return f"You never part with your {obj.key}."
+    if key is not None and key in goods.free or goods.gifts:
+        return None
+    in_container = obj.location in _containers(npc, goods)
+    if is_money(obj) and goods != Goods():  # an NPC that is no shop gives as before
+        return "That is money: pay with a trade; you cannot give money away."
+    if goods.is_stock(view) or in_container:
+        rule = goods.prices.get(key or "")
+        price = f" ({coins(rule.price)})" if rule else ""
+        return f"The {obj.key} is for sale{price}: offer it with trade; you cannot give stock away."
+    return None
