@@ -156,6 +156,32 @@ WARES_HEADING = "## What you trade"
 """Heads a trading NPC's wares: open or closed, its purse, what it sells and buys and at what
 prices."""
 
+WARES_OPEN = "Open for trade now."
+"""Starts a trading NPC's wares when it trades now."""
+
+WARES_CLOSED = "Closed for trade now ({why})."
+"""Starts them when it does not; ``{why}`` its routine's words (``having a drink until 20:00;
+you trade again from 05:00``)."""
+
+WARES_PURSE = "Your purse: {purse}."
+"""The NPC's money; ``{purse}`` in the game's words (``112 coins``)."""
+
+WARES_SELL = "You sell: {}."
+"""What it sells, ``lantern x3, 12 coins (at least 10, at most 16); ...``."""
+
+WARES_NEVER = "Never sold: {}."
+"""What it never sells, gives or drops."""
+
+WARES_BUY = "You buy: {}."
+"""What it buys, ``scrap iron, 2 coins (at most 3), 10 a day``."""
+
+WARES_APPROVAL = "Trades over {limit} wait for an operator's approval."
+"""Ends the wares when trades above a value need a Builder's approval; ``{limit}`` in words."""
+
+WARES_SOURCE = "your stock"
+"""The fence's source for the names of what the NPC trades (an item a player sold it keeps the
+name the player gave it)."""
+
 NOW_LINE = "Now: at {room}, {doing}{open}."
 """The routine's slot now; ``{room}`` its room, ``{doing}`` what the NPC does there (staff's
 text), ``{open}`` :data:`OPEN_FOR_TRADE` in a slot open for trade, else empty."""

@@ -52,6 +52,7 @@ class PromptSnapshot:
         execution_config: The execution pattern's static limits, defaults filled in.
         blocks: The NPC's memory blocks by label.
         routine: The NPC's day in game time (its slots; none by default).
+        goods: What the NPC sells and buys, and its trade rules (none by default).
     """
 
     model: str
@@ -74,6 +75,7 @@ class PromptSnapshot:
     execution_config: JSON
     blocks: dict[str, JSON]
     routine: JSON = field(default_factory=dict)
+    goods: JSON = field(default_factory=dict)
 
     @classmethod
     def read(cls, npc: Any, *, metrics: JSON | None = None) -> PromptSnapshot:
@@ -110,6 +112,7 @@ class PromptSnapshot:
             execution_config=state.execution_config,
             blocks=state.blocks,
             routine=state.routine,
+            goods=state.goods,
         )
 
 

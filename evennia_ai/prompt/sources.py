@@ -57,8 +57,9 @@ from evennia_ai.workspace.behaviour_rules import render_rules
 from evennia_ai.workspace.goals import render_goals
 from evennia_ai.workspace.projects import render_active_project
 from evennia_ai.workspace.session_memory import render_session_memory
-from evennia_ai.world import clock, paths, place
+from evennia_ai.world import clock, money, paths, place, stock, trade, wares
 from evennia_ai.world.clock import GameTime
+from evennia_ai.world.goods import CLOSED, from_state
 from evennia_ai.world.routine import Routine
 
 
@@ -168,6 +169,28 @@ def _place(builder: ContextBuilder) -> str:
     if found is None:
         return ""
     return place.render(found, budget, TokenCounter(builder.model).count_text)
+
+
+@register_source("wares")
+def _wares(builder: ContextBuilder) -> str:
+    """A trading NPC's wares (:mod:`evennia_ai.world.wares`), composed into the character
+    context after its place, within ``EVENNIA_AI_GOODS_TOKENS`` (0: none)."""
+    budget = conf.get_int("EVENNIA_AI_GOODS_TOKENS")
+    goods = from_state(builder.snapshot.goods)
+    if budget <= 0 or not wares.trades(goods):
+        return ""
+    npc = builder.npc
+    found = [] if goods.closed else stock.stock(npc, goods)
+    items = [wares.Ware(line.name, line.count, line.rule) for line in found]
+    try:
+        adapter = money.money()
+        purse = adapter.describe(adapter.balance(npc))
+    except money.MoneyError as err:
+        purse = f"unknown ({err})"
+    closed = CLOSED if goods.closed else trade.closed_now(builder.snapshot.routine)
+    limit = trade.approval_limit(goods)
+    count = TokenCounter(builder.model).count_text
+    return wares.render(goods, items, purse, closed, limit, budget, count)
 
 
 def _game_time() -> GameTime | None:

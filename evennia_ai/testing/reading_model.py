@@ -9,7 +9,8 @@ each kind of task the way a careful model would, using nothing but the request:
   ``<thing> is <value>`` appears somewhere else in the request (history, summary, memories,
   notes); otherwise it says it does not know. ``Where is the <Room>?`` (or ``How do I get to
   ...?``) is answered with the way the sense of place gives (``## Where you are``: its exits,
-  the rooms further on), else it says it does not know the way. A statement is acknowledged. An event that
+  the rooms further on), else it says it does not know the way. ``What do you sell?`` is
+  answered with the wares section's ``You sell:`` line, else nothing for sale. A statement is acknowledged. An event that
   mentions the journal is first looked up with ``review_journal`` (a long tool result).
 - **reflection / reflection_cont**: every journal line it was sent that holds ``Lesson: <text>``
   becomes a rule, all in one journal entry, each on its own ``RULE:`` line after an opening
@@ -60,6 +61,7 @@ from evennia_ai.wording import (
     PLACE_HEADING,
     REFLECTION_RESULTS_HEADING,
     TASK_HEADING,
+    WARES_HEADING,
 )
 
 TASK_RE = re.compile("^" + re.escape(TASK_HEADING) + r"(\w+)", re.M)
@@ -68,6 +70,7 @@ QUESTION_RE = re.compile(r"[Ww]hat is my ([a-z][a-z ]{1,40}?)\?")
 WHERE_RE = re.compile(
     r"[Ww]here is (?:the )?([A-Z][\w' -]{1,40}?)\?|[Hh]ow do I get to (?:the )?([A-Z][\w' -]{1,40}?)\?"
 )
+WARES_RE = re.compile(r"[Ww]hat do you (?:sell|have for sale)\?")
 FURTHER_RE = re.compile(r"(?:Further: |; )([^;(]+?) \(([^)]+)\)")
 # A speaker at the start of a line, after a fence's "| " or a transcript's "Event: " label.
 SPEAKER_RE = re.compile(r"^[|>\s]*(?:Event:\s*)?([A-Z][\w-]*) (?:says|asks|whispers|pages)")
@@ -236,6 +239,8 @@ def _event(body, messages, whole, task_text, instruction) -> dict:
     question = QUESTION_RE.search(event)
     if way:
         text = _the_way(way.group(1) or way.group(2), whole)
+    elif WARES_RE.search(event):
+        text = _the_wares(whole)
     elif question:
         thing = question.group(1).strip()
         elsewhere = whole.replace(event, "")
@@ -270,6 +275,15 @@ def _the_way(place: str, whole: str) -> str:
                 if _room_key(room) == wanted:
                     return f"Go {route}."
     return f"I do not know the way to {place}."
+
+
+def _the_wares(whole: str) -> str:
+    """What it sells, as its wares section lists it (``## What you trade``), else that it
+    knows of nothing for sale."""
+    for line in (section(whole, WARES_HEADING) or "").splitlines():
+        if line.startswith("You sell: "):
+            return f"I sell {line[len('You sell: '):]}"
+    return "I have nothing for sale that I know of."
 
 
 def _room_key(name: str) -> str:

@@ -247,6 +247,7 @@ def render(place: Place, budget: int, count: Callable[[str], int]) -> str:
     ]
     things = list(place.things[:MAX_THINGS])
     more_things = len(place.things) - len(things)
+    fenced_cost = count(fence(".", PLACE_SOURCE))  # the fence's own tokens, when it is there
     for key, items, form, joiner in (
         ("now", list(place.now_next), "{}", "\n"),
         ("exits", exits, PLACE_EXITS, "; "),
@@ -255,10 +256,12 @@ def render(place: Place, budget: int, count: Callable[[str], int]) -> str:
         ("things", things, PLACE_THINGS, ", "),
     ):
         extra = more_things if key == "things" else 0
-        text = _fitting(items, form, joiner, left, count, extra)
+        fenced = key in ("here", "things")
+        cost = fenced_cost if fenced and not ("here" in kept or "things" in kept) else 0
+        text = fit_list(items, form, left - cost, count, joiner=joiner, more=extra)
         if text:
             kept[key] = text
-            left -= count(text) + 1
+            left -= count(text) + 1 + cost
     lines = [PLACE_HEADING, first]
     lines += [kept[k] for k in ("exits", "further", "now") if k in kept]
     fenced = " ".join(kept[k] for k in ("here", "things") if k in kept)
@@ -267,12 +270,19 @@ def render(place: Place, budget: int, count: Callable[[str], int]) -> str:
     return "\n".join(lines)
 
 
-def _fitting(
-    items: list[str], form: str, joiner: str, left: int, count: Callable[[str], int], more: int
+def fit_list(
+    items: list[str],
+    form: str,
+    left: int,
+    count: Callable[[str], int],
+    *,
+    joiner: str = "; ",
+    more: int = 0,
 ) -> str:
-    """``form`` filled with as many of ``items`` as fit in ``left`` tokens, joined by
-    ``joiner``, the rest counted in :data:`PLACE_MORE` (with ``more`` items not offered
-    besides); "" when none fits."""
+    """``form`` (one ``{}``) filled with as many of ``items`` as fit in ``left`` tokens counted
+    with ``count``, joined by ``joiner``, the rest counted in :data:`PLACE_MORE` (with ``more``
+    items not offered besides); "" when none fits. Used by every budgeted list of the world's
+    request sections (:mod:`evennia_ai.world.wares` too)."""
     for keep in range(len(items), 0, -1):
         rest = len(items) - keep + more
         listed = joiner.join(items[:keep]) + (PLACE_MORE.format(n=rest) if rest else "")

@@ -229,10 +229,9 @@ def _parties(order: TradeOrder) -> NPCState:
     return state
 
 
-def _closed_now(state: NPCState) -> str | None:
-    """Why the NPC's routine keeps its shop shut now, or None (an NPC without slots trades at
-    any time)."""
-    stored = state.routine
+def closed_now(stored: JSONObject) -> str | None:
+    """Why the NPC's routine (``stored``, its state ``routine``) keeps its shop shut now, or
+    None (an NPC without slots trades at any time)."""
     if not stored.get("slots"):
         return None
     cal = clock.calendar()
@@ -257,7 +256,7 @@ def _rules(order: TradeOrder, state: NPCState) -> Goods:
             "fix them"
         )
     if order.via != "approval":
-        closed = _closed_now(state)
+        closed = closed_now(state.routine)
         if closed:
             raise TradeAborted(closed)
     return goods

@@ -10,13 +10,15 @@ from __future__ import annotations
 from unittest import mock
 
 from django.test import override_settings
-from evennia.objects.objects import DefaultExit, DefaultRoom
+from evennia.objects.objects import DefaultExit, DefaultObject, DefaultRoom
 from evennia.utils import create
 from unit.engine.test_assistant_cycles import ModelBase, call
 
 from evennia_ai.llm import contracts
 from evennia_ai.testing.reading_model import read_and_answer
 from evennia_ai.world import clock
+from evennia_ai.world.goods import parse_goods
+from evennia_ai.world.goods import to_state as goods_state
 
 
 def room(key: str):
@@ -126,3 +128,26 @@ class TestRoutineInTheRequest(LivingWorldBase):
         with override_settings(EVENNIA_AI_ROUTINES=False):  # control: routines off
             request = self.ask("Innkeeper, hello again!")
         assert "Now: at" not in request and "Around 14:00" in request
+
+
+class TestWaresInTheRequest(LivingWorldBase):
+    def setUp(self):
+        super().setUp()
+        parsed, problems = parse_goods("sell lantern 12 floor 10 ceiling 16\nnever smith's hammer")
+        assert problems == []
+        self.npc.ai.set("goods", goods_state(parsed))
+        for _ in range(3):
+            create.create_object(DefaultObject, key="lantern", location=self.npc)
+        self.npc.attributes.add("coins", 100)
+
+    def test_asked_what_it_sells_the_request_carries_stock_and_prices(self):
+        request = self.ask("Innkeeper, what do you sell?")
+        assert "## What you trade" in request and "Your purse: 100 coins." in request
+        assert "Never sold: smith's hammer." in request
+        assert any("lantern x3, 12 coins (at least 10, at most 16)" in said for said in self.said())
+
+    def test_control_without_the_wares_it_knows_of_nothing_for_sale(self):
+        with override_settings(EVENNIA_AI_GOODS_TOKENS=0):
+            request = self.ask("Innkeeper, what do you sell?")
+        assert "## What you trade" not in request
+        assert any("nothing for sale" in said for said in self.said())

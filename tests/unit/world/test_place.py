@@ -77,6 +77,9 @@ class PlaceTest(BaseEvenniaTest):
         assert "Cellar" not in place.render(found, 300, COUNT)
 
     def test_place_fits_its_budget_dropping_far_rooms_first(self):
+        self.char1.location = self.square  # fenced names count too
+        for n in range(12):
+            create.create_object(DefaultObject, key=f"barrel {n}", location=self.square)
         last = self.smithy
         for n in range(12):  # a long lane east of the smithy
             lane = room(f"Lane house {n}")
@@ -85,7 +88,7 @@ class PlaceTest(BaseEvenniaTest):
         found = self.gather(steps=14)
         whole = place.render(found, 2000, COUNT)
         assert "Lane house 11" in whole
-        for budget in (120, 80, 60):
+        for budget in (160, 120, 100, 80, 60):
             text = place.render(found, budget, COUNT)
             assert COUNT(text) <= budget
             assert text.startswith("## Where you are\nMarket Square.")
