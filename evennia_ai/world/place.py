@@ -256,17 +256,17 @@ def render(place: Place, budget: int, count: Callable[[str], int]) -> str:
         ("things", things, PLACE_THINGS, ", "),
     ):
         extra = more_things if key == "things" else 0
-        fenced = key in ("here", "things")
-        cost = fenced_cost if fenced and not ("here" in kept or "things" in kept) else 0
+        in_fence = key in ("here", "things")
+        cost = fenced_cost if in_fence and not ("here" in kept or "things" in kept) else 0
         text = fit_list(items, form, left - cost, count, joiner=joiner, more=extra)
         if text:
             kept[key] = text
             left -= count(text) + 1 + cost
     lines = [PLACE_HEADING, first]
     lines += [kept[k] for k in ("exits", "further", "now") if k in kept]
-    fenced = " ".join(kept[k] for k in ("here", "things") if k in kept)
-    if fenced:
-        lines.append(fence(fenced, PLACE_SOURCE))
+    here_text = " ".join(kept[k] for k in ("here", "things") if k in kept)
+    if here_text:
+        lines.append(fence(here_text, PLACE_SOURCE))
     return "\n".join(lines)
 
 
