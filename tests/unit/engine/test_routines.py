@@ -1,0 +1,333 @@
+"""engine/routines: an NPC keeps its routine in game time, walking exit by exit, with no model
+call (database tests with the loopback model server, which must see no request).
+
+Game time goes through ``world.clock.source`` (:class:`GameClock`), never
+``override_settings(TIME_FACTOR=...)``: Evennia reads the factor once, at import.
+"""
+
+from __future__ import annotations
+
+import time
+from unittest import mock
+
+from django.test import override_settings
+from evennia.objects.objects import DefaultExit, DefaultRoom
+from evennia.server.signals import SIGNAL_EXIT_TRAVERSED
+from evennia.utils.create import create_object
+from unit.engine.test_assistant_tick import AssistantTestBase
+
+from evennia_ai.engine import floor, routines
+from evennia_ai.memory import events as ev
+from evennia_ai.memory.events import Event
+from evennia_ai.npc_state import ROUTINE
+from evennia_ai.world import clock
+
+#: Idle work that would call the model is off: only the routine may act.
+QUIET = {
+    "EVENNIA_AI_AUTONOMY": False,
+    "EVENNIA_AI_REFLECTION_INTERVAL": 0,
+    "EVENNIA_AI_REFLECTION_IMPORTANCE_THRESHOLD": 0,
+    "EVENNIA_AI_SLEEP_SCHEDULE": None,
+}
+HOUR = 3600
+DAY = 24 * HOUR
+
+
+class GameClock:
+    """The game's clock for a test: ``seconds`` of absolute game time, moved by hand."""
+
+    def __init__(self, seconds: float = DAY) -> None:
+        self.seconds = float(seconds)
+
+    def __call__(self) -> float:
+        return self.seconds
+
+    def at(self, hhmm: str, day: int = 1) -> None:
+        hours, minutes = (int(part) for part in hhmm.split(":"))
+        self.seconds = day * DAY + hours * HOUR + minutes * 60
+
+
+class RoutineTestBase(AssistantTestBase):
+    """The baker's town: Loft - Bakery - Street - Market, Street - Tavern; a Smithy off the
+    Street behind a locked door. The Innkeeper (the NPC) starts in the Bakery."""
+
+    def setUp(self):
+        super().setUp()
+        self.server = self.answer_from_loopback(**QUIET)
+        self.game = GameClock()
+        patcher = mock.patch.object(clock, "source", self.game)
+        patcher.start()
+        self.addCleanup(patcher.stop)
+        self.rooms = {
+            key: create_object(DefaultRoom, key=key)
+            for key in ("Loft", "Bakery", "Street", "Market", "Tavern", "Smithy")
+        }
+        for one, other in (
+            ("Loft", "Bakery"),
+            ("Bakery", "Street"),
+            ("Street", "Market"),
+            ("Street", "Tavern"),
+        ):
+            self.link(one, other)
+        self.smithy_door = self.link("Street", "Smithy")
+        self.npc.location = self.rooms["Bakery"]
+        self.addCleanup(floor.forget)
+
+    def link(self, one: str, other: str):
+        """Exits both ways between two rooms; returns the one from ``one``."""
+        create_object(
+            DefaultExit,
+            key=one.lower(),
+            location=self.rooms[other],
+            destination=self.rooms[one],
+        )
+        return create_object(
+            DefaultExit,
+            key=other.lower(),
+            location=self.rooms[one],
+            destination=self.rooms[other],
+        )
+
+    def set_routine(self, text: str) -> None:
+        checked = routines.check(self.npc, text)
+        assert checked.problems == (), checked.problems
+        self.npc.ai.set(ROUTINE, checked.routine.to_state())
+
+    def at(self, hhmm: str, day: int = 1) -> None:
+        self.game.at(hhmm, day)
+
+    def where(self) -> str:
+        return self.npc.location.key
+
+    def ticks(self, count: int) -> None:
+        for _ in range(count):
+            self.tick()
+
+
+BAKER = (
+    "05:00-11:00 Bakery: baking bread [trade]; "
+    "11:00-15:00 Market: selling bread at the stall [trade]; "
+    "15:00-20:00 Tavern: having a drink; "
+    "20:00-05:00 Loft: sleeping [sleep]"
+)
+
+
+class TestTheDay(RoutineTestBase):
+    def watch_moves(self) -> list:
+        """Every move of the NPC, as ``(from, to, exit or None)``; a move not made through an
+        exit of the room it left fails the test."""
+        moves: list = []
+        original = self.npc.move_to
+
+        def move_to(destination, *args, **kwargs):
+            exit_obj = kwargs.get("exit_obj")
+            source = self.npc.location
+            assert (
+                kwargs.get("move_type") == "traverse" and exit_obj is not None
+            ), f"moved to {destination} without an exit: a teleport"
+            assert exit_obj.location == source and exit_obj.destination == destination
+            moved = original(destination, *args, **kwargs)
+            moves.append((source.key, destination.key, exit_obj.key))
+            return moved
+
+        self.npc.move_to = move_to
+        self.addCleanup(self.npc.__dict__.pop, "move_to", None)
+        return moves
+
+    def test_npc_walks_exit_by_exit_and_never_teleports(self):
+        traversed = []
+
+        def note(sender, traverser, **kwargs):
+            traversed.append((sender.location.key, sender.destination.key))
+
+        SIGNAL_EXIT_TRAVERSED.connect(note)
+        self.addCleanup(SIGNAL_EXIT_TRAVERSED.disconnect, note)
+        moves = self.watch_moves()
+        self.set_routine(BAKER)
+        self.at("10:58")
+        self.ticks(2)
+        assert self.where() == "Bakery" and moves == []
+        self.at("11:00")
+        self.tick()
+        assert self.where() == "Street"  # one exit per tick: a walk players can watch
+        assert routines.status(self.npc).state == "walking"
+        self.tick()
+        assert self.where() == "Market"
+        assert moves == [("Bakery", "Street", "street"), ("Street", "Market", "market")]
+        assert traversed == [("Bakery", "Street"), ("Street", "Market")]
+        self.tick()
+        assert routines.status(self.npc).words() == "in place: selling bread at the stall"
+        assert self.server.requests == []
+
+    def test_simulated_day_in_place_95_percent_with_no_model_request(self):
+        moves = self.watch_moves()
+        self.set_routine(BAKER)
+        routine = routines.routine_of(self.npc)
+        self.npc.location = self.rooms["Loft"]
+        step = 120  # game seconds per interval tick: 5 s at a time factor of 24
+        checks = in_place = 0
+        start = self.game.seconds
+        previous = self.npc.location
+        while self.game.seconds < start + DAY:
+            self.tick()
+            now = clock.game_now()
+            slot = routine.now(now.minute)
+            checks += 1
+            in_place += self.npc.location.dbref == slot.room
+            if self.npc.location != previous:  # each change is one move through an exit
+                assert moves and moves[-1][:2] == (previous.key, self.npc.location.key)
+                previous = self.npc.location
+            self.game.seconds += step
+        assert checks == DAY // step
+        assert in_place / checks >= 0.95, f"in place at {in_place} of {checks} checks"
+        assert len(moves) == 2 + 2 + 3 + 1  # to the market, the tavern, the loft; the bakery
+        assert self.server.requests == []  # the routine's walks cost no model call
+        assert self.npc.ai.sleep.get("asleep")  # the day ends asleep in the loft, 00:00
+
+    def test_unreachable_slot_is_reported_not_reached(self):
+        self.smithy_door.locks.add("traverse:false()")
+        self.set_routine("05:00-11:00 Bakery: baking; 11:00-15:00 Street: selling")
+        self.npc.ai.set(
+            ROUTINE,
+            {
+                "slots": [
+                    *self.npc.ai.routine["slots"][:1],
+                    {
+                        "start": "11:00",
+                        "end": "15:00",
+                        "room": self.rooms["Smithy"].dbref,
+                        "room_key": "Smithy",
+                        "doing": "forging",
+                    },
+                ]
+            },
+        )  # set past the check: the door was locked after the routine was set
+        self.at("11:00")
+        with mock.patch.object(routines.logger, "log_warn") as warned:
+            for minute in range(10):
+                self.at(f"11:{minute:02d}")
+                self.tick()
+        assert self.where() == "Bakery"  # it stays where it was: reported, not reached
+        known = routines.status(self.npc)
+        assert known.state == "unreachable"
+        assert known.why.startswith(f"cannot reach Smithy ({self.rooms['Smithy'].dbref}): no way")
+        assert len(warned.call_args_list) == 1  # once per slot per game day
+        assert "routine 11:00-15:00: cannot reach Smithy" in warned.call_args[0][0]
+        assert self.server.requests == []
+
+    def test_a_refused_route_is_named_when_the_routine_is_set(self):
+        self.smithy_door.locks.add("traverse:false()")
+        checked = routines.check(
+            self.npc, "05:00-11:00 Bakery: baking; 11:00-15:00 Smithy: forging"
+        )
+        assert checked.routine is None
+        assert checked.problems == (
+            f"Innkeeper cannot walk from Bakery ({self.rooms['Bakery'].dbref}) to Smithy "
+            f"({self.rooms['Smithy'].dbref}): no way through exits it may pass (searched 5 "
+            "rooms, up to 40 exits away). Unlock a way, or choose another room.",
+        )  # the way back from the Smithy is open
+        checked = routines.check(self.npc, "05:00-11:00 Bakry: baking; 10:00-12:00 Market: x")
+        assert checked.problems == (
+            "05:00-11:00 (Bakry) and 10:00-12:00 (Market) overlap from 10:00 to 11:00.",
+            "05:00-11:00: No room is called 'Bakry'.",
+        )
+
+
+class TestConversations(RoutineTestBase):
+    def talk(self, seconds_ago: float = 0.0) -> None:
+        """The player Char woke the NPC ``seconds_ago`` (the room's floor)."""
+        self.char1.location = self.npc.location
+        here = floor.room_floor(self.npc.location)
+        here.talked[self.char1.id] = (self.npc.id, time.monotonic() - seconds_ago)
+
+    def test_a_conversation_delays_the_move_until_it_ends(self):
+        self.set_routine(BAKER)
+        self.at("11:00")
+        self.talk()
+        self.ticks(3)
+        assert self.where() == "Bakery"
+        assert routines.status(self.npc).words() == "waiting: talking with Char"
+        self.talk(seconds_ago=61)  # the conversation ended a minute ago
+        self.tick()
+        assert self.where() == "Street"
+
+    def test_a_queued_players_line_holds_the_move(self):
+        self.set_routine(BAKER)
+        self.at("11:00")
+        event = Event.create("say", "Wait!", source=self.char1.dbref, source_name="Char")
+        queue, _ = ev.push(self.npc.ai.event_queue, event, 50)
+        assert routines.in_conversation(self.npc) == (False, "")
+        self.npc.ai.set("event_queue", queue)
+        assert routines.in_conversation(self.npc) == (True, "answering Char")
+
+    def test_the_delay_is_capped(self):
+        self.set_routine(BAKER)
+        self.at("11:00")
+        self.talk()
+        self.tick()
+        assert self.where() == "Bakery"
+        routines.status(self.npc).due_since -= 601  # it should have left ten minutes ago
+        self.tick()
+        assert self.where() == "Street"
+        with override_settings(EVENNIA_AI_ROUTINE_MAX_DELAY=0):
+            self.talk()
+            self.tick()
+        assert self.where() == "Market"  # 0: a conversation never holds it
+
+    def test_paused_npc_stands_still(self):
+        self.set_routine(BAKER)
+        self.at("11:00")
+        self.npc.ai.pause()
+        self.ticks(3)
+        assert self.where() == "Bakery"
+        self.npc.ai.resume()
+        self.tick()
+        assert self.where() == "Street"
+
+    def test_routines_off_keeps_the_routine_but_does_not_follow_it(self):
+        self.set_routine(BAKER)
+        self.at("11:00")
+        with override_settings(EVENNIA_AI_ROUTINES=False):
+            self.ticks(3)
+        assert self.where() == "Bakery" and self.npc.ai.routine["slots"]
+
+
+class TestRoutineSleep(RoutineTestBase):
+    def test_routine_sleep_slot_sleeps_in_its_room_and_wakes_after(self):
+        self.set_routine(BAKER)
+        self.at("20:00")
+        self.npc.location = self.rooms["Tavern"]
+        self.tick()
+        assert self.where() == "Street" and not self.npc.ai.sleep.get("asleep")
+        self.ticks(2)
+        assert self.where() == "Loft"
+        self.tick()  # in its room: asleep
+        sleep = self.npc.ai.sleep
+        assert sleep["asleep"] and sleep["reason"] == "routine" and sleep["slot"] == "1/20:00-05:00"
+        self.at("03:00", day=2)  # past midnight: the same night
+        self.tick()
+        assert self.npc.ai.sleep["asleep"]
+        self.at("05:00", day=2)
+        self.tick()
+        assert not self.npc.ai.sleep["asleep"] and self.where() == "Bakery"  # woke and went
+        assert self.server.requests == []
+
+    def test_woken_in_a_sleep_slot_stays_awake_until_it_ends(self):
+        from evennia_ai.workspace.sleep import wake_up
+
+        self.set_routine(BAKER)
+        self.npc.location = self.rooms["Loft"]
+        self.at("22:00")
+        self.tick()
+        assert self.npc.ai.sleep["asleep"]
+        wake_up(self.npc, "addressed")
+        assert self.npc.ai.sleep["woken_in_slot"] == "1/20:00-05:00"
+        self.at("23:00")
+        self.ticks(2)
+        self.at("01:00", day=2)
+        self.tick()
+        assert not self.npc.ai.sleep["asleep"]  # not put back to sleep in the same night
+        self.at("20:00", day=2)
+        self.npc.location = self.rooms["Loft"]
+        self.tick()
+        assert self.npc.ai.sleep["asleep"]  # the next night is slept again
