@@ -8,18 +8,27 @@ Game time goes through ``world.clock.source`` (:class:`GameClock`), never
 from __future__ import annotations
 
 import time
+from datetime import timedelta
 from unittest import mock
 
 from django.test import override_settings
 from evennia.objects.objects import DefaultExit, DefaultRoom
 from evennia.server.signals import SIGNAL_EXIT_TRAVERSED
 from evennia.utils.create import create_object
+from twisted.internet import defer
 from unit.engine.test_assistant_tick import AssistantTestBase
 
-from evennia_ai.engine import floor, routines
+from evennia_ai.engine import floor, routines, upkeep
+from evennia_ai.engine.agenda import Agenda
 from evennia_ai.memory import events as ev
+from evennia_ai.memory import longterm
 from evennia_ai.memory.events import Event
+from evennia_ai.memory.longterm import ConsolidationResult
+from evennia_ai.npc.state import AttributeState
 from evennia_ai.npc_state import ROUTINE
+from evennia_ai.utils import iso_utc, today, utcnow
+from evennia_ai.workspace.journal import add_entry
+from evennia_ai.workspace.sleep import wake_up
 from evennia_ai.world import clock
 
 #: Idle work that would call the model is off: only the routine may act.
@@ -313,8 +322,6 @@ class TestRoutineSleep(RoutineTestBase):
         assert self.server.requests == []
 
     def test_woken_in_a_sleep_slot_stays_awake_until_it_ends(self):
-        from evennia_ai.workspace.sleep import wake_up
-
         self.set_routine(BAKER)
         self.npc.location = self.rooms["Loft"]
         self.at("22:00")
@@ -331,3 +338,101 @@ class TestRoutineSleep(RoutineTestBase):
         self.npc.location = self.rooms["Loft"]
         self.tick()
         assert self.npc.ai.sleep["asleep"]  # the next night is slept again
+
+
+class TestConsolidationsPerDay(RoutineTestBase):
+    """A routine in fast game time sleeps many times a real day: its consolidations are
+    capped per real (UTC) day (``EVENNIA_AI_CONSOLIDATIONS_PER_DAY``, default 1)."""
+
+    NIGHTS = 10
+
+    def setUp(self):
+        super().setUp()
+        self.consolidated: list = []
+
+        def consolidate(*args, **kwargs):
+            self.consolidated.append(args)
+            return defer.succeed(ConsolidationResult())
+
+        patcher = mock.patch.object(longterm, "consolidate", consolidate)
+        patcher.start()
+        self.addCleanup(patcher.stop)
+        self.server.default_reply = {"tool_calls": [{"name": "noop", "arguments": {}}]}
+        self.npc.location = self.rooms["Loft"]
+        self.set_routine("05:00-20:00 Loft: resting; 20:00-05:00 Loft: sleeping [sleep]")
+
+    def nights(self) -> list[str | None]:
+        """Ten game days: something to remember each day, then a night in the loft."""
+        chosen = []
+        for day in range(1, self.NIGHTS + 1):
+            self.at("12:00", day)
+            self.tick()
+            journal, _ = add_entry(self.npc.ai.journal, f"Baked on day {day}.", importance=3)
+            self.npc.ai.set("journal", journal)
+            # the entry is newer than the last consolidation, even within the same second
+            earlier = iso_utc(utcnow() - timedelta(hours=1))
+            self.npc.ai.update("sleep", lambda s, e=earlier: {**s, "last_consolidated": e})
+            self.at("21:00", day)
+            trace = self.tick()
+            assert self.npc.ai.sleep["asleep"], f"awake on night {day}"
+            chosen.append(trace.context_type if trace else None)
+            self.ticks(2)  # the other phases, then rest
+        return chosen
+
+    def test_fast_clock_consolidates_once_a_real_day(self):
+        chosen = self.nights()
+        assert chosen == ["sleep_consolidate"] + [None] * (self.NIGHTS - 1)
+        assert len(self.consolidated) == 1
+        assert len(self.server.requests) == 1  # the old code made ten
+        assert self.npc.ai.sleep["consolidated"] == {"day": today(), "count": 1}
+
+    def test_consolidations_per_day_none_is_the_old_behaviour(self):
+        with override_settings(EVENNIA_AI_CONSOLIDATIONS_PER_DAY=None):
+            chosen = self.nights()
+        assert chosen == ["sleep_consolidate"] * self.NIGHTS
+        assert len(self.consolidated) == self.NIGHTS
+
+    def test_scheduled_sleep_window_unchanged(self):
+        """A guard: a real-time window sleeps once a day and consolidates each day."""
+        self.npc.ai.set(ROUTINE, {"slots": []})
+        night = {"now": True}
+        with (
+            mock.patch("evennia_ai.engine.agenda.in_sleep_window", lambda _s: night["now"]),
+            mock.patch("evennia_ai.workspace.sleep.in_sleep_window", lambda _s: night["now"]),
+            override_settings(EVENNIA_AI_SLEEP_SCHEDULE=("22:00", "06:00")),
+        ):
+            for date in ("2026-11-27", "2026-11-28"):
+                with mock.patch.object(upkeep, "today", lambda date=date: date):
+                    journal, _ = add_entry(self.npc.ai.journal, f"Served on {date}.", importance=3)
+                    self.npc.ai.set("journal", journal)
+                    earlier = iso_utc(utcnow() - timedelta(hours=1))
+                    self.npc.ai.update("sleep", lambda s, e=earlier: {**s, "last_consolidated": e})
+                    night["now"] = True
+                    assert self.tick().context_type == "sleep_consolidate"
+                    self.ticks(2)
+                    night["now"] = False
+                    self.tick()  # morning: awake
+                    assert not self.npc.ai.sleep["asleep"]
+        assert len(self.consolidated) == 2
+
+
+class TestCost(RoutineTestBase):
+    def reads(self, **settings) -> list[str]:
+        """The keys of the NPC's state one choice of the agenda reads."""
+        read: list[str] = []
+        original = AttributeState.get
+
+        def counting(state, key):
+            read.append(key)
+            return original(state, key)
+
+        with mock.patch.object(AttributeState, "get", counting), override_settings(**settings):
+            Agenda(self.npc, 1).choose()
+        return read
+
+    def test_no_routine_costs_one_read(self):
+        self.npc.ai.set(ROUTINE, {"slots": []})
+        with_routines = self.reads(EVENNIA_AI_ROUTINES=True)
+        without = self.reads(EVENNIA_AI_ROUTINES=False)
+        assert with_routines.count("routine") == 1 and "routine" not in without
+        assert sorted(with_routines) == sorted(without + ["routine"])
