@@ -436,3 +436,86 @@ class TestCost(RoutineTestBase):
         without = self.reads(EVENNIA_AI_ROUTINES=False)
         assert with_routines.count("routine") == 1 and "routine" not in without
         assert sorted(with_routines) == sorted(without + ["routine"])
+
+
+class TestStatusAndChanges(RoutineTestBase):
+    def test_status_says_what_it_does_now_and_next(self):
+        known = routines.status(self.npc)
+        assert known.state == "off" and known.now is None and known.next is None
+        self.set_routine(BAKER)
+        self.at("12:30")
+        known = routines.status(self.npc)  # read from the clock, before any tick
+        assert (known.slot, known.doing, known.until) == (
+            "11:00-15:00",
+            "selling bread at the stall",
+            "15:00",
+        )
+        assert known.now.room_key == "Market" and known.next.room_key == "Tavern"
+        assert known.next_slot == "15:00-20:00 having a drink"
+        assert known.open_for_trade == (True, "")
+        self.at("16:00")
+        assert routines.status(self.npc).open_for_trade == (
+            False,
+            "having a drink until 20:00; you trade again from 05:00",
+        )
+        with override_settings(EVENNIA_AI_ROUTINES=False):
+            assert routines.status(self.npc).words() == "off: routines are off"
+
+    def test_a_step_a_hook_refuses_is_tried_again_a_minute_later(self):
+        self.set_routine(BAKER)
+        self.at("11:00")
+        refusals = {"left": 1}
+        original = self.npc.at_pre_move
+
+        def at_pre_move(destination, **kwargs):
+            if refusals["left"]:
+                refusals["left"] -= 1
+                self.npc.msg("Your apron is caught on a nail.")
+                return False
+            return original(destination, **kwargs)
+
+        self.npc.at_pre_move = at_pre_move
+        self.addCleanup(self.npc.__dict__.pop, "at_pre_move", None)
+        self.tick()
+        known = routines.status(self.npc)
+        assert self.where() == "Bakery" and known.state == "unreachable"
+        assert "Your apron is caught on a nail." in known.why
+        self.tick()
+        assert self.where() == "Bakery"  # not hammered every tick
+        known.planned_at -= routines.REPLAN_SECONDS
+        self.tick()
+        assert self.where() == "Street"
+
+    def test_moved_off_its_route_it_plans_again_from_where_it_stands(self):
+        self.set_routine(BAKER)
+        self.at("11:00")
+        self.tick()
+        assert self.where() == "Street"
+        self.npc.location = self.rooms["Loft"]  # staff (or an autonomous move) took it away
+        self.ticks(3)
+        assert self.where() == "Market"  # Loft - Bakery - Street - Market, exit by exit
+
+    def test_a_slot_whose_room_staff_changed_is_walked_to_anew(self):
+        self.set_routine(BAKER)
+        self.at("11:00")
+        self.tick()
+        assert self.where() == "Street"
+        self.set_routine(BAKER.replace("11:00-15:00 Market", "11:00-15:00 Tavern"))
+        self.tick()
+        assert self.where() == "Tavern"
+
+    def test_a_calendar_that_cannot_split_a_day_turns_routines_off_with_one_log_line(self):
+        self.set_routine(BAKER)
+        self.at("11:00")
+        routines._CALENDAR_LOGGED.clear()
+        units = {"min": 60, "hour": 3500, "day": 86400}
+        with (
+            override_settings(TIME_UNITS=units),
+            mock.patch.object(routines.logger, "log_err") as logged,
+        ):
+            self.ticks(3)
+            checked = routines.check(self.npc, BAKER)
+        assert self.where() == "Bakery"
+        assert len(logged.call_args_list) == 1 and "routines are off" in logged.call_args[0][0]
+        assert routines.status(self.npc).state == "off"
+        assert checked.problems[0].startswith("Routines are off in this game: TIME_UNITS gives")
