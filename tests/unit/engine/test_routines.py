@@ -1,7 +1,7 @@
 """engine/routines: an NPC keeps its routine in game time, walking exit by exit, with no model
 call (database tests with the loopback model server, which must see no request).
 
-Game time goes through ``world.clock.source`` (:class:`GameClock`), never
+Game time goes through ``world.clock.source`` (``support.game_clock.GameClock``), never
 ``override_settings(TIME_FACTOR=...)``: Evennia reads the factor once, at import.
 """
 
@@ -15,6 +15,7 @@ from django.test import override_settings
 from evennia.objects.objects import DefaultExit, DefaultRoom
 from evennia.server.signals import SIGNAL_EXIT_TRAVERSED
 from evennia.utils.create import create_object
+from support.game_clock import DAY, GameClock
 from twisted.internet import defer
 from unit.engine.test_assistant_tick import AssistantTestBase
 
@@ -38,22 +39,6 @@ QUIET = {
     "EVENNIA_AI_REFLECTION_IMPORTANCE_THRESHOLD": 0,
     "EVENNIA_AI_SLEEP_SCHEDULE": None,
 }
-HOUR = 3600
-DAY = 24 * HOUR
-
-
-class GameClock:
-    """The game's clock for a test: ``seconds`` of absolute game time, moved by hand."""
-
-    def __init__(self, seconds: float = DAY) -> None:
-        self.seconds = float(seconds)
-
-    def __call__(self) -> float:
-        return self.seconds
-
-    def at(self, hhmm: str, day: int = 1) -> None:
-        hours, minutes = (int(part) for part in hhmm.split(":"))
-        self.seconds = day * DAY + hours * HOUR + minutes * 60
 
 
 class RoutineTestBase(AssistantTestBase):
