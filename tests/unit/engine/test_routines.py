@@ -29,7 +29,6 @@ from evennia_ai.npc.state import AttributeState
 from evennia_ai.npc_state import ROUTINE
 from evennia_ai.utils import iso_utc, today, utcnow
 from evennia_ai.workspace.journal import add_entry
-from evennia_ai.workspace.sleep import wake_up
 from evennia_ai.world import clock
 
 #: Idle work that would call the model is off: only the routine may act.
@@ -312,7 +311,11 @@ class TestRoutineSleep(RoutineTestBase):
         self.at("22:00")
         self.tick()
         assert self.npc.ai.sleep["asleep"]
-        wake_up(self.npc, "addressed")
+        self.char1.location = self.rooms["Loft"]
+        self.server.default_reply = {"tool_calls": [{"name": "noop", "arguments": {}}]}
+        self.speak("Innkeeper, wake up! The oven is smoking.")
+        with override_settings(EVENNIA_AI_WAKE_WHEN_ADDRESSED=True):
+            assert self.tick().context_type == "tick_event"  # woken to answer
         assert self.npc.ai.sleep["woken_in_slot"] == "1/20:00-05:00"
         self.at("23:00")
         self.ticks(2)
