@@ -210,8 +210,9 @@ def current(npc: Any) -> tuple[Routine, GameTime] | None:
 
 
 def sleep_mark(slot: Slot, now: GameTime) -> str:
-    """The night of ``slot`` at ``now``: the game day it began on and its key (``"12/20:00-05:00"``).
-    A slot that runs past midnight keeps the day it began on, so it is one night throughout."""
+    """The night of ``slot`` at ``now``: the game day it began on and its key
+    (``"12/20:00-05:00"``). A slot that runs past midnight keeps the day it began on, so it is
+    one night throughout."""
     day = now.day - 1 if slot.start > slot.end and now.minute < slot.end else now.day
     return f"{day}/{slot.key()}"
 

@@ -74,7 +74,10 @@ class Calendar:
         units = (("minute", self.minute), ("hour", self.hour), ("day", self.day))
         for name, value in units:
             if not isinstance(value, int) or value <= 0:
-                return f"TIME_UNITS gives a {name} of {value!r} game seconds: it must be a whole number above 0."
+                return (
+                    f"TIME_UNITS gives a {name} of {value!r} game seconds: it must be a whole "
+                    "number above 0."
+                )
         if self.hour % self.minute:
             return (
                 f"TIME_UNITS gives an hour of {self.hour} game seconds, which is not a whole "
