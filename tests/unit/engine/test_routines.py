@@ -226,6 +226,28 @@ class TestTheDay(RoutineTestBase):
         )
 
 
+class TestCheck(RoutineTestBase):
+    def test_odd_text_gets_words_and_an_empty_routine_is_allowed(self):
+        assert routines.check(self.npc, "") == routines.RoutineCheck(routines.Routine(()), ())
+        assert routines.check(self.npc, " ;; \n ").problems == ()
+        for text in ("x" * 5000, "05:00-06:00 #abc: x", "05:00-06:00 Bakery: [sleep] [trade]"):
+            checked = routines.check(self.npc, text)
+            assert checked.routine is None and checked.problems, text
+            assert all(isinstance(p, str) and p for p in checked.problems)
+
+    def test_the_slot_now_must_be_reachable_from_where_the_npc_stands(self):
+        self.npc.location = self.rooms["Smithy"]
+        exit_out = self.rooms["Smithy"].exits[0]
+        exit_out.locks.add("traverse:false()")  # shut in
+        self.at("12:00")
+        checked = routines.check(self.npc, BAKER)
+        assert checked.problems == (
+            f"Innkeeper cannot walk from Smithy ({self.rooms['Smithy'].dbref}) to Market "
+            f"({self.rooms['Market'].dbref}): no way through exits it may pass (searched 1 "
+            "rooms, up to 40 exits away). Unlock a way, or choose another room.",
+        )
+
+
 class TestConversations(RoutineTestBase):
     def talk(self, seconds_ago: float = 0.0) -> None:
         """The player Char woke the NPC ``seconds_ago`` (the room's floor)."""

@@ -145,3 +145,10 @@ class TestFindRoom(PathsTestBase):
         assert paths.find_room(self.walker.dbref)[0] is None
         assert paths.find_room("Nowhere at all") == (None, "No room is called 'Nowhere at all'.")
         assert paths.find_room("  ")[1].startswith("No room is named")
+
+
+class TestOddNames(PathsTestBase):
+    def test_odd_room_names_get_words_not_tracebacks(self):
+        for text in ("#", "#-1", "#abc", "#999999", "x" * 500, "Ħåłł ☕", "%", "_", "'; DROP"):
+            room, problem = paths.find_room(text)
+            assert room is None and problem.startswith("No room"), (text, problem)
