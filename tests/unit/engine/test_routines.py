@@ -27,6 +27,7 @@ from evennia_ai.memory.events import Event
 from evennia_ai.memory.longterm import ConsolidationResult
 from evennia_ai.npc.state import AttributeState
 from evennia_ai.npc_state import ROUTINE
+from evennia_ai.typeclasses import AIAssistantCharacter
 from evennia_ai.utils import iso_utc, today, utcnow
 from evennia_ai.workspace.journal import add_entry
 from evennia_ai.world import clock
@@ -246,6 +247,38 @@ class TestCheck(RoutineTestBase):
             f"({self.rooms['Market'].dbref}): no way through exits it may pass (searched 1 "
             "rooms, up to 40 exits away). Unlock a way, or choose another room.",
         )
+
+
+class TestOnlookers(RoutineTestBase):
+    def test_an_ai_npc_walking_past_another_with_no_player_near_costs_no_model_call(self):
+        guard = create_object(AIAssistantCharacter, key="Guard", location=self.rooms["Street"])
+        guard.ai.set_persona("A guard.")
+        guard.ai.script.trigger_tick = lambda: None
+        self.addCleanup(guard.delete)
+        self.addCleanup(guard.ai.script.delete)
+        self.set_routine(BAKER)
+        self.at("11:00")
+        self.ticks(3)
+        assert self.where() == "Market"
+        assert ev.pending_events(guard.ai.event_queue) == []  # seen, not queued
+        seen = [entry["text"] for entry in guard.ai.context_buffer]
+        assert any("Innkeeper arrives" in text for text in seen), seen
+        guard.ai.script.run_tick()  # the guard's next interval tick has nothing to answer
+        assert self.server.requests == []
+
+    def test_with_a_player_there_the_arrival_is_an_event_as_before(self):
+        guard = create_object(AIAssistantCharacter, key="Guard", location=self.rooms["Street"])
+        guard.ai.script.trigger_tick = lambda: None
+        self.addCleanup(guard.delete)
+        self.addCleanup(guard.ai.script.delete)
+        self.char1.location = self.rooms["Street"]
+        self.set_routine(BAKER)
+        self.at("11:00")
+        with mock.patch.object(
+            routines.floor.audience, "players_in_earshot", lambda npc: [self.char1]
+        ):
+            self.tick()
+        assert [e.kind for e in ev.pending_events(guard.ai.event_queue)] == ["arrive"]
 
 
 class TestConversations(RoutineTestBase):
