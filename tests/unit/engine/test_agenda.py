@@ -306,3 +306,16 @@ def test_routines_off_or_empty_cost_no_more_than_the_routine_read():
     ai = FakeAI(routine={"slots": []})
     assert choose(ai) == TickDecision(None) and ai.writes == []
     assert choose(ai, EVENNIA_AI_ROUTINES=False) == TickDecision(None)
+
+
+def test_a_sleep_staff_asked_for_consolidates_past_the_days_cap():
+    ai = FakeAI(
+        sleep={
+            "asleep": True,
+            "phase": "sleep_consolidate",
+            "reason": "operator",  # aisleep/now
+            "consolidated": {"day": today(), "count": 1},
+        },
+        journal=[{"content": "Sold three ales.", "ts": iso_utc()}],
+    )
+    assert choose(ai) == TickDecision("sleep_consolidate")
