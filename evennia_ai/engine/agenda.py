@@ -41,7 +41,8 @@ Idle work (reflection by count or importance, autonomy) waits while nobody is wi
 (``EVENNIA_AI_IDLE_NEEDS_AUDIENCE``, :mod:`evennia_ai.engine.audience`) unless an active goal
 needs no audience.
 
-The agenda writes only the NPC's own state (the queue, its sleep); it never writes the Script:
+The agenda writes only the NPC's own state (the queue, its sleep; its routine's status, in
+process memory, through :mod:`~evennia_ai.engine.routines`); it never writes the Script:
 the Script acts on the decision (:class:`~evennia_ai.scripts.AssistantScript`).
 """
 

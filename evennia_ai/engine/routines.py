@@ -42,7 +42,13 @@ from evennia_ai.utils import is_assistant, log_prefix
 from evennia_ai.world import clock, paths
 from evennia_ai.world.clock import Calendar, GameTime
 from evennia_ai.world.paths import Route
-from evennia_ai.world.routine import Routine, Slot, parse_routine, time_problems
+from evennia_ai.world.routine import (
+    Routine,
+    Slot,
+    open_for_trade,
+    parse_routine,
+    time_problems,
+)
 
 #: Real seconds between two searches for a route to a room that could not be reached (a door
 #: unlocked later is found).
@@ -90,6 +96,10 @@ class RoutineStatus:
         until: When the slot ends (``"15:00"``), None in free time.
         next_slot: The next slot's key and what it does there (``"15:00-20:00 having a
             drink"``), None without slots.
+        now: The slot now (None in free time or without a routine).
+        next: The next slot to start (None without a routine).
+        open_for_trade: Whether it trades now, and why not (see
+            :func:`~evennia_ai.world.routine.open_for_trade`).
         mark: The slot's night the status is of (:func:`sleep_mark`).
         due_since: When the NPC first had to leave for the slot's room (``time.time()``);
             a conversation delays it at most ``EVENNIA_AI_ROUTINE_MAX_DELAY`` from then.
@@ -106,6 +116,9 @@ class RoutineStatus:
     doing: str = ""
     until: str | None = None
     next_slot: str | None = None
+    now: Slot | None = None
+    next: Slot | None = None
+    open_for_trade: tuple[bool, str] = (True, "")
     mark: str | None = None
     due_since: float | None = None
     planned_at: float = 0.0
@@ -123,8 +136,35 @@ class RoutineStatus:
 
 
 def status(npc: Any) -> RoutineStatus:
-    """What the routine of ``npc`` is doing now, for ``aistatus``, ``airoutine`` and the
-    dashboard (a new status, ``off``, before its first tick after a reload)."""
+    """What the routine of ``npc`` is doing now, for ``aistatus``, ``airoutine``, the
+    dashboard and the requests' "now and next" lines.
+
+    The slot now, what the NPC does in it, until when, the next slot and whether it trades
+    are read from the routine and the clock at each call; the state (walking, waiting...)
+    and its reason are the last tick's (``off`` before the first tick after a reload, and
+    while routines are off or the NPC keeps none).
+
+    Example:
+        known = status(npc)
+        if known.now: line = f"{known.doing} until {known.until}"  # "baking bread until 11:00"
+        known.words()                                             # "walking: to Market ..."
+    """
+    known = _status(npc)
+    day = current(npc)
+    if day is None:
+        _describe(known, Routine(()), None, None)
+        if not conf.get_bool("EVENNIA_AI_ROUTINES"):
+            known.set("off", "routines are off")
+        elif known.state != "off":  # no slots (a calendar's problem is kept as the reason)
+            known.set("off")
+    else:
+        routine, now = day
+        _describe(known, routine, routine.now(now.minute), now)
+    return known
+
+
+def _status(npc: Any) -> RoutineStatus:
+    """The status kept on ``npc`` (made on first use), as the last tick left it."""
     found = npc.ndb.ai_routine
     if not isinstance(found, RoutineStatus):
         found = RoutineStatus()
@@ -137,7 +177,7 @@ def routine_of(npc: Any, value: Any = None, cal: Calendar | None = None) -> Rout
     per stored value; slots that cannot be read are dropped and logged once."""
     value = npc_state(npc).routine if value is None else value
     cal = cal or clock.usable_calendar()
-    known = status(npc)
+    known = _status(npc)
     if known.parsed is not None and known.parsed[0] == value and known.parsed[1].calendar == cal:
         return known.parsed[1]
     routine = Routine.from_state(value if isinstance(value, dict) else {}, cal)
@@ -161,7 +201,7 @@ def current(npc: Any) -> tuple[Routine, GameTime] | None:
         if problem not in _CALENDAR_LOGGED:
             _CALENDAR_LOGGED.add(problem)
             logger.log_err(f"{log_prefix()}: routines are off: {problem}")
-        status(npc).set("off", problem)
+        _status(npc).set("off", problem)
         return None
     routine = routine_of(npc, value, cal)
     if not routine.slots:
@@ -170,8 +210,9 @@ def current(npc: Any) -> tuple[Routine, GameTime] | None:
 
 
 def sleep_mark(slot: Slot, now: GameTime) -> str:
-    """The night of ``slot`` at ``now``: the game day it began on and its key (``"12/20:00-05:00"``).
-    A slot that runs past midnight keeps the day it began on, so it is one night throughout."""
+    """The night of ``slot`` at ``now``: the game day it began on and its key
+    (``"12/20:00-05:00"``). A slot that runs past midnight keeps the day it began on, so it is
+    one night throughout."""
     day = now.day - 1 if slot.start > slot.end and now.minute < slot.end else now.day
     return f"{day}/{slot.key()}"
 
@@ -193,8 +234,9 @@ def sleep_due(npc: Any, routine: Routine, now: GameTime, sleep: dict) -> Slot | 
         return None
     if sleep.get("woken_in_slot") == sleep_mark(slot, now):
         return None
-    _describe(status(npc), routine, slot, now)
-    status(npc).set("asleep", slot.doing)
+    known = _status(npc)
+    _describe(known, routine, slot, now)
+    known.set("asleep", slot.doing)
     return slot
 
 
@@ -219,23 +261,29 @@ def in_conversation(npc: Any) -> tuple[bool, str]:
     return False, ""
 
 
-def _describe(known: RoutineStatus, routine: Routine, slot: Slot | None, now: GameTime) -> None:
+def _describe(
+    known: RoutineStatus, routine: Routine, slot: Slot | None, now: GameTime | None
+) -> None:
     """Keep in ``known`` the slot now, what the NPC does in it and the next slot; a new slot
     (or night of it) starts afresh: no route, no delay, nothing reported."""
-    mark = sleep_mark(slot, now) if slot is not None else None
+    mark = sleep_mark(slot, now) if slot is not None and now is not None else None
     if mark != known.mark:
         known.mark, known.route, known.due_since, known.planned_at = mark, None, None, 0.0
-    known.slot = slot.key() if slot else None
+    known.now, known.slot = slot, slot.key() if slot else None
     known.doing = slot.doing if slot else ""
     known.until = slot.calendar.format(slot.end) if slot else None
-    following = routine.next(now.minute)
+    following = routine.next(now.minute) if now is not None else None
+    known.next = following
     known.next_slot = f"{following.key()} {following.doing}".strip() if following else None
+    known.open_for_trade = (
+        open_for_trade(routine, now.minute, routine.calendar) if now is not None else (True, "")
+    )
 
 
 def work(npc: Any, routine: Routine, now: GameTime) -> RoutineWork:
     """What the routine asks of ``npc`` at ``now``: stay, wait for a conversation, or walk one
     exit on towards the slot's room (its route searched when missing or stale)."""
-    known = status(npc)
+    known = _status(npc)
     slot = routine.now(now.minute)
     _describe(known, routine, slot, now)
     if slot is None:
@@ -266,7 +314,7 @@ def _next_exit(npc: Any, known: RoutineStatus, slot: Slot, location: Any) -> int
     when it has none or the NPC left it (at most once a minute while the room is unreachable);
     None when there is no way (the status says why)."""
     route = known.route
-    if route is not None and route.exits and location is not None:
+    if route is not None and route.exits and location is not None and _leads_to(route, slot):
         if any(exit_obj.id == route.exits[0] for exit_obj in location.exits):
             return route.exits[0]
     if known.state == "unreachable" and time.time() - known.planned_at < REPLAN_SECONDS:
@@ -296,6 +344,11 @@ def _next_exit(npc: Any, known: RoutineStatus, slot: Slot, location: Any) -> int
     return None
 
 
+def _leads_to(route: Route, slot: Slot) -> bool:
+    """Whether ``route`` ends in ``slot``'s room (staff may have changed the slot's room)."""
+    return bool(route.rooms) and f"#{route.rooms[-1]}" == slot.room
+
+
 def _room(dbref: str) -> Any | None:
     """The room of ``dbref`` (``"#12"``), or None if it is gone or no room."""
     room, _problem = paths.find_room(dbref)
@@ -309,7 +362,7 @@ def act(npc: Any, todo: RoutineWork) -> None:
     """
     if todo.action != "walk" or todo.exit_id is None:
         return
-    known = status(npc)
+    known = _status(npc)
     try:
         _step(npc, known, todo.exit_id)
     except Exception as err:
@@ -332,9 +385,9 @@ def _step(npc: Any, known: RoutineStatus, exit_id: int) -> None:
         if route is not None and route.exits and route.exits[0] == exit_id:
             known.route = replace(route, exits=route.exits[1:], rooms=route.rooms[1:])
         return
-    if not done.in_transit:
-        known.route = None
-        known.set("walking", f"{exit_obj.key} refused: {done.reason}")
+    if not done.in_transit:  # a hook refused: searched again, at most once a minute
+        known.route, known.planned_at = None, time.time()
+        known.set("unreachable", f"the way {exit_obj.key} refused: {done.reason}")
 
 
 @dataclass(frozen=True)

@@ -134,6 +134,10 @@ def consolidation_material(state: NPCState, sleep: dict) -> bool:
     return any((parse_iso(m.get("ts") or "") or since) > since for m in state.history)
 
 
+#: The reason of a sleep staff asked for (``aisleep/now``).
+OPERATOR_SLEEP = "operator"
+
+
 def consolidations_today(sleep: dict) -> int:
     """How many consolidations ran on today's real (UTC) day, by the ``sleep`` state."""
     done = sleep.get("consolidated")
@@ -145,7 +149,10 @@ def consolidations_today(sleep: dict) -> int:
 
 def consolidation_allowed(sleep: dict) -> bool:
     """Whether another consolidation may run today (``EVENNIA_AI_CONSOLIDATIONS_PER_DAY``;
-    None: always)."""
+    None: always). A sleep staff asked for (``aisleep/now``, reason ``operator``) always
+    consolidates: the cap is for the sleeps of routines, schedules and the model's own tool."""
+    if sleep.get("reason") == OPERATOR_SLEEP:
+        return True
     limit = conf.get_optional_int("EVENNIA_AI_CONSOLIDATIONS_PER_DAY")
     return limit is None or consolidations_today(sleep) < limit
 

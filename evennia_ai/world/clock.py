@@ -40,8 +40,9 @@ STANDARD_DAY = 86400
 class Calendar:
     """The units of the game's day, in game seconds.
 
-    A calendar whose hour or minute does not divide its day is refused when the server starts
-    (logged), and routines are then off.
+    A calendar whose hour or minute does not divide its day is refused (:meth:`problem`):
+    routines are then off, logged once when they first read it, and the clock reads the time
+    with the standard calendar.
 
     Attributes:
         minute: Game seconds per game minute (``TIME_UNITS["min"]``).
@@ -74,7 +75,10 @@ class Calendar:
         units = (("minute", self.minute), ("hour", self.hour), ("day", self.day))
         for name, value in units:
             if not isinstance(value, int) or value <= 0:
-                return f"TIME_UNITS gives a {name} of {value!r} game seconds: it must be a whole number above 0."
+                return (
+                    f"TIME_UNITS gives a {name} of {value!r} game seconds: it must be a whole "
+                    "number above 0."
+                )
         if self.hour % self.minute:
             return (
                 f"TIME_UNITS gives an hour of {self.hour} game seconds, which is not a whole "

@@ -11,9 +11,18 @@ The text form is the same in game (``airoutine``) and on the dashboard: one slot
 
 :func:`parse_routine` reads it and :func:`time_problems` checks its times (bad times, empty
 slots, overlaps on the circle of the day, too many slots), every problem in words; rooms and
-whether the NPC can walk between them are checked by the staff controls, which need the
-database. The stored value (state key ``routine``) is read with :meth:`Routine.from_state`,
-which never raises.
+whether the NPC can walk between them need the database, and are checked with these by
+:func:`evennia_ai.engine.routines.check`, which the staff controls call. The stored value
+(state key ``routine``) is read with :meth:`Routine.from_state`, which never raises.
+
+What the NPC does now and next, and whether it trades (the requests' "now and next" lines, a
+shop's hours), are read from a routine and a minute of the game day::
+
+    cal = clock.usable_calendar()
+    routine = Routine.from_state(npc_state(npc).routine, cal)
+    minute = clock.game_now().minute
+    now, following = routine.now(minute), routine.next(minute)   # Slot or None
+    is_open, why_not = open_for_trade(routine, minute, cal)
 
 A gap between slots is free time: the NPC stays where it is, closed for trade.
 
