@@ -159,7 +159,7 @@ class TradeCommand(AICommand):
         return goods
 
     # -- the trade ----------------------------------------------------------------------------
-    def trade(self, order: trade.TradeOrder) -> None:
+    def run_trade(self, order: trade.TradeOrder) -> None:
         """Run ``order`` (by command), or queue it for approval; tell the player either way."""
         refused = trade.check(order)
         if refused is not None:
@@ -219,7 +219,9 @@ class CmdWares(TradeCommand):
             self.msg(f"{name}'s trade rules could not be read: {name} trades nothing just now.")
             return
         is_open, why = world.shop_hours(npc)
-        lines = [f"|w{name}|n is " + ("trading now." if is_open else f"not trading now: {raw(why)}.")]
+        lines = [
+            f"|w{name}|n is " + ("trading now." if is_open else f"not trading now: {raw(why)}.")
+        ]
         found = stock(npc, goods)
         if found:
             lines.append(f"{name} sells:")
@@ -279,7 +281,7 @@ class CmdBuy(TradeCommand):
             item = asked  # one object by its name or #number
         else:
             item = line.key
-        self.trade(
+        self.run_trade(
             trade.TradeOrder(
                 npc, self.caller, "sell", item, quantity, line.rule.price, via="command"
             )
@@ -322,7 +324,7 @@ class CmdSell(TradeCommand):
                 f"{raw(npc.key)} does not buy {raw(carried[0].key)}."
                 + (f" {raw(npc.key)} buys: {buys}." if buys else "")
             )
-        self.trade(
+        self.run_trade(
             trade.TradeOrder(npc, self.caller, "buy", item, quantity, rule.price, via="command")
         )
 

@@ -16,11 +16,11 @@ from evennia_ai.commands.base import CommandError, SwitchedCommand
 from evennia_ai.engine import routines
 from evennia_ai.npc import world_controls as world
 from evennia_ai.npc_state import JSONObject
+from evennia_ai.utils import today
 from evennia_ai.world.goods import coins, goods_lines
 from evennia_ai.world.ledger import today_of
 from evennia_ai.world.money import MoneyError, money
 from evennia_ai.world.stock import stock
-from evennia_ai.utils import today
 
 #: Trades ``aigoods/ledger`` shows when no count is given.
 LEDGER_DEFAULT = 20
@@ -86,9 +86,11 @@ class CmdAIRoutine(SwitchedCommand):
                 f"|wairoutine {raw(npc.key)} = <slot>; <slot>|n."
             )
         stored = npc.ai.routine
-        by = f" (set by {raw(str(stored.get('set_by')))} {stored.get('set_at')})" if stored.get(
-            "set_by"
-        ) else ""
+        by = (
+            f" (set by {raw(str(stored.get('set_by')))} {stored.get('set_at')})"
+            if stored.get("set_by")
+            else ""
+        )
         table = self.table("Slot", "Room", "Doing", "Flags", keep=(0,))
         for slot in routine.slots:
             flags = "trade" if slot.trade else "sleep" if slot.sleep else ""
@@ -180,7 +182,9 @@ class CmdAIGoods(SwitchedCommand):
         if not rows:
             self.msg(f"{raw(npc.key)} has made no trades yet.")
             return
-        self.msg(f"|w{raw(npc.key)}'s last {len(rows)} trades|n, newest first:\n{self.ledger_table(rows)}")
+        self.msg(
+            f"|w{raw(npc.key)}'s last {len(rows)} trades|n, newest first:\n{self.ledger_table(rows)}"
+        )
 
     def ledger_table(self, rows: list[JSONObject]):
         table = self.table("When", "What", "Total", "With", "Via")

@@ -486,4 +486,3 @@ def set_budget(npc, text: str) -> dict:
     budget = {key: value for key, value in budget.items() if value is not None}
     npc.ai.set(BUDGET, budget)
     return budget
-

@@ -158,8 +158,9 @@ class TestTradeCommands(TradeCommandTest):
         room = self.room1
         with mock.patch.object(clock, "source", lambda: 86400 + 16 * 3600):
             world_controls.set_routine(
-                self.bram, f"05:00-11:00 {room.dbref}: forging [trade]; 15:00-20:00 "
-                f"{room.dbref}: having a drink"
+                self.bram,
+                f"05:00-11:00 {room.dbref}: forging [trade]; 15:00-20:00 "
+                f"{room.dbref}: having a drink",
             )
             self.says(
                 CmdBuy(),
