@@ -159,20 +159,21 @@ class TradeCommand(AICommand):
         return goods
 
     # -- the trade ----------------------------------------------------------------------------
-    def run_trade(self, order: trade.TradeOrder) -> None:
-        """Run ``order`` (by command), or queue it for approval; tell the player either way."""
+    def run_trade(self, order: trade.TradeOrder, name: str) -> None:
+        """Run ``order`` (by command), or queue it for approval; tell the player either way
+        (``name``: the item as the player reads it)."""
         refused = trade.check(order)
         if refused is not None:
             raise CommandError(raw(refused.to_player(self.caller)))
-        waits = trade.approval_needed(order)
-        if waits:
-            self.queue(order)
+        if trade.approval_needed(order):
+            self.queue(order, name)
             return
         result = trade.execute(order)
         if not result.done:  # a trade that is done told the player itself
             raise CommandError(raw(result.to_player(self.caller)))
 
-    def queue(self, order: trade.TradeOrder) -> None:
+    def queue(self, order: trade.TradeOrder, name: str) -> None:
+        """Queue ``order`` for a Builder's approval and tell the player it waits."""
         npc = order.npc
         try:
             confirmations.queue_trade(order)
@@ -182,12 +183,16 @@ class TradeCommand(AICommand):
                 "now."
             ) from None
         total = coins(order.quantity * order.unit_price)
-        verb = "buy from" if order.direction == "sell" else "sell to"
+        deal = (
+            f"Buying {order.quantity} {raw(name)} from {raw(npc.key)}"
+            if order.direction == "sell"
+            else f"Selling {order.quantity} {raw(name)} to {raw(npc.key)}"
+        )
         said = audience.render_line(npc, audience.line_of(npc, "approval"), self.caller)
         self.msg(
             (f"{said}\n" if said else "")
-            + f"Your offer to {verb} {raw(npc.key)} {order.quantity} {raw(order.item)} for "
-            f"{total} waits for an operator's approval; you will be told when it is decided."
+            + f"{deal} for {total} needs an operator's approval: it waits, and you will be "
+            "told when it is decided."
         )
 
 
@@ -284,7 +289,8 @@ class CmdBuy(TradeCommand):
         self.run_trade(
             trade.TradeOrder(
                 npc, self.caller, "sell", item, quantity, line.rule.price, via="command"
-            )
+            ),
+            line.name,
         )
 
 
@@ -325,7 +331,8 @@ class CmdSell(TradeCommand):
                 + (f" {raw(npc.key)} buys: {buys}." if buys else "")
             )
         self.run_trade(
-            trade.TradeOrder(npc, self.caller, "buy", item, quantity, rule.price, via="command")
+            trade.TradeOrder(npc, self.caller, "buy", item, quantity, rule.price, via="command"),
+            carried[0].key,
         )
 
 

@@ -232,6 +232,8 @@ def add_goods_rule(npc, line: str) -> str:
     line = " ".join(str(line or "").split())
     if not line:
         raise ControlError("Missing the rule (sell, buy, never, free, restock, container, ...).")
+    if ";" in line:
+        raise ControlError("One rule at a time (aigoods/set replaces all the rules at once).")
     new = _parsed(line)
     current = goods_of(npc)
     if current.closed:

@@ -176,7 +176,7 @@ class TestTradeCommands(TradeCommandTest):
         self.says(
             CmdBuy(),
             "lantern = 3",
-            "Your offer to buy from Bram 3 lantern for 36 coins waits for an operator's approval",
+            "Buying 3 lantern from Bram for 36 coins needs an operator's approval: it waits",
         )
         assert all(obj.location == self.bram for obj in self.lanterns)
         [entry] = [e for e in get_confirmation_queue().list_entries() if e.get("kind") == "trade"]

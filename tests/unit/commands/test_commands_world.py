@@ -256,6 +256,7 @@ class TestAIGoods(WorldCommandTest):
             lambda: world_controls.ledger_rows(self.npc, 0),
             lambda: world_controls.remove_goods(self.npc, ""),
             lambda: world_controls.add_goods_rule(self.npc, ""),
+            lambda: world_controls.add_goods_rule(self.npc, "sell a 1; limit sold 5 per day"),
             lambda: world_controls.check_routine(self.npc),
         ):
             try:
