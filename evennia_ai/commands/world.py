@@ -192,7 +192,7 @@ class CmdAIGoods(SwitchedCommand):
             kind = {"sale": "sold", "purchase": "bought"}.get(str(row.get("kind")), row.get("kind"))
             total = row.get("total")
             table.add_row(
-                f"{str(row.get('at') or '')[:16]} {row.get('game') or ''}".strip(),
+                f"{str(row.get('at') or '')[:16].replace('T', ' ')} {row.get('game') or ''}".strip(),
                 raw(f"{kind} {row.get('quantity')} {row.get('name') or row.get('item')}"),
                 coins(total) if isinstance(total, int) else "",
                 raw(str(row.get("partner") or "")),

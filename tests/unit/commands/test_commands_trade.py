@@ -9,6 +9,8 @@ from unittest import mock
 from django.test import override_settings
 from evennia.objects.objects import DefaultObject
 from evennia.utils.create import create_object
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from support.commands import AICommandTestBase, words
 
 import evennia_ai
@@ -67,6 +69,9 @@ class TradeCommandTest(AICommandTestBase):
             assert words(part) in out, f"wanted {part!r} in {out!r}"
         return out
 
+    def innkeeper_leaves(self):
+        self.npc.location = self.room2
+
     def purses(self):
         return self.char1.db.coins, self.bram.db.coins
 
@@ -98,9 +103,6 @@ class TestTradeCommands(TradeCommandTest):
             ("purchase", 2, "command"),
         ]
         assert self.server.requests == [] and not self.model_call.called
-
-    def innkeeper_leaves(self):
-        self.npc.location = self.room2
 
     def test_several_traders_here_must_be_named(self):
         world_controls.set_goods(self.npc, "sell ale 2")
@@ -200,3 +202,60 @@ class TestTheCmdSet:
             assert "Usage:" in (cmd.__doc__ or "")
         assert evennia_ai.AITradeCmdSet is AITradeCmdSet
         assert "list" in CmdWares.aliases
+
+
+TOKENS = [
+    "lantern",
+    "horseshoe",
+    "scrap iron",
+    "smith's hammer",
+    "rope",
+    "dragon egg",
+    "from",
+    "to",
+    "Bram",
+    "bram",
+    "Innkeeper",
+    "me",
+    "here",
+    "=",
+    "==",
+    "/",
+    ";",
+    "|r",
+    "$You()",
+    "#1",
+    "#-1",
+    "#abc",
+    "proto:",
+    "proto:x",
+    "0",
+    "1",
+    "-1",
+    "2.5",
+    "1e309",
+    "99999999999999999999",
+    "\x00",
+    "\u202e",
+    "x" * 120,
+]
+hostile = st.lists(st.sampled_from(TOKENS) | st.text(max_size=8), max_size=6).map(" ".join)
+
+
+class TestHostilePlayers(TradeCommandTest):
+    def test_random_hostile_commands_conserve_money_and_items(self):
+        self.innkeeper_leaves()
+        self.char1.db.coins = 1000
+        goods = [*self.lanterns, *self.scrap, self.hammer]
+        before = self.char1.db.coins + self.bram.db.coins
+
+        @settings(max_examples=60, deadline=None, database=None)
+        @given(command=st.sampled_from([CmdWares, CmdBuy, CmdSell]), args=hostile)
+        def prop(command, args):
+            out = self.call(command(), args) or ""
+            assert "Traceback" not in out and "internal error" not in out, (command.key, args, out)
+            assert self.char1.db.coins + self.bram.db.coins == before
+            assert all(obj.location in (self.char1, self.bram) for obj in goods)
+
+        prop()
+        assert self.server.requests == [] and not self.model_call.called
