@@ -85,7 +85,7 @@ def keep(room, npc_id: int, text: str, source: str | None = None, line: Any = No
     last = _LAST.get(room.id)
     if last is not None and line is not None and last[0] is line and last[1] == text:
         _line, _text, shared, attr, log, _room = last
-        if attr.pk and attr.db_value is log and log and log[-1] is shared:  # the log's newest
+        if attr.id and attr.db_value is log and log and log[-1] is shared:  # the log's newest
             if npc_id not in shared[TO]:
                 shared[TO].append(npc_id)
                 attribute_writes.save_value(attr)
@@ -93,7 +93,7 @@ def keep(room, npc_id: int, text: str, source: str | None = None, line: Any = No
     entry = context_buffer.entry(text, source=source, heard=True)
     if entry is None:
         return
-    if last is not None and last[5] is room and last[3].pk and last[3].db_value is last[4]:
+    if last is not None and last[5] is room and last[3].id and last[3].db_value is last[4]:
         attr, log = last[3], last[4]  # the room's log as its last line left it
     else:
         attr, log = _log(room)
