@@ -13,10 +13,10 @@ with the ids of the NPCs that heard it and have not taken it yet::
 An NPC **takes** its lines (:func:`take`: into its own buffer, one write, folding into its
 history what the buffer pushes out) whenever its buffer is read: its next tick's snapshot, an
 admin view, a move out of the room (what it heard stays with it). A taken line loses the NPC's
-id; a line nobody still has to take leaves the log. The log keeps at most
-:data:`LOG_BUFFERS` times ``EVENNIA_AI_CONTEXT_BUFFER_SIZE`` lines: when it is full, every NPC named in it takes its
-lines first (:func:`settle`), so a line is never dropped before its listeners have it; that is
-one buffer write per listener per that many lines, instead of one per line.
+id; a line nobody still has to take leaves the log. The log keeps at most :data:`LOG_BUFFERS`
+times ``EVENNIA_AI_CONTEXT_BUFFER_SIZE`` lines: when it is full, every NPC named in it takes
+its lines first (:func:`settle`), so a line is never dropped before its listeners have it; that
+is one buffer write per listener per that many lines, instead of one per line.
 
 The log is written with the turn's other writes (:mod:`evennia_ai.npc.attribute_writes`): one
 row per line however many NPCs hear it, and it survives a reload like any Attribute. A stored
@@ -54,8 +54,8 @@ _WHERE: dict[int, dict[int, None]] = {}
 
 #: A room's log keeps this many buffers' worth of lines (``EVENNIA_AI_CONTEXT_BUFFER_SIZE``):
 #: each settling costs every listener a buffer write and a history write whatever the number
-#: of lines, each line's row grows with the log; 4 cost the least per line (``bench cost``,
-#: docs/scaling.md).
+#: of lines, while each line's row grows with the log. 4 measured a little better than 2 and
+#: no worse than 3 or 6 (``bench cost``, within its noise: docs/scaling.md).
 LOG_BUFFERS = 4
 
 
