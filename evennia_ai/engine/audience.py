@@ -2,9 +2,9 @@
 
 An assistant's work that nobody asked for (autonomous ticks, reflection) is only worth its
 tokens when a player may see its effects. This module keeps when a player was last within
-earshot of the NPC (in its room, connected) in process memory, on the NPC's object as ``ndb``
-would keep it (it is about the last minutes, so a reload may forget it): :func:`has_audience` is true while a player is there, and for
-``EVENNIA_AI_AUDIENCE_WINDOW`` seconds after one was last seen or heard. (Who answers a line
+earshot of the NPC (in its room, connected) in process memory, on the NPC's object (it is
+about the last minutes, so a reload may forget it): :func:`has_audience` is true while a player
+is there, and for ``EVENNIA_AI_AUDIENCE_WINDOW`` seconds after one was last seen or heard. (Who answers a line
 in a room, and how long AI NPCs talk to each other, is the room's floor:
 :mod:`evennia_ai.engine.floor`.)
 
@@ -77,8 +77,10 @@ def players_in_earshot(npc) -> list:
     return [obj for obj in location.contents if obj is not npc and is_player(obj)]
 
 
-#: Where :func:`note_audience` keeps the time, on the NPC's object: gone with it, as ``ndb``
-#: data is, without ``ndb``'s look-up for each NPC that hears a player's line.
+#: Where :func:`note_audience` keeps the time, on the NPC's object, without ``ndb``'s look-up
+#: for each NPC that hears a player's line. Evennia's object cache never drops an object that
+#: holds ``ndb`` data, and an AI NPC always does (``ndb.ai_present``, set when it is loaded and
+#: when it moves: :mod:`evennia_ai.typeclasses`), so the object, and this, live as its ``ndb``.
 AUDIENCE_AT = "_evennia_ai_audience_at"
 
 

@@ -523,8 +523,8 @@ def player_waiting(npc) -> bool:
     return any(npc_id != npc.id for npc_id in floor.waiting)
 
 
-#: Where :func:`note_heard` counts, on the NPC's object: gone with it, as ``ndb`` data is,
-#: without ``ndb``'s look-up for each NPC that hears a line.
+#: Where :func:`note_heard` counts, on the NPC's object, without ``ndb``'s look-up for each NPC
+#: that hears a line (it lives as the NPC's ``ndb`` does: :data:`audience.AUDIENCE_AT`).
 _HEARD = "_evennia_ai_heard"
 
 

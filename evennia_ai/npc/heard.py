@@ -13,10 +13,10 @@ with the ids of the NPCs that heard it and have not taken it yet::
 An NPC **takes** its lines (:func:`take`: into its own buffer, one write, folding into its
 history what the buffer pushes out) whenever its buffer is read: its next tick's snapshot, an
 admin view, a move out of the room (what it heard stays with it). A taken line loses the NPC's
-id; a line nobody still has to take leaves the log. The log keeps at most
-:data:`LOG_BUFFERS` times ``EVENNIA_AI_CONTEXT_BUFFER_SIZE`` lines: when it is full, every NPC named in it takes its
-lines first (:func:`settle`), so a line is never dropped before its listeners have it; that is
-one buffer write per listener per that many lines, instead of one per line.
+id; a line nobody still has to take leaves the log. The log keeps at most :data:`LOG_BUFFERS`
+times ``EVENNIA_AI_CONTEXT_BUFFER_SIZE`` lines: when it is full, every NPC named in it takes
+its lines first (:func:`settle`), so a line is never dropped before its listeners have it; that
+is one buffer write per listener per that many lines, instead of one per line.
 
 The log is written with the turn's other writes (:mod:`evennia_ai.attribute_writes`): one
 row per line however many NPCs hear it, and it survives a reload like any Attribute. A stored
@@ -53,8 +53,8 @@ _WHERE: dict[int, dict[int, None]] = {}
 
 #: A room's log keeps this many buffers' worth of lines (``EVENNIA_AI_CONTEXT_BUFFER_SIZE``):
 #: each settling costs every listener a buffer write and a history write whatever the number
-#: of lines, each line's row grows with the log; 4 cost the least per line (``bench cost``,
-#: docs/scaling.md).
+#: of lines, while each line's row grows with the log. 4 measured a little better than 2 and
+#: no worse than 3 or 6 (``bench cost``, within its noise: docs/scaling.md).
 LOG_BUFFERS = 4
 
 
@@ -84,7 +84,7 @@ def keep(room, npc_id: int, text: str, source: str | None = None, line: Any = No
     last = _LAST.get(room.id)
     if last is not None and line is not None and last[0] is line and last[1] == text:
         _line, _text, shared, attr, log, _room = last
-        if attr.pk and attr.db_value is log and log and log[-1] is shared:  # the log's newest
+        if attr.id and attr.db_value is log and log and log[-1] is shared:  # the log's newest
             if npc_id not in shared[TO]:
                 shared[TO].append(npc_id)
                 attribute_writes.save_value(attr)
@@ -92,7 +92,7 @@ def keep(room, npc_id: int, text: str, source: str | None = None, line: Any = No
     entry = context_buffer.entry(text, source=source, heard=True)
     if entry is None:
         return
-    if last is not None and last[5] is room and last[3].pk and last[3].db_value is last[4]:
+    if last is not None and last[5] is room and last[3].id and last[3].db_value is last[4]:
         attr, log = last[3], last[4]  # the room's log as its last line left it
     else:
         attr, log = _log(room)

@@ -187,7 +187,7 @@ class AttributeState:
         cache = getattr(getattr(handler, "backend", None), "_cache", None)
         if type(cache) is dict:
             attr = cache.get(f"{key}-{CATEGORY}")
-            if attr is not None and attr.pk is not None and attr.db_key == key:
+            if attr is not None and attr.id is not None and attr.db_key == key:
                 return attr
         return handler.get(key, default=None, category=CATEGORY, return_obj=True)
 

@@ -171,6 +171,18 @@ def test_heard_texts_keep_whole_lines_within_the_limit():
     assert len(long) == 1 and len(long[0]) <= 100
 
 
+def test_a_line_that_cleans_to_nothing_makes_no_room_for_the_others():
+    """A heard line of control characters alone is kept in a buffer but cleans to nothing: it
+    once counted as minus the heading's length, so the lines after it overfilled a message and
+    were cut out of the history."""
+    lines = []
+    for n in range(12):
+        lines += [{"text": "\x07"}, {"text": f"Tom says, line {n} " + "y" * 20}]
+    texts = bookkeeping.heard_texts(lines, 100)
+    assert all(len(t) <= 100 for t in texts)
+    assert "\n".join(texts).count("Tom says, line") == 12  # none cut out
+
+
 @override_settings(
     EVENNIA_AI_HISTORY_MAX_MESSAGES=12,
     EVENNIA_AI_HISTORY_MAX_CHARS=300,

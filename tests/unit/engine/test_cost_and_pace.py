@@ -152,6 +152,14 @@ class TestIdleCostsNothing(PlayerBase):
         ):
             assert self.tick() is None
 
+    def test_the_audience_note_lives_as_long_as_the_npc_object(self):
+        """It is kept on the NPC's object, not in ``ndb``: Evennia's cache must keep the object
+        (it keeps any object holding ``ndb`` data, and an AI NPC always holds some)."""
+        audience.note_audience(self.npc)
+        assert self.npc.nattributes.all()
+        assert self.npc.at_idmapper_flush() is False  # not dropped from the cache
+        assert audience.last_audience(self.npc) is not None
+
     def test_a_goal_marked_unwatched_is_worked_on_alone(self):
         self.char1.location = self.room2
         audience.forget_audience(self.npc)

@@ -117,3 +117,15 @@ def test_heard_text_keeps_each_line_on_its_own_and_defuses_the_prompt_elements()
     assert rest[2] == "- red and invisible"
     assert rest[3:] == ["- an escape left open", '- Tom says, "Thunder."']
     assert context_buffer.heard_text([]) == ""
+
+
+def test_all_folded_marks_every_heard_line_and_leaves_the_rest():
+    buffer = add([], "Bob lights the fire.", max_size=5, ts=ago(seconds=9))
+    for n in range(2):
+        buffer = add(buffer, f"heard {n}", max_size=5, ts=ago(seconds=5 - n), heard=True)
+    buffer = context_buffer.folded(buffer, buffer[1:2])  # heard 0 written already
+    marked = context_buffer.all_folded(buffer)
+    assert context_buffer.unfolded(marked) == []
+    assert marked[0] is buffer[0] and "folded" not in marked[0]  # not heard: left as it is
+    assert marked[1] is buffer[1]  # written already: the same entry
+    assert "folded" not in buffer[2]  # the input is left alone
