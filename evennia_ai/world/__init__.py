@@ -13,10 +13,13 @@ Modules:
     paths: a bounded search for a route through the exits an NPC may pass, and one step
         through an exit (glue).
     goods: what an NPC sells and buys, at what prices, and its trade rules (pure).
+    stock: what an NPC has in stock, which containers count, and what it may give away (glue).
+    ledger: an NPC's latest trades, bounded, and the day's counts for its limits (pure).
     money: the game's money, read and paid through an adapter (glue).
     atomic: what one all-or-nothing write touched, for the repair after a rollback (glue).
     trade: the one path by which goods and money change hands (glue).
 
-Issue 36 fills the bodies of clock, routine, paths, goods, money, atomic and trade: until then
-their functions raise ``NotImplementedError`` and nothing in the plugin calls them.
+Issue 36 fills the bodies of clock, routine and paths (package A): until then their functions
+raise ``NotImplementedError``; trade calls the routine's ``open_for_trade`` only for an NPC whose
+routine has slots.
 """

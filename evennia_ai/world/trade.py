@@ -30,8 +30,8 @@ from evennia.objects.models import ObjectDB
 from evennia.utils import logger
 
 from evennia_ai import attribute_writes, conf
-from evennia_ai.npc_state import LEDGER, STATE_CATEGORY, JSONObject, NPCState, find_npc_state
-from evennia_ai.utils import iso_utc, log_prefix, today
+from evennia_ai.npc_state import JSONObject, NPCState, find_npc_state
+from evennia_ai.utils import log_prefix, today
 from evennia_ai.world import clock, ledger, routine
 from evennia_ai.world.atomic import Touched, all_or_nothing
 from evennia_ai.world.goods import (
@@ -45,7 +45,15 @@ from evennia_ai.world.goods import (
 )
 from evennia_ai.world.money import Money, MoneyError, money
 from evennia_ai.world.objects import is_character, is_player
-from evennia_ai.world.stock import StockLine, holdings, item_view, stock, tradeable
+from evennia_ai.world.stock import (
+    StockLine,
+    holdings,
+    item_view,
+    ready_ledger,
+    stock,
+    tradeable,
+    write_entry,
+)
 
 #: How an order may come.
 VIAS = ("tool", "command", "words", "approval")
@@ -357,6 +365,8 @@ def _plan(order: TradeOrder) -> _Plan:
         TradeAborted: A rule refuses it (the message says why).
         MoneyError: A purse or the money setting cannot be read.
     """
+    if not attribute_writes.on_reactor_thread():
+        raise TradeAborted("a trade runs on the server's main thread only")
     state = _parties(order)
     goods = _rules(order, state)
     adapter = money()
@@ -421,10 +431,9 @@ def approval_needed(order: TradeOrder) -> str | None:
 
 def _ready(order: TradeOrder, plan: _Plan) -> None:
     """Outside the transaction: ready the payment and the ledger's Attribute, so that
-    nothing is created inside it."""
+    nothing is created inside it, and write the rows queued this turn."""
     plan.adapter.prepare(plan.payer, plan.payee, plan.total)
-    if not order.npc.attributes.has(LEDGER, category=STATE_CATEGORY):
-        plan.state.set(LEDGER, plan.state.ledger)
+    ready_ledger(order.npc, plan.state)
     attribute_writes.flush()
 
 
@@ -451,10 +460,7 @@ def _move(plan: _Plan, touched: Touched) -> None:
 
 def _record(order: TradeOrder, plan: _Plan, touched: Touched) -> JSONObject:
     """Write the ledger entry of the trade (inside the transaction) and return it."""
-    purse = plan.adapter.balance(order.npc)
     entry: JSONObject = {
-        "id": ledger.new_id(),
-        "at": iso_utc(),
         "game": _game_clock(),
         "kind": "sale" if order.direction == "sell" else "purchase",
         "item": plan.key,
@@ -467,15 +473,9 @@ def _record(order: TradeOrder, plan: _Plan, touched: Touched) -> JSONObject:
         "partner_id": order.partner.dbref,
         "via": order.via,
         "approval": order.approval,
-        "purse": purse,
+        "purse": plan.adapter.balance(order.npc),
     }
-    attr = order.npc.attributes.get(LEDGER, category=STATE_CATEGORY, return_obj=True)
-    if attr is not None:
-        touched.attributes.append(attr)
-    size = conf.get_int("EVENNIA_AI_LEDGER_SIZE")
-    day = today()
-    plan.state.update(LEDGER, lambda kept: ledger.record(kept, entry, size, day))
-    return entry
+    return write_entry(order.npc, plan.state, touched, entry)
 
 
 def _exchange(order: TradeOrder, touched: Touched) -> JSONObject:
