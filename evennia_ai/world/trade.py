@@ -148,8 +148,8 @@ class TradeResult:
 
     Attributes:
         done: Whether the goods and the money changed hands.
-        refused: Empty when done; else why not, as a clause for people ("Bram has only 2
-            lanterns").
+        refused: Empty when done; else why not, as a clause for people ("only 2 of the
+            lantern in stock", "Alice has only 5 coins; 1 lantern at 12 coins cost 12").
         pending: The confirmation's id when it waits for a Builder's approval.
         entry: The ledger entry written, when done.
     """
@@ -218,6 +218,8 @@ def _parties(order: TradeOrder) -> NPCState:
     """The NPC's state, once the order's form and both parties pass; TradeAborted why not."""
     if order.direction not in DIRECTIONS or order.via not in VIAS:
         raise TradeAborted(f"'{order.direction}' by '{order.via}' is not a kind of trade")
+    if order.via == "approval" and not order.approval:
+        raise TradeAborted("an approved trade names the confirmation that approved it")
     if not isinstance(order.item, str) or not order.item.strip() or len(order.item) > 80:
         raise TradeAborted("an item is named by 1 to 80 characters")
     npc, partner = order.npc, order.partner
@@ -307,7 +309,7 @@ def _plan_sale(order: TradeOrder, state: NPCState, goods: Goods, adapter: Money)
     lines = stock(npc, goods)
     line = _for_sale(lines, asked)
     today_counts = ledger.today_of(state.ledger, today())
-    if line is None and asked in goods.prices:  # priced, none left
+    if line is None and (asked in goods.prices or asked in goods.never):  # none left, or never
         refusal = sale_refusal(goods, today_counts, asked, order.quantity, order.unit_price, 0)
         raise TradeAborted(refusal or f"the {asked} is sold out")
     if line is None:
