@@ -5,6 +5,7 @@ lost or duplicated."""
 import random
 from unittest import mock
 
+import pytest
 from django.test.utils import override_settings
 from evennia.objects.models import ObjectDB
 from evennia.typeclasses.attributes import Attribute
@@ -15,6 +16,8 @@ from unit.world.test_stock import ShopTestBase
 from evennia_ai import attribute_writes
 from evennia_ai.world import ledger, money, routine, trade
 from evennia_ai.world.trade import FAILED, TradeAborted, TradeOrder, check, execute
+
+pytestmark = pytest.mark.postgres  # transactions and rollbacks: also on PostgreSQL
 
 RULES = "sell lantern 12 floor 10 ceiling 16\nbuy scrap iron 2 ceiling 3 per day 10\nbuy lantern 8"
 
