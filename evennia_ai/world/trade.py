@@ -31,7 +31,7 @@ from evennia.utils import logger
 
 from evennia_ai import attribute_writes, conf
 from evennia_ai.npc_state import JSONObject, NPCState, find_npc_state
-from evennia_ai.utils import log_prefix, today
+from evennia_ai.utils import clean_text, log_prefix, one_line, today
 from evennia_ai.world import clock, ledger, routine
 from evennia_ai.world.atomic import Touched, all_or_nothing
 from evennia_ai.world.goods import (
@@ -282,6 +282,12 @@ def _matches(obj: Any, asked: str) -> bool:
     return asked in (name.strip().lower() for name in (view.key, *view.aliases))
 
 
+def _shown(order: TradeOrder) -> str:
+    """What ``order`` asked for, as its refusals repeat it (written by a player or a model:
+    clean, on one line)."""
+    return one_line(clean_text(order.item), 80)
+
+
 def _asked(order: TradeOrder) -> str:
     """The rule key of what ``order`` asks for; TradeAborted when it names nothing."""
     try:
@@ -314,7 +320,7 @@ def _plan_sale(order: TradeOrder, state: NPCState, goods: Goods, adapter: Money)
         raise TradeAborted(refusal or f"the {asked} is sold out")
     if line is None:
         listed = ", ".join(f"{ln.name} ({coins(ln.rule.price)})" for ln in lines) or "nothing"
-        raise TradeAborted(f"{npc.key} has no '{order.item.strip()}' for sale (for sale: {listed})")
+        raise TradeAborted(f"{npc.key} has no '{_shown(order)}' for sale (for sale: {listed})")
     refusal = sale_refusal(
         goods, today_counts, line.key, order.quantity, order.unit_price, line.count, line.name
     )
@@ -340,8 +346,8 @@ def _plan_purchase(order: TradeOrder, state: NPCState, goods: Goods, adapter: Mo
     carried = [obj for obj in partner.contents if tradeable(obj) and _matches(obj, asked)]
     if not carried:
         if any(_matches(obj, asked) for obj in holdings(npc, goods)):
-            raise TradeAborted(f"that {order.item.strip()} is already {npc.key}'s: it is its stock")
-        raise TradeAborted(f"{partner.key} does not carry a '{order.item.strip()}'")
+            raise TradeAborted(f"that {_shown(order)} is already {npc.key}'s: it is its stock")
+        raise TradeAborted(f"{partner.key} does not carry a '{_shown(order)}'")
     carried.sort(key=lambda obj: obj.id)
     key = goods.key_of(item_view(carried[0])) or asked
     same = [obj for obj in carried if (goods.key_of(item_view(obj)) or asked) == key]
