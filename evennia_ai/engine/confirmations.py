@@ -1,7 +1,8 @@
 """Pending confirmations: actions an assistant wanted to take that a Builder must approve.
 
-DANGEROUS tool calls (when the execution pattern requires confirmation) and model writes to
-memory blocks with Partner or Human permission land here. One queue for the whole server lives
+DANGEROUS tool calls (when the execution pattern requires confirmation), model writes to
+memory blocks with Partner or Human permission, and accepted trades worth more than the approval
+value (:func:`queue_trade`; the approval runs the trade again through every check) land here. One queue for the whole server lives
 in the Attributes of a :class:`ConfirmationQueue` Script, got or created by key. Approving runs
 the action *as the NPC* (bounded by the NPC's own permissions and locks, never the approver's)
 through an executor registered for the entry's ``kind``. Online Builders (and the channel of

@@ -134,3 +134,18 @@ def rows(ledger: JSONObject, last: int) -> list[JSONObject]:
 def blocked(ledger: JSONObject) -> bool:
     """Whether ``ledger`` is the stand-in for one that could not be read (no trading)."""
     return ledger.get("blocked") is True
+
+
+def restocked_at(ledger: JSONObject, key: str) -> float | None:
+    """Game seconds when the restock rule ``key`` last spawned, or None if it never did."""
+    kept = ledger.get("restocked")
+    when = kept.get(key) if isinstance(kept, dict) else None
+    return float(when) if isinstance(when, (int, float)) and not isinstance(when, bool) else None
+
+
+def mark_restocked(ledger: JSONObject, key: str, seconds: float) -> JSONObject:
+    """``ledger`` with the restock rule ``key`` marked as run at ``seconds`` (game time)."""
+    kept = ledger.get("restocked")
+    restocked: dict[str, JSONValue] = dict(kept) if isinstance(kept, dict) else {}
+    restocked[key] = float(seconds)
+    return {**ledger, "restocked": restocked}

@@ -12,11 +12,19 @@ Glue: Evennia's objects, locks and Tags.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from evennia_ai import conf
-from evennia_ai.npc_state import find_npc_state
+from evennia.prototypes import spawner
+from evennia.utils import logger
+
+from evennia_ai import attribute_writes, conf
+from evennia_ai.npc_state import LEDGER, STATE_CATEGORY, JSONObject, NPCState, find_npc_state
+from evennia_ai.utils import iso_utc, log_prefix, today
+from evennia_ai.world import ledger
+from evennia_ai.world.atomic import Touched, all_or_nothing
+from evennia_ai.world.clock import GameTime
 from evennia_ai.world.goods import Goods, ItemView, PriceRule, coins, from_state
 from evennia_ai.world.objects import is_character
 
@@ -154,3 +162,144 @@ def give_refusal(npc: Any, obj: Any, receiver: Any) -> str | None:
         price = f" ({coins(rule.price)})" if rule else ""
         return f"The {obj.key} is for sale{price}: offer it with trade; you cannot give stock away."
     return None
+
+
+# -- writes: the ledger, free gifts and restocks (each all or nothing) ------------------------------
+def ready_ledger(npc: Any, state: NPCState) -> None:
+    """Make sure ``npc``'s ledger Attribute exists, outside any transaction (one created inside
+    a block that rolls back would stay in its handler's cache with no row)."""
+    if not npc.attributes.has(LEDGER, category=STATE_CATEGORY):
+        state.set(LEDGER, state.ledger)
+        attribute_writes.flush()
+
+
+def write_entry(
+    npc: Any,
+    state: NPCState,
+    touched: Touched,
+    entry: JSONObject,
+    also: Callable[[JSONObject], JSONObject] | None = None,
+) -> JSONObject:
+    """Record ``entry`` in ``npc``'s ledger, inside an all-or-nothing block (the row is in its
+    transaction, noted in ``touched``); ``also`` changes the ledger further (a restock's time).
+    Returns the entry, with its id and times."""
+    entry = {"id": ledger.new_id(), "at": iso_utc(), **entry}
+    attr = npc.attributes.get(LEDGER, category=STATE_CATEGORY, return_obj=True)
+    if attr is not None:
+        touched.attributes.append(attr)
+    size, day = conf.get_int("EVENNIA_AI_LEDGER_SIZE"), today()
+
+    def change(kept: JSONObject) -> JSONObject:
+        new = ledger.record(kept, entry, size, day)
+        return also(new) if also else new
+
+    state.update(LEDGER, change)
+    return entry
+
+
+def give_free(npc: Any, obj: Any, receiver: Any) -> str | None:
+    """Give ``obj`` (an item its rules give freely, or any when ``gifts on``) to ``receiver``:
+    the move and the ledger's ``gift`` entry together or not at all. Returns why not, in
+    words, or None when it was given."""
+    refusal = give_refusal(npc, obj, receiver)
+    state = find_npc_state(npc)
+    if refusal or state is None:
+        return refusal or f"{npc.key} keeps no ledger."
+    if ledger.blocked(state.ledger):
+        return (
+            "Your trade records could not be read, so you give nothing away until staff fix them."
+        )
+    ready_ledger(npc, state)
+    touched = Touched(moved=[obj], holders={obj.location, receiver})
+    entry: JSONObject = {
+        "kind": "gift",
+        "item": obj.key,
+        "name": obj.key,
+        "objects": [obj.dbref],
+        "quantity": 1,
+        "unit": 0,
+        "total": 0,
+        "partner": receiver.key,
+        "partner_id": receiver.dbref,
+        "via": "tool",
+        "approval": None,
+    }
+    try:
+        with all_or_nothing(touched):
+            if not obj.move_to(receiver, quiet=True, move_type="give"):
+                raise _Undone(f"The {obj.key} would not move to {receiver.key}.")
+            write_entry(npc, state, touched, entry)
+    except _Undone as err:
+        return str(err)
+    except Exception:
+        logger.log_trace(f"{log_prefix(npc)}: a gift failed and was rolled back")
+        return f"Giving the {obj.key} failed and was undone; nothing changed hands."
+    return None
+
+
+class _Undone(Exception):
+    """A write refused inside an all-or-nothing block; the message says why."""
+
+
+def restock_due(goods: Goods, kept: JSONObject, now: GameTime) -> tuple[str, ...]:
+    """The restock rules whose interval has passed at ``now`` (or that never ran)."""
+    if goods.closed or ledger.blocked(kept):
+        return ()
+    due = []
+    for key, rule in goods.restock.items():
+        last = ledger.restocked_at(kept, key)
+        if last is None or now.seconds - last >= rule.every_hours * now.calendar.hour:
+            due.append(key)
+    return tuple(due)
+
+
+def restock(npc: Any, goods: Goods, keys: tuple[str, ...], now: GameTime) -> list[str]:
+    """Spawn the items that ``keys``' rules are short of into ``npc``'s inventory, each rule's
+    spawn and its ledger time in one all-or-nothing block (a crash cannot spawn twice).
+    Returns what was done or why not, one line per rule that had work."""
+    state = find_npc_state(npc)
+    if state is None:
+        return []
+    done = []
+    for key in keys:
+        rule = goods.restock.get(key)
+        if rule is None:
+            continue
+        have = sum(1 for obj in holdings(npc, goods) if goods.key_of(item_view(obj)) == key)
+        if rule.keep > have:
+            done.append(_restock_one(npc, state, key, rule.prototype, rule.keep - have, now))
+    return done
+
+
+def _restock_one(
+    npc: Any, state: NPCState, key: str, prototype: str, missing: int, now: GameTime
+) -> str:
+    """Spawn ``missing`` items of ``prototype`` into ``npc`` and note the restock, together."""
+    ready_ledger(npc, state)
+    touched = Touched(holders={npc})
+
+    def marked(kept: JSONObject) -> JSONObject:
+        return ledger.mark_restocked(kept, key, now.seconds)
+
+    try:
+        with all_or_nothing(touched):
+            made = spawner.spawn(*[prototype] * missing)
+            touched.created.extend(made)
+            for obj in made:
+                obj.move_to(npc, quiet=True, move_type="restock")
+            entry: JSONObject = {
+                "kind": "restock",
+                "item": key,
+                "name": made[0].key if made else key,
+                "objects": [obj.dbref for obj in made],
+                "quantity": len(made),
+                "unit": 0,
+                "total": 0,
+                "game": f"day {now.day}",
+                "via": "restock",
+            }
+            write_entry(npc, state, touched, entry, marked)
+    except Exception as err:
+        logger.log_trace(f"{log_prefix(npc)}: restocking {key} failed and was rolled back")
+        return f"{key}: not restocked ({err})"
+    return f"{key}: {len(made)} spawned"

@@ -30,8 +30,8 @@ from evennia.objects.models import ObjectDB
 from evennia.utils import logger
 
 from evennia_ai import attribute_writes, conf
-from evennia_ai.npc_state import LEDGER, STATE_CATEGORY, JSONObject, NPCState, find_npc_state
-from evennia_ai.utils import iso_utc, log_prefix, today
+from evennia_ai.npc_state import JSONObject, NPCState, find_npc_state
+from evennia_ai.utils import clean_text, log_prefix, one_line, today
 from evennia_ai.world import clock, ledger, routine
 from evennia_ai.world.atomic import Touched, all_or_nothing
 from evennia_ai.world.goods import (
@@ -45,7 +45,15 @@ from evennia_ai.world.goods import (
 )
 from evennia_ai.world.money import Money, MoneyError, money
 from evennia_ai.world.objects import is_character, is_player
-from evennia_ai.world.stock import StockLine, holdings, item_view, stock, tradeable
+from evennia_ai.world.stock import (
+    StockLine,
+    holdings,
+    item_view,
+    ready_ledger,
+    stock,
+    tradeable,
+    write_entry,
+)
 
 #: How an order may come.
 VIAS = ("tool", "command", "words", "approval")
@@ -140,8 +148,8 @@ class TradeResult:
 
     Attributes:
         done: Whether the goods and the money changed hands.
-        refused: Empty when done; else why not, as a clause for people ("Bram has only 2
-            lanterns").
+        refused: Empty when done; else why not, as a clause for people ("only 2 of the
+            lantern in stock", "Alice has only 5 coins; 1 lantern at 12 coins cost 12").
         pending: The confirmation's id when it waits for a Builder's approval.
         entry: The ledger entry written, when done.
     """
@@ -210,6 +218,8 @@ def _parties(order: TradeOrder) -> NPCState:
     """The NPC's state, once the order's form and both parties pass; TradeAborted why not."""
     if order.direction not in DIRECTIONS or order.via not in VIAS:
         raise TradeAborted(f"'{order.direction}' by '{order.via}' is not a kind of trade")
+    if order.via == "approval" and not order.approval:
+        raise TradeAborted("an approved trade names the confirmation that approved it")
     if not isinstance(order.item, str) or not order.item.strip() or len(order.item) > 80:
         raise TradeAborted("an item is named by 1 to 80 characters")
     npc, partner = order.npc, order.partner
@@ -271,6 +281,12 @@ def _matches(obj: Any, asked: str) -> bool:
     return asked in (name.strip().lower() for name in (view.key, *view.aliases))
 
 
+def _shown(order: TradeOrder) -> str:
+    """What ``order`` asked for, as its refusals repeat it (written by a player or a model:
+    clean, on one line)."""
+    return one_line(clean_text(order.item), 80)
+
+
 def _asked(order: TradeOrder) -> str:
     """The rule key of what ``order`` asks for; TradeAborted when it names nothing."""
     try:
@@ -298,12 +314,12 @@ def _plan_sale(order: TradeOrder, state: NPCState, goods: Goods, adapter: Money)
     lines = stock(npc, goods)
     line = _for_sale(lines, asked)
     today_counts = ledger.today_of(state.ledger, today())
-    if line is None and asked in goods.prices:  # priced, none left
+    if line is None and (asked in goods.prices or asked in goods.never):  # none left, or never
         refusal = sale_refusal(goods, today_counts, asked, order.quantity, order.unit_price, 0)
         raise TradeAborted(refusal or f"the {asked} is sold out")
     if line is None:
         listed = ", ".join(f"{ln.name} ({coins(ln.rule.price)})" for ln in lines) or "nothing"
-        raise TradeAborted(f"{npc.key} has no '{order.item.strip()}' for sale (for sale: {listed})")
+        raise TradeAborted(f"{npc.key} has no '{_shown(order)}' for sale (for sale: {listed})")
     refusal = sale_refusal(
         goods, today_counts, line.key, order.quantity, order.unit_price, line.count, line.name
     )
@@ -329,8 +345,8 @@ def _plan_purchase(order: TradeOrder, state: NPCState, goods: Goods, adapter: Mo
     carried = [obj for obj in partner.contents if tradeable(obj) and _matches(obj, asked)]
     if not carried:
         if any(_matches(obj, asked) for obj in holdings(npc, goods)):
-            raise TradeAborted(f"that {order.item.strip()} is already {npc.key}'s: it is its stock")
-        raise TradeAborted(f"{partner.key} does not carry a '{order.item.strip()}'")
+            raise TradeAborted(f"that {_shown(order)} is already {npc.key}'s: it is its stock")
+        raise TradeAborted(f"{partner.key} does not carry a '{_shown(order)}'")
     carried.sort(key=lambda obj: obj.id)
     key = goods.key_of(item_view(carried[0])) or asked
     same = [obj for obj in carried if (goods.key_of(item_view(obj)) or asked) == key]
@@ -356,6 +372,8 @@ def _plan(order: TradeOrder) -> _Plan:
         TradeAborted: A rule refuses it (the message says why).
         MoneyError: A purse or the money setting cannot be read.
     """
+    if not attribute_writes.on_reactor_thread():
+        raise TradeAborted("a trade runs on the server's main thread only")
     state = _parties(order)
     goods = _rules(order, state)
     adapter = money()
@@ -420,10 +438,9 @@ def approval_needed(order: TradeOrder) -> str | None:
 
 def _ready(order: TradeOrder, plan: _Plan) -> None:
     """Outside the transaction: ready the payment and the ledger's Attribute, so that
-    nothing is created inside it."""
+    nothing is created inside it, and write the rows queued this turn."""
     plan.adapter.prepare(plan.payer, plan.payee, plan.total)
-    if not order.npc.attributes.has(LEDGER, category=STATE_CATEGORY):
-        plan.state.set(LEDGER, plan.state.ledger)
+    ready_ledger(order.npc, plan.state)
     attribute_writes.flush()
 
 
@@ -450,10 +467,7 @@ def _move(plan: _Plan, touched: Touched) -> None:
 
 def _record(order: TradeOrder, plan: _Plan, touched: Touched) -> JSONObject:
     """Write the ledger entry of the trade (inside the transaction) and return it."""
-    purse = plan.adapter.balance(order.npc)
     entry: JSONObject = {
-        "id": ledger.new_id(),
-        "at": iso_utc(),
         "game": _game_clock(),
         "kind": "sale" if order.direction == "sell" else "purchase",
         "item": plan.key,
@@ -466,15 +480,9 @@ def _record(order: TradeOrder, plan: _Plan, touched: Touched) -> JSONObject:
         "partner_id": order.partner.dbref,
         "via": order.via,
         "approval": order.approval,
-        "purse": purse,
+        "purse": plan.adapter.balance(order.npc),
     }
-    attr = order.npc.attributes.get(LEDGER, category=STATE_CATEGORY, return_obj=True)
-    if attr is not None:
-        touched.attributes.append(attr)
-    size = conf.get_int("EVENNIA_AI_LEDGER_SIZE")
-    day = today()
-    plan.state.update(LEDGER, lambda kept: ledger.record(kept, entry, size, day))
-    return entry
+    return write_entry(order.npc, plan.state, touched, entry)
 
 
 def _exchange(order: TradeOrder, touched: Touched) -> JSONObject:

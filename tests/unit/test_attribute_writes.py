@@ -218,6 +218,15 @@ class TestWritesOfOneTurn(AssistantTestBase):
             self.reactor.end_turn()
         assert seen == [(attr, "db_value")]
 
+    def test_inside_immediate_every_write_is_saved_at_once(self):
+        attr = self.buffer_attr(self.npc)
+        with attribute_writes.immediate():
+            self.npc.ai.set("context_buffer", [{"text": "a trade"}])
+            assert attribute_writes.pending() == 0
+            assert stored(attr) == [{"text": "a trade"}]
+        self.npc.ai.set("context_buffer", [])
+        assert attribute_writes.pending() == 1  # batched again after the block
+
     @override_settings(EVENNIA_AI_BATCH_WRITES=False)
     def test_switched_off_every_write_is_saved_at_once(self):
         self.npc.ai.remember_ambient("now")

@@ -13,6 +13,8 @@ from evennia.utils.test_resources import BaseEvenniaTest
 from evennia_ai import attribute_writes
 from evennia_ai.world.atomic import Touched, all_or_nothing, repair_after_rollback
 
+pytestmark = pytest.mark.postgres  # transactions and rollbacks: also on PostgreSQL
+
 
 class Boom(Exception):
     pass

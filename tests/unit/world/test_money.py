@@ -3,7 +3,8 @@ or as a game's own class; a purse that cannot be read is an error, never empty o
 
 import pytest
 from django.test.utils import override_settings
-from evennia.objects.objects import DefaultObject
+from evennia.objects.objects import DefaultCharacter, DefaultObject
+from evennia.typeclasses.attributes import AttributeProperty
 from evennia.utils.create import create_object
 from evennia.utils.test_resources import BaseEvenniaTest
 
@@ -120,3 +121,20 @@ class TestChoosingTheAdapter(BaseEvenniaTest):
     def test_the_default_is_the_attribute(self):
         assert isinstance(money(), AttributeMoney)
         assert money_module.money().key == "coins"
+
+
+class CoinCarrier(DefaultCharacter):
+    """A character keeping coins as evadventure does."""
+
+    coins = AttributeProperty(default=0)
+
+
+class TestEvadventureCoins(BaseEvenniaTest):
+    def test_coins_as_an_attribute_property_work_unchanged(self):
+        buyer = create_object(CoinCarrier, key="Buyer", location=self.room1)
+        seller = create_object(CoinCarrier, key="Seller", location=self.room1)
+        buyer.coins = 30
+        adapter = money()
+        adapter.prepare(buyer, seller, 12)
+        adapter.pay(buyer, seller, 12, Touched())
+        assert (buyer.coins, seller.coins) == (18, 12)

@@ -5,6 +5,7 @@ lost or duplicated."""
 import random
 from unittest import mock
 
+import pytest
 from django.test.utils import override_settings
 from evennia.objects.models import ObjectDB
 from evennia.typeclasses.attributes import Attribute
@@ -15,6 +16,8 @@ from unit.world.test_stock import ShopTestBase
 from evennia_ai import attribute_writes
 from evennia_ai.world import ledger, money, routine, trade
 from evennia_ai.world.trade import FAILED, TradeAborted, TradeOrder, check, execute
+
+pytestmark = pytest.mark.postgres  # transactions and rollbacks: also on PostgreSQL
 
 RULES = "sell lantern 12 floor 10 ceiling 16\nbuy scrap iron 2 ceiling 3 per day 10\nbuy lantern 8"
 
@@ -168,6 +171,7 @@ class TestHostileOrders(TradeTestBase):
         assert self.refused(self.order(item="")) == "an item is named by 1 to 80 characters"
         assert self.refused(self.order(item="#x")) == "'#x' is not a dbref (#45)"
         assert self.refused(self.order(direction="steal")).endswith("is not a kind of trade")
+        assert self.refused(self.order(via="approval")).startswith("an approved trade names")
 
     def test_player_cannot_sell_the_npc_its_own_goods(self):
         refusal = self.refused(self.order("buy", "lantern", 1, 8))
@@ -182,7 +186,9 @@ class TestHostileOrders(TradeTestBase):
         assert self.refused(self.order(partner=self.char2)) == (
             "Char2 is not here to trade with Innkeeper"
         )
-        assert execute(self.order(partner=self.char2, via="approval")).done  # struck earlier
+        assert execute(
+            self.order(partner=self.char2, via="approval", approval="c_1")
+        ).done  # struck earlier
 
     def test_partner_s_purse_too_small(self):
         self.char1.db.coins = 5
@@ -237,6 +243,7 @@ class TestHostileOrders(TradeTestBase):
                 pick([12, 10, 16, 2, 3, 8, 0, -5, 17, 10**12]),
                 partner=pick([self.char1, self.char2, self.npc]),
                 via=pick(["command", "words", "tool", "approval"]),
+                approval=pick([None, "c_fuzz"]),
             )
             result = execute(order)
             if n % 7 == 0 and self.char1.contents:  # players pass goods between themselves
@@ -285,7 +292,7 @@ class TestRulesAndApproval(TradeTestBase):
             ),
         ):
             assert execute(self.order()).refused == "the shop is shut until 05:00"
-            assert execute(self.order(via="approval")).done
+            assert execute(self.order(via="approval", approval="c_1")).done
 
     def test_trades_above_the_approval_value_run_only_when_approved(self):
         with override_settings(EVENNIA_AI_TRADE_APPROVAL_ABOVE=10):
@@ -313,3 +320,43 @@ class TestRulesAndApproval(TradeTestBase):
             assert str(err) == "Char no longer exists"
         else:
             raise AssertionError("no error")
+
+
+class TestOtherHoldersAndMoney(TradeTestBase):
+    def pile(self, amount, holder):
+        return create_object(
+            "evennia.objects.objects.DefaultObject",
+            key="coins",
+            location=holder,
+            tags=[("coins", "evennia_ai_money")],
+            attributes=[("amount", amount)],
+        )
+
+    def test_stock_in_a_locked_chest_is_sold_from_the_chest(self):
+        chest = self.make("chest", self.room1)
+        chest.locks.add(f"get_from:id({self.npc.id})")
+        self.lantern.move_to(chest, quiet=True)
+        self.set_goods(RULES + f"\ncontainer {chest.dbref}")
+        assert execute(self.order()).done
+        assert self.lantern.location == self.char1 and self.lantern not in chest.contents
+
+    def test_coin_piles_move_whole_and_are_put_back_on_failure(self):
+        self.pile(20, self.char1)
+        with override_settings(EVENNIA_AI_MONEY="objects"):
+            with mock.patch.object(ledger, "record", side_effect=RuntimeError("disk full")):
+                assert execute(self.order()).refused == FAILED
+            adapter = money.money()
+            assert adapter.balance(self.char1) == 20 and adapter.balance(self.npc) == 0
+            assert self.lantern.location == self.npc
+            assert all(stored_location(pile) == self.char1.id for pile in self.char1.contents)
+            result = execute(self.order())
+            assert result.done, result.refused
+            assert (adapter.balance(self.char1), adapter.balance(self.npc)) == (8, 12)
+            assert result.entry["purse"] == 12
+
+    def test_a_never_sold_item_is_named_so(self):
+        self.make("smith's hammer")
+        self.set_goods(RULES + "\nnever smith's hammer")
+        assert execute(self.order(item="smith's hammer")).refused == (
+            "the smith's hammer is never sold"
+        )
