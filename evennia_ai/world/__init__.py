@@ -17,8 +17,6 @@ Modules:
     ledger: an NPC's latest trades, bounded, and the day's counts for its limits (pure).
     money: the game's money, read and paid through an adapter (glue).
     atomic: what one all-or-nothing write touched, for the repair after a rollback (glue).
-    stock: what is in stock, and whether an object may be given away (glue).
-    ledger: an NPC's bounded record of its trades and the day's counts (pure).
     trade: the one path by which goods and money change hands (glue).
     place: the NPC's sense of place for its requests (glue and pure).
     wares: a trading NPC's wares for its requests (pure).
