@@ -20,8 +20,6 @@ Add the cmdset to your game's ``CharacterCmdSet`` (``commands/default_cmdsets.py
 
 from __future__ import annotations
 
-from typing import Any
-
 from evennia.commands.cmdset import CmdSet
 from evennia.utils.ansi import raw
 
@@ -40,27 +38,6 @@ from evennia_ai.world.stock import StockLine, item_view, stock, tradeable
 TRADE_CATEGORY = "Trade"
 #: Everyone may trade.
 TRADE_LOCK = "cmd:all()"
-
-
-def _names(obj: Any) -> tuple[str, ...]:
-    """What ``obj`` may be called by: its dbref, key and aliases, lowercased."""
-    view = item_view(obj)
-    return (view.dbref, *(name.strip().lower() for name in (view.key, *view.aliases)))
-
-
-def _named(obj: Any, asked: str) -> bool:
-    view = item_view(obj)
-    if asked.startswith("proto:"):
-        return f"proto:{(view.prototype or '').lower()}" == asked
-    return asked in _names(obj)
-
-
-def for_sale(lines: list[StockLine], asked: str) -> StockLine | None:
-    """The stock line ``asked`` names: its rule key, its name, or one of its objects."""
-    for line in lines:
-        if line.key == asked or line.name.lower() == asked:
-            return line
-    return next((ln for ln in lines if any(_named(obj, asked) for obj in ln.items)), None)
 
 
 def _listing(lines: list[StockLine]) -> str:
@@ -275,14 +252,14 @@ class CmdBuy(TradeCommand):
         asked = self.asked(item)
         goods = self.open_shop(npc)
         lines = stock(npc, goods)
-        line = for_sale(lines, asked)
+        line = trade.for_sale(lines, asked)
         if line is None:
             if asked in goods.prices:
                 raise CommandError(f"{raw(npc.key)} has no {raw(item)} left.")
             raise CommandError(
                 f"{raw(npc.key)} has no '{raw(item)}' for sale. For sale: {_listing(lines)}."
             )
-        if any(asked in _names(obj) for obj in line.items):
+        if not asked.startswith("proto:") and any(trade.matches(obj, asked) for obj in line.items):
             item = asked  # one object by its name or #number
         else:
             item = line.key
@@ -319,7 +296,9 @@ class CmdSell(TradeCommand):
         npc = self.shop(name)
         asked = self.asked(item)
         goods = self.open_shop(npc)
-        carried = [obj for obj in self.caller.contents if tradeable(obj) and _named(obj, asked)]
+        carried = [
+            obj for obj in self.caller.contents if tradeable(obj) and trade.matches(obj, asked)
+        ]
         if not carried:
             raise CommandError(f"You carry no '{raw(item)}'.")
         key = goods.key_of(item_view(carried[0]))

@@ -18,9 +18,9 @@ from evennia.objects.models import ObjectDB
 from evennia_ai import conf
 from evennia_ai.engine import routines
 from evennia_ai.npc.controls import ControlError
-from evennia_ai.npc_state import GOODS, ROUTINE, JSONObject
+from evennia_ai.npc_state import GOODS, ROUTINE, JSONObject, npc_state
 from evennia_ai.utils import iso_utc, truncate
-from evennia_ai.world import clock, ledger
+from evennia_ai.world import clock, ledger, trade
 from evennia_ai.world.goods import Goods, from_state, goods_lines, parse_goods, rule_key, to_state
 from evennia_ai.world.routine import Routine, Slot
 from evennia_ai.world.stock import holder_ok, open_container_warning
@@ -145,23 +145,10 @@ def is_shop(npc) -> bool:
 
 def shop_hours(npc) -> tuple[bool, str]:
     """Whether ``npc``'s routine keeps it open for trade now, and why not, in words for
-    anyone ("Hilda is having a drink until 20:00 and trades again from 05:00")."""
-    routine = routine_of(npc)
-    if not routine.slots:
-        return True, ""
-    minute = clock.game_now().minute
-    slot = routine.now(minute)
-    if slot is not None and slot.trade:
-        return True, ""
-    cal = routine.calendar
-    if slot is not None:
-        words = f"{npc.key} is {slot.doing or 'busy'} until {cal.format(slot.end)}"
-    else:
-        words = f"{npc.key} is off work"
-    again = routine.next_trade(minute)
-    if again is None:
-        return False, f"{words} and trades at no time of the day"
-    return False, f"{words} and trades again from {cal.format(again.start)}"
+    anyone ("Hilda is not trading now: having a drink until 20:00; trading again from
+    05:00")."""
+    closed = trade.closed_now(npc_state(npc).routine)
+    return (True, "") if closed is None else (False, f"{npc.key} is not trading now: {closed}")
 
 
 def container_notes(npc, goods: Goods) -> list[str]:

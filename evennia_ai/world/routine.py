@@ -333,8 +333,8 @@ def open_for_trade(routine: Routine, minute: int, cal: Calendar) -> tuple[bool, 
     within a slot marked ``[trade]``; free time between slots is closed.
 
     Returns:
-        ``(True, "")``, or ``(False, words)`` such as ``"having a drink until 20:00; you trade
-        again from 05:00"`` (what the trade's refusal tells the NPC and the player).
+        ``(True, "")``, or ``(False, words)`` such as ``"having a drink until 20:00; trading
+        again from 05:00"`` (words for the NPC and for a player alike).
     """
     if not routine.slots:
         return True, ""
@@ -349,5 +349,5 @@ def open_for_trade(routine: Routine, minute: int, cal: Calendar) -> tuple[bool, 
         words = f"free time{until}"
     again = routine.next_trade(minute)
     if again is None:
-        return False, f"{words}; you do not trade at any time of your day"
-    return False, f"{words}; you trade again from {cal.format(again.start)}"
+        return False, f"{words}; trading at no time of the day"
+    return False, f"{words}; trading again from {cal.format(again.start)}"

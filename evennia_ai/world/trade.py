@@ -242,9 +242,11 @@ def _parties(order: TradeOrder) -> NPCState:
 def closed_now(stored: JSONObject) -> str | None:
     """Why the NPC's routine (``stored``, its state ``routine``) keeps its shop shut now, or
     None (an NPC without slots trades at any time)."""
-    if not stored.get("slots"):
-        return None
+    if not (conf.get_bool("EVENNIA_AI_ROUTINES") and stored.get("slots")):
+        return None  # routines off (kept, not followed) or none: open at any time
     cal = clock.calendar()
+    if cal.problem():  # a calendar that cannot split a day: routines are off
+        return None
     is_open, why = routine.open_for_trade(
         routine.Routine.from_state(stored, cal), clock.game_now().minute, cal
     )
@@ -272,7 +274,9 @@ def _rules(order: TradeOrder, state: NPCState) -> Goods:
     return goods
 
 
-def _matches(obj: Any, asked: str) -> bool:
+def matches(obj: Any, asked: str) -> bool:
+    """Whether ``obj`` is what ``asked`` (a rule key: ``#dbref``, ``proto:KEY`` or a name)
+    names."""
     view = item_view(obj)
     if asked.startswith("#"):
         return view.dbref == asked
@@ -295,11 +299,11 @@ def _asked(order: TradeOrder) -> str:
         raise TradeAborted(str(err)) from err
 
 
-def _for_sale(lines: list[StockLine], asked: str) -> StockLine | None:
+def for_sale(lines: list[StockLine], asked: str) -> StockLine | None:
     """The stock line ``asked`` names (its rule key, its name, or one of its objects), with
     an object named by dbref first."""
     for line in lines:
-        named = [obj for obj in line.items if _matches(obj, asked)]
+        named = [obj for obj in line.items if matches(obj, asked)]
         if line.key == asked or line.name.lower() == asked or named:
             if asked.startswith("#") and named:
                 items = (*named, *(obj for obj in line.items if obj not in named))
@@ -312,7 +316,7 @@ def _plan_sale(order: TradeOrder, state: NPCState, goods: Goods, adapter: Money)
     npc, partner = order.npc, order.partner
     asked = _asked(order)
     lines = stock(npc, goods)
-    line = _for_sale(lines, asked)
+    line = for_sale(lines, asked)
     today_counts = ledger.today_of(state.ledger, today())
     if line is None and (asked in goods.prices or asked in goods.never):  # none left, or never
         refusal = sale_refusal(goods, today_counts, asked, order.quantity, order.unit_price, 0)
@@ -342,9 +346,9 @@ def _plan_sale(order: TradeOrder, state: NPCState, goods: Goods, adapter: Money)
 def _plan_purchase(order: TradeOrder, state: NPCState, goods: Goods, adapter: Money) -> _Plan:
     npc, partner = order.npc, order.partner
     asked = _asked(order)
-    carried = [obj for obj in partner.contents if tradeable(obj) and _matches(obj, asked)]
+    carried = [obj for obj in partner.contents if tradeable(obj) and matches(obj, asked)]
     if not carried:
-        if any(_matches(obj, asked) for obj in holdings(npc, goods)):
+        if any(matches(obj, asked) for obj in holdings(npc, goods)):
             raise TradeAborted(f"that {_shown(order)} is already {npc.key}'s: it is its stock")
         raise TradeAborted(f"{partner.key} does not carry a '{_shown(order)}'")
     carried.sort(key=lambda obj: obj.id)

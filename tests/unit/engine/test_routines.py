@@ -499,7 +499,7 @@ class TestStatusAndChanges(RoutineTestBase):
         self.at("16:00")
         assert routines.status(self.npc).open_for_trade == (
             False,
-            "having a drink until 20:00; you trade again from 05:00",
+            "having a drink until 20:00; trading again from 05:00",
         )
         with override_settings(EVENNIA_AI_ROUTINES=False):
             assert routines.status(self.npc).words() == "off: routines are off"

@@ -181,21 +181,21 @@ def test_open_for_trade_in_trade_slots_only_and_always_without_a_routine():
     assert open_for_trade(routine, minute("06:00"), CAL) == (True, "")
     assert open_for_trade(routine, minute("16:00"), CAL) == (
         False,
-        "having a drink until 20:00; you trade again from 05:00",
+        "having a drink until 20:00; trading again from 05:00",
     )
     assert open_for_trade(routine, minute("02:00"), CAL) == (
         False,
-        "sleeping until 05:00; you trade again from 05:00",
+        "sleeping until 05:00; trading again from 05:00",
     )
     gaps = routine_of("05:00-11:00 Bakery: baking [trade]; 15:00-20:00 Inn: drinking")
     assert open_for_trade(gaps, minute("12:00"), CAL) == (
         False,
-        "free time until 15:00; you trade again from 05:00",
+        "free time until 15:00; trading again from 05:00",
     )
     never = routine_of("15:00-20:00 Inn: drinking")
     assert open_for_trade(never, minute("16:00"), CAL) == (
         False,
-        "drinking until 20:00; you do not trade at any time of your day",
+        "drinking until 20:00; trading at no time of the day",
     )
 
 
