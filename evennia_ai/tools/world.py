@@ -29,7 +29,6 @@ import re
 
 from django.conf import settings
 from django.utils.translation import gettext as _
-from evennia.server.signals import SIGNAL_EXIT_TRAVERSED
 from evennia.utils.ansi import strip_ansi, strip_mxp
 from evennia.utils.search import search_object
 
@@ -39,6 +38,7 @@ from evennia_ai.tools.registry import register_tool
 from evennia_ai.tools.safety import ai_state_kept, check_speech, note_spoken
 from evennia_ai.utils import clean_text, is_assistant, truncate
 from evennia_ai.wording import EMPTY_TOOL_OUTPUT
+from evennia_ai.world import paths
 from evennia_ai.world.objects import (  # noqa: F401  (re-exported: their old home)
     CHARACTER_TYPECLASS,
     _exact_matches,
@@ -52,6 +52,7 @@ from evennia_ai.world.objects import (  # noqa: F401  (re-exported: their old ho
     is_player,
     plain_text,
 )
+from evennia_ai.world.stock import give_refusal
 
 MAX_MESSAGE_LENGTH = 2000
 LOOK_LIMIT = 3000
@@ -532,18 +533,10 @@ class Move(Tool):
         exit_obj, problem = find_exit(npc, direction)
         if problem:
             return ToolResult.fail(problem, available=_names(_visible(npc, npc.location.exits)))
-        source = npc.location
-        # As the exit's own command does: the traverse lock, then the exit's traverse hook.
-        with capture_messages(npc) as said:
-            if exit_obj.access(npc, "traverse"):
-                exit_obj.at_traverse(npc, exit_obj.destination)
-                SIGNAL_EXIT_TRAVERSED.send(sender=exit_obj, traverser=npc)
-            elif exit_obj.db.err_traverse:
-                npc.msg(exit_obj.db.err_traverse)
-            else:
-                exit_obj.at_failed_traverse(npc)
-        if npc.location == source:
-            reason = " ".join(said) or "You cannot go that way."
+        # As the exit's own command does (a routine's walk steps the same way)
+        went = paths.traverse(npc, exit_obj)
+        if not went.moved:
+            reason = went.reason or "You cannot go that way."
             return ToolResult.fail(f"You could not go {exit_obj.key}: {reason}")
         _forget_views(ctx)
         return ToolResult.ok(
@@ -712,6 +705,9 @@ class Give(Tool):
         receiver, problem = find_among(npc, target, _room_things(npc), what="here")
         if problem:
             return ToolResult.fail(problem)
+        refusal = give_refusal(npc, obj, receiver)  # stock is sold, never given (its rules)
+        if refusal:
+            return ToolResult.fail(refusal)
         with capture_messages(npc) as said:
             allowed = obj.at_pre_give(npc, receiver)
             moved = allowed and obj.move_to(receiver, quiet=True, move_type="give")
@@ -747,6 +743,9 @@ class Drop(Tool):
         )
         if problem:
             return ToolResult.fail(problem)
+        refusal = give_refusal(npc, obj, None)  # nor left on the floor for anyone to take
+        if refusal:
+            return ToolResult.fail(refusal)
         with capture_messages(npc) as said:
             allowed = obj.at_pre_drop(npc)
             moved = allowed and obj.move_to(npc.location, quiet=True, move_type="drop")

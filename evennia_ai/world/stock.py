@@ -160,7 +160,10 @@ def give_refusal(npc: Any, obj: Any, receiver: Any) -> str | None:
     if goods.is_stock(view) or in_container:
         rule = goods.prices.get(key or "")
         price = f" ({coins(rule.price)})" if rule else ""
-        return f"The {obj.key} is for sale{price}: offer it with trade; you cannot give stock away."
+        return (
+            f"The {obj.key} is for sale{price}: players buy it with the buy command; you cannot "
+            "give stock away."
+        )
     return None
 
 

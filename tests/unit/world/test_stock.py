@@ -87,7 +87,8 @@ class TestGiveRules(ShopTestBase):
         )
         self.set_goods("sell lantern 12\nnever smith's hammer\nfree sealed letter")
         assert give_refusal(self.npc, lantern, self.char1) == (
-            "The lantern is for sale (12 coins): offer it with trade; you cannot give stock away."
+            "The lantern is for sale (12 coins): players buy it with the buy command; you cannot "
+            "give stock away."
         )
         assert give_refusal(self.npc, hammer, None) == "You never part with your smith's hammer."
         assert give_refusal(self.npc, letter, self.char1) is None
