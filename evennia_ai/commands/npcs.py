@@ -548,7 +548,11 @@ def world_lines(npc) -> list[str]:
     if world_controls.is_shop(npc):
         closed = world_controls.goods_of(npc).closed
         is_open, why = world_controls.shop_hours(npc)
-        state = "closed: its rules cannot be read" if closed else "open" if is_open else why
+        state = (
+            "closed: its rules cannot be read"
+            if closed
+            else "open" if is_open else f"not trading now: {why}"
+        )
         lines.append(f"  shop: {raw(state)} (aigoods {npc.key})")
     return lines
 

@@ -20,6 +20,8 @@ Add the cmdset to your game's ``CharacterCmdSet`` (``commands/default_cmdsets.py
 
 from __future__ import annotations
 
+import re
+
 from evennia.commands.cmdset import CmdSet
 from evennia.utils.ansi import raw
 
@@ -32,7 +34,7 @@ from evennia_ai.utils import is_assistant
 from evennia_ai.world import trade
 from evennia_ai.world.goods import Goods, coins, rule_key
 from evennia_ai.world.money import MoneyError, money
-from evennia_ai.world.stock import StockLine, item_view, stock, tradeable
+from evennia_ai.world.stock import StockLine, stock
 
 #: The help category of the players' trade commands.
 TRADE_CATEGORY = "Trade"
@@ -110,7 +112,7 @@ class TradeCommand(AICommand):
         typed = (self.rhs or "").strip()
         if self.rhs is None and "=" not in self.args:
             return 1
-        if typed.isdigit() and len(typed) <= 9 and 1 <= int(typed) <= most:
+        if re.fullmatch(r"[0-9]{1,9}", typed) and 1 <= int(typed) <= most:  # ASCII digits
             return int(typed)
         raise CommandError(f"How many? A number from 1 to {most}.")
 
@@ -296,22 +298,20 @@ class CmdSell(TradeCommand):
         npc = self.shop(name)
         asked = self.asked(item)
         goods = self.open_shop(npc)
-        carried = [
-            obj for obj in self.caller.contents if tradeable(obj) and trade.matches(obj, asked)
-        ]
-        if not carried:
+        found = trade.offered(self.caller, goods, asked)  # as the trade will take it
+        if found is None:
             raise CommandError(f"You carry no '{raw(item)}'.")
-        key = goods.key_of(item_view(carried[0]))
-        rule = goods.buys.get(key or "")
+        key, name, same = found
+        rule = goods.buys.get(key)
         if rule is None or key in goods.never:
             buys = _bought(goods)
             raise CommandError(
-                f"{raw(npc.key)} does not buy {raw(carried[0].key)}."
+                f"{raw(npc.key)} does not buy {raw(same[0].key)}."
                 + (f" {raw(npc.key)} buys: {buys}." if buys else "")
             )
         self.run_trade(
             trade.TradeOrder(npc, self.caller, "buy", item, quantity, rule.price, via="command"),
-            carried[0].key,
+            name,
         )
 
 

@@ -65,6 +65,7 @@ from evennia_ai.tools.registry import TOOL_REGISTRY, passes_lock
 from evennia_ai.tools.rules import ToolRuleState, parse_rules
 from evennia_ai.utils import iso_utc, log_prefix, parse_iso
 from evennia_ai.world import trade
+from evennia_ai.world.objects import as_shown
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
@@ -222,7 +223,9 @@ def _run_trade(npc, entry: dict) -> tuple[bool, str]:
         raise ApprovalRefused(f"the order is not {npc.key}'s")
     result = trade.execute(replace(order, approval=entry.get("id")))
     if not result.done:
-        order.partner.msg(f"Your trade with {npc.key} was refused at approval: {result.refused}.")
+        order.partner.msg(  # the names in it may be players' (an item's)
+            as_shown(f"Your trade with {npc.key} was refused at approval: {result.refused}.")
+        )
         raise ApprovalRefused(result.refused)
     return True, result.to_model()
 

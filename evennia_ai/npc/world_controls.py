@@ -145,10 +145,9 @@ def is_shop(npc) -> bool:
 
 def shop_hours(npc) -> tuple[bool, str]:
     """Whether ``npc``'s routine keeps it open for trade now, and why not, in words for
-    anyone ("Hilda is not trading now: having a drink until 20:00; trading again from
-    05:00")."""
+    anyone ("having a drink until 20:00; trading again from 05:00")."""
     closed = trade.closed_now(npc_state(npc).routine)
-    return (True, "") if closed is None else (False, f"{npc.key} is not trading now: {closed}")
+    return (True, "") if closed is None else (False, closed)
 
 
 def container_notes(npc, goods: Goods) -> list[str]:
@@ -159,7 +158,7 @@ def container_notes(npc, goods: Goods) -> list[str]:
         if container is None:
             notes.append(f"No object is {dbref}: its contents count as stock once it exists.")
             continue
-        warning = open_container_warning(container)
+        warning = open_container_warning(container, npc)
         if warning:
             notes.append(warning)
         problem = holder_ok(npc, container)

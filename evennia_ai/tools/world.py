@@ -47,7 +47,9 @@ from evennia_ai.world.objects import (  # noqa: F401  (re-exported: their old ho
     _text_of,
     _visible,
     capture_messages,
+    escape_inline_functions,
     find_among,
+    for_room,
     is_character,
     is_player,
     plain_text,
@@ -110,15 +112,6 @@ def inert_cut(text: str) -> tuple[str, bool]:
     return escape_inline_functions(text), cut
 
 
-def escape_inline_functions(text: str) -> str:
-    """``text`` with every ``$`` escaped when the game parses outgoing text for inline
-    functions (``FUNCPARSER_PARSE_OUTGOING_MESSAGES_ENABLED``), so no ``$func()`` in it runs;
-    unchanged otherwise (an escape would then show as a backslash)."""
-    if getattr(settings, "FUNCPARSER_PARSE_OUTGOING_MESSAGES_ENABLED", False):
-        return text.replace("$", "\\$")
-    return text
-
-
 def _location_error(npc) -> ToolResult | None:
     if npc is None:
         return ToolResult.fail("No character is acting.")
@@ -152,11 +145,6 @@ def _appearance(npc, target) -> str:
 
 def _display(obj, looker) -> str:
     return plain_text(obj.get_display_name(looker)) or obj.key
-
-
-def _escape_braces(text: str) -> str:
-    # msg_contents runs str.format_map on the text: literal braces would raise or substitute.
-    return text.replace("{", "{{").replace("}", "}}")
 
 
 def _forget_views(ctx: ToolContext) -> None:

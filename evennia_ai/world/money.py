@@ -28,6 +28,11 @@ from evennia_ai.world.atomic import Touched
 from evennia_ai.world.goods import coins
 from evennia_ai.world.stock import MONEY_TAG_CATEGORY
 
+#: Payer id -> (amount, ids of the coin piles :meth:`ObjectMoney.prepare` chose to pay it):
+#: the trade's ``pay`` moves exactly those (process memory: a prepared payment is paid in the
+#: same reactor turn).
+_READIED: dict[int, tuple[int, tuple[int, ...]]] = {}
+
 
 class MoneyError(Exception):
     """A purse cannot be read or cannot pay; the message says why, in words ("Alice's purse
@@ -192,19 +197,20 @@ class ObjectMoney:
         if sum(worth for _, worth in piles) < amount:
             raise MoneyError(f"{payer.key} has only {self.describe(self.balance(payer))}")
         chosen, missing = self._choose(piles, amount)
-        if not missing:
-            return
-        # Every pile left out is worth more than what is missing: split the smallest of them.
-        obj, worth = min(((o, w) for o, w in piles if o not in chosen), key=lambda p: p[1])
-        with transaction.atomic():
-            create.create_object(
-                obj.typeclass_path,
-                key=obj.key,
-                location=payer,
-                tags=[(self.tag, MONEY_TAG_CATEGORY)],
-                attributes=[("amount", missing)],
-            )
-            obj.attributes.add("amount", worth - missing)
+        if missing:
+            # Every pile left out is worth more than what is missing: split the smallest of them.
+            obj, worth = min(((o, w) for o, w in piles if o not in chosen), key=lambda p: p[1])
+            with transaction.atomic():
+                split = create.create_object(
+                    obj.typeclass_path,
+                    key=obj.key,
+                    location=payer,
+                    tags=[(self.tag, MONEY_TAG_CATEGORY)],
+                    attributes=[("amount", missing)],
+                )
+                obj.attributes.add("amount", worth - missing)
+            chosen.append(split)
+        _READIED[payer.id] = (amount, tuple(pile.id for pile in chosen))
 
     def pay(self, payer: Any, payee: Any, amount: int, touched: Touched) -> None:
         """Move whole piles worth exactly ``amount`` from ``payer`` to ``payee``.
@@ -213,14 +219,32 @@ class ObjectMoney:
             MoneyError: No set of whole piles is worth ``amount`` (not readied), or a pile
                 would not move.
         """
-        chosen, missing = self._choose(self.piles(payer), _checked_amount(amount))
-        if missing:
-            raise MoneyError(f"{payer.key}'s coins were not readied for the payment")
+        amount = _checked_amount(amount)
+        piles = self.piles(payer)
+        chosen = self._readied(payer, piles, amount)
+        if chosen is None:
+            chosen, missing = self._choose(piles, amount)
+            if missing:
+                raise MoneyError(f"{payer.key}'s coins were not readied for the payment")
         for pile in chosen:
             touched.moved.append(pile)
             touched.holders.update((payer, payee))
             if not pile.move_to(payee, quiet=True, move_type="give"):
                 raise MoneyError(f"the {pile.key} would not move to {payee.key}")
+
+    def _readied(self, payer: Any, piles: list[tuple[Any, int]], amount: int) -> list[Any] | None:
+        """The piles :meth:`prepare` chose for paying ``amount``, when they are all still the
+        payer's and still worth exactly that (a choice made afresh, largest first, may miss
+        an exact sum the split made); else None."""
+        ready = _READIED.pop(payer.id, None)
+        if ready is None or ready[0] != amount:
+            return None
+        held = {obj.id: (obj, worth) for obj, worth in piles}
+        if not all(pile_id in held for pile_id in ready[1]):
+            return None
+        if sum(held[pile_id][1] for pile_id in ready[1]) != amount:
+            return None
+        return [held[pile_id][0] for pile_id in ready[1]]
 
     def describe(self, amount: int) -> str:
         """``amount`` in the money's words ("12 coins")."""

@@ -20,7 +20,8 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-from evennia.utils.ansi import strip_ansi, strip_mxp
+from django.conf import settings
+from evennia.utils.ansi import raw, strip_ansi, strip_mxp
 from evennia.utils.utils import inherits_from
 
 CHARACTER_TYPECLASS = "evennia.objects.objects.DefaultCharacter"
@@ -142,3 +143,24 @@ def find_among(
 
 def _visible(npc: Any, objs: Any) -> list[Any]:
     return [obj for obj in objs if obj != npc and obj.access(npc, "view", default=True)]
+
+
+def escape_inline_functions(text: str) -> str:
+    """``text`` with every ``$`` escaped when the game parses outgoing text for inline
+    functions (``FUNCPARSER_PARSE_OUTGOING_MESSAGES_ENABLED``), so no ``$func()`` in it runs;
+    unchanged otherwise (an escape would then show as a backslash)."""
+    if getattr(settings, "FUNCPARSER_PARSE_OUTGOING_MESSAGES_ENABLED", False):
+        return text.replace("$", "\\$")
+    return text
+
+
+def as_shown(text: object) -> str:
+    """A name a player chose (an item's, a character's) as a message shows it to players: its
+    colour codes and inline functions shown as written, never run."""
+    return escape_inline_functions(raw(str(text)))
+
+
+def for_room(text: str) -> str:
+    """Text for ``msg_contents``, which fills ``{...}`` from its mapping: braces kept as
+    written."""
+    return text.replace("{", "{{").replace("}", "}}")

@@ -283,10 +283,17 @@ def fit_list(
     with ``count``, joined by ``joiner``, the rest counted in :data:`PLACE_MORE` (with ``more``
     items not offered besides); "" when none fits. Used by every budgeted list of the world's
     request sections (:mod:`evennia_ai.world.wares` too)."""
-    for keep in range(len(items), 0, -1):
+
+    def text_of(keep: int) -> str:
         rest = len(items) - keep + more
-        listed = joiner.join(items[:keep]) + (PLACE_MORE.format(n=rest) if rest else "")
-        text = form.format(listed)
+        return form.format(joiner.join(items[:keep]) + (PLACE_MORE.format(n=rest) if rest else ""))
+
+    best, low, high = "", 1, len(items)  # the most items that fit: a binary search
+    while low <= high:
+        keep = (low + high) // 2
+        text = text_of(keep)
         if count(text) + 1 <= left:
-            return text
-    return ""
+            best, low = text, keep + 1
+        else:
+            high = keep - 1
+    return best

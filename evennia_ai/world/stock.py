@@ -87,16 +87,30 @@ def holder_ok(npc: Any, container: Any) -> str | None:
     return None
 
 
-def open_container_warning(container: Any) -> str | None:
-    """A warning for staff when ``container`` lets anyone take from it, or None."""
-    lock = container.locks.get("get_from")
-    if lock and "true()" not in lock.replace(" ", ""):
-        return None
-    return (
-        f"The {container.key} ({container.dbref}) lets anyone take from it: lock it with "
-        f"'lock {container.key} = get_from:id({container.dbref})' or players can take the "
-        "stock without paying."
-    )
+def _open_to_all(lock: str) -> bool:
+    """Whether a lock string lets anyone through (none set, ``all()`` or ``true()``)."""
+    flat = lock.replace(" ", "")
+    return not flat or "true()" in flat or "all()" in flat
+
+
+def open_container_warning(container: Any, npc: Any = None) -> str | None:
+    """A warning for staff when anyone could take ``container``'s stock without paying: take
+    from it (its ``get_from`` lock), or pick it up whole (its ``get`` lock, unless ``npc``
+    carries it); None when neither."""
+    who = f"id({npc.dbref})" if npc is not None else "id(<the NPC's #dbref>)"
+    if _open_to_all(container.locks.get("get_from")):
+        return (
+            f"The {container.key} ({container.dbref}) lets anyone take from it: lock it with "
+            f"'lock {container.key} = get_from:{who}' or players can take the stock without "
+            "paying."
+        )
+    carried = npc is not None and container.location == npc
+    if not carried and _open_to_all(container.locks.get("get")):
+        return (
+            f"Anyone can pick up the {container.key} ({container.dbref}) with its stock: lock "
+            f"it with 'lock {container.key} = get:false()'."
+        )
+    return None
 
 
 def _containers(npc: Any, goods: Goods) -> list[Any]:
@@ -152,7 +166,7 @@ def give_refusal(npc: Any, obj: Any, receiver: Any) -> str | None:
     key = goods.key_of(view)
     if key is not None and key in goods.never:
         return f"You never part with your {obj.key}."
-    if key is not None and key in goods.free or goods.gifts:
+    if goods.gifts or (key is not None and key in goods.free):
         return None
     in_container = obj.location in _containers(npc, goods)
     if is_money(obj) and goods != Goods():  # an NPC that is no shop gives as before

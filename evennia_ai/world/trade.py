@@ -44,7 +44,7 @@ from evennia_ai.world.goods import (
     sale_refusal,
 )
 from evennia_ai.world.money import Money, MoneyError, money
-from evennia_ai.world.objects import is_character, is_player
+from evennia_ai.world.objects import as_shown, for_room, is_character, is_player
 from evennia_ai.world.stock import (
     StockLine,
     holdings,
@@ -343,18 +343,30 @@ def _plan_sale(order: TradeOrder, state: NPCState, goods: Goods, adapter: Money)
     )
 
 
+def offered(partner: Any, goods: Goods, asked: str) -> tuple[str, str, list[Any]] | None:
+    """What ``partner`` carries that ``asked`` (a rule key) names, as a purchase takes it: the
+    rule key of the first (an object called exactly that first, then the oldest), its name,
+    and every carried object of that key, in that order; None when it carries none. The
+    ``sell`` command prices an order with the same pick.
+    """
+    carried = [obj for obj in partner.contents if tradeable(obj) and matches(obj, asked)]
+    if not carried:
+        return None
+    carried.sort(key=lambda obj: (obj.key.strip().lower() != asked, obj.id))
+    key = goods.key_of(item_view(carried[0])) or asked
+    same = [obj for obj in carried if (goods.key_of(item_view(obj)) or asked) == key]
+    return key, (carried[0].key if key.startswith(("#", "proto:")) else key), same
+
+
 def _plan_purchase(order: TradeOrder, state: NPCState, goods: Goods, adapter: Money) -> _Plan:
     npc, partner = order.npc, order.partner
     asked = _asked(order)
-    carried = [obj for obj in partner.contents if tradeable(obj) and matches(obj, asked)]
-    if not carried:
+    found = offered(partner, goods, asked)
+    if found is None:
         if any(matches(obj, asked) for obj in holdings(npc, goods)):
             raise TradeAborted(f"that {_shown(order)} is already {npc.key}'s: it is its stock")
         raise TradeAborted(f"{partner.key} does not carry a '{_shown(order)}'")
-    carried.sort(key=lambda obj: obj.id)
-    key = goods.key_of(item_view(carried[0])) or asked
-    same = [obj for obj in carried if (goods.key_of(item_view(obj)) or asked) == key]
-    name = carried[0].key if key.startswith(("#", "proto:")) else key
+    key, name, same = found
     today_counts = ledger.today_of(state.ledger, today())
     refusal = purchase_refusal(
         goods, today_counts, key, order.quantity, order.unit_price, adapter.balance(npc), name
@@ -539,19 +551,21 @@ def announce(order: TradeOrder, plan: _Plan, result: TradeResult) -> None:
     the trade stands)."""
     try:
         npc, partner = order.npc, order.partner
-        what = f"{order.quantity} {plan.name}"
+        what = f"{order.quantity} {as_shown(plan.name)}"  # names players may have chosen
+        npc_name, partner_name = as_shown(npc.key), as_shown(partner.key)
         paid = plan.adapter.describe(plan.total)
         left = plan.adapter.describe(plan.adapter.balance(partner))
         if order.direction == "sell":
-            partner.msg(f"You buy {what} from {npc.key} for {paid}. You have {left} now.")
-            seen, heard = f"{partner.key} buys {what} from {npc.key}.", "bought"
+            partner.msg(f"You buy {what} from {npc_name} for {paid}. You have {left} now.")
+            seen, heard = f"{partner_name} buys {what} from {npc_name}.", "bought"
         else:
-            partner.msg(f"You sell {what} to {npc.key} for {paid}. You have {left} now.")
-            seen, heard = f"{partner.key} sells {what} to {npc.key}.", "sold"
+            partner.msg(f"You sell {what} to {npc_name} for {paid}. You have {left} now.")
+            seen, heard = f"{partner_name} sells {what} to {npc_name}.", "sold"
         if npc.location is not None and partner.location == npc.location:
-            npc.location.msg_contents(seen, exclude=(partner, npc))
+            npc.location.msg_contents(for_room(seen), exclude=(partner, npc))
         plan.state.hear(
-            f"{partner.key} {heard} {what} {'from' if heard == 'bought' else 'to'} you for "
+            f"{partner.key} {heard} {order.quantity} {plan.name} "
+            f"{'from' if heard == 'bought' else 'to'} you for "
             f"{paid}.",
             source=partner.dbref,
         )

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from evennia_ai.utils import fence
+from evennia_ai.utils import defuse_tags, fence
 from evennia_ai.wording import (
     WARES_APPROVAL,
     WARES_BUY,
@@ -103,8 +103,9 @@ def render(
     """
     if not trades(goods):
         return ""
-    state = WARES_CLOSED.format(why=closed) if closed is not None else WARES_OPEN
-    first = f"{WARES_HEADING}\n{state} {WARES_PURSE.format(purse=purse)}"
+    # staff's words (a slot's doing) and a purse's error (a coin pile's name): defused
+    state = WARES_CLOSED.format(why=defuse_tags(closed)) if closed is not None else WARES_OPEN
+    first = f"{WARES_HEADING}\n{state} {WARES_PURSE.format(purse=defuse_tags(purse))}"
     left = budget - count(first)
     if left < 0:
         return ""

@@ -167,8 +167,7 @@ class TestTradeCommands(TradeCommandTest):
             self.says(
                 CmdBuy(),
                 "lantern",
-                "Bram is not trading now: Bram is having a drink until 20:00 and trades again "
-                "from 05:00.",
+                "Bram is not trading now: having a drink until 20:00; trading again from 05:00.",
             )
             self.says(CmdWares(), "", "Bram is not trading now")
         assert self.lanterns[0].location == self.bram
@@ -259,3 +258,37 @@ class TestHostilePlayers(TradeCommandTest):
 
         prop()
         assert self.server.requests == [] and not self.model_call.called
+
+
+class TestTradeReviewFixes(TradeCommandTest):
+    def test_sell_prices_the_item_the_trade_takes(self):
+        """Two carried items answer to "sword": the one called exactly that is sold, at its
+        own price (the command once priced one and the trade moved the other)."""
+        self.innkeeper_leaves()
+        world_controls.set_goods(self.bram, "buy sword 5; buy fine sword 50")
+        fine = self.make("fine sword", self.room1)
+        fine.aliases.add("sword")
+        plain = self.make("sword", self.char1)
+        fine.location = self.char1
+        self.says(CmdSell(), "sword", "You sell 1 sword to Bram for 5 coins")
+        assert plain.location == self.bram and fine.location == self.char1
+        assert self.purses() == (55, 95)
+
+    def test_names_are_shown_as_written_never_run(self):
+        self.innkeeper_leaves()
+        world_controls.set_goods(self.bram, "buy proto:gem 5")
+        gem = self.make("|rgem {you} $You()", self.char1)
+        gem.tags.add("gem", category="from_prototype")
+        watcher = self.char2
+        watcher.location = self.room1
+        with mock.patch.object(watcher, "msg") as seen:
+            out = self.says(CmdSell(), gem.dbref)
+        assert gem.location == self.bram and self.purses() == (55, 95)
+        assert "|rgem {you} $You()" in out  # shown as written: not coloured, nothing run
+        room = " ".join(str(call.args[0] if call.args else call.kwargs) for call in seen.mock_calls)
+        assert "sells 1" in room  # the room was told (braces no longer break it)
+
+    def test_a_count_of_other_digits_is_asked_again(self):
+        self.innkeeper_leaves()
+        self.says(CmdBuy(), "lantern = ²", "How many? A number from 1 to 20.")
+        assert self.lanterns[0].location == self.bram

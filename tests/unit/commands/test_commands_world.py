@@ -153,7 +153,7 @@ class TestAIRoutine(WorldCommandTest):
         status.set("unreachable", "cannot reach Market (#5): no way")
         self.says(CmdAIStatus(), "Innkeeper", "routine: unreachable: cannot reach Market")
         self.game.at("12:00")
-        self.says(CmdAIStatus(), "Innkeeper", "shop: Innkeeper is not trading now: free time")
+        self.says(CmdAIStatus(), "Innkeeper", "shop: not trading now: free time")
 
     def test_staff_only(self):
         player = self.player()

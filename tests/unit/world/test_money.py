@@ -85,6 +85,22 @@ class TestObjectMoney(BaseEvenniaTest):
             assert (adapter.balance(self.char1), adapter.balance(self.char2)) == (16, 7)
             assert sorted(w for _, w in adapter.piles(self.char2)) == [3, 4]
 
+    def test_every_price_two_piles_can_pay_is_paid_exactly(self):
+        """The piles the split readied are the ones paid (chosen afresh, largest first, piles of
+        2 and 5 split for 4 into 2, 3 and 2 would miss the exact sum)."""
+        with override_settings(EVENNIA_AI_MONEY="objects"):
+            adapter = money()
+            for first, second in ((2, 5), (3, 7), (4, 9), (1, 1), (6, 6)):
+                for price in range(1, first + second + 1):
+                    for obj in list(self.char1.contents) + list(self.char2.contents):
+                        obj.delete()
+                    self.pile(first, self.char1)
+                    self.pile(second, self.char1)
+                    adapter.prepare(self.char1, self.char2, price)
+                    adapter.pay(self.char1, self.char2, price, Touched())
+                    assert adapter.balance(self.char2) == price, (first, second, price)
+                    assert adapter.balance(self.char1) == first + second - price
+
     def test_an_unreadable_pile_is_an_error(self):
         self.pile(5, self.char1).db.amount = "many"
         with override_settings(EVENNIA_AI_MONEY="objects"), pytest.raises(MoneyError):

@@ -60,7 +60,9 @@ class TestStock(ShopTestBase):
         assert stock(self.npc, self.goods()) == []
         chest.locks.add(f"get_from:id({self.npc.id})")
         assert stock(self.npc, self.goods())[0].items == (nail,)
-        assert open_container_warning(chest) is None
+        assert "Anyone can pick up the chest" in open_container_warning(chest, self.npc)
+        chest.locks.add("get:false()")  # nor carried off whole
+        assert open_container_warning(chest, self.npc) is None
         chest.locks.add("get_from:true()")
         assert "lets anyone take from it" in open_container_warning(chest)
         chest.move_to(self.room2, quiet=True)
