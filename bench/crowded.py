@@ -415,7 +415,7 @@ def crowded() -> dict:
 
 # -- the reactor per heard line -------------------------------------------------------------------
 def _empty_queues(npcs) -> None:
-    from evennia_ai.npc import attribute_writes
+    from evennia_ai import attribute_writes
 
     for npc in npcs:  # so the queue's size (and a push's cost) stays level
         npc.ai.set("event_queue", {"events": [], "in_flight": [], "dropped": 0, "failed": 0})
@@ -424,7 +424,7 @@ def _empty_queues(npcs) -> None:
 
 def _time_lines(player, npcs, text: str, count: dict, lines: int) -> dict:
     """Reactor CPU (this thread) per line of ``text`` and what each line started or wrote."""
-    from evennia_ai.npc import attribute_writes
+    from evennia_ai import attribute_writes
 
     for k in range(5):  # warm up
         player.at_say(f"{text} (warm {k})")
@@ -463,8 +463,9 @@ def hearing_cpu(lines: int = HEAR_LINES) -> dict:
     from evennia.objects.objects import DefaultCharacter, DefaultRoom
     from evennia.utils.create import create_object
 
+    from evennia_ai import attribute_writes
     from evennia_ai.memory import longterm
-    from evennia_ai.npc import attribute_writes, perception, state
+    from evennia_ai.npc import perception, state
     from evennia_ai.typeclasses import AIAssistantCharacter
 
     count: dict = {"starts": 0, "embeds": 0, "writes": {}}

@@ -19,6 +19,7 @@ PUBLIC_NAMES = {
     "AIAssistantMixin": "evennia_ai.typeclasses",
     "AIAssistantCharacter": "evennia_ai.typeclasses",
     "AIAdminCmdSet": "evennia_ai.commands.cmdset",
+    "AITradeCmdSet": "evennia_ai.commands.trade",
     # custom tools
     "Tool": "evennia_ai.tools.base",
     "ToolCategory": "evennia_ai.tools.base",

@@ -864,6 +864,146 @@ SETTINGS: dict[str, Setting] = {
             "Whether speech addressed to a sleeping assistant wakes it.",
             flag(),
         ),
+        # --- the world: routines, paths, the sense of place, goods and money ---------------------
+        Setting(
+            "EVENNIA_AI_ROUTINES",
+            True,
+            "Whether AI NPCs keep their routines (walk to each slot's room, sleep in its sleep "
+            "slots). False: routines are kept but not followed.",
+            flag(),
+        ),
+        Setting(
+            "EVENNIA_AI_ROUTINE_LINGER_SECONDS",
+            60.0,
+            "Seconds after a player's line woke an NPC during which its routine does not move "
+            "it (a conversation).",
+            number(0),
+        ),
+        Setting(
+            "EVENNIA_AI_ROUTINE_MAX_DELAY",
+            600.0,
+            "Longest a conversation delays a routine's move, in real seconds from when the NPC "
+            "should have left; then it goes. 0: it never waits.",
+            number(0),
+        ),
+        Setting(
+            "EVENNIA_AI_ROUTE_MAX_ROOMS",
+            300,
+            "Rooms a path search looks at, at most (routines, `directions`, checks of a new "
+            "routine).",
+            whole(1),
+        ),
+        Setting(
+            "EVENNIA_AI_ROUTE_MAX_STEPS",
+            40,
+            "Exits in a route, at most.",
+            whole(1),
+        ),
+        Setting(
+            "EVENNIA_AI_CONSOLIDATIONS_PER_DAY",
+            1,
+            "Sleep consolidations an NPC runs per real (UTC) day, however often it sleeps (a "
+            "routine in fast game time sleeps many times a real day); later sleeps only rest, "
+            "and the next allowed one takes everything since. None: every sleep with something "
+            "new consolidates.",
+            optional(whole(1)),
+        ),
+        Setting(
+            "EVENNIA_AI_PLACE_TOKENS",
+            300,
+            "Tokens at most of the sense of place in an NPC's requests (its room, exits and "
+            "where they lead, who is here, the time of day, its routine now and next). 0: only "
+            "the room's name, as before.",
+            whole(0),
+        ),
+        Setting(
+            "EVENNIA_AI_PLACE_STEPS",
+            3,
+            "How many exits away the rooms listed in the sense of place may be.",
+            whole(0),
+        ),
+        Setting(
+            "EVENNIA_AI_GOODS_TOKENS",
+            250,
+            "Tokens at most of a trading NPC's wares, prices and purse in its requests; the "
+            "rest through its `wares` tool.",
+            whole(0),
+        ),
+        Setting(
+            "EVENNIA_AI_MONEY",
+            "attribute",
+            "How the game keeps money: `attribute` (an int Attribute on each character, as "
+            "evadventure's coins), `objects` (coin piles tagged `coins`, category "
+            "`evennia_ai_money`, each worth its `amount`), or the python path of a class with "
+            "`balance`, `prepare`, `pay`, `describe` (docs/world.md).",
+            text(),
+        ),
+        Setting(
+            "EVENNIA_AI_MONEY_ATTRIBUTE",
+            "coins",
+            "The Attribute that holds a character's money (with `attribute`).",
+            text(),
+        ),
+        Setting(
+            "EVENNIA_AI_MONEY_CATEGORY",
+            None,
+            "Its category (None: none, as AttributeProperty stores it).",
+            optional(text()),
+        ),
+        Setting(
+            "EVENNIA_AI_MONEY_TAG",
+            "coins",
+            "The Tag (category `evennia_ai_money`) of coin piles (with `objects`); each pile's "
+            "Attribute `amount` is its worth.",
+            text(),
+        ),
+        Setting(
+            "EVENNIA_AI_MONEY_NAMES",
+            ["coin", "coins"],
+            "The money's name, one and many.",
+            texts(comma_list=True),
+        ),
+        Setting(
+            "EVENNIA_AI_TRADE_APPROVAL_ABOVE",
+            None,
+            "Trades worth more than this wait for a Builder's approval after the player "
+            "accepts (an NPC's own `approve above` may set it lower). None: none wait.",
+            optional(whole(0)),
+            **_closed(0),
+        ),
+        Setting(
+            "EVENNIA_AI_TRADE_OFFER_SECONDS",
+            120.0,
+            "How long an NPC's offer stands for the player to accept.",
+            number(1),
+        ),
+        Setting(
+            "EVENNIA_AI_TRADE_MAX_QUANTITY",
+            20,
+            "Most items of one kind in one trade.",
+            whole(1),
+        ),
+        Setting(
+            "EVENNIA_AI_TRADE_YES_WORDS",
+            ["yes", "deal", "agreed", "done", "i'll take it", "accept"],
+            "A player's whole line (after the NPC's name) that accepts an offer pending for "
+            "them.",
+            texts(comma_list=True),
+        ),
+        Setting(
+            "EVENNIA_AI_TRADE_NO_WORDS",
+            ["no", "no deal", "decline", "never mind"],
+            "A player's whole line (after the NPC's name) that declines an offer pending for "
+            "them.",
+            texts(comma_list=True),
+        ),
+        Setting(
+            "EVENNIA_AI_LEDGER_SIZE",
+            200,
+            "Trades kept in each NPC's ledger (the oldest dropped; the day's counts are kept "
+            "apart).",
+            whole(1),
+        ),
         # --- context and memory --------------------------------------------------------------
         Setting(
             "EVENNIA_AI_CONTEXT_WINDOWS",

@@ -67,6 +67,9 @@ REFLECTION: Final = "reflection"
 BUDGET: Final = "budget"
 LINES: Final = "lines"
 HOST: Final = "host"
+ROUTINE: Final = "routine"
+GOODS: Final = "goods"
+LEDGER: Final = "ledger"
 
 #: Every character-held key, in the order :mod:`evennia_ai.npc.state_keys` declares them.
 CHARACTER_KEYS: Final = (
@@ -99,6 +102,9 @@ CHARACTER_KEYS: Final = (
     BUDGET,
     LINES,
     HOST,
+    ROUTINE,
+    GOODS,
+    LEDGER,
 )
 
 # -- the keys held on the NPC's AssistantScript ------------------------------------------------
@@ -315,6 +321,21 @@ class NPCState(Protocol):
     def host(self) -> bool:
         """Whether it answers first the lines in its room that name no AI NPC (a room's host)."""
 
+    @property
+    def routine(self) -> JSONObject:
+        """The NPC's day in game time: its slots (where it is, what it does, open for trade or
+        asleep), who set it and when."""
+
+    @property
+    def goods(self) -> JSONObject:
+        """What the NPC sells and buys, at what prices, and its trade rules (``closed`` while
+        a stored value of them is set aside)."""
+
+    @property
+    def ledger(self) -> JSONObject:
+        """The NPC's latest trades, today's counts for its daily limits and when it last
+        restocked (``blocked`` while a stored value of it is set aside)."""
+
     # -- held on the AssistantScript ---------------------------------------------------------
     @property
     def script(self) -> AssistantScriptView | None:
@@ -349,6 +370,11 @@ class NPCState(Protocol):
 
     def notify_system(self, text: str) -> None:
         """Queue a system event for the NPC's next tick."""
+
+    def hear(self, text: str, source: str | None = None, line: object = None) -> None:
+        """Keep a line the NPC saw in its room without waking it (no event, no tick): its
+        context buffer has it at its next tick. ``source``: the speaker's dbref, if known;
+        ``line``: what the listeners of one line share, so the room keeps one entry for all."""
 
     def spending_status(self, metrics: JSONObject | None = None) -> SpendingView:
         """Today's tokens and cost against the daily budgets."""

@@ -122,6 +122,97 @@ MEMORY_BLOCKS_HEADER = (
 LONGTERM_HEADING = "## Things you remember"
 """Heads the long-term memories found for the tick (:mod:`evennia_ai.prompt.longterm_sources`)."""
 
+# -- the world: the sense of place and the wares (evennia_ai.world, evennia_ai.prompt.sources) --
+PLACE_HEADING = "## Where you are"
+"""Heads the sense of place: the room, the time of day, its exits and the rooms further on, who
+and what is here, the NPC's routine now and next."""
+
+PLACE_ROOM = "{room}."
+"""The sense of place's first line when the game has no clock to read; ``{room}`` the room."""
+
+PLACE_ROOM_AT = "{room}. Around {time} ({part})."
+"""The sense of place's first line; ``{time}`` the game time to the hour (``14:00``),
+``{part}`` the part of the day (:data:`PARTS_OF_DAY`)."""
+
+PLACE_EXITS = "Exits: {}."
+"""The exits the NPC may pass, ``north to the Bakery; east to the Smithy``."""
+
+PLACE_FURTHER = "Further: {}."
+"""Rooms a few exits away with the way to each, ``Bakery Loft (north, then up)``."""
+
+PLACE_HERE = "Here: {}."
+"""Who is in the room, ``Alice (a player), Bram (an NPC)`` (fenced: players choose names)."""
+
+PLACE_THINGS = "Things here: {}."
+"""What else the NPC sees in the room (fenced with :data:`PLACE_HERE`)."""
+
+PLACE_MORE = " (and {n} more)"
+"""Ends a list of the sense of place cut to fit its budget."""
+
+PLACE_SOURCE = "who and what is here"
+"""The fence's source for the names of who and what is here."""
+
+WARES_HEADING = "## What you trade"
+"""Heads a trading NPC's wares: open or closed, its purse, what it sells and buys and at what
+prices."""
+
+WARES_OPEN = "Open for trade now."
+"""Starts a trading NPC's wares when it trades now."""
+
+WARES_CLOSED = "Closed for trade now ({why})."
+"""Starts them when it does not; ``{why}`` its routine's words (``having a drink until 20:00;
+you trade again from 05:00``)."""
+
+WARES_PURSE = "Your purse: {purse}."
+"""The NPC's money; ``{purse}`` in the game's words (``112 coins``)."""
+
+WARES_SELL = "You sell: {}."
+"""What it sells, ``lantern x3, 12 coins (at least 10, at most 16); ...``."""
+
+WARES_NEVER = "Never sold: {}."
+"""What it never sells, gives or drops."""
+
+WARES_BUY = "You buy: {}."
+"""What it buys, ``scrap iron, 2 coins (at most 3), 10 a day``."""
+
+WARES_APPROVAL = "Trades over {limit} wait for an operator's approval."
+"""Ends the wares when trades above a value need a Builder's approval; ``{limit}`` in words."""
+
+WARES_SOURCE = "your stock"
+"""The fence's source for the names of what the NPC trades (an item a player sold it keeps the
+name the player gave it)."""
+
+NOW_LINE = "Now: at {room}, {doing}{open}."
+"""The routine's slot now; ``{room}`` its room, ``{doing}`` what the NPC does there (staff's
+text), ``{open}`` :data:`OPEN_FOR_TRADE` in a slot open for trade, else empty."""
+
+OPEN_FOR_TRADE = "; open for trade until {end}"
+"""Ends :data:`NOW_LINE` in a slot open for trade; ``{end}`` the slot's end (``15:00``)."""
+
+NEXT_LINE = "Next: {start}-{end} at {room}, {doing}."
+"""The routine's next slot; ``{start}`` and ``{end}`` its times (``15:00``), ``{room}`` its
+room, ``{doing}`` what the NPC does there."""
+
+PART_OF_DAY_NIGHT = "night"
+"""The game day's first quarter (:meth:`evennia_ai.world.clock.GameTime.part_of_day`)."""
+
+PART_OF_DAY_MORNING = "morning"
+"""The game day's second quarter."""
+
+PART_OF_DAY_AFTERNOON = "afternoon"
+"""The game day's third quarter."""
+
+PART_OF_DAY_EVENING = "evening"
+"""The game day's last quarter."""
+
+PARTS_OF_DAY = (
+    PART_OF_DAY_NIGHT,
+    PART_OF_DAY_MORNING,
+    PART_OF_DAY_AFTERNOON,
+    PART_OF_DAY_EVENING,
+)
+"""The parts of the day, one per quarter of the game day, in order from midnight."""
+
 # -- history and its summary (evennia_ai.memory.compression) -----------------------------------
 SUMMARY_PREFIX = "[Summary of earlier conversation]"
 """Opens the message a history compaction folds old messages into."""

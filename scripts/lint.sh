@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The formatting and lint checks of `make test`: black and isort configured as Evennia's own
 # pyproject.toml (line length 100), ruff, and the type checker mypy over the package (strict for
-# llm/, prompt/ and tools/base); settings in pyproject.toml. mypy keeps its cache in the venv,
+# llm/, prompt/, tools/base and world/); settings in pyproject.toml. mypy keeps its cache in the venv,
 # so a second run checks only what changed (seconds; a fresh venv takes about a minute).
 #
 # Usage: scripts/lint.sh [VENV]      (`make format` rewrites the files instead)

@@ -25,11 +25,13 @@ from evennia.commands.cmdset import CmdSet
 from evennia.utils.ansi import strip_ansi
 
 from evennia_ai.commands.page import CmdPage
+from evennia_ai.commands.trade import TRADE_COMMANDS
 
 # Modules whose ``COMMANDS`` list contributes to the cmdset, in help order.
 COMMAND_MODULES = (
     "evennia_ai.commands.npcs",
     "evennia_ai.commands.npc_lines",
+    "evennia_ai.commands.world",
     "evennia_ai.commands.prompts",
     "evennia_ai.commands.workspace",
     "evennia_ai.commands.memory",
@@ -80,6 +82,19 @@ def render_commands_markdown() -> str:
     for command in commands:
         doc = help_text(command)
         lines += ["", f"## {command.key}", "", "```", doc, "```"]
+    lines += [
+        "",
+        "# Player commands",
+        "",
+        "`AITradeCmdSet` holds the players' trade commands (help category `Trade`, lock",
+        "`cmd:all()`): they trade with an AI NPC that has goods (`aigoods`) and call no model.",
+        "[installing.md](installing.md) says how to add the cmdset.",
+    ]
+    for command in TRADE_COMMANDS:
+        aliases = ", ".join(f"`{alias}`" for alias in sorted(getattr(command, "aliases", []) or []))
+        lines += ["", f"## {command.key}", ""]
+        lines += [f"Aliases: {aliases}", ""] if aliases else []
+        lines += ["```", help_text(command), "```"]
     return "\n".join(lines) + "\n"
 
 

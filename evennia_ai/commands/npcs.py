@@ -13,7 +13,7 @@ from evennia_ai.formatting import count
 from evennia_ai.formatting import money as format_money
 from evennia_ai.formatting import timestamp
 from evennia_ai.llm import tokens
-from evennia_ai.npc import controls, spending
+from evennia_ai.npc import controls, spending, world_controls
 from evennia_ai.npc.handler import describe_last_error
 from evennia_ai.npc.lookup import all_ai_npcs
 from evennia_ai.npc.setting_sources import (
@@ -85,10 +85,11 @@ class CmdAINpc(AICommand):
       ainpc/budget <npc> = none
 
     Switches:
-      list    - every AI NPC (a room's host marked "(host)") with its location,
-                model, state (running, paused, stopped or asleep; while it cannot
-                answer, why: model unreachable since 10:42 UTC, held, over
-                budget), queued events, tokens used today and budget.
+      list    - every AI NPC (a room's host marked "(host)", an NPC with goods
+                "(shop)") with its location, model, state (running, paused,
+                stopped or asleep; while it cannot answer, why: model
+                unreachable since 10:42 UTC, held, over budget; what its
+                routine is doing), queued events, tokens used today and budget.
       create  - create an AI assistant in your location; the model is optional
                 (empty: the server default, EVENNIA_AI_MODEL; Builders may name
                 only a model of EVENNIA_AI_BUILDER_MODELS).
@@ -166,11 +167,14 @@ class CmdAINpc(AICommand):
         silent: list[str] = []
         for npc in npcs:
             status = npc.ai.status()
+            routine = world_controls.routine_state(npc, brief=True)
             table.add_row(
-                f"{npc.key}({npc.dbref})" + (" (host)" if npc.ai.host else ""),
+                f"{npc.key}({npc.dbref})"
+                + (" (host)" if npc.ai.host else "")
+                + (" (shop)" if world_controls.is_shop(npc) else ""),
                 _where(npc),
                 status["model"],
-                status["state_label"],
+                status["state_label"] + (f"; routine: {routine}" if routine else ""),
                 status["queued_events"],
                 f"{count(_tokens_today(status))} tokens, {status['budget_state']}",
             )
@@ -358,9 +362,10 @@ class CmdAIStatus(AICommand):
     EVENNIA_AI_OUTAGE_AFTER_FAILURES calls in a row; what players said meanwhile
     is answered when it is back), held, or over budget. With an NPC: whether it
     is enabled or paused, whether it hosts its room (ainpc/host), why it is not
-    answering, its model, tokens and cost (today and in total), budget state
-    and limits, its last ticks, recent errors, sleep state and event queue,
-    and where each setting it uses comes from: the NPC's own value, the
+    answering, what its routine is doing (airoutine) and whether its shop is
+    open (aigoods), its model, tokens and cost (today and in total), budget
+    state and limits, its last ticks, recent errors, sleep state and event
+    queue, and where each setting it uses comes from: the NPC's own value, the
     environment, the settings file or the default. A changed environment
     variable applies after evennia reboot (a reload keeps the environment the
     server started with).
@@ -482,6 +487,7 @@ class CmdAIStatus(AICommand):
             f"  ticks: {status['ticks']}, errors: {status['errors']}, active goals: "
             f"{status['goals_active']}",
         ]
+        lines += world_lines(npc)
         for warning in status["warnings"]:
             lines.append(f"  |ywarning|n: {raw(warning)}")
         if status["context_overflows"]:
@@ -531,6 +537,24 @@ class CmdAIStatus(AICommand):
                     f"    #{trace.tick_id} {timestamp(trace.started)}: {raw(one_line(trace.error))}"
                 )
         return "\n".join(lines)
+
+
+def world_lines(npc) -> list[str]:
+    """``aistatus``'s lines on ``npc``'s routine and shop (none for an NPC with neither)."""
+    lines = []
+    routine = world_controls.routine_state(npc)
+    if routine:
+        lines.append(f"  routine: {raw(routine)} (airoutine {npc.key})")
+    if world_controls.is_shop(npc):
+        closed = world_controls.goods_of(npc).closed
+        is_open, why = world_controls.shop_hours(npc)
+        state = (
+            "closed: its rules cannot be read"
+            if closed
+            else "open" if is_open else f"not trading now: {why}"
+        )
+        lines.append(f"  shop: {raw(state)} (aigoods {npc.key})")
+    return lines
 
 
 def _is_last_error(trace: TickTrace, status: dict) -> bool:

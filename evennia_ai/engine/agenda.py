@@ -6,7 +6,10 @@ What it chooses, in order of precedence:
 1. **Sleep.** While asleep the assistant runs its sleep phases once each (``sleep_consolidate``,
    then ``pre_compaction``), skipping a phase with nothing to do, and then rests until its
    window ends, or until it is addressed when ``EVENNIA_AI_WAKE_WHEN_ADDRESSED``. A scheduled
-   window (``EVENNIA_AI_SLEEP_SCHEDULE``) or the ``go_to_sleep`` tool puts it to sleep.
+   window (``EVENNIA_AI_SLEEP_SCHEDULE``), the ``go_to_sleep`` tool, or a sleep slot of its
+   routine (:mod:`evennia_ai.engine.routines`: in the slot's room, not woken in that slot)
+   puts it to sleep; a routine sleep ends with its slot. Consolidation runs at most
+   ``EVENNIA_AI_CONSOLIDATIONS_PER_DAY`` times a real (UTC) day, however often it sleeps.
 2. **Compaction** that is pending goes first when no events wait; an *emergency* compaction
    goes before the events, which stay queued for a tick that follows at once
    (``TickDecision.run_again``).
@@ -16,11 +19,15 @@ What it chooses, in order of precedence:
    AI NPC of the room was woken for a player's line and has not answered it yet
    (:func:`~evennia_ai.engine.floor.player_waiting`; the tick runner tells the floor when a
    tick ends); it is taken at a later interval tick.
-4. **Reflection** when asked for, every ``EVENNIA_AI_REFLECTION_INTERVAL`` ticks, or earlier
+4. **Routine.** The NPC's routine (:func:`~evennia_ai.engine.routines.work`) may walk it one
+   exit towards its slot's room: an idle decision carrying the work (``TickDecision.world``),
+   which the tick does without a model call. A routine that stays, or waits for a
+   conversation to end, lets the choice go on.
+5. **Reflection** when asked for, every ``EVENNIA_AI_REFLECTION_INTERVAL`` ticks, or earlier
    when the journal's summed importance since the last reflection reaches
    ``EVENNIA_AI_REFLECTION_IMPORTANCE_THRESHOLD``; a ``reflection_cont`` when the reflection
    asked to continue.
-5. **Autonomy.** With active goals and autonomy on, a ``tick_autonomous`` at most every
+6. **Autonomy.** With active goals and autonomy on, a ``tick_autonomous`` at most every
    ``EVENNIA_AI_AUTONOMOUS_MIN_INTERVAL`` seconds (``TickDecision.autonomous_at`` is when
    it was chosen, which the Script keeps for the next choice).
 
@@ -34,7 +41,8 @@ Idle work (reflection by count or importance, autonomy) waits while nobody is wi
 (``EVENNIA_AI_IDLE_NEEDS_AUDIENCE``, :mod:`evennia_ai.engine.audience`) unless an active goal
 needs no audience.
 
-The agenda writes only the NPC's own state (the queue, its sleep); it never writes the Script:
+The agenda writes only the NPC's own state (the queue, its sleep; its routine's status, in
+process memory, through :mod:`~evennia_ai.engine.routines`); it never writes the Script:
 the Script acts on the decision (:class:`~evennia_ai.scripts.AssistantScript`).
 """
 
@@ -47,8 +55,14 @@ from typing import Callable
 from evennia.utils import logger
 
 from evennia_ai import conf
-from evennia_ai.engine import audience, floor
-from evennia_ai.engine.upkeep import advance_sleep, compaction_wanted, consolidation_material
+from evennia_ai.engine import audience, floor, routines
+from evennia_ai.engine.routines import RoutineWork
+from evennia_ai.engine.upkeep import (
+    advance_sleep,
+    compaction_wanted,
+    consolidation_allowed,
+    consolidation_material,
+)
 from evennia_ai.memory import events as ev
 from evennia_ai.memory.events import Event
 from evennia_ai.npc_state import EVENT_QUEUE, SLEEP, NPCState, npc_state
@@ -72,6 +86,8 @@ class TickDecision:
             next one waits ``EVENNIA_AI_AUTONOMOUS_MIN_INTERVAL`` from then.
         notes: What the agenda did that the tick's trace should say (lines held back during
             an outage and given up).
+        world: Work of the NPC's routine the tick does with no model call (an idle decision:
+            one exit of a walk), else None.
     """
 
     context_type: str | None
@@ -79,6 +95,7 @@ class TickDecision:
     run_again: bool = False
     autonomous_at: float | None = None
     notes: tuple[str, ...] = ()
+    world: RoutineWork | None = None
 
     @property
     def idle(self) -> bool:
@@ -147,22 +164,11 @@ class Agenda:
     def choose_from(self, stored: dict) -> TickDecision:
         """Pick the context type of this tick and the events it answers from the queue
         ``stored``."""
-        sleep = self.npc_state.sleep
         queue, batch = ev.take_batch(stored)  # written back only if this tick answers it
-
-        if sleep.get("asleep"):
-            pending = ev.pending_events(stored) if batch else []
-            if self.should_wake(sleep, pending):
-                wake_up(self.npc, "addressed" if pending else "window ended")
-            else:
-                return TickDecision(self.sleep_phase())
-        elif in_sleep_window(conf.get("EVENNIA_AI_SLEEP_SCHEDULE")):
-            if not sleep.get("woken_in_window"):
-                go_to_sleep(self.npc, "scheduled")
-                return TickDecision(self.sleep_phase())
-        elif sleep.get("woken_in_window"):
-            # the window a wake-up cut short has ended: the next night is slept again
-            self.npc_state.set(SLEEP, {**sleep, "woken_in_window": False})
+        day = routines.current(self.npc)  # the routine and the game time; None: it keeps none
+        asleep = self.sleep_decision(stored, batch, day)
+        if asleep is not None:
+            return asleep
 
         compaction = self.npc_state.compaction
         if compaction.get("pending") and (not batch or compaction.get("reason") == "emergency"):
@@ -178,6 +184,11 @@ class Agenda:
             self.npc_state.set(EVENT_QUEUE, queue, lazy=True)
             return TickDecision("tick_event", tuple(batch))
 
+        if day is not None:
+            work = routines.work(self.npc, *day)
+            if work.action == "walk":
+                return TickDecision(None, world=work)
+
         reflection = self.npc_state.reflection
         if reflection.get("continue"):
             return TickDecision("reflection_cont")
@@ -188,6 +199,33 @@ class Agenda:
         if autonomous_at is not None:
             return TickDecision("tick_autonomous", autonomous_at=autonomous_at)
         return TickDecision(None)
+
+    def sleep_decision(self, stored: dict, batch: list, day) -> TickDecision | None:
+        """The sleep of this tick: a sleep phase (or rest) while asleep, after falling asleep
+        in the scheduled window or in a sleep slot of the routine (``day``:
+        :func:`~evennia_ai.engine.routines.current`); None when the NPC is awake (woken
+        now, if its sleep ended)."""
+        sleep = self.npc_state.sleep
+        if sleep.get("asleep"):
+            pending = ev.pending_events(stored) if batch else []
+            if not self.should_wake(sleep, pending, day):
+                return TickDecision(self.sleep_phase())
+            wake_up(self.npc, "addressed" if pending else "window ended")
+            return None
+        if in_sleep_window(conf.get("EVENNIA_AI_SLEEP_SCHEDULE")):
+            if not sleep.get("woken_in_window"):
+                go_to_sleep(self.npc, "scheduled")
+                return TickDecision(self.sleep_phase())
+        elif sleep.get("woken_in_window"):
+            # the window a wake-up cut short has ended: the next night is slept again
+            self.npc_state.set(SLEEP, {**sleep, "woken_in_window": False})
+        if day is not None and not batch:
+            routine, now = day
+            slot = routines.sleep_due(self.npc, routine, now, sleep)
+            if slot is not None:
+                go_to_sleep(self.npc, "routine", slot=routines.sleep_mark(slot, now))
+                return TickDecision(self.sleep_phase())
+        return None
 
     def waits_for_players(self, batch: list[Event]) -> bool:
         """Whether this batch waits for players to be answered first: every event of it is
@@ -201,13 +239,15 @@ class Agenda:
     def sleep_phase(self) -> str | None:
         """The sleep phase to run now, skipping those with nothing to do; None when resting.
 
-        Consolidation runs only when something happened since the last one, and the
+        Consolidation runs only when something happened since the last one and today's
+        consolidations (``EVENNIA_AI_CONSOLIDATIONS_PER_DAY``) are not used up, and the
         pre-compaction extraction only when a compaction is pending or due: an NPC that slept
         through a quiet day makes no model call at night.
         """
-        phase = self.npc_state.sleep.get("phase")
-        if phase == "sleep_consolidate" and not consolidation_material(
-            self.npc_state, self.npc_state.sleep
+        sleep = self.npc_state.sleep
+        phase = sleep.get("phase")
+        if phase == "sleep_consolidate" and not (
+            consolidation_allowed(sleep) and consolidation_material(self.npc_state, sleep)
         ):
             advance_sleep(self.npc_state, phase)
             phase = self.npc_state.sleep.get("phase")
@@ -216,15 +256,20 @@ class Agenda:
             phase = self.npc_state.sleep.get("phase")
         return phase if phase in SLEEP_PHASES else None
 
-    def should_wake(self, sleep: dict, pending: list) -> bool:
+    def should_wake(self, sleep: dict, pending: list, day=None) -> bool:
         """Whether a sleeping NPC wakes now: its sleep's time is up, its scheduled window
-        ended, or (``EVENNIA_AI_WAKE_WHEN_ADDRESSED``) one of the ``pending`` events
-        addresses it."""
+        ended, the routine's sleep slot it sleeps in ended (``day``:
+        :func:`~evennia_ai.engine.routines.current`), or
+        (``EVENNIA_AI_WAKE_WHEN_ADDRESSED``) one of the ``pending`` events addresses it."""
         until = sleep.get("until")
         if until and (parse_iso(until) or utcnow()) <= utcnow():
             return True
         if sleep.get("reason") == "scheduled" and not in_sleep_window(
             conf.get("EVENNIA_AI_SLEEP_SCHEDULE")
+        ):
+            return True
+        if sleep.get("reason") == "routine" and (
+            day is None or routines.sleep_slot_mark(*day) != sleep.get("slot")
         ):
             return True
         if conf.get("EVENNIA_AI_WAKE_WHEN_ADDRESSED"):

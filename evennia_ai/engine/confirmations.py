@@ -1,7 +1,8 @@
 """Pending confirmations: actions an assistant wanted to take that a Builder must approve.
 
-DANGEROUS tool calls (when the execution pattern requires confirmation) and model writes to
-memory blocks with Partner or Human permission land here. One queue for the whole server lives
+DANGEROUS tool calls (when the execution pattern requires confirmation), model writes to
+memory blocks with Partner or Human permission, and accepted trades worth more than the approval
+value (:func:`queue_trade`; the approval runs the trade again through every check) land here. One queue for the whole server lives
 in the Attributes of a :class:`ConfirmationQueue` Script, got or created by key. Approving runs
 the action *as the NPC* (bounded by the NPC's own permissions and locks, never the approver's)
 through an executor registered for the entry's ``kind``. Online Builders (and the channel of
@@ -43,6 +44,7 @@ is told every decision as a system event, in words that say whether its action r
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 from datetime import datetime, timezone
 from typing import Any, Callable
 
@@ -62,6 +64,8 @@ from evennia_ai.tools.base import ToolContext, ToolResult
 from evennia_ai.tools.registry import TOOL_REGISTRY, passes_lock
 from evennia_ai.tools.rules import ToolRuleState, parse_rules
 from evennia_ai.utils import iso_utc, log_prefix, parse_iso
+from evennia_ai.world import trade
+from evennia_ai.world.objects import as_shown
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
@@ -206,8 +210,43 @@ def _run_tool_as_npc(npc, entry: dict) -> tuple[bool, str]:
     return bool(outcome.success), outcome.to_text()
 
 
+def _run_trade(npc, entry: dict) -> tuple[bool, str]:
+    """Executor for ``kind="trade"``: the accepted order runs ``via="approval"``, and
+    :func:`evennia_ai.world.trade.execute` checks stock, both purses, the rules and the day's
+    limits again. A refusal (the item sold meanwhile) decides the entry ``refused at
+    approval`` and tells the partner; a trade that ran told them itself."""
+    try:
+        order = trade.TradeOrder.from_plain(entry["payload"]["order"], via="approval")
+    except (trade.TradeAborted, KeyError, TypeError) as err:
+        raise ApprovalRefused(str(err) or "the order cannot be read") from err
+    if order.npc != npc:
+        raise ApprovalRefused(f"the order is not {npc.key}'s")
+    result = trade.execute(replace(order, approval=entry.get("id")))
+    if not result.done:
+        order.partner.msg(  # the names in it may be players' (an item's)
+            as_shown(f"Your trade with {npc.key} was refused at approval: {result.refused}.")
+        )
+        raise ApprovalRefused(result.refused)
+    return True, result.to_model()
+
+
+def queue_trade(order: trade.TradeOrder) -> str:
+    """Queue an accepted ``order`` worth more than the approval value for a Builder; returns
+    the confirmation's id (for ``TradeResult.pending``).
+
+    Raises:
+        ConfirmationError: The queue, or the NPC's share of it, is full.
+    """
+    reason = trade.approval_needed(order) or f"{order.npc.key} trades with {order.partner.key}"
+    payload = {"order": order.to_plain(), "arguments": {"deal": reason}}
+    return get_confirmation_queue().add_entry(
+        order.npc, "trade", payload, kind="trade", reason=reason
+    )
+
+
 register_executor("tool", _run_tool_as_npc)
 register_executor("block_write", execute_block_write)
+register_executor("trade", _run_trade)
 
 
 def _check_room(entries: dict, npc) -> None:

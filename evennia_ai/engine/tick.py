@@ -9,6 +9,9 @@ what the tick did (:mod:`evennia_ai.engine.bookkeeping`). Every model call of th
 counted in its accounts (:mod:`evennia_ai.engine.accounting`), which the budgets check before
 each paid call.
 
+An idle decision may carry work of the NPC's routine (:mod:`evennia_ai.engine.routines`: one
+exit of a walk to its slot's room), done at once, with no model call, trace or tick counted.
+
 The tick writes nothing on its Script: the agenda's decision (a
 :class:`~evennia_ai.engine.agenda.TickDecision`, in :attr:`TickRunner.decision`) says whether
 to run again at once and when an autonomous tick was chosen, and the Script keeps those itself.
@@ -38,7 +41,7 @@ from evennia.utils import logger
 from twisted.internet import defer, reactor
 
 from evennia_ai import conf
-from evennia_ai.engine import audience, floor, outages, scheduler
+from evennia_ai.engine import audience, floor, outages, routines, scheduler
 from evennia_ai.engine.accounting import count_error  # noqa: F401  (re-exported: its old home)
 from evennia_ai.engine.accounting import TickAccounts
 from evennia_ai.engine.agenda import Agenda, TickDecision
@@ -229,7 +232,7 @@ class TickRunner:
         """Run the tick. Fires with the TickTrace, or None when there was nothing to do."""
         decision = self.decision = self.choose()
         if decision.idle:
-            return None
+            return self._idle(decision)
         try:
             state = self._read(decision)
             if state.silenced or not outages.BOARD.admits(state.model):  # no model call
@@ -254,6 +257,12 @@ class TickRunner:
             self._tell_it_ended()
             self.accounts.close()
             self._release_state()
+
+    def _idle(self, decision: TickDecision) -> None:
+        """Nothing for the model to do: only the routine's work the agenda chose, if any (one
+        exit of a walk), with no model call, no trace and no tick counted."""
+        if decision.world is not None:
+            routines.act(self.npc, decision.world)
 
     def _tell_it_ended(self) -> None:
         """Tell the endpoints' health how the tick's model calls went, and the room's floor
@@ -399,7 +408,7 @@ class TickRunner:
             return
         self.npc.ndb.ai_last_request = built.request_key  # the next request's prefix-cache base
         # One piece: the writes only change Attributes in memory and queue their rows, which
-        # go to the database together when the turn ends (npc.attribute_writes).
+        # go to the database together when the turn ends (attribute_writes).
         self.books.write(state, outcome, trace)
 
     @defer.inlineCallbacks

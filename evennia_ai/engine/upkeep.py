@@ -6,7 +6,9 @@ Upkeep is the work of a tick that is not an answer:
   :func:`advance_sleep` moves to the next one, and a phase with nothing to do is skipped
   (:func:`consolidation_material`, :func:`compaction_wanted`).
 - **Consolidation**: the journal entries and conversation since the last sleep go to long-term
-  memory (:meth:`Upkeep.consolidate`).
+  memory (:meth:`Upkeep.consolidate`), at most ``EVENNIA_AI_CONSOLIDATIONS_PER_DAY`` times a
+  real (UTC) day (:func:`consolidation_allowed`): a routine in fast game time sleeps many times
+  a real day, and its later sleeps only rest; the next allowed one takes everything since.
 - **Compaction**: old history batches are truncated or summarised in a thread
   (``EVENNIA_AI_COMPACTION_STRATEGY``), one write (:meth:`Upkeep.compact`).
 - **History pressure**: how full the history is against its caps (:func:`history_pressure`,
@@ -40,7 +42,7 @@ from evennia_ai.memory.compression import compaction_reason
 from evennia_ai.memory.history import render_text
 from evennia_ai.npc_state import COMPACTION, HISTORY, SLEEP, NPCState, npc_state
 from evennia_ai.prompt.tasks import compaction_batch
-from evennia_ai.utils import iso_utc, log_prefix, one_line, parse_iso
+from evennia_ai.utils import iso_utc, log_prefix, one_line, parse_iso, today
 from evennia_ai.wording import SLEEP_INSTRUCTION, SUMMARY_INSTRUCTION, SUMMARY_SYSTEM
 from evennia_ai.workspace.journal import entries_since
 from evennia_ai.workspace.sleep import SLEEP_PHASES
@@ -130,6 +132,39 @@ def consolidation_material(state: NPCState, sleep: dict) -> bool:
     if entries_since(state.journal, sleep.get("last_consolidated")):
         return True
     return any((parse_iso(m.get("ts") or "") or since) > since for m in state.history)
+
+
+#: The reason of a sleep staff asked for (``aisleep/now``).
+OPERATOR_SLEEP = "operator"
+
+
+def consolidations_today(sleep: dict) -> int:
+    """How many consolidations ran on today's real (UTC) day, by the ``sleep`` state."""
+    done = sleep.get("consolidated")
+    if not isinstance(done, dict) or done.get("day") != today():
+        return 0
+    count = done.get("count")
+    return count if isinstance(count, int) and count > 0 else 0
+
+
+def consolidation_allowed(sleep: dict) -> bool:
+    """Whether another consolidation may run today (``EVENNIA_AI_CONSOLIDATIONS_PER_DAY``;
+    None: always). A sleep staff asked for (``aisleep/now``, reason ``operator``) always
+    consolidates: the cap is for the sleeps of routines, schedules and the model's own tool."""
+    if sleep.get("reason") == OPERATOR_SLEEP:
+        return True
+    limit = conf.get_optional_int("EVENNIA_AI_CONSOLIDATIONS_PER_DAY")
+    return limit is None or consolidations_today(sleep) < limit
+
+
+def counted_consolidation(sleep: dict) -> dict:
+    """``sleep`` after a consolidation that succeeded now: its time stamped and today's count
+    one higher."""
+    return {
+        **sleep,
+        "last_consolidated": iso_utc(),
+        "consolidated": {"day": today(), "count": consolidations_today(sleep) + 1},
+    }
 
 
 def compaction_wanted(state: NPCState, tick_id: int) -> bool:
@@ -271,7 +306,7 @@ class Upkeep:
             )
             return
         if getattr(self.npc, "pk", None):
-            self.npc_state.update(SLEEP, lambda s: {**s, "last_consolidated": iso_utc()})
+            self.npc_state.update(SLEEP, counted_consolidation)
 
     @defer.inlineCallbacks
     def compact(self, client, model, tick_id: int, trace: TickTrace):

@@ -1,6 +1,7 @@
 """What staff change on an AI NPC, checked once and written once: running or paused, model,
 persona, whether it hosts its room, its lines for when no model answers, operator prompt, tool
-lists and categories, tool rules and the NPC's own budget.
+lists and categories, tool rules and the NPC's own budget (its routine and goods:
+:mod:`evennia_ai.npc.world_controls`).
 
 The admin commands (``aitools``, ``ainpc/budget``) and the dashboard call these same functions,
 so a setting is validated by the same rules and described in the same words wherever it is

@@ -23,14 +23,14 @@ from typing import Any, Callable
 
 from evennia.utils import logger
 
-from evennia_ai import conf
+from evennia_ai import attribute_writes, conf
 from evennia_ai.formatting import timestamp
 from evennia_ai.llm import tokens
 from evennia_ai.llm.models import resolve_model
 from evennia_ai.memory import context_buffer
 from evennia_ai.memory import events as ev
 from evennia_ai.memory.events import Event, pending_events
-from evennia_ai.npc import answering, attribute_writes, heard, spending
+from evennia_ai.npc import answering, heard, spending
 from evennia_ai.npc.answering import NotAnswering
 from evennia_ai.npc.state import CATEGORY, AttributeState, write_attribute
 from evennia_ai.npc.state_keys import CHARACTER_STATE, SCRIPT_STATE

@@ -18,7 +18,7 @@ times ``EVENNIA_AI_CONTEXT_BUFFER_SIZE`` lines: when it is full, every NPC named
 its lines first (:func:`settle`), so a line is never dropped before its listeners have it; that
 is one buffer write per listener per that many lines, instead of one per line.
 
-The log is written with the turn's other writes (:mod:`evennia_ai.npc.attribute_writes`): one
+The log is written with the turn's other writes (:mod:`evennia_ai.attribute_writes`): one
 row per line however many NPCs hear it, and it survives a reload like any Attribute. A stored
 log that cannot be read is started afresh (logged): its lines are lost, nothing else is.
 """
@@ -30,10 +30,9 @@ from typing import Any, Callable
 from evennia.objects.models import ObjectDB
 from evennia.utils import logger
 
-from evennia_ai import conf
+from evennia_ai import attribute_writes, conf
 from evennia_ai.engine.bookkeeping import heard_messages, history_overflow
 from evennia_ai.memory import context_buffer
-from evennia_ai.npc import attribute_writes
 from evennia_ai.npc.state import CATEGORY, AttributeState, write_attribute
 from evennia_ai.npc_state import CONTEXT_BUFFER, HISTORY
 

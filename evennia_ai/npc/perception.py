@@ -6,7 +6,9 @@ the messages Evennia delivers to it (``at_msg_receive``) and to things moved int
 delivers those to it. What it perceives becomes:
 
 - an :class:`~evennia_ai.memory.events.Event` in its persistent queue, for speech (``say``) and
-  poses/emotes that wake it, whispers to it, arrivals and departures, and things given to it;
+  poses/emotes that wake it, whispers to it, arrivals and departures, and things given to it
+  (another AI NPC's arrival or departure with no player in the room is only seen: a line in
+  its context buffer, so NPCs walking their routines past each other call no model);
 - for a whisper that passed its speaker's flood check, also an entry in the bounded
   ``private_whispers`` list (:mod:`evennia_ai.tools.safety`, bounded per whisperer), so the
   assistant's speech tools never repeat it to anyone else (the tick that answers it runs in a
@@ -196,6 +198,11 @@ def perceive_message(npc, text, from_obj, kwargs: dict) -> None:
         else:
             present.add(from_obj.id)
             kind = "arrive"
+        if is_assistant(from_obj) and not audience.players_in_earshot(npc):
+            # another AI NPC coming or going with no player here (a routine's walk): seen, not
+            # answered, as NPCs' talk is only heard (no tick, no model call)
+            npc.ai.remember_ambient(one_line(plain), source=source)
+            return
         npc.ai.perceive(
             Event.create(
                 kind=kind, text=plain, source=source, source_name=name, location=location.dbref

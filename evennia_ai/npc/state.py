@@ -27,8 +27,8 @@ from typing import Any, Callable, Mapping
 from evennia.utils import logger
 from evennia.utils.dbserialize import to_pickle
 
+from evennia_ai import attribute_writes
 from evennia_ai.engine import notices
-from evennia_ai.npc import attribute_writes
 from evennia_ai.npc.state_keys import StateKey, shape_problem
 from evennia_ai.npc_state import QUARANTINE_CATEGORY, STATE_CATEGORY
 from evennia_ai.utils import iso_utc, log_prefix, one_line, plain
@@ -107,12 +107,12 @@ def write_attribute(obj, key: str, value: Any, category: str, *, lazy: bool = Fa
     and a plain value (dicts, lists, scalars) is copied by one pickle rather than by Evennia's
     ``to_pickle`` walk; the pickle is kept for reads and for the write itself. Evennia's
     monitors still run. On the reactor thread of a running server the row is sent with the
-    turn's other writes when the turn ends (:mod:`evennia_ai.npc.attribute_writes`); the new
+    turn's other writes when the turn ends (:mod:`evennia_ai.attribute_writes`); the new
     value is in the Attribute at once. A new Attribute is created by Evennia, empty, then
     written the same way.
 
     ``lazy``: the row may wait for the next batch of writes (see
-    :func:`evennia_ai.npc.attribute_writes.save_value`).
+    :func:`evennia_ai.attribute_writes.save_value`).
 
     Returns:
         The Attribute.

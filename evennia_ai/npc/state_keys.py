@@ -42,9 +42,11 @@ from evennia_ai.npc_state import (
     ENTITIES,
     EVENT_QUEUE,
     EXECUTION_CONFIG,
+    GOODS,
     HISTORY,
     HOST,
     JOURNAL,
+    LEDGER,
     LINES,
     METRICS,
     MODEL,
@@ -55,6 +57,7 @@ from evennia_ai.npc_state import (
     PROJECTS,
     PROMPT_REVISIONS,
     REFLECTION,
+    ROUTINE,
     SESSION_MEMORY,
     SLEEP,
     TICK_COUNT,
@@ -362,6 +365,19 @@ _TEXT = {"type": "string"}
 _TEXT_OR_NULL = {"type": ["string", "null"]}
 _DICTS = {"type": "array", "items": {"type": "object"}}
 _TEXTS = {"type": "array", "items": {"type": "string"}}
+_COUNT_OR_NULL = {"type": ["integer", "null"], "minimum": 0}
+_COUNTS = {"type": "object", "additionalProperties": _COUNT}
+_RULES = {"type": "object", "additionalProperties": {"type": "object"}}
+
+
+def empty_routine() -> dict:
+    """The routine of an NPC that has none: it stays where it is."""
+    return {"slots": []}
+
+
+def empty_ledger() -> dict:
+    """The ledger of an NPC that has not traded."""
+    return {"entries": [], "today": {}, "restocked": {}}
 
 
 def _object(properties: dict | None = None, **extra: Any) -> dict:
@@ -544,6 +560,70 @@ _DECLARED: tuple[StateKey, ...] = (
         _false,
         {"type": "boolean"},
         "Whether it answers first the lines in its room that name no AI NPC (the room's host).",
+    ),
+    StateKey(
+        ROUTINE,
+        empty_routine,
+        _object(
+            {
+                "slots": {
+                    "type": "array",
+                    "items": _object(
+                        {"start": _TEXT, "end": _TEXT, "room": _TEXT},
+                        required=["start", "end", "room"],
+                    ),
+                }
+            }
+        ),
+        "The NPC's day in game time: where it is, what it does, open for trade or asleep.",
+    ),
+    StateKey(
+        GOODS,
+        dict,
+        _object(
+            {
+                "prices": _RULES,
+                "buys": _RULES,
+                "never": _TEXTS,
+                "free": _TEXTS,
+                "gifts": {"type": "boolean"},
+                "containers": _TEXTS,
+                "restock": _RULES,
+                "sold_per_day": _COUNT_OR_NULL,
+                "paid_per_day": _COUNT_OR_NULL,
+                "approval_above": _COUNT_OR_NULL,
+                "closed": {"type": "boolean"},
+                "lines": _TEXTS,
+            }
+        ),
+        "What the NPC sells and buys, at what prices, and its trade rules (staff set these; "
+        "unreadable rules close the shop).",
+        strict=lambda kept: {"closed": True},
+    ),
+    StateKey(
+        LEDGER,
+        empty_ledger,
+        _object(
+            {
+                "entries": _DICTS,
+                "day": _TEXT,
+                "today": _object(
+                    {
+                        "sold": _COUNTS,
+                        "bought": _COUNTS,
+                        "sold_units": _COUNT,
+                        "taken": _COUNT,
+                        "paid": _COUNT,
+                    }
+                ),
+                "restocked": {"type": "object", "additionalProperties": _NUMBER},
+                "blocked": {"type": "boolean"},
+            }
+        ),
+        "The NPC's latest trades (at most EVENNIA_AI_LEDGER_SIZE), today's counts for its daily "
+        "limits, apart, and when each restock rule last ran (unreadable records stop its "
+        "trading).",
+        strict=lambda kept: {"entries": [], "blocked": True},
     ),
 )
 

@@ -58,7 +58,7 @@ RequestKey = tuple[str, list[str]]
 # after the host's own text. Fitting to the window still shrinks each of them separately.
 COMPOSED_SOURCES: dict[str, tuple[str, ...]] = {
     "system_prompt": ("fewshot_examples",),
-    "character_context": ("self_model", "procedural_hints"),
+    "character_context": ("place", "wares", "self_model", "procedural_hints"),
     "entity_context": ("memory_blocks",),
     "semantic_memories": ("archival_hits",),
 }

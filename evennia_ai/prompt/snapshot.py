@@ -18,7 +18,7 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from evennia_ai.npc_state import npc_state
@@ -51,6 +51,8 @@ class PromptSnapshot:
         sleep: Whether the NPC sleeps, since when, and when it last consolidated.
         execution_config: The execution pattern's static limits, defaults filled in.
         blocks: The NPC's memory blocks by label.
+        routine: The NPC's day in game time (its slots; none by default).
+        goods: What the NPC sells and buys, and its trade rules (none by default).
     """
 
     model: str
@@ -72,6 +74,8 @@ class PromptSnapshot:
     sleep: JSON
     execution_config: JSON
     blocks: dict[str, JSON]
+    routine: JSON = field(default_factory=dict)
+    goods: JSON = field(default_factory=dict)
 
     @classmethod
     def read(cls, npc: Any, *, metrics: JSON | None = None) -> PromptSnapshot:
@@ -107,6 +111,8 @@ class PromptSnapshot:
             sleep=state.sleep,
             execution_config=state.execution_config,
             blocks=state.blocks,
+            routine=state.routine,
+            goods=state.goods,
         )
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from evennia_ai import conf
+from evennia_ai.llm.tokens import TokenCounter
 from evennia_ai.memory import context_buffer
 from evennia_ai.memory.entities import relevant, render_entities
 from evennia_ai.memory.events import main_event
@@ -56,6 +57,10 @@ from evennia_ai.workspace.behaviour_rules import render_rules
 from evennia_ai.workspace.goals import render_goals
 from evennia_ai.workspace.projects import render_active_project
 from evennia_ai.workspace.session_memory import render_session_memory
+from evennia_ai.world import clock, money, paths, place, stock, trade, wares
+from evennia_ai.world.clock import GameTime
+from evennia_ai.world.goods import CLOSED, from_state
+from evennia_ai.world.routine import Routine
 
 
 def own_system_prompt(builder: ContextBuilder) -> str:
@@ -130,8 +135,8 @@ def _character_context(builder: ContextBuilder) -> str:
     if ai.persona:  # a Builder's text: it opens none of the prompt's elements
         parts.append(f"{PERSONA_HEADING}\n{defuse_tags(ai.persona)}")
     location = builder.npc.location
-    if location is not None:
-        parts.append(LOCATION_LINE.format(location=defuse_tags(location.key)))
+    if location is not None and conf.get_int("EVENNIA_AI_PLACE_TOKENS") <= 0:
+        parts.append(LOCATION_LINE.format(location=defuse_tags(location.key)))  # else: place
     project = render_active_project(ai.projects)
     if project:
         parts.append(fence_section(project, "your project"))
@@ -139,6 +144,62 @@ def _character_context(builder: ContextBuilder) -> str:
     if memory:
         parts.append(fence_section(memory, "your session memory"))
     return "\n\n".join(parts)
+
+
+@register_source("place")
+def _place(builder: ContextBuilder) -> str:
+    """The NPC's sense of place (:mod:`evennia_ai.world.place`): composed into the character
+    context in place of its location line, within ``EVENNIA_AI_PLACE_TOKENS`` (0: the line)."""
+    budget = conf.get_int("EVENNIA_AI_PLACE_TOKENS")
+    if budget <= 0:
+        return ""
+    now = _game_time()
+    lines: tuple[str, ...] = ()
+    routine_state = builder.snapshot.routine
+    if now is not None and conf.get_bool("EVENNIA_AI_ROUTINES") and routine_state.get("slots"):
+        lines = place.routine_lines(Routine.from_state(routine_state, now.calendar), now)
+    found = place.gather(
+        builder.npc,
+        conf.get_int("EVENNIA_AI_PLACE_STEPS"),
+        paths.passable(builder.npc),
+        now=now,
+        now_next=lines,
+        max_rooms=conf.get_int("EVENNIA_AI_ROUTE_MAX_ROOMS"),
+    )
+    if found is None:
+        return ""
+    return place.render(found, budget, TokenCounter(builder.model).count_text)
+
+
+@register_source("wares")
+def _wares(builder: ContextBuilder) -> str:
+    """A trading NPC's wares (:mod:`evennia_ai.world.wares`), composed into the character
+    context after its place, within ``EVENNIA_AI_GOODS_TOKENS`` (0: none)."""
+    budget = conf.get_int("EVENNIA_AI_GOODS_TOKENS")
+    goods = from_state(builder.snapshot.goods)
+    if budget <= 0 or not wares.trades(goods):
+        return ""
+    npc = builder.npc
+    found = [] if goods.closed else stock.stock(npc, goods)
+    items = [wares.Ware(line.name, line.count, line.rule) for line in found]
+    try:
+        adapter = money.money()
+        purse = adapter.describe(adapter.balance(npc))
+    except money.MoneyError as err:
+        purse = f"unknown ({err})"
+    closed = CLOSED if goods.closed else trade.closed_now(builder.snapshot.routine)
+    limit = trade.approval_limit(goods)
+    count = TokenCounter(builder.model).count_text
+    return wares.render(goods, items, purse, closed, limit, budget, count)
+
+
+def _game_time() -> GameTime | None:
+    """The game time now, or None when the game's clock cannot be read (the place section
+    then has no time; the game's clock is its own, so nothing is logged per request)."""
+    try:
+        return clock.game_now()
+    except Exception:
+        return None
 
 
 @register_source("goals")

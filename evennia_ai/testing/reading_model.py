@@ -7,7 +7,10 @@ each kind of task the way a careful model would, using nothing but the request:
 
 - **An event** (no task heading): a question ``What is my <thing>?`` is answered only when
   ``<thing> is <value>`` appears somewhere else in the request (history, summary, memories,
-  notes); otherwise it says it does not know. A statement is acknowledged. An event that
+  notes); otherwise it says it does not know. ``Where is the <Room>?`` (or ``How do I get to
+  ...?``) is answered with the way the sense of place gives (``## Where you are``: its exits,
+  the rooms further on), else it says it does not know the way. ``What do you sell?`` is
+  answered with the wares section's ``You sell:`` line, else nothing for sale. A statement is acknowledged. An event that
   mentions the journal is first looked up with ``review_journal`` (a long tool result).
 - **reflection / reflection_cont**: every journal line it was sent that holds ``Lesson: <text>``
   becomes a rule, all in one journal entry, each on its own ``RULE:`` line after an opening
@@ -55,13 +58,20 @@ from evennia_ai.wording import (
     JOURNAL_SINCE_REFLECTION_HEADING,
     JOURNAL_SINCE_SLEEP_HEADING,
     NOTHING,
+    PLACE_HEADING,
     REFLECTION_RESULTS_HEADING,
     TASK_HEADING,
+    WARES_HEADING,
 )
 
 TASK_RE = re.compile("^" + re.escape(TASK_HEADING) + r"(\w+)", re.M)
 FACT_RE = re.compile(r"\b(?:[Mm]y|([A-Z][a-z]+)'s)\s+([a-z][a-z ]{1,40}?) is ([A-Za-z0-9][\w'-]*)")
 QUESTION_RE = re.compile(r"[Ww]hat is my ([a-z][a-z ]{1,40}?)\?")
+WHERE_RE = re.compile(
+    r"[Ww]here is (?:the )?([A-Z][\w' -]{1,40}?)\?|[Hh]ow do I get to (?:the )?([A-Z][\w' -]{1,40}?)\?"
+)
+WARES_RE = re.compile(r"[Ww]hat do you (?:sell|have for sale)\?")
+FURTHER_RE = re.compile(r"(?:Further: |; )([^;(]+?) \(([^)]+)\)")
 # A speaker at the start of a line, after a fence's "| " or a transcript's "Event: " label.
 SPEAKER_RE = re.compile(r"^[|>\s]*(?:Event:\s*)?([A-Z][\w-]*) (?:says|asks|whispers|pages)")
 LESSON_RE = re.compile(r"[Ll]esson:\s*(.+?)\s*(?:#\w+\s*)*$")
@@ -225,8 +235,13 @@ def _event(body, messages, whole, task_text, instruction) -> dict:
     offered = _offered(body)
     if "journal" in event and "review_journal" in offered and messages[-1].get("role") == "user":
         return {"tool_calls": [_call("review_journal", limit=50)]}
+    way = WHERE_RE.search(event)
     question = QUESTION_RE.search(event)
-    if question:
+    if way:
+        text = _the_way(way.group(1) or way.group(2), whole)
+    elif WARES_RE.search(event):
+        text = _the_wares(whole)
+    elif question:
         thing = question.group(1).strip()
         elsewhere = whole.replace(event, "")
         answer = re.search(rf"{re.escape(thing)} is ([A-Za-z0-9][\w'-]*)", elsewhere)
@@ -242,6 +257,38 @@ def _event(body, messages, whole, task_text, instruction) -> dict:
     if "say" in _offered(body):
         return {"tool_calls": [_call("say", message=text)]}
     return {"text": text}
+
+
+def _the_way(place: str, whole: str) -> str:
+    """The way to ``place`` as the sense of place gives it (its exits, the rooms further on),
+    else that it does not know the way: it never invents one."""
+    known = section(whole, PLACE_HEADING) or ""
+    wanted = _room_key(place)
+    for line in known.splitlines():
+        if line.startswith("Exits: "):
+            for part in line[len("Exits: ") :].rstrip(".").split("; "):
+                exit_name, _, room = part.partition(" to ")
+                if _room_key(room) == wanted:
+                    return f"Go {exit_name}."
+        if line.startswith("Further: "):
+            for room, route in FURTHER_RE.findall(line):
+                if _room_key(room) == wanted:
+                    return f"Go {route}."
+    return f"I do not know the way to {place}."
+
+
+def _the_wares(whole: str) -> str:
+    """What it sells, as its wares section lists it (``## What you trade``), else that it
+    knows of nothing for sale."""
+    for line in (section(whole, WARES_HEADING) or "").splitlines():
+        if line.startswith("You sell: "):
+            return f"I sell {line[len('You sell: '):]}"
+    return "I have nothing for sale that I know of."
+
+
+def _room_key(name: str) -> str:
+    name = name.strip().lower()
+    return name[4:] if name.startswith("the ") else name
 
 
 def _lessons(text: str | None) -> list[str]:

@@ -16,21 +16,21 @@ game sets applies to the NPC as it would to anyone else:
   while an account puppets the NPC, because the account's permissions would then apply.
 
 What the hooks say to the NPC while a tool runs ("You cannot go there.") is captured with
-:func:`capture_messages` and handed back to the model as the tool's error or output.
+:func:`capture_messages` and handed back to the model as the tool's error or output. It and the
+other helpers that find things and people (:func:`find_among`, :func:`is_character`,
+:func:`is_player`, :func:`plain_text`) live in :mod:`evennia_ai.world.objects`, and are
+imported here under the same names.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 
 from django.conf import settings
 from django.utils.translation import gettext as _
-from evennia.server.signals import SIGNAL_EXIT_TRAVERSED
 from evennia.utils.ansi import strip_ansi, strip_mxp
 from evennia.utils.search import search_object
-from evennia.utils.utils import inherits_from
 
 from evennia_ai import conf
 from evennia_ai.tools.base import TEXT, Tool, ToolCategory, ToolContext, ToolResult, object_schema
@@ -38,12 +38,28 @@ from evennia_ai.tools.registry import register_tool
 from evennia_ai.tools.safety import ai_state_kept, check_speech, note_spoken
 from evennia_ai.utils import clean_text, is_assistant, truncate
 from evennia_ai.wording import EMPTY_TOOL_OUTPUT
+from evennia_ai.world import paths
+from evennia_ai.world.objects import (  # noqa: F401  (re-exported: their old home)
+    CHARACTER_TYPECLASS,
+    _exact_matches,
+    _listing,
+    _names,
+    _text_of,
+    _visible,
+    capture_messages,
+    escape_inline_functions,
+    find_among,
+    for_room,
+    is_character,
+    is_player,
+    plain_text,
+)
+from evennia_ai.world.stock import give_refusal
 
 MAX_MESSAGE_LENGTH = 2000
 LOOK_LIMIT = 3000
 COMMAND_OUTPUT_LIMIT = 3000
 MAX_VALUE_JSON_LENGTH = 10000
-CHARACTER_TYPECLASS = "evennia.objects.objects.DefaultCharacter"
 PROTECTED_CATEGORIES = frozenset({"ai"})
 # Tools whose cached answers describe the NPC's surroundings; moving things invalidates them.
 VIEW_TOOLS = frozenset({"inspect_location"})
@@ -61,74 +77,6 @@ _MESSAGE_SCHEMA = {"type": "string", "minLength": 1, "maxLength": MAX_MESSAGE_LE
 
 
 # -- helpers -------------------------------------------------------------------------------------
-def plain_text(text) -> str:
-    """Evennia markup (colour, MXP links) stripped from ``text``."""
-    if text is None:
-        return ""
-    return strip_ansi(strip_mxp(str(text))).strip()
-
-
-def _text_of(text) -> str:
-    """The text part of a ``msg(text=...)`` argument (a string or a ``(text, options)`` tuple)."""
-    if isinstance(text, (tuple, list)):
-        text = text[0] if text else ""
-    return plain_text(text)
-
-
-@contextlib.contextmanager
-def capture_messages(obj):
-    """Record, as plain strings, everything sent to ``obj.msg`` inside the block.
-
-    Messages still reach ``obj`` as usual (its ``at_msg_receive`` and any session); the capture
-    only listens. Works on the one cached instance Evennia keeps per database object.
-
-    Example:
-        with capture_messages(npc) as said:
-            exit_obj.at_failed_traverse(npc)
-        reason = " ".join(said)
-    """
-    captured: list[str] = []
-    had_own = "msg" in obj.__dict__
-    own = obj.__dict__.get("msg")
-    original = obj.msg
-
-    def recording_msg(text=None, *args, **kwargs):
-        plain = _text_of(text)
-        if plain:
-            captured.append(plain)
-        return original(text, *args, **kwargs)
-
-    obj.msg = recording_msg
-    try:
-        yield captured
-    finally:
-        if had_own:
-            obj.msg = own
-        else:
-            obj.__dict__.pop("msg", None)
-
-
-def is_character(obj) -> bool:
-    """Whether ``obj`` is a character (player-controlled or not)."""
-    return bool(obj) and inherits_from(obj, CHARACTER_TYPECLASS)
-
-
-def is_player(obj) -> bool:
-    """Whether a character is played by an account (connected or linked)."""
-    return bool(obj.has_account or getattr(obj, "account", None))
-
-
-def _names(objs) -> list[str]:
-    return [obj.key for obj in objs]
-
-
-def _listing(names: list[str], empty: str = "nothing", limit: int = 20) -> str:
-    if not names:
-        return empty
-    more = f" and {len(names) - limit} more" if len(names) > limit else ""
-    return ", ".join(names[:limit]) + more
-
-
 def _check_message(text: str, what: str = "message") -> str | None:
     """An error when ``text`` is blank; None when it can be spoken."""
     if not isinstance(text, str) or not text.strip():
@@ -164,15 +112,6 @@ def inert_cut(text: str) -> tuple[str, bool]:
     return escape_inline_functions(text), cut
 
 
-def escape_inline_functions(text: str) -> str:
-    """``text`` with every ``$`` escaped when the game parses outgoing text for inline
-    functions (``FUNCPARSER_PARSE_OUTGOING_MESSAGES_ENABLED``), so no ``$func()`` in it runs;
-    unchanged otherwise (an escape would then show as a backslash)."""
-    if getattr(settings, "FUNCPARSER_PARSE_OUTGOING_MESSAGES_ENABLED", False):
-        return text.replace("$", "\\$")
-    return text
-
-
 def _location_error(npc) -> ToolResult | None:
     if npc is None:
         return ToolResult.fail("No character is acting.")
@@ -191,56 +130,6 @@ def _puppet_error(npc) -> ToolResult | None:
     return None
 
 
-def _exact_matches(results: list, name: str) -> list:
-    lowered = name.strip().lower()
-    exact = []
-    for obj in results:
-        aliases = [a.lower() for a in obj.aliases.all()]
-        if obj.key.lower() == lowered or lowered in aliases:
-            exact.append(obj)
-    return exact
-
-
-def find_among(
-    npc, name: str, candidates: list, *, what: str, label: str = "You see"
-) -> tuple[object | None, str | None]:
-    """Find ``name`` among ``candidates`` the way a player's search would.
-
-    Args:
-        npc: The searching character.
-        name: What the model called it (key, alias or a unique part of the name).
-        candidates: Objects the search may return.
-        what: Phrase for errors, e.g. "here" or "in your inventory".
-        label: Introduces the list of what there is, in the not-found error.
-
-    Returns:
-        ``(obj, None)`` on a unique match, else ``(None, error)`` naming what there is.
-    """
-    name = (name or "").strip()
-    if not name:
-        return None, "No name given."
-    if not candidates:
-        return None, f"There is nothing {what}."
-    results = [
-        obj
-        for obj in npc.search(name, candidates=candidates, quiet=True) or []
-        if obj in candidates
-    ]
-    if len(results) > 1:
-        results = _exact_matches(results, name) or results
-    if len(results) == 1:
-        return results[0], None
-    if not results:
-        present = _listing(_names(_visible(npc, candidates)))
-        return None, f"There is no '{name}' {what}. {label}: {present}."
-    options = ", ".join(f"{obj.key} ({obj.dbref})" for obj in results)
-    return None, f"'{name}' could mean: {options}. Use a more specific name."
-
-
-def _visible(npc, objs) -> list:
-    return [obj for obj in objs if obj != npc and obj.access(npc, "view", default=True)]
-
-
 def _characters_here(npc) -> list:
     return [obj for obj in npc.location.contents if obj != npc and is_character(obj)]
 
@@ -256,11 +145,6 @@ def _appearance(npc, target) -> str:
 
 def _display(obj, looker) -> str:
     return plain_text(obj.get_display_name(looker)) or obj.key
-
-
-def _escape_braces(text: str) -> str:
-    # msg_contents runs str.format_map on the text: literal braces would raise or substitute.
-    return text.replace("{", "{{").replace("}", "}}")
 
 
 def _forget_views(ctx: ToolContext) -> None:
@@ -637,18 +521,10 @@ class Move(Tool):
         exit_obj, problem = find_exit(npc, direction)
         if problem:
             return ToolResult.fail(problem, available=_names(_visible(npc, npc.location.exits)))
-        source = npc.location
-        # As the exit's own command does: the traverse lock, then the exit's traverse hook.
-        with capture_messages(npc) as said:
-            if exit_obj.access(npc, "traverse"):
-                exit_obj.at_traverse(npc, exit_obj.destination)
-                SIGNAL_EXIT_TRAVERSED.send(sender=exit_obj, traverser=npc)
-            elif exit_obj.db.err_traverse:
-                npc.msg(exit_obj.db.err_traverse)
-            else:
-                exit_obj.at_failed_traverse(npc)
-        if npc.location == source:
-            reason = " ".join(said) or "You cannot go that way."
+        # As the exit's own command does (a routine's walk steps the same way)
+        went = paths.traverse(npc, exit_obj)
+        if not went.moved:
+            reason = went.reason or "You cannot go that way."
             return ToolResult.fail(f"You could not go {exit_obj.key}: {reason}")
         _forget_views(ctx)
         return ToolResult.ok(
@@ -817,6 +693,9 @@ class Give(Tool):
         receiver, problem = find_among(npc, target, _room_things(npc), what="here")
         if problem:
             return ToolResult.fail(problem)
+        refusal = give_refusal(npc, obj, receiver)  # stock is sold, never given (its rules)
+        if refusal:
+            return ToolResult.fail(refusal)
         with capture_messages(npc) as said:
             allowed = obj.at_pre_give(npc, receiver)
             moved = allowed and obj.move_to(receiver, quiet=True, move_type="give")
@@ -852,6 +731,9 @@ class Drop(Tool):
         )
         if problem:
             return ToolResult.fail(problem)
+        refusal = give_refusal(npc, obj, None)  # nor left on the floor for anyone to take
+        if refusal:
+            return ToolResult.fail(refusal)
         with capture_messages(npc) as said:
             allowed = obj.at_pre_drop(npc)
             moved = allowed and obj.move_to(npc.location, quiet=True, move_type="drop")

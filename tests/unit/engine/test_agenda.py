@@ -21,7 +21,7 @@ from evennia_ai.engine import agenda as agenda_module
 from evennia_ai.engine.agenda import Agenda, TickDecision
 from evennia_ai.memory import events as ev
 from evennia_ai.memory.events import Event
-from evennia_ai.utils import iso_utc, utcnow
+from evennia_ai.utils import iso_utc, today, utcnow
 
 #: Idle work without a room to look at: no audience needed, no count or importance.
 QUIET = {
@@ -48,6 +48,7 @@ class FakeAI:
             "journal": [],
             "history": [],
             "model": None,
+            "routine": {"slots": []},
         }
         self.state.update(state)
         self.writes: list[str] = []
@@ -257,3 +258,64 @@ def test_a_batch_with_a_players_line_never_waits(monkeypatch):
     assert ev.main_event(list(decision.batch)).source_name == "Alice"  # the player's, first
     ai = FakeAI(event_queue=queue_of("Hello?"))
     assert choose(ai).context_type == "tick_event"
+
+
+# -- consolidations per real day (issue 36) -------------------------------------------------------
+def test_a_consolidation_already_made_today_is_skipped_and_the_npc_rests():
+    journal = [{"content": "Sold three ales.", "ts": iso_utc()}]
+    done = {"day": today(), "count": 1}
+    ai = FakeAI(
+        sleep={
+            "asleep": True,
+            "phase": "sleep_consolidate",
+            "reason": "tired",
+            "consolidated": done,
+        },
+        journal=journal,
+    )
+    assert choose(ai).idle  # sleeps on, with no consolidation call
+    assert ai.state["sleep"]["phase"] == "rest"
+    yesterday = {"day": "2000-01-01", "count": 5}
+    ai = FakeAI(
+        sleep={
+            "asleep": True,
+            "phase": "sleep_consolidate",
+            "reason": "tired",
+            "consolidated": yesterday,
+        },
+        journal=journal,
+    )
+    assert choose(ai) == TickDecision("sleep_consolidate")
+
+
+def test_consolidations_per_day_none_is_the_old_behaviour():
+    ai = FakeAI(
+        sleep={
+            "asleep": True,
+            "phase": "sleep_consolidate",
+            "reason": "tired",
+            "consolidated": {"day": today(), "count": 40},
+        },
+        journal=[{"content": "Sold three ales.", "ts": iso_utc()}],
+    )
+    assert choose(ai, EVENNIA_AI_CONSOLIDATIONS_PER_DAY=None) == TickDecision("sleep_consolidate")
+    assert choose(ai, EVENNIA_AI_CONSOLIDATIONS_PER_DAY=41) == TickDecision("sleep_consolidate")
+
+
+def test_routines_off_or_empty_cost_no_more_than_the_routine_read():
+    ai = FakeAI(routine={"slots": []})
+    assert choose(ai) == TickDecision(None) and ai.writes == []
+    assert choose(ai, EVENNIA_AI_ROUTINES=False) == TickDecision(None)
+
+
+def test_a_sleep_staff_asked_for_consolidates_past_the_days_cap():
+    ai = FakeAI(
+        sleep={
+            "asleep": True,
+            "phase": "sleep_consolidate",
+            "reason": "operator",  # aisleep/now
+            "consolidated": {"day": today(), "count": 1},
+        },
+        journal=[{"content": "Sold three ales.", "ts": iso_utc()}],
+    )
+    assert choose(ai) == TickDecision("sleep_consolidate")

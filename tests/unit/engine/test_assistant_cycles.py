@@ -110,7 +110,10 @@ class TestSleep(ModelBase):
             assert self.tick() is None  # morning: the wake-up is forgotten
             assert self.npc.ai.sleep["woken_in_window"] is False
             night["now"] = True
-            assert self.tick().context_type == "sleep_consolidate"  # the next night
+            # the next night falls on the next real day: consolidations are capped per real
+            # day (EVENNIA_AI_CONSOLIDATIONS_PER_DAY), and a daily window sleeps once a day
+            with mock.patch("evennia_ai.engine.upkeep.today", lambda: "2999-01-02"):
+                assert self.tick().context_type == "sleep_consolidate"  # the next night
             assert self.npc.ai.sleep["asleep"] and self.npc.ai.sleep["reason"] == "scheduled"
 
     def test_upkeep_stays_out_of_the_conversation_history(self):

@@ -55,6 +55,7 @@ from evennia_ai.memory.history import append_tick
 from evennia_ai.prompt_registry import get_prompt_registry
 from evennia_ai.testing.model_server import ModelServer
 from evennia_ai.testing.reading_model import read_and_answer
+from evennia_ai.world import clock
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 from bench.tick import _innkeeper  # noqa: E402
@@ -195,6 +196,7 @@ class GoldenBase(BaseEvenniaTestCase):
         self.patch(calls_in_this_thread())
         self.patch(frozen_clock())
         assert utils.iso_utc() == "2026-03-06T19:30:00Z", "the clock is not frozen"
+        self.patch(mock.patch.object(clock, "source", lambda: 19.5 * 3600))  # the game's: 19:30
         self.server = ModelServer(responder=read_and_answer).start()
         self.addCleanup(self.server.stop)
         self.patch(

@@ -263,3 +263,27 @@ def test_a_cancelled_tick_does_no_upkeep():
     state = SimpleNamespace(context_type="pre_compaction", model=None, tick_id=3)
     d = upkeep_of(ai, cancelled="the NPC moved away").run(state, TickTrace(tick_id=3))
     assert d.called and ai.writes == []
+
+
+# -- consolidations per real day (issue 36) -------------------------------------------------------
+def test_consolidations_are_counted_per_real_utc_day():
+    with mock.patch.object(upkeep, "today", lambda: "2026-11-27"):
+        first = upkeep.counted_consolidation({"asleep": True})
+        assert first["consolidated"] == {"day": "2026-11-27", "count": 1}
+        assert first["last_consolidated"] and first["asleep"] is True
+        second = upkeep.counted_consolidation(first)
+        assert second["consolidated"] == {"day": "2026-11-27", "count": 2}
+        assert upkeep.consolidations_today(second) == 2
+        assert not upkeep.consolidation_allowed(first)  # the default: once a day
+        with override_settings(EVENNIA_AI_CONSOLIDATIONS_PER_DAY=3):
+            assert upkeep.consolidation_allowed(second)
+        with override_settings(EVENNIA_AI_CONSOLIDATIONS_PER_DAY=None):
+            assert upkeep.consolidation_allowed(
+                {"consolidated": {"day": "2026-11-27", "count": 99}}
+            )
+    with mock.patch.object(upkeep, "today", lambda: "2026-11-28"):
+        assert upkeep.consolidations_today(second) == 0  # a new day: the count starts again
+        assert upkeep.consolidation_allowed(second)
+        assert upkeep.counted_consolidation(second)["consolidated"]["count"] == 1
+    for junk in ({}, {"consolidated": "x"}, {"consolidated": {"day": "2026-11-28", "count": -2}}):
+        assert upkeep.consolidations_today(junk) == 0

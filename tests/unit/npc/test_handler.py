@@ -7,9 +7,10 @@ from django.test import override_settings
 from evennia.utils import create
 from unit.engine.test_assistant_tick import AssistantTestBase
 
+from evennia_ai import attribute_writes
 from evennia_ai.memory import events as ev
 from evennia_ai.memory import longterm
-from evennia_ai.npc import attribute_writes, handler, heard
+from evennia_ai.npc import handler, heard
 from evennia_ai.npc import state as state_module
 from evennia_ai.npc.state_keys import shape_problem
 from evennia_ai.typeclasses import AIAssistantCharacter

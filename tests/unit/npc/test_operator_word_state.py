@@ -178,6 +178,8 @@ class TestOtherRestrictions(StateTestBase):
             "budget",
             "private_whispers",
             "blocks",
+            "goods",
+            "ledger",
         }
         for name in restricting:
             assert CHARACTER_STATE[name].strict is not None, name

@@ -5,7 +5,7 @@ from unittest import mock
 import pytest
 from unit.engine.test_assistant_tick import AssistantTestBase
 
-from evennia_ai.npc import attribute_writes
+from evennia_ai import attribute_writes
 from evennia_ai.npc import state as state_module
 from evennia_ai.npc.state_keys import shape_problem
 

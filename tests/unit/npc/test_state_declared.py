@@ -45,6 +45,9 @@ WRONG = {
     "budget": {"tokens": "many"},
     "lines": {"thinking": 5},
     "host": "yes",
+    "routine": {"slots": [{"start": 5, "end": "11:00", "room": "#12"}]},
+    "goods": {"prices": "cheap"},
+    "ledger": {"entries": "many"},
 }
 WRONG_SCRIPT = {
     "current_goals": [["find ale"]],

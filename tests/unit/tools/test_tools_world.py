@@ -4,12 +4,15 @@ from unittest import mock
 
 import pytest
 from evennia import create_object
-from evennia.objects.objects import DefaultCharacter
+from evennia.objects.objects import DefaultCharacter, DefaultObject
 from evennia.utils.test_resources import BaseEvenniaTest
 
 import evennia_ai.tools.world as world
 from evennia_ai.tools.base import ToolContext, ToolResult
 from evennia_ai.tools.registry import TOOL_REGISTRY
+from evennia_ai.typeclasses import AIAssistantCharacter
+from evennia_ai.world.goods import parse_goods
+from evennia_ai.world.goods import to_state as goods_state
 
 WORLD_TOOLS = {
     "say": "TERMINAL",
@@ -263,6 +266,26 @@ class TestObjects(WorldToolTest):
             "There is nothing in your inventory"
             in self.run_tool("give", item="Obj", target="Char2").error
         )
+
+    def test_stock_is_neither_given_nor_dropped_and_free_items_are_given(self):
+        """The rules refuse, not the model's restraint: a model told to hand over the wares
+        gets the rule's refusal (and a shop whose rules cannot be read gives nothing)."""
+        bram = create_object(AIAssistantCharacter, key="Bram", location=self.room1)
+        ctx = ToolContext(npc=bram, tick_id=1)
+        lantern = create_object(DefaultObject, key="lantern", location=bram)
+        letter = create_object(DefaultObject, key="sealed letter", location=bram)
+        goods, problems = parse_goods("sell lantern 12\nfree sealed letter")
+        assert problems == []
+        bram.ai.set("goods", goods_state(goods))
+        refused = self.run_tool("give", ctx, item="lantern", target="Char2")
+        assert not refused.success and "for sale (12 coins)" in refused.error
+        assert "cannot give stock away" in self.run_tool("drop", ctx, item="lantern").error
+        assert lantern.location == bram
+        assert self.run_tool("give", ctx, item="sealed letter", target="Char2").success
+        assert letter.location == self.char2
+        bram.attributes.add("goods", {"prices": "broken"}, category="ai")  # unreadable
+        refused = self.run_tool("give", ctx, item="lantern", target="Char2")
+        assert "could not be read" in refused.error and lantern.location == bram
 
     def test_give_to_someone_absent(self):
         self.obj1.location = self.npc

@@ -17,8 +17,8 @@ from evennia.utils.create import create_object
 from twisted.internet import task
 from unit.engine.test_assistant_tick import AssistantTestBase
 
+from evennia_ai import attribute_writes
 from evennia_ai.memory.events import Event
-from evennia_ai.npc import attribute_writes
 from evennia_ai.typeclasses import AIAssistantCharacter
 
 pytestmark = pytest.mark.postgres  # the statement is raw SQL: also run on PostgreSQL
@@ -217,6 +217,15 @@ class TestWritesOfOneTurn(AssistantTestBase):
             assert seen == []
             self.reactor.end_turn()
         assert seen == [(attr, "db_value")]
+
+    def test_inside_immediate_every_write_is_saved_at_once(self):
+        attr = self.buffer_attr(self.npc)
+        with attribute_writes.immediate():
+            self.npc.ai.set("context_buffer", [{"text": "a trade"}])
+            assert attribute_writes.pending() == 0
+            assert stored(attr) == [{"text": "a trade"}]
+        self.npc.ai.set("context_buffer", [])
+        assert attribute_writes.pending() == 1  # batched again after the block
 
     @override_settings(EVENNIA_AI_BATCH_WRITES=False)
     def test_switched_off_every_write_is_saved_at_once(self):

@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import pickle
 from base64 import b64encode
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import evennia
@@ -48,16 +50,35 @@ PICKLE_PROTOCOL = 4
 
 # id(attr) -> (attr, the value the pickle is of, its pickle or None), in the order first written
 _pending: dict[int, tuple[Attribute, Any, bytes | None]] = {}
-_state: dict[str, Any] = {"call": None, "lazy": None, "trigger": None}
+_state: dict[str, Any] = {"call": None, "lazy": None, "trigger": None, "immediate": 0}
 #: The longest a lazy write waits for a batch (a tick's own writes usually take it along).
 LAZY_WRITE_SECONDS = 1.0
 
 
 def batching() -> bool:
-    """Whether writes made now wait for the end of the reactor turn."""
+    """Whether writes made now wait for the end of the reactor turn (never inside
+    :func:`immediate`)."""
     return bool(
-        reactor.running and threadable.isInIOThread() and conf.get_bool("EVENNIA_AI_BATCH_WRITES")
+        not _state["immediate"]
+        and reactor.running
+        and threadable.isInIOThread()
+        and conf.get_bool("EVENNIA_AI_BATCH_WRITES")
     )
+
+
+@contextmanager
+def immediate() -> Iterator[None]:
+    """Save every write made inside the block at once, none with the turn's batch.
+
+    For writes that must share a transaction of their own (a trade's item, money and ledger,
+    :mod:`evennia_ai.world.atomic`): a row queued for the end of the turn would be written
+    after that transaction, or lost by a crash that the transaction survived. Blocks may nest.
+    """
+    _state["immediate"] += 1
+    try:
+        yield
+    finally:
+        _state["immediate"] -= 1
 
 
 def on_reactor_thread() -> bool:

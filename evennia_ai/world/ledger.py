@@ -1,0 +1,151 @@
+"""An NPC's ledger: its latest trades, bounded, and today's counts for its daily limits.
+
+The stored value (the state key ``ledger``)::
+
+    {"entries": [{"id": "t_1a2b3c4d", "kind": "sale", "item": "lantern", ...}, ...],
+     "day": "2026-11-27",
+     "today": {"sold": {"lantern": 2}, "bought": {"scrap iron": 3}, "sold_units": 2,
+               "taken": 24, "paid": 6},
+     "restocked": {"proto:iron_nails": 123456.0}}
+
+The day's counts live apart from the entries, so dropping the oldest entries never lowers a
+limit's count; they start again when the real (UTC) day changes. A ledger that could not be
+read is stored as ``{"entries": [], "blocked": true}``, and an NPC whose ledger is blocked does
+not trade (an unreadable ledger would otherwise reset its daily limits).
+
+Pure: no Django, Evennia or Twisted.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+
+from evennia_ai.npc_state import JSONObject, JSONValue
+
+#: Kinds of entry: the NPC sold, bought, gave an item freely, or restocked.
+KINDS = ("sale", "purchase", "gift", "restock")
+
+
+@dataclass(frozen=True)
+class Today:
+    """One real day's trading, for the daily limits.
+
+    Attributes:
+        day: The UTC day (``"2026-11-27"``).
+        sold: Units sold today, by rule key.
+        bought: Units bought today, by rule key.
+        sold_units: Units sold today, all items together.
+        taken: Money taken in today.
+        paid: Money paid out today.
+    """
+
+    day: str
+    sold: dict[str, int] = field(default_factory=dict)
+    bought: dict[str, int] = field(default_factory=dict)
+    sold_units: int = 0
+    taken: int = 0
+    paid: int = 0
+
+
+def _count(value: JSONValue) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def _counts(value: JSONValue) -> dict[str, int]:
+    if not isinstance(value, dict):
+        return {}
+    return {str(key): _count(units) for key, units in value.items() if _count(units)}
+
+
+def today_of(ledger: JSONObject, day: str) -> Today:
+    """Today's counts in ``ledger`` (all zero when its counts are of another day)."""
+    counts = ledger.get("today")
+    if ledger.get("day") != day or not isinstance(counts, dict):
+        return Today(day)
+    return Today(
+        day,
+        sold=_counts(counts.get("sold")),
+        bought=_counts(counts.get("bought")),
+        sold_units=_count(counts.get("sold_units")),
+        taken=_count(counts.get("taken")),
+        paid=_count(counts.get("paid")),
+    )
+
+
+def new_id() -> str:
+    """A fresh entry id (``"t_1a2b3c4d"``)."""
+    return "t_" + uuid.uuid4().hex[:8]
+
+
+def record(ledger: JSONObject, entry: JSONObject, size: int, day: str) -> JSONObject:
+    """``ledger`` with ``entry`` appended (the oldest dropped beyond ``size``) and added to the
+    counts of ``day``.
+
+    Args:
+        ledger: The stored ledger (a plain copy; not changed).
+        entry: The entry: ``kind`` one of :data:`KINDS`, ``item`` (the rule key), ``quantity``
+            and ``total``.
+        size: Entries kept at most (``EVENNIA_AI_LEDGER_SIZE``).
+        day: The real UTC day of the entry.
+
+    Returns:
+        The new ledger.
+    """
+    today = today_of(ledger, day)
+    sold, bought = dict(today.sold), dict(today.bought)
+    sold_units, taken, paid = today.sold_units, today.taken, today.paid
+    kind, item = entry.get("kind"), str(entry.get("item"))
+    units, total = _count(entry.get("quantity")), _count(entry.get("total"))
+    if kind == "sale":
+        sold[item] = sold.get(item, 0) + units
+        sold_units += units
+        taken += total
+    elif kind == "purchase":
+        bought[item] = bought.get(item, 0) + units
+        paid += total
+    entries = ledger.get("entries")
+    kept: list[JSONValue] = list(entries) if isinstance(entries, list) else []
+    kept.append(entry)
+    new: JSONObject = dict(ledger)
+    new.update(
+        entries=kept[-max(1, size) :],
+        day=day,
+        today={
+            "sold": dict(sold),
+            "bought": dict(bought),
+            "sold_units": sold_units,
+            "taken": taken,
+            "paid": paid,
+        },
+    )
+    new.setdefault("restocked", {})
+    return new
+
+
+def rows(ledger: JSONObject, last: int) -> list[JSONObject]:
+    """The ``last`` newest entries of ``ledger``, newest first (for staff)."""
+    entries = ledger.get("entries")
+    if not isinstance(entries, list) or last <= 0:
+        return []
+    return [entry for entry in reversed(entries[-last:]) if isinstance(entry, dict)]
+
+
+def blocked(ledger: JSONObject) -> bool:
+    """Whether ``ledger`` is the stand-in for one that could not be read (no trading)."""
+    return ledger.get("blocked") is True
+
+
+def restocked_at(ledger: JSONObject, key: str) -> float | None:
+    """Game seconds when the restock rule ``key`` last spawned, or None if it never did."""
+    kept = ledger.get("restocked")
+    when = kept.get(key) if isinstance(kept, dict) else None
+    return float(when) if isinstance(when, (int, float)) and not isinstance(when, bool) else None
+
+
+def mark_restocked(ledger: JSONObject, key: str, seconds: float) -> JSONObject:
+    """``ledger`` with the restock rule ``key`` marked as run at ``seconds`` (game time)."""
+    kept = ledger.get("restocked")
+    restocked: dict[str, JSONValue] = dict(kept) if isinstance(kept, dict) else {}
+    restocked[key] = float(seconds)
+    return {**ledger, "restocked": restocked}
