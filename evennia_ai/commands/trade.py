@@ -21,6 +21,7 @@ Add the cmdset to your game's ``CharacterCmdSet`` (``commands/default_cmdsets.py
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from evennia.commands.cmdset import CmdSet
 from evennia.utils.ansi import raw
@@ -105,6 +106,14 @@ class TradeCommand(AICommand):
         if sep and head.strip() and tail.strip():
             return head.strip(), tail.strip()
         return text, ""
+
+    def order_parts(self) -> tuple[str, int, Any, str, Goods]:
+        """What the player typed, read and checked: (item as typed, count, the shop NPC, the
+        item's rule key, the NPC's goods, its shop open now); CommandError in words else."""
+        item, name = self.item_and_npc()
+        quantity = self.count()
+        npc = self.shop(name)
+        return item, quantity, npc, self.asked(item), self.open_shop(npc)
 
     def count(self) -> int:
         """The count right of ``=`` (1 without one): 1 to ``EVENNIA_AI_TRADE_MAX_QUANTITY``."""
@@ -248,11 +257,7 @@ class CmdBuy(TradeCommand):
     npc_word = "from"
 
     def run(self):
-        item, name = self.item_and_npc()
-        quantity = self.count()
-        npc = self.shop(name)
-        asked = self.asked(item)
-        goods = self.open_shop(npc)
+        item, quantity, npc, asked, goods = self.order_parts()
         lines = stock(npc, goods)
         line = trade.for_sale(lines, asked)
         if line is None:
@@ -293,11 +298,7 @@ class CmdSell(TradeCommand):
     npc_word = "to"
 
     def run(self):
-        item, name = self.item_and_npc()
-        quantity = self.count()
-        npc = self.shop(name)
-        asked = self.asked(item)
-        goods = self.open_shop(npc)
+        item, quantity, npc, asked, goods = self.order_parts()
         found = trade.offered(self.caller, goods, asked)  # as the trade will take it
         if found is None:
             raise CommandError(f"You carry no '{raw(item)}'.")
