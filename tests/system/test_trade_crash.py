@@ -7,7 +7,8 @@ through :func:`evennia_ai.world.trade.execute`. Armed at a point, it replaces th
 there, *inside the server process*, by one that SIGKILLs the server:
 
 - ``pay``: ``AttributeMoney.pay``, after the lantern's move and before the money's writes;
-- ``ledger``: ``ledger.record``, after the money and before the ledger row;
+- ``ledger``: ``ledger.record``, after the money and before the ledger row (not run by the
+  suite: the same transaction as ``pay``, and a fourth restart costs the suite 14 s);
 - ``announce``: ``trade.announce``, after the commit.
 
 After the kill the portal is killed too and the game started again; the probe then reports the
@@ -192,12 +193,6 @@ def buy_again(game: GameServer) -> dict:
 def test_kill_between_item_and_money_loses_nothing(game):
     assert killed_at(game, "pay") == UNTOUCHED
     assert buy_again(game) == BOUGHT
-
-
-@pytest.mark.server
-@pytest.mark.timeout(180)
-def test_kill_between_money_and_ledger_loses_nothing(game):
-    assert killed_at(game, "ledger") == UNTOUCHED
 
 
 @pytest.mark.server
