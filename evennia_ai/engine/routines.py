@@ -130,6 +130,10 @@ class RoutineStatus:
             self.since = time.time()
         self.state, self.why = state, why
 
+    def replan(self) -> None:
+        """Plan afresh at the next tick (a new routine, or locks that changed)."""
+        self.route, self.mark, self.planned_at = None, None, 0.0
+
     def words(self) -> str:
         """The status in a few words, as ``aistatus`` shows it ("walking to Market Square")."""
         return f"{self.state}: {self.why}" if self.why else self.state

@@ -44,12 +44,6 @@ def routine_text(npc) -> str:
     return "\n".join(slot_text(slot) for slot in routine_of(npc).slots)
 
 
-def _replanned(npc) -> None:
-    """Make the routine plan afresh at the next tick (a new routine, or locks that changed)."""
-    known = routines.status(npc)
-    known.route, known.mark, known.planned_at = None, None, 0.0
-
-
 def set_routine(npc, text: str, by: str = "") -> str:
     """Set ``npc``'s routine from its text form (one slot per line, or ``;`` between slots).
 
@@ -72,7 +66,7 @@ def set_routine(npc, text: str, by: str = "") -> str:
         raise ControlError(f"{npc.key}'s routine is not changed:\n{listed}")
     value: JSONObject = {**checked.routine.to_state(), "set_by": str(by), "set_at": iso_utc()}
     npc.ai.set(ROUTINE, value)
-    _replanned(npc)
+    routines.status(npc).replan()
     count = len(checked.routine.slots)
     return f"{npc.key}'s routine is set: {count} slot{'s' if count != 1 else ''}. " + now_and_next(
         npc
@@ -88,7 +82,7 @@ def clear_routine(npc, by: str = "") -> str:
     if not routine_of(npc).slots:
         raise ControlError(f"{npc.key} has no routine.")
     npc.ai.set(ROUTINE, {"slots": [], "set_by": str(by), "set_at": iso_utc()})
-    _replanned(npc)
+    routines.status(npc).replan()
     return f"{npc.key}'s routine is removed: it stays where it is, and trades at any time."
 
 
@@ -101,7 +95,7 @@ def check_routine(npc) -> str:
     routine = routine_of(npc)
     if not routine.slots:
         raise ControlError(f"{npc.key} has no routine.")
-    _replanned(npc)
+    routines.status(npc).replan()
     problems = list(routine.dropped) + routines.reachability_problems(npc, routine)
     if problems:
         listed = "\n".join(f"- {problem}" for problem in problems)
