@@ -29,3 +29,13 @@ LOCKWARNING_LOG_FILE = os.path.join(LOG_DIR, "lockwarnings.log")
 CACHE_DIR = os.path.join(_TMP, "cache")
 # Files the plugin keeps beside the game (keyword index, long-term memory) go here in tests.
 EVENNIA_AI_DATA_DIR = os.path.join(_TMP, "ai_data")
+# The default command sets of Evennia's game template, as Evennia's own test cases set them
+# (``evennia.utils.test_resources.DEFAULT_SETTING_RESETS``). Evennia's account module reads
+# CMDSET_ACCOUNT once, at import, before a test case's override applies: left at the default
+# ``commands.default_cmdsets...`` (there is no game folder here) every account created failed
+# that import and walked the stack for its error message, about 0.1 s a test.
+CMDSET_UNLOGGEDIN = "evennia.game_template.commands.default_cmdsets.UnloggedinCmdSet"
+CMDSET_SESSION = "evennia.game_template.commands.default_cmdsets.SessionCmdSet"
+CMDSET_CHARACTER = "evennia.game_template.commands.default_cmdsets.CharacterCmdSet"
+CMDSET_ACCOUNT = "evennia.game_template.commands.default_cmdsets.AccountCmdSet"
+CMDSET_PATHS = ["evennia.game_template.commands", "evennia", "evennia.contrib"]

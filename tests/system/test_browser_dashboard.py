@@ -30,9 +30,8 @@ CHROMEDRIVER = shutil.which("chromedriver")
 # Set to a folder to keep screenshots of the pages (for docs and eyeballing the layout).
 SHOTS = os.environ.get("EVENNIA_AI_SCREENSHOTS")
 
+# The demo's settings install the dashboard (evennia_ai.web) already.
 SETTINGS = """
-if "evennia_ai.web" not in INSTALLED_APPS:
-    INSTALLED_APPS += ["evennia_ai.web"]
 EVENNIA_AI_MODEL = "openai/test-model"
 EVENNIA_AI_API_BASE = "{url}"
 EVENNIA_AI_API_KEY = "x"
