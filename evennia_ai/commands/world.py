@@ -127,9 +127,9 @@ class CmdAIGoods(SwitchedCommand):
       set    - replace all the rules (';' between rules; nothing after '='
                removes them all: the NPC is no shop).
       ledger - its latest trades, newest first (20 unless a count is given).
-      restock - top up its stock now, by each restock rule (or the rule of
-               one proto:KEY), and say what was made; restock rules also run
-               by themselves every <hours> game hours.
+      restock - top up its stock now, by each restock rule (or the rule
+                of one proto:KEY), and say what was made; the rules also
+                run by themselves, every <hours> game hours.
 
     Without '=': its rules, its stock with prices, its purse, today's trade
     and whether it is open now. With '= <rule>': add one rule, replacing the
