@@ -49,8 +49,8 @@ from evennia_ai.world.clock import Calendar, GameTime
 from evennia_ai.world.goods import from_state
 from evennia_ai.world.paths import Route
 from evennia_ai.world.routine import (
-    Routine,
     UNREADABLE_CLOSED,
+    Routine,
     Slot,
     is_kept,
     open_for_trade,

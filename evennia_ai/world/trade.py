@@ -490,9 +490,7 @@ def approval_needed(order: TradeOrder) -> str | None:
     if limit is None or value <= limit:
         return None
     verb = "sells" if order.direction == "sell" else "buys from"
-    counted = (
-        f"{coins(value)} with today's earlier trades, " if value != checked.total else ""
-    )
+    counted = f"{coins(value)} with today's earlier trades, " if value != checked.total else ""
     return (
         f"{order.npc.key} {verb} {order.partner.key} {order.quantity} {checked.name} for "
         f"{coins(checked.total)} ({counted}above {limit})"

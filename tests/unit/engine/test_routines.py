@@ -618,7 +618,9 @@ class TestRestockingAtTicks(RoutineTestBase):
         assert self.nails() == [] and self.npc.ai.ledger["entries"] == []
 
     def test_a_failed_spawn_is_logged_and_tried_again_a_minute_later(self):
-        with mock.patch.object(stock.spawner, "spawn", side_effect=KeyError("no prototype")) as spawn:
+        with mock.patch.object(
+            stock.spawner, "spawn", side_effect=KeyError("no prototype")
+        ) as spawn:
             self.tick()
             self.tick()
             assert spawn.call_count == 1  # not hammered every tick
