@@ -44,12 +44,11 @@ from evennia_ai.engine import floor
 from evennia_ai.memory import events as ev
 from evennia_ai.npc_state import npc_state
 from evennia_ai.utils import is_assistant, log_prefix
-from evennia_ai.world import clock, paths, stock
+from evennia_ai.world import clock, paths, stock, trade
 from evennia_ai.world.clock import Calendar, GameTime
 from evennia_ai.world.goods import from_state
 from evennia_ai.world.paths import Route
 from evennia_ai.world.routine import (
-    UNREADABLE_CLOSED,
     Routine,
     Slot,
     is_kept,
@@ -170,8 +169,8 @@ def status(npc: Any) -> RoutineStatus:
             known.set("off", clock.ROUTINES_OFF)
         elif known.state != "off" or not is_kept(npc_state(npc).routine):
             known.set("off")  # no slots (a calendar's problem, or an unreadable routine, kept)
-        if known.why.startswith(UNREADABLE_STATUS):
-            known.open_for_trade = (False, UNREADABLE_CLOSED)
+        closed = trade.closed_now(npc_state(npc).routine)  # an unreadable routine: closed
+        known.open_for_trade = (closed is None, closed or "")
     else:
         routine, now = day
         _describe(known, routine, routine.now(now.minute), now)

@@ -121,10 +121,7 @@ def routine_state(npc, brief: bool = False) -> str | None:
     if routine.unreadable:
         if brief:
             return "unreadable"
-        return (
-            f"{routines.UNREADABLE_STATUS} ({'; '.join(routine.dropped)}; set it again with "
-            "airoutine)"
-        )
+        return f"{routines.UNREADABLE_STATUS} ({'; '.join(routine.dropped)})"
     if not routine.slots:
         return None
     if not conf.get_bool("EVENNIA_AI_ROUTINES"):

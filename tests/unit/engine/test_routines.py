@@ -640,7 +640,8 @@ class TestUnreadableRoutine(RoutineTestBase):
     def test_a_routine_with_an_unreadable_slot_walks_nowhere_and_closes_the_shop(self):
         self.set_routine(BAKER)
         stored = self.npc.ai.routine
-        stored["slots"][1]["start"] = "25:00"  # a hand edit: the schema passes it
+        stored["slots"][0]["start"] = "25:00"  # a hand edit (the schema passes it) of the
+        # Bakery's slot: without the rule it would walk to the Market's, which reads well
         self.npc.ai.set(ROUTINE, stored)
         self.at("11:00")
         self.ticks(2)
