@@ -11,9 +11,9 @@ from __future__ import annotations
 from unittest import mock
 
 from evennia.objects.objects import DefaultExit, DefaultObject, DefaultRoom
-from evennia.prototypes import prototypes as protlib
 from evennia.utils.create import create_object
 from support.commands import AICommandTestBase, words
+from unit.world.test_stock import nails_prototype
 
 from evennia_ai.commands.npcs import CmdAINpc, CmdAIStatus
 from evennia_ai.commands.world import CmdAIGoods, CmdAIRoutine
@@ -268,13 +268,7 @@ class TestAIGoods(WorldCommandTest):
                 raise AssertionError("no refusal")
 
     def test_aigoods_restock_says_what_was_made(self):
-        protlib.create_prototype(
-            {
-                "prototype_key": "iron_nails",
-                "key": "iron nail",
-                "typeclass": "evennia.objects.objects.DefaultObject",
-            }
-        )
+        nails_prototype()
         self.says(CmdAIGoods(), "/restock Innkeeper", "Innkeeper has no restock rule. Add one")
         world_controls.set_goods(
             self.npc, "sell proto:iron_nails 1; restock proto:IRON_NAILS keep 3 every 6h"

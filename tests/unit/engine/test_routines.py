@@ -13,12 +13,12 @@ from unittest import mock
 
 from django.test import override_settings
 from evennia.objects.objects import DefaultExit, DefaultRoom
-from evennia.prototypes import prototypes as protlib
 from evennia.server.signals import SIGNAL_EXIT_TRAVERSED
 from evennia.utils.create import create_object
 from support.game_clock import DAY, GameClock
 from twisted.internet import defer
 from unit.engine.test_assistant_tick import AssistantTestBase
+from unit.world.test_stock import nails_prototype
 
 from evennia_ai.engine import floor, routines, upkeep
 from evennia_ai.engine.agenda import Agenda
@@ -573,13 +573,7 @@ class TestRestockingAtTicks(RoutineTestBase):
 
     def setUp(self):
         super().setUp()
-        protlib.create_prototype(
-            {
-                "prototype_key": "iron_nails",
-                "key": "iron nail",
-                "typeclass": "evennia.objects.objects.DefaultObject",
-            }
-        )
+        nails_prototype()
         goods, problems = parse_goods(
             "sell proto:iron_nails 1\nrestock proto:iron_nails keep 25 every 6h"
         )

@@ -23,6 +23,17 @@ from evennia_ai.world.stock import (
 )
 
 
+def nails_prototype() -> None:
+    """The prototype ``iron_nails`` (an "iron nail"), which the restock tests spawn."""
+    protlib.create_prototype(
+        {
+            "prototype_key": "iron_nails",
+            "key": "iron nail",
+            "typeclass": "evennia.objects.objects.DefaultObject",
+        }
+    )
+
+
 class ShopTestBase(AssistantTestBase):
     """The Innkeeper as a shop: ``set_goods(text)``, ``make(key, where)``."""
 
@@ -142,13 +153,7 @@ class TestFreeGifts(ShopTestBase):
 class TestRestock(ShopTestBase):
     def setUp(self):
         super().setUp()
-        protlib.create_prototype(
-            {
-                "prototype_key": "iron_nails",
-                "key": "iron nail",
-                "typeclass": "evennia.objects.objects.DefaultObject",
-            }
-        )
+        nails_prototype()
         self.goods = self.set_goods(
             "sell proto:iron_nails 1\nrestock proto:IRON_NAILS keep 3 every 6h"
         )
