@@ -119,6 +119,7 @@ class CmdAIGoods(SwitchedCommand):
       aigoods/remove <npc> = <item>
       aigoods/set <npc> = <rule>; <rule>; ...
       aigoods/ledger <npc> [= <count>]
+      aigoods/restock <npc> [= <item>]
 
     Switches:
       remove - drop every rule of an item (its name, #number or proto:KEY; or
@@ -126,6 +127,9 @@ class CmdAIGoods(SwitchedCommand):
       set    - replace all the rules (';' between rules; nothing after '='
                removes them all: the NPC is no shop).
       ledger - its latest trades, newest first (20 unless a count is given).
+      restock - top up its stock now, by each restock rule (or the rule
+                of one proto:KEY), and say what was made; the rules also
+                run by themselves, every <hours> game hours.
 
     Without '=': its rules, its stock with prices, its purse, today's trade
     and whether it is open now. With '= <rule>': add one rule, replacing the
@@ -150,11 +154,12 @@ class CmdAIGoods(SwitchedCommand):
       aigoods/remove Bram = lantern
       aigoods/set Bram = sell lantern 12; never smith's hammer; approve above 30
       aigoods/ledger Bram = 5
+      aigoods/restock Bram = proto:IRON_NAILS
     """
 
     key = "aigoods"
     locks = access.lock(access.OPERATE)
-    switch_options = ("remove", "set", "ledger")
+    switch_options = ("remove", "set", "ledger", "restock")
 
     def do_default(self):
         if self.rhs is None and "=" not in self.args:
@@ -186,10 +191,16 @@ class CmdAIGoods(SwitchedCommand):
             f"|w{raw(npc.key)}'s last {len(rows)} trades|n, newest first:\n{self.ledger_table(rows)}"
         )
 
+    def do_restock(self):
+        npc = self.find_npc(self.lhs)
+        self.msg(raw(world.restock_now(npc, self.rhs or "")))
+
     def ledger_table(self, rows: list[JSONObject]):
         table = self.table("When", "What", "Total", "With", "Via")
         for row in rows:
-            kind = {"sale": "sold", "purchase": "bought"}.get(str(row.get("kind")), row.get("kind"))
+            kind = {"sale": "sold", "purchase": "bought", "gift": "gave", "restock": "made"}.get(
+                str(row.get("kind")), row.get("kind")
+            )
             total = row.get("total")
             table.add_row(
                 f"{str(row.get('at') or '')[:16].replace('T', ' ')} {row.get('game') or ''}".strip(),

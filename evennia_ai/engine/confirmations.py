@@ -214,7 +214,10 @@ def _run_trade(npc, entry: dict) -> tuple[bool, str]:
     """Executor for ``kind="trade"``: the accepted order runs ``via="approval"``, and
     :func:`evennia_ai.world.trade.execute` checks stock, both purses, the rules and the day's
     limits again. A refusal (the item sold meanwhile) decides the entry ``refused at
-    approval`` and tells the partner; a trade that ran told them itself."""
+    approval`` and tells the partner; a trade that ran told them itself. An entry approved
+    again after its trade ran (the server stopped before the entry was marked decided) finds
+    the trade in the ledger by its id: it is decided ``approved``, "already done", and
+    nothing moves twice."""
     try:
         order = trade.TradeOrder.from_plain(entry["payload"]["order"], via="approval")
     except (trade.TradeAborted, KeyError, TypeError) as err:

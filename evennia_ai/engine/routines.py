@@ -5,8 +5,13 @@ the game clock (:func:`~evennia_ai.world.clock.game_now`) by the agenda at every
 (:class:`~evennia_ai.engine.agenda.Agenda`). No Script of its own, no model call:
 
 - :func:`current` is the routine and the time now, or None when the NPC keeps no routine (the
-  setting ``EVENNIA_AI_ROUTINES`` off, no slots, or a calendar that cannot split a day). For an
-  NPC without one it costs one cached Attribute read.
+  setting ``EVENNIA_AI_ROUTINES`` off, no slots, or a calendar that cannot split a day,
+  :func:`~evennia_ai.world.clock.routine_calendar`) or its routine cannot be read (it walks
+  nowhere, and ``aistatus`` says why; its shop is closed). For an NPC without one it costs one
+  cached Attribute read. It is the agenda's one call here at every tick, so it first does the
+  tick's restocking (:func:`restock_tick`), which needs no routine.
+- :func:`restock_tick` spawns what a shop's restock rules say is due (no model call, at most
+  :data:`RESTOCK_PER_TICK` objects a tick, nothing while its goods or ledger cannot be read).
 - :func:`sleep_due` is the sleep slot the NPC sleeps in now (it stands in the slot's room and
   was not woken in this slot today); :func:`sleep_mark` names a slot's night, which a routine
   sleep keeps so that it wakes when the slot ends.
@@ -39,12 +44,14 @@ from evennia_ai.engine import floor
 from evennia_ai.memory import events as ev
 from evennia_ai.npc_state import npc_state
 from evennia_ai.utils import is_assistant, log_prefix
-from evennia_ai.world import clock, paths
+from evennia_ai.world import clock, paths, stock, trade
 from evennia_ai.world.clock import Calendar, GameTime
+from evennia_ai.world.goods import from_state
 from evennia_ai.world.paths import Route
 from evennia_ai.world.routine import (
     Routine,
     Slot,
+    is_kept,
     open_for_trade,
     parse_routine,
     time_problems,
@@ -53,6 +60,10 @@ from evennia_ai.world.routine import (
 #: Real seconds between two searches for a route to a room that could not be reached (a door
 #: unlocked later is found).
 REPLAN_SECONDS = 60.0
+#: Objects restocking spawns in one tick at most; a rule cut short goes on at the next ticks.
+RESTOCK_PER_TICK = 10
+#: Real seconds before a restock rule whose spawn failed (a prototype gone) is tried again.
+RESTOCK_RETRY_SECONDS = 60.0
 #: The states of :class:`RoutineStatus`.
 STATES = ("in place", "walking", "waiting", "unreachable", "asleep", "free time", "off", "error")
 
@@ -65,18 +76,15 @@ class RoutineWork:
     """What a routine asks of one tick.
 
     Attributes:
-        action: ``"walk"`` (one exit), ``"wait"`` (a conversation holds it), ``"stay"``, or
-            ``"restock"`` (reserved for the goods' restock rules).
+        action: ``"walk"`` (one exit), ``"wait"`` (a conversation holds it) or ``"stay"``.
         slot: The slot now (None in free time).
         note: What it does, for status and traces ("walking to Market Square (#5), 2 exits").
-        restock: The restock rules due (with ``restock``).
         exit_id: The exit a walk takes next (an exit of the NPC's room).
     """
 
     action: str
     slot: Slot | None
     note: str
-    restock: tuple[str, ...] = ()
     exit_id: int | None = None
 
 
@@ -154,13 +162,15 @@ def status(npc: Any) -> RoutineStatus:
         known.words()                                             # "walking: to Market ..."
     """
     known = _status(npc)
-    day = current(npc)
+    day = _day(npc)
     if day is None:
         _describe(known, Routine(()), None, None)
         if not conf.get_bool("EVENNIA_AI_ROUTINES"):
-            known.set("off", "routines are off")
-        elif known.state != "off":  # no slots (a calendar's problem is kept as the reason)
-            known.set("off")
+            known.set("off", clock.ROUTINES_OFF)
+        elif known.state != "off" or not is_kept(npc_state(npc).routine):
+            known.set("off")  # no slots (a calendar's problem, or an unreadable routine, kept)
+        closed = trade.closed_now(npc_state(npc).routine)  # an unreadable routine: closed
+        known.open_for_trade = (closed is None, closed or "")
     else:
         routine, now = day
         _describe(known, routine, routine.now(now.minute), now)
@@ -192,25 +202,80 @@ def routine_of(npc: Any, value: Any = None, cal: Calendar | None = None) -> Rout
 
 
 def current(npc: Any) -> tuple[Routine, GameTime] | None:
-    """The routine ``npc`` keeps and the game time now; None when it keeps none
-    (``EVENNIA_AI_ROUTINES`` off, no slots, or a calendar that cannot split a day, logged)."""
-    if not conf.get_bool("EVENNIA_AI_ROUTINES"):
+    """The routine ``npc`` keeps and the game time now, as the agenda reads them at each tick;
+    None when it keeps none (``EVENNIA_AI_ROUTINES`` off, no slots, or a calendar that cannot
+    split a day, logged) or its routine cannot be read (it walks nowhere; the status says why).
+
+    The agenda calls this once a tick for every NPC, so the tick's restocking is done here
+    first (:func:`restock_tick`: a shop's restock rules need no routine, and no model call).
+    """
+    restock_tick(npc)
+    return _day(npc)
+
+
+def _day(npc: Any) -> tuple[Routine, GameTime] | None:
+    """:func:`current` without the restocking (what ``aistatus`` reads)."""
+    cal, off = clock.routine_calendar()
+    if cal is None and off == clock.ROUTINES_OFF:
         return None
     value = npc_state(npc).routine  # the one read for an NPC without a routine
-    if not (isinstance(value, dict) and value.get("slots")):
+    if not is_kept(value):
         return None
-    cal = clock.calendar()
-    problem = cal.problem()
-    if problem:
-        if problem not in _CALENDAR_LOGGED:
-            _CALENDAR_LOGGED.add(problem)
-            logger.log_err(f"{log_prefix()}: routines are off: {problem}")
-        _status(npc).set("off", problem)
+    if cal is None:  # a calendar that cannot split a day
+        if off not in _CALENDAR_LOGGED:
+            _CALENDAR_LOGGED.add(off)
+            logger.log_err(f"{log_prefix()}: routines are off: {off}")
+        _status(npc).set("off", off)
         return None
     routine = routine_of(npc, value, cal)
+    if routine.unreadable:  # the strictest value: no walk, no sleep slot, a closed shop
+        _status(npc).set("off", f"{UNREADABLE_STATUS} ({routine.dropped[0]})")
+        return None
     if not routine.slots:
         return None
     return routine, clock.split(clock.source(), cal)
+
+
+#: What the status says of a routine that cannot be read (``aistatus``).
+UNREADABLE_STATUS = (
+    "its routine cannot be read, so it walks nowhere and does not trade until staff set it again"
+)
+
+
+def restock_tick(npc: Any) -> list[stock.Restocked]:
+    """Restock what ``npc``'s restock rules say is due now (:func:`~evennia_ai.world.stock.
+    restock_due`), with no model call and at most :data:`RESTOCK_PER_TICK` objects; a rule
+    whose spawn failed waits :data:`RESTOCK_RETRY_SECONDS` (``aigoods/restock`` tries at once).
+    Nothing while its goods or its ledger cannot be read (fail closed). Never raises: an error
+    is logged. Returns what was done.
+
+    For an NPC without restock rules it costs one cached Attribute read.
+    """
+    stored = npc_state(npc).goods
+    if not (isinstance(stored, dict) and stored.get("restock")):
+        return []
+    try:
+        goods = from_state(stored)
+        now = clock.game_now()
+        failed = npc.ndb.ai_restock_failed or {}
+        moment = time.time()
+        due = tuple(
+            key
+            for key in stock.restock_due(goods, npc_state(npc).ledger, now)
+            if moment - failed.get(key, 0.0) >= RESTOCK_RETRY_SECONDS
+        )
+        done = stock.restock(npc, goods, due, now, most=RESTOCK_PER_TICK) if due else []
+    except Exception:
+        logger.log_trace(f"{log_prefix(npc)}: restocking failed")
+        return []
+    failed = {key: at for key, at in failed.items() if moment - at < RESTOCK_RETRY_SECONDS}
+    for line in done:
+        if line.problem:
+            failed[line.key] = moment
+        if line.made or line.problem:
+            logger.log_info(f"{log_prefix(npc)}: restock: {line.words()}")
+    npc.ndb.ai_restock_failed = failed or None
+    return done
 
 
 def sleep_mark(slot: Slot, now: GameTime) -> str:

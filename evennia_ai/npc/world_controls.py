@@ -23,7 +23,7 @@ from evennia_ai.utils import iso_utc, truncate
 from evennia_ai.world import clock, ledger, trade
 from evennia_ai.world.goods import Goods, from_state, goods_lines, parse_goods, rule_key, to_state
 from evennia_ai.world.routine import Routine, Slot
-from evennia_ai.world.stock import holder_ok, open_container_warning
+from evennia_ai.world.stock import holder_ok, open_container_warning, restock
 
 
 # -- routine --------------------------------------------------------------------------------------
@@ -115,8 +115,14 @@ def now_and_next(npc) -> str:
 
 def routine_state(npc, brief: bool = False) -> str | None:
     """What ``npc``'s routine is doing in a few words ("walking: to Market Square (#5), 2
-    exits"; ``brief``: the state alone, "walking"), None when it keeps none."""
-    if not routine_of(npc).slots:
+    exits"; ``brief``: the state alone, "walking"), None when it keeps none. A routine that
+    cannot be read says so: the NPC walks nowhere and its shop is closed."""
+    routine = routine_of(npc)
+    if routine.unreadable:
+        if brief:
+            return "unreadable"
+        return f"{routines.UNREADABLE_STATUS} ({'; '.join(routine.dropped)})"
+    if not routine.slots:
         return None
     if not conf.get_bool("EVENNIA_AI_ROUTINES"):
         return "off" if brief else "not followed (EVENNIA_AI_ROUTINES is off)"
@@ -304,3 +310,47 @@ def ledger_rows(npc, last: int = 20) -> list[JSONObject]:
     if isinstance(last, bool) or not isinstance(last, int) or not 1 <= last <= most:
         raise ControlError(f"How many trades? A number from 1 to {most}.")
     return ledger.rows(npc.ai.ledger, last)
+
+
+def restock_now(npc, item: str = "") -> str:
+    """Restock ``npc`` now, whatever the time of its restock rules: each rule (or the rule of
+    ``item``, a ``proto:KEY``) tops its stock up to what it keeps, and says what was made.
+
+    Raises:
+        ControlError: its rules or ledger cannot be read, it has no restock rule (of
+            ``item``), or the game clock cannot be read.
+    """
+    goods = goods_of(npc)
+    if goods.closed:
+        raise ControlError(
+            f"{npc.key}'s trade rules could not be read, so nothing is restocked: replace them "
+            "whole with aigoods/set."
+        )
+    if ledger.blocked(npc.ai.ledger):
+        raise ControlError(
+            f"{npc.key}'s trade records could not be read, so nothing is restocked until staff "
+            "fix them."
+        )
+    rules = "; ".join(f"restock {key}" for key in goods.restock) or "none"
+    if not goods.restock:
+        raise ControlError(
+            f"{npc.key} has no restock rule. Add one: aigoods {npc.key} = restock proto:<KEY> "
+            "keep <n> every <hours>h."
+        )
+    keys = tuple(goods.restock)
+    if str(item or "").strip():
+        try:
+            key = rule_key(str(item))
+        except ValueError as err:
+            raise ControlError(f"Name the item to restock: {err}.") from None
+        if key not in goods.restock:
+            raise ControlError(
+                f"{npc.key} has no restock rule of '{truncate(key, 60)}'. Its rules: {rules}."
+            )
+        keys = (key,)
+    try:
+        now = clock.game_now()
+    except Exception as err:  # the game's own clock: nothing to restock by
+        raise ControlError(f"The game clock cannot be read ({err}); nothing is restocked.") from err
+    done = restock(npc, goods, keys, now)
+    return f"{npc.key} restocked:\n" + "\n".join(f"- {line.words()}" for line in done)

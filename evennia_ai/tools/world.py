@@ -54,7 +54,7 @@ from evennia_ai.world.objects import (  # noqa: F401  (re-exported: their old ho
     is_player,
     plain_text,
 )
-from evennia_ai.world.stock import give_refusal
+from evennia_ai.world.stock import give_free, give_refusal, is_free_gift
 
 MAX_MESSAGE_LENGTH = 2000
 LOOK_LIMIT = 3000
@@ -696,13 +696,18 @@ class Give(Tool):
         refusal = give_refusal(npc, obj, receiver)  # stock is sold, never given (its rules)
         if refusal:
             return ToolResult.fail(refusal)
+        problem = None
         with capture_messages(npc) as said:
             allowed = obj.at_pre_give(npc, receiver)
-            moved = allowed and obj.move_to(receiver, quiet=True, move_type="give")
+            if allowed and is_free_gift(npc, obj):  # the move and its ledger entry together
+                problem = give_free(npc, obj, receiver)
+                moved = problem is None
+            else:
+                moved = allowed and obj.move_to(receiver, quiet=True, move_type="give")
             if moved:
                 obj.at_give(npc, receiver)
         if not moved:
-            reason = " ".join(said) or f"You could not give {obj.key} to {receiver.key}."
+            reason = problem or " ".join(said) or f"You could not give {obj.key} to {receiver.key}."
             return ToolResult.fail(reason)
         name = _item_name(obj, npc)
         npc.msg(f"You give {name} to {_display(receiver, npc)}.")

@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from evennia_ai import conf
 from evennia_ai.wording import PARTS_OF_DAY
 
 #: The standard units, in game seconds: a 60-second minute, a 60-minute hour, a 24-hour day.
@@ -227,6 +228,23 @@ def usable_calendar() -> Calendar:
     one (what the clock reads the time with; routines check :meth:`Calendar.problem`)."""
     cal = calendar()
     return Calendar() if cal.problem() else cal
+
+
+#: Why routines are not followed while ``EVENNIA_AI_ROUTINES`` is off.
+ROUTINES_OFF = "routines are off"
+
+
+def routine_calendar() -> tuple[Calendar | None, str]:
+    """The calendar routines are kept by, or None and why they are not followed: the setting
+    ``EVENNIA_AI_ROUTINES`` is off ("routines are off"), or the game's calendar cannot split a
+    day (:meth:`Calendar.problem`). The one place that decides whether routines are followed:
+    the routine's tick work and a shop's hours both ask it.
+    """
+    if not conf.get_bool("EVENNIA_AI_ROUTINES"):
+        return None, ROUTINES_OFF
+    cal = calendar()
+    problem = cal.problem()
+    return (None, problem) if problem else (cal, "")
 
 
 def split(seconds: float, cal: Calendar) -> GameTime:

@@ -5,7 +5,7 @@ The stored value (the state key ``ledger``)::
     {"entries": [{"id": "t_1a2b3c4d", "kind": "sale", "item": "lantern", ...}, ...],
      "day": "2026-11-27",
      "today": {"sold": {"lantern": 2}, "bought": {"scrap iron": 3}, "sold_units": 2,
-               "taken": 24, "paid": 6},
+               "taken": 24, "paid": 6, "partners": {"#7": 30}},
      "restocked": {"proto:iron_nails": 123456.0}}
 
 The day's counts live apart from the entries, so dropping the oldest entries never lowers a
@@ -38,6 +38,9 @@ class Today:
         sold_units: Units sold today, all items together.
         taken: Money taken in today.
         paid: Money paid out today.
+        partners: The value of today's trades with each partner, by the partner's dbref
+            (sales and purchases together): an order's approval counts it, so splitting an
+            order does not avoid the approval.
     """
 
     day: str
@@ -46,6 +49,7 @@ class Today:
     sold_units: int = 0
     taken: int = 0
     paid: int = 0
+    partners: dict[str, int] = field(default_factory=dict)
 
 
 def _count(value: JSONValue) -> int:
@@ -70,6 +74,7 @@ def today_of(ledger: JSONObject, day: str) -> Today:
         sold_units=_count(counts.get("sold_units")),
         taken=_count(counts.get("taken")),
         paid=_count(counts.get("paid")),
+        partners=_counts(counts.get("partners")),
     )
 
 
@@ -95,8 +100,12 @@ def record(ledger: JSONObject, entry: JSONObject, size: int, day: str) -> JSONOb
     today = today_of(ledger, day)
     sold, bought = dict(today.sold), dict(today.bought)
     sold_units, taken, paid = today.sold_units, today.taken, today.paid
+    partners = dict(today.partners)
     kind, item = entry.get("kind"), str(entry.get("item"))
     units, total = _count(entry.get("quantity")), _count(entry.get("total"))
+    partner = entry.get("partner_id")
+    if kind in ("sale", "purchase") and isinstance(partner, str) and total:
+        partners[partner] = partners.get(partner, 0) + total
     if kind == "sale":
         sold[item] = sold.get(item, 0) + units
         sold_units += units
@@ -117,6 +126,7 @@ def record(ledger: JSONObject, entry: JSONObject, size: int, day: str) -> JSONOb
             "sold_units": sold_units,
             "taken": taken,
             "paid": paid,
+            "partners": dict(partners),
         },
     )
     new.setdefault("restocked", {})
@@ -129,6 +139,16 @@ def rows(ledger: JSONObject, last: int) -> list[JSONObject]:
     if not isinstance(entries, list) or last <= 0:
         return []
     return [entry for entry in reversed(entries[-last:]) if isinstance(entry, dict)]
+
+
+def by_approval(ledger: JSONObject, approval: str) -> JSONObject | None:
+    """The entry of the trade that the confirmation ``approval`` ran, or None when it is not
+    in ``ledger`` (an approved trade runs once, whatever happens to its confirmation)."""
+    entries = ledger.get("entries")
+    for entry in reversed(entries if isinstance(entries, list) else []):
+        if isinstance(entry, dict) and approval and entry.get("approval") == approval:
+            return entry
+    return None
 
 
 def blocked(ledger: JSONObject) -> bool:

@@ -26,6 +26,11 @@ shop's hours), are read from a routine and a minute of the game day::
 
 A gap between slots is free time: the NPC stays where it is, closed for trade.
 
+A stored routine that cannot be read (a slot dropped, or the strictest value
+``{"slots": [], "unreadable": true}`` standing for one set aside) is
+:attr:`Routine.unreadable`: its NPC walks nowhere and its shop is closed (the strictest value,
+never "no routine, open at all hours") until staff set it again.
+
 Pure: no Django, Evennia or Twisted.
 """
 
@@ -42,6 +47,11 @@ from evennia_ai.world.clock import Calendar
 MAX_SLOTS = 12
 #: Most characters of what an NPC does in a slot.
 MAX_DOING = 120
+#: The key of a stored routine that marks it unreadable (the strictest value of a routine set
+#: aside: ``{"slots": [], "unreadable": true}``).
+UNREADABLE = "unreadable"
+#: Why a shop whose routine cannot be read does not trade, in words for anyone.
+UNREADABLE_CLOSED = "its routine cannot be read, so it does not trade until staff set it again"
 
 _SLOT_LINE = re.compile(r"^(?P<start>[^\s-]+)\s*-\s*(?P<end>\S+)\s+(?P<rest>.+)$")
 _FLAG = re.compile(r"\[\s*([^\]]*?)\s*\]")
@@ -111,13 +121,20 @@ class Routine:
     Attributes:
         slots: The slots, sorted by start.
         calendar: The calendar of their minutes.
-        dropped: Why stored slots that could not be read were left out (for a log line; see
-            :meth:`from_state`).
+        dropped: Why stored slots (or the whole stored value) could not be read (for a log
+            line and ``aistatus``; see :meth:`from_state`). Any makes the routine
+            :attr:`unreadable`.
     """
 
     slots: tuple[Slot, ...]
     calendar: Calendar = field(default=Calendar(), compare=False, repr=False)
     dropped: tuple[str, ...] = field(default=(), compare=False)
+
+    @property
+    def unreadable(self) -> bool:
+        """Whether some of the stored routine could not be read: the NPC keeps none of it
+        (no walk, no sleep slot) and does not trade."""
+        return bool(self.dropped)
 
     def now(self, minute: int) -> Slot | None:
         """The slot covering ``minute``, or None in free time between slots."""
@@ -141,11 +158,17 @@ class Routine:
         """The routine stored as ``value`` (the state key ``routine``).
 
         Never raises: a slot that cannot be read is dropped, and why is kept in
-        :attr:`dropped` for the caller to log once (this module does no logging).
+        :attr:`dropped` for the caller to log once (this module does no logging); the
+        routine is then :attr:`unreadable`, as it is for a value that is no routine at all or
+        carries the :data:`UNREADABLE` mark.
         """
-        stored = value.get("slots") if isinstance(value, dict) else None
+        if not isinstance(value, dict) or value.get(UNREADABLE):
+            return cls((), calendar=cal, dropped=("the stored routine cannot be read",))
+        stored = value.get("slots")
         slots: list[Slot] = []
         dropped: list[str] = []
+        if stored is not None and not isinstance(stored, list):
+            dropped.append("its slots are not a list")
         for number, item in enumerate(stored if isinstance(stored, list) else [], start=1):
             slot, problem = _stored_slot(item, cal)
             if slot is None:
@@ -326,16 +349,27 @@ def _overlaps(first: tuple[int, int], second: tuple[int, int], day: int) -> list
     return [(begin, finish % day) for begin, finish in found]
 
 
+def is_kept(value: object) -> bool:
+    """Whether a stored routine (the state key ``routine``) asks anything of its NPC: it has
+    slots, or it cannot be read (which closes the shop); ``{"slots": []}`` asks nothing."""
+    if not isinstance(value, dict):
+        return True
+    return bool(value.get("slots")) or bool(value.get(UNREADABLE))
+
+
 def open_for_trade(routine: Routine, minute: int, cal: Calendar) -> tuple[bool, str]:
     """Whether an NPC keeping ``routine`` trades at ``minute`` of the game day, and why not.
 
     An NPC with no slots trades at any time (a routine is optional). With slots, it trades only
-    within a slot marked ``[trade]``; free time between slots is closed.
+    within a slot marked ``[trade]``; free time between slots is closed. A routine that cannot
+    be read (:attr:`Routine.unreadable`) is closed at all times.
 
     Returns:
         ``(True, "")``, or ``(False, words)`` such as ``"having a drink until 20:00; trading
         again from 05:00"`` (words for the NPC and for a player alike).
     """
+    if routine.unreadable:
+        return False, UNREADABLE_CLOSED
     if not routine.slots:
         return True, ""
     slot = routine.now(minute)

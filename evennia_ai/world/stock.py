@@ -13,7 +13,7 @@ Glue: Evennia's objects, locks and Tags.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from evennia.prototypes import spawner
@@ -181,6 +181,23 @@ def give_refusal(npc: Any, obj: Any, receiver: Any) -> str | None:
     return None
 
 
+def is_free_gift(npc: Any, obj: Any) -> bool:
+    """Whether ``npc`` giving ``obj`` is a free gift of its goods, which :func:`give_free`
+    records in the ledger: an item its rules give freely (``free``), or any stock with
+    ``gifts on``. False for an NPC that is no shop, or whose rules cannot be read."""
+    state = find_npc_state(npc)
+    if state is None:
+        return False
+    goods = from_state(state.goods)
+    if goods.closed or goods == Goods():
+        return False
+    view = item_view(obj)
+    key = goods.key_of(view)
+    if key is not None and key in goods.free:
+        return True
+    return goods.gifts and (goods.is_stock(view) or obj.location in _containers(npc, goods))
+
+
 # -- writes: the ledger, free gifts and restocks (each all or nothing) ------------------------------
 def ready_ledger(npc: Any, state: NPCState) -> None:
     """Make sure ``npc``'s ledger Attribute exists, outside any transaction (one created inside
@@ -259,48 +276,111 @@ class _Undone(Exception):
 
 
 def restock_due(goods: Goods, kept: JSONObject, now: GameTime) -> tuple[str, ...]:
-    """The restock rules whose interval has passed at ``now`` (or that never ran)."""
+    """The restock rules whose interval has passed at ``now`` (or that never ran, or ran at a
+    game time after ``now``: a clock set back does not stop restocking). None when the goods
+    or the ledger cannot be read (fail closed)."""
     if goods.closed or ledger.blocked(kept):
         return ()
     due = []
     for key, rule in goods.restock.items():
         last = ledger.restocked_at(kept, key)
-        if last is None or now.seconds - last >= rule.every_hours * now.calendar.hour:
+        passed = None if last is None else now.seconds - last
+        if passed is None or passed < 0 or passed >= rule.every_hours * now.calendar.hour:
             due.append(key)
     return tuple(due)
 
 
-def restock(npc: Any, goods: Goods, keys: tuple[str, ...], now: GameTime) -> list[str]:
+@dataclass(frozen=True)
+class Restocked:
+    """What restocking did for one rule.
+
+    Attributes:
+        key: The rule's key (``"proto:iron_nails"``).
+        name: The name of what it makes (the first made object's key, else the key).
+        made: Objects spawned.
+        have: In stock now (after the spawn).
+        keep: What the rule keeps.
+        problem: Why nothing was made when spawning failed (rolled back), else "".
+    """
+
+    key: str
+    name: str
+    made: int
+    have: int
+    keep: int
+    problem: str = ""
+
+    def words(self) -> str:
+        """In words for staff: "3 iron nail made (proto:iron_nails, 3 of 3 kept)"."""
+        if self.problem:
+            return f"{self.key}: nothing made, {self.problem}"
+        if not self.made:
+            return f"{self.key}: none needed ({self.have} of {self.keep} kept)"
+        return f"{self.made} {self.name} made ({self.key}, {self.have} of {self.keep} kept)"
+
+
+def _have(npc: Any, goods: Goods, key: str) -> int:
+    return sum(1 for obj in holdings(npc, goods) if goods.key_of(item_view(obj)) == key)
+
+
+def restock(
+    npc: Any, goods: Goods, keys: tuple[str, ...], now: GameTime, most: int | None = None
+) -> list[Restocked]:
     """Spawn the items that ``keys``' rules are short of into ``npc``'s inventory, each rule's
-    spawn and its ledger time in one all-or-nothing block (a crash cannot spawn twice).
-    Returns what was done or why not, one line per rule that had work."""
+    spawn and its ledger entry in one all-or-nothing block (a crash cannot spawn twice).
+
+    A rule is marked as run at ``now`` when its stock is full (already, or by this spawn), so
+    it is due again ``every`` game hours later. ``most`` bounds the objects spawned in all: a
+    rule cut short by it is not marked and goes on at the next call. Nothing is done when the
+    goods or the ledger cannot be read.
+
+    Returns:
+        What was done for each rule looked at, in the order of ``keys``.
+    """
     state = find_npc_state(npc)
-    if state is None:
+    if state is None or goods.closed or ledger.blocked(state.ledger):
         return []
-    done = []
+    done: list[Restocked] = []
+    left = most
     for key in keys:
         rule = goods.restock.get(key)
         if rule is None:
             continue
-        have = sum(1 for obj in holdings(npc, goods) if goods.key_of(item_view(obj)) == key)
-        if rule.keep > have:
-            done.append(_restock_one(npc, state, key, rule.prototype, rule.keep - have, now))
+        have = _have(npc, goods, key)
+        missing = rule.keep - have
+        if missing <= 0:
+            state.update(LEDGER, _marking(key, now.seconds))  # full: checked again later
+            done.append(Restocked(key, key, 0, have, rule.keep))
+            continue
+        if left is not None and left <= 0:
+            break
+        count = missing if left is None else min(missing, left)
+        result = _restock_one(npc, state, key, rule.prototype, count, now, full=count == missing)
+        done.append(replace(result, have=have + result.made, keep=rule.keep))
+        if left is not None:
+            left -= count
     return done
 
 
+def _marking(key: str, seconds: float) -> Callable[[JSONObject], JSONObject]:
+    """A change of the ledger that marks the restock rule ``key`` as run at ``seconds``."""
+    return lambda kept: ledger.mark_restocked(kept, key, seconds)
+
+
 def _restock_one(
-    npc: Any, state: NPCState, key: str, prototype: str, missing: int, now: GameTime
-) -> str:
-    """Spawn ``missing`` items of ``prototype`` into ``npc`` and note the restock, together."""
+    npc: Any, state: NPCState, key: str, prototype: str, count: int, now: GameTime, full: bool
+) -> Restocked:
+    """Spawn ``count`` items of ``prototype`` into ``npc`` and write the ledger's entry,
+    together (marking the rule as run when ``full``)."""
     ready_ledger(npc, state)
     touched = Touched(holders={npc})
 
     def marked(kept: JSONObject) -> JSONObject:
-        return ledger.mark_restocked(kept, key, now.seconds)
+        return ledger.mark_restocked(kept, key, now.seconds) if full else kept
 
     try:
         with all_or_nothing(touched):
-            made = spawner.spawn(*[prototype] * missing)
+            made = spawner.spawn(*[prototype] * count)
             touched.created.extend(made)
             for obj in made:
                 obj.move_to(npc, quiet=True, move_type="restock")
@@ -318,5 +398,5 @@ def _restock_one(
             write_entry(npc, state, touched, entry, marked)
     except Exception as err:
         logger.log_trace(f"{log_prefix(npc)}: restocking {key} failed and was rolled back")
-        return f"{key}: not restocked ({err})"
-    return f"{key}: {len(made)} spawned"
+        return Restocked(key, key, 0, 0, 0, f"it failed and was undone ({err})")
+    return Restocked(key, str(entry["name"]), len(made), 0, 0)

@@ -69,6 +69,14 @@ class TradeAborted(Exception):
     """A trade cannot go on; the message says why, in words ("Alice no longer exists")."""
 
 
+class _AlreadyDone(Exception):
+    """The confirmation of an approved order already ran it: its ledger entry is ``entry``."""
+
+    def __init__(self, entry: JSONObject) -> None:
+        super().__init__("already done")
+        self.entry = entry
+
+
 @dataclass(frozen=True)
 class TradeOrder:
     """One trade, as asked for.
@@ -151,17 +159,22 @@ class TradeResult:
         refused: Empty when done; else why not, as a clause for people ("only 2 of the
             lantern in stock", "Alice has only 5 coins; 1 lantern at 12 coins cost 12").
         pending: The confirmation's id when it waits for a Builder's approval.
-        entry: The ledger entry written, when done.
+        entry: The ledger entry written, when done (the earlier one, with ``already``).
+        already: The approval that ran it had run it before (the server stopped before the
+            confirmation was marked decided): nothing moved this time.
     """
 
     done: bool
     refused: str
     pending: str | None = None
     entry: JSONObject | None = None
+    already: bool = False
 
     def to_player(self, viewer: Any) -> str:
         """The result in one line for ``viewer``, a player ("The trade did not happen: only 2
         of the lantern in stock.")."""
+        if self.already:
+            return f"The trade was already done: {_summary(self.entry or {})}."
         if self.done:
             return f"The trade is done: {_summary(self.entry or {})}."
         if self.pending:
@@ -170,6 +183,11 @@ class TradeResult:
 
     def to_model(self) -> str:
         """The result as the NPC's model reads it (a tool's result)."""
+        if self.already:
+            return (
+                f"The trade was already done ({(self.entry or {}).get('id')}): "
+                f"{_summary(self.entry or {})}. Nothing changed hands again."
+            )
         if self.done:
             entry = self.entry or {}
             purse = entry.get("purse")
@@ -241,14 +259,16 @@ def _parties(order: TradeOrder) -> NPCState:
 
 def closed_now(stored: JSONObject) -> str | None:
     """Why the NPC's routine (``stored``, its state ``routine``) keeps its shop shut now, or
-    None (an NPC without slots trades at any time)."""
-    if not (conf.get_bool("EVENNIA_AI_ROUTINES") and stored.get("slots")):
-        return None  # routines off (kept, not followed) or none: open at any time
-    cal = clock.calendar()
-    if cal.problem():  # a calendar that cannot split a day: routines are off
-        return None
+    None (an NPC without slots trades at any time).
+
+    A routine that cannot be read (:attr:`~evennia_ai.world.routine.Routine.unreadable`) keeps
+    it shut: the strictest value, not "no routine".
+    """
+    cal, _off = clock.routine_calendar()
+    if cal is None or not routine.is_kept(stored):
+        return None  # routines off (kept, not followed), or none: open at any time
     is_open, why = routine.open_for_trade(
-        routine.Routine.from_state(stored, cal), clock.game_now().minute, cal
+        routine.Routine.from_state(stored, cal), clock.split(clock.source(), cal).minute, cal
     )
     return None if is_open else why or "the shop is closed now"
 
@@ -391,6 +411,10 @@ def _plan(order: TradeOrder) -> _Plan:
     if not attribute_writes.on_reactor_thread():
         raise TradeAborted("a trade runs on the server's main thread only")
     state = _parties(order)
+    if order.via == "approval":  # an approval runs its trade once, whatever became of it
+        earlier = ledger.by_approval(state.ledger, order.approval or "")
+        if earlier is not None:
+            raise _AlreadyDone(earlier)
     goods = _rules(order, state)
     adapter = money()
     if order.direction == "sell":
@@ -407,11 +431,21 @@ def _checked(order: TradeOrder) -> _Plan | TradeResult:
     """The plan of ``order``, or the refusal in words (an unexpected error logged)."""
     try:
         return _plan(order)
+    except _AlreadyDone as done:
+        return _already(order, done.entry)
     except (TradeAborted, MoneyError) as err:
         return _refused(order, str(err))
     except Exception:
         logger.log_trace(f"{log_prefix(order.npc)}: a trade could not be checked")
         return TradeResult(done=False, refused=UNCHECKED)
+
+
+def _already(order: TradeOrder, entry: JSONObject) -> TradeResult:
+    logger.log_info(
+        f"{log_prefix(order.npc)}: approval {order.approval} had already run its trade "
+        f"({entry.get('id')}); nothing moved again"
+    )
+    return TradeResult(done=True, refused="", entry=entry, already=True)
 
 
 def check(order: TradeOrder) -> TradeResult | None:
@@ -422,7 +456,7 @@ def check(order: TradeOrder) -> TradeResult | None:
     :func:`approval_needed`'s question.
     """
     checked = _checked(order)
-    return checked if isinstance(checked, TradeResult) else None
+    return checked if isinstance(checked, TradeResult) and not checked.done else None
 
 
 def approval_limit(goods: Goods) -> int | None:
@@ -436,19 +470,30 @@ def approval_limit(goods: Goods) -> int | None:
     return min(limits) if limits else None
 
 
+def approval_value(order: TradeOrder, state: NPCState, total: int) -> int:
+    """What ``order`` (worth ``total``) counts for against the approval value: its total and
+    the value of the partner's earlier trades with the NPC this real (UTC) day, sales and
+    purchases together, so that splitting an order does not avoid the approval."""
+    earlier = ledger.today_of(state.ledger, today()).partners.get(order.partner.dbref, 0)
+    return total + earlier
+
+
 def approval_needed(order: TradeOrder) -> str | None:
     """Why ``order`` must wait for a Builder's approval, for the approver ("Bram sells Alice
-    1 sword for 120 coins (above 100)"), or None when it need not (or is refused anyway)."""
+    1 sword for 120 coins (above 100)"; "... for 60 coins (120 coins with today's earlier
+    trades, above 100)"), or None when it need not (or is refused anyway)."""
     checked = _checked(order)
     if isinstance(checked, TradeResult):
         return None
     limit = approval_limit(checked.goods)
-    if limit is None or checked.total <= limit:
+    value = approval_value(order, checked.state, checked.total)
+    if limit is None or value <= limit:
         return None
     verb = "sells" if order.direction == "sell" else "buys from"
+    counted = f"{coins(value)} with today's earlier trades, " if value != checked.total else ""
     return (
         f"{order.npc.key} {verb} {order.partner.key} {order.quantity} {checked.name} for "
-        f"{coins(checked.total)} (above {limit})"
+        f"{coins(checked.total)} ({counted}above {limit})"
     )
 
 
@@ -514,16 +559,24 @@ def execute(order: TradeOrder) -> TradeResult:
     one transaction (all or nothing), then tell those concerned. The one path by which goods
     and money change hands; never raises for a refusal.
 
-    An order worth more than :func:`approval_limit` runs only ``via="approval"``: another way
-    it is refused, and the caller queues it (``engine.confirmations.queue_trade``).
+    An order worth more than :func:`approval_limit` (counted with the partner's earlier
+    trades today, :func:`approval_value`) runs only ``via="approval"``: another way it is
+    refused, and the caller queues it (``engine.confirmations.queue_trade``). An approval
+    runs its trade once: when the ledger already has an entry of that approval (the server
+    stopped between the trade and the confirmation's decision), the result is that entry,
+    ``already``, and nothing moves; this is checked again inside the transaction.
     """
     plan = _checked(order)
     if isinstance(plan, TradeResult):
         return plan
     limit = approval_limit(plan.goods)
-    if order.via != "approval" and limit is not None and plan.total > limit:
+    value = approval_value(order, plan.state, plan.total)
+    if order.via != "approval" and limit is not None and value > limit:
+        today_too = " (with today's earlier trades)" if value != plan.total else ""
         return _refused(
-            order, f"a trade worth more than {coins(limit)} needs an operator's approval first"
+            order,
+            f"a trade worth more than {coins(limit)}{today_too} needs an operator's approval "
+            "first",
         )
     try:
         _ready(order, plan)
@@ -536,6 +589,8 @@ def execute(order: TradeOrder) -> TradeResult:
     try:
         with all_or_nothing(touched):
             entry = _exchange(order, touched)
+    except _AlreadyDone as done:  # found inside the transaction: nothing was written
+        return _already(order, done.entry)
     except (TradeAborted, MoneyError) as err:
         return _refused(order, str(err))
     except Exception:
@@ -581,6 +636,7 @@ __all__ = [
     "TradeResult",
     "approval_limit",
     "approval_needed",
+    "approval_value",
     "check",
     "execute",
 ]

@@ -13,6 +13,7 @@ from unittest import mock
 from evennia.objects.objects import DefaultExit, DefaultObject, DefaultRoom
 from evennia.utils.create import create_object
 from support.commands import AICommandTestBase, words
+from unit.world.test_stock import nails_prototype
 
 from evennia_ai.commands.npcs import CmdAINpc, CmdAIStatus
 from evennia_ai.commands.world import CmdAIGoods, CmdAIRoutine
@@ -265,3 +266,38 @@ class TestAIGoods(WorldCommandTest):
                 assert str(err)
             else:
                 raise AssertionError("no refusal")
+
+    def test_aigoods_restock_says_what_was_made(self):
+        nails_prototype()
+        self.says(CmdAIGoods(), "/restock Innkeeper", "Innkeeper has no restock rule. Add one")
+        world_controls.set_goods(
+            self.npc, "sell proto:iron_nails 1; restock proto:IRON_NAILS keep 3 every 6h"
+        )
+        self.says(
+            CmdAIGoods(),
+            "/restock Innkeeper = proto:IRON_NAILS",
+            "Innkeeper restocked:",
+            "3 iron nail made (proto:iron_nails, 3 of 3 kept)",
+        )
+        assert [obj.key for obj in self.npc.contents].count("iron nail") == 3
+        self.says(CmdAIGoods(), "/restock Innkeeper", "proto:iron_nails: none needed (3 of 3")
+        self.says(CmdAIGoods(), "/restock Innkeeper = lantern", "has no restock rule of 'lantern'")
+        self.says(CmdAIGoods(), "/ledger Innkeeper", "made 3 iron nail", "restock")
+        self.npc.ai.set("goods", {"closed": True})
+        self.says(CmdAIGoods(), "/restock Innkeeper", "could not be read, so nothing is restocked")
+        assert [obj.key for obj in self.npc.contents].count("iron nail") == 3
+
+
+class TestUnreadableRoutineInStatus(WorldCommandTest):
+    def test_aistatus_says_an_unreadable_routine_walks_nowhere_and_closes_the_shop(self):
+        world_controls.set_routine(self.npc, "05:00-11:00 Market: selling [trade]")
+        world_controls.set_goods(self.npc, "sell lantern 12")
+        stored = self.npc.ai.routine
+        stored["slots"][0]["end"] = "99:00"  # a hand edit the schema lets through
+        self.npc.ai.set("routine", stored)
+        self.says(
+            CmdAIStatus(),
+            "Innkeeper",
+            "routine: its routine cannot be read, so it walks nowhere and does not trade",
+            "shop: not trading now: its routine cannot be read",
+        )

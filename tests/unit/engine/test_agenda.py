@@ -49,6 +49,7 @@ class FakeAI:
             "history": [],
             "model": None,
             "routine": {"slots": []},
+            "goods": {},  # no restock rules: the tick's restocking reads only this
         }
         self.state.update(state)
         self.writes: list[str] = []

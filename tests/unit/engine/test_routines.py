@@ -18,6 +18,7 @@ from evennia.utils.create import create_object
 from support.game_clock import DAY, GameClock
 from twisted.internet import defer
 from unit.engine.test_assistant_tick import AssistantTestBase
+from unit.world.test_stock import nails_prototype
 
 from evennia_ai.engine import floor, routines, upkeep
 from evennia_ai.engine.agenda import Agenda
@@ -26,11 +27,13 @@ from evennia_ai.memory import longterm
 from evennia_ai.memory.events import Event
 from evennia_ai.memory.longterm import ConsolidationResult
 from evennia_ai.npc.state import AttributeState
-from evennia_ai.npc_state import ROUTINE
+from evennia_ai.npc_state import GOODS, ROUTINE
 from evennia_ai.typeclasses import AIAssistantCharacter
 from evennia_ai.utils import iso_utc, today, utcnow
 from evennia_ai.workspace.journal import add_entry
-from evennia_ai.world import clock
+from evennia_ai.world import clock, stock, trade
+from evennia_ai.world.goods import parse_goods, to_state
+from evennia_ai.world.routine import UNREADABLE_CLOSED
 
 #: Idle work that would call the model is off: only the routine may act.
 QUIET = {
@@ -562,3 +565,99 @@ class TestStatusAndChanges(RoutineTestBase):
         assert len(logged.call_args_list) == 1 and "routines are off" in logged.call_args[0][0]
         assert routines.status(self.npc).state == "off"
         assert checked.problems[0].startswith("Routines are off in this game: TIME_UNITS gives")
+
+
+class TestRestockingAtTicks(RoutineTestBase):
+    """A shop's restock rules run at its ticks, with or without a routine, with no model
+    call and a bounded spawn per tick."""
+
+    def setUp(self):
+        super().setUp()
+        nails_prototype()
+        goods, problems = parse_goods(
+            "sell proto:iron_nails 1\nrestock proto:iron_nails keep 25 every 6h"
+        )
+        assert problems == []
+        self.npc.ai.set(GOODS, to_state(goods))
+        self.at("01:00")
+
+    def nails(self) -> list:
+        return [obj for obj in self.npc.contents if obj.key == "iron nail"]
+
+    def test_a_shop_restocks_at_its_ticks_bounded_with_no_model_call(self):
+        counts = []
+        for _ in range(4):
+            self.tick()
+            counts.append(len(self.nails()))
+        assert counts == [10, 20, 25, 25]  # RESTOCK_PER_TICK a tick, then full
+        for nail in self.nails()[:5]:
+            nail.delete()  # sold, say
+        self.at("06:59")
+        self.tick()
+        assert len(self.nails()) == 20  # not due before six game hours
+        self.at("07:00")
+        self.tick()
+        assert len(self.nails()) == 25
+        assert self.server.requests == []
+
+    def test_an_npc_with_a_routine_restocks_too_while_it_walks(self):
+        self.set_routine(BAKER)
+        self.at("11:00")
+        self.tick()
+        assert self.where() == "Street" and len(self.nails()) == 10
+
+    def test_unreadable_goods_restock_nothing(self):
+        self.npc.ai.set(GOODS, {"closed": True})
+        self.ticks(2)
+        assert self.nails() == [] and self.npc.ai.ledger["entries"] == []
+
+    def test_a_failed_spawn_is_logged_and_tried_again_a_minute_later(self):
+        with mock.patch.object(
+            stock.spawner, "spawn", side_effect=KeyError("no prototype")
+        ) as spawn:
+            self.tick()
+            self.tick()
+            assert spawn.call_count == 1  # not hammered every tick
+            failed = self.npc.ndb.ai_restock_failed
+            failed["proto:iron_nails"] -= routines.RESTOCK_RETRY_SECONDS
+            self.tick()
+            assert spawn.call_count == 2
+        self.npc.ndb.ai_restock_failed["proto:iron_nails"] -= routines.RESTOCK_RETRY_SECONDS
+        self.tick()
+        assert len(self.nails()) == 10
+
+
+class TestUnreadableRoutine(RoutineTestBase):
+    """A routine that cannot be read: the NPC walks nowhere and its shop is closed (the
+    strictest value), and aistatus says so."""
+
+    def test_a_routine_with_an_unreadable_slot_walks_nowhere_and_closes_the_shop(self):
+        self.set_routine(BAKER)
+        stored = self.npc.ai.routine
+        stored["slots"][0]["start"] = "25:00"  # a hand edit (the schema passes it) of the
+        # Bakery's slot: without the rule it would walk to the Market's, which reads well
+        self.npc.ai.set(ROUTINE, stored)
+        self.at("11:00")
+        self.ticks(2)
+        assert self.where() == "Bakery"
+        known = routines.status(self.npc)
+        assert known.state == "off" and known.why.startswith(routines.UNREADABLE_STATUS)
+        assert known.open_for_trade == (False, UNREADABLE_CLOSED)
+        assert trade.closed_now(self.npc.ai.routine) == UNREADABLE_CLOSED
+        assert self.server.requests == []
+
+    def test_the_strictest_value_of_a_routine_set_aside_closes_the_shop(self):
+        marked = {"slots": [], "unreadable": True}
+        assert trade.closed_now(marked) == UNREADABLE_CLOSED
+        assert trade.closed_now({"slots": []}) is None  # no routine: open at any time
+        self.npc.ai.set(ROUTINE, marked)
+        assert routines.current(self.npc) is None
+        assert routines.status(self.npc).open_for_trade == (False, UNREADABLE_CLOSED)
+
+    def test_routines_off_or_a_bad_calendar_is_decided_in_one_place(self):
+        self.set_routine(BAKER)
+        self.at("16:00")  # having a drink: closed
+        assert trade.closed_now(self.npc.ai.routine) is not None
+        with mock.patch.object(clock, "routine_calendar", return_value=(None, "off")):
+            assert trade.closed_now(self.npc.ai.routine) is None
+            assert routines.current(self.npc) is None

@@ -1,12 +1,19 @@
 """Trades above the approval value wait for a Builder; the approval runs the trade again
 through every check, so stock sold meanwhile or a purse emptied meanwhile refuses it."""
 
+from unittest import mock
+
 from django.test.utils import override_settings
 from unit.world.test_trade import TradeTestBase
 
 from evennia_ai.engine.confirmations import queue_trade
 from evennia_ai.tools.approvals import get_confirmation_queue
-from evennia_ai.world.trade import execute
+from evennia_ai.world import trade
+from evennia_ai.world.trade import TradeOrder, approval_needed, execute
+
+
+def trade_words(order):
+    return approval_needed(order)
 
 
 @override_settings(EVENNIA_AI_TRADE_APPROVAL_ABOVE=10)
@@ -57,3 +64,67 @@ class TestTradeApprovals(TradeTestBase):
         decided = self.queue.approve(entry_id, self.char1)
         assert decided["result"] == "refused at approval: Char2 no longer exists"
         assert self.lantern.location == self.npc
+
+    def test_an_approval_decided_twice_after_a_crash_runs_its_trade_once(self):
+        self.make("lantern")  # a second one: a second run would sell it
+        entry_id = queue_trade(self.order(via="words"))
+        assert self.queue.approve(entry_id, self.char2)["status"] == "approved"
+        # the server died after the trade's commit, before the "decided" write: still pending
+        entries = self.queue.attributes.get("entries").deserialize()
+        entries[entry_id].update(status="pending", decided_at=None, result=None)
+        self.queue.db.entries = entries
+        decided = self.queue.approve(entry_id, self.char2)
+        assert decided["status"] == "approved"
+        assert decided["result"].startswith("The trade was already done (t_")
+        assert self.char1.db.coins == 38 and self.npc.db.coins == 112
+        assert [obj.key for obj in self.char1.contents].count("lantern") == 1
+        assert len(self.npc.ai.ledger["entries"]) == 1
+
+    def test_an_approval_found_in_the_ledger_inside_the_transaction_moves_nothing(self):
+        order = self.order(via="approval", approval="c_twice")
+        assert execute(order).done
+        self.make("lantern")
+        first = trade._plan  # the check before the transaction misses it; the one inside sees it
+        calls = {"n": 0}
+
+        def plan_missing_first(again):
+            calls["n"] += 1
+            if calls["n"] == 1:
+                return first(TradeOrder(**{**again.__dict__, "approval": "c_other"}))
+            return first(again)
+
+        with mock.patch.object(trade, "_plan", plan_missing_first):
+            result = execute(order)
+        assert result.done and result.already and calls["n"] == 2
+        assert len(self.npc.ai.ledger["entries"]) == 1 and self.npc.db.coins == 112
+
+
+@override_settings(EVENNIA_AI_TRADE_APPROVAL_ABOVE=20)
+class TestSplitOrders(TradeTestBase):
+    """The approval value counts the partner's trades with the NPC in the same real day."""
+
+    def tearDown(self):
+        get_confirmation_queue().delete()
+        super().tearDown()
+
+    def test_two_orders_under_the_value_make_the_second_wait(self):
+        self.make("lantern")
+        assert execute(self.order()).done  # 12: under 20
+        second = self.order()
+        assert trade_words(second) == (
+            "Innkeeper sells Char 1 lantern for 12 coins (24 coins with today's earlier trades, "
+            "above 20)"
+        )
+        refused = execute(second).refused
+        assert refused == (
+            "a trade worth more than 20 coins (with today's earlier trades) needs an operator's "
+            "approval first"
+        )
+        other = self.order(partner=self.char2)  # another partner: counted apart
+        assert trade_words(other) is None and execute(other).done
+
+    def test_the_count_starts_again_the_next_real_day(self):
+        self.make("lantern")
+        assert execute(self.order()).done
+        with mock.patch("evennia_ai.world.trade.today", return_value="2999-01-01"):
+            assert trade_words(self.order()) is None

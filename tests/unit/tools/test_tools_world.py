@@ -287,6 +287,23 @@ class TestObjects(WorldToolTest):
         refused = self.run_tool("give", ctx, item="lantern", target="Char2")
         assert "could not be read" in refused.error and lantern.location == bram
 
+    def test_free_gifts_are_written_to_the_ledger(self):
+        """A free item, or stock with gifts on, goes through stock.give_free: the move and a
+        ``gift`` entry of the ledger together; a non-shop's give records nothing."""
+        bram = create_object(AIAssistantCharacter, key="Bram", location=self.room1)
+        ctx = ToolContext(npc=bram, tick_id=1)
+        lantern = create_object(DefaultObject, key="lantern", location=bram)
+        letter = create_object(DefaultObject, key="sealed letter", location=bram)
+        rope = create_object(DefaultObject, key="rope", location=bram)
+        goods, problems = parse_goods("sell lantern 12\nfree sealed letter\ngifts on")
+        assert problems == []
+        bram.ai.set("goods", goods_state(goods))
+        for item in ("sealed letter", "lantern", "rope"):
+            assert self.run_tool("give", ctx, item=item, target="Char2").success
+        assert {letter.location, lantern.location, rope.location} == {self.char2}
+        gifts = [(e["kind"], e["item"], e["partner"]) for e in bram.ai.ledger["entries"]]
+        assert gifts == [("gift", "sealed letter", "Char2"), ("gift", "lantern", "Char2")]
+
     def test_give_to_someone_absent(self):
         self.obj1.location = self.npc
         assert "no 'Bob'" in self.run_tool("give", item="Obj", target="Bob").error

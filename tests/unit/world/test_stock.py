@@ -23,6 +23,17 @@ from evennia_ai.world.stock import (
 )
 
 
+def nails_prototype() -> None:
+    """The prototype ``iron_nails`` (an "iron nail"), which the restock tests spawn."""
+    protlib.create_prototype(
+        {
+            "prototype_key": "iron_nails",
+            "key": "iron nail",
+            "typeclass": "evennia.objects.objects.DefaultObject",
+        }
+    )
+
+
 class ShopTestBase(AssistantTestBase):
     """The Innkeeper as a shop: ``set_goods(text)``, ``make(key, where)``."""
 
@@ -142,13 +153,7 @@ class TestFreeGifts(ShopTestBase):
 class TestRestock(ShopTestBase):
     def setUp(self):
         super().setUp()
-        protlib.create_prototype(
-            {
-                "prototype_key": "iron_nails",
-                "key": "iron nail",
-                "typeclass": "evennia.objects.objects.DefaultObject",
-            }
-        )
+        nails_prototype()
         self.goods = self.set_goods(
             "sell proto:iron_nails 1\nrestock proto:IRON_NAILS keep 3 every 6h"
         )
@@ -167,17 +172,46 @@ class TestRestock(ShopTestBase):
             [line] = restock(
                 self.npc, self.goods, restock_due(self.goods, self.npc.ai.ledger, now), now
             )
-        assert "not restocked" in line and self.nails() == 0
+        assert "failed and was undone" in line.words() and self.nails() == 0
         assert all(obj.key != "iron nail" for obj in self.npc.contents)
         due = restock_due(self.goods, self.npc.ai.ledger, now)
         assert due == ("proto:iron_nails",)
-        assert restock(self.npc, self.goods, due, now) == ["proto:iron_nails: 3 spawned"]
+        [line] = restock(self.npc, self.goods, due, now)
+        assert line.words() == "3 iron nail made (proto:iron_nails, 3 of 3 kept)"
         assert self.nails() == 3 and stock(self.npc, self.goods)[0].count == 3
         assert restock_due(self.goods, self.npc.ai.ledger, self.at(1000.0 + 5 * 3600)) == ()
         later = self.at(1000.0 + 6 * 3600)
-        assert (
-            restock(self.npc, self.goods, restock_due(self.goods, self.npc.ai.ledger, later), later)
-            == []
+        [line] = restock(
+            self.npc, self.goods, restock_due(self.goods, self.npc.ai.ledger, later), later
         )
+        assert line.words() == "proto:iron_nails: none needed (3 of 3 kept)"
         assert self.nails() == 3
         assert [e["kind"] for e in self.npc.ai.ledger["entries"]] == ["restock"]
+        # a full stock is checked once an interval, not at every tick
+        assert restock_due(self.goods, self.npc.ai.ledger, self.at(1000.0 + 7 * 3600)) == ()
+
+    def test_restock_is_bounded_and_goes_on_until_full(self):
+        now = self.at(1000.0)
+        [line] = restock(self.npc, self.goods, ("proto:iron_nails",), now, most=2)
+        assert (line.made, line.have) == (2, 2) and self.nails() == 2
+        assert restock_due(self.goods, self.npc.ai.ledger, now) == ("proto:iron_nails",)
+        [line] = restock(self.npc, self.goods, ("proto:iron_nails",), now, most=2)
+        assert (line.made, line.have) == (1, 3) and self.nails() == 3
+        assert restock_due(self.goods, self.npc.ai.ledger, now) == ()
+        assert [e["quantity"] for e in self.npc.ai.ledger["entries"]] == [2, 1]
+
+    def test_unreadable_goods_or_ledger_restock_nothing(self):
+        now = self.at(1000.0)
+        self.npc.ai.set("goods", {"closed": True})
+        closed = from_state(self.npc.ai.goods)
+        assert restock_due(closed, self.npc.ai.ledger, now) == ()
+        assert restock(self.npc, closed, ("proto:iron_nails",), now) == []
+        blocked = {"entries": [], "blocked": True}
+        assert restock_due(self.goods, blocked, now) == ()
+        self.npc.ai.set("ledger", blocked)
+        assert restock(self.npc, self.goods, ("proto:iron_nails",), now) == []
+        assert self.nails() == 0
+
+    def test_a_clock_set_back_does_not_stop_restocking(self):
+        kept = ledger.mark_restocked({}, "proto:iron_nails", 50000.0)
+        assert restock_due(self.goods, kept, self.at(1000.0)) == ("proto:iron_nails",)

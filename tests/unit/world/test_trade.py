@@ -284,14 +284,14 @@ class TestRulesAndApproval(TradeTestBase):
     def test_a_closed_shop_refuses_and_an_approval_still_runs(self):
         self.npc.ai.set("routine", {"slots": [{"start": "05:00", "end": "11:00", "room": "#1"}]})
         with (
-            mock.patch.object(trade.clock, "calendar") as calendar,
-            mock.patch.object(trade.clock, "game_now"),
+            mock.patch.object(trade.clock, "routine_calendar") as calendar,
+            mock.patch.object(trade.clock, "split"),
             mock.patch.object(routine.Routine, "from_state"),
             mock.patch.object(
                 routine, "open_for_trade", return_value=(False, "the shop is shut until 05:00")
             ),
         ):
-            calendar.return_value.problem.return_value = ""  # a calendar that splits a day
+            calendar.return_value = (mock.Mock(), "")  # routines followed
             assert execute(self.order()).refused == "the shop is shut until 05:00"
             assert execute(self.order(via="approval", approval="c_1")).done
 
