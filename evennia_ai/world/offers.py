@@ -31,6 +31,8 @@ from evennia_ai.world.trade import DIRECTIONS, TradeOrder
 
 #: The most open offers one NPC keeps (the oldest go first).
 MOST_OFFERS = 20
+#: The real clock offers are timed by (a seam for tests).
+now_seconds = time.time
 
 
 @dataclass(frozen=True)
@@ -170,7 +172,7 @@ def make(
 ) -> Offer:
     """Store the offer of the NPC (``state``) to ``partner`` (a player character), replacing
     its earlier one (one write), and return it."""
-    now = time.time()
+    now = now_seconds()
     offer = Offer(
         partner=partner.dbref,
         partner_key=partner.key,
@@ -188,19 +190,19 @@ def make(
 
 def pending(state: NPCState, partner: Any) -> Offer | None:
     """The NPC's (``state``) offer to ``partner`` still standing now, or None."""
-    return open_offer(state.offers, partner.dbref, time.time())
+    return open_offer(state.offers, partner.dbref, now_seconds())
 
 
 def lapsed(state: NPCState, partner: Any) -> Offer | None:
     """The NPC's last offer to ``partner`` when it has lapsed (to say so), else None."""
     offer = Offer.from_plain(state.offers.get(partner.dbref))
-    return offer if offer is not None and offer.expires <= time.time() else None
+    return offer if offer is not None and offer.expires <= now_seconds() else None
 
 
 def take(state: NPCState, partner: Any) -> Offer | None:
     """Remove the NPC's (``state``) offer to ``partner`` and return it when it still stood
     (one write, so an offer is answered once); lapsed offers go with it."""
-    now = time.time()
+    now = now_seconds()
 
     def change(stored: JSONObject) -> tuple[JSONObject, Offer | None]:
         return without(stored, partner.dbref, now), open_offer(stored, partner.dbref, now)
