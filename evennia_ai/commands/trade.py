@@ -311,7 +311,9 @@ class OfferAnswer(TradeCommand):
             npc = waiting[0][0]
         elif waiting:
             listed = ", ".join(raw(npc.key) for npc, _ in waiting)
-            raise CommandError(f"Several have made you an offer: {listed}. Say whose: {self.key} <npc>.")
+            raise CommandError(
+                f"Several have made you an offer: {listed}. Say whose: {self.key} <npc>."
+            )
         else:
             shops = self.shops_here()
             if len(shops) != 1:

@@ -98,9 +98,7 @@ def nothing_to_answer(npc: Any, partner: Any) -> str:
     lapsed = offers.lapsed(state, partner) if state is not None else None
     name = as_shown(npc.key)
     if lapsed is not None:
-        return (
-            f"{name}'s offer ({as_shown(lapsed.deal())}) has lapsed. Ask {name} again."
-        )
+        return f"{name}'s offer ({as_shown(lapsed.deal())}) has lapsed. Ask {name} again."
     return f"{name} has made you no offer to answer."
 
 
@@ -125,7 +123,9 @@ def answer(npc: Any, partner: Any, accept: bool, via: str) -> str:
     settled = settle(offer.order(npc, partner, via), offer.name)
     result = settled.result
     if result.pending:
-        _hear(state, partner, f"{partner.key} accepted your offer of {deal}; it waits for approval.")
+        _hear(
+            state, partner, f"{partner.key} accepted your offer of {deal}; it waits for approval."
+        )
     elif not result.done:
         _hear(
             state,

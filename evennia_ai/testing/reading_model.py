@@ -12,8 +12,8 @@ each kind of task the way a careful model would, using nothing but the request:
   the rooms further on), else it says it does not know the way. ``What do you sell?`` is
   answered with the wares section's ``You sell:`` line, else nothing for sale. ``I'll buy <item>
   [for <price>]`` is taken at its word with a ``trade`` offer (the player's price, ``for free``
-  being 0, else the wares' list price): it obliges, so only the rules can refuse; then it says
-  the offer or the refusal. A statement is acknowledged. An event that
+  being 0, else the wares' list price): it obliges, so only the rules can refuse; asked again
+  after the tool's answer, it says the offer or the refusal. A statement is acknowledged. An event that
   mentions the journal is first looked up with ``review_journal`` (a long tool result).
 - **reflection / reflection_cont**: every journal line it was sent that holds ``Lesson: <text>``
   becomes a rule, all in one journal entry, each on its own ``RULE:`` line after an opening
@@ -280,7 +280,9 @@ def _offer(buy: re.Match, event: str, whole: str) -> dict:
     if named:
         price = int(coins) if coins else 0
     else:
-        listed = re.search(rf"{re.escape(item)} x\d+, (\d+) coin", section(whole, WARES_HEADING) or "")
+        listed = re.search(
+            rf"{re.escape(item)} x\d+, (\d+) coin", section(whole, WARES_HEADING) or ""
+        )
         price = int(listed.group(1)) if listed else 0
     return {
         "tool_calls": [

@@ -3,8 +3,8 @@
 Pure module: no Django, Evennia or Twisted at import time.
 
 Every built-in tool belongs to a group (its ``group`` attribute): ``conversation``, ``movement``,
-``items``, ``trade``, ``memory``, ``blocks``, ``goals``, ``building``, ``self``. A tool without a group (a
-game's own tool that sets none) is always sent. A context type names the groups its requests
+``items``, ``trade``, ``memory``, ``blocks``, ``goals``, ``building``, ``self``. A tool without a
+group (a game's own tool that sets none) is always sent. A context type names the groups its requests
 carry (``ContextConfig.tool_groups``; None: every group): an ordinary ``tick_event`` sends the
 conversation tools only, about a tenth of the whole set's tokens. The situation adds groups:
 words in the events the tick answers (:data:`CUES`: "journal" adds ``memory``, "build" adds

@@ -31,7 +31,7 @@ from evennia_ai.tools.base import TEXT, Tool, ToolCategory, ToolResult, object_s
 from evennia_ai.tools.registry import register_tool
 from evennia_ai.utils import clean_text, one_line
 from evennia_ai.world import offers, paths, shopfront, trade
-from evennia_ai.world.goods import coins, from_state, rule_key
+from evennia_ai.world.goods import from_state, rule_key
 from evennia_ai.world.objects import as_shown, find_among, is_character, is_player
 from evennia_ai.world.stock import stock
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -127,14 +128,14 @@ class Offer:
 
 
 # -- on stored data (pure) ----------------------------------------------------------------------
-def open_offer(stored: JSONObject, partner: str, now: float) -> Offer | None:
+def open_offer(stored: Mapping[str, Any], partner: str, now: float) -> Offer | None:
     """The offer in ``stored`` (an NPC's ``offers``) to ``partner`` (a dbref) still standing at
     ``now``, or None."""
     offer = Offer.from_plain(stored.get(partner))
     return offer if offer is not None and offer.expires > now else None
 
 
-def without(stored: JSONObject, partner: str, now: float) -> JSONObject:
+def without(stored: Mapping[str, Any], partner: str, now: float) -> dict[str, Any]:
     """``stored`` without ``partner``'s offer and without every offer lapsed at ``now`` or
     unreadable."""
     return {
@@ -144,7 +145,9 @@ def without(stored: JSONObject, partner: str, now: float) -> JSONObject:
     }
 
 
-def put(stored: JSONObject, offer: Offer, now: float, most: int = MOST_OFFERS) -> JSONObject:
+def put(
+    stored: Mapping[str, Any], offer: Offer, now: float, most: int = MOST_OFFERS
+) -> dict[str, Any]:
     """``stored`` with ``offer`` in place of its partner's earlier one, lapsed offers dropped and
     at most ``most`` kept (the oldest dropped first)."""
     kept = without(stored, offer.partner, now)
@@ -204,7 +207,7 @@ def take(state: NPCState, partner: Any) -> Offer | None:
     (one write, so an offer is answered once); lapsed offers go with it."""
     now = now_seconds()
 
-    def change(stored: JSONObject) -> tuple[JSONObject, Offer | None]:
+    def change(stored: dict[str, Any]) -> tuple[dict[str, Any], Offer | None]:
         return without(stored, partner.dbref, now), open_offer(stored, partner.dbref, now)
 
     if partner.dbref not in state.offers:

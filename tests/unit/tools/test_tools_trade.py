@@ -19,11 +19,11 @@ from evennia_ai.commands.trade import CmdAccept, CmdDecline
 from evennia_ai.npc import perception, trade_answers
 from evennia_ai.npc_state import OFFERS
 from evennia_ai.tools import load_builtin_tools
+from evennia_ai.tools.approvals import get_confirmation_queue
 from evennia_ai.tools.base import ToolContext, ToolResult
 from evennia_ai.tools.delegate import HELPER_WITHHELD_TOOLS
 from evennia_ai.tools.groups import situation_groups
 from evennia_ai.tools.registry import TOOL_REGISTRY
-from evennia_ai.tools.approvals import get_confirmation_queue
 from evennia_ai.world import offers
 
 
@@ -36,7 +36,13 @@ class OfferTest(TradeCommandTest):
         self.ctx = ToolContext(npc=self.bram, tick_id=1)
 
     def offer(self, **arguments) -> ToolResult:
-        arguments = {"player": "Char", "direction": "sell", "item": "lantern", "price": 12, **arguments}
+        arguments = {
+            "player": "Char",
+            "direction": "sell",
+            "item": "lantern",
+            "price": 12,
+            **arguments,
+        }
         return TOOL_REGISTRY.get("trade").safe_run(self.ctx, arguments)
 
     def stored(self) -> dict:
@@ -207,7 +213,10 @@ class TestWaresAndDirections(OfferTest):
         smithy = create_object(DefaultRoom, key="The Forge Yard", nohome=True)
         create_object(DefaultExit, key="east", location=self.room1, destination=smithy)
         tool = TOOL_REGISTRY.get("directions")
-        assert "To The Forge Yard: east (1 of" in tool.safe_run(self.ctx, {"room": "the forge yard"}).content
+        assert (
+            "To The Forge Yard: east (1 of"
+            in tool.safe_run(self.ctx, {"room": "the forge yard"}).content
+        )
         cut_off = create_object(DefaultRoom, key="Walled Garden", nohome=True)
         assert "no way to Walled Garden" in tool.safe_run(self.ctx, {"room": "Walled Garden"}).error
         assert "No room is called" in tool.safe_run(self.ctx, {"room": "Atlantis"}).error
