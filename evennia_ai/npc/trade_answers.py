@@ -31,6 +31,9 @@ from evennia_ai.world import offers, trade
 from evennia_ai.world.goods import coins
 from evennia_ai.world.objects import as_shown, is_character, is_player
 
+#: The longest line read as a plain answer ("Bram, I'll take it!" and the like).
+MOST_ANSWER_CHARS = 80
+
 
 @dataclass(frozen=True)
 class Settled:
@@ -149,6 +152,8 @@ def answer_line(npc: Any, speaker: Any, content: str, line: str) -> bool:
     A line that names no NPC is left ordinary while another NPC here also waits for the
     speaker's answer (whose would it be?).
     """
+    if len(content) > MOST_ANSWER_CHARS:  # most lines: no name or state read at all
+        return False
     if not (is_character(speaker) and is_player(speaker)) or is_assistant(speaker):
         return False
     said = offers.plain_answer(content, (npc.key, *npc.aliases.all()))

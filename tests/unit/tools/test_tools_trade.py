@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from unittest import mock
 
-from django.test import override_settings
 from evennia.objects.objects import DefaultExit, DefaultRoom
 from evennia.utils.create import create_object
 from support.commands import words
@@ -157,6 +156,12 @@ class TestAcceptAndDecline(OfferTest):
         self.says(CmdAccept(), "", "The trade did not happen: only 2 of the lantern in stock")
         assert self.lanterns_with_player() == 0 and self.purses() == (50, 100)
 
+    def test_an_offer_to_buy_is_accepted(self):
+        assert self.offer(direction="buy", item="scrap iron", price=2, quantity=2).success
+        self.says(CmdAccept(), "Bram", "You sell 2 scrap iron to Bram for 4 coins")
+        assert self.purses() == (54, 96)
+        assert not [obj for obj in self.char1.contents if obj.key == "scrap iron"]
+
     def test_a_new_offer_replaces_the_old(self):
         assert self.offer(price=16).success
         assert self.offer(price=11).success
@@ -221,11 +226,3 @@ class TestWaresAndDirections(OfferTest):
         assert "no way to Walled Garden" in tool.safe_run(self.ctx, {"room": "Walled Garden"}).error
         assert "No room is called" in tool.safe_run(self.ctx, {"room": "Atlantis"}).error
         assert cut_off.pk
-
-
-@override_settings(EVENNIA_AI_TRADE_YES_WORDS=["aye"], EVENNIA_AI_TRADE_NO_WORDS=["nay"])
-def test_plain_answer_reads_the_settings():
-    assert offers.plain_answer("Aye.", ("Bram",)) is True
-    assert offers.plain_answer("bram: nay", ("Bram",)) is False
-    assert offers.plain_answer("yes", ("Bram",)) is None
-    assert offers.plain_answer("Hilda, aye", ("Bram",)) is None
