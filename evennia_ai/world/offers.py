@@ -217,7 +217,7 @@ def take(state: NPCState, partner: Any) -> Offer | None:
 
 
 # -- a plain answer ----------------------------------------------------------------------------
-_EDGE_PUNCTUATION = ".,!?;:\"' \t"
+_EDGE_PUNCTUATION = ".,!?;:@\"' \t"
 
 
 def _words(text: str) -> str:

@@ -73,6 +73,7 @@ def test_plain_answers():
     assert offers.plain_answer("yes please, the cheaper one", ("Bram",)) is None
     assert offers.plain_answer("yesterday", ("Bram",)) is None
     assert offers.plain_answer("", ("Bram",)) is None
+    assert offers.plain_answer("@Bram yes", ("Bram",)) is True
 
 
 @override_settings(EVENNIA_AI_TRADE_YES_WORDS=["aye"], EVENNIA_AI_TRADE_NO_WORDS=["nay"])
