@@ -15,7 +15,7 @@ from support.commands import words
 from unit.commands.test_commands_trade import TradeCommandTest
 
 from evennia_ai.commands.trade import CmdAccept, CmdDecline
-from evennia_ai.npc import perception, trade_answers
+from evennia_ai.npc import perception, trade_answers, world_controls
 from evennia_ai.npc_state import OFFERS
 from evennia_ai.tools import load_builtin_tools
 from evennia_ai.tools.approvals import get_confirmation_queue
@@ -201,6 +201,19 @@ class TestPlainYesAndNo(OfferTest):
         assert self.offer().success
         self.say(self.char1, "yes, but not at that price")
         assert self.lanterns_with_player() == 0 and self.stored()
+
+    def test_an_unnamed_yes_with_two_offers_waiting_is_no_answer(self):
+        hilda = self.make_npc("Hilda")
+        world_controls.set_goods(hilda, "sell bread 3")
+        self.make("bread", hilda)
+        assert self.offer().success
+        hilda_ctx = ToolContext(npc=hilda, tick_id=1)
+        arguments = {"player": "Char", "direction": "sell", "item": "bread", "price": 3}
+        assert TOOL_REGISTRY.get("trade").safe_run(hilda_ctx, arguments).success
+        self.say(self.char1, "yes")  # whose? neither is taken
+        assert self.lanterns_with_player() == 0 and self.stored()
+        self.say(self.char1, "Bram, yes")
+        assert self.lanterns_with_player() == 1 and offers.pending(hilda.ai, self.char1)
 
     def test_another_players_yes_does_not_accept(self):
         assert self.offer().success
