@@ -70,6 +70,7 @@ HOST: Final = "host"
 ROUTINE: Final = "routine"
 GOODS: Final = "goods"
 LEDGER: Final = "ledger"
+OFFERS: Final = "offers"
 
 #: Every character-held key, in the order :mod:`evennia_ai.npc.state_keys` declares them.
 CHARACTER_KEYS: Final = (
@@ -105,6 +106,7 @@ CHARACTER_KEYS: Final = (
     ROUTINE,
     GOODS,
     LEDGER,
+    OFFERS,
 )
 
 # -- the keys held on the NPC's AssistantScript ------------------------------------------------
@@ -335,6 +337,10 @@ class NPCState(Protocol):
     def ledger(self) -> JSONObject:
         """The NPC's latest trades, today's counts for its daily limits and when it last
         restocked (``blocked`` while a stored value of it is set aside)."""
+
+    @property
+    def offers(self) -> dict[str, JSONObject]:
+        """The NPC's open trade offers, one per player at most, by the player's dbref."""
 
     # -- held on the AssistantScript ---------------------------------------------------------
     @property

@@ -1,4 +1,5 @@
-"""The players' trade commands: ``wares``, ``buy`` and ``sell``, in :class:`AITradeCmdSet`.
+"""The players' trade commands: ``wares``, ``buy``, ``sell``, ``accept`` and ``decline``, in
+:class:`AITradeCmdSet`.
 
 A player trades with an AI NPC that has goods (``aigoods``) by command, at the NPC's list price
 (``buy``) or its buying price (``sell``). No model is asked: each command builds a
@@ -6,7 +7,10 @@ A player trades with an AI NPC that has goods (``aigoods``) by command, at the N
 :func:`~evennia_ai.world.trade.execute`, the one path by which goods and money change hands,
 which checks every rule again and moves item, money and ledger entry together or not at all. A
 trade worth more than the approval value is queued for a Builder
-(:func:`~evennia_ai.engine.confirmations.queue_trade`) and the player is told it waits.
+(:func:`~evennia_ai.engine.confirmations.queue_trade`) and the player is told it waits
+(:func:`evennia_ai.npc.trade_answers.settle`, shared with the plain "yes"). ``accept`` and
+``decline`` answer an offer the NPC's model made with its ``trade`` tool
+(:mod:`evennia_ai.world.offers`).
 
 Add the cmdset to your game's ``CharacterCmdSet`` (``commands/default_cmdsets.py``)::
 
@@ -28,11 +32,10 @@ from evennia.utils.ansi import raw
 
 from evennia_ai import conf
 from evennia_ai.commands.base import AICommand, CommandError
-from evennia_ai.engine import audience, confirmations
+from evennia_ai.npc import trade_answers
 from evennia_ai.npc import world_controls as world
-from evennia_ai.tools.approvals import ConfirmationError
 from evennia_ai.utils import is_assistant
-from evennia_ai.world import trade
+from evennia_ai.world import trade, wares
 from evennia_ai.world.goods import Goods, coins, rule_key
 from evennia_ai.world.money import MoneyError, money
 from evennia_ai.world.stock import StockLine, stock
@@ -44,11 +47,14 @@ TRADE_LOCK = "cmd:all()"
 
 
 def _listing(lines: list[StockLine]) -> str:
-    return ", ".join(f"{raw(line.name)} ({coins(line.rule.price)})" for line in lines) or "nothing"
+    return (
+        ", ".join(f"{raw(ware.name)} ({coins(ware.rule.price)})" for ware in wares.for_sale(lines))
+        or "nothing"
+    )
 
 
 def _bought(goods: Goods) -> str:
-    return ", ".join(f"{raw(key)} ({coins(rule.price)})" for key, rule in goods.buys.items())
+    return ", ".join(f"{raw(name)} ({coins(rule.price)})" for name, rule in wares.bought(goods))
 
 
 class TradeCommand(AICommand):
@@ -150,38 +156,11 @@ class TradeCommand(AICommand):
     def run_trade(self, order: trade.TradeOrder, name: str) -> None:
         """Run ``order`` (by command), or queue it for approval; tell the player either way
         (``name``: the item as the player reads it)."""
-        refused = trade.check(order)
-        if refused is not None:
-            raise CommandError(raw(refused.to_player(self.caller)))
-        if trade.approval_needed(order):
-            self.queue(order, name)
-            return
-        result = trade.execute(order)
-        if not result.done:  # a trade that is done told the player itself
-            raise CommandError(raw(result.to_player(self.caller)))
-
-    def queue(self, order: trade.TradeOrder, name: str) -> None:
-        """Queue ``order`` for a Builder's approval and tell the player it waits."""
-        npc = order.npc
-        try:
-            confirmations.queue_trade(order)
-        except ConfirmationError:
-            raise CommandError(
-                f"{raw(npc.key)} cannot take on more deals that need the owner's approval just "
-                "now."
-            ) from None
-        total = coins(order.quantity * order.unit_price)
-        deal = (
-            f"Buying {order.quantity} {raw(name)} from {raw(npc.key)}"
-            if order.direction == "sell"
-            else f"Selling {order.quantity} {raw(name)} to {raw(npc.key)}"
-        )
-        said = audience.render_line(npc, audience.line_of(npc, "approval"), self.caller)
-        self.msg(
-            (f"{said}\n" if said else "")
-            + f"{deal} for {total} needs an operator's approval: it waits, and you will be "
-            "told when it is decided."
-        )
+        settled = trade_answers.settle(order, name)
+        if settled.result.pending:
+            self.msg(settled.message)
+        elif not settled.result.done:  # a trade that is done told the player itself
+            raise CommandError(settled.message)
 
 
 class CmdWares(TradeCommand):
@@ -215,12 +194,12 @@ class CmdWares(TradeCommand):
         lines = [
             f"|w{name}|n is " + ("trading now." if is_open else f"not trading now: {raw(why)}.")
         ]
-        found = stock(npc, goods)
+        found = wares.for_sale(stock(npc, goods))
         if found:
             lines.append(f"{name} sells:")
             lines += [
-                f"  {raw(line.name)}: {coins(line.rule.price)} ({line.count} in stock)"
-                for line in found
+                f"  {raw(ware.name)}: {coins(ware.rule.price)} ({ware.count} in stock)"
+                for ware in found
             ]
         else:
             lines.append(f"{name} has nothing for sale just now.")
@@ -316,11 +295,95 @@ class CmdSell(TradeCommand):
         )
 
 
-TRADE_COMMANDS = [CmdWares, CmdBuy, CmdSell]
+class OfferAnswer(TradeCommand):
+    """Base of ``accept`` and ``decline``: answer the offer of a trader here."""
+
+    needs_args = False
+    #: Whether this command accepts.
+    accepts = True
+
+    def run(self):
+        waiting = trade_answers.offers_here(self.caller)
+        name = self.args.strip()
+        if name:
+            npc = self.named(name, waiting)
+        elif len(waiting) == 1:
+            npc = waiting[0][0]
+        elif waiting:
+            listed = ", ".join(raw(npc.key) for npc, _ in waiting)
+            raise CommandError(
+                f"Several have made you an offer: {listed}. Say whose: {self.key} <npc>."
+            )
+        else:
+            shops = self.shops_here()
+            if len(shops) != 1:
+                raise CommandError("No one here has made you an offer.")
+            npc = shops[0]
+        told = trade_answers.answer(npc, self.caller, self.accepts, via="command")
+        if told:
+            self.msg(told)
+
+    def named(self, name: str, waiting: list) -> Any:
+        """The NPC here called ``name`` (one with an offer for the caller first)."""
+        found = self.caller.search(name, candidates=self.caller.location.contents, quiet=True)
+        offering = [obj for obj in found if any(obj is npc for npc, _ in waiting)]
+        if len(offering) == 1 or (offering and len(found) == len(offering)):
+            return offering[0]
+        if len(found) == 1 and found[0] is not self.caller:
+            return found[0]  # no offer standing: answer() says it lapsed or there is none
+        raise CommandError(f"No one called '{raw(name)}' has made you an offer here.")
+
+
+class CmdAccept(OfferAnswer):
+    """
+    Accept the offer a trader here made you.
+
+    Usage:
+      accept [<npc>]
+
+    When a trader offers to sell you something (or to buy something you
+    carry) at a price, this takes the deal: the item and the money change
+    hands together, or nothing happens, and every rule of the trader is
+    checked again. Saying a plain |wyes|n to the trader does the same. An
+    offer stands for a short while; a deal worth more than the trader may
+    make alone waits for an operator's approval. With one offer waiting the
+    name may be left out.
+
+    Examples:
+      accept
+      accept Bram
+    """
+
+    key = "accept"
+    accepts = True
+
+
+class CmdDecline(OfferAnswer):
+    """
+    Decline the offer a trader here made you.
+
+    Usage:
+      decline [<npc>]
+
+    Turns down the trader's offer; nothing changes hands. Saying a plain
+    |wno|n to the trader does the same. With one offer waiting the name may
+    be left out.
+
+    Examples:
+      decline
+      decline Bram
+    """
+
+    key = "decline"
+    accepts = False
+
+
+TRADE_COMMANDS = [CmdWares, CmdBuy, CmdSell, CmdAccept, CmdDecline]
 
 
 class AITradeCmdSet(CmdSet):
-    """The players' trade commands: ``wares`` (``list``), ``buy`` and ``sell``."""
+    """The players' trade commands: ``wares`` (``list``), ``buy``, ``sell``, ``accept`` and
+    ``decline``."""
 
     key = "evennia_ai_trade"
 

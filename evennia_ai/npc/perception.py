@@ -14,7 +14,10 @@ delivers those to it. What it perceives becomes:
   assistant's speech tools never repeat it to anyone else (the tick that answers it runs in a
   later reactor turn, after it is remembered);
 - a line in its context buffer, for speech it only hears and anything else it sees in its
-  room.
+  room;
+- for a player's plain "yes" or "no" (``EVENNIA_AI_TRADE_YES_WORDS`` / ``_NO_WORDS``) while an
+  offer of the NPC waits for them: the answer, at once and without a model call
+  (:func:`evennia_ai.npc.trade_answers.answer_line`); the NPC hears the line and the outcome.
 
 Open speech (``say``, ``pose``) goes through its room's floor (:mod:`evennia_ai.engine.floor`):
 one decision per line, shared by every AI NPC that hears it, says which of them it wakes (the
@@ -49,7 +52,7 @@ from evennia_ai.memory.events import (
     Event,
     render_events,
 )
-from evennia_ai.npc import answering
+from evennia_ai.npc import answering, trade_answers
 from evennia_ai.tools import safety
 from evennia_ai.utils import is_assistant
 
@@ -256,6 +259,8 @@ def perceive_speech(npc, speaker, kind: str, plain: str) -> None:
     the room's floor wakes the NPC for it (:func:`evennia_ai.engine.floor.decide`), else only
     heard (``npc.ai.hear``: no queue write, tick or embedding)."""
     content, line = _speech(kind, plain)
+    if kind == "say" and trade_answers.answer_line(npc, speaker, content, line):
+        return  # a plain yes or no to its offer: answered now, heard, no model call
     decision = floor.decide(npc, speaker, kind, content)
     source = getattr(speaker, "dbref", None)
     name = getattr(speaker, "key", None) or str(speaker)

@@ -50,6 +50,7 @@ from evennia_ai.npc_state import (
     LINES,
     METRICS,
     MODEL,
+    OFFERS,
     PAUSED,
     PERSONA,
     PRIVATE_WHISPERS,
@@ -624,6 +625,27 @@ _DECLARED: tuple[StateKey, ...] = (
         "limits, apart, and when each restock rule last ran (unreadable records stop its "
         "trading).",
         strict=lambda kept: {"entries": [], "blocked": True},
+    ),
+    StateKey(
+        OFFERS,
+        dict,
+        {
+            "type": "object",
+            "additionalProperties": _object(
+                {
+                    "partner": _TEXT,
+                    "direction": {"type": "string", "enum": ["sell", "buy"]},
+                    "item": _TEXT,
+                    "quantity": _COUNT,
+                    "unit_price": _COUNT,
+                    "expires": _NUMBER,
+                },
+                required=["partner", "direction", "item", "quantity", "unit_price", "expires"],
+            ),
+        },
+        "The NPC's open trade offers (its trade tool's), one per player at most, by the "
+        "player's dbref; each expires after EVENNIA_AI_TRADE_OFFER_SECONDS (unreadable offers "
+        "are dropped: none can be accepted).",
     ),
 )
 

@@ -447,7 +447,7 @@ def _check_tool_groups(value: Any) -> list[str]:
         return []
     if not _is_sequence(value) or not all(isinstance(v, str) and v.strip() for v in value):
         return [
-            "tool_groups must be a list of tool group names (conversation, movement, items, "
+            "tool_groups must be a list of tool group names (conversation, movement, items, trade, "
             "memory, blocks, goals, building, self, or a game's own), or None for every tool."
         ]
     return []

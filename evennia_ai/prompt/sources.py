@@ -57,9 +57,8 @@ from evennia_ai.workspace.behaviour_rules import render_rules
 from evennia_ai.workspace.goals import render_goals
 from evennia_ai.workspace.projects import render_active_project
 from evennia_ai.workspace.session_memory import render_session_memory
-from evennia_ai.world import clock, money, paths, place, stock, trade, wares
+from evennia_ai.world import clock, paths, place, shopfront
 from evennia_ai.world.clock import GameTime
-from evennia_ai.world.goods import CLOSED, from_state
 from evennia_ai.world.routine import Routine
 
 
@@ -176,21 +175,11 @@ def _wares(builder: ContextBuilder) -> str:
     """A trading NPC's wares (:mod:`evennia_ai.world.wares`), composed into the character
     context after its place, within ``EVENNIA_AI_GOODS_TOKENS`` (0: none)."""
     budget = conf.get_int("EVENNIA_AI_GOODS_TOKENS")
-    goods = from_state(builder.snapshot.goods)
-    if budget <= 0 or not wares.trades(goods):
+    snapshot = builder.snapshot
+    if budget <= 0 or not snapshot.goods:
         return ""
-    npc = builder.npc
-    found = [] if goods.closed else stock.stock(npc, goods)
-    items = [wares.Ware(line.name, line.count, line.rule) for line in found]
-    try:
-        adapter = money.money()
-        purse = adapter.describe(adapter.balance(npc))
-    except money.MoneyError as err:
-        purse = f"unknown ({err})"
-    closed = CLOSED if goods.closed else trade.closed_now(builder.snapshot.routine)
-    limit = trade.approval_limit(goods)
     count = TokenCounter(builder.model).count_text
-    return wares.render(goods, items, purse, closed, limit, budget, count)
+    return shopfront.wares_text(builder.npc, snapshot.goods, snapshot.routine, budget, count)
 
 
 def _game_time() -> GameTime | None:

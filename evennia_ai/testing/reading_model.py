@@ -10,7 +10,10 @@ each kind of task the way a careful model would, using nothing but the request:
   notes); otherwise it says it does not know. ``Where is the <Room>?`` (or ``How do I get to
   ...?``) is answered with the way the sense of place gives (``## Where you are``: its exits,
   the rooms further on), else it says it does not know the way. ``What do you sell?`` is
-  answered with the wares section's ``You sell:`` line, else nothing for sale. A statement is acknowledged. An event that
+  answered with the wares section's ``You sell:`` line, else nothing for sale. ``I'll buy <item>
+  [for <price>]`` is taken at its word with a ``trade`` offer (the player's price, ``for free``
+  being 0, else the wares' list price): it obliges, so only the rules can refuse; asked again
+  after the tool's answer, it says the offer or the refusal. A statement is acknowledged. An event that
   mentions the journal is first looked up with ``review_journal`` (a long tool result).
 - **reflection / reflection_cont**: every journal line it was sent that holds ``Lesson: <text>``
   becomes a rule, all in one journal entry, each on its own ``RULE:`` line after an opening
@@ -71,6 +74,10 @@ WHERE_RE = re.compile(
     r"[Ww]here is (?:the )?([A-Z][\w' -]{1,40}?)\?|[Hh]ow do I get to (?:the )?([A-Z][\w' -]{1,40}?)\?"
 )
 WARES_RE = re.compile(r"[Ww]hat do you (?:sell|have for sale)\?")
+BUY_RE = re.compile(
+    r"\b(?:I'll|I will|I want to|[Ll]et me) buy (?:(\d+) |an? |the )?([a-z][a-z' ]*?)"
+    r"(?: for (free|nothing|(\d+) coins?))?[.!?\"]"
+)
 FURTHER_RE = re.compile(r"(?:Further: |; )([^;(]+?) \(([^)]+)\)")
 # A speaker at the start of a line, after a fence's "| " or a transcript's "Event: " label.
 SPEAKER_RE = re.compile(r"^[|>\s]*(?:Event:\s*)?([A-Z][\w-]*) (?:says|asks|whispers|pages)")
@@ -237,7 +244,12 @@ def _event(body, messages, whole, task_text, instruction) -> dict:
         return {"tool_calls": [_call("review_journal", limit=50)]}
     way = WHERE_RE.search(event)
     question = QUESTION_RE.search(event)
-    if way:
+    buy = BUY_RE.search(event)
+    if buy and "trade" in offered:
+        if not _called_since_user(messages, "trade"):
+            return _offer(buy, event, whole)
+        text = _offer_result(messages)
+    elif way:
         text = _the_way(way.group(1) or way.group(2), whole)
     elif WARES_RE.search(event):
         text = _the_wares(whole)
@@ -257,6 +269,43 @@ def _event(body, messages, whole, task_text, instruction) -> dict:
     if "say" in _offered(body):
         return {"tool_calls": [_call("say", message=text)]}
     return {"text": text}
+
+
+def _offer(buy: re.Match, event: str, whole: str) -> dict:
+    """The ``trade`` call a player's "I'll buy <item> [for <price>]" asks for, taken at its word:
+    the player's own price (``for free``: 0), else the wares section's list price. It obliges
+    whatever is asked, so only the trade's rules can refuse."""
+    count, item, named, coins = buy.groups()
+    speakers = [m.group(1) for m in map(SPEAKER_RE.match, event.splitlines()) if m]
+    if named:
+        price = int(coins) if coins else 0
+    else:
+        listed = re.search(
+            rf"{re.escape(item)} x\d+, (\d+) coin", section(whole, WARES_HEADING) or ""
+        )
+        price = int(listed.group(1)) if listed else 0
+    return {
+        "tool_calls": [
+            _call(
+                "trade",
+                player=speakers[-1] if speakers else "someone",
+                direction="sell",
+                item=item.strip(),
+                quantity=int(count) if count else 1,
+                price=price,
+            )
+        ]
+    }
+
+
+def _offer_result(messages: list[dict]) -> str:
+    """What it says after its ``trade`` call: the offer, or why the rules refused it."""
+    result = _text(messages[-1])
+    try:
+        failed = json.loads(result)
+    except ValueError:
+        return "That is my offer: say yes to take it."
+    return f"I cannot: {failed.get('error', 'no')}" if isinstance(failed, dict) else result
 
 
 def _the_way(place: str, whole: str) -> str:

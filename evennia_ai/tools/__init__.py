@@ -21,6 +21,7 @@ from evennia_ai.tools.rules import ToolRule, ToolRuleState, render_tool_rules
 
 BUILTIN_TOOL_MODULES = (
     "evennia_ai.tools.world",
+    "evennia_ai.tools.trade",
     "evennia_ai.tools.workspace",
     "evennia_ai.tools.status",
     "evennia_ai.tools.delegate",

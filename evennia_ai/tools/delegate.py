@@ -34,6 +34,7 @@ HELPER_WITHHELD_TOOLS = (
             "give",  # what is given is gone
             "drop",
             "get",
+            "trade",  # an offer binds the NPC to a player
         }
     )
     | BLOCK_WRITE_TOOLS

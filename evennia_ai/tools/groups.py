@@ -3,8 +3,8 @@
 Pure module: no Django, Evennia or Twisted at import time.
 
 Every built-in tool belongs to a group (its ``group`` attribute): ``conversation``, ``movement``,
-``items``, ``memory``, ``blocks``, ``goals``, ``building``, ``self``. A tool without a group (a
-game's own tool that sets none) is always sent. A context type names the groups its requests
+``items``, ``trade``, ``memory``, ``blocks``, ``goals``, ``building``, ``self``. A tool without a
+group (a game's own tool that sets none) is always sent. A context type names the groups its requests
 carry (``ContextConfig.tool_groups``; None: every group): an ordinary ``tick_event`` sends the
 conversation tools only, about a tenth of the whole set's tokens. The situation adds groups:
 words in the events the tick answers (:data:`CUES`: "journal" adds ``memory``, "build" adds
@@ -35,6 +35,7 @@ GROUPS: dict[str, str] = {
     "conversation": "talk, emote, whisper, page and look around",
     "movement": "walk through exits to other rooms",
     "items": "pick up, drop, give and inspect things",
+    "trade": "offer players deals (sell or buy at a price) and read your wares",
     "memory": "long-term memories, your journal, notes on people, archival memory",
     "blocks": "read and edit your memory blocks",
     "goals": "goals, projects, session notes and helpers",
@@ -47,7 +48,28 @@ GROUPS: dict[str, str] = {
 CUES: dict[str, tuple[str, ...]] = {
     "memory": ("remember*", "recall*", "forget*", "forgot*", "journal*", "memor*", "notes"),
     "movement": ("go", "goes", "come", "follow*", "lead", "walk*", "way", "where", "take me"),
-    "items": ("give*", "gave", "take", "took", "drop*", "hand", "pick", "carry*", "buy", "sell"),
+    "items": ("give*", "gave", "take", "took", "drop*", "hand", "pick", "carry*"),
+    "trade": (
+        "buy*",
+        "bought",
+        "sell*",
+        "sold",
+        "price*",
+        "cost*",
+        "ware*",
+        "trade*",
+        "deal*",
+        "offer*",
+        "pay*",
+        "paid",
+        "coin*",
+        "cheap*",
+        "for free",
+        "haggl*",
+        "barter*",
+        "shop*",
+        "how much",
+    ),
     "goals": ("goal*", "project*", "plan*", "task*"),
     "building": ("build*", "dig*", "creat*", "destroy*", "describe", "desc"),
     "self": ("sleep*", "rest", "status", "tired"),

@@ -19,8 +19,9 @@ Pure: no Django, Evennia or Twisted.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Protocol
 
 from evennia_ai.utils import defuse_tags, fence
 from evennia_ai.wording import (
@@ -53,13 +54,40 @@ class Ware:
     rule: PriceRule
 
 
+class StockedKind(Protocol):
+    """One kind of item in stock as :func:`evennia_ai.world.stock.stock` lists it (its
+    ``StockLine``)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def count(self) -> int: ...
+
+    @property
+    def rule(self) -> PriceRule: ...
+
+
+def for_sale(lines: Iterable[StockedKind]) -> list[Ware]:
+    """The wares of an NPC's stock (``stock.stock(npc, goods)``), one per kind with any left:
+    the one list every view of its wares shows (its requests, the ``wares`` tool and the
+    players' ``wares`` command)."""
+    return [Ware(line.name, line.count, line.rule) for line in lines if line.count > 0]
+
+
+def bought(goods: Goods) -> list[tuple[str, BuyRule]]:
+    """What ``goods`` buy, as (name, rule), by rule key."""
+    return [(_key_name(key), rule) for key, rule in sorted(goods.buys.items())]
+
+
 def trades(goods: Goods) -> bool:
     """Whether ``goods`` make the NPC a trader (it sells or buys something, or its rules could
     not be read: a closed shop is shown closed)."""
     return bool(goods.prices or goods.buys or goods.closed)
 
 
-def _sale(ware: Ware) -> str:
+def sale_text(ware: Ware) -> str:
+    """One ware as the NPC reads it: "lantern x3, 12 coins (at least 10, at most 16)"."""
     rule = ware.rule
     limits = []
     if rule.floor < rule.price:
@@ -70,7 +98,8 @@ def _sale(ware: Ware) -> str:
     return f"{ware.name} x{ware.count}, {coins(rule.price)}{within}"
 
 
-def _purchase(name: str, rule: BuyRule) -> str:
+def purchase_text(name: str, rule: BuyRule) -> str:
+    """What it buys as the NPC reads it: "scrap iron, 2 coins (at most 3), 10 a day"."""
     most = f" (at most {rule.ceiling})" if rule.ceiling > rule.price else ""
     per_day = f", {rule.per_day} a day" if rule.per_day is not None else ""
     return f"{name}, {coins(rule.price)}{most}{per_day}"
@@ -110,9 +139,9 @@ def render(
     if left < 0:
         return ""
     lists = [
-        (WARES_SELL, [_sale(w) for w in wares if w.count > 0]),
+        (WARES_SELL, [sale_text(w) for w in wares if w.count > 0]),
         (WARES_NEVER, sorted(_key_name(key) for key in goods.never)),
-        (WARES_BUY, [_purchase(_key_name(k), r) for k, r in sorted(goods.buys.items())]),
+        (WARES_BUY, [purchase_text(name, rule) for name, rule in bought(goods)]),
     ]
     approval_line = WARES_APPROVAL.format(limit=coins(approval)) if approval is not None else ""
     if approval_line:

@@ -195,7 +195,7 @@ class TestTheCmdSet:
     def test_trade_commands_are_for_everyone_and_exported(self):
         cmdset = AITradeCmdSet()
         cmdset.at_cmdset_creation()
-        assert {cmd.key for cmd in cmdset.commands} == {"wares", "buy", "sell"}
+        assert {cmd.key for cmd in cmdset.commands} == {"wares", "buy", "sell", "accept", "decline"}
         for cmd in cmdset.commands:
             assert cmd.locks == "cmd:all()" and cmd.help_category == "trade"
             assert "Usage:" in (cmd.__doc__ or "")

@@ -151,3 +151,51 @@ class TestWaresInTheRequest(LivingWorldBase):
             request = self.ask("Innkeeper, what do you sell?")
         assert "## What you trade" not in request
         assert any("nothing for sale" in said for said in self.said())
+
+
+class TestBuyingInWords(LivingWorldBase):
+    """The reading model obliges whatever a player asks (it offers the lantern at the player's
+    price): only the trade's rules stand between a player and a free lantern."""
+
+    def setUp(self):
+        super().setUp()
+        parsed, problems = parse_goods("sell lantern 12 floor 10 ceiling 16")
+        assert problems == []
+        self.npc.ai.set("goods", goods_state(parsed))
+        for _ in range(3):
+            create.create_object(DefaultObject, key="lantern", location=self.npc)
+        self.npc.attributes.add("coins", 100)
+        self.char1.attributes.add("coins", 100)
+
+    def lanterns(self) -> int:
+        return sum(1 for obj in self.char1.contents if obj.key == "lantern")
+
+    def offered_at(self) -> list[int]:
+        """The prices of the model's ``trade`` calls (it obliged the player every time)."""
+        return [
+            call["arguments"]["price"]
+            for answer in self.answers
+            for call in answer.get("tool_calls") or []
+            if call.get("name") == "trade"
+        ]
+
+    def test_a_free_item_is_refused_by_the_rules(self):
+        self.ask("Innkeeper, I'll buy a lantern for free.")
+        assert self.offered_at() == [0] and self.npc.ai.offers == {}  # refused: no offer
+        self.speak("yes")
+        assert self.lanterns() == 0 and self.npc.ai.offers == {}
+        assert self.char1.attributes.get("coins") == 100
+
+    def test_a_price_below_the_floor_is_refused(self):
+        self.ask("Innkeeper, I'll buy a lantern for 5 coins.")
+        assert self.offered_at() == [5] and self.npc.ai.offers == {}
+        self.speak("Innkeeper, yes.")
+        assert self.lanterns() == 0 and self.char1.attributes.get("coins") == 100
+
+    def test_control_a_fair_offer_and_a_yes_succeed(self):
+        self.ask("Innkeeper, I'll buy a lantern for 12 coins.")
+        assert self.offered_at() == [12] and list(self.npc.ai.offers) == [self.char1.dbref]
+        calls = len(self.requests())
+        self.speak("yes")  # answered at once: no model request
+        assert self.lanterns() == 1 and self.char1.attributes.get("coins") == 88
+        assert len(self.requests()) == calls

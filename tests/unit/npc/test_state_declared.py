@@ -48,6 +48,7 @@ WRONG = {
     "routine": {"slots": [{"start": 5, "end": "11:00", "room": "#12"}]},
     "goods": {"prices": "cheap"},
     "ledger": {"entries": "many"},
+    "offers": {"#5": "sell"},
 }
 WRONG_SCRIPT = {
     "current_goals": [["find ale"]],
