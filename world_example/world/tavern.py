@@ -234,7 +234,7 @@ if not keeper.ai.host:
 
 # Bram the smith: an AI NPC with goods. What he holds is his stock; his trade rules price it
 # (with a floor and a ceiling), keep his hammer out of any trade, buy scrap iron, restock his
-# nails from a prototype, and ask a Builder before any trade worth more than 40 coins. His
+# nails from a prototype, and ask a Builder before any trade worth more than 20 coins. His
 # purse is the `coins` Attribute (EVENNIA_AI_MONEY = "attribute").
 from evennia.objects.objects import DefaultObject  # noqa: E402  (a batchcode block)
 from evennia.prototypes import prototypes as protlib  # noqa: E402
@@ -300,7 +300,7 @@ if not search_tag("demo_smith", category="evennia_ai"):
         "buy scrap iron 2 ceiling 3 per day 10\n"
         "never smith's hammer\n"
         "restock proto:iron_nails keep 6 every 6h\n"
-        "approve above 40",
+        "approve above 20",
     )
     bram.attributes.add("coins", 60)
 

@@ -18,7 +18,7 @@ from support.game_clock import GameClock
 
 from evennia_ai.engine import routines
 from evennia_ai.npc import world_controls
-from evennia_ai.world import clock, paths
+from evennia_ai.world import clock, paths, trade
 from evennia_ai.world.clock import Calendar
 from evennia_ai.world.goods import goods_lines
 from evennia_ai.world.money import money
@@ -123,7 +123,7 @@ class TestBramsGoods(DemoWorldTestBase):
         )
         assert found["horseshoe"].count == 3 and found["iron nails"].count == 6
         assert "buy scrap iron 2 ceiling 3 per day 10" in goods_lines(goods)
-        assert goods.approval_above == 40
+        assert goods.approval_above == 20
         assert world_controls.shop_hours(bram) == (True, "")  # no routine: open at any hour
 
     def test_his_hammer_is_never_sold_or_given(self):
@@ -150,6 +150,40 @@ class TestBramsGoods(DemoWorldTestBase):
         assert world_controls.goods_of(self.demo["bram"]).key_of(item_view(scrap[0])) == (
             "scrap iron"
         )
+
+
+class TestTradingInTheDemo(DemoWorldTestBase):
+    def order(self, npc, item, quantity=1, price=None, direction="sell"):
+        return trade.TradeOrder(npc, self.char1, direction, item, quantity, price, via="command")
+
+    def test_a_player_buys_from_bram_and_sells_him_scrap(self):
+        bram = self.demo["bram"]
+        self.char1.move_to(self.demo["smithy"], quiet=True)
+        self.char1.db.coins = 50
+        assert trade.execute(self.order(bram, "lantern", price=12)).done
+        assert trade.execute(self.order(bram, "nails", 3, 1)).done
+        scrap = next(obj for obj in self.demo["market"].contents if obj.key == "scrap iron")
+        scrap.move_to(self.char1, quiet=True)
+        assert trade.execute(self.order(bram, "scrap iron", price=2, direction="buy")).done
+        assert money().balance(self.char1) == 50 - 12 - 3 + 2
+        assert money().balance(bram) == 60 + 12 + 3 - 2
+        assert sorted(obj.key for obj in self.char1.contents) == ["iron lantern"] + [
+            "iron nails"
+        ] * 3
+        kinds = [row["kind"] for row in world_controls.ledger_rows(bram, 5)]
+        assert kinds == ["purchase", "sale", "sale"]
+
+    def test_the_rules_hold_in_the_demo(self):
+        bram, hilda = self.demo["bram"], self.demo["hilda"]
+        self.char1.move_to(self.demo["smithy"], quiet=True)
+        self.char1.db.coins = 50
+        assert trade.check(self.order(bram, "lantern", price=9)) is not None  # below the floor
+        assert trade.check(self.order(bram, "hammer", price=30)) is not None  # never sold
+        assert trade.approval_needed(self.order(bram, "knife", price=25))  # above 20 coins
+        self.char1.move_to(self.demo["bakery"], quiet=True)
+        assert trade.execute(self.order(hilda, "bread", price=2)).done  # baking: open
+        self.game.at("16:00")
+        assert trade.check(self.order(hilda, "bread", price=2)) is not None  # a cider: closed
 
 
 class TestHildasDay(DemoWorldTestBase):
