@@ -47,12 +47,12 @@ from evennia_ai.prompt.registry_io import PromptRegistryError
 from evennia_ai.tools.approvals import ConfirmationError, get_confirmation_queue
 from evennia_ai.tools.rules import RULE_FORMS
 from evennia_ai.utils import today, truncate
+from evennia_ai.workspace.goals import goal_tree
+from evennia_ai.workspace.projects import list_projects
 from evennia_ai.world.goods import Goods, coins, goods_lines
 from evennia_ai.world.ledger import today_of
 from evennia_ai.world.money import MoneyError, money
 from evennia_ai.world.stock import stock
-from evennia_ai.workspace.goals import goal_tree
-from evennia_ai.workspace.projects import list_projects
 
 RECENT_TRACES = 20  # traces shown on an NPC's page
 MAX_VALUE_CHARS = 20_000  # characters of a setting's value from a form or the API

@@ -1,14 +1,19 @@
 """
-Batchcode: the evennia-ai demo tavern.
+Batchcode: the evennia-ai demo tavern and the town around it (Bram the smith, Hilda the baker).
 
 Run in game with `batchcode tavern` (Builder). `make demo` runs it once on the first start.
-Idempotent: rooms and exits that exist already (found by key and tag) are reused.
+Idempotent: rooms, exits, NPCs and wares that exist already (found by key and tag) are reused.
 """
 
 # HEADER
 
 from evennia import create_object, search_tag
-from evennia.objects.objects import DefaultExit, DefaultRoom
+from evennia.objects.objects import DefaultExit, DefaultObject, DefaultRoom
+from evennia.prototypes import prototypes as protlib
+from evennia.prototypes import spawner
+
+from evennia_ai.npc import controls, world_controls
+from evennia_ai.typeclasses import AIAssistantCharacter
 
 TAG = ("demo_tavern", "evennia_ai")
 
@@ -55,7 +60,6 @@ exit_between("down", ["d", "tavern"], upstairs, common)
 # CODE
 
 # The AI innkeeper: persona, one goal with subtasks, one project.
-from evennia_ai.typeclasses import AIAssistantCharacter  # noqa: E402  (a batchcode block)
 
 common = room("The Gilded Tankard", "")
 keepers = [obj for obj in search_tag("demo_innkeeper", category="evennia_ai")]
@@ -161,9 +165,6 @@ else:
 # The town around the tavern (issue 36): Market Square, The Smithy, the Bakery and its loft,
 # joined by exits to the tavern and to each other. Appended after the tavern's blocks, so the
 # tavern keeps its dbrefs (START_LOCATION is #3).
-from evennia.objects.objects import DefaultObject  # noqa: E402  (a batchcode block)
-
-from evennia_ai.npc import controls  # noqa: E402
 
 common = room("The Gilded Tankard", "")
 market = room(
@@ -236,12 +237,6 @@ if not keeper.ai.host:
 # (with a floor and a ceiling), keep his hammer out of any trade, buy scrap iron, restock his
 # nails from a prototype, and ask a Builder before any trade worth more than 20 coins. His
 # purse is the `coins` Attribute (EVENNIA_AI_MONEY = "attribute").
-from evennia.objects.objects import DefaultObject  # noqa: E402  (a batchcode block)
-from evennia.prototypes import prototypes as protlib  # noqa: E402
-from evennia.prototypes import spawner  # noqa: E402
-
-from evennia_ai.npc import world_controls  # noqa: E402
-from evennia_ai.typeclasses import AIAssistantCharacter  # noqa: E402
 
 # The nails he restocks: a prototype stored in the database, so `spawn iron_nails` works for
 # builders and his `restock proto:iron_nails` rule spawns them.
@@ -311,10 +306,6 @@ if not search_tag("demo_smith", category="evennia_ai"):
 # sleeps in the loft. The demo's clock runs at 60 times real time from 06:00
 # (server/conf/settings.py): she walks to the market about two real minutes after the first
 # start, through the exits, like a player.
-from evennia.objects.objects import DefaultObject  # noqa: E402  (a batchcode block)
-
-from evennia_ai.npc import world_controls  # noqa: E402
-from evennia_ai.typeclasses import AIAssistantCharacter  # noqa: E402
 
 common = room("The Gilded Tankard", "")
 market = room("Market Square", "")

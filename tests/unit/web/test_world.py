@@ -183,7 +183,11 @@ class TestLedgerOnTheDashboard(WorldOnTheDashboardBase):
         rows = data.ledger_view(self.npc)
         assert len(rows) == data.LEDGER_SHOWN
         assert rows[0]["id"] == "t_00000014" and rows[-1]["id"] == "t_00000005"
-        assert (rows[0]["kind"], rows[0]["item"], rows[0]["total"]) == ("sold", "lantern", "12 coins")
+        assert (rows[0]["kind"], rows[0]["item"], rows[0]["total"]) == (
+            "sold",
+            "lantern",
+            "12 coins",
+        )
         html = self.page()
         assert 'data-trade="t_00000014"' in html and 'data-trade="t_00000004"' not in html
         api = self.staff.get(f"/ai/api/npcs/{self.npc.id}/world/").json()

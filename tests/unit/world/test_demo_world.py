@@ -99,9 +99,9 @@ class TestTheTown(DemoWorldTestBase):
         before = sorted(obj.id for obj in tagged)
         wares = sorted(obj.id for obj in self.demo["bram"].contents)
         again = build_demo_world()
-        assert sorted(obj.id for obj in evennia.search_tag("demo_tavern", category="evennia_ai")) == (
-            before
-        )
+        assert sorted(
+            obj.id for obj in evennia.search_tag("demo_tavern", category="evennia_ai")
+        ) == (before)
         assert again["bram"] == self.demo["bram"] and again["hilda"] == self.demo["hilda"]
         assert sorted(obj.id for obj in self.demo["bram"].contents) == wares
         assert len(protlib.search_prototype(key="iron_nails")) == 1
@@ -167,9 +167,9 @@ class TestTradingInTheDemo(DemoWorldTestBase):
         assert trade.execute(self.order(bram, "scrap iron", price=2, direction="buy")).done
         assert money().balance(self.char1) == 50 - 12 - 3 + 2
         assert money().balance(bram) == 60 + 12 + 3 - 2
-        assert sorted(obj.key for obj in self.char1.contents) == ["iron lantern"] + [
-            "iron nails"
-        ] * 3
+        assert (
+            sorted(obj.key for obj in self.char1.contents) == ["iron lantern"] + ["iron nails"] * 3
+        )
         kinds = [row["kind"] for row in world_controls.ledger_rows(bram, 5)]
         assert kinds == ["purchase", "sale", "sale"]
 
