@@ -217,13 +217,12 @@ if not [obj for obj in market.contents if obj.key == "bread stall"]:
         aliases=["stall"],
         locks="get:false()",
     )
-    for _ in range(2):
-        thing(
-            "scrap iron",
-            market,
-            "A rusty lump of iron, good for nothing but the smith's forge.",
-            aliases=["scrap"],
-        )
+    thing(
+        "scrap iron",
+        market,
+        "A rusty lump of iron, good for nothing but the smith's forge.",
+        aliases=["scrap"],
+    )
 
 # The Innkeeper stays who she is, and is the host of her common room: the lines there that
 # name no AI NPC go to her first, also when Hilda drops in for her evening drink.
