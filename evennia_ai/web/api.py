@@ -16,6 +16,7 @@ password, as Evennia's API allows by default.
 ``GET  npcs/<id>/tools/``                               tools, lists, categories and tool rules
 ``GET  npcs/<id>/budget/``                              own limits and every limit in force
 ``GET  npcs/<id>/history/``                             history size and compaction state
+``GET  npcs/<id>/world/``                               routine, goods and stock, latest trades
 ``GET  npcs/<id>/operator_prompt/``                     the operator prompt (Developer)
 ``POST npcs/<id>/settings/<name>/`` ``{"value"}``       change a setting (its own level)
 ``GET  confirmations/?status=pending&npc=<id>``         confirmation entries
@@ -26,8 +27,9 @@ password, as Evennia's API allows by default.
 =====================================================  ========================================
 
 Every endpoint needs the Builder permission; a setting needs its own level too (Builder for
-``pause``, ``resume``, ``persona``, ``host`` (yes or no), the ``line_<kind>`` lines, and
-``model`` among ``EVENNIA_AI_BUILDER_MODELS``;
+``pause``, ``resume``, ``persona``, ``host`` (yes or no), the ``line_<kind>`` lines,
+``routine`` (its text form), ``clear_routine``, ``check_routine``, ``add_goods`` (one rule),
+``remove_goods`` (an item), and ``model`` among ``EVENNIA_AI_BUILDER_MODELS``;
 Developer for any other model and the others: ``operator_prompt``, ``budget``,
 ``allow_tools``, ``deny_tools``, ``only_tools``, ``categories``, ``reset_tools``, ``add_rule``,
 ``remove_rule``); below it the answer is 403 with the level it needs. A refused change is 400
@@ -160,6 +162,17 @@ class NPCViewSet(AIViewSetMixin, viewsets.ViewSet):
         return Response(data.npc_detail(_npc(pk), request.user))
 
     @action(detail=True, methods=["get"])
+    def world(self, request, pk=None):
+        npc = _npc(pk)
+        return Response(
+            {
+                "routine": data.routine_view(npc),
+                "goods": data.goods_view(npc),
+                "ledger": data.ledger_view(npc),
+            }
+        )
+
+    @action(detail=True, methods=["get"])
     def goals(self, request, pk=None):
         return Response(data.goals_tree(_npc(pk)))
 
@@ -226,7 +239,7 @@ class NPCViewSet(AIViewSetMixin, viewsets.ViewSet):
         if refused:
             raise exceptions.PermissionDenied(refused)
         try:
-            message = data.change(npc, name, value)
+            message = data.change(npc, name, value, request.user)
         except ControlError as err:
             return Response({"detail": str(err)}, status=status.HTTP_400_BAD_REQUEST)
         return Response({"detail": message, "npc": data.npc_summary(npc, request.user)})

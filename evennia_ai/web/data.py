@@ -22,16 +22,18 @@ import json
 from dataclasses import asdict
 from typing import Any, Callable
 
+from evennia.objects.models import ObjectDB
 from twisted.internet import reactor, threads
 from twisted.python import threadable
 
 from evennia_ai import access, conf
-from evennia_ai.engine import redaction
+from evennia_ai.engine import redaction, routines
 from evennia_ai.engine.audience import LINE_KINDS
 from evennia_ai.memory import blocks as pure
 from evennia_ai.memory import longterm
 from evennia_ai.memory.block_admin import visible_blocks
 from evennia_ai.npc import controls
+from evennia_ai.npc import world_controls as world
 from evennia_ai.npc.handler import describe_last_error
 from evennia_ai.npc.history_report import history_report
 from evennia_ai.npc.lookup import NPCMatchError, all_ai_npcs, find_ai_npc
@@ -44,14 +46,19 @@ from evennia_ai.prompt.registry import get_prompt_registry
 from evennia_ai.prompt.registry_io import PromptRegistryError
 from evennia_ai.tools.approvals import ConfirmationError, get_confirmation_queue
 from evennia_ai.tools.rules import RULE_FORMS
-from evennia_ai.utils import truncate
+from evennia_ai.utils import today, truncate
 from evennia_ai.workspace.goals import goal_tree
 from evennia_ai.workspace.projects import list_projects
+from evennia_ai.world.goods import Goods, coins, goods_lines
+from evennia_ai.world.ledger import today_of
+from evennia_ai.world.money import MoneyError, money
+from evennia_ai.world.stock import stock
 
 RECENT_TRACES = 20  # traces shown on an NPC's page
 MAX_VALUE_CHARS = 20_000  # characters of a setting's value from a form or the API
 CHART_DAYS = 14  # days in the daily usage chart
 KEPT_VALUE_CHARS = 200  # characters of a value kept aside shown on the NPC page
+LEDGER_SHOWN = 10  # trades shown on an NPC's page, newest first
 
 
 class NotFound(LookupError):
@@ -156,6 +163,9 @@ def npc_detail(npc, viewer=None) -> dict:
         "history": history(npc),
         "longterm": longterm_status(npc),
         "kept_aside": kept_aside_rows(summary["quarantined"]),
+        "routine": routine_view(npc),
+        "goods": goods_view(npc),
+        "ledger": ledger_view(npc),
     }
 
 
@@ -254,6 +264,101 @@ def longterm_status(npc) -> dict:
     }
 
 
+# -- its place in the world: routine, goods, ledger (what airoutine and aigoods show) ------------
+def routine_view(npc) -> dict:
+    """``npc``'s routine as ``airoutine <npc>`` shows it: its slots (the one now marked), the
+    game time with the slot now and next, what the routine is doing (in place, walking,
+    waiting, unreachable), the route left, where the NPC is, and the text form to edit."""
+    routine = world.routine_of(npc)
+    stored = npc.ai.routine or {}
+    known = routines.status(npc)  # the slot now, read from the clock; the last tick's route
+    now, route = known.now, known.route
+    exits = []
+    if route is not None and route.exits:
+        names = {obj.id: obj.key for obj in ObjectDB.objects.filter(id__in=route.exits)}
+        exits = [names.get(exit_id, f"#{exit_id}") for exit_id in route.exits]
+    return {
+        "slots": [
+            {
+                "key": slot.key(),
+                "room": slot.where(),
+                "doing": slot.doing,
+                "flag": "trade" if slot.trade else "sleep" if slot.sleep else "",
+                "now": slot == now,
+            }
+            for slot in routine.slots
+        ],
+        "now_and_next": world.now_and_next(npc) if routine.slots else "",
+        "state": world.routine_state(npc) or "",
+        "route": exits,
+        "where": npc.location.key if npc.location else None,
+        "dropped": list(routine.dropped),
+        "set_by": str(stored.get("set_by") or "") if routine.slots else "",
+        "set_at": stored.get("set_at") if routine.slots else None,
+        "text": world.routine_text(npc),
+    }
+
+
+def goods_view(npc) -> dict:
+    """``npc``'s goods as ``aigoods <npc>`` shows them: its rules, its stock with prices,
+    whether it is open now (and why not), its purse, today's trade and warnings about its
+    containers. Rules that cannot be read show as ``closed`` and nothing else (no trade)."""
+    goods = world.goods_of(npc)
+    view: dict[str, Any] = {"closed": goods.closed, "rules": [], "stock": [], "warnings": []}
+    if goods.closed or goods == Goods():
+        return {**view, "open": False, "why_closed": "", "purse": "", "today": ""}
+    is_open, why = world.shop_hours(npc)
+    try:
+        purse = money().describe(money().balance(npc))
+    except MoneyError as err:
+        purse = f"cannot be read: {err}"
+    counts = today_of(npc.ai.ledger, today())
+    return {
+        **view,
+        "rules": goods_lines(goods),
+        "stock": [
+            {
+                "name": line.name,
+                "count": line.count,
+                "price": coins(line.rule.price),
+                "floor": line.rule.floor,
+                "ceiling": line.rule.ceiling,
+            }
+            for line in stock(npc, goods)
+        ],
+        "open": is_open,
+        "why_closed": why,
+        "purse": purse,
+        "today": (
+            f"sold {counts.sold_units} item(s) for {coins(counts.taken)}, bought "
+            f"{sum(counts.bought.values())} for {coins(counts.paid)}"
+        ),
+        "warnings": world.container_notes(npc, goods),
+    }
+
+
+def ledger_view(npc, last: int = LEDGER_SHOWN) -> list[dict]:
+    """``npc``'s ``last`` latest trades, newest first, as ``aigoods/ledger`` lists them."""
+    rows = []
+    for row in world.ledger_rows(npc, min(last, conf.get_int("EVENNIA_AI_LEDGER_SIZE"))):
+        kind = str(row.get("kind") or "")
+        total = row.get("total")
+        rows.append(
+            {
+                "id": str(row.get("id") or ""),
+                "at": row.get("at"),
+                "game": str(row.get("game") or ""),
+                "kind": {"sale": "sold", "purchase": "bought"}.get(kind, kind),
+                "quantity": row.get("quantity"),
+                "item": str(row.get("name") or row.get("item") or ""),
+                "total": coins(total) if isinstance(total, int) else "",
+                "partner": str(row.get("partner") or ""),
+                "via": str(row.get("via") or ""),
+            }
+        )
+    return rows
+
+
 # What the dashboard and the API may change on an NPC: the level each needs (see
 # :mod:`evennia_ai.access`; the model also checks the model chosen, :func:`refusal`), and the
 # function of :mod:`evennia_ai.npc.controls` that checks and writes it (the admin commands call
@@ -283,7 +388,15 @@ CONTROLS: dict[str, tuple[str, Callable]] = {
     "reset_tools": (access.EDIT, lambda npc, value: controls.reset_tools(npc)),
     "add_rule": (access.EDIT, controls.add_rule),
     "remove_rule": (access.EDIT, controls.remove_rule),
+    # its place in the world (npc.world_controls, as airoutine and aigoods)
+    "routine": (access.OPERATE, lambda npc, value, by="": world.set_routine(npc, value, by=by)),
+    "clear_routine": (access.OPERATE, lambda npc, value, by="": world.clear_routine(npc, by=by)),
+    "check_routine": (access.OPERATE, lambda npc, value: world.check_routine(npc)),
+    "add_goods": (access.OPERATE, world.add_goods_rule),
+    "remove_goods": (access.OPERATE, world.remove_goods),
 }
+#: The controls that record who made the change (as ``airoutine`` records its caller).
+SIGNED_CONTROLS = frozenset({"routine", "clear_routine"})
 
 
 def _budget_changed(npc, value: str) -> str:
@@ -328,8 +441,11 @@ def model_choices(viewer) -> list[str] | None:
     return access.builder_models()
 
 
-def change(npc, name: str, value: str = "") -> str:
+def change(npc, name: str, value: str = "", user=None) -> str:
     """Apply control ``name`` with ``value`` to ``npc`` on the reactor thread; the message.
+
+    ``user`` (the request's) is recorded by the controls that keep who made a change
+    (:data:`SIGNED_CONTROLS`: a routine's ``set_by``).
 
     Raises:
         NotFound: an unknown control.
@@ -339,6 +455,9 @@ def change(npc, name: str, value: str = "") -> str:
     value = str(value or "")
     if len(value) > MAX_VALUE_CHARS:
         raise controls.ControlError(f"A setting's value is at most {MAX_VALUE_CHARS:,} characters.")
+    if name in SIGNED_CONTROLS:
+        by = str(getattr(user, "username", "") or "")
+        return on_reactor(CONTROLS[name][1], npc, value, by=by)
     return on_reactor(CONTROLS[name][1], npc, value)
 
 

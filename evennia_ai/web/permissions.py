@@ -2,8 +2,8 @@
 
 Viewing every page and every ``GET`` of the API, and approving or rejecting a waiting action,
 need Evennia's ``Builder`` permission (as the in-game commands do); changing an NPC's settings
-needs the level of that setting (``Builder`` to pause it or set its persona, or its model
-among ``EVENNIA_AI_BUILDER_MODELS``; ``Developer`` for any other model, its operator prompt,
+needs the level of that setting (``Builder`` to pause it, set its persona, routine or goods,
+or its model among ``EVENNIA_AI_BUILDER_MODELS``; ``Developer`` for any other model, its operator prompt,
 tools, tool rules and budget; see :data:`evennia_ai.web.data.CONTROLS` and
 :func:`evennia_ai.web.data.refusal`). Permissions are checked on the account through Evennia's
 permission hierarchy, as Evennia's own REST API does; a superuser passes every check.

@@ -264,7 +264,7 @@ class NPCControlView(StaffRequiredMixin, View):
             shown = needed if not may(request.user, needed) else access.EDIT
             return refused(request, shown, problem)
         try:
-            messages.success(request, data.change(npc, name, value))
+            messages.success(request, data.change(npc, name, value, request.user))
         except ControlError as err:
             messages.error(request, str(err))
         return _back(request, reverse("evennia_ai:npc-detail", args=[npc.id]) + "#ai-settings")

@@ -2,23 +2,25 @@
 Command sets of the evennia-ai demo game (copied over the game template's by `make demo`).
 
 The only change from Evennia's defaults: characters get the evennia-ai admin commands
-(``ainpc``, ``aistatus``, ``aiprompt``, ...). Each is locked to ``perm(Builder)`` or
-``perm(Developer)``, so players without the permission neither see nor run them.
+(``ainpc``, ``aistatus``, ``aiprompt``, ...), each locked to ``perm(Builder)`` or
+``perm(Developer)`` so players without the permission neither see nor run them, and the
+players' trade commands (``wares``, ``buy``, ``sell``: ``help Trade``), which call no model.
 """
 
 from evennia import default_cmds
 
-from evennia_ai.commands import AIAdminCmdSet
+from evennia_ai.commands import AIAdminCmdSet, AITradeCmdSet
 
 
 class CharacterCmdSet(default_cmds.CharacterCmdSet):
-    """In-game commands of a puppeted character, plus the evennia-ai admin commands."""
+    """In-game commands of a puppeted character, plus the evennia-ai admin and trade commands."""
 
     key = "DefaultCharacter"
 
     def at_cmdset_creation(self):
         super().at_cmdset_creation()
         self.add(AIAdminCmdSet)
+        self.add(AITradeCmdSet)
 
 
 class AccountCmdSet(default_cmds.AccountCmdSet):

@@ -1,14 +1,19 @@
 """
-Batchcode: the evennia-ai demo tavern.
+Batchcode: the evennia-ai demo tavern and the town around it (Bram the smith, Hilda the baker).
 
 Run in game with `batchcode tavern` (Builder). `make demo` runs it once on the first start.
-Idempotent: rooms and exits that exist already (found by key and tag) are reused.
+Idempotent: rooms, exits, NPCs and wares that exist already (found by key and tag) are reused.
 """
 
 # HEADER
 
 from evennia import create_object, search_tag
-from evennia.objects.objects import DefaultExit, DefaultRoom
+from evennia.objects.objects import DefaultExit, DefaultObject, DefaultRoom
+from evennia.prototypes import prototypes as protlib
+from evennia.prototypes import spawner
+
+from evennia_ai.npc import controls, world_controls
+from evennia_ai.typeclasses import AIAssistantCharacter
 
 TAG = ("demo_tavern", "evennia_ai")
 
@@ -55,7 +60,6 @@ exit_between("down", ["d", "tavern"], upstairs, common)
 # CODE
 
 # The AI innkeeper: persona, one goal with subtasks, one project.
-from evennia_ai.typeclasses import AIAssistantCharacter  # noqa: E402  (a batchcode block)
 
 common = room("The Gilded Tankard", "")
 keepers = [obj for obj in search_tag("demo_innkeeper", category="evennia_ai")]
@@ -154,4 +158,199 @@ else:
                 }
             },
         },
+    )
+
+# CODE
+
+# The town around the tavern (issue 36): Market Square, The Smithy, the Bakery and its loft,
+# joined by exits to the tavern and to each other. Appended after the tavern's blocks, so the
+# tavern keeps its dbrefs (START_LOCATION is #3).
+
+common = room("The Gilded Tankard", "")
+market = room(
+    "Market Square",
+    "Cobbles worn smooth by carts ring a stone well. Under a striped awning stands the bread "
+    "stall; the tavern's door is in the west side of the square, the ring of a hammer comes "
+    "from the smithy to the east, and the smell of baking from the bakery to the north.",
+)
+smithy = room(
+    "The Smithy",
+    "Heat rolls off a glowing forge. Tongs, files and half-finished horseshoes hang from the "
+    "beams, and an anvil stands dark with soot in the middle of the floor.",
+)
+bakery = room(
+    "Bakery",
+    "Flour dusts every surface. A brick oven breathes warmth, racks of cooling loaves line the "
+    "walls, and a ladder climbs to the loft above.",
+)
+loft = room(
+    "Bakery Loft",
+    "A low loft under the rafters, warm from the oven below: a straw bed, a blanket chest and "
+    "a small round window over the square.",
+)
+exit_between("out", ["o", "market", "square"], common, market)
+exit_between("in", ["tavern", "tankard"], market, common)
+exit_between("east", ["e", "smithy"], market, smithy)
+exit_between("west", ["w", "out", "market"], smithy, market)
+exit_between("north", ["n", "bakery"], market, bakery)
+exit_between("south", ["s", "out", "market"], bakery, market)
+exit_between("up", ["u", "loft", "ladder"], bakery, loft)
+exit_between("down", ["d", "ladder"], loft, bakery)
+
+
+def thing(key, location, desc, aliases=(), locks=""):
+    """One object of the demo (a ware, the stall): created with the demo's tag."""
+    obj = create_object(
+        DefaultObject, key=key, location=location, aliases=list(aliases), tags=[TAG]
+    )
+    obj.db.desc = desc
+    if locks:
+        obj.locks.add(locks)
+    return obj
+
+
+if not [obj for obj in market.contents if obj.key == "bread stall"]:
+    thing(
+        "bread stall",
+        market,
+        "A trestle table under a striped awning, where the baker sells her bread at midday.",
+        aliases=["stall"],
+        locks="get:false()",
+    )
+    thing(
+        "scrap iron",
+        market,
+        "A rusty lump of iron, good for nothing but the smith's forge.",
+        aliases=["scrap"],
+    )
+
+# The Innkeeper stays who she is, and is the host of her common room: the lines there that
+# name no AI NPC go to her first, also when Hilda drops in for her evening drink.
+keeper = search_tag("demo_innkeeper", category="evennia_ai")[0]
+if not keeper.ai.host:
+    controls.set_host(keeper, "yes")
+
+# CODE
+
+# Bram the smith: an AI NPC with goods. What he holds is his stock; his trade rules price it
+# (with a floor and a ceiling), keep his hammer out of any trade, buy scrap iron, restock his
+# nails from a prototype, and ask a Builder before any trade worth more than 20 coins. His
+# purse is the `coins` Attribute (EVENNIA_AI_MONEY = "attribute").
+
+# The nails he restocks: a prototype stored in the database, so `spawn iron_nails` works for
+# builders and his `restock proto:iron_nails` rule spawns them.
+IRON_NAILS = {
+    "prototype_key": "iron_nails",
+    "prototype_desc": "A handful of the smith's iron nails (restocked by Bram).",
+    "typeclass": "evennia.objects.objects.DefaultObject",
+    "key": "iron nails",
+    "aliases": ["nails"],
+    "desc": "A handful of square-headed iron nails, still dark from the forge.",
+}
+if not protlib.search_prototype(key="iron_nails"):
+    protlib.save_prototype(dict(IRON_NAILS))
+
+smithy = room("The Smithy", "")
+if not search_tag("demo_smith", category="evennia_ai"):
+    bram = create_object(
+        AIAssistantCharacter,
+        key="Bram",
+        location=smithy,
+        home=smithy,
+        aliases=["smith", "blacksmith"],
+        tags=[("demo_smith", "evennia_ai"), TAG],
+    )
+    bram.db.desc = (
+        "A big, soot-streaked man in a leather apron, forearms scarred by sparks. He looks at "
+        "every blade as if it owed him money."
+    )
+    bram.ai.set_persona(
+        "Bram Ironside, the town's smith. Gruff and short of words, honest to a fault, proud "
+        "of his work and stubborn about his prices. He sells what he has at the forge and "
+        "buys scrap iron; his grandfather's hammer is not for sale at any price."
+    )
+    bram.ai.set_user_system_prompt(
+        "Stay in the world of the game; do not discuss being an AI unless asked directly."
+    )
+    for key, aliases, desc in (
+        ("iron lantern", ["lantern"], "A sturdy lantern of black iron with a horn window."),
+        ("iron lantern", ["lantern"], "A sturdy lantern of black iron with a horn window."),
+        ("hunting knife", ["knife"], "A broad knife with an antler handle and a keen edge."),
+        ("horseshoe", ["shoe"], "A new horseshoe, nail holes punched clean."),
+        ("horseshoe", ["shoe"], "A new horseshoe, nail holes punched clean."),
+        ("horseshoe", ["shoe"], "A new horseshoe, nail holes punched clean."),
+        ("smith's hammer", ["hammer"], "A heavy hammer, its handle worn dark by three lives."),
+    ):
+        obj = create_object(DefaultObject, key=key, location=bram, aliases=aliases, tags=[TAG])
+        obj.db.desc = desc
+    for nails in spawner.spawn(*["iron_nails"] * 6):
+        nails.move_to(bram, quiet=True, move_type="restock")
+    world_controls.set_goods(
+        bram,
+        "sell iron lantern 12 floor 10 ceiling 16\n"
+        "sell hunting knife 25 floor 20 ceiling 30\n"
+        "sell horseshoe 3\n"
+        "sell proto:iron_nails 1\n"
+        "buy scrap iron 2 ceiling 3 per day 10\n"
+        "never smith's hammer\n"
+        "restock proto:iron_nails keep 6 every 6h\n"
+        "approve above 20",
+    )
+    bram.attributes.add("coins", 60)
+
+# CODE
+
+# Hilda the baker: an AI NPC with a day in game time. She bakes at dawn and sells at the market
+# stall at midday (open for trade in both), has a drink in the tavern in the evening, and
+# sleeps in the loft. The demo's clock runs at 60 times real time from 06:00
+# (server/conf/settings.py): she walks to the market about two real minutes after the first
+# start, through the exits, like a player.
+
+common = room("The Gilded Tankard", "")
+market = room("Market Square", "")
+bakery = room("Bakery", "")
+loft = room("Bakery Loft", "")
+if not search_tag("demo_baker", category="evennia_ai"):
+    hilda = create_object(
+        AIAssistantCharacter,
+        key="Hilda",
+        location=bakery,
+        home=loft,
+        aliases=["baker"],
+        tags=[("demo_baker", "evennia_ai"), TAG],
+    )
+    hilda.db.desc = (
+        "A small, quick woman with flour to the elbows and a pencil behind one ear. She smells "
+        "of warm bread and always seems to be in a hurry."
+    )
+    hilda.ai.set_persona(
+        "Hilda Crumb, the town's baker. Up before dawn, cheerful, talkative, fond of gossip and "
+        "of her honey cakes. She sells bread at her bakery in the morning and at the market "
+        "stall at midday, and likes a cider at the Gilded Tankard in the evening."
+    )
+    hilda.ai.set_user_system_prompt(
+        "Stay in the world of the game; do not discuss being an AI unless asked directly."
+    )
+    for key, aliases, desc in (
+        ("loaf of bread", ["bread", "loaf"], "A round loaf with a crackling crust."),
+        ("loaf of bread", ["bread", "loaf"], "A round loaf with a crackling crust."),
+        ("loaf of bread", ["bread", "loaf"], "A round loaf with a crackling crust."),
+        ("loaf of bread", ["bread", "loaf"], "A round loaf with a crackling crust."),
+        ("honey cake", ["cake"], "A sticky little cake glazed with honey."),
+        ("honey cake", ["cake"], "A sticky little cake glazed with honey."),
+    ):
+        obj = create_object(DefaultObject, key=key, location=hilda, aliases=aliases, tags=[TAG])
+        obj.db.desc = desc
+    world_controls.set_goods(
+        hilda, "sell loaf of bread 2 floor 2 ceiling 3\nsell honey cake 4 floor 3 ceiling 5"
+    )
+    hilda.attributes.add("coins", 10)
+    # Rooms by dbref: a builder's own room of the same name cannot take their place.
+    world_controls.set_routine(
+        hilda,
+        f"05:00-08:00 {bakery.dbref}: baking the day's bread [trade]\n"
+        f"08:00-15:00 {market.dbref}: selling bread at the stall [trade]\n"
+        f"15:00-21:00 {common.dbref}: having a cider with the regulars\n"
+        f"21:00-05:00 {loft.dbref}: sleeping [sleep]",
+        by="world/tavern.py",
     )

@@ -1,5 +1,5 @@
 """
-Runs once, at the end of the very first server start: builds the demo tavern.
+Runs once, at the end of the very first server start: builds the demo tavern and its town.
 
 The world is built with Evennia's batchcode processor from `world/tavern.py`, exactly as a
 builder would run `batchcode tavern` in game.
