@@ -573,10 +573,13 @@ _DECLARED: tuple[StateKey, ...] = (
                         {"start": _TEXT, "end": _TEXT, "room": _TEXT},
                         required=["start", "end", "room"],
                     ),
-                }
+                },
+                "unreadable": {"type": "boolean"},
             }
         ),
-        "The NPC's day in game time: where it is, what it does, open for trade or asleep.",
+        "The NPC's day in game time: where it is, what it does, open for trade or asleep "
+        "(an unreadable routine closes its shop and it walks nowhere).",
+        strict=lambda kept: {"slots": [], "unreadable": True},
     ),
     StateKey(
         GOODS,
@@ -615,6 +618,7 @@ _DECLARED: tuple[StateKey, ...] = (
                         "sold_units": _COUNT,
                         "taken": _COUNT,
                         "paid": _COUNT,
+                        "partners": _COUNTS,
                     }
                 ),
                 "restocked": {"type": "object", "additionalProperties": _NUMBER},

@@ -83,6 +83,11 @@ CONTROLS = {
     "reset_tools": ("Developer", ""),
     "add_rule": ("Developer", "max_calls look 2"),
     "remove_rule": ("Developer", "all"),
+    "routine": ("Builder", "00:00-12:00 Room: x"),
+    "clear_routine": ("Builder", ""),
+    "check_routine": ("Builder", ""),
+    "add_goods": ("Builder", "sell lantern 12"),
+    "remove_goods": ("Builder", "lantern"),
 }
 
 
@@ -104,6 +109,8 @@ def settings_of(npc) -> dict:
         "paused": npc.ai.paused,
         "lines": npc.ai.lines,
         "host": npc.ai.host,
+        "routine": npc.ai.get("routine"),
+        "goods": npc.ai.get("goods"),
     }
 
 

@@ -79,6 +79,8 @@ class TradeCommandTest(AICommandTestBase):
 class TestTradeCommands(TradeCommandTest):
     def test_wares_buy_sell_make_no_model_request(self):
         self.innkeeper_leaves()
+        # The day's trades count together toward the approval value (12 + 24 > 30).
+        world_controls.add_goods_rule(self.bram, "approve above 40")
         self.says(
             CmdWares(),
             "",
