@@ -21,6 +21,9 @@ player talks faster than the real clock it runs on).
    half an hour (addressed to one NPC, naming nobody, to everyone, naming every NPC), then a
    chatty phase where the NPCs always name each other, and the same lines with one NPC; and
    the reactor CPU per line heard by 1 and by 10 AI NPCs. Reported against the issue's targets.
+4. **A routine's game day** (issue 36, :mod:`bench.routine_day`): the demo's baker walks her
+   day through the demo's town with nobody near: model tokens (the target is 0), moves, ticks
+   in her slot's room, and the thread CPU of a tick.
 
 "Before" figures come from ``bench/baselines/cost.json``: the player-hour and idle hour run on
 the commit before the "Cost and pace" work, the crowded room (key ``crowded``) on the commit
@@ -54,7 +57,7 @@ START = _datetime.datetime(2026, 11, 25, 20, 0, 0)  # server local time when the
 SLEEP_SCHEDULE = ("20:50", "06:00")  # the NPCs sleep the hour's last 10 minutes
 IDLE_NPCS = 10
 BASELINE = Path(__file__).resolve().parent / "baselines" / "cost.json"
-PARTS = ("player_hour", "idle_hour", "crowded")
+PARTS = ("player_hour", "idle_hour", "crowded", "routine_day")
 
 FACTS = [
     ("horse", "Thunder"),
@@ -405,9 +408,14 @@ def idle_hour() -> dict:
 
 def measure(parts: tuple[str, ...] = PARTS) -> dict:
     """Run ``parts`` (of :data:`PARTS`) in one test database; their figures by name."""
-    from bench import crowded
+    from bench import crowded, routine_day
 
-    runs = {"player_hour": player_hour, "idle_hour": idle_hour, "crowded": crowded.crowded}
+    runs = {
+        "player_hour": player_hour,
+        "idle_hour": idle_hour,
+        "crowded": crowded.crowded,
+        "routine_day": routine_day.routine_day,
+    }
     with synchronous_calls():
         return {name: runs[name]() for name in parts}
 
@@ -428,7 +436,7 @@ def _commit() -> str:
 
 def report(now: dict, before: dict | None) -> str:
     """The tables of the parts ``now`` holds, each against its "before" figures."""
-    from bench import crowded
+    from bench import crowded, routine_day
 
     text = ""
     if "player_hour" in now and "idle_hour" in now:
@@ -439,6 +447,8 @@ def report(now: dict, before: dict | None) -> str:
         text += ("\n\n" if text else "") + crowded.report(
             now["crowded"], was, label, f"now ({_commit()})"
         )
+    if "routine_day" in now:
+        text += ("\n\n" if text else "") + routine_day.report(now["routine_day"])
     return text
 
 
