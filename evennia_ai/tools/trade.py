@@ -74,7 +74,7 @@ class Trade(Tool):
     name = "trade"
     group = "trade"
     description = (
-        "Offer a player here a deal: to sell them something from your stock, or to buy "
+        "Offer a player here a deal: to sell them something of the goods you hold, or to buy "
         "something they carry, at a price per item. Nothing changes hands until they accept; "
         "your trade rules decide whether it may happen at all."
     )
