@@ -43,8 +43,14 @@ def _town() -> dict:
         ("Market Square", "north", "Bakery", "south"),
         ("Bakery", "up", "Bakery Loft", "down"),
     ):
-        create_object(DefaultExit, key=way, location=rooms[here], destination=rooms[there])
-        create_object(DefaultExit, key=back, location=rooms[there], destination=rooms[here])
+        for key, start, end in ((way, here, there), (back, there, here)):
+            create_object(
+                DefaultExit,
+                key=key,
+                location=rooms[start],
+                destination=rooms[end],
+                home=rooms[start],  # earlier parts may have removed DEFAULT_HOME
+            )
     return rooms
 
 

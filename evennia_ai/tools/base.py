@@ -356,6 +356,12 @@ class Tool:
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r} ({self.category})>"
 
+    def of_use_to(self, npc: Any) -> bool:
+        """Whether the tool is of any use to ``npc`` (a shop's tools to an NPC with goods). One
+        of no use is left out of the NPC's tools as a lock leaves one out: it narrows what is
+        allowed, never widens it. Every tool is of use unless it says otherwise."""
+        return True
+
     # ``*args, **kwargs``: each tool names its own arguments (its schema's); the type checker
     # lets an override narrow this signature only.
     def run(self, ctx: ToolContext, *args: Any, **kwargs: Any) -> object:  # pragma: no cover

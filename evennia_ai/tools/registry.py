@@ -12,7 +12,8 @@ remove tools, never add them back:
 2. the allowed categories (None: every category);
 3. the NPC's own allow list (None: no allow list) and deny list;
 4. an optional extra predicate;
-5. each tool's Evennia lock, checked against the NPC (:func:`passes_lock`).
+5. each tool's Evennia lock, checked against the NPC (:func:`passes_lock`), and whether the
+   tool is of use to it at all (:meth:`Tool.of_use_to`: a shop's tools to an NPC with goods).
 
 Example:
     @register_tool
@@ -157,7 +158,16 @@ class ToolRegistry:
             tools = [t for t in tools if t.name not in denied]
         if extra_filter is not None:
             tools = [t for t in tools if _passes(extra_filter, t)]
-        return [t for t in tools if passes_lock(npc, t)]
+        return [t for t in tools if passes_lock(npc, t) and _of_use(npc, t)]
+
+
+def _of_use(npc, tool: Tool) -> bool:
+    """:meth:`Tool.of_use_to`, and False when it cannot tell (fails closed, logged)."""
+    try:
+        return bool(tool.of_use_to(npc))
+    except Exception:
+        _log.exception("evennia_ai: could not tell whether %r is of use; tool left out", tool.name)
+        return False
 
 
 def _passes(predicate: Callable[[Tool], bool], tool: Tool) -> bool:
