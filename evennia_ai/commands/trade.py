@@ -10,7 +10,7 @@ trade worth more than the approval value is queued for a Builder
 (:func:`~evennia_ai.engine.confirmations.queue_trade`) and the player is told it waits
 (:func:`evennia_ai.npc.trade_answers.settle`, shared with the plain "yes"). ``accept`` and
 ``decline`` answer an offer the NPC's model made with its ``trade`` tool
-(:mod:`evennia_ai.world.offers`).
+(:mod:`evennia_ai.world.offers`); a name that fits several traders with an offer names none.
 
 Add the cmdset to your game's ``CharacterCmdSet`` (``commands/default_cmdsets.py``)::
 
@@ -324,11 +324,16 @@ class OfferAnswer(TradeCommand):
             self.msg(told)
 
     def named(self, name: str, waiting: list) -> Any:
-        """The NPC here called ``name`` (one with an offer for the caller first)."""
+        """The NPC here called ``name``: the one with an offer for the caller among those the
+        name fits. A name that fits several with an offer names none of them (CommandError):
+        an answer never goes to a trader the player did not mean."""
         found = self.caller.search(name, candidates=self.caller.location.contents, quiet=True)
         offering = [obj for obj in found if any(obj is npc for npc, _ in waiting)]
-        if len(offering) == 1 or (offering and len(found) == len(offering)):
+        if len(offering) == 1:
             return offering[0]
+        if offering:
+            listed = ", ".join(raw(npc.key) for npc in offering)
+            raise CommandError(f"'{raw(name)}' could be {listed}: name one.")
         if len(found) == 1 and found[0] is not self.caller:
             return found[0]  # no offer standing: answer() says it lapsed or there is none
         raise CommandError(f"No one called '{raw(name)}' has made you an offer here.")
@@ -344,10 +349,11 @@ class CmdAccept(OfferAnswer):
     When a trader offers to sell you something (or to buy something you
     carry) at a price, this takes the deal: the item and the money change
     hands together, or nothing happens, and every rule of the trader is
-    checked again. Saying a plain |wyes|n to the trader does the same. An
-    offer stands for a short while; a deal worth more than the trader may
-    make alone waits for an operator's approval. With one offer waiting the
-    name may be left out.
+    checked again. To an offer to sell you something, saying a plain |wyes|n
+    to the trader does the same; an offer to buy from you is taken only with
+    |waccept|n. An offer stands for a short while; a deal worth more than the
+    trader may make alone waits for an operator's approval, one at a time.
+    With one offer waiting the name may be left out.
 
     Examples:
       accept
@@ -365,9 +371,9 @@ class CmdDecline(OfferAnswer):
     Usage:
       decline [<npc>]
 
-    Turns down the trader's offer; nothing changes hands. Saying a plain
-    |wno|n to the trader does the same. With one offer waiting the name may
-    be left out.
+    Turns down the trader's offer; nothing changes hands. To an offer to
+    sell you something, saying a plain |wno|n to the trader does the same.
+    With one offer waiting the name may be left out.
 
     Examples:
       decline

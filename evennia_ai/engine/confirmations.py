@@ -2,10 +2,11 @@
 
 DANGEROUS tool calls (when the execution pattern requires confirmation), model writes to
 memory blocks with Partner or Human permission, and accepted trades worth more than the approval
-value (:func:`queue_trade`; the approval runs the trade again through every check) land here. One queue for the whole server lives
-in the Attributes of a :class:`ConfirmationQueue` Script, got or created by key. Approving runs
-the action *as the NPC* (bounded by the NPC's own permissions and locks, never the approver's)
-through an executor registered for the entry's ``kind``. Online Builders (and the channel of
+value (:func:`queue_trade`: at most one per NPC and partner; the approval runs the trade again
+through every check) land here. One queue for the whole server lives in the Attributes of a
+:class:`ConfirmationQueue` Script, got or created by key. Approving runs the action *as the
+NPC* (bounded by the NPC's own permissions and locks, never the approver's) through an executor
+registered for the entry's ``kind``. Online Builders (and the channel of
 ``EVENNIA_AI_CONFIRMATION_CHANNEL``) are told when an entry is queued and when it is decided
 (:mod:`evennia_ai.engine.notices`).
 
@@ -233,15 +234,45 @@ def _run_trade(npc, entry: dict) -> tuple[bool, str]:
     return True, result.to_model()
 
 
-def queue_trade(order: trade.TradeOrder) -> str:
+class TradeAlreadyWaiting(ConfirmationError):
+    """The partner already has a trade with the NPC waiting for approval (:func:`queue_trade`).
+
+    Attributes:
+        entry: That waiting confirmation entry.
+    """
+
+    def __init__(self, entry: dict) -> None:
+        self.entry = entry
+        super().__init__(f"confirmation {entry.get('id')} is an earlier order still waiting")
+
+
+def waiting_trade(npc, partner) -> dict | None:
+    """The trade of ``partner`` with ``npc`` waiting for approval, or None."""
+    for entry in get_confirmation_queue().list_entries(npc):
+        order = (entry.get("payload") or {}).get("order") if entry.get("kind") == "trade" else None
+        if isinstance(order, dict) and order.get("partner") == partner.dbref:
+            return entry
+    return None
+
+
+def queue_trade(order: trade.TradeOrder, name: str = "") -> str:
     """Queue an accepted ``order`` worth more than the approval value for a Builder; returns
-    the confirmation's id (for ``TradeResult.pending``).
+    the confirmation's id (for ``TradeResult.pending``). ``name``: the item as the partner
+    reads it (kept in the payload, to name the order in words later).
+
+    A partner has at most one trade with an NPC waiting: a pending order reserves neither
+    stock nor money, so without this one player could fill the NPC's share of the queue
+    (:data:`MAX_PENDING_PER_NPC`) and shut out other players' trades and the NPC's own calls.
 
     Raises:
+        TradeAlreadyWaiting: The partner's earlier order with this NPC still waits.
         ConfirmationError: The queue, or the NPC's share of it, is full.
     """
+    waiting = waiting_trade(order.npc, order.partner)
+    if waiting is not None:
+        raise TradeAlreadyWaiting(waiting)
     reason = trade.approval_needed(order) or f"{order.npc.key} trades with {order.partner.key}"
-    payload = {"order": order.to_plain(), "arguments": {"deal": reason}}
+    payload = {"order": order.to_plain(), "name": name, "arguments": {"deal": reason}}
     return get_confirmation_queue().add_entry(
         order.npc, "trade", payload, kind="trade", reason=reason
     )

@@ -11,8 +11,12 @@ Shared by the players' commands (``buy``, ``sell``, ``accept``, ``decline`` in
 - :func:`answer`: take the NPC's open offer to the player (once: it is removed in the same
   write) and settle it, or decline it; a lapsed or missing offer is said in words;
 - :func:`answer_line`: a player's whole line that is a plain yes or no, while an offer of this
-  NPC waits for them, answers it at once, without a model call. The NPC hears the line and
-  the outcome (``state.hear``), so its next turn knows.
+  NPC to sell them something waits for them, answers it at once, without a model call (an
+  offer to buy from them needs ``accept``). The NPC hears the line and the outcome
+  (``state.hear``), so its next turn knows.
+- :func:`settle` queues at most one order per NPC and partner
+  (:class:`~evennia_ai.engine.confirmations.TradeAlreadyWaiting`): a second is refused in
+  words while the first waits.
 
 Names shown to players are players' choices: shown with
 :func:`~evennia_ai.world.objects.as_shown`, never run as markup.
@@ -59,27 +63,52 @@ def settle(order: trade.TradeOrder, name: str) -> Settled:
         return Settled(refused, as_shown(refused.to_player(partner)))
     if trade.approval_needed(order):
         try:
-            pending = confirmations.queue_trade(order)
+            pending = confirmations.queue_trade(order, name)
+        except confirmations.TradeAlreadyWaiting as waiting:
+            return _still_waiting(npc, waiting.entry)
         except ConfirmationError:
             busy = "cannot take on more deals that need the owner's approval just now"
             return Settled(
                 trade.TradeResult(done=False, refused=busy), f"{as_shown(npc.key)} {busy}."
             )
-        total = coins(order.quantity * order.unit_price)
-        deal = (
-            f"Buying {order.quantity} {as_shown(name)} from {as_shown(npc.key)}"
-            if order.direction == "sell"
-            else f"Selling {order.quantity} {as_shown(name)} to {as_shown(npc.key)}"
-        )
+        deal = _deal(order.direction, order.quantity, name, npc.key, order.unit_price)
         said = audience.render_line(npc, audience.line_of(npc, "approval"), partner)
         return Settled(
             trade.TradeResult(done=False, refused="", pending=pending),
             (f"{said}\n" if said else "")
-            + f"{deal} for {total} needs an operator's approval: it waits, and you will be "
-            "told when it is decided.",
+            + f"{deal[0].upper()}{deal[1:]} needs an operator's approval: it waits, and you "
+            "will be told when it is decided.",
         )
     result = trade.execute(order)
     return Settled(result, "" if result.done else as_shown(result.to_player(partner)))
+
+
+def _deal(direction: str, quantity: int, name: str, npc_key: str, unit_price: int) -> str:
+    """An order as its partner reads it: "buying 3 lantern from Bram for 36 coins"."""
+    item, npc_name, total = as_shown(name), as_shown(npc_key), coins(quantity * unit_price)
+    if direction == "sell":  # the NPC sells
+        return f"buying {quantity} {item} from {npc_name} for {total}"
+    return f"selling {quantity} {item} to {npc_name} for {total}"
+
+
+def _still_waiting(npc: Any, entry: dict[str, Any]) -> Settled:
+    """The refusal of a second order while the partner's earlier one (``entry``) waits."""
+    payload = entry.get("payload") or {}
+    order = payload.get("order") or {}
+    quantity, price = order.get("quantity"), order.get("unit_price")
+    name = payload.get("name") or order.get("item")
+    who = as_shown(npc.key)
+    if isinstance(quantity, int) and isinstance(price, int) and isinstance(name, str):
+        deal = _deal(str(order.get("direction")), quantity, name, npc.key, price)
+        earlier = f"Your earlier order ({deal})"
+    else:  # an entry that cannot be read is still an earlier order
+        earlier = f"Your earlier order with {who}"
+    refused = "an earlier order still waits for an operator's approval"
+    return Settled(
+        trade.TradeResult(done=False, refused=refused),
+        f"{earlier} still waits for an operator; {who} takes no other order from you that "
+        "needs approval until it is decided.",
+    )
 
 
 def offers_here(partner: Any) -> list[tuple[Any, offers.Offer]]:
@@ -149,8 +178,11 @@ def answer_line(npc: Any, speaker: Any, content: str, line: str) -> bool:
     such an answer (then the NPC has heard the line and the speaker has been told); False
     leaves it an ordinary line.
 
-    A line that names no NPC is left ordinary while another NPC here also waits for the
-    speaker's answer (whose would it be?).
+    Only an offer to sell (the player pays a price within the staff's floor and ceiling) takes
+    a plain answer: an offer to buy the player's item needs ``accept`` or ``decline``, since
+    "yes" may answer another question the NPC asked in the same turn ("Want an ale?"); to it
+    the line is ordinary speech. A line that names no NPC is left ordinary while another NPC
+    here also waits for the speaker's answer (whose would it be?).
     """
     if len(content) > MOST_ANSWER_CHARS:  # most lines: no name or state read at all
         return False
@@ -160,7 +192,10 @@ def answer_line(npc: Any, speaker: Any, content: str, line: str) -> bool:
     if said is None:  # the common case: an ordinary line, no state read
         return False
     state = find_npc_state(npc)
-    if state is None or offers.pending(state, speaker) is None:
+    if state is None:
+        return False
+    offer = offers.pending(state, speaker)
+    if offer is None or not offer.answers_to_plain_words:  # an offer to buy needs ``accept``
         return False
     if offers.plain_answer(content, ()) is not None:  # names no NPC: whose offer is it?
         if any(other is not npc for other, _ in offers_here(speaker)):

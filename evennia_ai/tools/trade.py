@@ -6,8 +6,9 @@
   or below the floor, an item not in stock or never sold, a quantity out of bounds, a day's
   limit, a purse too small) comes back as the tool's failure with no offer made. Otherwise the
   offer is stored (:mod:`evennia_ai.world.offers`) and the player is told how to answer
-  (``accept`` / ``decline``, or a plain yes / no). Accepting runs the whole trade again,
-  checks included: what the model says never decides a trade.
+  (``accept`` / ``decline``, or a plain yes / no to an offer to sell; an offer to buy from
+  them needs ``accept``). Accepting runs the whole trade again, checks included: what the
+  model says never decides a trade.
 - ``wares`` (group ``trade``): what the NPC sells and buys, at what prices, with its stock
   counts (the same section its requests carry: :mod:`evennia_ai.world.shopfront`).
 - ``directions`` (group ``movement``): the way from here to a named room, along the exits the
@@ -112,16 +113,16 @@ class Trade(Tool):
         name = _item_name(order)
         offer = offers.make(state, partner, direction, item, name, quantity, price)
         seconds = round(offer.expires - offer.made)
-        partner.msg(
-            f"{as_shown(offer.in_words(npc.key))}. Type |waccept|n or |wdecline|n (or say "
-            f"yes or no) within {seconds} seconds."
-        )
+        partner.msg(f"{as_shown(offer.in_words(npc.key))}. {offer.how_to_answer(seconds)}")
         waits = trade.approval_needed(order)
+        typed = (
+            "" if offer.answers_to_plain_words else " (only by typing accept: a yes will not do)"
+        )
         return ToolResult.ok(
             f"You offered to {'sell' if direction == 'sell' else 'buy'} {offer.deal()} "
             f"{'to' if direction == 'sell' else 'from'} {partner.key}. "
-            f"Nothing has changed hands: it is done only if {partner.key} accepts within "
-            f"{seconds} seconds"
+            f"Nothing has changed hands: it is done only if {partner.key} accepts{typed} "
+            f"within {seconds} seconds"
             + (" and an operator approves it" if waits else "")
             + "; do not say it is done.",
             data={"partner": partner.dbref, "total": offer.total},

@@ -3,8 +3,9 @@
 The model's ``trade`` tool never moves goods: it stores an :class:`Offer` (the NPC sells to or
 buys from one player: an item, a count, a unit price) in the NPC's ``offers`` state, after
 :func:`evennia_ai.world.trade.check` found nothing against it. The player answers with the
-``accept`` / ``decline`` commands or a plain line (``EVENNIA_AI_TRADE_YES_WORDS`` /
-``_NO_WORDS``); accepting runs the order through :func:`~evennia_ai.world.trade.execute`, which
+``accept`` / ``decline`` commands, or, to an offer to sell, a plain line
+(``EVENNIA_AI_TRADE_YES_WORDS`` / ``_NO_WORDS``; an offer to buy the player's item needs the
+commands, :attr:`Offer.answers_to_plain_words`); accepting runs the order through :func:`~evennia_ai.world.trade.execute`, which
 checks everything again. So an offer is only a proposal: the rules decide.
 
 - At most one open offer per player (a new one replaces the old), at most :data:`MOST_OFFERS`
@@ -66,6 +67,18 @@ class Offer:
     def total(self) -> int:
         """What the whole offer costs."""
         return self.quantity * self.unit_price
+
+    @property
+    def answers_to_plain_words(self) -> bool:
+        """Whether a plain yes or no line answers it: only an offer to sell. An offer to buy
+        the player's item is answered by ``accept`` / ``decline`` alone: a "yes" may answer
+        another question asked in the same turn, and must not sell the player's goods."""
+        return self.direction == "sell"
+
+    def how_to_answer(self, seconds: int) -> str:
+        """How the player answers it, as they are told (markup: |w for the commands)."""
+        say = " (or say yes or no)" if self.answers_to_plain_words else ""
+        return f"Type |waccept|n or |wdecline|n{say} within {seconds} seconds."
 
     def to_plain(self) -> JSONObject:
         """The offer as stored."""

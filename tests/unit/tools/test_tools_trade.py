@@ -239,3 +239,58 @@ class TestWaresAndDirections(OfferTest):
         assert "no way to Walled Garden" in tool.safe_run(self.ctx, {"room": "Walled Garden"}).error
         assert "No room is called" in tool.safe_run(self.ctx, {"room": "Atlantis"}).error
         assert cut_off.pk
+
+
+class TestOfferReviewFixes(OfferTest):
+    def hilda_offers_bread(self):
+        hilda = self.make_npc("Hilda")
+        world_controls.set_goods(hilda, "sell bread 3")
+        self.make("bread", hilda)
+        arguments = {"player": "Char", "direction": "sell", "item": "bread", "price": 3}
+        assert TOOL_REGISTRY.get("trade").safe_run(ToolContext(npc=hilda, tick_id=1), arguments)
+        return hilda
+
+    def test_accept_by_a_name_that_fits_several_offers_names_none(self):
+        """Both traders answer to "smith" and both made an offer: neither is taken."""
+        hilda = self.hilda_offers_bread()
+        assert self.offer().success
+        self.bram.aliases.add("smith")
+        hilda.aliases.add("smith")
+        self.says(CmdAccept(), "smith", "'smith' could be Bram, Hilda: name one.")
+        assert self.lanterns_with_player() == 0 and self.purses() == (50, 100)
+        assert offers.pending(hilda.ai, self.char1) and offers.pending(self.bram.ai, self.char1)
+        self.says(CmdAccept(), "Hilda", "You buy 1 bread from Hilda for 3 coins")
+        self.says(CmdAccept(), "smith", "You buy 1 lantern from Bram for 12 coins")
+
+    def test_a_plain_yes_does_not_sell_the_players_goods(self):
+        """An offer to buy from the player needs ``accept``: "yes" may answer another question
+        the NPC asked in the same turn ("Want an ale?")."""
+        with mock.patch.object(self.char1, "msg") as told:
+            assert self.offer(direction="buy", item="scrap iron", price=2).success
+        told_words = told.call_args[0][0]
+        assert "Type |waccept|n or |wdecline|n within" in told_words
+        assert "say yes" not in told_words
+        with (
+            mock.patch.object(trade_answers, "answer") as answered,
+            mock.patch.object(self.bram.ai, "hear") as heard,
+            mock.patch.object(self.bram.ai, "perceive") as perceived,
+        ):
+            self.say(self.char1, "Yes!")
+            self.say(self.char1, "Bram, no.")
+        answered.assert_not_called()
+        assert heard.call_count + perceived.call_count == 2  # ordinary speech: the NPC hears it
+        assert len([obj for obj in self.char1.contents if obj.key == "scrap iron"]) == 2
+        assert self.purses() == (50, 100) and offers.pending(self.bram.ai, self.char1)
+        self.says(CmdAccept(), "", "You sell 1 scrap iron to Bram for 2 coins")
+
+    def test_the_model_is_told_a_buy_offer_needs_accept(self):
+        result = self.offer(direction="buy", item="scrap iron", price=2)
+        assert "only by typing accept" in result.content
+        assert "only by typing accept" not in self.offer().content  # a sale: "yes" will do
+
+    def test_a_sale_offer_still_takes_a_plain_yes(self):
+        with mock.patch.object(self.char1, "msg") as told:
+            assert self.offer().success
+        assert "(or say yes or no)" in words(told.call_args[0][0])
+        self.say(self.char1, "yes")
+        assert self.lanterns_with_player() == 1

@@ -82,3 +82,14 @@ def test_plain_answer_reads_the_settings():
     assert offers.plain_answer("bram: nay", ("Bram",)) is False
     assert offers.plain_answer("yes", ("Bram",)) is None
     assert offers.plain_answer("Hilda, aye", ("Bram",)) is None
+
+
+def test_only_an_offer_to_sell_takes_a_plain_answer():
+    """A "yes" may answer another question: it never sells the player's goods."""
+    assert offer().answers_to_plain_words
+    assert offer().how_to_answer(120) == (
+        "Type |waccept|n or |wdecline|n (or say yes or no) within 120 seconds."
+    )
+    buying = offer(direction="buy")
+    assert not buying.answers_to_plain_words
+    assert buying.how_to_answer(60) == "Type |waccept|n or |wdecline|n within 60 seconds."
