@@ -32,7 +32,7 @@ from evennia_ai.tools.base import TEXT, Tool, ToolCategory, ToolResult, object_s
 from evennia_ai.tools.registry import register_tool
 from evennia_ai.utils import clean_text, one_line
 from evennia_ai.world import offers, paths, shopfront, trade
-from evennia_ai.world.goods import from_state, rule_key
+from evennia_ai.world.goods import Goods, from_state, rule_key
 from evennia_ai.world.objects import as_shown, find_among, is_character, is_player
 from evennia_ai.world.stock import stock
 
@@ -70,6 +70,16 @@ def _item_name(order: trade.TradeOrder) -> str:
     return one_line(clean_text(order.item), 80)
 
 
+def keeps_shop(npc: Any) -> bool:
+    """Whether ``npc`` has readable goods set by staff (the shop's tools are of use to it);
+    an NPC without goods, or whose goods cannot be read, is not offered them."""
+    state = find_npc_state(npc) if npc is not None else None
+    if state is None:
+        return False
+    goods = from_state(state.goods)
+    return not goods.closed and goods != Goods()
+
+
 @register_tool
 class Trade(Tool):
     name = "trade"
@@ -95,6 +105,9 @@ class Trade(Tool):
     )
     category = ToolCategory.SAFE_CHAIN
     writes = frozenset({"offers"})
+
+    def of_use_to(self, npc: Any) -> bool:
+        return keeps_shop(npc)
 
     def run(self, ctx, player, direction, item, price, quantity=1):
         npc = ctx.npc
@@ -138,6 +151,9 @@ class Wares(Tool):
     category = ToolCategory.SAFE_CHAIN
     cacheable = True
     reads = frozenset({"goods", "stock"})
+
+    def of_use_to(self, npc: Any) -> bool:
+        return keeps_shop(npc)
 
     def run(self, ctx):
         npc = ctx.npc

@@ -241,6 +241,20 @@ class TestWaresAndDirections(OfferTest):
         assert cut_off.pk
 
 
+    def test_the_shop_tools_are_for_npcs_with_goods(self):
+        """An NPC with no goods, or goods that cannot be read, is not offered trade or wares
+        (their schemas cost every request tokens); its other tools are unchanged."""
+
+        def names(npc):
+            return {tool.name for tool in TOOL_REGISTRY.select(npc)}
+
+        assert {"trade", "wares", "directions"} <= names(self.bram)
+        assert not {"trade", "wares"} & names(self.npc)  # the Innkeeper keeps no shop
+        assert "directions" in names(self.npc)
+        self.bram.ai.set("goods", {"closed": True})  # what unreadable goods read as
+        assert not {"trade", "wares"} & names(self.bram)
+
+
 class TestOfferReviewFixes(OfferTest):
     def hilda_offers_bread(self):
         hilda = self.make_npc("Hilda")
