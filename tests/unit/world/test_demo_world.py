@@ -107,7 +107,6 @@ class TestTheTown(DemoWorldTestBase):
         assert sorted(obj.id for obj in self.demo["bram"].contents) == wares
         assert len(protlib.search_prototype(key="iron_nails")) == 1
 
-
     def test_building_again_finishes_a_half_finished_build(self):
         bram, hilda, market = self.demo["bram"], self.demo["hilda"], self.demo["market"]
         # A first build that stopped right after creating each NPC (and before the scrap).
