@@ -318,8 +318,10 @@ make_wares(
         ("smith's hammer", ["hammer"], "A heavy hammer, its handle worn dark by three lives."),
     ),
 )
-# His first nails carry the demo's tag (those he restocks later do not).
-missing = 6 - len(tagged("iron nails"))
+# His first nails carry the demo's tag (those he restocks later do not; a build before they
+# did left them untagged: the nails he holds count too).
+made = {*tagged("iron nails"), *[obj for obj in bram.contents if obj.key == "iron nails"]}
+missing = 6 - len(made)
 for nails in spawner.spawn(*["iron_nails"] * missing) if missing > 0 else []:
     nails.tags.add(*TAG)
     nails.move_to(bram, quiet=True, move_type="restock")
