@@ -163,14 +163,7 @@ class NPCViewSet(AIViewSetMixin, viewsets.ViewSet):
 
     @action(detail=True, methods=["get"])
     def world(self, request, pk=None):
-        npc = _npc(pk)
-        return Response(
-            {
-                "routine": data.routine_view(npc),
-                "goods": data.goods_view(npc),
-                "ledger": data.ledger_view(npc),
-            }
-        )
+        return Response(data.world_view(_npc(pk)))
 
     @action(detail=True, methods=["get"])
     def goals(self, request, pk=None):

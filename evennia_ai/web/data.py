@@ -13,7 +13,9 @@ sees.
 Evennia serves its website from the Server process through Twisted's WSGI resource, in a
 thread pool. Reads from a view thread are what Evennia's own website does; deciding a
 confirmation runs the NPC's action, which may message sessions, so :func:`decide` hands it to
-the reactor thread (:func:`on_reactor`) and waits for it.
+the reactor thread (:func:`on_reactor`) and waits for it. The NPC's place in the world
+(:func:`world_view`) is built there too: reading a routine's status updates the routine's
+shared in-memory status, and reading state that is badly shaped sets it aside (a write).
 """
 
 from __future__ import annotations
@@ -163,9 +165,7 @@ def npc_detail(npc, viewer=None) -> dict:
         "history": history(npc),
         "longterm": longterm_status(npc),
         "kept_aside": kept_aside_rows(summary["quarantined"]),
-        "routine": routine_view(npc),
-        "goods": goods_view(npc),
-        "ledger": ledger_view(npc),
+        **world_view(npc),  # routine, goods, ledger
     }
 
 
@@ -265,6 +265,18 @@ def longterm_status(npc) -> dict:
 
 
 # -- its place in the world: routine, goods, ledger (what airoutine and aigoods show) ------------
+def world_view(npc) -> dict:
+    """``npc``'s routine, goods and latest trades (the API's ``world/``), built on the reactor
+    thread (:func:`on_reactor`): the routine's status and the state reads there may change
+    what the game thread shares (the routine's in-memory status, a value set aside)."""
+
+    return on_reactor(_world_parts, npc)
+
+
+def _world_parts(npc) -> dict:
+    return {"routine": routine_view(npc), "goods": goods_view(npc), "ledger": ledger_view(npc)}
+
+
 def routine_view(npc) -> dict:
     """``npc``'s routine as ``airoutine <npc>`` shows it: its slots (the one now marked), the
     game time with the slot now and next, what the routine is doing (in place, walking,

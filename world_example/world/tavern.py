@@ -2,7 +2,10 @@
 Batchcode: the evennia-ai demo tavern and the town around it (Bram the smith, Hilda the baker).
 
 Run in game with `batchcode tavern` (Builder). `make demo` runs it once on the first start.
-Idempotent: rooms, exits, NPCs and wares that exist already (found by key and tag) are reused.
+Idempotent: rooms, exits, NPCs and wares that exist already (found by key and tag) are reused,
+and a build that stopped half-way is finished by the next one: an NPC found gets what it lacks
+(goods when it has none, a routine when it has none, a purse when it has no `coins`, the wares
+of its stock that were never made), and nothing it has already is changed.
 """
 
 # HEADER
@@ -25,6 +28,39 @@ def room(key, desc):
     obj = create_object(DefaultRoom, key=key, tags=[TAG])
     obj.db.desc = desc
     return obj
+
+
+def tagged(key):
+    """The demo's objects named ``key`` (made by this build: they carry its tag), anywhere."""
+    return [obj for obj in search_tag(TAG[0], category=TAG[1]) if obj.key == key]
+
+
+def demo_npc(tag, key, location, home, aliases, desc):
+    """The demo's AI NPC tagged ``tag``: found, or created with its description."""
+    found = search_tag(tag, category="evennia_ai")
+    if found:
+        return found[0]
+    npc = create_object(
+        AIAssistantCharacter,
+        key=key,
+        location=location,
+        home=home,
+        aliases=aliases,
+        tags=[(tag, "evennia_ai"), TAG],
+    )
+    npc.db.desc = desc
+    return npc
+
+
+def make_wares(npc, wares):
+    """Give ``npc`` the wares (key, aliases, description) this build never made: a ware is
+    made as often as it is listed, less the demo's objects of its key that exist (a ware
+    sold since is not made again)."""
+    for key in dict.fromkeys(key for key, _aliases, _desc in wares):
+        listed = [ware for ware in wares if ware[0] == key]
+        for _key, aliases, desc in listed[len(tagged(key)) :]:
+            obj = create_object(DefaultObject, key=key, location=npc, aliases=aliases, tags=[TAG])
+            obj.db.desc = desc
 
 
 def exit_between(key, aliases, source, dest):
@@ -217,6 +253,7 @@ if not [obj for obj in market.contents if obj.key == "bread stall"]:
         aliases=["stall"],
         locks="get:false()",
     )
+if not tagged("scrap iron"):  # once: a player may carry it off, or sell it to Bram
     thing(
         "scrap iron",
         market,
@@ -251,19 +288,16 @@ if not protlib.search_prototype(key="iron_nails"):
     protlib.save_prototype(dict(IRON_NAILS))
 
 smithy = room("The Smithy", "")
-if not search_tag("demo_smith", category="evennia_ai"):
-    bram = create_object(
-        AIAssistantCharacter,
-        key="Bram",
-        location=smithy,
-        home=smithy,
-        aliases=["smith", "blacksmith"],
-        tags=[("demo_smith", "evennia_ai"), TAG],
-    )
-    bram.db.desc = (
-        "A big, soot-streaked man in a leather apron, forearms scarred by sparks. He looks at "
-        "every blade as if it owed him money."
-    )
+bram = demo_npc(
+    "demo_smith",
+    "Bram",
+    smithy,
+    smithy,
+    ["smith", "blacksmith"],
+    "A big, soot-streaked man in a leather apron, forearms scarred by sparks. He looks at "
+    "every blade as if it owed him money.",
+)
+if not bram.ai.persona:
     bram.ai.set_persona(
         "Bram Ironside, the town's smith. Gruff and short of words, honest to a fault, proud "
         "of his work and stubborn about his prices. He sells what he has at the forge and "
@@ -272,7 +306,9 @@ if not search_tag("demo_smith", category="evennia_ai"):
     bram.ai.set_user_system_prompt(
         "Stay in the world of the game; do not discuss being an AI unless asked directly."
     )
-    for key, aliases, desc in (
+make_wares(
+    bram,
+    (
         ("iron lantern", ["lantern"], "A sturdy lantern of black iron with a horn window."),
         ("iron lantern", ["lantern"], "A sturdy lantern of black iron with a horn window."),
         ("hunting knife", ["knife"], "A broad knife with an antler handle and a keen edge."),
@@ -280,11 +316,16 @@ if not search_tag("demo_smith", category="evennia_ai"):
         ("horseshoe", ["shoe"], "A new horseshoe, nail holes punched clean."),
         ("horseshoe", ["shoe"], "A new horseshoe, nail holes punched clean."),
         ("smith's hammer", ["hammer"], "A heavy hammer, its handle worn dark by three lives."),
-    ):
-        obj = create_object(DefaultObject, key=key, location=bram, aliases=aliases, tags=[TAG])
-        obj.db.desc = desc
-    for nails in spawner.spawn(*["iron_nails"] * 6):
-        nails.move_to(bram, quiet=True, move_type="restock")
+    ),
+)
+# His first nails carry the demo's tag (those he restocks later do not; a build before they
+# did left them untagged: the nails he holds count too).
+made = {*tagged("iron nails"), *[obj for obj in bram.contents if obj.key == "iron nails"]}
+missing = 6 - len(made)
+for nails in spawner.spawn(*["iron_nails"] * missing) if missing > 0 else []:
+    nails.tags.add(*TAG)
+    nails.move_to(bram, quiet=True, move_type="restock")
+if not world_controls.is_shop(bram):  # rules that cannot be read are left for a Builder
     world_controls.set_goods(
         bram,
         "sell iron lantern 12 floor 10 ceiling 16\n"
@@ -296,6 +337,7 @@ if not search_tag("demo_smith", category="evennia_ai"):
         "restock proto:iron_nails keep 6 every 6h\n"
         "approve above 20",
     )
+if not bram.attributes.has("coins"):
     bram.attributes.add("coins", 60)
 
 # CODE
@@ -310,19 +352,16 @@ common = room("The Gilded Tankard", "")
 market = room("Market Square", "")
 bakery = room("Bakery", "")
 loft = room("Bakery Loft", "")
-if not search_tag("demo_baker", category="evennia_ai"):
-    hilda = create_object(
-        AIAssistantCharacter,
-        key="Hilda",
-        location=bakery,
-        home=loft,
-        aliases=["baker"],
-        tags=[("demo_baker", "evennia_ai"), TAG],
-    )
-    hilda.db.desc = (
-        "A small, quick woman with flour to the elbows and a pencil behind one ear. She smells "
-        "of warm bread and always seems to be in a hurry."
-    )
+hilda = demo_npc(
+    "demo_baker",
+    "Hilda",
+    bakery,
+    loft,
+    ["baker"],
+    "A small, quick woman with flour to the elbows and a pencil behind one ear. She smells "
+    "of warm bread and always seems to be in a hurry.",
+)
+if not hilda.ai.persona:
     hilda.ai.set_persona(
         "Hilda Crumb, the town's baker. Up before dawn, cheerful, talkative, fond of gossip and "
         "of her honey cakes. She sells bread at her bakery in the morning and at the market "
@@ -331,20 +370,26 @@ if not search_tag("demo_baker", category="evennia_ai"):
     hilda.ai.set_user_system_prompt(
         "Stay in the world of the game; do not discuss being an AI unless asked directly."
     )
-    for key, aliases, desc in (
+make_wares(
+    hilda,
+    (
         ("loaf of bread", ["bread", "loaf"], "A round loaf with a crackling crust."),
         ("loaf of bread", ["bread", "loaf"], "A round loaf with a crackling crust."),
         ("loaf of bread", ["bread", "loaf"], "A round loaf with a crackling crust."),
         ("loaf of bread", ["bread", "loaf"], "A round loaf with a crackling crust."),
         ("honey cake", ["cake"], "A sticky little cake glazed with honey."),
         ("honey cake", ["cake"], "A sticky little cake glazed with honey."),
-    ):
-        obj = create_object(DefaultObject, key=key, location=hilda, aliases=aliases, tags=[TAG])
-        obj.db.desc = desc
+    ),
+)
+if not world_controls.is_shop(hilda):
     world_controls.set_goods(
         hilda, "sell loaf of bread 2 floor 2 ceiling 3\nsell honey cake 4 floor 3 ceiling 5"
     )
+if not hilda.attributes.has("coins"):
     hilda.attributes.add("coins", 10)
+routine = hilda.ai.routine
+if not routine or (isinstance(routine, dict) and not routine.get("slots")):
+    # No slots (never set, or cleared). A routine that cannot be read is left for a Builder.
     # Rooms by dbref: a builder's own room of the same name cannot take their place.
     world_controls.set_routine(
         hilda,

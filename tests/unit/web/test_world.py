@@ -197,3 +197,57 @@ class TestLedgerOnTheDashboard(WorldOnTheDashboardBase):
     def test_no_trades(self):
         assert data.ledger_view(self.npc) == []
         assert 'id="ai-no-trades"' in self.page()
+
+
+class TestWorldViewsOnTheReactor(WorldOnTheDashboardBase):
+    """The routine's status and the state reads change what the game thread shares: the page and
+    the API build the world views on the reactor thread (review of issue 36)."""
+
+    def on_a_pool_thread(self) -> list:
+        """Pretend the view runs in the web thread pool of a running Server; the calls handed
+        to the reactor thread are recorded (and run)."""
+        handed: list = []
+
+        def blocking_call(_reactor, fn, *args, **kwargs):
+            handed.append(fn)
+            with mock.patch.object(data.threadable, "isInIOThread", return_value=True):
+                return fn(*args, **kwargs)
+
+        for patcher in (
+            mock.patch.object(data.reactor, "running", True),
+            mock.patch.object(data.threadable, "isInIOThread", return_value=False),
+            mock.patch.object(data.threads, "blockingCallFromThread", blocking_call),
+        ):
+            patcher.start()
+            self.addCleanup(patcher.stop)
+        return handed
+
+    def test_the_api_builds_the_world_on_the_reactor(self):
+        world_controls.set_routine(self.npc, DAY)
+        handed = self.on_a_pool_thread()
+        inside: list[bool] = []
+        real = data.routines.status
+
+        def status(npc):
+            inside.append(data.threadable.isInIOThread())
+            return real(npc)
+
+        with mock.patch.object(data.routines, "status", status):
+            api = self.staff.get(f"/ai/api/npcs/{self.npc.id}/world/").json()
+        assert api["routine"]["slots"][0]["now"] is True
+        assert handed and inside and all(inside)
+
+    def test_the_page_builds_the_world_on_the_reactor(self):
+        world_controls.set_routine(self.npc, DAY)
+        handed = self.on_a_pool_thread()
+        inside: list[bool] = []
+        real = data.routines.status
+
+        def status(npc):
+            inside.append(data.threadable.isInIOThread())
+            return real(npc)
+
+        with mock.patch.object(data.routines, "status", status):
+            html = self.page()
+        assert "minding the bar" in html
+        assert handed and inside and all(inside)

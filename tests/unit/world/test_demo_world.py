@@ -18,6 +18,7 @@ from support.game_clock import GameClock
 
 from evennia_ai.engine import routines
 from evennia_ai.npc import world_controls
+from evennia_ai.npc_state import GOODS, ROUTINE
 from evennia_ai.world import clock, paths, trade
 from evennia_ai.world.clock import Calendar
 from evennia_ai.world.goods import goods_lines
@@ -105,6 +106,54 @@ class TestTheTown(DemoWorldTestBase):
         assert again["bram"] == self.demo["bram"] and again["hilda"] == self.demo["hilda"]
         assert sorted(obj.id for obj in self.demo["bram"].contents) == wares
         assert len(protlib.search_prototype(key="iron_nails")) == 1
+
+    def test_building_again_finishes_a_half_finished_build(self):
+        bram, hilda, market = self.demo["bram"], self.demo["hilda"], self.demo["market"]
+        # A first build that stopped right after creating each NPC (and before the scrap).
+        for obj in list(bram.contents) + list(hilda.contents):
+            obj.delete()
+        for obj in market.contents:
+            if obj.key == "scrap iron":
+                obj.delete()
+        for npc in (bram, hilda):
+            npc.ai.set(GOODS, {})
+            npc.attributes.remove("coins")
+        hilda.ai.set(ROUTINE, {})
+        assert not world_controls.is_shop(bram) and not world_controls.routine_of(hilda).slots
+
+        again = build_demo_world()
+
+        assert again["bram"] == bram and again["hilda"] == hilda
+        wares = sorted(obj.key for obj in bram.contents)
+        assert wares == sorted(
+            ["iron lantern"] * 2
+            + ["hunting knife", "smith's hammer"]
+            + ["horseshoe"] * 3
+            + ["iron nails"] * 6
+        )
+        assert sorted(obj.key for obj in hilda.contents) == sorted(
+            ["loaf of bread"] * 4 + ["honey cake"] * 2
+        )
+        assert "approve above 20" in goods_lines(world_controls.goods_of(bram))
+        assert world_controls.is_shop(hilda)
+        assert (money().balance(bram), money().balance(hilda)) == (60, 10)
+        assert len(world_controls.routine_of(hilda).slots) == 4
+        assert [obj.key for obj in market.contents].count("scrap iron") == 1
+        tagged = sorted(obj.id for obj in evennia.search_tag("demo_tavern", category="evennia_ai"))
+        build_demo_world()  # and once more: nothing is made twice
+        assert (
+            sorted(obj.id for obj in evennia.search_tag("demo_tavern", category="evennia_ai"))
+            == tagged
+        )
+        assert len(bram.contents) == len(wares)
+
+    def test_building_again_keeps_what_the_npcs_have(self):
+        bram = self.demo["bram"]
+        bram.attributes.add("coins", 7)
+        world_controls.set_goods(bram, "sell horseshoe 5")
+        build_demo_world()
+        assert money().balance(bram) == 7
+        assert goods_lines(world_controls.goods_of(bram)) == ["sell horseshoe 5"]
 
 
 class TestBramsGoods(DemoWorldTestBase):
