@@ -173,6 +173,8 @@ def give_refusal(npc: Any, obj: Any, receiver: Any) -> str | None:
         return "That is money: pay with a trade; you cannot give money away."
     if goods.is_stock(view) or in_container:
         rule = goods.prices.get(key or "")
+        if rule is None and key in goods.buys:
+            return f"You bought the {obj.key} for your trade: you cannot give stock away."
         price = f" ({coins(rule.price)})" if rule else ""
         return (
             f"The {obj.key} is for sale{price}: players buy it with the buy command; you cannot "
