@@ -616,7 +616,9 @@ class TestRestockingAtTicks(RoutineTestBase):
     def test_a_failed_spawn_is_logged_and_tried_again_a_minute_later(self):
         start = time.time()
         with (
-            mock.patch.object(stock.spawner, "spawn", side_effect=KeyError("no prototype")) as spawn,
+            mock.patch.object(
+                stock.spawner, "spawn", side_effect=KeyError("no prototype")
+            ) as spawn,
             mock.patch.object(routines.time, "time", return_value=start),
         ):
             self.tick()
@@ -624,7 +626,9 @@ class TestRestockingAtTicks(RoutineTestBase):
             assert spawn.call_count == 1  # not hammered every tick
         later = start + routines.RESTOCK_RETRY_SECONDS
         with (
-            mock.patch.object(stock.spawner, "spawn", side_effect=KeyError("no prototype")) as spawn,
+            mock.patch.object(
+                stock.spawner, "spawn", side_effect=KeyError("no prototype")
+            ) as spawn,
             mock.patch.object(routines.time, "time", return_value=later),
         ):
             self.tick()
@@ -650,7 +654,8 @@ class TestRestockingAtTicks(RoutineTestBase):
         self.ticks(4)  # full, and planned six game hours ahead
         protlib.create_prototype({"prototype_key": "rope", "key": "rope"})
         world_controls.set_goods(
-            self.npc, "restock proto:iron_nails keep 25 every 6h\nrestock proto:rope keep 2 every 6h"
+            self.npc,
+            "restock proto:iron_nails keep 25 every 6h\nrestock proto:rope keep 2 every 6h",
         )
         self.tick()
         assert [obj.key for obj in self.npc.contents].count("rope") == 2
@@ -667,7 +672,9 @@ class TestRestockingAtTicks(RoutineTestBase):
             assert due.call_count == 3 and logged.call_count == 1
 
     def test_restocking_by_staff_is_capped_and_says_what_is_left(self):
-        goods, _ = parse_goods("sell proto:iron_nails 1\nrestock proto:iron_nails keep 250 every 6h")
+        goods, _ = parse_goods(
+            "sell proto:iron_nails 1\nrestock proto:iron_nails keep 250 every 6h"
+        )
         self.npc.ai.set(GOODS, to_state(goods))
         text = world_controls.restock_now(self.npc)
         assert len(self.nails()) == world_controls.RESTOCK_NOW_MOST
