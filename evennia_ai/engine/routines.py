@@ -43,7 +43,7 @@ from evennia.utils import logger
 from evennia_ai import conf
 from evennia_ai.engine import floor
 from evennia_ai.memory import events as ev
-from evennia_ai.npc_state import npc_state
+from evennia_ai.npc_state import JSONObject, npc_state
 from evennia_ai.utils import is_assistant, log_prefix
 from evennia_ai.world import clock, paths, stock, trade
 from evennia_ai.world.clock import Calendar, GameTime
@@ -248,10 +248,11 @@ class RestockPlan:
     """When an NPC's restocking next has something to do (its ``ndb.ai_restock``), so that a
     tick with nothing due costs a comparison, not a read of its goods and ledger.
 
-    Forgotten (None) after a restock, by ``aigoods/set`` and ``aigoods/restock``, and at a
-    reload: the next tick plans again.
+    Planned again after a restock, when the goods change (they are compared with ``goods``),
+    after ``aigoods/restock``, and at a reload.
 
     Attributes:
+        goods: The stored goods it was planned for.
         due: Game seconds when the first restock rule is due (infinity: none).
         planned: Game seconds when it was planned (a clock set back plans again).
         retry: Real time (``time.time``) before which nothing is tried (after an error or a
@@ -259,15 +260,16 @@ class RestockPlan:
         error: The last error logged (an error logs once until it changes).
     """
 
+    goods: JSONObject
     due: float = math.inf
     planned: float = -math.inf
     retry: float = 0.0
     error: str = ""
 
     @classmethod
-    def until(cls, retry: float, error: str = "") -> RestockPlan:
+    def until(cls, goods: JSONObject, retry: float, error: str = "") -> RestockPlan:
         """A plan that waits until real time ``retry``, then plans again."""
-        return cls(due=-math.inf, planned=math.inf, retry=retry, error=error)
+        return cls(goods, due=-math.inf, planned=math.inf, retry=retry, error=error)
 
     def waits(self, seconds: float, moment: float) -> bool:
         """Whether nothing is due at game ``seconds`` and real ``moment``."""
@@ -283,15 +285,15 @@ def restock_tick(npc: Any) -> list[stock.Restocked]:
     :data:`RESTOCK_RETRY_SECONDS`. Returns what was done.
 
     For an NPC without restock rules it costs one cached Attribute read; for a shop with
-    nothing due, a comparison with its :class:`RestockPlan`.
+    nothing due, that read and a comparison with its :class:`RestockPlan`.
     """
+    stored = npc_state(npc).goods
+    if not (isinstance(stored, dict) and stored.get("restock")):
+        return []
     plan: RestockPlan | None = npc.ndb.ai_restock
     moment = time.time()
     try:
-        if plan is not None and plan.waits(clock.source(), moment):
-            return []
-        stored = npc_state(npc).goods
-        if not (isinstance(stored, dict) and stored.get("restock")):
+        if plan is not None and plan.goods == stored and plan.waits(clock.source(), moment):
             return []
         goods = from_state(stored)
         now = clock.game_now()
@@ -307,7 +309,7 @@ def restock_tick(npc: Any) -> list[stock.Restocked]:
         error = f"{type(err).__name__}: {err}"
         if plan is None or plan.error != error:
             logger.log_trace(f"{log_prefix(npc)}: restocking failed (logged once)")
-        npc.ndb.ai_restock = RestockPlan.until(moment + RESTOCK_RETRY_SECONDS, error)
+        npc.ndb.ai_restock = RestockPlan.until(stored, moment + RESTOCK_RETRY_SECONDS, error)
         return []
     for line in done:
         if line.problem:
@@ -318,13 +320,14 @@ def restock_tick(npc: Any) -> list[stock.Restocked]:
     if any(line.made for line in done) or (done and not failed):
         npc.ndb.ai_restock = None  # the ledger changed, maybe more to make: plan next tick
     elif failed:  # a failed rule is tried again a minute later
-        npc.ndb.ai_restock = RestockPlan.until(min(failed.values()) + RESTOCK_RETRY_SECONDS)
+        retry = min(failed.values()) + RESTOCK_RETRY_SECONDS
+        npc.ndb.ai_restock = RestockPlan.until(stored, retry)
     else:
         due_at = stock.next_restock(goods, kept, now)
         npc.ndb.ai_restock = (
-            RestockPlan(due=due_at, planned=now.seconds)
+            RestockPlan(stored, due=due_at, planned=now.seconds)
             if due_at is not None
-            else RestockPlan.until(moment + RESTOCK_RETRY_SECONDS)  # unreadable: look again
+            else RestockPlan.until(stored, moment + RESTOCK_RETRY_SECONDS)  # unreadable: look again
         )
     return done
 
