@@ -33,6 +33,7 @@ idle tick.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -42,7 +43,7 @@ from evennia.utils import logger
 from evennia_ai import conf
 from evennia_ai.engine import floor
 from evennia_ai.memory import events as ev
-from evennia_ai.npc_state import npc_state
+from evennia_ai.npc_state import JSONObject, npc_state
 from evennia_ai.utils import is_assistant, log_prefix
 from evennia_ai.world import clock, paths, stock, trade
 from evennia_ai.world.clock import Calendar, GameTime
@@ -242,40 +243,98 @@ UNREADABLE_STATUS = (
 )
 
 
+@dataclass(frozen=True)
+class RestockPlan:
+    """When an NPC's restocking next has something to do (its ``ndb.ai_restock``), so that a
+    tick with nothing due costs a comparison, not a read of its goods and ledger.
+
+    Planned again after a restock, when the goods change (they are compared with ``goods``),
+    after ``aigoods/restock``, and at a reload.
+
+    Attributes:
+        goods: The stored goods it was planned for.
+        due: Game seconds when the first restock rule is due (infinity: none).
+        planned: Game seconds when it was planned (a clock set back plans again).
+        retry: Real time (``time.time``) before which nothing is tried (after an error or a
+            spawn that failed).
+        error: The last error logged (an error logs once until it changes).
+    """
+
+    goods: JSONObject
+    due: float = math.inf
+    planned: float = -math.inf
+    retry: float = 0.0
+    error: str = ""
+
+    @classmethod
+    def until(cls, goods: JSONObject, retry: float, error: str = "") -> RestockPlan:
+        """A plan that waits until real time ``retry``, then plans again."""
+        return cls(goods, due=-math.inf, planned=math.inf, retry=retry, error=error)
+
+    def waits(self, seconds: float, moment: float) -> bool:
+        """Whether nothing is due at game ``seconds`` and real ``moment``."""
+        return moment < self.retry or self.planned <= seconds < self.due
+
+
 def restock_tick(npc: Any) -> list[stock.Restocked]:
     """Restock what ``npc``'s restock rules say is due now (:func:`~evennia_ai.world.stock.
     restock_due`), with no model call and at most :data:`RESTOCK_PER_TICK` objects; a rule
     whose spawn failed waits :data:`RESTOCK_RETRY_SECONDS` (``aigoods/restock`` tries at once).
     Nothing while its goods or its ledger cannot be read (fail closed). Never raises: an error
-    is logged. Returns what was done.
+    is logged once (again when it changes) and restocking waits
+    :data:`RESTOCK_RETRY_SECONDS`. Returns what was done.
 
-    For an NPC without restock rules it costs one cached Attribute read.
+    For an NPC without restock rules it costs one cached Attribute read; for a shop with
+    nothing due, that read and a comparison with its :class:`RestockPlan`.
     """
     stored = npc_state(npc).goods
     if not (isinstance(stored, dict) and stored.get("restock")):
         return []
+    plan: RestockPlan | None = npc.ndb.ai_restock
+    moment = time.time()
     try:
+        if plan is not None and plan.goods == stored and plan.waits(clock.source(), moment):
+            return []
         goods = from_state(stored)
         now = clock.game_now()
-        failed = npc.ndb.ai_restock_failed or {}
-        moment = time.time()
-        due = tuple(
-            key
-            for key in stock.restock_due(goods, npc_state(npc).ledger, now)
-            if moment - failed.get(key, 0.0) >= RESTOCK_RETRY_SECONDS
-        )
+        kept = npc_state(npc).ledger
+        failed = {
+            key: at
+            for key, at in (npc.ndb.ai_restock_failed or {}).items()
+            if moment - at < RESTOCK_RETRY_SECONDS
+        }
+        due = tuple(key for key in stock.restock_due(goods, kept, now) if key not in failed)
         done = stock.restock(npc, goods, due, now, most=RESTOCK_PER_TICK) if due else []
-    except Exception:
-        logger.log_trace(f"{log_prefix(npc)}: restocking failed")
+    except Exception as err:
+        error = f"{type(err).__name__}: {err}"
+        if plan is None or plan.error != error:
+            logger.log_trace(f"{log_prefix(npc)}: restocking failed (logged once)")
+        npc.ndb.ai_restock = RestockPlan.until(stored, moment + RESTOCK_RETRY_SECONDS, error)
         return []
-    failed = {key: at for key, at in failed.items() if moment - at < RESTOCK_RETRY_SECONDS}
     for line in done:
         if line.problem:
             failed[line.key] = moment
         if line.made or line.problem:
             logger.log_info(f"{log_prefix(npc)}: restock: {line.words()}")
     npc.ndb.ai_restock_failed = failed or None
+    if any(line.made for line in done) or (done and not failed):
+        npc.ndb.ai_restock = None  # the ledger changed, maybe more to make: plan next tick
+    elif failed:  # a failed rule is tried again a minute later
+        retry = min(failed.values()) + RESTOCK_RETRY_SECONDS
+        npc.ndb.ai_restock = RestockPlan.until(stored, retry)
+    else:
+        due_at = stock.next_restock(goods, kept, now)
+        npc.ndb.ai_restock = (
+            RestockPlan(stored, due=due_at, planned=now.seconds)
+            if due_at is not None
+            else RestockPlan.until(stored, moment + RESTOCK_RETRY_SECONDS)  # unreadable: look again
+        )
     return done
+
+
+def forget_restock_plan(npc: Any) -> None:
+    """Make ``npc``'s next tick plan its restocking again (its goods or ledger changed)."""
+    npc.ndb.ai_restock = None
 
 
 def sleep_mark(slot: Slot, now: GameTime) -> str:

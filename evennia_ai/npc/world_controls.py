@@ -170,6 +170,7 @@ def container_notes(npc, goods: Goods) -> list[str]:
 def _store_goods(npc, goods: Goods, lines: list[str] | None = None) -> str:
     """Write ``goods`` once, and say what they are now (with warnings about containers)."""
     npc.ai.set(GOODS, to_state(goods, lines) if goods != Goods() else {})
+    routines.forget_restock_plan(npc)  # new rules: the next tick looks at what is due
     rules = len(goods_lines(goods))
     text = f"{npc.key} has {rules} trade rule{'s' if rules != 1 else ''}."
     if not rules:
@@ -312,6 +313,11 @@ def ledger_rows(npc, last: int = 20) -> list[JSONObject]:
     return ledger.rows(npc.ai.ledger, last)
 
 
+#: Objects ``aigoods/restock`` spawns in one call at most (a rule keeping thousands would
+#: otherwise hold the server for as long as it takes).
+RESTOCK_NOW_MOST = 100
+
+
 def restock_now(npc, item: str = "") -> str:
     """Restock ``npc`` now, whatever the time of its restock rules: each rule (or the rule of
     ``item``, a ``proto:KEY``) tops its stock up to what it keeps, and says what was made.
@@ -352,5 +358,18 @@ def restock_now(npc, item: str = "") -> str:
         now = clock.game_now()
     except Exception as err:  # the game's own clock: nothing to restock by
         raise ControlError(f"The game clock cannot be read ({err}); nothing is restocked.") from err
-    done = restock(npc, goods, keys, now)
-    return f"{npc.key} restocked:\n" + "\n".join(f"- {line.words()}" for line in done)
+    done = restock(npc, goods, keys, now, most=RESTOCK_NOW_MOST)
+    routines.forget_restock_plan(npc)
+    lines = [f"- {line.words()}" for line in done]
+    short = [
+        f"{line.key} ({line.keep - line.have} missing)"
+        for line in done
+        if not line.problem and line.have < line.keep
+    ]
+    short += [f"{key} (not reached)" for key in keys[len(done) :]]
+    if short:
+        lines.append(
+            f"At most {RESTOCK_NOW_MOST} objects are made at once; still short: "
+            f"{', '.join(short)}. Run aigoods/restock {npc.key} again, or let its ticks make them."
+        )
+    return f"{npc.key} restocked:\n" + "\n".join(lines)

@@ -150,9 +150,12 @@ class Goods:
         return None
 
     def is_stock(self, item: ItemView) -> bool:
-        """Whether ``item`` is stock: priced, restocked or never sold."""
+        """Whether ``item`` is stock: priced, restocked, never sold, or bought (what a ``buy``
+        rule brought in is the NPC's goods: given back for nothing, it could be sold again)."""
         key = self.key_of(item)
-        return key is not None and (key in self.prices or key in self.restock or key in self.never)
+        return key is not None and (
+            key in self.prices or key in self.restock or key in self.never or key in self.buys
+        )
 
     def _keys(self) -> set[str]:
         return {*self.prices, *self.buys, *self.never, *self.free, *self.restock}

@@ -6,10 +6,13 @@ The stored value (the state key ``ledger``)::
      "day": "2026-11-27",
      "today": {"sold": {"lantern": 2}, "bought": {"scrap iron": 3}, "sold_units": 2,
                "taken": 24, "paid": 6, "partners": {"#7": 30}},
-     "restocked": {"proto:iron_nails": 123456.0}}
+     "restocked": {"proto:iron_nails": 123456.0},
+     "approvals": ["c_1a2b3c", ...]}
 
 The day's counts live apart from the entries, so dropping the oldest entries never lowers a
-limit's count; they start again when the real (UTC) day changes. A ledger that could not be
+limit's count; they start again when the real (UTC) day changes. The ids of the approvals whose
+trades ran (the last :data:`APPROVALS_KEPT`) live apart too, so an approval runs its trade once
+even after its entry dropped out. A ledger that could not be
 read is stored as ``{"entries": [], "blocked": true}``, and an NPC whose ledger is blocked does
 not trade (an unreadable ledger would otherwise reset its daily limits).
 
@@ -25,6 +28,9 @@ from evennia_ai.npc_state import JSONObject, JSONValue
 
 #: Kinds of entry: the NPC sold, bought, gave an item freely, or restocked.
 KINDS = ("sale", "purchase", "gift", "restock")
+#: Ids of the approvals whose trades ran, kept apart from the entries (the newest): an
+#: approval decided again after its entry left the ledger still runs its trade once.
+APPROVALS_KEPT = 500
 
 
 @dataclass(frozen=True)
@@ -130,6 +136,12 @@ def record(ledger: JSONObject, entry: JSONObject, size: int, day: str) -> JSONOb
         },
     )
     new.setdefault("restocked", {})
+    approval = entry.get("approval")
+    if isinstance(approval, str) and approval:
+        done = ledger.get("approvals")
+        ids = [key for key in done if isinstance(key, str)] if isinstance(done, list) else []
+        ids.append(approval)
+        new["approvals"] = list[JSONValue](ids[-APPROVALS_KEPT:])
     return new
 
 
@@ -148,6 +160,22 @@ def by_approval(ledger: JSONObject, approval: str) -> JSONObject | None:
     for entry in reversed(entries if isinstance(entries, list) else []):
         if isinstance(entry, dict) and approval and entry.get("approval") == approval:
             return entry
+    return None
+
+
+def approval_done(ledger: JSONObject, approval: str) -> JSONObject | None:
+    """Whether the confirmation ``approval`` already ran its trade: the trade's entry (see
+    :func:`by_approval`), or ``{"id": None, "approval": approval}`` when the entry has left
+    the ledger but the id is among the last :data:`APPROVALS_KEPT` approvals; None when it
+    did not run."""
+    if not approval:
+        return None
+    entry = by_approval(ledger, approval)
+    if entry is not None:
+        return entry
+    done = ledger.get("approvals")
+    if isinstance(done, list) and approval in done:
+        return {"id": None, "approval": approval}
     return None
 
 

@@ -12,6 +12,7 @@ Glue: Evennia's objects, locks and Tags.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -173,6 +174,8 @@ def give_refusal(npc: Any, obj: Any, receiver: Any) -> str | None:
         return "That is money: pay with a trade; you cannot give money away."
     if goods.is_stock(view) or in_container:
         rule = goods.prices.get(key or "")
+        if rule is None and key in goods.buys:
+            return f"You bought the {obj.key} for your trade: you cannot give stock away."
         price = f" ({coins(rule.price)})" if rule else ""
         return (
             f"The {obj.key} is for sale{price}: players buy it with the buy command; you cannot "
@@ -330,8 +333,11 @@ def restock(
     spawn and its ledger entry in one all-or-nothing block (a crash cannot spawn twice).
 
     A rule is marked as run at ``now`` when its stock is full (already, or by this spawn), so
-    it is due again ``every`` game hours later. ``most`` bounds the objects spawned in all: a
-    rule cut short by it is not marked and goes on at the next call. Nothing is done when the
+    it is due again ``every`` game hours later; the rules found full are marked in one write
+    of the ledger. ``most`` bounds the objects spawned in all: a rule cut short by it is not
+    marked and goes on at the next call. A spawn whose objects would not move to the NPC, or
+    do not count toward its stock (:func:`holdings` leaves them out), is undone and its rule
+    marked as run (a problem, not a loop that spawns at every tick). Nothing is done when the
     goods or the ledger cannot be read.
 
     Returns:
@@ -341,6 +347,7 @@ def restock(
     if state is None or goods.closed or ledger.blocked(state.ledger):
         return []
     done: list[Restocked] = []
+    marked: list[str] = []  # rules found full, or whose spawn cannot count: one write below
     left = most
     for key in keys:
         rule = goods.restock.get(key)
@@ -349,29 +356,54 @@ def restock(
         have = _have(npc, goods, key)
         missing = rule.keep - have
         if missing <= 0:
-            state.update(LEDGER, _marking(key, now.seconds))  # full: checked again later
+            marked.append(key)  # full: checked again later
             done.append(Restocked(key, key, 0, have, rule.keep))
             continue
         if left is not None and left <= 0:
             break
         count = missing if left is None else min(missing, left)
-        result = _restock_one(npc, state, key, rule.prototype, count, now, full=count == missing)
+        result, uncounted = _restock_one(
+            npc, state, goods, key, rule.prototype, count, have, now, full=count == missing
+        )
+        if uncounted:
+            marked.append(key)
         done.append(replace(result, have=have + result.made, keep=rule.keep))
         if left is not None:
             left -= count
+    if marked:
+        state.update(LEDGER, _marking(tuple(marked), now.seconds))
     return done
 
 
-def _marking(key: str, seconds: float) -> Callable[[JSONObject], JSONObject]:
-    """A change of the ledger that marks the restock rule ``key`` as run at ``seconds``."""
-    return lambda kept: ledger.mark_restocked(kept, key, seconds)
+def _marking(keys: tuple[str, ...], seconds: float) -> Callable[[JSONObject], JSONObject]:
+    """A change of the ledger that marks the restock rules ``keys`` as run at ``seconds``."""
+
+    def change(kept: JSONObject) -> JSONObject:
+        for key in keys:
+            kept = ledger.mark_restocked(kept, key, seconds)
+        return kept
+
+    return change
 
 
 def _restock_one(
-    npc: Any, state: NPCState, key: str, prototype: str, count: int, now: GameTime, full: bool
-) -> Restocked:
+    npc: Any,
+    state: NPCState,
+    goods: Goods,
+    key: str,
+    prototype: str,
+    count: int,
+    have: int,
+    now: GameTime,
+    full: bool,
+) -> tuple[Restocked, bool]:
     """Spawn ``count`` items of ``prototype`` into ``npc`` and write the ledger's entry,
-    together (marking the rule as run when ``full``)."""
+    together (marking the rule as run when ``full``). ``have``: the stock of ``key`` before.
+
+    Returns:
+        What was done, and whether the spawn was undone because its objects would not move
+        to the NPC or do not count toward its stock (the rule is to be marked as run).
+    """
     ready_ledger(npc, state)
     touched = Touched(holders={npc})
 
@@ -383,7 +415,13 @@ def _restock_one(
             made = spawner.spawn(*[prototype] * count)
             touched.created.extend(made)
             for obj in made:
-                obj.move_to(npc, quiet=True, move_type="restock")
+                if not obj.move_to(npc, quiet=True, move_type="restock"):
+                    raise _Undone(f"a spawned {obj.key} would not move to {npc.key}")
+            if _have(npc, goods, key) < have + len(made):
+                raise _Undone(
+                    f"what {prototype} spawns does not count as {npc.key}'s stock (not carried "
+                    "by it, or a character, an exit or money)"
+                )
             entry: JSONObject = {
                 "kind": "restock",
                 "item": key,
@@ -396,7 +434,25 @@ def _restock_one(
                 "via": "restock",
             }
             write_entry(npc, state, touched, entry, marked)
+    except _Undone as err:
+        logger.log_err(f"{log_prefix(npc)}: restocking {key} was undone: {err}")
+        return Restocked(key, key, 0, 0, 0, f"it was undone: {err}"), True
     except Exception as err:
         logger.log_trace(f"{log_prefix(npc)}: restocking {key} failed and was rolled back")
-        return Restocked(key, key, 0, 0, 0, f"it failed and was undone ({err})")
-    return Restocked(key, str(entry["name"]), len(made), 0, 0)
+        return Restocked(key, key, 0, 0, 0, f"it failed and was undone ({err})"), False
+    return Restocked(key, str(entry["name"]), len(made), 0, 0), False
+
+
+def next_restock(goods: Goods, kept: JSONObject, now: GameTime) -> float | None:
+    """The game second at which the first of ``goods``' restock rules is due (``now`` when
+    one is due now, infinity with no rule), or None when the goods or the ledger cannot be
+    read. With :func:`restock_due`'s reading of the ledger."""
+    if goods.closed or ledger.blocked(kept):
+        return None
+    first = math.inf
+    for key, rule in goods.restock.items():
+        last = ledger.restocked_at(kept, key)
+        if last is None or last > now.seconds:
+            return now.seconds
+        first = min(first, last + rule.every_hours * now.calendar.hour)
+    return max(first, now.seconds)

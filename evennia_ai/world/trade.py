@@ -185,7 +185,7 @@ class TradeResult:
         """The result as the NPC's model reads it (a tool's result)."""
         if self.already:
             return (
-                f"The trade was already done ({(self.entry or {}).get('id')}): "
+                f"The trade was already done ({(self.entry or {}).get('id') or 'earlier'}): "
                 f"{_summary(self.entry or {})}. Nothing changed hands again."
             )
         if self.done:
@@ -203,6 +203,8 @@ class TradeResult:
 
 def _summary(entry: JSONObject) -> str:
     """An entry in words: "Alice bought 1 lantern for 12 coins"."""
+    if entry.get("id") is None and entry.get("approval"):  # the ledger kept only its approval
+        return f"by approval {entry.get('approval')}, whose record is no longer in the ledger"
     verb = "bought" if entry.get("kind") == "sale" else "sold"
     total = entry.get("total")
     return (
@@ -412,7 +414,7 @@ def _plan(order: TradeOrder) -> _Plan:
         raise TradeAborted("a trade runs on the server's main thread only")
     state = _parties(order)
     if order.via == "approval":  # an approval runs its trade once, whatever became of it
-        earlier = ledger.by_approval(state.ledger, order.approval or "")
+        earlier = ledger.approval_done(state.ledger, order.approval or "")
         if earlier is not None:
             raise _AlreadyDone(earlier)
     goods = _rules(order, state)

@@ -13,6 +13,7 @@ from unittest import mock
 
 from django.test import override_settings
 from evennia.objects.objects import DefaultExit, DefaultRoom
+from evennia.prototypes import prototypes as protlib
 from evennia.server.signals import SIGNAL_EXIT_TRAVERSED
 from evennia.utils.create import create_object
 from support.game_clock import DAY, GameClock
@@ -26,6 +27,7 @@ from evennia_ai.memory import events as ev
 from evennia_ai.memory import longterm
 from evennia_ai.memory.events import Event
 from evennia_ai.memory.longterm import ConsolidationResult
+from evennia_ai.npc import world_controls
 from evennia_ai.npc.state import AttributeState
 from evennia_ai.npc_state import GOODS, ROUTINE
 from evennia_ai.typeclasses import AIAssistantCharacter
@@ -612,19 +614,71 @@ class TestRestockingAtTicks(RoutineTestBase):
         assert self.nails() == [] and self.npc.ai.ledger["entries"] == []
 
     def test_a_failed_spawn_is_logged_and_tried_again_a_minute_later(self):
-        with mock.patch.object(
-            stock.spawner, "spawn", side_effect=KeyError("no prototype")
-        ) as spawn:
+        start = time.time()
+        with (
+            mock.patch.object(
+                stock.spawner, "spawn", side_effect=KeyError("no prototype")
+            ) as spawn,
+            mock.patch.object(routines.time, "time", return_value=start),
+        ):
             self.tick()
             self.tick()
             assert spawn.call_count == 1  # not hammered every tick
-            failed = self.npc.ndb.ai_restock_failed
-            failed["proto:iron_nails"] -= routines.RESTOCK_RETRY_SECONDS
+        later = start + routines.RESTOCK_RETRY_SECONDS
+        with (
+            mock.patch.object(
+                stock.spawner, "spawn", side_effect=KeyError("no prototype")
+            ) as spawn,
+            mock.patch.object(routines.time, "time", return_value=later),
+        ):
             self.tick()
-            assert spawn.call_count == 2
-        self.npc.ndb.ai_restock_failed["proto:iron_nails"] -= routines.RESTOCK_RETRY_SECONDS
-        self.tick()
+            assert spawn.call_count == 1
+        with mock.patch.object(routines.time, "time", return_value=later + 60.0):
+            self.tick()
         assert len(self.nails()) == 10
+
+    def test_a_tick_with_nothing_due_reads_neither_goods_nor_ledger(self):
+        self.ticks(3)
+        assert len(self.nails()) == 25
+        self.tick()  # plans: the rule is due again six game hours later
+        with mock.patch.object(stock, "restock_due", wraps=stock.restock_due) as looked:
+            self.ticks(3)
+            self.at("06:59")
+            self.tick()
+            assert looked.call_count == 0
+            self.at("07:00")
+            self.tick()
+            assert looked.call_count == 1
+
+    def test_new_goods_are_looked_at_by_the_next_tick(self):
+        self.ticks(4)  # full, and planned six game hours ahead
+        protlib.create_prototype({"prototype_key": "rope", "key": "rope"})
+        world_controls.set_goods(
+            self.npc,
+            "restock proto:iron_nails keep 25 every 6h\nrestock proto:rope keep 2 every 6h",
+        )
+        self.tick()
+        assert [obj.key for obj in self.npc.contents].count("rope") == 2
+
+    def test_a_lasting_error_is_logged_once_and_waits(self):
+        start = time.time()
+        with (
+            mock.patch.object(stock, "restock_due", side_effect=RuntimeError("bad")) as due,
+            mock.patch.object(routines.logger, "log_trace") as logged,
+        ):
+            for moment in (start, start + 1, start + 61, start + 122):
+                with mock.patch.object(routines.time, "time", return_value=moment):
+                    self.tick()
+            assert due.call_count == 3 and logged.call_count == 1
+
+    def test_restocking_by_staff_is_capped_and_says_what_is_left(self):
+        goods, _ = parse_goods(
+            "sell proto:iron_nails 1\nrestock proto:iron_nails keep 250 every 6h"
+        )
+        self.npc.ai.set(GOODS, to_state(goods))
+        text = world_controls.restock_now(self.npc)
+        assert len(self.nails()) == world_controls.RESTOCK_NOW_MOST
+        assert "still short: proto:iron_nails (150 missing)" in text
 
 
 class TestUnreadableRoutine(RoutineTestBase):

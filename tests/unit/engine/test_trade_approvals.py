@@ -80,6 +80,21 @@ class TestTradeApprovals(TradeTestBase):
         assert [obj.key for obj in self.char1.contents].count("lantern") == 1
         assert len(self.npc.ai.ledger["entries"]) == 1
 
+    def test_an_approval_runs_once_after_its_entry_left_the_ledger(self):
+        """The ledger keeps the approvals of its trades apart from its bounded entries: an
+        approval decided again after its entry dropped out still moves nothing."""
+        order = self.order(via="approval", approval="c_old")
+        assert execute(order).done
+        self.make("lantern")
+        with override_settings(EVENNIA_AI_LEDGER_SIZE=1, EVENNIA_AI_TRADE_APPROVAL_ABOVE=None):
+            assert execute(self.order(partner=self.char2, via="command")).done
+            assert self.npc.ai.ledger["approvals"] == ["c_old"]
+            assert [row.get("approval") for row in self.npc.ai.ledger["entries"]] == [None]
+            self.make("lantern")
+            result = execute(order)
+        assert result.done and result.already and "no longer in the ledger" in result.to_model()
+        assert self.char1.db.coins == 38 and self.npc.db.coins == 124
+
     def test_an_approval_found_in_the_ledger_inside_the_transaction_moves_nothing(self):
         order = self.order(via="approval", approval="c_twice")
         assert execute(order).done

@@ -287,6 +287,25 @@ class TestObjects(WorldToolTest):
         refused = self.run_tool("give", ctx, item="lantern", target="Char2")
         assert "could not be read" in refused.error and lantern.location == bram
 
+    def test_what_the_npc_bought_is_neither_given_nor_dropped(self):
+        """A compromised model cannot hand back what a ``buy`` rule brought in (sell scrap,
+        ask for it back, sell it again): bought goods are stock unless ``free`` or gifts on."""
+        bram = create_object(AIAssistantCharacter, key="Bram", location=self.room1)
+        ctx = ToolContext(npc=bram, tick_id=1)
+        scrap = create_object(DefaultObject, key="scrap iron", location=bram)
+        bram.ai.set("goods", goods_state(parse_goods("buy scrap iron 2")[0]))
+        refused = self.run_tool("give", ctx, item="scrap iron", target="Char2")
+        assert not refused.success and "cannot give stock away" in refused.error
+        assert "cannot give stock away" in self.run_tool("drop", ctx, item="scrap iron").error
+        assert scrap.location == bram
+        bram.ai.set("goods", goods_state(parse_goods("buy scrap iron 2\nfree scrap iron")[0]))
+        assert self.run_tool("give", ctx, item="scrap iron", target="Char2").success
+        scrap.location = bram
+        bram.ai.set("goods", goods_state(parse_goods("buy scrap iron 2\ngifts on")[0]))
+        assert self.run_tool("give", ctx, item="scrap iron", target="Char2").success
+        assert scrap.location == self.char2
+        assert [e["kind"] for e in bram.ai.ledger["entries"]] == ["gift", "gift"]
+
     def test_free_gifts_are_written_to_the_ledger(self):
         """A free item, or stock with gifts on, goes through stock.give_free: the move and a
         ``gift`` entry of the ledger together; a non-shop's give records nothing."""

@@ -126,6 +126,12 @@ def test_price_keys_dbref_over_prototype_over_name():
     assert goods.is_stock(ItemView("#47", "Lantern", (), None))
 
 
+def test_what_a_buy_rule_brings_in_is_stock():
+    goods, _ = parse_goods("buy scrap iron 2")
+    assert goods.is_stock(ItemView("#50", "Scrap Iron", (), None))
+    assert not goods.is_stock(ItemView("#51", "rope", (), None))
+
+
 def test_floor_ceiling_and_daily_limits():
     goods, today = shop(), Today("2026-11-27", sold_units=49)
     assert sale_refusal(goods, Today("d"), "lantern", 1, 12, 3) is None

@@ -1,5 +1,6 @@
 """An NPC's ledger: bounded entries, and the day's counts kept apart from them (pure)."""
 
+from evennia_ai.world import ledger
 from evennia_ai.world.ledger import (
     blocked,
     mark_restocked,
@@ -55,3 +56,16 @@ def test_restock_times():
     ledger = mark_restocked({}, "proto:nails", 3600)
     assert restocked_at(ledger, "proto:nails") == 3600.0
     assert restocked_at(ledger, "proto:bread") is None
+
+
+def test_approvals_are_kept_apart_and_bounded():
+    kept: dict = {}
+    for number in range(ledger.APPROVALS_KEPT + 2):
+        entry = {"kind": "sale", "item": "x", "quantity": 1, "total": 1, "approval": f"c_{number}"}
+        kept = ledger.record(kept, entry, 1, "2026-11-27")
+    kept = ledger.record(kept, {"kind": "sale", "item": "x", "approval": None}, 1, "2026-11-27")
+    assert len(kept["approvals"]) == ledger.APPROVALS_KEPT and kept["approvals"][-1] == "c_501"
+    assert ledger.approval_done(kept, "c_501") == {"id": None, "approval": "c_501"}
+    assert ledger.approval_done(kept, "c_0") is None and ledger.approval_done(kept, "") is None
+    kept = ledger.record(kept, {"kind": "sale", "item": "x", "approval": "c_9"}, 1, "2026-11-27")
+    assert ledger.approval_done(kept, "c_9")["item"] == "x"  # the entry, while it is kept

@@ -200,6 +200,46 @@ class TestRestock(ShopTestBase):
         assert restock_due(self.goods, self.npc.ai.ledger, now) == ()
         assert [e["quantity"] for e in self.npc.ai.ledger["entries"]] == [2, 1]
 
+    def test_a_spawn_that_does_not_count_as_stock_is_undone_and_does_not_spin(self):
+        """A prototype whose objects holdings() leaves out (here a character) made nothing:
+        no orphans, no "made" entry, and the rule waits its interval instead of spawning at
+        every call."""
+        protlib.create_prototype(
+            {
+                "prototype_key": "iron_golem",
+                "key": "iron golem",
+                "typeclass": "evennia.objects.objects.DefaultCharacter",
+            }
+        )
+        goods = self.set_goods("sell proto:iron_golem 5\nrestock proto:iron_golem keep 2 every 6h")
+        now = self.at(1000.0)
+        [line] = restock(self.npc, goods, restock_due(goods, self.npc.ai.ledger, now), now)
+        assert line.made == 0 and "does not count" in line.problem
+        golems = ObjectDB.objects.filter(db_tags__db_key="iron_golem")
+        assert golems.count() == 0 and self.npc.ai.ledger["entries"] == []
+        assert restock_due(goods, self.npc.ai.ledger, self.at(2000.0)) == ()
+
+    def test_a_spawn_that_will_not_move_to_the_npc_is_undone(self):
+        now = self.at(1000.0)
+        with mock.patch.object(DefaultObject, "move_to", return_value=False):
+            [line] = restock(self.npc, self.goods, ("proto:iron_nails",), now)
+        assert line.made == 0 and "would not move" in line.problem
+        assert self.nails() == 0 and self.npc.ai.ledger["entries"] == []
+        assert restock_due(self.goods, self.npc.ai.ledger, now) == ()
+
+    def test_full_rules_are_marked_in_one_write(self):
+        protlib.create_prototype({"prototype_key": "rope", "key": "rope"})
+        goods = self.set_goods(
+            "restock proto:iron_nails keep 1 every 6h\nrestock proto:rope keep 1 every 6h"
+        )
+        keys = ("proto:iron_nails", "proto:rope")
+        assert [line.made for line in restock(self.npc, goods, keys, self.at(1000.0))] == [1, 1]
+        later = self.at(1000.0 + 6 * 3600)
+        with mock.patch.object(self.npc.ai, "update", wraps=self.npc.ai.update) as update:
+            lines = restock(self.npc, goods, keys, later)
+        assert [line.made for line in lines] == [0, 0] and update.call_count == 1
+        assert restock_due(goods, self.npc.ai.ledger, later) == ()
+
     def test_unreadable_goods_or_ledger_restock_nothing(self):
         now = self.at(1000.0)
         self.npc.ai.set("goods", {"closed": True})
