@@ -622,12 +622,13 @@ _DECLARED: tuple[StateKey, ...] = (
                     }
                 ),
                 "restocked": {"type": "object", "additionalProperties": _NUMBER},
+                "approvals": {"type": "array", "items": _TEXT},
                 "blocked": {"type": "boolean"},
             }
         ),
         "The NPC's latest trades (at most EVENNIA_AI_LEDGER_SIZE), today's counts for its daily "
-        "limits, apart, and when each restock rule last ran (unreadable records stop its "
-        "trading).",
+        "limits, apart, when each restock rule last ran, and the ids of the approvals it ran "
+        "(unreadable records stop its trading).",
         strict=lambda kept: {"entries": [], "blocked": True},
     ),
     StateKey(

@@ -240,7 +240,6 @@ class TestWaresAndDirections(OfferTest):
         assert "No room is called" in tool.safe_run(self.ctx, {"room": "Atlantis"}).error
         assert cut_off.pk
 
-
     def test_the_shop_tools_are_for_npcs_with_goods(self):
         """An NPC with no goods, or goods that cannot be read, is not offered trade or wares
         (their schemas cost every request tokens); its other tools are unchanged."""
