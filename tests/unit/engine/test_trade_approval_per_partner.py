@@ -2,24 +2,14 @@
 cannot fill the NPC's share of the confirmation queue (pending orders reserve nothing)."""
 
 import pytest
-from django.test.utils import override_settings
-from unit.world.test_trade import TradeTestBase
+from unit.engine.test_trade_approvals import ApprovalTestBase
 
 from evennia_ai.engine.confirmations import MAX_PENDING_PER_NPC, TradeAlreadyWaiting, queue_trade
 from evennia_ai.npc.trade_answers import settle
-from evennia_ai.tools.approvals import ConfirmationError, get_confirmation_queue
+from evennia_ai.tools.approvals import ConfirmationError
 
 
-@override_settings(EVENNIA_AI_TRADE_APPROVAL_ABOVE=10)
-class TestOneWaitingTradePerPartner(TradeTestBase):
-    def setUp(self):
-        super().setUp()
-        self.queue = get_confirmation_queue()
-
-    def tearDown(self):
-        self.queue.delete()
-        super().tearDown()
-
+class TestOneWaitingTradePerPartner(ApprovalTestBase):
     def waiting_trades(self, partner):
         return [
             e

@@ -17,7 +17,9 @@ def trade_words(order):
 
 
 @override_settings(EVENNIA_AI_TRADE_APPROVAL_ABOVE=10)
-class TestTradeApprovals(TradeTestBase):
+class ApprovalTestBase(TradeTestBase):
+    """A shop whose trades above 10 coins wait for a Builder, and the confirmation queue."""
+
     def setUp(self):
         super().setUp()
         self.queue = get_confirmation_queue()
@@ -25,6 +27,9 @@ class TestTradeApprovals(TradeTestBase):
     def tearDown(self):
         self.queue.delete()
         super().tearDown()
+
+
+class TestTradeApprovals(ApprovalTestBase):
 
     def test_an_approved_trade_runs_once_with_its_approval_recorded(self):
         order = self.order(via="words")
