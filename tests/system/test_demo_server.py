@@ -36,8 +36,10 @@ def test_telnet_login_lands_in_the_tavern_and_the_town_trades_and_walks(tmp_path
             assert "Market Square" in command(client, "out", "Exits")
             assert "Bram" in command(client, "east", "Exits")
             wares = command(client, "wares", "You have")
+            if "You have 50 coins" not in wares:  # the line's end came in a later read
+                wares += ANSI.sub("", client.read_until("coins", timeout=5))
             assert "iron lantern" in wares and "12 coins" in wares, wares
-            assert "You have 50 coins" in client.read_until("coins", timeout=5) + wares
+            assert "You have 50 coins" in wares, wares
             bought = command(client, "buy lantern", "now")
             assert "You buy 1 iron lantern" in bought and "38 coins" in bought, bought
             dear = command(client, "buy knife", "approval")
