@@ -5,8 +5,9 @@
 # embedder; those need the 3.11 venv), then the database tests (the `postgres` marker) on a real
 # PostgreSQL server that tests/support/postgres.py starts and removes (skipped, saying why,
 # where PostgreSQL cannot be had), then the install test (a wheel into a fresh venv and a game
-# from the guide: minutes of its own, so it runs where a core is free). Without a 3.12 venv
-# these follow the main run.
+# from the guide: minutes of its own, so it runs where a core is free) with the stop test
+# (`make stop` during a reload of a real game), which balances the two lanes. Without a 3.12
+# venv these follow the main run.
 # The side runs' output is printed when everything has finished. The main run lists its 25
 # slowest tests, so runs of different sessions can be compared.
 #
@@ -16,13 +17,14 @@ set -uo pipefail
 VENV="$1"
 VENV312="${2:-}"
 INSTALL_TEST="tests/system/test_install_wheel.py"
+STOP_TEST="tests/system/test_stop_game.py"
 
 postgres_tests() {
     "$VENV/bin/python" "$(dirname "$0")/../tests/support/postgres.py" tests -- -q
 }
 
 install_test() {
-    "$VENV/bin/python" -m pytest -q "$INSTALL_TEST"
+    "$VENV/bin/python" -m pytest -q "$INSTALL_TEST" "$STOP_TEST"
 }
 
 other_pid=""
@@ -46,7 +48,7 @@ fi
 bash "$(dirname "$0")/lint.sh" "$VENV"
 lint_rc=$?
 
-"$VENV/bin/python" -m pytest --durations=25 --ignore="$INSTALL_TEST"
+"$VENV/bin/python" -m pytest --durations=25 --ignore="$INSTALL_TEST" --ignore="$STOP_TEST"
 main_rc=$?
 
 other_rc=0
@@ -63,7 +65,7 @@ if [ -n "$other_pid" ]; then
         cat "$log"
     fi
     echo
-    echo "== the database tests on PostgreSQL, then the install test =="
+    echo "== the database tests on PostgreSQL, then the install and stop tests =="
     if [ "$postgres_rc" -eq 0 ]; then
         grep -E "passed|failed|skipped|SKIPPED" "$pglog" | tail -n 4
     else
