@@ -184,8 +184,8 @@ def answer_line(npc: Any, speaker: Any, content: str, line: str) -> bool:
     the line is ordinary speech. A line that names no NPC is left ordinary while another NPC
     here also waits for the speaker's answer (whose would it be?).
     """
-    if len(content) > MOST_ANSWER_CHARS:  # most lines: no name or state read at all
-        return False
+    if len(content) > MOST_ANSWER_CHARS or not offers.may_answer(content):
+        return False  # most lines: no name or state read at all
     if not (is_character(speaker) and is_player(speaker)) or is_assistant(speaker):
         return False
     said = offers.plain_answer(content, (npc.key, *npc.aliases.all()))

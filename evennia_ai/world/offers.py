@@ -237,6 +237,36 @@ def _words(text: str) -> str:
     return " ".join(text.strip(_EDGE_PUNCTUATION).lower().split())
 
 
+_TOKENS = re.compile(r"[\w']+")
+
+
+def _tokens(text: str) -> str:
+    """``text``'s words, lower case, one space apart, with a space at each end."""
+    return f" {' '.join(_TOKENS.findall(text.lower()))} "
+
+
+#: The last line :func:`may_answer` was asked about and its answer: every AI NPC in a room hears
+#: the same line, so the room asks once per line (the settings are read for each new line).
+_LAST_ASKED: list[object] = [None, False]
+
+
+def may_answer(line: str) -> bool:
+    """Whether ``line`` holds one of the yes or no words at all, as whole words: the quick
+    test every AI NPC hearing a line makes before it reads a name or its state (almost every
+    line fails it)."""
+    if _LAST_ASKED[0] == line:
+        return bool(_LAST_ASKED[1])
+    said = _tokens(line)
+    found = any(
+        _tokens(word) in said
+        for key in ("EVENNIA_AI_TRADE_YES_WORDS", "EVENNIA_AI_TRADE_NO_WORDS")
+        for word in conf.get_texts(key)
+        if word.strip()
+    )
+    _LAST_ASKED[:] = [line, found]
+    return found
+
+
 def plain_answer(line: str, npc_names: tuple[str, ...]) -> bool | None:
     """Whether ``line`` (what a player said, whole) is a plain yes (True), a plain no (False),
     or neither (None): one of ``EVENNIA_AI_TRADE_YES_WORDS`` / ``_NO_WORDS`` as the whole line,
@@ -263,6 +293,7 @@ __all__ = [
     "Offer",
     "lapsed",
     "make",
+    "may_answer",
     "open_offer",
     "pending",
     "plain_answer",
